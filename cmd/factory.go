@@ -1,0 +1,175 @@
+package cmd
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+// GlobalOptions are the persistent flags every command shares.
+type GlobalOptions struct {
+	Region      string
+	Profile     string
+	EndpointURL string
+	Output      string
+	NoColor     bool
+	Yes         bool
+	StateDir    string
+	Verbose     bool
+	PathStyle   bool
+}
+
+// Factory gives commands what they need without globals: streams, options
+// and lazily built AWS clients.
+type Factory struct {
+	IO   *output.IOStreams
+	Opts GlobalOptions
+
+	once    sync.Once
+	cfg     aws.Config
+	cfgErr  error
+	sqsOnce sync.Once
+	sqsC    *queue.Client
+}
+
+// Format returns the validated -o value.
+func (f *Factory) Format() (output.Format, error) { return output.ParseFormat(f.Opts.Output) }
+
+// Verbosef prints a line to stderr when -v is set.
+func (f *Factory) Verbosef(format string, a ...any) {
+	if f.Opts.Verbose {
+		f.IO.Infof(format, a...)
+	}
+}
+
+// StateDir returns --state-dir or its default, $XDG_STATE_HOME/dlqctl.
+func (f *Factory) StateDir() string {
+	if f.Opts.StateDir != "" {
+		return f.Opts.StateDir
+	}
+	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
+		return filepath.Join(x, "dlqctl")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "state", "dlqctl")
+	}
+	return filepath.Join(os.TempDir(), "dlqctl-state")
+}
+
+// AWSConfig loads the shared AWS configuration once.
+func (f *Factory) AWSConfig(ctx context.Context) (aws.Config, error) {
+	f.once.Do(func() {
+		opts := []func(*config.LoadOptions) error{
+			config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+				t.MaxIdleConns = 256
+				t.MaxIdleConnsPerHost = 128
+			})),
+		}
+		if f.Opts.Region != "" {
+			opts = append(opts, config.WithRegion(f.Opts.Region))
+		}
+		if f.Opts.Profile != "" {
+			opts = append(opts, config.WithSharedConfigProfile(f.Opts.Profile))
+		}
+		f.cfg, f.cfgErr = config.LoadDefaultConfig(ctx, opts...)
+		if f.cfgErr != nil {
+			msg := f.cfgErr.Error()
+			if strings.Contains(msg, "failed to get shared config profile") {
+				f.cfgErr = errs.BadInputf("AWS profile %q not found in ~/.aws/config or ~/.aws/credentials; check --profile / AWS_PROFILE", f.Opts.Profile)
+			} else {
+				f.cfgErr = errs.BadInputf("cannot load AWS configuration: %v; check --profile and the AWS_* variables", f.cfgErr)
+			}
+			return
+		}
+		if f.cfg.Region == "" {
+			f.cfgErr = errs.BadInputf("no AWS region configured; pass --region or set AWS_REGION")
+		}
+	})
+	return f.cfg, f.cfgErr
+}
+
+func newRetryer() aws.Retryer {
+	return retry.NewStandard(func(o *retry.StandardOptions) {
+		o.MaxAttempts = 6
+		o.RateLimiter = ratelimit.None
+	})
+}
+
+// SQS returns the SQS client (with its own retryer).
+func (f *Factory) SQS(ctx context.Context) (*queue.Client, error) {
+	cfg, err := f.AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f.sqsOnce.Do(func() {
+		api := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+			o.Retryer = newRetryer()
+			if f.Opts.EndpointURL != "" {
+				o.BaseEndpoint = aws.String(f.Opts.EndpointURL)
+			}
+		})
+		f.sqsC = queue.New(api, cfg.Region)
+		f.Verbosef("region %s, sqs endpoint %s", cfg.Region, endpointOr(f.Opts.EndpointURL, "AWS_ENDPOINT_URL_SQS"))
+	})
+	return f.sqsC, nil
+}
+
+// S3 returns an S3 client (with its own retryer). Path-style addressing is
+// used with --path-style and whenever a custom endpoint is set, which is
+// what S3-compatible servers expect.
+func (f *Factory) S3(ctx context.Context) (*s3.Client, error) {
+	cfg, err := f.AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	custom := f.Opts.EndpointURL != "" || os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
+	return s3.NewFromConfig(cfg, func(o *s3.Options) {
+		o.Retryer = newRetryer()
+		if f.Opts.EndpointURL != "" {
+			o.BaseEndpoint = aws.String(f.Opts.EndpointURL)
+		}
+		o.UsePathStyle = f.Opts.PathStyle || custom
+	}), nil
+}
+
+func endpointOr(flag, env string) string {
+	if flag != "" {
+		return flag
+	}
+	if v := os.Getenv(env); v != "" {
+		return v
+	}
+	if v := os.Getenv("AWS_ENDPOINT_URL"); v != "" {
+		return v
+	}
+	return "(AWS default)"
+}
+
+// ResolveQueue resolves a queue reference and prints the URL with -v.
+func (f *Factory) ResolveQueue(ctx context.Context, ref string) (*queue.Client, *queue.Queue, error) {
+	c, err := f.SQS(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	q, err := c.Resolve(ctx, ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	f.Verbosef("queue %s -> %s", ref, q.URL)
+	return c, q, nil
+}

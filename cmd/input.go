@@ -1,0 +1,74 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+// errStop ends a record stream early without being an error.
+var errStop = errors.New("stop")
+
+// InputOptions say where records come from: a live queue (read without
+// consuming it) or an offline file of message records.
+type InputOptions struct {
+	Queue      string        // queue reference (ignored with From)
+	From       string        // NDJSON/JSON file of records, "-" for stdin
+	Max        int           // distinct messages to read from the queue; 0 = all
+	Visibility time.Duration // hold time between heartbeats while scanning
+}
+
+// InputResult describes what was read.
+type InputResult struct {
+	Queue *queue.Queue        // nil for offline input
+	Scan  *inspect.ScanResult // nil for offline input
+}
+
+// openers for non-file inputs (s3:// archives) register here.
+var inputOpeners []func(ctx context.Context, f *Factory, from string, fn func(*queue.Record, any) error) (handled bool, err error)
+
+// ForEachRecord streams records from the input to fn. Returning errStop
+// from fn ends the stream cleanly.
+func (f *Factory) ForEachRecord(ctx context.Context, in InputOptions, fn func(rec *queue.Record, parsed any) error) (*InputResult, error) {
+	if in.From != "" {
+		for _, open := range inputOpeners {
+			handled, err := open(ctx, f, in.From, fn)
+			if handled {
+				if errors.Is(err, errStop) {
+					err = nil
+				}
+				return &InputResult{}, err
+			}
+		}
+		var err error
+		if in.From == "-" {
+			err = inspect.ReadRecords(f.IO.In, "stdin", fn)
+		} else {
+			fh, oerr := os.Open(in.From)
+			if oerr != nil {
+				return nil, errs.BadInputf("cannot read --from %s: %v; pass an NDJSON file of message records or - for stdin", in.From, oerr)
+			}
+			defer fh.Close()
+			err = inspect.ReadRecords(fh, in.From, fn)
+		}
+		if errors.Is(err, errStop) {
+			err = nil
+		}
+		return &InputResult{}, err
+	}
+	c, q, err := f.ResolveQueue(ctx, in.Queue)
+	if err != nil {
+		return nil, err
+	}
+	res, err := inspect.Scan(ctx, c, q, inspect.ScanOptions{Max: in.Max, Visibility: in.Visibility},
+		func(m *queue.Message, parsed any) error { return fn(&m.Record, parsed) })
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return &InputResult{Queue: q, Scan: res}, err
+}

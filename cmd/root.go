@@ -1,0 +1,151 @@
+// Package cmd holds dlqctl's commands: each turns flags into an Options
+// struct, validates it, and calls a run function that uses pkg/.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/output"
+)
+
+// version is set at build time with -ldflags "-X github.com/dlqctl/dlqctl/cmd.version=…".
+var version = ""
+
+// Version returns the program version.
+func Version() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// Main runs dlqctl with the process's arguments and streams and returns the
+// exit code. It is the only place that decides exit codes.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, output.System(), os.Args[1:])
+}
+
+// Run executes dlqctl with args on the given streams.
+func Run(ctx context.Context, io *output.IOStreams, args []string) int {
+	f := &Factory{IO: io}
+	root := NewRootCmd(f)
+	root.SetArgs(args)
+	root.SetIn(io.In)
+	root.SetOut(io.Out)
+	root.SetErr(io.ErrOut)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return errs.ExitOK
+	}
+	code := errs.Code(err)
+	if code == errs.ExitError && isCobraUsageError(err) {
+		code = errs.ExitUsage
+	}
+	var silent *errs.Silent
+	if !errors.As(err, &silent) {
+		msg := err.Error()
+		if code == errs.ExitInterrupted {
+			msg = "interrupted"
+		}
+		fmt.Fprintf(io.ErrOut, "dlqctl: %s\n", msg)
+	}
+	return code
+}
+
+func isCobraUsageError(err error) bool {
+	m := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument", "accepts ", "requires at least", "requires at most", "if any flags in the group", "none of the others can be"} {
+		if strings.Contains(m, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// NewRootCmd builds the command tree.
+func NewRootCmd(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "dlqctl",
+		Short: "Triage, redrive and archive AWS SQS dead-letter queues safely",
+		Long: `dlqctl answers the four questions of a full dead-letter queue:
+what is in it (queues, sample, group), why did it fail (classify), how to
+replay it without a second incident (redrive), and how to get rid of what can
+never succeed (archive, restore). Nothing dlqctl does deletes a message that
+is not durably somewhere else.
+
+` + errs.ExitCodesHelp,
+		Version:       Version(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
+			if _, err := f.Format(); err != nil {
+				return err
+			}
+			if f.Opts.NoColor {
+				f.IO.Color = false
+			}
+			return nil
+		},
+	}
+	root.SetVersionTemplate("dlqctl {{.Version}}\n")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return errs.BadInputf("%v; see '%s --help'", err, c.CommandPath())
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&f.Opts.Region, "region", "", "AWS region (default from AWS_REGION / profile)")
+	pf.StringVar(&f.Opts.Profile, "profile", "", "AWS shared config profile")
+	pf.StringVar(&f.Opts.EndpointURL, "endpoint-url", "", "override the SQS and S3 endpoint (AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_S3 also work)")
+	pf.StringVarP(&f.Opts.Output, "output", "o", "table", "output format: table, json or ndjson")
+	pf.BoolVar(&f.Opts.NoColor, "no-color", false, "disable colour")
+	pf.BoolVar(&f.Opts.Yes, "yes", false, "do not ask for confirmation (scripts)")
+	pf.StringVar(&f.Opts.StateDir, "state-dir", "", "where run journals live (default $XDG_STATE_HOME/dlqctl)")
+	pf.BoolVarP(&f.Opts.Verbose, "verbose", "v", false, "print resolved queues, endpoints and API details to stderr (never credentials or receipt handles)")
+	pf.BoolVar(&f.Opts.PathStyle, "s3-path-style", false, "use path-style S3 addressing (automatic with a custom endpoint)")
+
+	root.AddCommand(NewCmdQueues(f, nil))
+	root.AddCommand(NewCmdSample(f, nil))
+	root.AddCommand(&cobra.Command{
+		Use:   "filters",
+		Short: "How --filter and rule expressions work",
+		Long:  inspect.ExprHelp,
+	})
+	for _, add := range extraCommands {
+		root.AddCommand(add(f))
+	}
+	return root
+}
+
+// extraCommands lets each command file register itself without editing the
+// root (keeps parallel work on separate commands from colliding).
+var extraCommands []func(*Factory) *cobra.Command
+
+func register(fn func(*Factory) *cobra.Command) { extraCommands = append(extraCommands, fn) }
+
+// withExitCodes appends the exit code table to a command's long help.
+func withExitCodes(long string) string { return strings.TrimSpace(long) + "\n\n" + errs.ExitCodesHelp }
+
+// exactArgs is cobra.ExactArgs with a usage-class error naming what is missing.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) != n {
+			return errs.BadInputf("%s expects %s (got %d argument(s)); see 'dlqctl %s --help'", c.Name(), what, len(args), c.Name())
+		}
+		return nil
+	}
+}

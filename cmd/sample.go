@@ -1,0 +1,196 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+// SampleOptions are the inputs of `dlqctl sample`.
+type SampleOptions struct {
+	F          *Factory
+	Queue      string
+	From       string
+	N          int
+	ScanMax    int
+	Visibility time.Duration
+	Filter     string
+	Redact     []string
+	NoRedact   bool
+}
+
+// NewCmdSample builds `dlqctl sample`.
+func NewCmdSample(f *Factory, runF func(context.Context, *SampleOptions) error) *cobra.Command {
+	opts := &SampleOptions{F: f}
+	c := &cobra.Command{
+		Use:   "sample QUEUE [-n 10] [--filter EXPR]",
+		Short: "Peek at messages without consuming them",
+		Long: withExitCodes(`Peek at up to N messages of a queue without consuming them. Messages are
+received (hidden for --visibility while dlqctl holds them), turned into
+message records, and released (visibility 0) before dlqctl exits, also on
+Ctrl-C and on errors. Nothing is deleted.
+
+QUEUE is a queue name, URL or ARN. --from reads records from a file written
+by 'sample -o ndjson' instead (- for stdin).
+
+Side effects to know: every receive increments ApproximateReceiveCount; if
+the DLQ itself has a RedrivePolicy, peeking counts toward moving messages on;
+on a FIFO queue a peeked message blocks its group until it is released.
+
+Secret-looking values (password, token, authorization, api_key,
+card_number, cvv, ssn, … at any depth) are masked in all output by default;
+--redact adds key names or dotted body paths, --no-redact shows raw values.
+
+` + inspect.ExprHelp),
+		Example: `  dlqctl sample orders-dlq
+  dlqctl sample orders-dlq -n 50 --filter '.envelope.event_type == "OrderPaid"' -o ndjson > paid.ndjson
+  dlqctl sample --from paid.ndjson -o json`,
+		Args: func(c *cobra.Command, args []string) error {
+			if opts.From != "" {
+				return exactArgs(0, "no QUEUE with --from")(c, args)
+			}
+			return exactArgs(1, "one QUEUE (name, URL or ARN)")(c, args)
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Queue = args[0]
+			}
+			if opts.N <= 0 {
+				return errs.BadInputf("-n must be at least 1 (got %d)", opts.N)
+			}
+			if opts.Visibility < 5*time.Second || opts.Visibility > 12*time.Hour {
+				return errs.BadInputf("--visibility must be between 5s and 12h (got %s)", opts.Visibility)
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return sampleRun(c.Context(), opts)
+		},
+	}
+	fl := c.Flags()
+	fl.IntVarP(&opts.N, "number", "n", 10, "how many messages to show")
+	fl.IntVar(&opts.ScanMax, "scan-max", 10000, "with --filter, read at most this many messages looking for matches")
+	fl.DurationVar(&opts.Visibility, "visibility", 30*time.Second, "how long peeked messages stay hidden between heartbeats")
+	fl.StringVar(&opts.Filter, "filter", "", "jq expression over the message record; keep messages where it is true")
+	fl.StringSliceVar(&opts.Redact, "redact", nil, "extra keys or dotted body paths to mask (comma-separated)")
+	fl.BoolVar(&opts.NoRedact, "no-redact", false, "show secret-looking values unmasked")
+	fl.StringVar(&opts.From, "from", "", "read message records from an NDJSON file (- for stdin) instead of a queue")
+	return c
+}
+
+// SideEffectWarnings returns the warnings to show before peeking at q.
+func SideEffectWarnings(q *queue.Queue) []string {
+	var w []string
+	if rp := q.RedrivePolicy(); rp != nil {
+		w = append(w, fmt.Sprintf("%s has its own RedrivePolicy (maxReceiveCount %d): each receive by dlqctl counts toward moving its messages to %s",
+			q.Name, rp.MaxReceiveCount, queue.NameFromARN(rp.DeadLetterTargetARN)))
+	}
+	if q.FIFO {
+		w = append(w, fmt.Sprintf("%s is FIFO: a peeked message blocks its message group until dlqctl releases it", q.Name))
+	}
+	return w
+}
+
+func sampleRun(ctx context.Context, opts *SampleOptions) error {
+	f := opts.F
+	filter, err := inspect.CompileFilter(opts.Filter)
+	if err != nil {
+		return err
+	}
+	var redactor *inspect.Redactor
+	if !opts.NoRedact {
+		redactor = inspect.NewRedactor(opts.Redact)
+	}
+	in := InputOptions{Queue: opts.Queue, From: opts.From, Max: opts.N, Visibility: opts.Visibility}
+	if filter != nil {
+		in.Max = max(opts.ScanMax, opts.N)
+	}
+	if opts.From == "" {
+		c, q, err := f.ResolveQueue(ctx, opts.Queue)
+		if err != nil {
+			return err
+		}
+		for _, w := range SideEffectWarnings(q) {
+			f.IO.Warnf("%s", w)
+		}
+		_ = c
+	}
+	var recs []queue.Record
+	res, err := f.ForEachRecord(ctx, in, func(rec *queue.Record, parsed any) error {
+		if !filter.Keep(rec, parsed) {
+			return nil
+		}
+		r := *rec
+		if redactor != nil {
+			r = redactor.Record(r)
+		}
+		recs = append(recs, r)
+		if len(recs) >= opts.N {
+			return errStop
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if res.Scan != nil && filter != nil && len(recs) < opts.N && !res.Scan.Complete {
+		f.IO.Warnf("read %d messages (--scan-max) and found %d matching; raise --scan-max to look further", res.Scan.Seen, len(recs))
+	}
+	if res.Queue != nil {
+		f.Verbosef("read %d distinct messages from %s (depth at start: %d visible); all released", res.Scan.Seen, res.Queue.Name, res.Scan.Depth.Visible)
+	}
+	return printRecords(f, recs)
+}
+
+func printRecords(f *Factory, recs []queue.Record) error {
+	format, _ := f.Format()
+	switch format {
+	case output.JSON:
+		if recs == nil {
+			recs = []queue.Record{}
+		}
+		return output.WriteJSON(f.IO.Out, recs)
+	case output.NDJSON:
+		w := output.NewNDJSON(f.IO.Out)
+		for _, r := range recs {
+			if err := w.Write(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(recs) == 0 {
+		f.IO.Infof("no messages")
+		return nil
+	}
+	t := output.NewTable(f.IO, "ID", "AGE", "RECV", "SOURCE", "EVENT", "ERROR", "BODY")
+	for _, r := range recs {
+		event := ""
+		if r.Envelope != nil {
+			event = r.Envelope.EventType
+			if r.Envelope.EventVersion != nil {
+				event += fmt.Sprintf(" v%v", r.Envelope.EventVersion)
+			}
+		}
+		errText := ""
+		if r.Failure != nil {
+			errText = strings.TrimSpace(r.Failure.Type + ": " + r.Failure.Reason)
+			errText = strings.Trim(errText, ": ")
+		}
+		src := queue.NameFromARN(r.System.SourceQueueARN)
+		if r.System.MessageGroupID != "" {
+			src += " [" + r.System.MessageGroupID + "]"
+		}
+		t.Row(r.MessageID, output.Duration(time.Duration(r.AgeSeconds)*time.Second), fmt.Sprint(r.System.ReceiveCount),
+			src, event, output.Truncate(errText, 48), output.Truncate(r.Body, 60))
+	}
+	return t.Render()
+}

@@ -1,0 +1,204 @@
+package inspect
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/itchyny/gojq"
+
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+// Expr is a jq expression over the message record (GUIDE.md §3), as used by
+// --filter, classification rules and group keys. Besides the record fields
+// the input has `.json`: the parsed body, or null when the body is not JSON.
+//
+//	.system.receive_count > 3
+//	.envelope.event_type == "OrderCreated"
+//	.json.payload.amount == null
+//	(.failure.reason // "") | test("timeout"; "i")
+type Expr struct {
+	src  string
+	code *gojq.Code
+}
+
+// ExprHelp documents the expression language for --help texts.
+const ExprHelp = `Expressions are jq (gojq) over the message record: .message_id, .body,
+.attributes.NAME.value, .system.receive_count, .system.source_queue_arn,
+.envelope.event_type, .envelope.event_version, .failure.reason, .age_seconds,
+and .json (the parsed body, null when the body is not JSON). A message
+matches when the expression yields true (or any value but false/null).
+Examples: '.envelope.event_type == "OrderCreated"',
+'(.failure.reason // "") | test("timeout"; "i")', '.json == null'.`
+
+// CompileExpr compiles src. A syntax or compile error is a bad-input error
+// naming the expression.
+func CompileExpr(src string) (*Expr, error) {
+	q, err := gojq.Parse(src)
+	if err != nil {
+		return nil, errs.BadInputf("invalid expression %q: %v; see `dlqctl help filters`", src, err)
+	}
+	code, err := gojq.Compile(q)
+	if err != nil {
+		return nil, errs.BadInputf("invalid expression %q: %v", src, err)
+	}
+	return &Expr{src: src, code: code}, nil
+}
+
+// String returns the source of the expression.
+func (e *Expr) String() string { return e.src }
+
+// Eval returns the first value the expression yields for the input (nil
+// when it yields nothing).
+func (e *Expr) Eval(in map[string]any) (any, error) {
+	it := e.code.Run(in)
+	v, ok := it.Next()
+	if !ok {
+		return nil, nil
+	}
+	if err, isErr := v.(error); isErr {
+		return nil, fmt.Errorf("expression %q: %w", e.src, err)
+	}
+	return v, nil
+}
+
+// Match reports whether the expression yields a truthy value.
+func (e *Expr) Match(in map[string]any) (bool, error) {
+	v, err := e.Eval(in)
+	if err != nil {
+		return false, err
+	}
+	return truthy(v), nil
+}
+
+func truthy(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return t
+	}
+	return true
+}
+
+// Input builds the expression input for a record. parsed is the parsed
+// body as returned by Decode (nil when the body is not JSON).
+func Input(rec *queue.Record, parsed any) map[string]any {
+	m := map[string]any{
+		"message_id":  rec.MessageID,
+		"queue":       rec.Queue,
+		"body":        rec.Body,
+		"body_sha256": rec.BodySHA256,
+		"size_bytes":  rec.SizeBytes,
+		"age_seconds": int(rec.AgeSeconds),
+		"json":        parsed,
+	}
+	attrs := make(map[string]any, len(rec.Attributes))
+	for k, a := range rec.Attributes {
+		am := map[string]any{"type": a.Type}
+		if a.IsBinary() {
+			am["base64"] = a.Base64
+		} else {
+			am["value"] = a.Value
+		}
+		attrs[k] = am
+	}
+	m["attributes"] = attrs
+	s := rec.System
+	m["system"] = map[string]any{
+		"receive_count":     s.ReceiveCount,
+		"sent_at":           timeStr(s.SentAt),
+		"first_received_at": timeStr(s.FirstReceivedAt),
+		"source_queue_arn":  s.SourceQueueARN,
+		"source_queue":      queue.NameFromARN(s.SourceQueueARN),
+		"message_group_id":  s.MessageGroupID,
+		"deduplication_id":  s.DeduplicationID,
+		"sequence_number":   s.SequenceNumber,
+	}
+	m["expires_at"] = timeStr(rec.ExpiresAt)
+	if e := rec.Envelope; e != nil {
+		em := map[string]any{
+			"event_id": e.EventID, "event_type": e.EventType, "producer": e.Producer,
+			"correlation_id": e.CorrelationID, "tenant_id": e.TenantID, "idempotency_key": e.IdempotencyKey,
+			"schema_ref": e.SchemaRef, "occurred_at": e.OccurredAt, "event_version": nil,
+		}
+		switch v := e.EventVersion.(type) {
+		case int64:
+			em["event_version"] = int(v)
+		default:
+			em["event_version"] = v
+		}
+		m["envelope"] = em
+	} else {
+		m["envelope"] = nil
+	}
+	if f := rec.Failure; f != nil {
+		m["failure"] = map[string]any{
+			"reason": f.Reason, "type": f.Type, "error_class": f.ErrorClass,
+			"attempt_count": f.AttemptCount, "consumer_version": f.ConsumerVersion, "failed_at": f.FailedAt,
+		}
+	} else {
+		m["failure"] = nil
+	}
+	if r := rec.Redrive; r != nil {
+		m["redrive"] = map[string]any{"run": r.RunID, "orig": r.OriginalID, "n": r.Count, "at": timeStr(r.At)}
+	} else {
+		m["redrive"] = nil
+	}
+	m["class"], m["action"], m["rule"] = nilIfEmpty(rec.Class), nilIfEmpty(rec.Action), nilIfEmpty(rec.Rule)
+	return m
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func timeStr(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// Filter is a compiled --filter: nil matches everything.
+type Filter struct{ *Expr }
+
+// CompileFilter compiles a --filter value ("" means no filter).
+func CompileFilter(src string) (*Filter, error) {
+	if strings.TrimSpace(src) == "" {
+		return nil, nil
+	}
+	e, err := CompileExpr(src)
+	if err != nil {
+		return nil, err
+	}
+	return &Filter{e}, nil
+}
+
+// Keep reports whether rec passes the filter. Runtime errors of the
+// expression count as no match.
+func (f *Filter) Keep(rec *queue.Record, parsed any) bool {
+	if f == nil {
+		return true
+	}
+	ok, err := f.Match(Input(rec, parsed))
+	return err == nil && ok
+}
+
+// MarshalRecord is json.Marshal for records with HTML escaping off, so
+// bodies print as they are.
+func MarshalRecord(v any) ([]byte, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return []byte(strings.TrimSuffix(b.String(), "\n")), nil
+}

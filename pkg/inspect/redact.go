@@ -1,0 +1,201 @@
+package inspect
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strings"
+
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+// Mask replaces redacted values.
+const Mask = "***"
+
+// DefaultSecretKeys are masked at any depth, case-insensitively, ignoring
+// '-' and '_' (so "api_key", "apiKey" and "API-KEY" all match).
+var DefaultSecretKeys = []string{
+	"password", "passwd", "pwd", "secret", "clientsecret", "token", "accesstoken", "refreshtoken", "idtoken",
+	"authorization", "auth", "apikey", "xapikey", "privatekey", "cardnumber", "pan", "cvv", "cvc", "cvv2",
+	"ssn", "socialsecuritynumber", "iban", "accountnumber", "pin", "sessionid", "cookie", "setcookie",
+	"awssecretaccesskey", "secretaccesskey", "credentials",
+}
+
+// Redactor masks secret values in records for display.
+type Redactor struct {
+	keys  map[string]bool
+	paths [][]string
+	re    *regexp.Regexp
+}
+
+// NewRedactor returns a redactor for the default secret keys plus extra,
+// where each extra entry is a key name (matched at any depth) or a dotted
+// path from the body root ("payload.customer.email") or an attribute
+// ("attributes.NAME").
+func NewRedactor(extra []string) *Redactor {
+	r := &Redactor{keys: map[string]bool{}}
+	names := []string{}
+	for _, k := range DefaultSecretKeys {
+		r.keys[k] = true
+		names = append(names, k)
+	}
+	for _, e := range extra {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		if strings.Contains(e, ".") {
+			r.paths = append(r.paths, strings.Split(strings.TrimPrefix(e, "."), "."))
+			continue
+		}
+		r.keys[normKey(e)] = true
+		names = append(names, regexp.QuoteMeta(e))
+	}
+	// Fallback for bodies that are not JSON: key=value, key: value, "key":"value".
+	r.re = regexp.MustCompile(`(?i)("?(?:` + strings.Join(names, "|") + `)"?\s*[:=]\s*"?)([^"&\s,;}]+)`)
+	return r
+}
+
+func normKey(k string) string {
+	k = strings.ToLower(k)
+	return strings.NewReplacer("_", "", "-", "", " ", "").Replace(k)
+}
+
+func (r *Redactor) secretKey(k string) bool { return r.keys[normKey(k)] }
+
+// Record returns a copy of rec with secrets masked in the body and the
+// attributes. body_sha256 keeps identifying the original body.
+func (r *Redactor) Record(rec queue.Record) queue.Record {
+	if r == nil {
+		return rec
+	}
+	rec.Body = r.Body(rec.Body)
+	if len(rec.Attributes) > 0 {
+		attrs := make(map[string]queue.Attribute, len(rec.Attributes))
+		for k, a := range rec.Attributes {
+			if r.secretKey(k) || r.attrPath(k) {
+				if a.IsBinary() {
+					a.Base64 = Mask
+				} else {
+					a.Value = Mask
+				}
+			}
+			attrs[k] = a
+		}
+		rec.Attributes = attrs
+	}
+	return rec
+}
+
+func (r *Redactor) attrPath(name string) bool {
+	for _, p := range r.paths {
+		if len(p) == 2 && p[0] == "attributes" && p[1] == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Body masks secrets in a body, keeping JSON key order.
+func (r *Redactor) Body(body string) string {
+	t := strings.TrimSpace(body)
+	if t != "" && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t)) {
+		var out bytes.Buffer
+		dec := json.NewDecoder(strings.NewReader(t))
+		dec.UseNumber()
+		if r.value(dec, &out, nil, false) == nil {
+			return out.String()
+		}
+	}
+	return r.re.ReplaceAllString(body, "${1}"+Mask)
+}
+
+// value copies one JSON value from dec to out, masking where needed.
+func (r *Redactor) value(dec *json.Decoder, out *bytes.Buffer, path []string, mask bool) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			out.WriteByte('{')
+			first := true
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				k, _ := kt.(string)
+				if !first {
+					out.WriteByte(',')
+				}
+				first = false
+				kb, _ := json.Marshal(k)
+				out.Write(kb)
+				out.WriteByte(':')
+				p := append(path[:len(path):len(path)], k)
+				if err := r.value(dec, out, p, mask || r.secretKey(k) || r.matchPath(p)); err != nil {
+					return err
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				return err
+			}
+			out.WriteByte('}')
+		case '[':
+			out.WriteByte('[')
+			first := true
+			for dec.More() {
+				if !first {
+					out.WriteByte(',')
+				}
+				first = false
+				if err := r.value(dec, out, path, mask); err != nil {
+					return err
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				return err
+			}
+			out.WriteByte(']')
+		}
+	default:
+		if mask && t != nil {
+			out.WriteString(`"` + Mask + `"`)
+			return nil
+		}
+		if s, ok := t.(string); ok {
+			// JSON nested in a string (e.g. original_payload as text).
+			if st := strings.TrimSpace(s); st != "" && (st[0] == '{' || st[0] == '[') && json.Valid([]byte(st)) {
+				s = r.Body(s)
+			}
+			b, _ := json.Marshal(s)
+			out.Write(b)
+			return nil
+		}
+		b, _ := json.Marshal(t)
+		out.Write(b)
+	}
+	return nil
+}
+
+func (r *Redactor) matchPath(p []string) bool {
+	for _, want := range r.paths {
+		if len(want) != len(p) {
+			continue
+		}
+		ok := true
+		for i := range want {
+			if want[i] != "*" && !strings.EqualFold(want[i], p[i]) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,346 @@
+// Package queue is dlqctl's access to SQS: queue references (name, URL or
+// ARN), receive/peek/release, lease heartbeats, batch send/delete with
+// per-entry retry, and the message record.
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/dlqctl/dlqctl/pkg/errs"
+)
+
+// API is the narrow part of the SQS client dlqctl uses; *sqs.Client
+// satisfies it, and unit tests may use the shared fake.
+type API interface {
+	GetQueueUrl(context.Context, *sqs.GetQueueUrlInput, ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
+	GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+	ListQueues(context.Context, *sqs.ListQueuesInput, ...func(*sqs.Options)) (*sqs.ListQueuesOutput, error)
+	ListDeadLetterSourceQueues(context.Context, *sqs.ListDeadLetterSourceQueuesInput, ...func(*sqs.Options)) (*sqs.ListDeadLetterSourceQueuesOutput, error)
+	ReceiveMessage(context.Context, *sqs.ReceiveMessageInput, ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	ChangeMessageVisibilityBatch(context.Context, *sqs.ChangeMessageVisibilityBatchInput, ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+	DeleteMessageBatch(context.Context, *sqs.DeleteMessageBatchInput, ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+	SendMessageBatch(context.Context, *sqs.SendMessageBatchInput, ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+	StartMessageMoveTask(context.Context, *sqs.StartMessageMoveTaskInput, ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error)
+	ListMessageMoveTasks(context.Context, *sqs.ListMessageMoveTasksInput, ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error)
+	CancelMessageMoveTask(context.Context, *sqs.CancelMessageMoveTaskInput, ...func(*sqs.Options)) (*sqs.CancelMessageMoveTaskOutput, error)
+}
+
+// Limits of real SQS that dlqctl enforces itself (the emulator may not).
+const (
+	MaxBatchEntries    = 10
+	MaxBatchBytes      = 1 << 20
+	MaxMessageBytes    = 1 << 20
+	MaxAttributes      = 10
+	MaxVisibility      = 12 * time.Hour
+	FIFODedupWindow    = 5 * time.Minute
+	maxEntryRetries    = 5
+	entryRetryBaseWait = 100 * time.Millisecond
+)
+
+// Client wraps the SQS API with dlqctl's safety habits.
+type Client struct {
+	API    API
+	Region string
+}
+
+// New returns a Client over api.
+func New(api API, region string) *Client { return &Client{API: api, Region: region} }
+
+// Queue is a resolved queue reference.
+type Queue struct {
+	URL   string
+	ARN   string
+	Name  string
+	FIFO  bool
+	Attrs map[string]string
+}
+
+// RedrivePolicy is a queue's RedrivePolicy attribute.
+type RedrivePolicy struct {
+	DeadLetterTargetARN string `json:"deadLetterTargetArn"`
+	MaxReceiveCount     int    `json:"maxReceiveCount"`
+}
+
+// UnmarshalJSON accepts maxReceiveCount as a number or a string (SQS returns
+// either, depending on protocol and how the policy was set).
+func (p *RedrivePolicy) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		DeadLetterTargetARN string          `json:"deadLetterTargetArn"`
+		MaxReceiveCount     json.RawMessage `json:"maxReceiveCount"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	p.DeadLetterTargetARN = raw.DeadLetterTargetARN
+	s := strings.Trim(string(raw.MaxReceiveCount), `"`)
+	if s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return fmt.Errorf("maxReceiveCount %s is not a number", s)
+		}
+		p.MaxReceiveCount = n
+	}
+	return nil
+}
+
+// RedrivePolicy returns the queue's parsed RedrivePolicy, or nil.
+func (q *Queue) RedrivePolicy() *RedrivePolicy {
+	s := q.Attrs[string(types.QueueAttributeNameRedrivePolicy)]
+	if s == "" {
+		return nil
+	}
+	var p RedrivePolicy
+	if json.Unmarshal([]byte(s), &p) != nil || p.DeadLetterTargetARN == "" {
+		return nil
+	}
+	return &p
+}
+
+// Retention is the queue's MessageRetentionPeriod (0 when unknown).
+func (q *Queue) Retention() time.Duration {
+	return time.Duration(q.intAttr(types.QueueAttributeNameMessageRetentionPeriod)) * time.Second
+}
+
+// VisibilityTimeout is the queue's default visibility timeout.
+func (q *Queue) VisibilityTimeout() time.Duration {
+	return time.Duration(q.intAttr(types.QueueAttributeNameVisibilityTimeout)) * time.Second
+}
+
+// Counts are the approximate visible, in-flight and delayed depths.
+type Counts struct {
+	Visible  int `json:"visible"`
+	InFlight int `json:"in_flight"`
+	Delayed  int `json:"delayed"`
+}
+
+// Counts returns the approximate depths from the last attribute read.
+func (q *Queue) Counts() Counts {
+	return Counts{
+		Visible:  q.intAttr(types.QueueAttributeNameApproximateNumberOfMessages),
+		InFlight: q.intAttr(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible),
+		Delayed:  q.intAttr(types.QueueAttributeNameApproximateNumberOfMessagesDelayed),
+	}
+}
+
+func (q *Queue) intAttr(n types.QueueAttributeName) int {
+	v, _ := strconv.Atoi(q.Attrs[string(n)])
+	return v
+}
+
+// NameFromARN returns the queue name of an SQS ARN ("" if it is not one).
+func NameFromARN(arn string) string {
+	parts := strings.Split(arn, ":")
+	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sqs" {
+		return ""
+	}
+	return parts[5]
+}
+
+// Resolve turns a queue reference (name, URL or ARN) into a Queue with its
+// attributes loaded. An unknown queue is a bad-input error.
+func (c *Client) Resolve(ctx context.Context, ref string) (*Queue, error) {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return nil, errs.BadInputf("empty queue reference; pass a queue name, URL or ARN")
+	}
+	var qurl string
+	switch {
+	case strings.HasPrefix(ref, "https://") || strings.HasPrefix(ref, "http://"):
+		u, err := url.Parse(ref)
+		if err != nil || u.Path == "" || u.Path == "/" {
+			return nil, errs.BadInputf("%q is not a queue URL; expected https://sqs.REGION.amazonaws.com/ACCOUNT/NAME", ref)
+		}
+		qurl = ref
+	case strings.HasPrefix(ref, "arn:"):
+		parts := strings.Split(ref, ":")
+		if len(parts) != 6 || parts[2] != "sqs" || parts[5] == "" {
+			return nil, errs.BadInputf("%q is not an SQS queue ARN; expected arn:aws:sqs:REGION:ACCOUNT:NAME", ref)
+		}
+		if c.Region != "" && parts[3] != "" && parts[3] != c.Region {
+			return nil, errs.BadInputf("queue %s is in region %s but dlqctl is using %s; pass --region %s", ref, parts[3], c.Region, parts[3])
+		}
+		in := &sqs.GetQueueUrlInput{QueueName: aws.String(parts[5])}
+		if parts[4] != "" {
+			in.QueueOwnerAWSAccountId = aws.String(parts[4])
+		}
+		out, err := c.API.GetQueueUrl(ctx, in)
+		if err != nil {
+			return nil, c.wrapQueueErr(ref, err)
+		}
+		qurl = aws.ToString(out.QueueUrl)
+	default:
+		out, err := c.API.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(ref)})
+		if err != nil {
+			return nil, c.wrapQueueErr(ref, err)
+		}
+		qurl = aws.ToString(out.QueueUrl)
+	}
+	q := &Queue{URL: qurl}
+	if err := c.Refresh(ctx, q); err != nil {
+		return nil, c.wrapQueueErr(ref, err)
+	}
+	return q, nil
+}
+
+// Refresh re-reads all attributes of q.
+func (c *Client) Refresh(ctx context.Context, q *Queue) error {
+	out, err := c.API.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(q.URL),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll},
+	})
+	if err != nil {
+		return err
+	}
+	q.Attrs = out.Attributes
+	q.ARN = out.Attributes[string(types.QueueAttributeNameQueueArn)]
+	q.Name = NameFromARN(q.ARN)
+	if q.Name == "" {
+		q.Name = q.URL[strings.LastIndex(q.URL, "/")+1:]
+	}
+	q.FIFO = out.Attributes[string(types.QueueAttributeNameFifoQueue)] == "true" || strings.HasSuffix(q.Name, ".fifo")
+	return nil
+}
+
+// IsNotFound reports whether err says the queue does not exist.
+func IsNotFound(err error) bool {
+	var nf *types.QueueDoesNotExist
+	if errors.As(err, &nf) {
+		return true
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist", "NonExistentQueue":
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Client) wrapQueueErr(ref string, err error) error {
+	if IsNotFound(err) {
+		region := c.Region
+		if region == "" {
+			region = "the configured region"
+		}
+		return errs.BadInputf("queue %q does not exist in %s; check the name, --region and --endpoint-url (`dlqctl queues` lists DLQs)", ref, region)
+	}
+	return WrapAWSError(err)
+}
+
+// WrapAWSError turns credential and region problems into clear bad-input
+// errors and leaves everything else untouched.
+func WrapAWSError(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "failed to retrieve credentials"), strings.Contains(msg, "no EC2 IMDS role found"),
+		strings.Contains(msg, "static credentials are empty"), strings.Contains(msg, "AnonymousCredentials"):
+		return errs.BadInputf("no AWS credentials found; set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE or pass --profile")
+	case strings.Contains(msg, "InvalidClientTokenId"), strings.Contains(msg, "UnrecognizedClientException"), strings.Contains(msg, "SignatureDoesNotMatch"):
+		return errs.BadInputf("AWS rejected the credentials (%s); check --profile or the AWS_* credential variables", firstLine(msg))
+	case strings.Contains(msg, "Invalid region"), strings.Contains(msg, "could not resolve endpoint"):
+		return errs.BadInputf("no usable AWS region; pass --region or set AWS_REGION")
+	case strings.Contains(msg, "connection refused") || strings.Contains(msg, "no such host"):
+		return errs.BadInputf("cannot reach the SQS endpoint (%s); check --endpoint-url / AWS_ENDPOINT_URL_SQS and your network", firstLine(msg))
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorCode() == "AccessDenied" {
+		return errs.BadInputf("access denied: %s; the credentials in use lack the SQS permission named above", ae.ErrorMessage())
+	}
+	return err
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+// ListQueueURLs lists every queue URL with the prefix, following pagination.
+func (c *Client) ListQueueURLs(ctx context.Context, prefix string) ([]string, error) {
+	var urls []string
+	in := &sqs.ListQueuesInput{MaxResults: aws.Int32(1000)}
+	if prefix != "" {
+		in.QueueNamePrefix = aws.String(prefix)
+	}
+	p := sqs.NewListQueuesPaginator(c.API, in)
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, WrapAWSError(err)
+		}
+		urls = append(urls, out.QueueUrls...)
+	}
+	return urls, nil
+}
+
+// SourceQueueURLs lists the queues whose RedrivePolicy targets dlq.
+func (c *Client) SourceQueueURLs(ctx context.Context, dlq *Queue) ([]string, error) {
+	var urls []string
+	p := sqs.NewListDeadLetterSourceQueuesPaginator(c.API, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(dlq.URL), MaxResults: aws.Int32(1000)})
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, WrapAWSError(err)
+		}
+		urls = append(urls, out.QueueUrls...)
+	}
+	return urls, nil
+}
+
+// ReceiveAttributeNames are requested through both the current
+// MessageSystemAttributeNames and the older AttributeNames field: the local
+// emulator honours only the latter, real SQS both.
+var receiveSystemAttrs = []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}
+
+// Message is a received message: its record and the receipt handle that
+// dlqctl holds (never printed).
+type Message struct {
+	Record
+	ReceiptHandle string    `json:"-"`
+	ReceivedAt    time.Time `json:"-"`
+}
+
+// Receive receives up to max (≤10) messages, hiding them for visibility.
+func (c *Client) Receive(ctx context.Context, q *Queue, max int, visibility, wait time.Duration) ([]*Message, error) {
+	if max <= 0 || max > MaxBatchEntries {
+		max = MaxBatchEntries
+	}
+	out, err := c.API.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl:                    aws.String(q.URL),
+		MaxNumberOfMessages:         int32(max),
+		VisibilityTimeout:           int32(visibility / time.Second),
+		WaitTimeSeconds:             int32(wait / time.Second),
+		MessageSystemAttributeNames: receiveSystemAttrs,
+		AttributeNames:              []types.QueueAttributeName{types.QueueAttributeNameAll}, //nolint:staticcheck // emulator honours only this
+		MessageAttributeNames:       []string{"All"},
+	})
+	if err != nil {
+		return nil, WrapAWSError(err)
+	}
+	now := time.Now().UTC()
+	msgs := make([]*Message, 0, len(out.Messages))
+	for _, m := range out.Messages {
+		msgs = append(msgs, &Message{Record: FromSQS(q.ARN, m, q.Retention(), now), ReceiptHandle: aws.ToString(m.ReceiptHandle), ReceivedAt: now})
+	}
+	return msgs, nil
+}

@@ -1,0 +1,195 @@
+package queue
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// Record is the message record of GUIDE.md §3: the public JSON contract used
+// by `sample -o json|ndjson`, archives and offline input. Field names are a
+// contract: extend, never rename.
+type Record struct {
+	MessageID  string               `json:"message_id"`
+	Queue      string               `json:"queue"`
+	Body       string               `json:"body"`
+	BodySHA256 string               `json:"body_sha256"`
+	SizeBytes  int                  `json:"size_bytes"`
+	Attributes map[string]Attribute `json:"attributes"`
+	System     System               `json:"system"`
+	AgeSeconds int64                `json:"age_seconds"`
+	ExpiresAt  time.Time            `json:"expires_at,omitzero"`
+	Envelope   *Envelope            `json:"envelope,omitempty"`
+	Failure    *Failure             `json:"failure,omitempty"`
+	// Redrive is the decoded dlqctl redrive marker when the message was
+	// redriven by dlqctl before (an extension of the record).
+	Redrive *Marker `json:"redrive,omitempty"`
+	Class   string  `json:"class,omitempty"`
+	Action  string  `json:"action,omitempty"`
+	Rule    string  `json:"rule,omitempty"`
+}
+
+// Attribute is one message attribute. Type is the full SQS DataType
+// ("String", "Number", "Binary", or a custom type such as "String.tenant").
+// String and Number values are in Value; Binary values in Base64.
+type Attribute struct {
+	Type   string `json:"type"`
+	Value  string `json:"value,omitempty"`
+	Base64 string `json:"base64,omitempty"`
+}
+
+// IsBinary reports whether the attribute carries a binary value.
+func (a Attribute) IsBinary() bool { return strings.HasPrefix(a.Type, "Binary") }
+
+// System holds the SQS system attributes of a message.
+type System struct {
+	ReceiveCount    int       `json:"receive_count"`
+	SentAt          time.Time `json:"sent_at,omitzero"`
+	FirstReceivedAt time.Time `json:"first_received_at,omitzero"`
+	SourceQueueARN  string    `json:"source_queue_arn,omitempty"`
+	MessageGroupID  string    `json:"message_group_id,omitempty"`
+	DeduplicationID string    `json:"deduplication_id,omitempty"`
+	SequenceNumber  string    `json:"sequence_number,omitempty"`
+}
+
+// Envelope is the decoded retry envelope of a body (eventId, eventType, …).
+type Envelope struct {
+	EventID        string `json:"event_id,omitempty"`
+	EventType      string `json:"event_type,omitempty"`
+	EventVersion   any    `json:"event_version,omitempty"`
+	Producer       string `json:"producer,omitempty"`
+	CorrelationID  string `json:"correlation_id,omitempty"`
+	TenantID       string `json:"tenant_id,omitempty"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	SchemaRef      string `json:"schema_ref,omitempty"`
+	OccurredAt     string `json:"occurred_at,omitempty"`
+}
+
+// Failure is the decoded failure context a consumer attached to a message,
+// from an enriched wrapper body or from failure attributes.
+type Failure struct {
+	Reason          string `json:"reason,omitempty"`
+	Type            string `json:"type,omitempty"`
+	ErrorClass      string `json:"error_class,omitempty"`
+	AttemptCount    int    `json:"attempt_count,omitempty"`
+	ConsumerVersion string `json:"consumer_version,omitempty"`
+	FailedAt        string `json:"failed_at,omitempty"`
+}
+
+// Marker is the dlqctl redrive marker carried in the MarkerAttribute message
+// attribute of a redriven message.
+type Marker struct {
+	RunID      string    `json:"run"`
+	OriginalID string    `json:"orig"`
+	Count      int       `json:"n"`
+	At         time.Time `json:"at"`
+}
+
+// MarkerAttribute is the message attribute dlqctl adds to redriven messages.
+const MarkerAttribute = "dlqctl-redrive"
+
+// SHA256Hex returns the lowercase hex SHA-256 of s.
+func SHA256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// MessageSize is the size SQS counts against its 1 MiB limit: the body plus
+// every attribute's name, data type and value.
+func MessageSize(body string, attrs map[string]Attribute) int {
+	n := len(body)
+	for name, a := range attrs {
+		n += len(name) + len(a.Type)
+		if a.IsBinary() {
+			n += base64.StdEncoding.DecodedLen(len(a.Base64))
+		} else {
+			n += len(a.Value)
+		}
+	}
+	return n
+}
+
+// FromSQS builds the record for a received message. retention is the queue's
+// MessageRetentionPeriod (0 if unknown); now is the reference time for age.
+func FromSQS(queueARN string, m types.Message, retention time.Duration, now time.Time) Record {
+	body := aws.ToString(m.Body)
+	r := Record{
+		MessageID:  aws.ToString(m.MessageId),
+		Queue:      queueARN,
+		Body:       body,
+		BodySHA256: SHA256Hex(body),
+	}
+	if len(m.MessageAttributes) > 0 {
+		r.Attributes = make(map[string]Attribute, len(m.MessageAttributes))
+		for k, v := range m.MessageAttributes {
+			a := Attribute{Type: aws.ToString(v.DataType)}
+			if strings.HasPrefix(a.Type, "Binary") {
+				a.Base64 = base64.StdEncoding.EncodeToString(v.BinaryValue)
+			} else {
+				a.Value = aws.ToString(v.StringValue)
+			}
+			r.Attributes[k] = a
+		}
+	} else {
+		r.Attributes = map[string]Attribute{}
+	}
+	r.SizeBytes = MessageSize(body, r.Attributes)
+	sa := m.Attributes
+	r.System.ReceiveCount, _ = strconv.Atoi(sa[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
+	r.System.SentAt = epochMillis(sa[string(types.MessageSystemAttributeNameSentTimestamp)])
+	r.System.FirstReceivedAt = epochMillis(sa[string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)])
+	r.System.SourceQueueARN = sa[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)]
+	r.System.MessageGroupID = sa[string(types.MessageSystemAttributeNameMessageGroupId)]
+	r.System.DeduplicationID = sa[string(types.MessageSystemAttributeNameMessageDeduplicationId)]
+	r.System.SequenceNumber = sa[string(types.MessageSystemAttributeNameSequenceNumber)]
+	if !r.System.SentAt.IsZero() {
+		r.AgeSeconds = int64(now.Sub(r.System.SentAt) / time.Second)
+		if r.AgeSeconds < 0 {
+			r.AgeSeconds = 0
+		}
+		if retention > 0 {
+			r.ExpiresAt = r.System.SentAt.Add(retention)
+		}
+	}
+	return r
+}
+
+func epochMillis(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// SQSAttributes converts record attributes back to SQS message attributes,
+// preserving the exact data type (including custom types).
+func SQSAttributes(attrs map[string]Attribute) (map[string]types.MessageAttributeValue, error) {
+	if len(attrs) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]types.MessageAttributeValue, len(attrs))
+	for k, a := range attrs {
+		v := types.MessageAttributeValue{DataType: aws.String(a.Type)}
+		if a.IsBinary() {
+			b, err := base64.StdEncoding.DecodeString(a.Base64)
+			if err != nil {
+				return nil, err
+			}
+			v.BinaryValue = b
+		} else {
+			v.StringValue = aws.String(a.Value)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
