@@ -1,0 +1,123 @@
+package classify
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dlqctl/dlqctl/pkg/errs"
+)
+
+func TestLoadValidRulesFile(t *testing.T) {
+	rs, err := Load(filepath.Join("testdata", "valid.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range rs.Rules {
+		names = append(names, r.Name)
+	}
+	want := "card-declined healthchecks redrive-loop body-not-json schema-mismatch transient-failure business-rejection permanent-failure"
+	if got := strings.Join(names, " "); got != want {
+		t.Fatalf("rule order = %q, want %q", got, want)
+	}
+	if rs.Rules[0].Line != 5 || rs.Rules[2].Line != 14 {
+		t.Errorf("lines = %d, %d; want 5 (first rule) and 14 (the include)", rs.Rules[0].Line, rs.Rules[2].Line)
+	}
+	if rs.Default.Class != "unsorted" || rs.Default.Action != ActionInvestigate {
+		t.Errorf("default = %+v", rs.Default)
+	}
+	if got := strings.Join(rs.Classes(), ","); got != "business,noise,redrive-loop,permanent,schema-mismatch,transient,unsorted" {
+		t.Errorf("classes = %s", got)
+	}
+	// builtin.event_versions [1, 2] makes version 3 a schema mismatch.
+	rec, parsed := record(`{"eventId":"e1","eventType":"OrderCreated","eventVersion":3}`, nil)
+	if o := rs.Classify(rec, parsed); o.Class != ClassSchemaMismatch || o.Rule != RuleSchemaMismatch {
+		t.Errorf("version 3 with event_versions [1,2]: %+v", o)
+	}
+	rec, parsed = record(`{"eventId":"e1","eventType":"HealthCheck","eventVersion":1}`, nil)
+	if o := rs.Classify(rec, parsed); o.Class != "noise" || o.Action != ActionIgnore || rec.Rule != "healthchecks" {
+		t.Errorf("healthcheck: %+v (record rule %q)", o, rec.Rule)
+	}
+	rec, parsed = record(`{"eventId":"e1","eventType":"OrderCreated","eventVersion":2}`, nil)
+	if o := rs.Classify(rec, parsed); o.Class != "unsorted" || o.Rule != DefaultRuleName {
+		t.Errorf("no rule matches: %+v", o)
+	}
+}
+
+func TestInvalidRulesFilesNameFileLineAndReason(t *testing.T) {
+	cases := []struct {
+		file string
+		want []string
+	}{
+		{"bad-action.yaml", []string{"bad-action.yaml:9:", `rule "typo"`, `unknown action "redrve"`, "redrive-to-recovery"}},
+		{"bad-expr.yaml", []string{"bad-expr.yaml:5:", `rule "broken"`, "does not compile"}},
+		{"duplicate.yaml", []string{"duplicate.yaml:6:", `duplicate rule name "timeouts"`, "line 2"}},
+		{"bad-yaml.yaml", []string{"bad-yaml.yaml:4:", "not valid YAML"}},
+		{"dup-builtin.yaml", []string{"dup-builtin.yaml:6:", `duplicate rule name "transient-failure"`}},
+		{"missing.yaml", []string{"cannot read rules file", "missing.yaml"}},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			_, err := Load(filepath.Join("testdata", c.file))
+			if err == nil {
+				t.Fatal("accepted an invalid rules file")
+			}
+			if errs.Code(err) != errs.ExitUsage {
+				t.Errorf("exit code %d, want 2", errs.Code(err))
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	cases := map[string]string{
+		"":                                       "empty",
+		"- a\n- b\n":                             "must be a mapping",
+		"rules: []\n":                            "`rules` is empty",
+		"default: {class: x, action: redrive}\n": "no `rules:` list",
+		"rules:\n  - name: a\n    when: 'true'\n    class: x\n":                                    `rule "a" has no ` + "`action`",
+		"rules:\n  - name: a\n    class: x\n    action: archive\n":                                 `rule "a" has no ` + "`when`",
+		"rules:\n  - when: 'true'\n    class: x\n    action: archive\n":                            "rule without a name",
+		"rules:\n  - name: a\n    when: 'true'\n    class: x\n    action: archive\n    acton: x\n": `unknown rule field "acton"`,
+		"rules:\n  - name: default\n    when: 'true'\n    class: x\n    action: archive\n":         "reserved",
+		"rules:\n  - include: builtin/nope\n":                                                      "builtin/transient-failure",
+		"rules:\n  - include: builtin\ndefault: {class: x, action: drop}\n":                        `unknown action "drop"`,
+		"rules:\n  - include: builtin\nbuiltin: {event_versions: []}\n":                            "`event_versions` is empty",
+		"rules:\n  - include: builtin\nextra: 1\n":                                                 `unknown key "extra"`,
+		"rules:\n  - name: a\n    when: 'true'\n    class: has space\n    action: archive\n":       "class \"has space\"",
+	}
+	for src, want := range cases {
+		_, err := Parse([]byte(src), "r.yaml")
+		if err == nil {
+			t.Errorf("accepted %q", src)
+			continue
+		}
+		if !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "r.yaml") {
+			t.Errorf("Parse(%q) = %q, want it to start with the file and mention %q", src, err, want)
+		}
+	}
+}
+
+func TestIncludeOneBuiltinRule(t *testing.T) {
+	rs, err := Parse([]byte("rules:\n  - include: builtin/body-not-json\n"), "r.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs.Rules) != 1 || rs.Rules[0].Name != RuleBodyNotJSON || !rs.Rules[0].Builtin {
+		t.Fatalf("rules = %+v", rs.Rules)
+	}
+	rec, parsed := record("plain text", nil)
+	if o := rs.Classify(rec, parsed); o.Class != ClassPermanent || o.Action != ActionArchive {
+		t.Errorf("plain text: %+v", o)
+	}
+	rec, parsed = record(`{"eventType":"X","failure_reason":"timeout"}`, nil)
+	if o := rs.Classify(rec, parsed); o.Class != ClassUnknown || o.Rule != DefaultRuleName {
+		t.Errorf("transient rule not included, want default unknown: %+v", o)
+	}
+}

@@ -1,0 +1,232 @@
+// Package classify sorts dead-letter messages into failure classes with an
+// ordered list of rules (first match wins) and decides what should happen to
+// each: redrive, redrive to a recovery queue, archive, investigate or ignore.
+//
+// Rules come from a YAML file (see docs/rules.md) or from the built-in
+// rules, which follow the failure taxonomy operators use. The Selector built
+// from --rules/--class/--filter is shared by classify, redrive and archive.
+package classify
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+// Actions a rule can prescribe.
+const (
+	ActionRedrive           = "redrive"
+	ActionRedriveToRecovery = "redrive-to-recovery"
+	ActionArchive           = "archive"
+	ActionInvestigate       = "investigate"
+	ActionIgnore            = "ignore"
+)
+
+// Actions lists the valid actions in documentation order.
+var Actions = []string{ActionRedrive, ActionRedriveToRecovery, ActionArchive, ActionInvestigate, ActionIgnore}
+
+func validAction(a string) bool {
+	for _, v := range Actions {
+		if a == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Rule is one classification rule.
+type Rule struct {
+	Name   string `json:"name"`
+	When   string `json:"when"`
+	Class  string `json:"class"`
+	Action string `json:"action"`
+	Note   string `json:"note,omitempty"`
+	// Line is the rule's line in its rules file (0 for built-in rules).
+	Line int `json:"line,omitempty"`
+	// Builtin is true for the built-in rules (also when included from a file).
+	Builtin bool `json:"builtin,omitempty"`
+
+	m matcher
+}
+
+// matcher decides whether a rule applies; why explains a match (or, for an
+// evaluation error, err says what went wrong).
+type matcher interface {
+	match(x *subject) (ok bool, why string, err error)
+}
+
+// subject is one message under classification. The jq input is built at
+// most once, and only when an expression needs it.
+type subject struct {
+	rec    *queue.Record
+	parsed any
+	in     map[string]any
+	fail   *failureVerdict
+}
+
+func (x *subject) input() map[string]any {
+	if x.in == nil {
+		x.in = inspect.Input(x.rec, x.parsed)
+	}
+	return x.in
+}
+
+// setOutcome records a classification on the record (and on the jq input
+// when it was already built, so later expressions see it).
+func (x *subject) setOutcome(o Outcome) {
+	x.rec.Class, x.rec.Action, x.rec.Rule = o.Class, o.Action, o.Rule
+	if x.in != nil {
+		x.in["class"], x.in["action"], x.in["rule"] = o.Class, o.Action, o.Rule
+	}
+}
+
+// exprMatcher is a rule whose `when` is a jq expression.
+type exprMatcher struct{ e *inspect.Expr }
+
+func (m exprMatcher) match(x *subject) (bool, string, error) {
+	ok, err := m.e.Match(x.input())
+	if err != nil {
+		return false, "", err
+	}
+	if ok {
+		return true, fmt.Sprintf("`%s` is true", m.e.String()), nil
+	}
+	return false, fmt.Sprintf("`%s` is false", m.e.String()), nil
+}
+
+// Outcome is the result of classifying one message.
+type Outcome struct {
+	Class  string `json:"class"`
+	Action string `json:"action"`
+	// Rule is the name of the matching rule, or "default".
+	Rule string `json:"rule"`
+	Note string `json:"note,omitempty"`
+}
+
+// DefaultRuleName is the Rule of an Outcome no rule matched.
+const DefaultRuleName = "default"
+
+// Rules is an ordered rule set: the first matching rule wins; Default
+// applies when none does.
+type Rules struct {
+	// Source is the rules file, or "built-in rules".
+	Source  string
+	Rules   []*Rule
+	Default Outcome
+	// DefaultLine is the line of the default block (0 when not in a file).
+	DefaultLine int
+}
+
+// Classify evaluates the rules for rec, sets rec.Class, rec.Action and
+// rec.Rule, and returns the outcome. parsed is the parsed body (see
+// inspect.Decode). Expressions failing at run time count as no match.
+func (rs *Rules) Classify(rec *queue.Record, parsed any) Outcome {
+	x := &subject{rec: rec, parsed: parsed}
+	return rs.classify(x)
+}
+
+func (rs *Rules) classify(x *subject) Outcome {
+	for _, r := range rs.Rules {
+		if ok, _, err := r.m.match(x); ok && err == nil {
+			o := Outcome{Class: r.Class, Action: r.Action, Rule: r.Name, Note: r.Note}
+			x.setOutcome(o)
+			return o
+		}
+	}
+	o := rs.Default
+	o.Rule = DefaultRuleName
+	x.setOutcome(o)
+	return o
+}
+
+// Step is one rule evaluated while explaining a classification.
+type Step struct {
+	Rule    string `json:"rule"`
+	When    string `json:"when"`
+	Line    int    `json:"line,omitempty"`
+	Builtin bool   `json:"builtin,omitempty"`
+	Matched bool   `json:"matched"`
+	// Why says why the rule matched or did not.
+	Why string `json:"why,omitempty"`
+	// Error is set when the expression failed for this message (counts as
+	// no match).
+	Error string `json:"error,omitempty"`
+}
+
+// Explanation is the trace of one classification.
+type Explanation struct {
+	Source  string  `json:"rules"`
+	Steps   []Step  `json:"steps"`
+	Outcome Outcome `json:"outcome"`
+}
+
+// Explain classifies rec like Classify and returns every rule evaluated on
+// the way, with the reason each matched or not.
+func (rs *Rules) Explain(rec *queue.Record, parsed any) *Explanation {
+	x := &subject{rec: rec, parsed: parsed}
+	ex := &Explanation{Source: rs.Source}
+	for _, r := range rs.Rules {
+		ok, why, err := r.m.match(x)
+		st := Step{Rule: r.Name, When: r.When, Line: r.Line, Builtin: r.Builtin, Matched: ok && err == nil, Why: why}
+		if err != nil {
+			st.Error = err.Error()
+		}
+		ex.Steps = append(ex.Steps, st)
+		if st.Matched {
+			ex.Outcome = Outcome{Class: r.Class, Action: r.Action, Rule: r.Name, Note: r.Note}
+			x.setOutcome(ex.Outcome)
+			return ex
+		}
+	}
+	ex.Outcome = rs.Default
+	ex.Outcome.Rule = DefaultRuleName
+	x.setOutcome(ex.Outcome)
+	return ex
+}
+
+// Classes returns the classes the rules can assign (rules first, then the
+// default), each once, in order.
+func (rs *Rules) Classes() []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(c string) {
+		if c != "" && !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	for _, r := range rs.Rules {
+		add(r.Class)
+	}
+	add(rs.Default.Class)
+	return out
+}
+
+// HasClass reports whether some rule (or the default) assigns class c.
+func (rs *Rules) HasClass(c string) bool {
+	for _, k := range rs.Classes() {
+		if k == c {
+			return true
+		}
+	}
+	return false
+}
+
+// validName reports whether s is a usable rule or class name: letters,
+// digits, '-', '_', '.', '/' and ':'.
+func validName(s string) bool {
+	if s == "" || strings.TrimSpace(s) != s {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case r == '-', r == '_', r == '.', r == '/', r == ':':
+		default:
+			return false
+		}
+	}
+	return true
+}

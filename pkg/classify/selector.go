@@ -1,0 +1,110 @@
+package classify
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+// Selector decides which messages a command works on: optionally classify
+// each message with rules, keep only some classes, and keep only messages
+// passing a filter expression (which sees .class, .action and .rule). It is
+// what --rules, --class and --filter build for classify, redrive and
+// archive. A nil *Selector matches everything.
+type Selector struct {
+	rules    *Rules
+	classes  []string
+	classSet map[string]bool
+	filter   *inspect.Filter
+}
+
+// NewSelector builds a selector. rules may be nil; when classes are given
+// without rules the built-in rules are used. Every class must be one the
+// rules can assign (a bad-input error names the valid ones otherwise).
+func NewSelector(rules *Rules, classes []string, filter *inspect.Filter) (*Selector, error) {
+	s := &Selector{rules: rules, filter: filter}
+	var cls []string
+	for _, c := range classes {
+		for _, part := range strings.Split(c, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				cls = append(cls, part)
+			}
+		}
+	}
+	if len(cls) > 0 {
+		if s.rules == nil {
+			s.rules = Builtin()
+		}
+		s.classSet = map[string]bool{}
+		for _, c := range cls {
+			if !s.rules.HasClass(c) {
+				return nil, errs.BadInputf("unknown class %q for --class; the %s assign: %s", c, s.rules.Source, strings.Join(s.rules.Classes(), ", "))
+			}
+			if !s.classSet[c] {
+				s.classSet[c] = true
+				s.classes = append(s.classes, c)
+			}
+		}
+	}
+	return s, nil
+}
+
+// Rules returns the rules the selector classifies with (nil when it does
+// not classify).
+func (s *Selector) Rules() *Rules {
+	if s == nil {
+		return nil
+	}
+	return s.rules
+}
+
+// Classifies reports whether Match sets rec.Class/Action/Rule.
+func (s *Selector) Classifies() bool { return s != nil && s.rules != nil }
+
+// Match classifies rec (sets rec.Class/Action/Rule when rules are in use)
+// and reports whether it passes --class and --filter. A filter that fails at
+// run time for a message counts as no match.
+func (s *Selector) Match(rec *queue.Record, parsed any) bool {
+	if s == nil {
+		return true
+	}
+	x := &subject{rec: rec, parsed: parsed}
+	if s.rules != nil {
+		s.rules.classify(x)
+		if s.classSet != nil && !s.classSet[rec.Class] {
+			return false
+		}
+	}
+	if s.filter != nil {
+		ok, err := s.filter.Match(x.input())
+		return err == nil && ok
+	}
+	return true
+}
+
+// Describe returns a one-line human description of the selection ("all
+// messages", "class transient (built-in rules); filter ...") for plans and
+// manifests.
+func (s *Selector) Describe() string {
+	if s == nil || (s.classSet == nil && s.filter == nil && s.rules == nil) {
+		return "all messages"
+	}
+	var parts []string
+	switch {
+	case len(s.classes) > 0:
+		label := "class"
+		if len(s.classes) > 1 {
+			label = "classes"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%s)", label, strings.Join(s.classes, ","), s.rules.Source))
+	case s.rules != nil:
+		parts = append(parts, fmt.Sprintf("all classes (%s)", s.rules.Source))
+	}
+	if s.filter != nil {
+		parts = append(parts, fmt.Sprintf("filter %s", s.filter.String()))
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,95 @@
+package classify
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
+)
+
+func TestNilSelectorMatchesEverything(t *testing.T) {
+	var s *Selector
+	rec, parsed := record("not json", nil)
+	if !s.Match(rec, parsed) {
+		t.Fatal("nil selector rejected a message")
+	}
+	if rec.Class != "" {
+		t.Errorf("nil selector classified: %q", rec.Class)
+	}
+	if s.Describe() != "all messages" || s.Classifies() || s.Rules() != nil {
+		t.Errorf("nil selector: %q", s.Describe())
+	}
+}
+
+func TestSelectorClassesUseBuiltinRules(t *testing.T) {
+	s, err := NewSelector(nil, []string{"transient,permanent"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Describe(); got != "classes transient,permanent (built-in rules)" {
+		t.Errorf("Describe = %q", got)
+	}
+	timeout, tp := record(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"timeout"}`, nil)
+	plain, pp := record("hello", nil)
+	business, bp := record(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"insufficient funds"}`, nil)
+	if !s.Match(timeout, tp) || !s.Match(plain, pp) {
+		t.Error("transient or permanent message not selected")
+	}
+	if s.Match(business, bp) {
+		t.Error("business message selected by --class transient,permanent")
+	}
+	if business.Class != ClassBusiness || business.Action != ActionInvestigate {
+		t.Errorf("rejected message still carries its classification, got %q/%q", business.Class, business.Action)
+	}
+}
+
+func TestSelectorFilterSeesClassification(t *testing.T) {
+	f, err := inspect.CompileFilter(`.action == "redrive" and .system.receive_count > 3`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSelector(Builtin(), nil, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Describe(); !strings.Contains(got, "all classes (built-in rules)") || !strings.Contains(got, "filter .action") {
+		t.Errorf("Describe = %q", got)
+	}
+	rec, parsed := record(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"HTTP 503 from ledger"}`, nil)
+	rec.System.ReceiveCount = 5
+	if !s.Match(rec, parsed) {
+		t.Error("transient message with 5 receives not selected")
+	}
+	rec.System.ReceiveCount = 1
+	if s.Match(rec, parsed) {
+		t.Error("receive_count 1 selected")
+	}
+}
+
+func TestSelectorFilterOnlyDoesNotClassify(t *testing.T) {
+	f, _ := inspect.CompileFilter(`.json.x == 1`)
+	s, err := NewSelector(nil, nil, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, parsed := record(`{"x":1}`, nil)
+	if !s.Match(rec, parsed) || rec.Class != "" {
+		t.Errorf("match=%v class=%q", s.Match(rec, parsed), rec.Class)
+	}
+	if s.Describe() != "filter .json.x == 1" {
+		t.Errorf("Describe = %q", s.Describe())
+	}
+}
+
+func TestSelectorUnknownClassIsBadInput(t *testing.T) {
+	_, err := NewSelector(nil, []string{"transient", "transiant"}, nil)
+	if err == nil || errs.Code(err) != errs.ExitUsage {
+		t.Fatalf("err = %v", err)
+	}
+	for _, w := range []string{`"transiant"`, "built-in rules", "transient", "schema-mismatch", "unknown"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%q does not mention %q", err, w)
+		}
+	}
+}
