@@ -1,0 +1,233 @@
+package archive
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/dlqctl/dlqctl/pkg/errs"
+)
+
+// S3API is the part of the S3 client dlqctl uses; *s3.Client satisfies it.
+type S3API interface {
+	HeadBucket(context.Context, *s3.HeadBucketInput, ...func(*s3.Options)) (*s3.HeadBucketOutput, error)
+	PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	HeadObject(context.Context, *s3.HeadObjectInput, ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+	GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+}
+
+// Encryption is the server-side encryption asked for every object.
+type Encryption struct {
+	SSE      string // "", "AES256", "aws:kms" or "aws:kms:dsse"
+	KMSKeyID string
+}
+
+// ErrExists means an object with the key already exists; dlqctl never
+// overwrites an archive object.
+var ErrExists = errors.New("object already exists; dlqctl never overwrites archive objects")
+
+// ErrVerify means an uploaded object does not match what was written.
+var ErrVerify = errors.New("uploaded object does not match the local part")
+
+// CheckBucket makes sure the bucket exists and is reachable before anything
+// is received. Problems are bad-input errors naming the fix.
+func CheckBucket(ctx context.Context, api S3API, bucket string) error {
+	_, err := api.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(bucket)})
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	switch {
+	case isNotFound(err):
+		return errs.BadInputf("S3 bucket %q does not exist (or is not visible to these credentials); create it or fix --to", bucket)
+	case statusCode(err) == http.StatusForbidden || apiCode(err) == "AccessDenied":
+		return errs.BadInputf("access to S3 bucket %q denied; the credentials in use need s3:ListBucket, s3:PutObject and s3:GetObject on it", bucket)
+	case isUnreachable(err):
+		return errs.BadInputf("cannot reach the S3 endpoint (%v); check --endpoint-url / AWS_ENDPOINT_URL_S3 and your network", firstLine(err))
+	}
+	return fmt.Errorf("checking S3 bucket %q: %w", bucket, err)
+}
+
+// Put uploads body (size bytes, SHA-256 digest sum) to bucket/key with an
+// explicit SHA-256 checksum (S3 rejects the upload when the bytes it
+// received do not match) and If-None-Match: * (S3 refuses to overwrite an
+// existing key with 412, reported as ErrExists).
+func Put(ctx context.Context, api S3API, bucket, key string, body io.ReadSeeker, size int64, sum []byte, contentType string, enc Encryption) error {
+	in := &s3.PutObjectInput{
+		Bucket:            aws.String(bucket),
+		Key:               aws.String(key),
+		Body:              body,
+		ContentLength:     aws.Int64(size),
+		ContentType:       aws.String(contentType),
+		ChecksumAlgorithm: types.ChecksumAlgorithmSha256,
+		ChecksumSHA256:    aws.String(base64.StdEncoding.EncodeToString(sum)),
+		IfNoneMatch:       aws.String("*"),
+	}
+	if enc.SSE != "" {
+		in.ServerSideEncryption = types.ServerSideEncryption(enc.SSE)
+	}
+	if enc.KMSKeyID != "" {
+		in.SSEKMSKeyId = aws.String(enc.KMSKeyID)
+	}
+	_, err := api.PutObject(ctx, in)
+	if err == nil {
+		return nil
+	}
+	if c := statusCode(err); c == http.StatusPreconditionFailed || c == http.StatusConflict && apiCode(err) == "ConditionalRequestConflict" {
+		return fmt.Errorf("s3://%s/%s: %w", bucket, key, ErrExists)
+	}
+	return fmt.Errorf("uploading s3://%s/%s: %w", bucket, key, describeS3(err))
+}
+
+// Verify reads the object's stored SHA-256 checksum and size back with
+// HeadObject (checksum mode enabled) and compares them with what was
+// written. Any difference, or a missing checksum, is ErrVerify.
+func Verify(ctx context.Context, api S3API, bucket, key string, size int64, sum []byte) error {
+	out, err := api.HeadObject(ctx, &s3.HeadObjectInput{
+		Bucket:       aws.String(bucket),
+		Key:          aws.String(key),
+		ChecksumMode: types.ChecksumModeEnabled,
+	})
+	if err != nil {
+		return fmt.Errorf("verifying s3://%s/%s: %w", bucket, key, describeS3(err))
+	}
+	want := base64.StdEncoding.EncodeToString(sum)
+	got := aws.ToString(out.ChecksumSHA256)
+	switch {
+	case got == "":
+		return fmt.Errorf("s3://%s/%s: %w: the server returned no SHA-256 checksum", bucket, key, ErrVerify)
+	case got != want:
+		return fmt.Errorf("s3://%s/%s: %w: SHA-256 %s, expected %s", bucket, key, ErrVerify, b64Hex(got), hex.EncodeToString(sum))
+	case aws.ToInt64(out.ContentLength) != size:
+		return fmt.Errorf("s3://%s/%s: %w: %d bytes, expected %d", bucket, key, ErrVerify, aws.ToInt64(out.ContentLength), size)
+	}
+	return nil
+}
+
+func b64Hex(s string) string {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return s
+	}
+	return hex.EncodeToString(b)
+}
+
+// Source opens archive objects by key: S3 objects, or files in a local
+// directory (a downloaded archive run, parts next to the manifest).
+type Source interface {
+	Open(ctx context.Context, key string) (io.ReadCloser, error)
+	// Name renders key for messages (s3://… or a path).
+	Name(key string) string
+}
+
+// S3Source reads objects from one bucket.
+type S3Source struct {
+	API    S3API
+	Bucket string
+}
+
+// Open gets the object.
+func (s S3Source) Open(ctx context.Context, key string) (io.ReadCloser, error) {
+	out, err := s.API.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(key)})
+	if err != nil {
+		if isNotFound(err) {
+			return nil, errs.BadInputf("%s does not exist; check the bucket and key", s.Name(key))
+		}
+		if isUnreachable(err) {
+			return nil, errs.BadInputf("cannot reach the S3 endpoint (%v); check --endpoint-url / AWS_ENDPOINT_URL_S3 and your network", firstLine(err))
+		}
+		return nil, fmt.Errorf("reading %s: %w", s.Name(key), describeS3(err))
+	}
+	return out.Body, nil
+}
+
+// Name is the object's s3:// URI.
+func (s S3Source) Name(key string) string { return Location{Bucket: s.Bucket, Key: key}.String() }
+
+// DirSource reads parts from a local directory: a part's file is the last
+// element of its key, next to the manifest.
+type DirSource struct{ Dir string }
+
+// Open opens the file for key.
+func (d DirSource) Open(_ context.Context, key string) (io.ReadCloser, error) {
+	f, err := os.Open(d.Name(key))
+	if err != nil {
+		return nil, errs.BadInputf("cannot read %s: %v; download the whole run directory next to its manifest.json", d.Name(key), err)
+	}
+	return f, nil
+}
+
+// Name is the local path of key.
+func (d DirSource) Name(key string) string { return filepath.Join(d.Dir, path.Base(key)) }
+
+func statusCode(err error) int {
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
+}
+
+func apiCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+func isNotFound(err error) bool {
+	var nb *types.NoSuchBucket
+	var nk *types.NoSuchKey
+	var nf *types.NotFound
+	if errors.As(err, &nb) || errors.As(err, &nk) || errors.As(err, &nf) {
+		return true
+	}
+	switch apiCode(err) {
+	case "NoSuchBucket", "NoSuchKey", "NotFound":
+		return true
+	}
+	return statusCode(err) == http.StatusNotFound
+}
+
+func isUnreachable(err error) bool {
+	m := err.Error()
+	return strings.Contains(m, "connection refused") || strings.Contains(m, "no such host") || strings.Contains(m, "i/o timeout")
+}
+
+// describeS3 keeps S3 errors short: the code and message, not the SDK's
+// operation chain.
+func describeS3(err error) error {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return fmt.Errorf("%s: %s (HTTP %d)", ae.ErrorCode(), ae.ErrorMessage(), statusCode(err))
+	}
+	return errors.New(firstLine(err))
+}
+
+func firstLine(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
