@@ -1,0 +1,150 @@
+package redrive
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+// VerifyOptions control how a canary is watched.
+type VerifyOptions struct {
+	// For is how long to watch (default 2m).
+	For time.Duration
+	// Poll is how often the DLQ depth is checked (default 5s).
+	Poll time.Duration
+	// Drain also requires the destinations to consume the canary: at the
+	// end each destination's visible + in-flight depth must be back to (or
+	// below) its depth before the canary was sent.
+	Drain bool
+	// Baseline is each destination's depth (by URL) before the canary.
+	Baseline map[string]int
+	// Visibility is the hold time of the scan that looks for returns.
+	Visibility time.Duration
+	// OnTick, when set, is called after every poll with the time left.
+	OnTick func(left time.Duration)
+}
+
+// Verdict is the canary's outcome.
+type Verdict struct {
+	Pass           bool           `json:"pass"`
+	Moved          int            `json:"moved"`
+	Returned       int            `json:"returned"`
+	ReturnedIDs    []string       `json:"returned_ids,omitempty"`
+	Drained        *bool          `json:"drained,omitempty"`
+	DestDepth      map[string]int `json:"destination_depth,omitempty"`
+	WatchedSeconds float64        `json:"watched_seconds"`
+	Detail         string         `json:"detail"`
+}
+
+func depth(q *queue.Queue) int {
+	c := q.Counts()
+	return c.Visible + c.InFlight + c.Delayed
+}
+
+// VerifyCanary watches a canary run: it fails as soon as one of the run's
+// messages is found back in the DLQ (by its redrive marker, or by a body
+// the journal recorded as sent), and passes when none came back within
+// opt.For (and, with Drain, the destinations consumed them). The DLQ is
+// scanned (without consuming it) when its depth grows above the level after
+// the canary left, and once more at the end if it ever did.
+func VerifyCanary(ctx context.Context, c *queue.Client, dlq *queue.Queue, j *Journal, moved int, dests []*queue.Queue, opt VerifyOptions) (*Verdict, error) {
+	if opt.For <= 0 {
+		opt.For = 2 * time.Minute
+	}
+	if opt.Poll <= 0 {
+		opt.Poll = 5 * time.Second
+	}
+	runID := j.Meta().ID
+	v := &Verdict{Moved: moved}
+	start := time.Now()
+	cur := *dlq
+	if err := c.Refresh(ctx, &cur); err != nil {
+		return nil, queue.WrapAWSError(err)
+	}
+	base := depth(&cur)
+	grew := false
+	scan := func() error {
+		seen := map[string]bool{}
+		_, err := inspect.Scan(ctx, c, dlq, inspect.ScanOptions{Visibility: opt.Visibility}, func(m *queue.Message, _ any) error {
+			mine := m.Redrive != nil && m.Redrive.RunID == runID
+			if !mine && j.HasBody(m.BodySHA256) {
+				mine = true
+			}
+			if mine && !seen[m.MessageID] {
+				seen[m.MessageID] = true
+				v.Returned++
+				if len(v.ReturnedIDs) < 20 {
+					v.ReturnedIDs = append(v.ReturnedIDs, m.MessageID)
+				}
+			}
+			return nil
+		})
+		return err
+	}
+	deadline := start.Add(opt.For)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			break
+		}
+		t := time.NewTimer(min(opt.Poll, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		if err := c.Refresh(ctx, &cur); err != nil {
+			return nil, queue.WrapAWSError(err)
+		}
+		if d := depth(&cur); d > base {
+			grew = true
+			base = d
+			if err := scan(); err != nil {
+				return nil, err
+			}
+			if v.Returned > 0 {
+				break
+			}
+		}
+		if opt.OnTick != nil {
+			opt.OnTick(max(time.Until(deadline), 0))
+		}
+	}
+	if v.Returned == 0 && grew {
+		if err := scan(); err != nil {
+			return nil, err
+		}
+	}
+	v.WatchedSeconds = time.Since(start).Seconds()
+	v.Pass = v.Returned == 0
+	if opt.Drain && v.Pass {
+		drained := true
+		v.DestDepth = map[string]int{}
+		for _, q := range dests {
+			cq := *q
+			if err := c.Refresh(ctx, &cq); err != nil {
+				return nil, queue.WrapAWSError(err)
+			}
+			d := depth(&cq)
+			v.DestDepth[q.Name] = d
+			if d > opt.Baseline[q.URL] {
+				drained = false
+			}
+		}
+		v.Drained = &drained
+		v.Pass = drained
+	}
+	switch {
+	case v.Returned > 0:
+		v.Detail = fmt.Sprintf("%d of %d canary message(s) came back to %s within %s", v.Returned, moved, dlq.Name, time.Duration(v.WatchedSeconds*float64(time.Second)).Round(time.Second))
+	case v.Drained != nil && !*v.Drained:
+		v.Detail = fmt.Sprintf("none of %d canary message(s) came back, but the destination did not consume them within %s", moved, opt.For)
+	default:
+		v.Detail = fmt.Sprintf("none of %d canary message(s) came back to %s within %s", moved, dlq.Name, opt.For)
+	}
+	return v, nil
+}

@@ -1,0 +1,388 @@
+package redrive
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dlqctl/dlqctl/pkg/errs"
+)
+
+// Run statuses recorded in run.json.
+const (
+	StatusRunning     = "running" // also what a killed run is left as
+	StatusCompleted   = "completed"
+	StatusInterrupted = "interrupted"
+	StatusGuard       = "guard-tripped"
+	StatusCanaryFail  = "canary-failed"
+	StatusPartial     = "partial"
+	StatusFailed      = "failed"
+)
+
+// RunMeta describes a run; it is stored as run.json next to the journal.
+type RunMeta struct {
+	ID          string    `json:"id"`
+	Kind        string    `json:"kind"` // "redrive", "restore"
+	Source      string    `json:"source"`
+	SourceURL   string    `json:"source_url,omitempty"`
+	Destination string    `json:"destination"`
+	Fingerprint string    `json:"fingerprint"`
+	Args        []string  `json:"args,omitempty"`
+	Visibility  float64   `json:"visibility_seconds,omitempty"`
+	Created     time.Time `json:"created"`
+	Updated     time.Time `json:"updated"`
+	Status      string    `json:"status"`
+	Note        string    `json:"note,omitempty"`
+}
+
+// SentRecord is a journal line: the copy of Orig was accepted by Dest.
+type SentRecord struct {
+	Orig   string `json:"orig"`
+	Dest   string `json:"dest"`
+	DestID string `json:"dest_id"`
+	SHA    string `json:"sha"`
+}
+
+type line struct {
+	T string `json:"t"` // "sent" or "del"
+	SentRecord
+	IDs []string `json:"ids,omitempty"`
+}
+
+// Journal is the durable record of a run: which source messages were sent
+// (with their destination message ids) and which were deleted. Sent records
+// are fsynced before Sent returns, and the pipeline deletes a message only
+// after that, so after a crash a resume deletes what was already sent
+// without sending it again. Concurrent Sent calls share one fsync (group
+// commit).
+type Journal struct {
+	dir  string
+	f    *os.File
+	meta RunMeta
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	buf     []byte
+	gen     uint64
+	synced  uint64
+	syncing bool
+	err     error
+	sent    map[string]SentRecord
+	deleted map[string]bool
+	shas    map[string]bool
+}
+
+// RunsDir is where run directories live under the state dir.
+func RunsDir(stateDir string) string { return filepath.Join(stateDir, "runs") }
+
+// NewRunID returns a fresh, sortable run id.
+func NewRunID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return now.UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// CreateJournal starts the journal of a new run.
+func CreateJournal(stateDir string, meta RunMeta) (*Journal, error) {
+	dir := filepath.Join(RunsDir(stateDir), meta.ID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, errs.BadInputf("cannot create the run journal in %s: %v; pass a writable --state-dir", dir, err)
+	}
+	meta.Status = StatusRunning
+	meta.Updated = meta.Created
+	j, err := openJournal(dir, meta)
+	if err != nil {
+		return nil, err
+	}
+	if err := j.writeMeta(); err != nil {
+		j.f.Close()
+		return nil, err
+	}
+	return j, nil
+}
+
+// OpenJournal reopens the journal of run id to resume it.
+func OpenJournal(stateDir, id string) (*Journal, error) {
+	if id == "" || strings.ContainsAny(id, `/\`) || strings.HasPrefix(id, ".") {
+		return nil, errs.BadInputf("%q is not a run id; `dlqctl runs` lists them", id)
+	}
+	dir := filepath.Join(RunsDir(stateDir), id)
+	meta, err := readMeta(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, errs.BadInputf("no run %s under %s; `dlqctl runs` lists runs (check --state-dir)", id, stateDir)
+		}
+		return nil, err
+	}
+	return openJournal(dir, meta)
+}
+
+func openJournal(dir string, meta RunMeta) (*Journal, error) {
+	j := &Journal{dir: dir, meta: meta, sent: map[string]SentRecord{}, deleted: map[string]bool{}, shas: map[string]bool{}}
+	j.cond = sync.NewCond(&j.mu)
+	path := filepath.Join(dir, "journal.ndjson")
+	if err := j.load(path); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	j.f = f
+	return j, nil
+}
+
+func (j *Journal) load(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var l line
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			continue // a torn last line after a crash: its fsync never completed
+		}
+		switch l.T {
+		case "sent":
+			j.sent[l.Orig] = l.SentRecord
+			j.shas[l.SHA] = true
+		case "del":
+			for _, id := range l.IDs {
+				j.deleted[id] = true
+			}
+		}
+	}
+	return sc.Err()
+}
+
+// Meta returns the run description.
+func (j *Journal) Meta() RunMeta {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.meta
+}
+
+// Dir is the run directory.
+func (j *Journal) Dir() string { return j.dir }
+
+// Sent durably records copies accepted by their destination. It returns
+// after the records are on disk (fsync), sharing the fsync with concurrent
+// callers.
+func (j *Journal) Sent(recs []SentRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	var b []byte
+	for _, r := range recs {
+		lb, _ := json.Marshal(line{T: "sent", SentRecord: r})
+		b = append(append(b, lb...), '\n')
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, r := range recs {
+		j.sent[r.Orig] = r
+		j.shas[r.SHA] = true
+	}
+	j.buf = append(j.buf, b...)
+	my := j.gen
+	for j.synced <= my {
+		if j.err != nil {
+			return j.err
+		}
+		if j.syncing {
+			j.cond.Wait()
+			continue
+		}
+		j.flushLocked()
+	}
+	return j.err
+}
+
+// flushLocked writes and fsyncs the buffer with the lock released during
+// I/O; j.mu must be held.
+func (j *Journal) flushLocked() {
+	j.syncing = true
+	data := j.buf
+	j.buf = nil
+	gen := j.gen
+	j.gen++
+	j.mu.Unlock()
+	var err error
+	if len(data) > 0 {
+		_, err = j.f.Write(data)
+	}
+	if err == nil {
+		err = j.f.Sync()
+	}
+	j.mu.Lock()
+	j.syncing = false
+	if err != nil && j.err == nil {
+		j.err = fmt.Errorf("writing the run journal %s: %w", j.dir, err)
+	}
+	j.synced = gen + 1
+	j.cond.Broadcast()
+}
+
+// Deleted records that source messages were removed. It is buffered and
+// written with the next Sent or Close: a lost delete record only makes a
+// resume look for a message that is gone.
+func (j *Journal) Deleted(ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	b, _ := json.Marshal(line{T: "del", IDs: ids})
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, id := range ids {
+		j.deleted[id] = true
+	}
+	j.buf = append(append(j.buf, b...), '\n')
+}
+
+// WasSent returns the sent record of a source message, if any.
+func (j *Journal) WasSent(orig string) (SentRecord, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	r, ok := j.sent[orig]
+	return r, ok
+}
+
+// HasBody reports whether a body with this SHA-256 was sent by the run.
+func (j *Journal) HasBody(sha string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.shas[sha]
+}
+
+// Counts returns how many messages the journal records as sent and deleted.
+func (j *Journal) Counts() (sent, deleted int) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.sent), len(j.deleted)
+}
+
+// SentRecords returns a copy of every sent record.
+func (j *Journal) SentRecords() []SentRecord {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := make([]SentRecord, 0, len(j.sent))
+	for _, r := range j.sent {
+		out = append(out, r)
+	}
+	return out
+}
+
+// SetStatus records the run's status (and a note) in run.json.
+func (j *Journal) SetStatus(status, note string) error {
+	j.mu.Lock()
+	j.meta.Status = status
+	j.meta.Note = note
+	j.meta.Updated = time.Now().UTC()
+	j.mu.Unlock()
+	return j.writeMeta()
+}
+
+// Close flushes and fsyncs buffered records and closes the file.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	for j.syncing {
+		j.cond.Wait()
+	}
+	j.flushLocked()
+	err := j.err
+	j.mu.Unlock()
+	if cerr := j.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (j *Journal) writeMeta() error {
+	j.mu.Lock()
+	b, _ := json.MarshalIndent(j.meta, "", "  ")
+	j.mu.Unlock()
+	tmp := filepath.Join(j.dir, "run.json.tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(j.dir, "run.json"))
+}
+
+func readMeta(dir string) (RunMeta, error) {
+	var m RunMeta
+	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("run description %s is damaged: %w", dir, err)
+	}
+	return m, nil
+}
+
+// RunInfo is a run with the counts read from its journal.
+type RunInfo struct {
+	RunMeta
+	Sent    int `json:"sent"`
+	Deleted int `json:"deleted"`
+}
+
+// ListRuns returns every run under stateDir, newest first.
+func ListRuns(stateDir string) ([]RunInfo, error) {
+	ents, err := os.ReadDir(RunsDir(stateDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []RunInfo
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(RunsDir(stateDir), e.Name())
+		meta, err := readMeta(dir)
+		if err != nil {
+			continue
+		}
+		j := &Journal{sent: map[string]SentRecord{}, deleted: map[string]bool{}, shas: map[string]bool{}}
+		if err := j.load(filepath.Join(dir, "journal.ndjson")); err != nil {
+			return nil, err
+		}
+		out = append(out, RunInfo{RunMeta: meta, Sent: len(j.sent), Deleted: len(j.deleted)})
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].ID > out[b].ID })
+	return out, nil
+}
+
+// FindUnfinished returns the newest run with the fingerprint that did not
+// complete (killed, interrupted, partial), or nil.
+func FindUnfinished(stateDir, fingerprint string) (*RunInfo, error) {
+	runs, err := ListRuns(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range runs {
+		if r.Fingerprint == fingerprint && (r.Status == StatusRunning || r.Status == StatusInterrupted || r.Status == StatusPartial) {
+			return &r, nil
+		}
+	}
+	return nil, nil
+}

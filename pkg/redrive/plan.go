@@ -1,0 +1,113 @@
+package redrive
+
+import (
+	"context"
+	"time"
+
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+// Plan is what a run would do: the dry run's answer. Nothing is changed to
+// build it.
+type Plan struct {
+	Scanned   int `json:"scanned"`
+	WouldMove int `json:"would_move"`
+	// ByDestination counts messages per destination queue and class.
+	ByDestination map[string]map[string]int `json:"by_destination"`
+	Skipped       map[string]int            `json:"skipped"`
+	// Unmarked would move without the marker attribute (10 attributes).
+	Unmarked int `json:"unmarked"`
+	// EstimatedSeconds at the chosen rate or ramp (0 when unlimited).
+	EstimatedSeconds float64 `json:"estimated_seconds,omitempty"`
+	Complete         bool    `json:"complete"`
+	Note             string  `json:"note,omitempty"`
+}
+
+// Planner builds a Plan from records, with the same decisions the mover
+// makes (selection, loop guard, routing, copy rules).
+type Planner struct {
+	RunID       string
+	Router      Router
+	Select      Selector
+	MaxRedrives int
+	Max         int
+
+	plan Plan
+}
+
+// Add decides one record and returns its event (action "would-move" or
+// "skipped").
+func (p *Planner) Add(ctx context.Context, rec *queue.Record, parsed any) (MessageEvent, error) {
+	if p.plan.ByDestination == nil {
+		p.plan.ByDestination = map[string]map[string]int{}
+		p.plan.Skipped = map[string]int{}
+	}
+	p.plan.Scanned++
+	ev := MessageEvent{MessageID: rec.MessageID, Class: rec.Class}
+	dest, cp, reason, err := decide(ctx, Item{Record: rec, Parsed: parsed}, p.RunID, p.Select, p.Router, p.MaxRedrives, time.Now())
+	if err != nil {
+		return ev, err
+	}
+	if reason == "" && p.Max > 0 && p.plan.WouldMove >= p.Max {
+		reason = SkipMax
+	}
+	if reason != "" {
+		p.plan.Skipped[reason]++
+		ev.Action, ev.Reason = "skipped", reason
+		return ev, nil
+	}
+	p.plan.WouldMove++
+	if !cp.Marked {
+		p.plan.Unmarked++
+	}
+	byClass := p.plan.ByDestination[dest.Name]
+	if byClass == nil {
+		byClass = map[string]int{}
+		p.plan.ByDestination[dest.Name] = byClass
+	}
+	byClass[classOf(rec)]++
+	ev.Action, ev.Destination = "would-move", dest.Name
+	return ev, nil
+}
+
+// Plan returns the plan with the duration estimated for the rate (or ramp
+// steps every rampEvery); rate 0 and no ramp leaves it unknown.
+func (p *Planner) Plan(rate float64, ramp []float64, rampEvery time.Duration) Plan {
+	pl := p.plan
+	if pl.ByDestination == nil {
+		pl.ByDestination = map[string]map[string]int{}
+		pl.Skipped = map[string]int{}
+	}
+	pl.EstimatedSeconds = EstimateSeconds(pl.WouldMove, rate, ramp, rampEvery)
+	return pl
+}
+
+// EstimateSeconds is how long n messages take at rate, or along a ramp
+// (each step lasting rampEvery, the last one until done). 0 = unknown.
+func EstimateSeconds(n int, rate float64, ramp []float64, rampEvery time.Duration) float64 {
+	if n <= 0 {
+		return 0
+	}
+	if len(ramp) == 0 {
+		if rate <= 0 {
+			return 0
+		}
+		return float64(n) / rate
+	}
+	left, secs := float64(n), 0.0
+	for i, r := range ramp {
+		if r <= 0 {
+			return 0
+		}
+		if i == len(ramp)-1 {
+			return secs + left/r
+		}
+		step := rampEvery.Seconds() * r
+		if step >= left {
+			return secs + left/r
+		}
+		left -= step
+		secs += rampEvery.Seconds()
+	}
+	return secs
+}
