@@ -105,8 +105,18 @@ func Scan(ctx context.Context, c *queue.Client, q *queue.Queue, opt ScanOptions,
 		}
 		return false
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// Receives run on a context that the caller's cancellation does not
+	// reach: a receive abandoned mid-flight would leave the messages it
+	// returned invisible with nobody holding them. Workers check ctx and the
+	// stop flag between receives instead, so everything received is held by
+	// the lease and released at the end.
+	rctx, cancelRecv := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRecv()
+	stopped := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return stop || ctx.Err() != nil
+	}
 	var wg sync.WaitGroup
 	var recvErr error
 	var errOnce sync.Once
@@ -115,7 +125,7 @@ func Scan(ctx context.Context, c *queue.Client, q *queue.Queue, opt ScanOptions,
 		go func() {
 			defer wg.Done()
 			empty := 0
-			for wctx.Err() == nil {
+			for !stopped() {
 				mu.Lock()
 				done := stop || targetReached()
 				want := queue.MaxBatchEntries
@@ -126,13 +136,12 @@ func Scan(ctx context.Context, c *queue.Client, q *queue.Queue, opt ScanOptions,
 				if done || want <= 0 {
 					return
 				}
-				msgs, err := c.Receive(wctx, q, want, opt.Visibility, opt.Wait)
+				msgs, err := c.Receive(rctx, q, want, opt.Visibility, opt.Wait)
 				if err != nil {
-					if wctx.Err() != nil {
-						return
-					}
 					errOnce.Do(func() { recvErr = err })
-					cancel()
+					mu.Lock()
+					stop = true
+					mu.Unlock()
 					return
 				}
 				lease.Add(msgs...)
@@ -162,7 +171,6 @@ func Scan(ctx context.Context, c *queue.Client, q *queue.Queue, opt ScanOptions,
 					if err := fn(m, parsed); err != nil {
 						fnErr = err
 						stop = true
-						cancel()
 						break
 					}
 				}

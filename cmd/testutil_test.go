@@ -1,0 +1,94 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/dlqctl/dlqctl/internal/seed"
+	"github.com/dlqctl/dlqctl/internal/testenv"
+	"github.com/dlqctl/dlqctl/pkg/output"
+)
+
+// cliResult is what a user sees from one dlqctl invocation.
+type cliResult struct {
+	Stdout, Stderr string
+	Code           int
+}
+
+// runCLI runs dlqctl in-process against the local stack (non-TTY streams).
+// It sets the AWS_* variables of env (unless env is the zero Env) for the duration of the test, so tests
+// using it must not call t.Parallel.
+func runCLI(t testing.TB, env testenv.Env, stdin string, args ...string) cliResult {
+	t.Helper()
+	if env.SQSEndpoint != "" {
+		setStackEnv(t, env)
+	}
+	var out, errOut bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	code := Run(ctx, output.Test(strings.NewReader(stdin), &out, &errOut, false), args)
+	return cliResult{Stdout: out.String(), Stderr: errOut.String(), Code: code}
+}
+
+func setStackEnv(t testing.TB, env testenv.Env) {
+	for _, kv := range env.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "AWS_") {
+			t.Setenv(k, v)
+		}
+	}
+}
+
+var (
+	incidentOnce sync.Once
+	incident     *seed.Truth
+	incidentErr  error
+)
+
+// sharedIncident seeds one incident per test process for read-only tests
+// (tests that change queues must seed their own).
+func sharedIncident(t testing.TB) (testenv.Env, *seed.Truth) {
+	t.Helper()
+	env := testenv.Require(t)
+	incidentOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		incident, incidentErr = seed.Incident(ctx, env.SQS(t), seed.Options{Prefix: testenv.UniqueName(t, "ro")})
+	})
+	if incidentErr != nil {
+		t.Fatalf("seeding the shared incident: %v", incidentErr)
+	}
+	return env, incident
+}
+
+// queueDepth returns visible and in-flight counts of a queue.
+func queueDepth(t testing.TB, c *sqs.Client, url string) (visible, inFlight int) {
+	t.Helper()
+	out, err := c.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(url),
+		AttributeNames: []types.QueueAttributeName{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"},
+	})
+	if err != nil {
+		t.Fatalf("GetQueueAttributes %s: %v", url, err)
+	}
+	return atoi(out.Attributes["ApproximateNumberOfMessages"]), atoi(out.Attributes["ApproximateNumberOfMessagesNotVisible"])
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
