@@ -144,7 +144,11 @@ func Scan(ctx context.Context, c *queue.Client, q *queue.Queue, opt ScanOptions,
 					mu.Unlock()
 					return
 				}
-				lease.Add(msgs...)
+				// The lease keeps only what it needs to extend and release,
+				// so a full scan holds receipt handles, not bodies.
+				for _, m := range msgs {
+					lease.Add(&queue.Message{Record: queue.Record{MessageID: m.MessageID}, ReceiptHandle: m.ReceiptHandle, ReceivedAt: m.ReceivedAt})
+				}
 				if len(msgs) == 0 {
 					empty++
 					if empty >= opt.EmptyReceives {
