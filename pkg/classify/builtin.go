@@ -46,9 +46,11 @@ type BuiltinOptions struct {
 }
 
 // Failure vocabularies. Each is matched case-insensitively against the
-// consumer's failure context: error class, then type, then reason. The
+// consumer's failure context: type, then reason, then error class. The
 // first field that names a category decides it, so a ValidationError whose
-// message mentions a timeout field stays permanent.
+// message mentions a timeout field stays permanent, and a
+// BusinessRuleViolation stays business although consumers often report its
+// error class as just "permanent".
 var (
 	transientRe = regexp.MustCompile(`(?i)transient|time[d\s_-]?out|deadline exceeded|throttl|rate[\s_-]?limit|rate exceeded|too many requests|slow ?down|` +
 		`\b(?:http|status|code|error)\D{0,3}(?:429|5\d\d)\b|\b(?:429|5\d\d)\s+(?:too many|internal|bad gateway|service|gateway|error)|\b5xx\b|` +
@@ -58,7 +60,7 @@ var (
 	businessRe = regexp.MustCompile(`(?i)business|rule[\s_-]?violation|policy violation|insufficient[\s_-]?(?:funds|balance|stock|inventory|credit)|` +
 		`already[\s_-]?(?:cancell?ed|processed|exists|paid|refunded|shipped|fulfilled|closed)|declined|rejected|not allowed|not permitted|` +
 		`out of stock|limit exceeded|exceeds? (?:the |its )?(?:\w+ )?limit|duplicate[\s_-]?(?:order|payment|request)|account (?:closed|suspended|frozen)|fraud`)
-	permanentRe = regexp.MustCompile(`(?i)permanent|poison|validation|invalid|malformed|too large|too big|payload size|deserializ|unmarshal|` +
+	permanentRe = regexp.MustCompile(`(?i)permanent|poison|validation|invalid|malformed|too[\s_-]?large|too[\s_-]?big|payload size|deserializ|unmarshal|` +
 		`cannot parse|could not parse|parse error|parsing error|syntax error|bad request|unprocessable|\b(?:http|status|code)\D{0,3}(?:400|413|422)\b|` +
 		`missing[\s_-]?(?:required[\s_-]?)?(?:field|property|attribute)|required field|null ?pointer|type ?error|not a valid`)
 	schemaRe = regexp.MustCompile(`(?i)(?:unsupported|unknown|unexpected|incompatible)[\s_-]?(?:event[\s_-]?)?(?:version|schema)|` +
@@ -69,7 +71,7 @@ var (
 // category (transient, business, permanent) its failure names, and where.
 type failureVerdict struct {
 	class string // ClassTransient, ClassBusiness, ClassPermanent or ""
-	field string // "failure.error_class", "failure.type" or "failure.reason"
+	field string // "failure.type", "failure.reason" or "failure.error_class"
 	text  string // the matched text
 }
 
@@ -80,9 +82,9 @@ func (x *subject) failure() *failureVerdict {
 	v := &failureVerdict{}
 	if f := x.rec.Failure; f != nil {
 		fields := [...]struct{ name, val string }{
-			{"failure.error_class", f.ErrorClass},
 			{"failure.type", f.Type},
 			{"failure.reason", f.Reason},
+			{"failure.error_class", f.ErrorClass},
 		}
 	outer:
 		for _, fl := range fields {
