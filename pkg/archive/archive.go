@@ -256,7 +256,6 @@ type runner struct {
 	lease  *queue.Lease
 
 	part     *partWriter
-	partOpen time.Time
 	cur      map[string]*queue.Message // selected, in the open part
 	held     map[string]*queue.Message // not selected, or archived without --delete
 	done     map[uint64]struct{}       // deleted after verification (id hashes)
@@ -298,7 +297,13 @@ func (r *runner) loop(ctx context.Context) error {
 						return
 					}
 				}
-				msgs, err := r.c.Receive(wctx, r.q, queue.MaxBatchEntries, r.opts.Visibility, r.opts.Wait)
+				// The receive itself is not cancelled: a long poll aborted
+				// client-side may already have hidden messages whose
+				// receipt handles would then be lost (invisible until their
+				// visibility timeout). It ends within Wait anyway.
+				rctx, rcancel := context.WithTimeout(context.WithoutCancel(wctx), r.opts.Wait+30*time.Second)
+				msgs, err := r.c.Receive(rctx, r.q, queue.MaxBatchEntries, r.opts.Visibility, r.opts.Wait)
+				rcancel()
 				if err != nil {
 					if wctx.Err() == nil {
 						errOnce.Do(func() { recvErr = err })
@@ -354,16 +359,13 @@ func (r *runner) loop(ctx context.Context) error {
 		if failErr != nil || ctx.Err() != nil {
 			continue // drain; everything received is held and released at the end
 		}
-		if err := r.take(ctx, b); err != nil {
+		flushed, err := r.take(ctx, b)
+		if err != nil {
 			failErr = err
 			cancel()
 			continue
 		}
-		if r.part != nil && (r.part.records >= r.opts.PartRecords || r.part.Size() >= r.opts.PartSize) {
-			if err := r.flush(ctx); err != nil {
-				failErr = err
-				cancel()
-			}
+		if flushed {
 			ageTimer.Reset(r.opts.PartMaxAge)
 		}
 	}
@@ -396,8 +398,9 @@ func idHash(id string) uint64 {
 	return h.Sum64()
 }
 
-// take writes the selected messages of a batch into the open part.
-func (r *runner) take(ctx context.Context, b batch) error {
+// take writes the selected messages of a batch into the open part and
+// flushes every part that becomes full.
+func (r *runner) take(ctx context.Context, b batch) (flushed bool, err error) {
 	var redelivered []*queue.Message
 	for i, m := range b.msgs {
 		slim := b.slims[i]
@@ -435,16 +438,28 @@ func (r *runner) take(ctx context.Context, b batch) error {
 		if r.part == nil {
 			p, err := newPartWriter(r.opts.TempDir, false)
 			if err != nil {
-				return fmt.Errorf("creating a temporary part file: %w", err)
+				return flushed, errs.Partial(fmt.Errorf("creating a temporary part file: %w; nothing was deleted", err))
 			}
-			r.part, r.partOpen = p, time.Now()
+			r.part = p
 		}
 		if err := r.part.Write(&m.Record); err != nil {
-			return fmt.Errorf("writing the part file: %w", err)
+			return flushed, errs.Partial(fmt.Errorf("writing the temporary part file: %w; nothing of it was deleted", err))
 		}
 		r.cur[id] = slim
 		r.selected.Add(1)
 		r.stats.Selected++
+		if r.part.records >= r.opts.PartRecords || r.part.Size() >= r.opts.PartSize {
+			flushed = true
+			if err := r.flush(ctx); err != nil {
+				// The rest of the batch stays held and is released.
+				for _, rest := range b.slims[i+1:] {
+					if _, ok := r.cur[rest.MessageID]; !ok {
+						r.held[rest.MessageID] = rest
+					}
+				}
+				return flushed, err
+			}
+		}
 	}
 	if len(redelivered) > 0 {
 		if r.opts.Delete {
@@ -456,7 +471,7 @@ func (r *runner) take(ctx context.Context, b batch) error {
 		}
 	}
 	r.opts.Reporter.Progress(r.stats)
-	return nil
+	return flushed, nil
 }
 
 // flush finishes the open part, uploads and verifies it, then deletes (with
