@@ -134,8 +134,8 @@ func (o *Options) defaults(q *queue.Queue) {
 type nopReporter struct{}
 
 func (nopReporter) Progress(Stats) {}
-func (nopReporter) PartDone(Part) {}
-func (nopReporter) Warn(string)   {}
+func (nopReporter) PartDone(Part)  {}
+func (nopReporter) Warn(string)    {}
 
 // Result is what a run did.
 type Result struct {
@@ -255,10 +255,10 @@ type runner struct {
 	man    *Manifest
 	lease  *queue.Lease
 
-	part     *partWriter
-	cur      map[string]*queue.Message // selected, in the open part
-	held     map[string]*queue.Message // not selected, or archived without --delete
-	done     map[uint64]struct{}       // deleted after verification (id hashes)
+	part *partWriter
+	cur  map[string]*queue.Message // selected, in the open part
+	held map[string]*queue.Message // not selected, or archived without --delete
+	done map[uint64]struct{}       // deleted after verification (id hashes)
 
 	stats      Stats
 	selected   atomic.Int64

@@ -73,7 +73,9 @@ func RunDir(prefix, queueName string, started time.Time, runID string) string {
 }
 
 // PartKey is the key of part n (1-based) in runDir.
-func PartKey(runDir string, n int) string { return path.Join(runDir, fmt.Sprintf("part-%05d.ndjson.gz", n)) }
+func PartKey(runDir string, n int) string {
+	return path.Join(runDir, fmt.Sprintf("part-%05d.ndjson.gz", n))
+}
 
 // ManifestKey is the key of the run's manifest in runDir.
 func ManifestKey(runDir string) string { return path.Join(runDir, ManifestName) }
