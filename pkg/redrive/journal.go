@@ -31,18 +31,19 @@ const (
 
 // RunMeta describes a run; it is stored as run.json next to the journal.
 type RunMeta struct {
-	ID          string    `json:"id"`
-	Kind        string    `json:"kind"` // "redrive", "restore"
-	Source      string    `json:"source"`
-	SourceURL   string    `json:"source_url,omitempty"`
-	Destination string    `json:"destination"`
-	Fingerprint string    `json:"fingerprint"`
-	Args        []string  `json:"args,omitempty"`
-	Visibility  float64   `json:"visibility_seconds,omitempty"`
-	Created     time.Time `json:"created"`
-	Updated     time.Time `json:"updated"`
-	Status      string    `json:"status"`
-	Note        string    `json:"note,omitempty"`
+	ID          string `json:"id"`
+	Kind        string `json:"kind"` // "redrive", "restore"
+	Source      string `json:"source"`
+	SourceURL   string `json:"source_url,omitempty"`
+	Destination string `json:"destination"`
+	Fingerprint string `json:"fingerprint"`
+	// Options are the command's options, so `resume` can repeat the run.
+	Options    json.RawMessage `json:"options,omitempty"`
+	Visibility float64         `json:"visibility_seconds,omitempty"`
+	Created    time.Time       `json:"created"`
+	Updated    time.Time       `json:"updated"`
+	Status     string          `json:"status"`
+	Note       string          `json:"note,omitempty"`
 }
 
 // SentRecord is a journal line: the copy of Orig was accepted by Dest.

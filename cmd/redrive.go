@@ -1,0 +1,829 @@
+package cmd
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/redrive"
+)
+
+func init() {
+	register(func(f *Factory) *cobra.Command { return NewCmdRedrive(f, nil) })
+}
+
+// RedriveOptions are the inputs of `dlqctl redrive`. They are stored in the
+// run's journal so `redrive resume` can repeat the run exactly.
+type RedriveOptions struct {
+	F *Factory `json:"-"`
+
+	DLQ         string         `json:"dlq"`
+	To          string         `json:"to"`
+	Selection   SelectionFlags `json:"selection"`
+	Max         int            `json:"max,omitempty"`
+	MaxRedrives int            `json:"max_redrives"`
+	DryRun      bool           `json:"-"`
+	Canary      int            `json:"canary,omitempty"`
+	VerifyFor   time.Duration  `json:"verify_for,omitempty"`
+	VerifyDrain bool           `json:"verify_drain,omitempty"`
+	VerifyPoll  time.Duration  `json:"verify_poll,omitempty"`
+
+	Rate        float64       `json:"rate,omitempty"`
+	RampRaw     []string      `json:"-"`
+	Ramp        []float64     `json:"ramp,omitempty"`
+	RampEvery   time.Duration `json:"ramp_every,omitempty"`
+	Concurrency int           `json:"concurrency"`
+
+	MaxReturnsRaw  string        `json:"-"`
+	MaxReturns     float64       `json:"max_returns,omitempty"`
+	MaxDestBacklog int           `json:"max_dest_backlog,omitempty"`
+	OnGuard        string        `json:"on_guard,omitempty"`
+	PauseTimeout   time.Duration `json:"pause_timeout,omitempty"`
+	GuardInterval  time.Duration `json:"guard_interval,omitempty"`
+
+	Engine     string        `json:"engine"`
+	Visibility time.Duration `json:"visibility"`
+
+	// ResumeID continues the named run instead of starting one.
+	ResumeID string `json:"-"`
+}
+
+const redriveLong = `Move messages from a dead-letter queue back to their source queues (or to a
+recovery queue), safely:
+
+  * exact copies: the body byte for byte, every message attribute with its
+    data type, the FIFO message group, and a deduplication id derived from
+    the run id and the original message id (a FIFO destination drops a copy
+    re-sent within 5 minutes after a crash);
+  * a message leaves the DLQ only after its copy was accepted by the
+    destination and recorded (fsync) in the run's journal under --state-dir;
+  * a redrive marker attribute (dlqctl-redrive: run id, original id, redrive
+    count) unless the message already has 10 attributes; --max-redrives
+    skips messages redriven that many times before;
+  * too-large messages, messages without a known source, and those not
+    selected are skipped and reported, never changed;
+  * Ctrl-C / SIGTERM: stop receiving, finish the batch in flight, release
+    the rest (visibility 0), print the summary, exit 130.
+
+--to source (default) sends each message to the queue named by its
+DeadLetterQueueSourceArn (or the DLQ's only source queue); --to QUEUE sends
+everything to one queue (name, URL or ARN).
+
+--dry-run scans the DLQ without changing anything and prints the plan: how
+many per destination and class, what would be skipped and why, and the
+estimated duration at --rate / --ramp.
+
+--canary N moves N matching messages, then watches the DLQ for --verify-for:
+it passes (exit 0) when none came back, fails (exit 3) when some did. With
+--verify-drain the destination must also have consumed them.
+
+--rate R sends at most R messages per second (a batch of 10 takes 10
+tokens); --ramp R1,R2,... steps the rate every --ramp-every while the guards
+hold. Guards: --max-returns P (share of moved messages seen back in the DLQ,
+e.g. 5%) and --max-dest-backlog N (visible messages in a destination);
+--on-guard abort stops at once, pause holds sending until the condition
+clears or --pause-timeout passes. A tripped guard exits 3.
+
+Every run has an id and a journal. After a crash or kill, 'dlqctl redrive
+resume RUN_ID' (or running the same command again) deletes what was already
+sent without sending it again and moves the rest. 'dlqctl runs' lists runs.
+
+--engine native uses SQS's own move task (StartMessageMoveTask): the whole
+DLQ, to the sources or one queue, at --rate up to 500/s; --ramp restarts it
+at each step. It cannot filter, canary or stop at --max. 'dlqctl redrive
+status DLQ' and 'dlqctl redrive cancel DLQ' show and cancel move tasks.
+
+A run that changes queues needs --yes, or a confirmation on a terminal.
+
+` + SelectionHelp
+
+// NewCmdRedrive builds `dlqctl redrive` and its subcommands.
+func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error) *cobra.Command {
+	opts := &RedriveOptions{F: f}
+	c := &cobra.Command{
+		Use:   "redrive DLQ [--to source|QUEUE] [--filter EXPR | --class C] [--dry-run | --canary N] [--rate R | --ramp R1,R2,...] [--yes]",
+		Short: "Move messages from a DLQ back to their sources or a recovery queue, with nothing lost",
+		Long:  withExitCodes(redriveLong),
+		Example: `  dlqctl redrive orders-dlq --dry-run
+  dlqctl redrive orders-dlq --class transient --canary 10 --verify-for 2m --yes
+  dlqctl redrive orders-dlq --class transient --ramp 5,20,50,100 --ramp-every 1m --max-returns 5% --yes
+  dlqctl redrive orders-dlq --to orders-recovery --filter '.envelope.event_type == "OrderPaid"' --yes
+  dlqctl redrive resume 20261130T031500-ab12cd --yes`,
+		Args: exactArgs(1, "one DLQ (name, URL or ARN)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.DLQ = args[0]
+			if err := opts.validate(c); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return redriveRun(c.Context(), opts)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&opts.To, "to", "source", "destination: source (each message's source queue) or a queue name, URL or ARN")
+	opts.Selection.AddFlags(fl)
+	fl.IntVar(&opts.Max, "max", 0, "move at most N messages (0 = all)")
+	fl.IntVar(&opts.MaxRedrives, "max-redrives", 3, "skip messages dlqctl already redrove this many times (0 = no limit)")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing; print what would move where, what would be skipped, and how long it would take")
+	fl.IntVar(&opts.Canary, "canary", 0, "move N messages, then watch for --verify-for whether they come back (exit 3 if they do)")
+	fl.DurationVar(&opts.VerifyFor, "verify-for", 2*time.Minute, "how long a canary is watched")
+	fl.BoolVar(&opts.VerifyDrain, "verify-drain", false, "a canary passes only if the destination also consumed it")
+	fl.DurationVar(&opts.VerifyPoll, "verify-poll", 5*time.Second, "how often a canary checks the DLQ depth")
+	fl.Float64Var(&opts.Rate, "rate", 0, "messages per second (0 = as fast as --concurrency allows)")
+	fl.StringSliceVar(&opts.RampRaw, "ramp", nil, "rate steps, e.g. 5,20,50,100 (messages per second)")
+	fl.DurationVar(&opts.RampEvery, "ramp-every", time.Minute, "time at each --ramp step")
+	fl.IntVar(&opts.Concurrency, "concurrency", 8, "workers receiving, sending and deleting in parallel")
+	fl.StringVar(&opts.MaxReturnsRaw, "max-returns", "", "guard: stop when more than this share of moved messages comes back to the DLQ (e.g. 5% or 0.05)")
+	fl.IntVar(&opts.MaxDestBacklog, "max-dest-backlog", 0, "guard: stop when a destination has more than N visible messages")
+	fl.StringVar(&opts.OnGuard, "on-guard", redrive.GuardAbort, "what a tripped guard does: abort or pause")
+	fl.DurationVar(&opts.PauseTimeout, "pause-timeout", 10*time.Minute, "with --on-guard pause: abort when the guard has not cleared after this long")
+	fl.DurationVar(&opts.GuardInterval, "guard-interval", 10*time.Second, "how often guards are checked")
+	fl.StringVar(&opts.Engine, "engine", "dlqctl", "dlqctl (this pipeline) or native (SQS StartMessageMoveTask)")
+	fl.DurationVar(&opts.Visibility, "visibility", 30*time.Second, "how long received messages stay hidden between heartbeats")
+
+	c.AddCommand(newCmdRedriveResume(f, runF), newCmdRedriveStatus(f), newCmdRedriveCancel(f))
+	return c
+}
+
+func parseShare(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	pct := strings.HasSuffix(s, "%")
+	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+	if err != nil {
+		return 0, err
+	}
+	if pct || v > 1 {
+		v /= 100
+	}
+	if v <= 0 || v > 1 {
+		return 0, fmt.Errorf("out of range")
+	}
+	return v, nil
+}
+
+func (o *RedriveOptions) validate(c *cobra.Command) error {
+	o.Ramp = nil
+	for _, r := range o.RampRaw {
+		for _, part := range strings.Split(r, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
+			if err != nil || v <= 0 {
+				return errs.BadInputf("--ramp %q: each step must be a positive number of messages per second, e.g. --ramp 5,20,50", strings.Join(o.RampRaw, ","))
+			}
+			o.Ramp = append(o.Ramp, v)
+		}
+	}
+	share, err := parseShare(o.MaxReturnsRaw)
+	if err != nil {
+		return errs.BadInputf("--max-returns %q is not a share; use a percentage like 5%% or a fraction like 0.05", o.MaxReturnsRaw)
+	}
+	o.MaxReturns = share
+	switch {
+	case o.Rate < 0:
+		return errs.BadInputf("--rate must be positive (got %g); leave it out to go as fast as --concurrency allows", o.Rate)
+	case o.Rate > 0 && len(o.Ramp) > 0:
+		return errs.BadInputf("--rate and --ramp both set the rate; use --ramp alone (it starts at its first step)")
+	case len(o.Ramp) > 1 && o.RampEvery < time.Second:
+		return errs.BadInputf("--ramp-every must be at least 1s (got %s)", o.RampEvery)
+	case o.Concurrency < 1 || o.Concurrency > 256:
+		return errs.BadInputf("--concurrency must be between 1 and 256 (got %d)", o.Concurrency)
+	case o.Max < 0 || o.Canary < 0 || o.MaxRedrives < 0 || o.MaxDestBacklog < 0:
+		return errs.BadInputf("--max, --canary, --max-redrives and --max-dest-backlog cannot be negative")
+	case o.DryRun && o.Canary > 0:
+		return errs.BadInputf("--dry-run and --canary exclude each other; run --dry-run first, then --canary")
+	case o.Canary > 0 && o.Max > 0:
+		return errs.BadInputf("--canary N already limits the run to N messages; drop --max")
+	case o.Canary > 0 && o.VerifyFor < time.Second:
+		return errs.BadInputf("--verify-for must be at least 1s (got %s)", o.VerifyFor)
+	case o.OnGuard != redrive.GuardAbort && o.OnGuard != redrive.GuardPause:
+		return errs.BadInputf("--on-guard %q: use abort or pause", o.OnGuard)
+	case o.GuardInterval < 100*time.Millisecond:
+		return errs.BadInputf("--guard-interval must be at least 100ms (got %s)", o.GuardInterval)
+	case o.Visibility < 5*time.Second || o.Visibility > 12*time.Hour:
+		return errs.BadInputf("--visibility must be between 5s and 12h (got %s)", o.Visibility)
+	case strings.TrimSpace(o.To) == "":
+		return errs.BadInputf("--to is empty; use --to source or a queue name, URL or ARN")
+	}
+	switch o.Engine {
+	case "dlqctl":
+	case "native":
+		var bad []string
+		if o.Selection.Active() {
+			bad = append(bad, "--filter/--rules/--class")
+		}
+		if o.Canary > 0 {
+			bad = append(bad, "--canary")
+		}
+		if o.Max > 0 {
+			bad = append(bad, "--max")
+		}
+		if o.DryRun {
+			bad = append(bad, "--dry-run")
+		}
+		for _, name := range []string{"max-returns", "max-dest-backlog", "max-redrives", "concurrency"} {
+			if c != nil && c.Flags().Changed(name) {
+				bad = append(bad, "--"+name)
+			}
+		}
+		if len(bad) > 0 {
+			return errs.BadInputf("--engine native moves the whole DLQ and cannot honour %s; drop them or use --engine dlqctl", strings.Join(bad, ", "))
+		}
+		if o.Rate > redrive.MaxNativeRate || o.Rate != float64(int(o.Rate)) {
+			return errs.BadInputf("--engine native takes a whole --rate from 1 to %d (got %g)", redrive.MaxNativeRate, o.Rate)
+		}
+		for _, r := range o.Ramp {
+			if r > redrive.MaxNativeRate || r != float64(int(r)) {
+				return errs.BadInputf("--engine native takes whole --ramp steps from 1 to %d (got %g)", redrive.MaxNativeRate, r)
+			}
+		}
+	default:
+		return errs.BadInputf("--engine %q: use dlqctl or native", o.Engine)
+	}
+	if _, err := o.Selection.Selector(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// fingerprint identifies "the same command" for automatic resume: the DLQ,
+// the destination and the selection (not the rate or guards).
+func (o *RedriveOptions) fingerprint(dlqARN string) string {
+	b, _ := json.Marshal([]any{"redrive", dlqARN, o.To, o.Selection, o.Max, o.MaxRedrives, o.Canary})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+func redriveRun(ctx context.Context, opts *RedriveOptions) error {
+	f := opts.F
+	c, dlq, err := f.ResolveQueue(ctx, opts.DLQ)
+	if err != nil {
+		return err
+	}
+	var router redrive.Router
+	var candidates []*queue.Queue // destinations, for canary baselines
+	if strings.EqualFold(opts.To, "source") {
+		sr, err := redrive.ToSource(ctx, c, dlq)
+		if err != nil {
+			return err
+		}
+		router = sr
+		urls, err := c.SourceQueueURLs(ctx, dlq)
+		if err != nil {
+			return err
+		}
+		for _, u := range urls {
+			q := &queue.Queue{URL: u}
+			if c.Refresh(ctx, q) == nil {
+				candidates = append(candidates, q)
+			}
+		}
+	} else {
+		dest, err := c.Resolve(ctx, opts.To)
+		if err != nil {
+			return err
+		}
+		if dest.URL == dlq.URL {
+			return errs.BadInputf("--to %s is the DLQ itself; pass --to source or another queue", opts.To)
+		}
+		if dest.FIFO != dlq.FIFO && dest.FIFO {
+			f.IO.Warnf("%s is FIFO but %s is not: messages without a message group will be skipped", dest.Name, dlq.Name)
+		}
+		router = redrive.ToQueue(dest)
+		candidates = []*queue.Queue{dest}
+	}
+	if opts.Engine == "native" {
+		return nativeRun(ctx, opts, c, dlq)
+	}
+	sel, _ := opts.Selection.Selector()
+	var selector redrive.Selector
+	if sel != nil {
+		selector = sel
+	}
+	for _, w := range SideEffectWarnings(dlq) {
+		f.IO.Warnf("%s", w)
+	}
+	if opts.DryRun {
+		return redrivePlan(ctx, opts, dlq, router, selector)
+	}
+
+	// The journal: resume the named run, or an unfinished run of the same
+	// command, or start a new one.
+	fp := opts.fingerprint(dlq.ARN)
+	var j *redrive.Journal
+	resumeID := opts.ResumeID
+	if resumeID == "" {
+		prev, err := redrive.FindUnfinished(f.StateDir(), fp)
+		if err != nil {
+			return err
+		}
+		if prev != nil {
+			resumeID = prev.ID
+			f.IO.Infof("resuming unfinished run %s (%s; %d sent, %d deleted): already-sent messages are deleted without sending them again", prev.ID, prev.Status, prev.Sent, prev.Deleted)
+		}
+	}
+	if err := confirmRedrive(f, dlq, router, sel, opts); err != nil {
+		return err
+	}
+	if resumeID != "" {
+		if j, err = redrive.OpenJournal(f.StateDir(), resumeID); err != nil {
+			return err
+		}
+		if err := waitForHeld(ctx, f, j); err != nil {
+			j.Close()
+			return err
+		}
+	} else {
+		raw, _ := json.Marshal(opts)
+		j, err = redrive.CreateJournal(f.StateDir(), redrive.RunMeta{
+			ID: redrive.NewRunID(time.Now()), Kind: "redrive", Source: dlq.ARN, SourceURL: dlq.URL,
+			Destination: router.Describe(), Fingerprint: fp, Options: raw,
+			Visibility: opts.Visibility.Seconds(), Created: time.Now().UTC(),
+		})
+		if err != nil {
+			return err
+		}
+	}
+	defer j.Close()
+	runID := j.Meta().ID
+	f.Verbosef("run %s, journal %s", runID, j.Dir())
+	_ = j.SetStatus(redrive.StatusRunning, "")
+
+	baseline := map[string]int{}
+	for _, q := range candidates {
+		cnt := q.Counts()
+		baseline[q.URL] = cnt.Visible + cnt.InFlight + cnt.Delayed
+	}
+
+	format, _ := f.Format()
+	prog := output.NewProgress(f.IO, format)
+	total := dlq.Counts().Visible
+	max := opts.Max
+	if opts.Canary > 0 {
+		max = opts.Canary
+		total = min(total, opts.Canary)
+	} else if max > 0 {
+		total = min(total, max)
+	}
+	src := redrive.NewQueueSource(c, dlq, opts.Visibility, time.Second)
+	res, runErr := redrive.Run(ctx, src, redrive.Options{
+		Client: c, Journal: j, Router: router, Select: selector, Max: max, MaxRedrives: opts.MaxRedrives,
+		Rate: opts.Rate, Ramp: opts.Ramp, RampEvery: opts.RampEvery, Concurrency: opts.Concurrency,
+		Guards: redrive.Guards{MaxReturns: opts.MaxReturns, MaxDestBacklog: opts.MaxDestBacklog, OnGuard: opts.OnGuard,
+			PauseTimeout: opts.PauseTimeout, Every: opts.GuardInterval},
+		Total:    total,
+		Reporter: progressReporter(prog),
+	})
+	if cerr := src.Close(ctx); cerr != nil && runErr == nil {
+		f.IO.Warnf("releasing held messages: %v (they become visible again when their visibility timeout ends)", cerr)
+	}
+	prog.Done()
+	if res == nil {
+		_ = j.SetStatus(redrive.StatusFailed, runErr.Error())
+		return runErr
+	}
+
+	var verdict *redrive.Verdict
+	if opts.Canary > 0 && res.Guard == nil && !res.Interrupted && runErr == nil {
+		if res.Moved+res.Resumed == 0 {
+			f.IO.Infof("canary: no matching message to move")
+		} else {
+			f.IO.Infof("canary: moved %d message(s); watching %s for %s", res.Moved+res.Resumed, dlq.Name, opts.VerifyFor)
+			dests := res.Destinations
+			if len(dests) == 0 {
+				dests = candidates
+			}
+			verdict, err = redrive.VerifyCanary(ctx, c, dlq, j, res.Moved+res.Resumed, dests, redrive.VerifyOptions{
+				For: opts.VerifyFor, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Baseline: baseline, Visibility: opts.Visibility,
+			})
+			if err != nil {
+				if ctx.Err() != nil {
+					res.Interrupted = true
+				} else {
+					runErr = err
+				}
+			}
+		}
+	}
+
+	status, note := redrive.StatusCompleted, ""
+	outcome := res.Err()
+	if runErr != nil && outcome == nil {
+		outcome = errs.Partial(runErr)
+	}
+	switch {
+	case res.Guard != nil:
+		status, note = redrive.StatusGuard, res.Guard.Detail
+	case res.Interrupted:
+		status = redrive.StatusInterrupted
+		outcome = errs.ErrInterrupted
+	case outcome != nil:
+		status, note = redrive.StatusPartial, outcome.Error()
+	case verdict != nil && !verdict.Pass:
+		status, note = redrive.StatusCanaryFail, verdict.Detail
+		outcome = errs.Verdictf("canary failed: %s", verdict.Detail)
+	}
+	_ = j.SetStatus(status, note)
+	if err := printRedriveSummary(f, prog, dlq, router, res, verdict, status); err != nil {
+		return err
+	}
+	return outcome
+}
+
+// waitForHeld waits, when resuming a run that did not stop cleanly, until
+// the messages it held are visible again (their visibility ran out).
+func waitForHeld(ctx context.Context, f *Factory, j *redrive.Journal) error {
+	meta := j.Meta()
+	if meta.Status != redrive.StatusRunning {
+		return nil // a clean stop released everything
+	}
+	last := meta.Updated
+	if st, err := os.Stat(filepath.Join(j.Dir(), "journal.ndjson")); err == nil && st.ModTime().After(last) {
+		last = st.ModTime()
+	}
+	until := last.Add(time.Duration(meta.Visibility*float64(time.Second)) + time.Second)
+	wait := time.Until(until)
+	if wait <= 0 {
+		return nil
+	}
+	f.IO.Infof("run %s did not stop cleanly: waiting %s for the messages it held to become visible again", meta.ID, wait.Round(time.Second))
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func confirmRedrive(f *Factory, dlq *queue.Queue, router redrive.Router, sel interface{ Describe() string }, opts *RedriveOptions) error {
+	if f.Opts.Yes {
+		return nil
+	}
+	what := "all messages"
+	if sel != nil {
+		what = sel.Describe()
+	}
+	if opts.Canary > 0 {
+		what = fmt.Sprintf("a canary of %d (%s)", opts.Canary, what)
+	} else if opts.Max > 0 {
+		what = fmt.Sprintf("up to %d (%s)", opts.Max, what)
+	}
+	if !f.IO.InTTY || !f.IO.ErrTTY {
+		return errs.BadInputf("redrive moves messages out of %s; pass --yes to confirm (see what would move with --dry-run)", dlq.Name)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "Move %s from %s (%d visible) to %s? [y/N] ", what, dlq.Name, dlq.Counts().Visible, router.Describe())
+	line, _ := bufio.NewReader(f.IO.In).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+		return errs.BadInputf("redrive not confirmed; nothing was changed")
+	}
+	return nil
+}
+
+func progressReporter(p *output.Progress) redrive.Reporter {
+	return redrive.Reporter{
+		Progress: func(s redrive.Snapshot) {
+			p.Update(output.Stats{Op: "redrive", Done: s.Moved, Total: s.Total, Skipped: s.Skipped, Failed: s.Failed,
+				Rate: s.Rate, Target: s.Target, Elapsed: s.Elapsed.Seconds(), ETA: s.ETA.Seconds(), Guard: s.Guard}, false)
+		},
+		Message: func(ev redrive.MessageEvent) {
+			p.Message(output.MessageEvent{MessageID: ev.MessageID, Action: ev.Action, Destination: ev.Destination,
+				DestID: ev.DestID, Class: ev.Class, Reason: ev.Reason})
+		},
+		Guard: func(ev redrive.GuardEvent) {
+			p.Guard(output.GuardEvent{Name: ev.Name, State: ev.State, Value: ev.Value, Limit: ev.Limit, Detail: ev.Detail})
+		},
+	}
+}
+
+// RedriveSummary is the JSON summary of a run (-o json, and the NDJSON
+// summary event).
+type RedriveSummary struct {
+	*redrive.Result
+	Status string           `json:"status"`
+	DLQ    string           `json:"dlq"`
+	To     string           `json:"to"`
+	Canary *redrive.Verdict `json:"canary,omitempty"`
+}
+
+func printRedriveSummary(f *Factory, prog *output.Progress, dlq *queue.Queue, router redrive.Router, res *redrive.Result, v *redrive.Verdict, status string) error {
+	sum := RedriveSummary{Result: res, Status: status, DLQ: dlq.Name, To: router.Describe(), Canary: v}
+	format, _ := f.Format()
+	switch format {
+	case output.JSON:
+		return output.WriteJSON(f.IO.Out, sum)
+	case output.NDJSON:
+		return prog.Summary(sum)
+	}
+	t := output.NewTable(f.IO, "", "")
+	t.Row("run", res.RunID)
+	t.Row("status", status)
+	t.Row("moved", fmt.Sprintf("%d from %s to %s in %s (%.1f/s)", res.Moved, dlq.Name, router.Describe(), output.Duration(time.Duration(res.ElapsedSeconds*float64(time.Second))), res.Rate))
+	for _, d := range sortedKeys(res.ByDestination) {
+		t.Row("  to "+d, fmt.Sprint(res.ByDestination[d]))
+	}
+	if res.Resumed > 0 {
+		t.Row("resumed", fmt.Sprintf("%d deleted without re-sending (sent by an earlier attempt)", res.Resumed))
+	}
+	for _, r := range sortedKeys(res.Skipped) {
+		t.Row("skipped", fmt.Sprintf("%d %s", res.Skipped[r], r))
+	}
+	if res.Unmarked > 0 {
+		t.Row("unmarked", fmt.Sprintf("%d moved without the %s attribute (10 attributes already); the journal records them", res.Unmarked, queue.MarkerAttribute))
+	}
+	if res.Failed > 0 {
+		t.Row("failed", fmt.Sprintf("%d refused by the destination; still in the DLQ", res.Failed))
+	}
+	if res.Unknown > 0 {
+		t.Row("unknown", fmt.Sprintf("%d whose send outcome is unknown; still in the DLQ", res.Unknown))
+	}
+	if res.SentNotDeleted > 0 {
+		t.Row("pending", fmt.Sprintf("%d sent but not yet deleted from the DLQ; re-run to finish", res.SentNotDeleted))
+	}
+	if res.Guard != nil {
+		t.Row("guard", fmt.Sprintf("%s tripped: %s", res.Guard.Name, res.Guard.Detail))
+	}
+	if v != nil {
+		verdict := "PASS"
+		if !v.Pass {
+			verdict = "FAIL"
+		}
+		t.Row("canary", verdict+": "+v.Detail)
+	}
+	for _, e := range res.Errors {
+		t.Row("error", e)
+	}
+	return t.Render()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// RedrivePlanOutput is the JSON of --dry-run.
+type RedrivePlanOutput struct {
+	redrive.Plan
+	DLQ       string    `json:"dlq"`
+	To        string    `json:"to"`
+	Selection string    `json:"selection"`
+	Rate      float64   `json:"rate,omitempty"`
+	Ramp      []float64 `json:"ramp,omitempty"`
+}
+
+func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *queue.Queue, router redrive.Router, sel redrive.Selector) error {
+	f := opts.F
+	format, _ := f.Format()
+	prog := output.NewProgress(f.IO, format)
+	pl := &redrive.Planner{RunID: "dry-run", Router: router, Select: sel, MaxRedrives: opts.MaxRedrives, Max: opts.Max}
+	res, err := f.ForEachRecord(ctx, InputOptions{Queue: opts.DLQ, Visibility: opts.Visibility}, func(rec *queue.Record, parsed any) error {
+		ev, err := pl.Add(ctx, rec, parsed)
+		if err != nil {
+			return err
+		}
+		prog.Message(output.MessageEvent{MessageID: ev.MessageID, Action: ev.Action, Destination: ev.Destination, Class: ev.Class, Reason: ev.Reason})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	plan := pl.Plan(opts.Rate, opts.Ramp, opts.RampEvery)
+	if res.Scan != nil {
+		plan.Complete, plan.Note = res.Scan.Complete, res.Scan.Note
+	}
+	desc := "all messages"
+	if sel != nil {
+		desc = sel.Describe()
+	}
+	out := RedrivePlanOutput{Plan: plan, DLQ: dlq.Name, To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp}
+	switch format {
+	case output.JSON:
+		return output.WriteJSON(f.IO.Out, out)
+	case output.NDJSON:
+		return prog.Summary(out)
+	}
+	f.IO.Infof("dry run: nothing was changed")
+	t := output.NewTable(f.IO, "DESTINATION", "CLASS", "MESSAGES")
+	for _, d := range sortedKeys(plan.ByDestination) {
+		for _, cl := range sortedKeys(plan.ByDestination[d]) {
+			t.Row(d, cl, fmt.Sprint(plan.ByDestination[d][cl]))
+		}
+	}
+	for _, r := range sortedKeys(plan.Skipped) {
+		t.Row("(skipped)", r, fmt.Sprint(plan.Skipped[r]))
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	est := "as fast as --concurrency allows (set --rate or --ramp for an estimate)"
+	if plan.EstimatedSeconds > 0 {
+		est = "about " + output.Duration(time.Duration(plan.EstimatedSeconds*float64(time.Second)))
+	}
+	f.IO.Infof("would move %d of %d scanned messages from %s to %s (%s); estimated duration: %s", plan.WouldMove, plan.Scanned, dlq.Name, router.Describe(), desc, est)
+	if plan.Unmarked > 0 {
+		f.IO.Infof("%d message(s) already carry 10 attributes and would move without the %s marker (the journal records them)", plan.Unmarked, queue.MarkerAttribute)
+	}
+	if plan.Note != "" && !plan.Complete {
+		f.IO.Warnf("%s", plan.Note)
+	}
+	return nil
+}
+
+func nativeRun(ctx context.Context, opts *RedriveOptions, c *queue.Client, dlq *queue.Queue) error {
+	f := opts.F
+	destARN := ""
+	if !strings.EqualFold(opts.To, "source") {
+		dest, err := c.Resolve(ctx, opts.To)
+		if err != nil {
+			return err
+		}
+		destARN = dest.ARN
+	}
+	if !f.Opts.Yes {
+		if !f.IO.InTTY || !f.IO.ErrTTY {
+			return errs.BadInputf("redrive moves every message out of %s; pass --yes to confirm", dlq.Name)
+		}
+		fmt.Fprintf(f.IO.ErrOut, "Start an SQS move task for all %d messages of %s to %s? [y/N] ", dlq.Counts().Visible, dlq.Name, map[bool]string{true: "their sources", false: opts.To}[destARN == ""])
+		line, _ := bufio.NewReader(f.IO.In).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+			return errs.BadInputf("redrive not confirmed; nothing was changed")
+		}
+	}
+	steps := []int{int(opts.Rate)}
+	if len(opts.Ramp) > 0 {
+		steps = steps[:0]
+		for _, r := range opts.Ramp {
+			steps = append(steps, int(r))
+		}
+	}
+	format, _ := f.Format()
+	prog := output.NewProgress(f.IO, format)
+	start := time.Now()
+	task, err := redrive.NativeRamp(ctx, c, dlq, destARN, steps, opts.RampEvery, 2*time.Second, func(t redrive.Task) {
+		prog.Update(output.Stats{Op: "redrive (native)", Done: t.Moved, Total: t.ToMove, Target: float64(t.Rate), Elapsed: time.Since(start).Seconds()}, false)
+	})
+	prog.Done()
+	if task != nil {
+		switch format {
+		case output.JSON:
+			_ = output.WriteJSON(f.IO.Out, task)
+		case output.NDJSON:
+			_ = prog.Summary(task)
+		default:
+			f.IO.Infof("move task %s: %s, %d moved", orDash(task.Handle), task.Status, task.Moved)
+		}
+	}
+	if errors.Is(err, context.Canceled) {
+		f.IO.Infof("interrupted: the move task was cancelled")
+	}
+	return err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func newCmdRedriveResume(f *Factory, runF func(context.Context, *RedriveOptions) error) *cobra.Command {
+	return &cobra.Command{
+		Use:   "resume RUN_ID",
+		Short: "Finish a redrive run that was interrupted or killed",
+		Long: withExitCodes(`Continue a run from its journal: messages the run already sent are deleted
+from the DLQ without being sent again, the rest are moved with the run's
+original options. After a crash, resume first waits for the messages the
+run held to become visible again. 'dlqctl runs' lists run ids.`),
+		Example: `  dlqctl runs
+  dlqctl redrive resume 20261130T031500-ab12cd --yes`,
+		Args: exactArgs(1, "one RUN_ID (see 'dlqctl runs')"),
+		RunE: func(c *cobra.Command, args []string) error {
+			j, err := redrive.OpenJournal(f.StateDir(), args[0])
+			if err != nil {
+				return err
+			}
+			meta := j.Meta()
+			j.Close()
+			if meta.Kind != "redrive" {
+				return errs.BadInputf("run %s is a %s run; resume it with 'dlqctl %s'", meta.ID, meta.Kind, meta.Kind)
+			}
+			if meta.Status == redrive.StatusCompleted {
+				f.IO.Infof("run %s already completed; nothing to do", meta.ID)
+				return nil
+			}
+			opts := &RedriveOptions{}
+			if err := json.Unmarshal(meta.Options, opts); err != nil {
+				return fmt.Errorf("run %s has no usable options in its journal: %w", meta.ID, err)
+			}
+			opts.F, opts.ResumeID = f, meta.ID
+			opts.DLQ = meta.SourceURL
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return redriveRun(c.Context(), opts)
+		},
+	}
+}
+
+func newCmdRedriveStatus(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status DLQ",
+		Short: "Show the DLQ's native move tasks (StartMessageMoveTask)",
+		Long:  withExitCodes(`List the SQS move tasks of a DLQ (SQS keeps the last ten): status, messages moved and to move, rate and destination.`),
+		Args:  exactArgs(1, "one DLQ (name, URL or ARN)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			ctx := c.Context()
+			cl, dlq, err := f.ResolveQueue(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			tasks, err := redrive.NativeTasks(ctx, cl, dlq)
+			if err != nil {
+				return err
+			}
+			format, _ := f.Format()
+			switch format {
+			case output.JSON:
+				return output.WriteJSON(f.IO.Out, tasks)
+			case output.NDJSON:
+				w := output.NewNDJSON(f.IO.Out)
+				for _, t := range tasks {
+					if err := w.Write(t); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			if len(tasks) == 0 {
+				f.IO.Infof("no move tasks for %s", dlq.Name)
+				return nil
+			}
+			t := output.NewTable(f.IO, "STATUS", "MOVED", "TO MOVE", "RATE", "DESTINATION", "STARTED", "FAILURE")
+			for _, k := range tasks {
+				dest := queue.NameFromARN(k.Destination)
+				if dest == "" {
+					dest = "source"
+				}
+				rate := "-"
+				if k.Rate > 0 {
+					rate = fmt.Sprintf("%d/s", k.Rate)
+				}
+				t.Row(k.Status, fmt.Sprint(k.Moved), fmt.Sprint(k.ToMove), rate, dest, k.Started.Format(time.RFC3339), orDash(k.Failure))
+			}
+			return t.Render()
+		},
+	}
+}
+
+func newCmdRedriveCancel(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel DLQ",
+		Short: "Cancel the DLQ's running native move task",
+		Long:  withExitCodes(`Cancel the running SQS move task of a DLQ. Messages already moved stay moved; the rest stay in the DLQ.`),
+		Args:  exactArgs(1, "one DLQ (name, URL or ARN)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			ctx := c.Context()
+			cl, dlq, err := f.ResolveQueue(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			t, err := redrive.CancelNative(ctx, cl, dlq)
+			if errors.Is(err, redrive.ErrNoRunningTask) {
+				f.IO.Infof("no running move task for %s; nothing to cancel", dlq.Name)
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			format, _ := f.Format()
+			if format == output.JSON || format == output.NDJSON {
+				return output.WriteJSON(f.IO.Out, t)
+			}
+			f.IO.Infof("cancelled the move task of %s after %d message(s)", dlq.Name, t.Moved)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,266 @@
+package redrive_test
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/dlqctl/dlqctl/internal/seed"
+	"github.com/dlqctl/dlqctl/internal/testenv"
+	"github.com/dlqctl/dlqctl/pkg/classify"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/redrive"
+)
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func incident(t *testing.T) (*sqs.Client, *queue.Client, *seed.Truth) {
+	t.Helper()
+	env := testenv.Require(t)
+	api := env.SQS(t)
+	truth, err := seed.Incident(ctxT(t, 3*time.Minute), api, seed.Options{Prefix: testenv.UniqueName(t, "rd")})
+	if err != nil {
+		t.Fatalf("seeding: %v", err)
+	}
+	return api, queue.New(api, env.Region), truth
+}
+
+func resolve(t *testing.T, c *queue.Client, ref string) *queue.Queue {
+	t.Helper()
+	q, err := c.Resolve(context.Background(), ref)
+	if err != nil {
+		t.Fatalf("resolve %s: %v", ref, err)
+	}
+	return q
+}
+
+func createQueue(t *testing.T, api *sqs.Client, name string, attrs map[string]string) string {
+	t.Helper()
+	out, err := api.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+	if err != nil {
+		t.Fatalf("create %s: %v", name, err)
+	}
+	return aws.ToString(out.QueueUrl)
+}
+
+// drain receives and deletes everything in a queue, in receive order.
+func drain(t *testing.T, api *sqs.Client, url string) []types.Message {
+	t.Helper()
+	var all []types.Message
+	empty := 0
+	for empty < 2 {
+		out, err := api.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60, WaitTimeSeconds: 1,
+			AttributeNames: []types.QueueAttributeName{"All"}, MessageAttributeNames: []string{"All"},
+		})
+		if err != nil {
+			t.Fatalf("receive %s: %v", url, err)
+		}
+		if len(out.Messages) == 0 {
+			empty++
+			continue
+		}
+		empty = 0
+		all = append(all, out.Messages...)
+		var del []types.DeleteMessageBatchRequestEntry
+		for i, m := range out.Messages {
+			del = append(del, types.DeleteMessageBatchRequestEntry{Id: aws.String(string(rune('a' + i))), ReceiptHandle: m.ReceiptHandle})
+		}
+		if _, err := api.DeleteMessageBatch(context.Background(), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: del}); err != nil {
+			t.Fatalf("delete: %v", err)
+		}
+	}
+	return all
+}
+
+func depth(t *testing.T, c *queue.Client, url string) queue.Counts {
+	t.Helper()
+	q := &queue.Queue{URL: url}
+	if err := c.Refresh(context.Background(), q); err != nil {
+		t.Fatal(err)
+	}
+	return q.Counts()
+}
+
+type runCfg struct {
+	router redrive.Router
+	sel    redrive.Selector
+	opt    redrive.Options
+}
+
+func move(t *testing.T, c *queue.Client, dlq *queue.Queue, stateDir string, cfg runCfg) (*redrive.Result, *redrive.Journal) {
+	t.Helper()
+	j, err := redrive.CreateJournal(stateDir, redrive.RunMeta{ID: redrive.NewRunID(time.Now()), Kind: "redrive", Source: dlq.ARN, Created: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	src := redrive.NewQueueSource(c, dlq, 30*time.Second, time.Second)
+	opt := cfg.opt
+	opt.Client, opt.Journal, opt.Router, opt.Select = c, j, cfg.router, cfg.sel
+	res, err := redrive.Run(ctxT(t, 2*time.Minute), src, opt)
+	if cerr := src.Close(context.Background()); cerr != nil {
+		t.Fatalf("close: %v", cerr)
+	}
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return res, j
+}
+
+func attrsOf(m types.Message) map[string]types.MessageAttributeValue {
+	out := map[string]types.MessageAttributeValue{}
+	for k, v := range m.MessageAttributes {
+		if k != queue.MarkerAttribute {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func sameAttrs(t *testing.T, id string, want, got map[string]types.MessageAttributeValue) {
+	t.Helper()
+	if len(want) != len(got) {
+		t.Fatalf("%s: %d attributes, want %d (%v vs %v)", id, len(got), len(want), keys(got), keys(want))
+	}
+	for k, w := range want {
+		g, ok := got[k]
+		if !ok {
+			t.Fatalf("%s: attribute %s missing", id, k)
+		}
+		if aws.ToString(g.DataType) != aws.ToString(w.DataType) || aws.ToString(g.StringValue) != aws.ToString(w.StringValue) || string(g.BinaryValue) != string(w.BinaryValue) {
+			t.Fatalf("%s: attribute %s = %s/%q/%x, want %s/%q/%x", id, k, aws.ToString(g.DataType), aws.ToString(g.StringValue), g.BinaryValue,
+				aws.ToString(w.DataType), aws.ToString(w.StringValue), w.BinaryValue)
+		}
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var k []string
+	for s := range m {
+		k = append(k, s)
+	}
+	sort.Strings(k)
+	return k
+}
+
+func TestRedriveToSourceMakesExactCopiesAcrossSourcesAndFIFO(t *testing.T) {
+	api, c, truth := incident(t)
+	state := t.TempDir()
+	for _, dq := range []seed.Queue{truth.DLQ, truth.FIFODLQ} {
+		dlq := resolve(t, c, dq.URL)
+		router, err := redrive.ToSource(context.Background(), c, dlq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, j := move(t, c, dlq, state, runCfg{router: router, opt: redrive.Options{Concurrency: 4}})
+		want := truth.InQueue(dq.Name)
+		if res.Moved != len(want) || res.SkippedTotal() != 0 || res.Err() != nil {
+			t.Fatalf("%s: moved %d of %d, skipped %v, err %v, errors %v", dq.Name, res.Moved, len(want), res.Skipped, res.Err(), res.Errors)
+		}
+		if d := depth(t, c, dlq.URL); d.Visible+d.InFlight != 0 {
+			t.Fatalf("%s still holds %+v", dq.Name, d)
+		}
+		if sent, del := j.Counts(); sent != len(want) || del != len(want) {
+			t.Fatalf("journal: %d sent, %d deleted, want %d", sent, del, len(want))
+		}
+		runID := j.Meta().ID
+		bySHA := map[string]seed.Seeded{}
+		for _, m := range want {
+			bySHA[m.BodySHA256] = m
+		}
+		found := map[string]bool{}
+		sources := truth.Sources()
+		if dq.FIFO {
+			sources = []seed.Queue{truth.FIFOSource}
+		}
+		for _, src := range sources {
+			lastSeq := map[string]int{}
+			for _, m := range drain(t, api, src.URL) {
+				body := aws.ToString(m.Body)
+				s, ok := bySHA[queue.SHA256Hex(body)]
+				if !ok {
+					t.Fatalf("%s received a body that was not in the DLQ: %.80q", src.Name, body)
+				}
+				if found[s.BodySHA256] {
+					t.Fatalf("message %s copied twice", s.MessageID)
+				}
+				found[s.BodySHA256] = true
+				if s.SourceName != src.Name {
+					t.Fatalf("message %s went to %s, its source is %s", s.MessageID, src.Name, s.SourceName)
+				}
+				sameAttrs(t, s.MessageID, s.Attributes, attrsOf(m))
+				var mk queue.Marker
+				if err := json.Unmarshal([]byte(aws.ToString(m.MessageAttributes[queue.MarkerAttribute].StringValue)), &mk); err != nil && len(s.Attributes) < 10 {
+					t.Fatalf("message %s has no readable marker: %v", s.MessageID, err)
+				} else if err == nil && (mk.RunID != runID || mk.OriginalID != s.MessageID || mk.Count != 1) {
+					t.Fatalf("marker %+v, want run %s orig %s count 1", mk, runID, s.MessageID)
+				}
+				if dq.FIFO {
+					g := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+					if g != s.GroupID {
+						t.Fatalf("message %s in group %q, want %q", s.MessageID, g, s.GroupID)
+					}
+					if prev, ok := lastSeq[g]; ok && s.GroupSeq <= prev {
+						t.Fatalf("group %s out of order: %d after %d", g, s.GroupSeq, prev)
+					}
+					lastSeq[g] = s.GroupSeq
+				}
+			}
+		}
+		if len(found) != len(want) {
+			t.Fatalf("%s: %d of %d messages arrived in their sources", dq.Name, len(found), len(want))
+		}
+	}
+}
+
+func TestRedriveToRecoveryQueueMovesOnlySelected(t *testing.T) {
+	api, c, truth := incident(t)
+	dlq := resolve(t, c, truth.DLQ.URL)
+	rec := resolve(t, c, createQueue(t, api, testenv.UniqueName(t, "recovery"), nil))
+	filter, err := inspect.CompileFilter(`.envelope.event_type == "OrderPaid"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, err := classify.NewSelector(nil, nil, filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ := move(t, c, dlq, t.TempDir(), runCfg{router: redrive.ToQueue(rec), sel: sel})
+	want := map[string]bool{}
+	for _, m := range truth.InQueue(truth.DLQ.Name) {
+		if m.EventType == "OrderPaid" {
+			want[m.BodySHA256] = true
+		}
+	}
+	if len(want) == 0 {
+		t.Fatal("the incident has no OrderPaid message to select")
+	}
+	got := drain(t, api, rec.URL)
+	if len(got) != len(want) || res.Moved != len(want) {
+		t.Fatalf("recovery queue got %d, run moved %d, want %d", len(got), res.Moved, len(want))
+	}
+	for _, m := range got {
+		if !want[queue.SHA256Hex(aws.ToString(m.Body))] {
+			t.Fatalf("moved a message that was not selected: %.80q", aws.ToString(m.Body))
+		}
+	}
+	left := len(truth.InQueue(truth.DLQ.Name)) - len(want)
+	if d := depth(t, c, dlq.URL); d.Visible != left || d.InFlight != 0 {
+		t.Fatalf("DLQ holds %+v, want %d visible and none in flight (unselected messages released)", d, left)
+	}
+	if res.Skipped[redrive.SkipFiltered] != left {
+		t.Fatalf("skipped %v, want %d %q", res.Skipped, left, redrive.SkipFiltered)
+	}
+}
