@@ -3,10 +3,10 @@ package archive
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"path/filepath"
 
+	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/queue"
 )
@@ -29,7 +29,7 @@ func ParseRef(s string, api S3API) (Ref, error) {
 			return Ref{}, err
 		}
 		if loc.Key == "" {
-			return Ref{}, fmt.Errorf("%s names a bucket, not an object; pass s3://BUCKET/…/manifest.json or a part", s)
+			return Ref{}, errs.BadInputf("%s names a bucket, not an object; pass s3://BUCKET/…/manifest.json or a part", s)
 		}
 		return Ref{Src: S3Source{API: api, Bucket: loc.Bucket}, Key: loc.Key}, nil
 	}
@@ -67,7 +67,7 @@ func ReadManifest(ctx context.Context, ref Ref) (*Manifest, error) {
 	}
 	defer c.Close()
 	if k != kindManifest {
-		return nil, fmt.Errorf("%s is not a dlqctl archive manifest; pass the manifest.json of an archive run", ref.Name())
+		return nil, errs.BadInputf("%s is not a dlqctl archive manifest; pass the manifest.json of an archive run", ref.Name())
 	}
 	return DecodeManifest(br, ref.Name())
 }

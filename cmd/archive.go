@@ -1,0 +1,533 @@
+package cmd
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/time/rate"
+
+	"github.com/dlqctl/dlqctl/pkg/archive"
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+func init() {
+	register(func(f *Factory) *cobra.Command { return NewCmdArchive(f, nil) })
+}
+
+// ArchiveOptions are the inputs of `dlqctl archive`.
+type ArchiveOptions struct {
+	F *Factory
+
+	Queue       string
+	To          string
+	Dest        archive.Location
+	Selection   SelectionFlags
+	Max         int
+	Delete      bool
+	DryRun      bool
+	PartSizeRaw string
+	PartSize    int64
+	PartRecords int
+	SSE         string
+	KMSKeyID    string
+	Rate        float64
+	Visibility  time.Duration
+	Concurrency int
+}
+
+const archiveLong = `Archive messages of a queue (normally a DLQ) to S3 before anything is
+discarded, and verify the archive.
+
+Messages are streamed into parts: gzip-compressed NDJSON of message records
+(the exact body, every attribute — binary ones as base64 — the system
+attributes, and the class when --rules/--class are given). A part closes at
+--part-size (compressed) or --part-records, whichever comes first, so the
+messages dlqctl holds stay far from SQS's 12 h visibility ceiling and its
+in-flight limit. Keys:
+
+  PREFIX/<queue>/<yyyy>/<mm>/<dd>/<run-id>/part-00001.ndjson.gz
+  PREFIX/<queue>/<yyyy>/<mm>/<dd>/<run-id>/manifest.json
+
+Every part is uploaded with a SHA-256 checksum (S3 refuses bytes that do not
+match it) and If-None-Match: * (an existing object is never overwritten),
+then read back with HeadObject: its stored SHA-256 and size must equal what
+dlqctl computed. Only then, and only with --delete, are that part's
+messages deleted from the queue; without --delete every message is released
+(visibility 0) when the run ends. An upload or verification failure stops
+the run with exit 4: that part's messages are released, nothing of it is
+deleted. Messages not selected are released too. The manifest lists every
+verified part (key, records, bytes, SHA-256, first/last message id), the
+selection and whether messages were deleted; it is written also after a
+failure or Ctrl-C.
+
+--delete asks for confirmation on a terminal; scripts pass --yes. --dry-run
+reads the queue without consuming it and prints how many messages, bytes
+and parts a run would write. -o ndjson streams progress, part and summary
+events; a progress bar is drawn on stderr when it is a terminal.
+
+'dlqctl archive verify MANIFEST' re-reads an archive; 'dlqctl restore'
+sends archived messages back to a queue. sample, group and classify read
+an archive with --from s3://…/manifest.json (or a part, or local copies).
+
+` + SelectionHelp
+
+// NewCmdArchive builds `dlqctl archive` and `archive verify`.
+func NewCmdArchive(f *Factory, runF func(context.Context, *ArchiveOptions) error) *cobra.Command {
+	opts := &ArchiveOptions{F: f}
+	c := &cobra.Command{
+		Use:   "archive DLQ --to s3://BUCKET/PREFIX [--filter EXPR | --class C] [--delete] [--dry-run] [--yes]",
+		Short: "Archive messages to S3 (verified by SHA-256) before any discard",
+		Long:  withExitCodes(archiveLong),
+		Example: `  dlqctl archive orders-dlq --to s3://acme-dlq-archive/prod --dry-run
+  dlqctl archive orders-dlq --to s3://acme-dlq-archive/prod
+  dlqctl archive orders-dlq --to s3://acme-dlq-archive/prod --class permanent --delete --yes
+  dlqctl archive orders-dlq --to s3://acme-dlq-archive/prod --sse aws:kms --kms-key-id alias/dlq --delete --yes
+  dlqctl archive verify s3://acme-dlq-archive/prod/orders-dlq/2026/11/30/20261130T031500Z-ab12cd34/manifest.json`,
+		Args: exactArgs(1, "one DLQ (name, URL or ARN)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Queue = args[0]
+			if err := opts.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return archiveRun(c.Context(), opts)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&opts.To, "to", "", "destination s3://BUCKET/PREFIX (required)")
+	opts.Selection.AddFlags(fl)
+	fl.IntVar(&opts.Max, "max", 0, "archive at most N messages (0 = all)")
+	fl.BoolVar(&opts.Delete, "delete", false, "delete each message from the queue once the part holding it is verified")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing; print how many messages, bytes and parts would be archived")
+	fl.StringVar(&opts.PartSizeRaw, "part-size", "64MiB", "close a part at this compressed size (e.g. 16MiB, 1GiB; at most 5GiB)")
+	fl.IntVar(&opts.PartRecords, "part-records", archive.DefaultPartRecords, "close a part at this many records")
+	fl.StringVar(&opts.SSE, "sse", "", "server-side encryption: AES256, aws:kms or aws:kms:dsse (default: the bucket's)")
+	fl.StringVar(&opts.KMSKeyID, "kms-key-id", "", "KMS key for --sse aws:kms")
+	fl.Float64Var(&opts.Rate, "rate", 0, "receive at most this many messages per second (0 = unlimited)")
+	fl.DurationVar(&opts.Visibility, "visibility", 60*time.Second, "how long held messages stay hidden between heartbeats")
+	fl.IntVar(&opts.Concurrency, "concurrency", 4, "concurrent receivers")
+	c.AddCommand(newCmdArchiveVerify(f, nil))
+	return c
+}
+
+func (o *ArchiveOptions) validate() error {
+	if strings.TrimSpace(o.To) == "" {
+		return errs.BadInputf("archive needs --to s3://BUCKET/PREFIX, the place the archive is written")
+	}
+	dest, err := archive.ParseS3URI(o.To)
+	if err != nil {
+		return errs.BadInputf("--to: %v", err)
+	}
+	o.Dest = dest
+	size, err := parseSize(o.PartSizeRaw)
+	if err != nil {
+		return errs.BadInputf("--part-size %q: %v; use a size such as 16MiB or 1GiB", o.PartSizeRaw, err)
+	}
+	o.PartSize = size
+	switch {
+	case o.PartSize < 1<<10 || o.PartSize > archive.MaxPartSize:
+		return errs.BadInputf("--part-size must be between 1KiB and 5GiB (got %s)", o.PartSizeRaw)
+	case o.PartRecords < 1 || o.PartRecords > 100_000:
+		return errs.BadInputf("--part-records must be between 1 and 100000 (got %d)", o.PartRecords)
+	case o.Max < 0:
+		return errs.BadInputf("--max cannot be negative (got %d)", o.Max)
+	case o.Rate < 0:
+		return errs.BadInputf("--rate must be positive (got %g); leave it out for no limit", o.Rate)
+	case o.Visibility < 5*time.Second || o.Visibility > 12*time.Hour:
+		return errs.BadInputf("--visibility must be between 5s and 12h (got %s)", o.Visibility)
+	case o.Concurrency < 1 || o.Concurrency > 64:
+		return errs.BadInputf("--concurrency must be between 1 and 64 (got %d)", o.Concurrency)
+	}
+	switch o.SSE {
+	case "", "AES256", "aws:kms", "aws:kms:dsse":
+	default:
+		return errs.BadInputf("--sse %q: use AES256, aws:kms or aws:kms:dsse", o.SSE)
+	}
+	if o.KMSKeyID != "" && !strings.HasPrefix(o.SSE, "aws:kms") {
+		return errs.BadInputf("--kms-key-id needs --sse aws:kms (or aws:kms:dsse)")
+	}
+	_, err = o.Selection.Selector()
+	return err
+}
+
+// parseSize reads 123, 64KiB, 64MiB, 1GiB, 10MB, 1GB (case-insensitive).
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(strings.ToLower(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"b", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseFloat(t, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("not a size")
+	}
+	return int64(n * float64(mult)), nil
+}
+
+func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
+	f := opts.F
+	c, q, err := f.ResolveQueue(ctx, opts.Queue)
+	if err != nil {
+		return err
+	}
+	sel, err := opts.Selection.Selector()
+	if err != nil {
+		return err
+	}
+	api, err := f.S3(ctx)
+	if err != nil {
+		return err
+	}
+	if err := archive.CheckBucket(ctx, api, opts.Dest.Bucket); err != nil {
+		return err
+	}
+	for _, w := range SideEffectWarnings(q) {
+		f.IO.Warnf("%s", w)
+	}
+	aopts := archive.Options{
+		Dest: opts.Dest, Selection: sel.Describe(), Max: opts.Max, Delete: opts.Delete,
+		PartSize: opts.PartSize, PartRecords: opts.PartRecords, Visibility: opts.Visibility, Workers: opts.Concurrency,
+		Encryption:  archive.Encryption{SSE: opts.SSE, KMSKeyID: opts.KMSKeyID},
+		ToolVersion: Version(),
+	}
+	if sel != nil {
+		aopts.Select = sel.Match
+	}
+	if opts.Rate > 0 {
+		aopts.Limiter = rate.NewLimiter(rate.Limit(opts.Rate), max(queue.MaxBatchEntries, int(opts.Rate)))
+	}
+	format, _ := f.Format()
+	if opts.DryRun {
+		return archivePlan(ctx, f, c, q, aopts, format)
+	}
+	if opts.Delete {
+		if err := confirmArchiveDelete(f, q, sel.Describe(), opts); err != nil {
+			return err
+		}
+	}
+	prog := output.NewProgress(f.IO, format)
+	rep := &archiveReporter{f: f, prog: prog, start: time.Now(), total: int64(q.Counts().Visible)}
+	if opts.Max > 0 {
+		rep.total = min(rep.total, int64(opts.Max))
+	}
+	aopts.Reporter = rep
+	res, runErr := archive.Run(ctx, c, q, api, aopts)
+	prog.Done()
+	if res == nil {
+		return runErr
+	}
+	if err := printArchiveSummary(f, prog, format, res, runErr); err != nil {
+		return err
+	}
+	return runErr
+}
+
+func confirmArchiveDelete(f *Factory, q *queue.Queue, what string, opts *ArchiveOptions) error {
+	if f.Opts.Yes {
+		return nil
+	}
+	if opts.Max > 0 {
+		what = fmt.Sprintf("up to %d (%s)", opts.Max, what)
+	}
+	if !f.IO.InTTY || !f.IO.ErrTTY {
+		return errs.BadInputf("archive --delete removes archived messages from %s; pass --yes to confirm (see what would be archived with --dry-run)", q.Name)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "Archive %s from %s (%d visible) to %s and delete each from the queue once its part is verified? [y/N] ", what, q.Name, q.Counts().Visible, opts.Dest)
+	line, _ := bufio.NewReader(f.IO.In).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+		return errs.BadInputf("archive --delete not confirmed; nothing was changed")
+	}
+	return nil
+}
+
+// archiveReporter renders archive progress: the shared progress bar /
+// NDJSON progress events, plus one "part" event per verified part.
+type archiveReporter struct {
+	f     *Factory
+	prog  *output.Progress
+	start time.Time
+	total int64
+	last  archive.Stats
+}
+
+func (r *archiveReporter) stats(s archive.Stats) output.Stats {
+	el := time.Since(r.start).Seconds()
+	st := output.Stats{Op: "archive", Done: int64(s.Archived), Total: r.total, Skipped: int64(s.Received - s.Selected), Elapsed: el}
+	if el > 0 {
+		st.Rate = float64(s.Archived) / el
+	}
+	return st
+}
+
+func (r *archiveReporter) Progress(s archive.Stats) {
+	r.last = s
+	r.prog.Update(r.stats(s), false)
+}
+
+// ArchivePartEvent is the NDJSON event for a verified part.
+type ArchivePartEvent struct {
+	Type string `json:"type"` // "part"
+	archive.Part
+}
+
+func (r *archiveReporter) PartDone(p archive.Part) {
+	if r.prog.NDJSON() {
+		_ = output.NewNDJSON(r.f.IO.Out).Write(ArchivePartEvent{Type: "part", Part: p})
+		return
+	}
+	r.f.Verbosef("verified %s: %d records, %d bytes, sha256 %s", p.Key, p.Records, p.Bytes, p.SHA256)
+}
+
+func (r *archiveReporter) Warn(msg string) {
+	r.prog.Done()
+	r.f.IO.Warnf("%s", msg)
+}
+
+// ArchiveSummary is the JSON summary of a run (-o json, NDJSON summary).
+type ArchiveSummary struct {
+	Status     string                  `json:"status"`
+	Manifest   string                  `json:"manifest,omitempty"` // s3:// URI
+	Stats      archive.Stats           `json:"stats"`
+	NotDeleted []archive.FailedMessage `json:"not_deleted,omitempty"`
+	Error      string                  `json:"error,omitempty"`
+	Run        *archive.Manifest       `json:"run"`
+}
+
+func printArchiveSummary(f *Factory, prog *output.Progress, format output.Format, res *archive.Result, runErr error) error {
+	m := res.Manifest
+	status := "completed"
+	switch {
+	case runErr != nil && errs.Code(runErr) == errs.ExitInterrupted:
+		status = "interrupted"
+	case runErr != nil:
+		status = "failed"
+	case !m.Complete:
+		status = "stopped"
+	}
+	sum := ArchiveSummary{Status: status, Stats: res.Stats, NotDeleted: res.NotDeleted, Run: m}
+	if res.ManifestKey != "" {
+		sum.Manifest = archive.Location{Bucket: m.Bucket, Key: res.ManifestKey}.String()
+	}
+	if runErr != nil {
+		sum.Error = runErr.Error()
+	}
+	switch format {
+	case output.JSON:
+		return output.WriteJSON(f.IO.Out, sum)
+	case output.NDJSON:
+		return prog.Summary(sum)
+	}
+	t := output.NewTable(f.IO, "", "")
+	t.Row("run", m.RunID)
+	t.Row("status", status)
+	t.Row("queue", m.Queue.Name)
+	t.Row("selection", m.Selection)
+	if sum.Manifest != "" {
+		t.Row("manifest", sum.Manifest)
+	} else if len(m.Parts) == 0 {
+		t.Row("manifest", "none (nothing was archived)")
+	}
+	t.Row("archived", fmt.Sprintf("%d message(s) in %d verified part(s), %s compressed (%s NDJSON)",
+		m.Totals.Records, m.Totals.Parts, humanBytes(m.Totals.Bytes), humanBytes(m.Totals.UncompressedBytes)))
+	if m.Deleted {
+		t.Row("deleted", fmt.Sprintf("%d from %s after verification", m.Totals.Deleted, m.Queue.Name))
+	} else {
+		t.Row("deleted", "none (without --delete every message was released)")
+	}
+	if n := res.Stats.Received - res.Stats.Selected; n > 0 {
+		t.Row("not selected", fmt.Sprintf("%d, released", n))
+	}
+	if res.Stats.Duplicates > 0 {
+		t.Row("duplicates", fmt.Sprintf("%d repeated deliveries ignored", res.Stats.Duplicates))
+	}
+	for _, nd := range res.NotDeleted {
+		t.Row("not deleted", nd.MessageID+": "+nd.Reason)
+	}
+	if m.Note != "" {
+		t.Row("note", m.Note)
+	}
+	return t.Render()
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// ArchivePlanOutput is the JSON of --dry-run.
+type ArchivePlanOutput struct {
+	*archive.Plan
+	PartSize    int64 `json:"part_size"`
+	PartRecords int   `json:"part_records"`
+}
+
+func archivePlan(ctx context.Context, f *Factory, c *queue.Client, q *queue.Queue, aopts archive.Options, format output.Format) error {
+	prog := output.NewProgress(f.IO, format)
+	pl, err := archive.DryRun(ctx, c, q, aopts, func(seen int) {
+		prog.Update(output.Stats{Op: "scan", Done: int64(seen), Total: int64(q.Counts().Visible)}, false)
+	})
+	prog.Done()
+	if err != nil {
+		return err
+	}
+	out := ArchivePlanOutput{Plan: pl, PartSize: aopts.PartSize, PartRecords: aopts.PartRecords}
+	switch format {
+	case output.JSON:
+		return output.WriteJSON(f.IO.Out, out)
+	case output.NDJSON:
+		return prog.Summary(out)
+	}
+	t := output.NewTable(f.IO, "", "")
+	t.Row("dry run", "nothing was changed")
+	t.Row("queue", pl.Queue)
+	t.Row("to", pl.Destination)
+	t.Row("selection", pl.Selection)
+	t.Row("would archive", fmt.Sprintf("%d of %d message(s) read", pl.Selected, pl.Scanned))
+	t.Row("bytes", fmt.Sprintf("%s compressed (%s NDJSON)", humanBytes(pl.Bytes), humanBytes(pl.UncompressedBytes)))
+	t.Row("parts", fmt.Sprintf("%d (at most %s or %d records each)", pl.Parts, humanBytes(aopts.PartSize), aopts.PartRecords))
+	if pl.Delete {
+		t.Row("then", fmt.Sprintf("delete each archived message from %s once its part is verified", pl.Queue))
+	} else {
+		t.Row("then", "release every message (no --delete)")
+	}
+	if pl.Note != "" {
+		t.Row("note", pl.Note)
+	}
+	return t.Render()
+}
+
+// ---- archive verify ----
+
+// ArchiveVerifyOptions are the inputs of `dlqctl archive verify`.
+type ArchiveVerifyOptions struct {
+	F        *Factory
+	Manifest string
+}
+
+func newCmdArchiveVerify(f *Factory, runF func(context.Context, *ArchiveVerifyOptions) error) *cobra.Command {
+	opts := &ArchiveVerifyOptions{F: f}
+	return &cobra.Command{
+		Use:   "verify MANIFEST",
+		Short: "Re-read an archive and check every part against its manifest",
+		Long: withExitCodes(`Re-read every part of an archive run and check it: size and SHA-256 equal
+the manifest's, the part is valid gzip, every line parses as a message record
+whose body matches its body_sha256, and the record count and first/last
+message ids equal the manifest's. Exit 0 when everything matches, 3 with the
+list of what is wrong otherwise.
+
+MANIFEST is s3://BUCKET/…/manifest.json, or a local manifest.json with its
+parts downloaded next to it.`),
+		Example: `  dlqctl archive verify s3://acme-dlq-archive/prod/orders-dlq/2026/11/30/20261130T031500Z-ab12cd34/manifest.json
+  dlqctl archive verify ./restore-me/manifest.json -o json`,
+		Args: exactArgs(1, "one manifest (s3://BUCKET/…/manifest.json or a local path)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Manifest = args[0]
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return archiveVerifyRun(c.Context(), opts)
+		},
+	}
+}
+
+func archiveVerifyRun(ctx context.Context, opts *ArchiveVerifyOptions) error {
+	f := opts.F
+	ref, err := archiveRef(ctx, f, opts.Manifest)
+	if err != nil {
+		return err
+	}
+	format, _ := f.Format()
+	var nd *output.NDJSONWriter
+	if format == output.NDJSON {
+		nd = output.NewNDJSON(f.IO.Out)
+	}
+	rep, err := archive.VerifyArchive(ctx, ref, func(pc archive.PartCheck) {
+		if nd != nil {
+			_ = nd.Write(struct {
+				Type string `json:"type"`
+				archive.PartCheck
+			}{"part", pc})
+		}
+	})
+	if err != nil {
+		return err
+	}
+	switch format {
+	case output.JSON:
+		if err := output.WriteJSON(f.IO.Out, rep); err != nil {
+			return err
+		}
+	case output.NDJSON:
+		if err := nd.Write(struct {
+			Type string `json:"type"`
+			*archive.VerifyReport
+		}{"summary", rep}); err != nil {
+			return err
+		}
+	default:
+		t := output.NewTable(f.IO, "PART", "RECORDS", "BYTES", "SHA256", "STATUS")
+		for _, pc := range rep.Parts {
+			st := "ok"
+			if !pc.OK {
+				st = "FAIL: " + strings.Join(pc.Problems, "; ")
+			}
+			t.Row(pc.Key, strconv.Itoa(pc.Records), strconv.FormatInt(pc.Bytes, 10), output.Truncate(pc.SHA256, 16), st)
+		}
+		if err := t.Render(); err != nil {
+			return err
+		}
+		for _, p := range rep.Problems {
+			f.IO.Warnf("%s", p)
+		}
+	}
+	if !rep.OK {
+		bad := 0
+		for _, pc := range rep.Parts {
+			if !pc.OK {
+				bad++
+			}
+		}
+		return errs.Verdictf("archive %s failed verification: %d of %d part(s) do not match the manifest%s", ref.Name(), bad, len(rep.Parts), map[bool]string{true: " and its totals are wrong", false: ""}[len(rep.Problems) > 0])
+	}
+	f.IO.Infof("archive ok: %d part(s), %d record(s), every SHA-256 matches", len(rep.Parts), rep.Records)
+	return nil
+}
+
+// archiveRef resolves an s3:// URI or local path of an archive object.
+func archiveRef(ctx context.Context, f *Factory, s string) (archive.Ref, error) {
+	var api archive.S3API
+	if archive.IsS3URI(s) {
+		c, err := f.S3(ctx)
+		if err != nil {
+			return archive.Ref{}, err
+		}
+		api = c
+	}
+	ref, err := archive.ParseRef(s, api)
+	if err != nil {
+		return archive.Ref{}, errs.BadInput(err)
+	}
+	return ref, nil
+}
