@@ -1,0 +1,279 @@
+#!/usr/bin/env bash
+# Local AWS stack for dlqctl development and tests:
+#   SQS: local-aws-sqs 2.0.2 (node, scripts/sqs/server.mjs), in memory
+#   S3:  versitygw v1.8.0 (posix backend over a temporary directory)
+# both on 127.0.0.1, on free ports picked at start.
+#
+# Usage: scripts/stack.sh start|stop|restart|env|status
+#   start    install what is missing, start both servers, wait until they
+#            answer, print the env (same as `env`). Already running: just
+#            print the env.
+#   stop     stop the processes this script started, remove the S3 data dir
+#   env      print `export AWS_...` lines:  eval "$(scripts/stack.sh env)"
+#   status   print what runs where; exit 0 only when both servers answer
+#
+# State lives in ${DLQCTL_STACK_DIR:-<repo>/.stack}: pids, logs, the env
+# file (read by internal/testenv) and the path of the S3 data dir.
+#
+# Notes found while wiring this up:
+#  - versitygw runs in single-account mode (no IAM service): the root
+#    access/secret key pair below is the only credential; SQS ignores auth.
+#  - versitygw starts with no buckets; tests create their own with
+#    CreateBucket (path-style addressing; the endpoint is an IP address so the
+#    SDK picks path style even without UsePathStyle, set it anyway).
+#  - Checksums with aws-sdk-go-v2 defaults over plain HTTP: PutObject sends
+#    no x-amz-checksum-* header (signed X-Amz-Content-Sha256 only); versitygw
+#    stores and returns a full-object CRC64NVME of its own. An explicit
+#    ChecksumAlgorithm=SHA256 is stored and returned by HeadObject with
+#    ChecksumMode=ENABLED (multipart: COMPOSITE "<b64>-N"). No
+#    AWS_REQUEST_CHECKSUM_CALCULATION override is needed.
+#  - local-aws-sqs is in-memory: stop (or a crash) loses every queue.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+stack_dir="${DLQCTL_STACK_DIR:-$repo/.stack}"
+sqs_dir="$repo/scripts/sqs"
+vgw_module="github.com/versity/versitygw/cmd/versitygw"
+vgw_version="v1.8.0"
+access_key="dlqctl-local"
+secret_key="dlqctl-local-secret"
+region="us-east-1"
+
+log() { printf 'stack: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+need() { command -v "$1" >/dev/null 2>&1 || die "$1 not found in PATH ($2)"; }
+
+vgw_bin() {
+  if [[ -n "${VERSITYGW:-}" ]]; then echo "$VERSITYGW"; return; fi
+  local gobin
+  gobin="$(go env GOBIN)"
+  [[ -n "$gobin" ]] || gobin="$(go env GOPATH)/bin"
+  echo "$gobin/versitygw"
+}
+
+install_deps() {
+  need node "Node.js 20+ runs the SQS emulator"
+  need npm "installs the SQS emulator"
+  local want have=""
+  want="$(node -p "require('$sqs_dir/package.json').dependencies['local-aws-sqs']")"
+  if [[ -f "$sqs_dir/node_modules/local-aws-sqs/package.json" ]]; then
+    have="$(node -p "require('$sqs_dir/node_modules/local-aws-sqs/package.json').version")"
+  fi
+  if [[ "$have" != "$want" ]]; then
+    log "installing local-aws-sqs $want (npm ci in scripts/sqs)"
+    (cd "$sqs_dir" && npm ci --no-audit --no-fund --loglevel=error >&2)
+  fi
+
+  local vgw
+  vgw="$(vgw_bin)"
+  if [[ -z "${VERSITYGW:-}" ]]; then
+    need go "installs versitygw"
+    # `go version -m` tells which module version a binary was built from.
+    if [[ ! -x "$vgw" ]] || ! go version -m "$vgw" 2>/dev/null | grep -q "$vgw_version"; then
+      log "installing versitygw $vgw_version (go install, takes a few minutes the first time)"
+      go install "$vgw_module@$vgw_version" >&2
+    fi
+  fi
+  [[ -x "$vgw" ]] || die "versitygw not found at $vgw"
+}
+
+# free_ports N: print N distinct free TCP ports on 127.0.0.1 (node is the one
+# runtime we can count on; python3 may be missing on CI).
+free_ports() {
+  node -e '
+    const net = require("net");
+    const n = Number(process.argv[1]);
+    const servers = [];
+    (async () => {
+      for (let i = 0; i < n; i++) {
+        const s = net.createServer();
+        await new Promise((ok, ko) => { s.once("error", ko); s.listen(0, "127.0.0.1", ok); });
+        servers.push(s);
+      }
+      console.log(servers.map(s => s.address().port).join(" "));
+      servers.forEach(s => s.close());
+    })().catch(e => { console.error(e); process.exit(1); });
+  ' "$1"
+}
+
+# probe sqs|s3 URL: exit 0 when the server answers a real request.
+probe() {
+  node -e '
+    const [kind, url] = process.argv.slice(1);
+    const req = kind === "sqs"
+      ? fetch(url + "/", { method: "POST", body: "{}", headers: {
+          "content-type": "application/x-amz-json-1.0",
+          "x-amz-target": "AmazonSQS.ListQueues" } })
+      : fetch(url + "/health");
+    req.then(r => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1));
+    setTimeout(() => process.exit(1), 2000).unref();
+  ' "$1" "$2"
+}
+
+# alive PIDFILE PATTERN: the recorded pid runs and is the process we started
+# (its command line matches PATTERN), so a recycled pid is never signalled.
+alive() {
+  local pid
+  [[ -f "$1" ]] || return 1
+  pid="$(cat "$1")"
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  kill -0 "$pid" 2>/dev/null || return 1
+  ps -p "$pid" -o args= 2>/dev/null | grep -q -- "$2"
+}
+
+running() {
+  [[ -f "$stack_dir/env" ]] || return 1
+  alive "$stack_dir/sqs.pid" server.mjs && alive "$stack_dir/s3.pid" versitygw || return 1
+  # shellcheck disable=SC1091
+  (source "$stack_dir/env" && probe sqs "$AWS_ENDPOINT_URL_SQS" && probe s3 "$AWS_ENDPOINT_URL_S3")
+}
+
+# spawn LOG CMD...: start CMD detached from our stdio (so `$(stack.sh start)`
+# returns) and from the terminal's process group; print its pid.
+spawn() {
+  local logf="$1"; shift
+  if command -v setsid >/dev/null 2>&1; then
+    setsid "$@" </dev/null >"$logf" 2>&1 &
+  else
+    nohup "$@" </dev/null >"$logf" 2>&1 &
+  fi
+  echo $!
+}
+
+stop_pid() { # PIDFILE PATTERN NAME
+  if alive "$1" "$2"; then
+    local pid i
+    pid="$(cat "$1")"
+    kill -TERM "$pid" 2>/dev/null || true
+    for i in $(seq 1 50); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      log "$3 (pid $pid) ignored SIGTERM, killing"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    log "stopped $3 (pid $pid)"
+  fi
+  rm -f "$1"
+}
+
+cmd_stop() {
+  stop_pid "$stack_dir/sqs.pid" server.mjs "local-aws-sqs"
+  stop_pid "$stack_dir/s3.pid" versitygw "versitygw"
+  if [[ -f "$stack_dir/s3dir" ]]; then
+    local d
+    d="$(cat "$stack_dir/s3dir")"
+    # Only ever remove a directory this script created.
+    [[ "$d" == */dlqctl-s3.* && -d "$d" ]] && rm -rf "$d"
+    rm -f "$stack_dir/s3dir"
+  fi
+  rm -f "$stack_dir/env"
+}
+
+write_env() { # SQS_PORT S3_PORT
+  local tmp="$stack_dir/env.tmp"
+  cat >"$tmp" <<EOF
+export AWS_ENDPOINT_URL_SQS=http://127.0.0.1:$1
+export AWS_ENDPOINT_URL_S3=http://127.0.0.1:$2
+export AWS_ACCESS_KEY_ID=$access_key
+export AWS_SECRET_ACCESS_KEY=$secret_key
+export AWS_REGION=$region
+export AWS_DEFAULT_REGION=$region
+unset AWS_PROFILE AWS_DEFAULT_PROFILE AWS_SESSION_TOKEN AWS_ENDPOINT_URL
+EOF
+  mv "$tmp" "$stack_dir/env"
+}
+
+start_once() { # -> 0 started, 1 failed (logs kept)
+  local ports sqs_port s3_port s3dir vgw i
+  read -r sqs_port s3_port <<<"$(free_ports 2)"
+  s3dir="$(mktemp -d "${TMPDIR:-/tmp}/dlqctl-s3.XXXXXX")"
+  echo "$s3dir" >"$stack_dir/s3dir"
+  vgw="$(vgw_bin)"
+
+  spawn "$stack_dir/sqs.log" node "$sqs_dir/server.mjs" "$sqs_port" >"$stack_dir/sqs.pid"
+  # --health exposes GET /health for the readiness probe; --quiet drops the
+  # per-request log lines. Single-account mode: no --iam-* flags.
+  spawn "$stack_dir/s3.log" "$vgw" \
+    --access "$access_key" --secret "$secret_key" --region "$region" \
+    --port "127.0.0.1:$s3_port" --health /health --quiet \
+    posix "$s3dir" >"$stack_dir/s3.pid"
+
+  for i in $(seq 1 150); do # up to ~30 s
+    if probe sqs "http://127.0.0.1:$sqs_port" && probe s3 "http://127.0.0.1:$s3_port"; then
+      write_env "$sqs_port" "$s3_port"
+      log "local-aws-sqs on http://127.0.0.1:$sqs_port (pid $(cat "$stack_dir/sqs.pid"))"
+      log "versitygw     on http://127.0.0.1:$s3_port (pid $(cat "$stack_dir/s3.pid")), data in $s3dir"
+      return 0
+    fi
+    if ! alive "$stack_dir/sqs.pid" server.mjs || ! alive "$stack_dir/s3.pid" versitygw; then
+      break
+    fi
+    sleep 0.2
+  done
+  log "a server did not come up; last log lines:"
+  tail -n 5 "$stack_dir/sqs.log" "$stack_dir/s3.log" >&2 || true
+  return 1
+}
+
+cmd_start() {
+  if running; then
+    log "already running"
+    cat "$stack_dir/env"
+    return 0
+  fi
+  mkdir -p "$stack_dir"
+  cmd_stop 2>/dev/null # leftovers of a half-dead stack
+  install_deps
+  local attempt
+  for attempt in 1 2 3; do # a free port can be taken between probe and bind
+    if start_once; then
+      cat "$stack_dir/env"
+      return 0
+    fi
+    cmd_stop
+    log "retrying start ($attempt/3)"
+  done
+  die "could not start the stack; logs in $stack_dir"
+}
+
+cmd_env() {
+  running || die "stack not running (scripts/stack.sh start)"
+  cat "$stack_dir/env"
+}
+
+cmd_status() {
+  local ok=0
+  if alive "$stack_dir/sqs.pid" server.mjs; then
+    echo "sqs: pid $(cat "$stack_dir/sqs.pid") ($stack_dir/sqs.log)"
+  else
+    echo "sqs: not running"; ok=1
+  fi
+  if alive "$stack_dir/s3.pid" versitygw; then
+    echo "s3:  pid $(cat "$stack_dir/s3.pid") data $(cat "$stack_dir/s3dir" 2>/dev/null) ($stack_dir/s3.log)"
+  else
+    echo "s3:  not running"; ok=1
+  fi
+  if [[ $ok == 0 ]]; then
+    if running; then
+      grep -E '^export AWS_ENDPOINT' "$stack_dir/env" | sed 's/^export /endpoint: /'
+      echo "status: ok"
+    else
+      echo "status: processes up but not answering"; ok=1
+    fi
+  else
+    echo "status: down"
+  fi
+  return $ok
+}
+
+case "${1:-}" in
+  start) cmd_start ;;
+  stop) cmd_stop ;;
+  restart) cmd_stop; cmd_start ;;
+  env) cmd_env ;;
+  status) cmd_status ;;
+  *) echo "usage: $0 start|stop|restart|env|status" >&2; exit 2 ;;
+esac
