@@ -1,0 +1,305 @@
+// Package testenv locates the local SQS + S3 stack started by scripts/stack.sh
+// and hands Go tests ready-made clients, environments and a built dlqctl
+// binary.
+//
+// Lookup order: the AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_S3 environment
+// variables (what `eval "$(scripts/stack.sh env)"` exports), then the stack's
+// env file ($DLQCTL_STACK_DIR/env, else <repo root>/.stack/env). When no
+// stack is found, or it does not answer, Require skips the test, unless
+// CI=true or DLQCTL_REQUIRE_STACK=1, where it fails instead.
+package testenv
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// Env describes a running local stack.
+type Env struct {
+	SQSEndpoint string // e.g. http://127.0.0.1:41234 (local-aws-sqs)
+	S3Endpoint  string // e.g. http://127.0.0.1:41235 (versitygw, path-style)
+	Region      string
+	AccessKey   string
+	SecretKey   string
+}
+
+// Variables written by scripts/stack.sh and read back here.
+const (
+	envSQS       = "AWS_ENDPOINT_URL_SQS"
+	envS3        = "AWS_ENDPOINT_URL_S3"
+	envAccessKey = "AWS_ACCESS_KEY_ID"
+	envSecretKey = "AWS_SECRET_ACCESS_KEY"
+	envRegion    = "AWS_REGION"
+)
+
+var (
+	lookupOnce sync.Once
+	lookupEnv  Env
+	lookupErr  error
+)
+
+// Require returns the running stack or stops the test: t.Skip normally,
+// t.Fatal when CI=true or DLQCTL_REQUIRE_STACK=1. The lookup (including a TCP
+// probe of both endpoints) runs once per test process.
+func Require(t testing.TB) Env {
+	t.Helper()
+	lookupOnce.Do(func() {
+		lookupEnv, lookupErr = Lookup()
+		if lookupErr == nil {
+			lookupErr = lookupEnv.probe(2 * time.Second)
+		}
+	})
+	if lookupErr != nil {
+		msg := fmt.Sprintf("local stack not available: %v (start it with `scripts/stack.sh start` and `eval \"$(scripts/stack.sh env)\"`)", lookupErr)
+		if Strict() {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return lookupEnv
+}
+
+// Strict reports whether a missing stack must fail tests instead of skipping
+// them (CI=true or DLQCTL_REQUIRE_STACK=1).
+func Strict() bool {
+	ci, _ := strconv.ParseBool(os.Getenv("CI"))
+	req, _ := strconv.ParseBool(os.Getenv("DLQCTL_REQUIRE_STACK"))
+	return ci || req
+}
+
+// Lookup finds the stack description without probing it. Values from the
+// process environment win; missing ones are filled from the stack env file.
+func Lookup() (Env, error) {
+	e := Env{
+		SQSEndpoint: os.Getenv(envSQS),
+		S3Endpoint:  os.Getenv(envS3),
+		Region:      firstNonEmpty(os.Getenv(envRegion), os.Getenv("AWS_DEFAULT_REGION")),
+		AccessKey:   os.Getenv(envAccessKey),
+		SecretKey:   os.Getenv(envSecretKey),
+	}
+	if e.SQSEndpoint == "" || e.S3Endpoint == "" {
+		path, err := EnvFile()
+		if err != nil {
+			return Env{}, err
+		}
+		vars, err := readEnvFile(path)
+		if err != nil {
+			return Env{}, err
+		}
+		// The file describes one stack: take all of it, not a mix of two.
+		e = Env{
+			SQSEndpoint: vars[envSQS],
+			S3Endpoint:  vars[envS3],
+			Region:      vars[envRegion],
+			AccessKey:   vars[envAccessKey],
+			SecretKey:   vars[envSecretKey],
+		}
+		if e.SQSEndpoint == "" || e.S3Endpoint == "" {
+			return Env{}, fmt.Errorf("%s does not set %s and %s", path, envSQS, envS3)
+		}
+	}
+	if e.Region == "" {
+		e.Region = "us-east-1"
+	}
+	if e.AccessKey == "" || e.SecretKey == "" {
+		return Env{}, fmt.Errorf("%s/%s not set for the local stack", envAccessKey, envSecretKey)
+	}
+	return e, nil
+}
+
+// EnvFile returns the path of the env file scripts/stack.sh writes:
+// $DLQCTL_STACK_DIR/env, else <repo root>/.stack/env.
+func EnvFile() (string, error) {
+	if dir := os.Getenv("DLQCTL_STACK_DIR"); dir != "" {
+		return filepath.Join(dir, "env"), nil
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, ".stack", "env"), nil
+}
+
+// RepoRoot walks up from the working directory (a package directory under
+// `go test`) to the directory holding go.mod.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// readEnvFile parses `export KEY=VALUE` lines (optional export, optional
+// single or double quotes, # comments).
+func readEnvFile(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	vars := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		line = strings.TrimPrefix(line, "export ")
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		if n := len(v); n >= 2 && (v[0] == '"' && v[n-1] == '"' || v[0] == '\'' && v[n-1] == '\'') {
+			v = v[1 : n-1]
+		}
+		vars[strings.TrimSpace(k)] = v
+	}
+	return vars, sc.Err()
+}
+
+// probe checks that both endpoints accept TCP connections, so a stale env
+// file from a stopped stack skips (or fails) cleanly instead of timing out in
+// every test.
+func (e Env) probe(timeout time.Duration) error {
+	for _, ep := range []string{e.SQSEndpoint, e.S3Endpoint} {
+		u, err := url.Parse(ep)
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("bad endpoint %q", ep)
+		}
+		host := u.Host
+		if u.Port() == "" {
+			port := "80"
+			if u.Scheme == "https" {
+				port = "443"
+			}
+			host = net.JoinHostPort(u.Hostname(), port)
+		}
+		c, err := net.DialTimeout("tcp", host, timeout)
+		if err != nil {
+			return fmt.Errorf("%s does not answer: %w", ep, err)
+		}
+		c.Close()
+	}
+	return nil
+}
+
+// endpointSource is an aws.Config config source that gives each service its
+// own base endpoint, exactly as AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_S3 do
+// through LoadDefaultConfig. The SDK's service clients look for the
+// GetServiceBaseEndpoint method on every entry of aws.Config.ConfigSources.
+type endpointSource map[string]string
+
+func (s endpointSource) GetServiceBaseEndpoint(_ context.Context, sdkID string) (string, bool, error) {
+	v, ok := s[sdkID]
+	return v, ok && v != "", nil
+}
+
+// AWSConfig returns a config with static credentials, the stack's region and
+// per-service endpoints: sqs.NewFromConfig and s3.NewFromConfig both reach
+// the local servers. It does not read ~/.aws or AWS_PROFILE. S3 clients still
+// need UsePathStyle (see S3).
+func (e Env) AWSConfig(_ context.Context) aws.Config {
+	return aws.Config{
+		Region:      e.Region,
+		Credentials: aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(e.AccessKey, e.SecretKey, "")),
+		ConfigSources: []any{endpointSource{
+			"SQS": e.SQSEndpoint,
+			"S3":  e.S3Endpoint,
+		}},
+	}
+}
+
+// SQS returns a client for the local SQS emulator.
+func (e Env) SQS(t testing.TB) *sqs.Client {
+	t.Helper()
+	return sqs.NewFromConfig(e.AWSConfig(t.Context()), func(o *sqs.Options) {
+		o.BaseEndpoint = aws.String(e.SQSEndpoint)
+	})
+}
+
+// S3 returns a path-style client for the local S3 gateway (versitygw, no
+// buckets at start: create your own, e.g. strings.ToLower(UniqueName(...))).
+//
+// Checksums, as observed with this SDK and versitygw v1.8.0: with the SDK
+// defaults over plain HTTP, PutObject sends no x-amz-checksum-* header (the
+// payload is covered by the signed X-Amz-Content-Sha256 instead) and
+// versitygw computes and returns a full-object CRC64NVME itself, as real S3
+// does. Code that verifies uploads should set ChecksumAlgorithm explicitly
+// (SHA256 works for single and multipart uploads; multipart returns a
+// COMPOSITE "<b64>-<parts>" value) and read it back with HeadObject
+// ChecksumMode=ENABLED. Re-creating an existing bucket answers 409.
+func (e Env) S3(t testing.TB) *s3.Client {
+	t.Helper()
+	return s3.NewFromConfig(e.AWSConfig(t.Context()), func(o *s3.Options) {
+		o.BaseEndpoint = aws.String(e.S3Endpoint)
+		o.UsePathStyle = true
+	})
+}
+
+// Environ returns the current process environment with every AWS setting
+// replaced so that a dlqctl subprocess talks to the local stack and nothing
+// else: endpoints, static credentials, region, and shared config files
+// pointed at nothing (so a developer's ~/.aws profile cannot leak in).
+func (e Env) Environ() []string {
+	drop := map[string]bool{
+		"AWS_PROFILE": true, "AWS_DEFAULT_PROFILE": true, "AWS_SESSION_TOKEN": true,
+		"AWS_ENDPOINT_URL": true, "AWS_CONFIG_FILE": true, "AWS_SHARED_CREDENTIALS_FILE": true,
+		"AWS_ROLE_ARN": true, "AWS_WEB_IDENTITY_TOKEN_FILE": true,
+		envSQS: true, envS3: true, envAccessKey: true, envSecretKey: true, envRegion: true,
+		"AWS_DEFAULT_REGION": true, "AWS_EC2_METADATA_DISABLED": true,
+	}
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if !drop[k] {
+			out = append(out, kv)
+		}
+	}
+	return append(out,
+		envSQS+"="+e.SQSEndpoint,
+		envS3+"="+e.S3Endpoint,
+		envAccessKey+"="+e.AccessKey,
+		envSecretKey+"="+e.SecretKey,
+		envRegion+"="+e.Region,
+		"AWS_DEFAULT_REGION="+e.Region,
+		"AWS_CONFIG_FILE="+os.DevNull,
+		"AWS_SHARED_CREDENTIALS_FILE="+os.DevNull,
+		"AWS_EC2_METADATA_DISABLED=true",
+	)
+}
+
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,218 @@
+package testenv
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+func TestReadEnvFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "env")
+	content := `# written by scripts/stack.sh
+export AWS_ENDPOINT_URL_SQS=http://127.0.0.1:1234
+export AWS_ENDPOINT_URL_S3="http://127.0.0.1:5678"
+AWS_ACCESS_KEY_ID='ak'
+export AWS_SECRET_ACCESS_KEY=sk
+unset AWS_PROFILE AWS_SESSION_TOKEN
+`
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readEnvFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"AWS_ENDPOINT_URL_SQS":  "http://127.0.0.1:1234",
+		"AWS_ENDPOINT_URL_S3":   "http://127.0.0.1:5678",
+		"AWS_ACCESS_KEY_ID":     "ak",
+		"AWS_SECRET_ACCESS_KEY": "sk",
+	}
+	if len(got) != len(want) {
+		t.Errorf("got %d vars %v, want %v", len(got), got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+}
+
+func TestLookupFromStackDir(t *testing.T) {
+	dir := t.TempDir()
+	env := "export AWS_ENDPOINT_URL_SQS=http://127.0.0.1:1\nexport AWS_ENDPOINT_URL_S3=http://127.0.0.1:2\n" +
+		"export AWS_ACCESS_KEY_ID=a\nexport AWS_SECRET_ACCESS_KEY=s\n"
+	if err := os.WriteFile(filepath.Join(dir, "env"), []byte(env), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_ENDPOINT_URL_SQS", "")
+	t.Setenv("AWS_ENDPOINT_URL_S3", "")
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "")
+	t.Setenv("DLQCTL_STACK_DIR", dir)
+	e, err := Lookup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Env{SQSEndpoint: "http://127.0.0.1:1", S3Endpoint: "http://127.0.0.1:2", Region: "us-east-1", AccessKey: "a", SecretKey: "s"}
+	if e != want {
+		t.Errorf("Lookup() = %+v, want %+v", e, want)
+	}
+
+	t.Setenv("DLQCTL_STACK_DIR", filepath.Join(dir, "missing"))
+	if _, err := Lookup(); err == nil {
+		t.Error("Lookup() with no env file and no env vars succeeded")
+	}
+}
+
+func TestUniqueName(t *testing.T) {
+	valid := regexp.MustCompile(`^[A-Za-z0-9_-]{1,60}$`)
+	seen := map[string]bool{}
+	for _, prefix := range []string{"dlq", "", "orders.fifo/ünïcode  name", strings.Repeat("x", 100)} {
+		for range 50 {
+			n := UniqueName(t, prefix)
+			if !valid.MatchString(n) {
+				t.Fatalf("UniqueName(%q) = %q: not a valid short queue name", prefix, n)
+			}
+			if seen[n] {
+				t.Fatalf("UniqueName(%q) repeated %q", prefix, n)
+			}
+			seen[n] = true
+		}
+	}
+	t.Run("sub/test with spaces", func(t *testing.T) {
+		n := UniqueName(t, "q")
+		if !strings.HasPrefix(n, "q-test_with_spaces-") || !valid.MatchString(n) {
+			t.Errorf("UniqueName in subtest = %q", n)
+		}
+	})
+}
+
+func TestEnvironOverridesAWSSettings(t *testing.T) {
+	t.Setenv("AWS_PROFILE", "prod-admin")
+	t.Setenv("AWS_SESSION_TOKEN", "tok")
+	e := Env{SQSEndpoint: "http://127.0.0.1:1", S3Endpoint: "http://127.0.0.1:2", Region: "us-east-1", AccessKey: "a", SecretKey: "s"}
+	got := map[string][]string{}
+	for _, kv := range e.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		got[k] = append(got[k], v)
+	}
+	if _, ok := got["AWS_PROFILE"]; ok {
+		t.Error("AWS_PROFILE leaks into the subprocess environment")
+	}
+	if _, ok := got["AWS_SESSION_TOKEN"]; ok {
+		t.Error("AWS_SESSION_TOKEN leaks into the subprocess environment")
+	}
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL_SQS": e.SQSEndpoint, "AWS_ENDPOINT_URL_S3": e.S3Endpoint, "AWS_ACCESS_KEY_ID": "a", "AWS_REGION": "us-east-1"} {
+		if len(got[k]) != 1 || got[k][0] != v {
+			t.Errorf("%s = %v, want exactly [%s]", k, got[k], v)
+		}
+	}
+}
+
+// TestStackSmoke exercises both servers with the same SDK settings dlqctl
+// uses, including the S3 SDK's default checksum behaviour.
+func TestStackSmoke(t *testing.T) {
+	env := Require(t)
+	ctx := t.Context()
+
+	t.Run("sqs", func(t *testing.T) {
+		c := env.SQS(t)
+		name := UniqueName(t, "smoke")
+		q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: q.QueueUrl}) })
+		body := "héllo 👋"
+		if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{
+			QueueUrl: q.QueueUrl, MessageBody: aws.String(body),
+			MessageAttributes: map[string]sqstypes.MessageAttributeValue{
+				"sig": {DataType: aws.String("Binary"), BinaryValue: []byte{0, 1, 2, 255}},
+			},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: q.QueueUrl, MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Messages) != 1 || aws.ToString(out.Messages[0].Body) != body {
+			t.Fatalf("received %+v, want one message %q", out.Messages, body)
+		}
+		if got := out.Messages[0].MessageAttributes["sig"].BinaryValue; !bytes.Equal(got, []byte{0, 1, 2, 255}) {
+			t.Errorf("binary attribute = %v", got)
+		}
+	})
+
+	t.Run("s3", func(t *testing.T) {
+		c := env.S3(t)
+		bucket := strings.ToLower(UniqueName(t, "smoke"))
+		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+			t.Fatal(err)
+		}
+		data := bytes.Repeat([]byte("archive line\n"), 1000)
+		sum := sha256.Sum256(data)
+		key := "parts/part-00001.ndjson"
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{
+			Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(data),
+			ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256,
+		}); err != nil {
+			t.Fatal(err)
+		}
+		head, err := c.HeadObject(ctx, &s3.HeadObjectInput{
+			Bucket: aws.String(bucket), Key: aws.String(key), ChecksumMode: s3types.ChecksumModeEnabled,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if aws.ToInt64(head.ContentLength) != int64(len(data)) {
+			t.Errorf("HeadObject size = %d, want %d", aws.ToInt64(head.ContentLength), len(data))
+		}
+		if want := base64.StdEncoding.EncodeToString(sum[:]); aws.ToString(head.ChecksumSHA256) != want {
+			t.Errorf("HeadObject ChecksumSHA256 = %q, want %q", aws.ToString(head.ChecksumSHA256), want)
+		}
+		// Default SDK settings (no explicit algorithm) must work too.
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{
+			Bucket: aws.String(bucket), Key: aws.String("plain.txt"), Body: strings.NewReader("plain"),
+		}); err != nil {
+			t.Fatalf("PutObject with SDK default checksums: %v", err)
+		}
+		get, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String("plain.txt")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer get.Body.Close()
+		if b, _ := io.ReadAll(get.Body); string(b) != "plain" {
+			t.Errorf("GetObject = %q", b)
+		}
+	})
+
+	t.Run("aws-config-endpoints", func(t *testing.T) {
+		// A client built only from AWSConfig (as dlqctl's own code would)
+		// reaches both local servers; the process environment plays no part.
+		t.Setenv("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:1")
+		t.Setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:1")
+		cfg := env.AWSConfig(ctx)
+		if _, err := sqs.NewFromConfig(cfg).ListQueues(ctx, &sqs.ListQueuesInput{}); err != nil {
+			t.Errorf("SQS via AWSConfig: %v", err)
+		}
+		if _, err := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true }).ListBuckets(ctx, &s3.ListBucketsInput{}); err != nil {
+			t.Errorf("S3 via AWSConfig: %v", err)
+		}
+	})
+}
