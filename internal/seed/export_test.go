@@ -1,0 +1,4 @@
+package seed
+
+// PlanForTest exposes the deterministic message plan to the external tests.
+var PlanForTest = plan
