@@ -1,0 +1,458 @@
+package cmd
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dlqctl/dlqctl/pkg/archive"
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/redrive"
+)
+
+func init() {
+	register(func(f *Factory) *cobra.Command { return NewCmdRestore(f, nil) })
+}
+
+// RestoreOptions are the inputs of `dlqctl restore`; they are stored in
+// the run's journal.
+type RestoreOptions struct {
+	F *Factory `json:"-"`
+
+	Manifest       string         `json:"manifest"`
+	To             string         `json:"to"`
+	Selection      SelectionFlags `json:"selection"`
+	Max            int            `json:"max,omitempty"`
+	DryRun         bool           `json:"-"`
+	Canary         int            `json:"canary,omitempty"`
+	VerifyFor      time.Duration  `json:"verify_for,omitempty"`
+	VerifyPoll     time.Duration  `json:"verify_poll,omitempty"`
+	VerifyDrain    bool           `json:"verify_drain,omitempty"`
+	Rate           float64        `json:"rate,omitempty"`
+	RampRaw        []string       `json:"-"`
+	Ramp           []float64      `json:"ramp,omitempty"`
+	RampEvery      time.Duration  `json:"ramp_every,omitempty"`
+	Concurrency    int            `json:"concurrency"`
+	MaxDestBacklog int            `json:"max_dest_backlog,omitempty"`
+	OnGuard        string         `json:"on_guard,omitempty"`
+	PauseTimeout   time.Duration  `json:"pause_timeout,omitempty"`
+	GuardInterval  time.Duration  `json:"guard_interval,omitempty"`
+}
+
+const restoreLong = `Send archived messages back to a queue: restore is a redrive whose source is
+an archive. Used when a DLQ's retention would expire before the fix ships,
+or to replay an incident after an audit.
+
+The archive is verified first (every part's SHA-256, gzip and records, as
+'dlqctl archive verify' does); a damaged archive exits 3 and sends nothing.
+Then the records go through the redrive pipeline: exact copies (the body
+byte for byte, every attribute with its data type, the FIFO message group,
+a deduplication id derived from the run and the original message id, and
+the dlqctl-redrive marker attribute), --rate or --ramp, the
+--max-dest-backlog guard, a --canary, and a journal under --state-dir:
+running the same command again after a crash or Ctrl-C skips what was
+already sent. Records of a FIFO destination are sent in archive order by a
+single worker so each message group keeps its order. The archive itself is
+never changed.
+
+--canary N sends N messages and watches the destination's own DLQ (its
+RedrivePolicy target) for --verify-for: exit 3 if any comes back.
+
+MANIFEST is s3://BUCKET/…/manifest.json or a local manifest.json with its
+parts next to it. A run needs --yes, or a confirmation on a terminal.
+
+` + SelectionHelp
+
+// NewCmdRestore builds `dlqctl restore`.
+func NewCmdRestore(f *Factory, runF func(context.Context, *RestoreOptions) error) *cobra.Command {
+	opts := &RestoreOptions{F: f}
+	c := &cobra.Command{
+		Use:   "restore MANIFEST --to QUEUE [--filter EXPR] [--dry-run] [--canary N] [--rate R | --ramp R1,R2,...] [--yes]",
+		Short: "Re-send archived messages to a queue through the redrive pipeline",
+		Long:  withExitCodes(restoreLong),
+		Example: `  dlqctl restore s3://acme-dlq-archive/prod/orders-dlq/2026/11/30/20261130T031500Z-ab12cd34/manifest.json --to orders-recovery --dry-run
+  dlqctl restore s3://acme-dlq-archive/prod/orders-dlq/2026/11/30/20261130T031500Z-ab12cd34/manifest.json --to orders --canary 5 --verify-for 2m --yes
+  dlqctl restore ./incident-42/manifest.json --to orders --filter '.envelope.event_type == "OrderPaid"' --rate 20 --yes`,
+		Args: exactArgs(1, "one archive manifest (s3://BUCKET/…/manifest.json or a local path)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Manifest = args[0]
+			if err := opts.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return restoreRun(c.Context(), opts)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&opts.To, "to", "", "destination queue name, URL or ARN (required)")
+	opts.Selection.AddFlags(fl)
+	fl.IntVar(&opts.Max, "max", 0, "restore at most N messages (0 = all)")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing; print what would be sent and how long it would take")
+	fl.IntVar(&opts.Canary, "canary", 0, "send N messages, then watch the destination's DLQ for --verify-for (exit 3 if any comes back)")
+	fl.DurationVar(&opts.VerifyFor, "verify-for", 2*time.Minute, "how long a canary is watched")
+	fl.DurationVar(&opts.VerifyPoll, "verify-poll", 5*time.Second, "how often a canary checks the DLQ depth")
+	fl.BoolVar(&opts.VerifyDrain, "verify-drain", false, "a canary passes only if the destination also consumed it")
+	fl.Float64Var(&opts.Rate, "rate", 0, "messages per second (0 = as fast as --concurrency allows)")
+	fl.StringSliceVar(&opts.RampRaw, "ramp", nil, "rate steps, e.g. 5,20,50,100 (messages per second)")
+	fl.DurationVar(&opts.RampEvery, "ramp-every", time.Minute, "time at each --ramp step")
+	fl.IntVar(&opts.Concurrency, "concurrency", 8, "workers sending in parallel (1 for a FIFO destination)")
+	fl.IntVar(&opts.MaxDestBacklog, "max-dest-backlog", 0, "guard: stop when the destination has more than N visible messages")
+	fl.StringVar(&opts.OnGuard, "on-guard", redrive.GuardAbort, "what a tripped guard does: abort or pause")
+	fl.DurationVar(&opts.PauseTimeout, "pause-timeout", 10*time.Minute, "with --on-guard pause: abort when the guard has not cleared after this long")
+	fl.DurationVar(&opts.GuardInterval, "guard-interval", 10*time.Second, "how often guards are checked")
+	return c
+}
+
+func (o *RestoreOptions) validate() error {
+	o.Ramp = nil
+	for _, r := range o.RampRaw {
+		for _, part := range strings.Split(r, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
+			if err != nil || v <= 0 {
+				return errs.BadInputf("--ramp %q: each step must be a positive number of messages per second, e.g. --ramp 5,20,50", strings.Join(o.RampRaw, ","))
+			}
+			o.Ramp = append(o.Ramp, v)
+		}
+	}
+	switch {
+	case strings.TrimSpace(o.To) == "":
+		return errs.BadInputf("restore needs --to QUEUE, the queue the archived messages are sent to")
+	case o.Rate < 0:
+		return errs.BadInputf("--rate must be positive (got %g); leave it out to go as fast as --concurrency allows", o.Rate)
+	case o.Rate > 0 && len(o.Ramp) > 0:
+		return errs.BadInputf("--rate and --ramp both set the rate; use --ramp alone (it starts at its first step)")
+	case len(o.Ramp) > 1 && o.RampEvery < time.Second:
+		return errs.BadInputf("--ramp-every must be at least 1s (got %s)", o.RampEvery)
+	case o.Concurrency < 1 || o.Concurrency > 256:
+		return errs.BadInputf("--concurrency must be between 1 and 256 (got %d)", o.Concurrency)
+	case o.Max < 0 || o.Canary < 0 || o.MaxDestBacklog < 0:
+		return errs.BadInputf("--max, --canary and --max-dest-backlog cannot be negative")
+	case o.DryRun && o.Canary > 0:
+		return errs.BadInputf("--dry-run and --canary exclude each other; run --dry-run first, then --canary")
+	case o.Canary > 0 && o.Max > 0:
+		return errs.BadInputf("--canary N already limits the run to N messages; drop --max")
+	case o.Canary > 0 && o.VerifyFor < time.Second:
+		return errs.BadInputf("--verify-for must be at least 1s (got %s)", o.VerifyFor)
+	case o.OnGuard != redrive.GuardAbort && o.OnGuard != redrive.GuardPause:
+		return errs.BadInputf("--on-guard %q: use abort or pause", o.OnGuard)
+	case o.GuardInterval < 100*time.Millisecond:
+		return errs.BadInputf("--guard-interval must be at least 100ms (got %s)", o.GuardInterval)
+	}
+	if !archive.IsS3URI(o.Manifest) && !isLocalManifest(o.Manifest) {
+		return errs.BadInputf("%s is not an archive manifest; pass s3://BUCKET/…/manifest.json or a local manifest.json", o.Manifest)
+	}
+	_, err := o.Selection.Selector()
+	return err
+}
+
+func (o *RestoreOptions) fingerprint(destARN string) string {
+	b, _ := json.Marshal([]any{"restore", o.Manifest, destARN, o.Selection, o.Max, o.Canary})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+func restoreRun(ctx context.Context, opts *RestoreOptions) error {
+	f := opts.F
+	ref, err := archiveRef(ctx, f, opts.Manifest)
+	if err != nil {
+		return err
+	}
+	m, err := archive.ReadManifest(ctx, ref)
+	if err != nil {
+		return err
+	}
+	c, dest, err := f.ResolveQueue(ctx, opts.To)
+	if err != nil {
+		return err
+	}
+	sel, _ := opts.Selection.Selector()
+	var selector redrive.Selector
+	if sel != nil {
+		selector = sel
+	}
+	var destDLQ *queue.Queue
+	if rp := dest.RedrivePolicy(); rp != nil {
+		if q, err := c.Resolve(ctx, rp.DeadLetterTargetARN); err == nil {
+			destDLQ = q
+		}
+	}
+	if opts.Canary > 0 && destDLQ == nil {
+		return errs.BadInputf("--canary watches the destination's DLQ, but %s has no RedrivePolicy; restore to a queue with a DLQ or drop --canary", dest.Name)
+	}
+	if dest.FIFO && !m.Queue.FIFO {
+		f.IO.Warnf("%s is FIFO but the archive of %s is not: records without a message group will be skipped", dest.Name, m.Queue.Name)
+	}
+
+	f.IO.Infof("verifying %s (%d part(s), %d record(s)) before sending anything", ref.Name(), len(m.Parts), m.Records())
+	rep, err := archive.VerifyArchive(ctx, ref, nil)
+	if err != nil {
+		return err
+	}
+	if !rep.OK {
+		var probs []string
+		for _, pc := range rep.Parts {
+			for _, p := range pc.Problems {
+				probs = append(probs, pc.Key+": "+p)
+			}
+		}
+		probs = append(probs, rep.Problems...)
+		return errs.Verdictf("the archive failed verification, nothing was sent: %s", strings.Join(probs, "; "))
+	}
+
+	router := redrive.ToQueue(dest)
+	if opts.DryRun {
+		return restorePlan(ctx, opts, ref, m, router, selector)
+	}
+	fp := opts.fingerprint(dest.ARN)
+	prev, err := redrive.FindUnfinished(f.StateDir(), fp)
+	if err != nil {
+		return err
+	}
+	if err := confirmRestore(f, m, dest, sel.Describe(), opts); err != nil {
+		return err
+	}
+	var j *redrive.Journal
+	if prev != nil {
+		f.IO.Infof("resuming unfinished restore %s (%s; %d sent): already-sent messages are not sent again", prev.ID, prev.Status, prev.Sent)
+		if j, err = redrive.OpenJournal(f.StateDir(), prev.ID); err != nil {
+			return err
+		}
+	} else {
+		raw, _ := json.Marshal(opts)
+		j, err = redrive.CreateJournal(f.StateDir(), redrive.RunMeta{
+			ID: redrive.NewRunID(time.Now()), Kind: "restore", Source: ref.Name(), Destination: dest.Name,
+			Fingerprint: fp, Options: raw, Created: time.Now().UTC(),
+		})
+		if err != nil {
+			return err
+		}
+	}
+	defer j.Close()
+	f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir())
+	_ = j.SetStatus(redrive.StatusRunning, "")
+
+	baseline := map[string]int{}
+	cnt := dest.Counts()
+	baseline[dest.URL] = cnt.Visible + cnt.InFlight + cnt.Delayed
+
+	format, _ := f.Format()
+	prog := output.NewProgress(f.IO, format)
+	total, max := m.Records(), opts.Max
+	if opts.Canary > 0 {
+		max = opts.Canary
+	}
+	if max > 0 {
+		total = min(total, max)
+	}
+	concurrency := opts.Concurrency
+	if dest.FIFO {
+		concurrency = 1 // archive order is group order; one sender keeps it
+	}
+	src := archive.NewRestoreSource(ref.Src, m)
+	res, runErr := redrive.Run(ctx, src, redrive.Options{
+		Client: c, Journal: j, Router: router, Select: selector, Max: max,
+		Rate: opts.Rate, Ramp: opts.Ramp, RampEvery: opts.RampEvery, Concurrency: concurrency,
+		Guards: redrive.Guards{MaxDestBacklog: opts.MaxDestBacklog, OnGuard: opts.OnGuard,
+			PauseTimeout: opts.PauseTimeout, Every: opts.GuardInterval},
+		Total:    total,
+		Reporter: restoreReporter(prog),
+	})
+	_ = src.Close(ctx)
+	prog.Done()
+	if res == nil {
+		_ = j.SetStatus(redrive.StatusFailed, runErr.Error())
+		return runErr
+	}
+
+	var verdict *redrive.Verdict
+	if opts.Canary > 0 && res.Guard == nil && !res.Interrupted && runErr == nil && res.Moved+res.Resumed > 0 {
+		f.IO.Infof("canary: sent %d message(s); watching %s for %s", res.Moved+res.Resumed, destDLQ.Name, opts.VerifyFor)
+		verdict, err = redrive.VerifyCanary(ctx, c, destDLQ, j, res.Moved+res.Resumed, []*queue.Queue{dest}, redrive.VerifyOptions{
+			For: opts.VerifyFor, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Baseline: baseline, Visibility: 30 * time.Second,
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				res.Interrupted = true
+			} else {
+				runErr = err
+			}
+		}
+	}
+
+	status, note := redrive.StatusCompleted, ""
+	outcome := res.Err()
+	if runErr != nil && outcome == nil {
+		outcome = runErr
+		if errs.Code(runErr) == errs.ExitError {
+			outcome = errs.Partial(runErr)
+		}
+	}
+	switch {
+	case res.Guard != nil:
+		status, note = redrive.StatusGuard, res.Guard.Detail
+	case res.Interrupted:
+		status = redrive.StatusInterrupted
+		outcome = errs.ErrInterrupted
+	case outcome != nil:
+		status, note = redrive.StatusPartial, outcome.Error()
+	case verdict != nil && !verdict.Pass:
+		status, note = redrive.StatusCanaryFail, verdict.Detail
+		outcome = errs.Verdictf("canary failed: %s", verdict.Detail)
+	}
+	_ = j.SetStatus(status, note)
+	if err := printRestoreSummary(f, prog, ref, dest, res, verdict, status); err != nil {
+		return err
+	}
+	return outcome
+}
+
+func confirmRestore(f *Factory, m *archive.Manifest, dest *queue.Queue, what string, opts *RestoreOptions) error {
+	if f.Opts.Yes {
+		return nil
+	}
+	if opts.Canary > 0 {
+		what = fmt.Sprintf("a canary of %d (%s)", opts.Canary, what)
+	} else if opts.Max > 0 {
+		what = fmt.Sprintf("up to %d (%s)", opts.Max, what)
+	}
+	if !f.IO.InTTY || !f.IO.ErrTTY {
+		return errs.BadInputf("restore sends archived messages to %s; pass --yes to confirm (see what would be sent with --dry-run)", dest.Name)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "Send %s of %d archived message(s) of %s to %s? [y/N] ", what, m.Records(), m.Queue.Name, dest.Name)
+	line, _ := bufio.NewReader(f.IO.In).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+		return errs.BadInputf("restore not confirmed; nothing was sent")
+	}
+	return nil
+}
+
+func restoreReporter(p *output.Progress) redrive.Reporter {
+	return redrive.Reporter{
+		Progress: func(s redrive.Snapshot) {
+			p.Update(output.Stats{Op: "restore", Done: s.Moved, Total: s.Total, Skipped: s.Skipped, Failed: s.Failed,
+				Rate: s.Rate, Target: s.Target, Elapsed: s.Elapsed.Seconds(), ETA: s.ETA.Seconds(), Guard: s.Guard}, false)
+		},
+		Message: func(ev redrive.MessageEvent) {
+			p.Message(output.MessageEvent{MessageID: ev.MessageID, Action: ev.Action, Destination: ev.Destination,
+				DestID: ev.DestID, Class: ev.Class, Reason: ev.Reason})
+		},
+		Guard: func(ev redrive.GuardEvent) {
+			p.Guard(output.GuardEvent{Name: ev.Name, State: ev.State, Value: ev.Value, Limit: ev.Limit, Detail: ev.Detail})
+		},
+	}
+}
+
+// RestoreSummary is the JSON summary of a restore (-o json, NDJSON summary).
+type RestoreSummary struct {
+	*redrive.Result
+	Status  string           `json:"status"`
+	Archive string           `json:"archive"`
+	To      string           `json:"to"`
+	Canary  *redrive.Verdict `json:"canary,omitempty"`
+}
+
+func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, dest *queue.Queue, res *redrive.Result, v *redrive.Verdict, status string) error {
+	sum := RestoreSummary{Result: res, Status: status, Archive: ref.Name(), To: dest.Name, Canary: v}
+	format, _ := f.Format()
+	switch format {
+	case output.JSON:
+		return output.WriteJSON(f.IO.Out, sum)
+	case output.NDJSON:
+		return prog.Summary(sum)
+	}
+	t := output.NewTable(f.IO, "", "")
+	t.Row("run", res.RunID)
+	t.Row("status", status)
+	t.Row("sent", fmt.Sprintf("%d from %s to %s in %s (%.1f/s)", res.Moved, ref.Name(), dest.Name, output.Duration(time.Duration(res.ElapsedSeconds*float64(time.Second))), res.Rate))
+	if res.Resumed > 0 {
+		t.Row("resumed", fmt.Sprintf("%d already sent by an earlier attempt; not sent again", res.Resumed))
+	}
+	for _, r := range sortedKeys(res.Skipped) {
+		t.Row("skipped", fmt.Sprintf("%d %s", res.Skipped[r], r))
+	}
+	if res.Failed > 0 {
+		t.Row("failed", fmt.Sprintf("%d refused by %s; run the same command again to retry", res.Failed, dest.Name))
+	}
+	if res.Unknown > 0 {
+		t.Row("unknown", fmt.Sprintf("%d whose send outcome is unknown; a FIFO destination de-duplicates a retry within 5 minutes", res.Unknown))
+	}
+	if res.Guard != nil {
+		t.Row("guard", fmt.Sprintf("%s tripped: %s", res.Guard.Name, res.Guard.Detail))
+	}
+	if v != nil {
+		verdict := "PASS"
+		if !v.Pass {
+			verdict = "FAIL"
+		}
+		t.Row("canary", verdict+": "+v.Detail)
+	}
+	for _, e := range res.Errors {
+		t.Row("error", e)
+	}
+	return t.Render()
+}
+
+// RestorePlanOutput is the JSON of restore --dry-run.
+type RestorePlanOutput struct {
+	redrive.Plan
+	Archive   string    `json:"archive"`
+	To        string    `json:"to"`
+	Selection string    `json:"selection"`
+	Rate      float64   `json:"rate,omitempty"`
+	Ramp      []float64 `json:"ramp,omitempty"`
+}
+
+func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *archive.Manifest, router redrive.Router, sel redrive.Selector) error {
+	f := opts.F
+	format, _ := f.Format()
+	prog := output.NewProgress(f.IO, format)
+	p := &redrive.Planner{RunID: "dry-run", Router: router, Select: sel, Max: opts.Max}
+	err := archive.ForEachManifestRecord(ctx, ref.Src, m, func(_ int, rec *queue.Record, parsed any) error {
+		ev, err := p.Add(ctx, rec, parsed)
+		if err != nil {
+			return err
+		}
+		prog.Message(output.MessageEvent{MessageID: ev.MessageID, Action: ev.Action, Destination: ev.Destination, Class: ev.Class, Reason: ev.Reason})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	pl := p.Plan(opts.Rate, opts.Ramp, opts.RampEvery)
+	pl.Complete = true
+	desc := "all messages"
+	if sel != nil {
+		desc = sel.Describe()
+	}
+	out := RestorePlanOutput{Plan: pl, Archive: ref.Name(), To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp}
+	switch format {
+	case output.JSON:
+		return output.WriteJSON(f.IO.Out, out)
+	case output.NDJSON:
+		return prog.Summary(out)
+	}
+	t := output.NewTable(f.IO, "", "")
+	t.Row("dry run", "nothing was sent")
+	t.Row("archive", ref.Name())
+	t.Row("selection", desc)
+	t.Row("would send", fmt.Sprintf("%d of %d archived message(s) to %s", pl.WouldMove, pl.Scanned, router.Describe()))
+	for _, r := range sortedKeys(pl.Skipped) {
+		t.Row("skipped", fmt.Sprintf("%d %s", pl.Skipped[r], r))
+	}
+	if pl.EstimatedSeconds > 0 {
+		t.Row("duration", output.Duration(time.Duration(pl.EstimatedSeconds*float64(time.Second))))
+	}
+	return t.Render()
+}
