@@ -146,4 +146,3 @@ func (m *Manifest) Records() int {
 }
 
 var _ redrive.Source = (*RestoreSource)(nil)
-
