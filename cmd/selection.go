@@ -33,7 +33,11 @@ func (s *SelectionFlags) AddFlags(fs *pflag.FlagSet) {
 // Selector compiles the flags: the rules file is loaded and validated, the
 // filter compiled and every class checked against the rules. Errors are
 // bad-input errors (exit 2). It never reads messages.
-func (s *SelectionFlags) Selector() (*classify.Selector, error) {
+func (s *SelectionFlags) Selector() (*classify.Selector, error) { return s.selector(false) }
+
+// selector is Selector; with classifyAlways the messages are classified
+// (built-in rules unless --rules) even without --class.
+func (s *SelectionFlags) selector(classifyAlways bool) (*classify.Selector, error) {
 	filter, err := inspect.CompileFilter(s.Filter)
 	if err != nil {
 		return nil, err
@@ -43,6 +47,8 @@ func (s *SelectionFlags) Selector() (*classify.Selector, error) {
 		if rules, err = classify.Load(s.Rules); err != nil {
 			return nil, err
 		}
+	} else if classifyAlways {
+		rules = classify.Builtin()
 	}
 	return classify.NewSelector(rules, s.Classes, filter)
 }

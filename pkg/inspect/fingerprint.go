@@ -36,7 +36,8 @@ func ErrorFingerprint(rec *queue.Record) string {
 // NormalizeError replaces the variable parts of an error text: quoted
 // values become <str>, URLs <url>, UUIDs <uuid>, timestamps <time>, long
 // hex ids <hex>, and every run of digits <n> (so "o-17" becomes "o-<n>" and
-// "10.0.3.17:51234" becomes "<n>.<n>.<n>.<n>:<n>"). Whitespace is
+// "10.0.3.17:51234" becomes "<n>.<n>.<n>.<n>:<n>") except HTTP error
+// statuses ("HTTP 503", "429 Too Many Requests"). Whitespace is
 // collapsed and the result capped at 200 bytes. It is a single pass with no
 // regular expressions.
 func NormalizeError(s string) string {
@@ -91,7 +92,11 @@ func NormalizeError(s string) string {
 			for j < len(s) && isDigit(s[j]) {
 				j++
 			}
-			b.WriteString("<n>")
+			if httpStatusAt(s, i, j) {
+				b.WriteString(s[i:j])
+			} else {
+				b.WriteString("<n>")
+			}
 			i = j
 			continue
 		}
@@ -99,6 +104,32 @@ func NormalizeError(s string) string {
 		i++
 	}
 	return b.String()
+}
+
+// httpStatusAt reports whether s[i:j] is an HTTP error status worth keeping
+// in a fingerprint (503 and 429 are different errors): a standalone number
+// 400-599 after "HTTP", "status", "code" or "returned", or before a status
+// text ("503 Service Unavailable", "429 Too Many Requests").
+func httpStatusAt(s string, i, j int) bool {
+	if j-i != 3 || s[i] < '4' || s[i] > '5' || (i > 0 && isWord(s[i-1])) || (j < len(s) && isWord(s[j])) {
+		return false
+	}
+	if j+1 < len(s) && s[j] == ' ' && s[j+1] >= 'A' && s[j+1] <= 'Z' {
+		return true
+	}
+	k := i
+	for k > 0 && (s[k-1] == ' ' || s[k-1] == ':' || s[k-1] == '=') {
+		k--
+	}
+	w := k
+	for w > 0 && isWord(s[w-1]) {
+		w--
+	}
+	switch strings.ToLower(s[w:k]) {
+	case "http", "status", "code", "statuscode", "returned", "status_code":
+		return true
+	}
+	return false
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

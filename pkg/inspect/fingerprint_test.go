@@ -16,6 +16,7 @@ func TestNormalizeErrorMergesVaryingDetails(t *testing.T) {
 		{"failed at 2026-01-02T03:04:05.123Z on shard 3", "failed at 2025-12-31T23:59:59+01:00 on shard 12"},
 		{"commit a1b2c3d4e5f6 rejected (trace 0x7fff12ab)", "commit 9f8e7d6c5b4a rejected (trace 0xdead)"},
 		{"POST https://fraud-check.internal/v2/score returned 503", "POST https://fraud-check.internal/v3/score?x=1 returned 503"},
+		{"HTTP 503 after 2 attempts", "HTTP 503 after 5 attempts"},
 		{"too   many\n spaces", "too many spaces"},
 	}
 	for _, p := range same {
@@ -42,6 +43,21 @@ func TestNormalizeErrorMergesVaryingDetails(t *testing.T) {
 	}
 	if got := NormalizeError(strings.Repeat("x", 1000)); len(got) > maxFingerprint {
 		t.Errorf("fingerprint of %d bytes", len(got))
+	}
+	for in, want := range map[string]string{
+		"POST https://x/y returned 503 Service Unavailable (request id r-8812)": "POST <url> returned 503 Service Unavailable (request id r-<n>)",
+		"HTTP 503 from ledger-api after 2 attempts":                             "HTTP 503 from ledger-api after <n> attempts",
+		"429 Too Many Requests from psp-adyen (retry after 2s)":                 "429 Too Many Requests from psp-adyen (retry after <n>s)",
+		"status=500":                   "status=500",
+		"order 503 not found":          "order <n> not found",
+		"amount 450 exceeds the limit": "amount <n> exceeds the limit",
+	} {
+		if got := NormalizeError(in); got != want {
+			t.Errorf("NormalizeError(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if NormalizeError("HTTP 503 from ledger") == NormalizeError("HTTP 500 from ledger") {
+		t.Error("503 and 500 share a fingerprint")
 	}
 	if got := NormalizeError("deadbeef failed"); got != "deadbeef failed" {
 		t.Errorf("plain hex-letter word replaced: %q", got)

@@ -1,0 +1,410 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dlqctl/dlqctl/pkg/classify"
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+// ClassifyOptions are the inputs of `dlqctl classify`.
+type ClassifyOptions struct {
+	F         *Factory
+	Queue     string
+	Read      ReadFlags
+	Selection SelectionFlags
+	Summary   bool
+	Explain   string
+	Redact    []string
+	NoRedact  bool
+	// Now is the reference time for ages (default: time.Now).
+	Now time.Time
+}
+
+// NewCmdClassify builds `dlqctl classify`.
+func NewCmdClassify(f *Factory, runF func(context.Context, *ClassifyOptions) error) *cobra.Command {
+	opts := &ClassifyOptions{F: f}
+	c := &cobra.Command{
+		Use:   "classify QUEUE [--rules FILE] [--summary | --explain ID]",
+		Short: "Sort messages into failure classes and say what to do with each",
+		Long: withExitCodes(`Classify the messages of a dead-letter queue with ordered rules (first match
+wins) into a class and an action: redrive, redrive-to-recovery, archive,
+investigate or ignore. Nothing is consumed: messages are read and released
+as with 'dlqctl group'.
+
+Without --rules the built-in rules apply, in this order:
+  redrive-loop        carries the dlqctl-redrive marker (redriven before and
+                      back again)                    -> redrive-loop/investigate
+  body-not-json       body is malformed JSON or plain text -> permanent/archive
+  schema-mismatch     envelope eventVersion not in 1, 2, 3 (configurable),
+                      unknown schemaRef, or a failure naming an unsupported
+                      version/schema          -> schema-mismatch/redrive-to-recovery
+  transient-failure   failure names a timeout, throttling/429, 5xx,
+                      connection reset, unavailable dependency -> transient/redrive
+  business-rejection  failure names a business rejection -> business/investigate
+  permanent-failure   failure names validation, invalid, too large, ...
+                                                     -> permanent/archive
+  default                                            -> unknown/investigate
+Failure context is read from the failure type, then the reason, then the
+consumer's error class. A rules file (YAML, docs/rules.md) lists its own
+rules and can include the built-ins ('- include: builtin'); it is checked
+before any message is read: an invalid file exits 2 naming file, line and
+reason.
+
+Output is one line (record) per message, --summary counts per class and
+action with examples (and estimated totals when only a sample of a larger
+queue was read), and --explain ID shows every rule evaluated for one
+message and why the matching one matched.
+
+Bodies are shown with secret-looking values masked (see 'dlqctl sample').
+
+` + SelectionHelp),
+		Example: `  dlqctl classify orders-dlq --summary
+  dlqctl classify orders-dlq --all --class transient -o ndjson > transient.ndjson
+  dlqctl classify orders-dlq --rules rules.yaml --explain 8d3c…
+  dlqctl classify --from dlq.ndjson --rules rules.yaml --summary -o json`,
+		Args: queueOrFromArgs(&opts.Read.From),
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Queue = args[0]
+			}
+			if err := opts.Read.validate(c); err != nil {
+				return err
+			}
+			opts.Explain = strings.TrimSpace(opts.Explain)
+			if c.Flags().Changed("explain") && opts.Explain == "" {
+				return errs.BadInputf("--explain needs a message id; find one with 'dlqctl sample' or 'dlqctl classify'")
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return classifyRun(c.Context(), opts)
+		},
+	}
+	fl := c.Flags()
+	fl.BoolVar(&opts.Summary, "summary", false, "count messages per class and action instead of listing them")
+	fl.StringVar(&opts.Explain, "explain", "", "show how the rules classify the message with this id")
+	fl.StringSliceVar(&opts.Redact, "redact", nil, "extra keys or dotted body paths to mask (comma-separated)")
+	fl.BoolVar(&opts.NoRedact, "no-redact", false, "show secret-looking values unmasked")
+	c.MarkFlagsMutuallyExclusive("summary", "explain")
+	opts.Read.addFlags(c)
+	opts.Selection.AddFlags(c.Flags())
+	return c
+}
+
+func init() {
+	register(func(f *Factory) *cobra.Command { return NewCmdClassify(f, nil) })
+}
+
+func classifyRun(ctx context.Context, opts *ClassifyOptions) error {
+	sel, err := opts.Selection.selector(true)
+	if err != nil {
+		return err
+	}
+	if opts.Explain != "" {
+		return explainRun(ctx, opts, sel.Rules())
+	}
+	if opts.Summary {
+		return classifySummaryRun(ctx, opts, sel)
+	}
+	return classifyListRun(ctx, opts, sel)
+}
+
+func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.Selector) error {
+	f := opts.F
+	var redactor *inspect.Redactor
+	if !opts.NoRedact {
+		redactor = inspect.NewRedactor(opts.Redact)
+	}
+	format, _ := f.Format()
+	var nd *output.NDJSONWriter
+	if format == output.NDJSON {
+		nd = output.NewNDJSON(f.IO.Out)
+	}
+	var recs []queue.Record
+	matched := 0
+	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, func(rec *queue.Record, parsed any) error {
+		if !sel.Match(rec, parsed) {
+			return nil
+		}
+		matched++
+		r := *rec
+		if redactor != nil {
+			r = redactor.Record(r)
+		}
+		if nd != nil {
+			return nd.Write(r)
+		}
+		recs = append(recs, r)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	f.IO.Infof("%s", describeRead(rr, matched, sel))
+	switch format {
+	case output.NDJSON:
+		return nil
+	case output.JSON:
+		if recs == nil {
+			recs = []queue.Record{}
+		}
+		return output.WriteJSON(f.IO.Out, recs)
+	}
+	if len(recs) == 0 {
+		f.IO.Infof("no messages")
+		return nil
+	}
+	t := output.NewTable(f.IO, "ID", "CLASS", "ACTION", "RULE", "SOURCE", "EVENT", "ERROR")
+	for _, r := range recs {
+		t.Row(r.MessageID, r.Class, r.Action, r.Rule, queue.NameFromARN(r.System.SourceQueueARN), eventCell(&r),
+			output.Truncate(errorCell(&r), 60))
+	}
+	return t.Render()
+}
+
+func eventCell(r *queue.Record) string {
+	if r.Envelope == nil {
+		return ""
+	}
+	s := r.Envelope.EventType
+	if r.Envelope.EventVersion != nil {
+		s += fmt.Sprintf(" v%v", r.Envelope.EventVersion)
+	}
+	return s
+}
+
+func errorCell(r *queue.Record) string {
+	if r.Failure == nil {
+		return ""
+	}
+	return strings.Trim(strings.TrimSpace(r.Failure.Type+": "+r.Failure.Reason), ": ")
+}
+
+// ClassSummary is one class/action row of `classify --summary`.
+type ClassSummary struct {
+	Class  string `json:"class"`
+	Action string `json:"action"`
+	*inspect.Group
+	// Rules counts the messages per matching rule.
+	Rules map[string]int `json:"rules"`
+	Note  string         `json:"note,omitempty"`
+}
+
+// ClassifyReport is the JSON output of `classify --summary`.
+type ClassifyReport struct {
+	Queue     string          `json:"queue,omitempty"`
+	Rules     string          `json:"rules"`
+	Selection string          `json:"selection"`
+	Read      int             `json:"read"`
+	Matched   int             `json:"matched"`
+	Complete  bool            `json:"complete"`
+	Depth     int             `json:"depth,omitempty"`
+	Note      string          `json:"note,omitempty"`
+	Classes   []*ClassSummary `json:"classes"`
+}
+
+func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classify.Selector) error {
+	f := opts.F
+	keys, err := inspect.ParseGroupKeys([]string{"class,action"})
+	if err != nil {
+		return err
+	}
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	g := inspect.NewGrouper(keys, now)
+	byRule := map[[2]string]map[string]int{}
+	notes := map[string]string{}
+	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, func(rec *queue.Record, parsed any) error {
+		if !sel.Match(rec, parsed) {
+			return nil
+		}
+		g.Add(rec, parsed)
+		k := [2]string{rec.Class, rec.Action}
+		if byRule[k] == nil {
+			byRule[k] = map[string]int{}
+		}
+		byRule[k][rec.Rule]++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	rules := sel.Rules()
+	for _, r := range rules.Rules {
+		if _, ok := notes[r.Class]; !ok && r.Note != "" {
+			notes[r.Class] = r.Note
+		}
+	}
+	if _, ok := notes[rules.Default.Class]; !ok {
+		notes[rules.Default.Class] = rules.Default.Note
+	}
+	groups := g.Groups()
+	if !rr.Complete && rr.Queue != nil {
+		inspect.AddEstimates(groups, rr.Read, rr.Depth)
+	}
+	rep := &ClassifyReport{Rules: rules.Source, Selection: sel.Describe(), Read: rr.Read, Matched: g.Total(),
+		Complete: rr.Complete, Depth: rr.Depth, Note: rr.Note, Classes: []*ClassSummary{}}
+	if rr.Queue != nil {
+		rep.Queue = rr.Queue.ARN
+	}
+	for _, grp := range groups {
+		cls, act := grp.Values[0], grp.Values[1]
+		rep.Classes = append(rep.Classes, &ClassSummary{Class: cls, Action: act, Group: grp, Rules: byRule[[2]string{cls, act}], Note: notes[cls]})
+	}
+	f.IO.Infof("%s", describeRead(rr, g.Total(), sel))
+	format, _ := f.Format()
+	switch format {
+	case output.JSON:
+		return output.WriteJSON(f.IO.Out, rep)
+	case output.NDJSON:
+		w := output.NewNDJSON(f.IO.Out)
+		for _, c := range rep.Classes {
+			if err := w.Write(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(rep.Classes) == 0 {
+		f.IO.Infof("no messages")
+		return nil
+	}
+	estimated := false
+	for _, c := range rep.Classes {
+		estimated = estimated || c.Estimate != nil
+	}
+	headers := []string{"CLASS", "ACTION", "COUNT", "SHARE"}
+	if estimated {
+		headers = append(headers, "EST. TOTAL (95%)")
+	}
+	headers = append(headers, "OLDEST", "EXPIRES", "RULES", "EXAMPLES")
+	t := output.NewTable(f.IO, headers...)
+	for _, c := range rep.Classes {
+		row := []string{c.Class, c.Action, fmt.Sprint(c.Count), fmt.Sprintf("%.1f%%", 100*c.Share)}
+		if estimated {
+			row = append(row, estimateCell(c.Estimate))
+		}
+		row = append(row, ageCell(now, c.OldestSentAt), expiryCell(now, c.SoonestExpiry), ruleCounts(c.Rules), strings.Join(c.Examples, " "))
+		t.Row(row...)
+	}
+	return t.Render()
+}
+
+// ruleCounts renders {"a":2,"b":1} as "a:2 b:1", largest first.
+func ruleCounts(m map[string]int) string {
+	type rc struct {
+		name string
+		n    int
+	}
+	var l []rc
+	for k, v := range m {
+		l = append(l, rc{k, v})
+	}
+	for i := 1; i < len(l); i++ {
+		for j := i; j > 0 && (l[j].n > l[j-1].n || l[j].n == l[j-1].n && l[j].name < l[j-1].name); j-- {
+			l[j], l[j-1] = l[j-1], l[j]
+		}
+	}
+	parts := make([]string, len(l))
+	for i, x := range l {
+		parts[i] = fmt.Sprintf("%s:%d", x.name, x.n)
+	}
+	return strings.Join(parts, " ")
+}
+
+// ExplainReport is the JSON output of `classify --explain`.
+type ExplainReport struct {
+	MessageID string `json:"message_id"`
+	*classify.Explanation
+}
+
+func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rules) error {
+	f := opts.F
+	read := opts.Read
+	if !read.sampleSet {
+		read.All = true // look until the message is found
+	}
+	var found *classify.Explanation
+	var rec queue.Record
+	rr, err := readRecords(ctx, f, opts.Queue, &read, func(r *queue.Record, parsed any) error {
+		if r.MessageID != opts.Explain {
+			return nil
+		}
+		found = rules.Explain(r, parsed)
+		rec = *r
+		return errStop
+	})
+	if err != nil {
+		return err
+	}
+	if found == nil {
+		where := "the input"
+		if rr.Queue != nil {
+			where = rr.Queue.Name
+		}
+		hint := "check the id with 'dlqctl sample' or 'dlqctl classify'"
+		if !rr.Complete {
+			hint = "only part was read; try --all or a larger --sample"
+		}
+		return errs.BadInputf("message %s is not among the %d messages read from %s; %s", opts.Explain, rr.Read, where, hint)
+	}
+	format, _ := f.Format()
+	if format != output.Table {
+		return output.WriteJSON(f.IO.Out, ExplainReport{MessageID: rec.MessageID, Explanation: found})
+	}
+	w := f.IO.Out
+	fmt.Fprintf(w, "message %s", rec.MessageID)
+	var ctxParts []string
+	if s := queue.NameFromARN(rec.System.SourceQueueARN); s != "" {
+		ctxParts = append(ctxParts, "from "+s)
+	}
+	if e := eventCell(&rec); e != "" {
+		ctxParts = append(ctxParts, e)
+	}
+	if e := errorCell(&rec); e != "" {
+		ctxParts = append(ctxParts, output.Truncate(e, 80))
+	}
+	if len(ctxParts) > 0 {
+		fmt.Fprintf(w, " (%s)", strings.Join(ctxParts, "; "))
+	}
+	fmt.Fprintf(w, "\nrules: %s\n", found.Source)
+	for _, s := range found.Steps {
+		mark := "no "
+		if s.Matched {
+			mark = "YES"
+		}
+		loc := ""
+		if s.Line > 0 {
+			loc = fmt.Sprintf(" (line %d)", s.Line)
+		}
+		why := s.Why
+		if s.Error != "" {
+			why = "error, counts as no match: " + s.Error
+		}
+		fmt.Fprintf(w, "  %s  %s%s: %s\n", mark, s.Rule, loc, why)
+		if s.Matched {
+			fmt.Fprintf(w, "       when: %s\n", s.When)
+		}
+	}
+	o := found.Outcome
+	if o.Rule == classify.DefaultRuleName {
+		fmt.Fprintf(w, "  no rule matched: the default applies\n")
+	}
+	fmt.Fprintf(w, "=> class %s, action %s (rule %s)", o.Class, o.Action, o.Rule)
+	if o.Note != "" {
+		fmt.Fprintf(w, ": %s", o.Note)
+	}
+	fmt.Fprintln(w)
+	return nil
+}

@@ -1,0 +1,361 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dlqctl/dlqctl/pkg/classify"
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+// ReadFlags say how much of a queue triage commands read: --sample N or
+// --all, with --visibility between heartbeats, or an offline --from file.
+// group and classify share them.
+type ReadFlags struct {
+	Sample     int
+	All        bool
+	From       string
+	Visibility time.Duration
+	// sampleSet is true when --sample was given explicitly.
+	sampleSet bool
+}
+
+// DefaultSample is how many messages triage reads without --all.
+const DefaultSample = 1000
+
+func (r *ReadFlags) addFlags(c *cobra.Command) {
+	fl := c.Flags()
+	fl.IntVar(&r.Sample, "sample", DefaultSample, "read at most N messages (estimates scale groups to the queue depth)")
+	fl.BoolVar(&r.All, "all", false, "read the whole queue (every message once, held invisible until the end, then released)")
+	fl.StringVar(&r.From, "from", "", "read message records from an NDJSON file (- for stdin) instead of a queue")
+	fl.DurationVar(&r.Visibility, "visibility", 30*time.Second, "how long read messages stay hidden between heartbeats")
+	c.MarkFlagsMutuallyExclusive("sample", "all")
+}
+
+// validate checks the flags and fills in which were set; args are the
+// positional arguments (QUEUE or none with --from).
+func (r *ReadFlags) validate(c *cobra.Command) error {
+	r.sampleSet = c.Flags().Changed("sample")
+	if r.Sample <= 0 {
+		return errs.BadInputf("--sample must be at least 1 (got %d); use --all to read the whole queue", r.Sample)
+	}
+	if r.Visibility < 5*time.Second || r.Visibility > 12*time.Hour {
+		return errs.BadInputf("--visibility must be between 5s and 12h (got %s)", r.Visibility)
+	}
+	return nil
+}
+
+// input returns the InputOptions for queue q.
+func (r *ReadFlags) input(q string) InputOptions {
+	in := InputOptions{Queue: q, From: r.From, Visibility: r.Visibility}
+	if !r.All {
+		in.Max = r.Sample
+	}
+	return in
+}
+
+// queueOrFromArgs accepts QUEUE, or no argument with --from.
+func queueOrFromArgs(from *string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if *from != "" {
+			return exactArgs(0, "no QUEUE with --from")(c, args)
+		}
+		return exactArgs(1, "one QUEUE (name, URL or ARN), or --from FILE")(c, args)
+	}
+}
+
+// readResult is what a triage read saw.
+type readResult struct {
+	Queue    *queue.Queue
+	Read     int  // records read
+	Complete bool // the whole queue (or file) was read
+	Depth    int  // queue depth at the start (0: unknown)
+	Note     string
+}
+
+// readRecords streams records for triage: it warns about the side effects
+// of peeking, shows progress on a terminal, honours --sample for files too,
+// and reports how much of the queue was read.
+func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, fn func(rec *queue.Record, parsed any) error) (*readResult, error) {
+	if r.From == "" {
+		_, qq, err := f.ResolveQueue(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range SideEffectWarnings(qq) {
+			f.IO.Warnf("%s", w)
+		}
+	}
+	prog := output.NewProgress(f.IO, output.Table)
+	depth := 0
+	read := 0
+	limitFile := r.From != "" && r.sampleSet && !r.All
+	stoppedEarly := false
+	res, err := f.ForEachRecord(ctx, r.input(q), func(rec *queue.Record, parsed any) error {
+		read++
+		if read%100 == 0 {
+			prog.Update(output.Stats{Op: "read", Done: int64(read), Total: int64(depth)}, false)
+		}
+		if err := fn(rec, parsed); err != nil {
+			return err
+		}
+		if limitFile && read >= r.Sample {
+			stoppedEarly = true
+			return errStop
+		}
+		return nil
+	})
+	prog.Done()
+	if err != nil {
+		return nil, err
+	}
+	out := &readResult{Read: read, Complete: !stoppedEarly}
+	if res.Scan != nil {
+		c := res.Scan.Depth
+		out.Queue = res.Queue
+		out.Depth = c.Visible + c.InFlight + c.Delayed
+		out.Complete = res.Scan.Complete
+		out.Note = res.Scan.Note
+		if strings.Contains(res.Scan.Note, "in-flight") {
+			f.IO.Warnf("%s: read %d of about %d messages; the results are a bounded sample", res.Scan.Note, read, out.Depth)
+		}
+		f.Verbosef("read %d distinct messages from %s (depth at start: %d); all released", res.Scan.Seen, res.Queue.Name, out.Depth)
+	}
+	return out, nil
+}
+
+// describeRead is the one-line account of what was read, for stderr.
+func describeRead(r *readResult, matched int, sel *classify.Selector) string {
+	var b strings.Builder
+	switch {
+	case r.Queue == nil:
+		fmt.Fprintf(&b, "read %d records", r.Read)
+	case r.Complete:
+		fmt.Fprintf(&b, "read all %d messages of %s", r.Read, r.Queue.Name)
+	case r.Depth > r.Read:
+		fmt.Fprintf(&b, "read a sample of %d of about %d messages of %s; totals marked ~ are estimates (95%% Wilson interval)", r.Read, r.Depth, r.Queue.Name)
+	default:
+		fmt.Fprintf(&b, "read %d messages of %s", r.Read, r.Queue.Name)
+	}
+	if d := sel.Describe(); d != "all messages" && matched != r.Read {
+		fmt.Fprintf(&b, "; %d matched %s", matched, d)
+	}
+	return b.String()
+}
+
+// GroupOptions are the inputs of `dlqctl group`.
+type GroupOptions struct {
+	F         *Factory
+	Queue     string
+	By        []string
+	Read      ReadFlags
+	Selection SelectionFlags
+	// Now is the reference time for ages (default: time.Now).
+	Now time.Time
+}
+
+// NewCmdGroup builds `dlqctl group`.
+func NewCmdGroup(f *Factory, runF func(context.Context, *GroupOptions) error) *cobra.Command {
+	opts := &GroupOptions{F: f}
+	c := &cobra.Command{
+		Use:   "group QUEUE --by KEYS",
+		Short: "Count messages by source, event type, error fingerprint, shape, age, …",
+		Long: withExitCodes(`Group the messages of a dead-letter queue and count each group: what
+failed, from where, since when. Nothing is consumed: messages are read
+(held invisible with a heartbeat so each is seen once) and released at the
+end, also on Ctrl-C and on errors.
+
+--by takes one or more keys, comma-separated:
+` + inspect.GroupKeyNames() + `
+or any jq expression over the message record (start it with '.'), e.g.
+--by 'source,.attributes.tenant.value'.
+
+Each group shows its count and share, the oldest message's age, the
+soonest expiry, the receive-count range and two example message ids,
+largest group first. By default a sample of --sample messages (1000) is
+read; when the queue holds more, each group's total is estimated with a
+95% Wilson interval (marked ~). --all reads every message. On very large
+queues the read stops short of the in-flight limit and says so.
+
+` + SelectionHelp + `
+
+` + inspect.ExprHelp),
+		Example: `  dlqctl group orders-dlq --by source,event_type --all
+  dlqctl group orders-dlq --by error
+  dlqctl group orders-dlq --by class,error -o json
+  dlqctl group --from dlq.ndjson --by shape,age`,
+		Args: queueOrFromArgs(&opts.Read.From),
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Queue = args[0]
+			}
+			if err := opts.Read.validate(c); err != nil {
+				return err
+			}
+			if len(opts.By) == 0 {
+				return errs.BadInputf("group needs --by KEYS, e.g. --by source,error; keys: %s", strings.Join(groupKeyList(), ", "))
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return groupRun(c.Context(), opts)
+		},
+	}
+	c.Flags().StringArrayVar(&opts.By, "by", nil, "group keys, comma-separated (named keys or jq expressions)")
+	opts.Read.addFlags(c)
+	opts.Selection.AddFlags(c.Flags())
+	return c
+}
+
+func groupKeyList() []string {
+	var names []string
+	for _, line := range strings.Split(inspect.GroupKeyNames(), "\n") {
+		if fs := strings.Fields(line); len(fs) > 0 {
+			names = append(names, fs[0])
+		}
+	}
+	return names
+}
+
+func init() {
+	register(func(f *Factory) *cobra.Command { return NewCmdGroup(f, nil) })
+}
+
+// GroupReport is the JSON output of `dlqctl group`.
+type GroupReport struct {
+	Queue     string           `json:"queue,omitempty"`
+	By        []string         `json:"by"`
+	Selection string           `json:"selection"`
+	Read      int              `json:"read"`
+	Matched   int              `json:"matched"`
+	Complete  bool             `json:"complete"`
+	Depth     int              `json:"depth,omitempty"`
+	Note      string           `json:"note,omitempty"`
+	Groups    []*inspect.Group `json:"groups"`
+}
+
+func groupRun(ctx context.Context, opts *GroupOptions) error {
+	f := opts.F
+	keys, err := inspect.ParseGroupKeys(opts.By)
+	if err != nil {
+		return err
+	}
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	g := inspect.NewGrouper(keys, now)
+	sel, err := opts.Selection.selector(g.NeedsClass())
+	if err != nil {
+		return err
+	}
+	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, func(rec *queue.Record, parsed any) error {
+		if sel.Match(rec, parsed) {
+			g.Add(rec, parsed)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	groups := g.Groups()
+	if !rr.Complete && rr.Queue != nil {
+		inspect.AddEstimates(groups, rr.Read, rr.Depth)
+	}
+	rep := &GroupReport{By: make([]string, len(keys)), Selection: sel.Describe(), Read: rr.Read, Matched: g.Total(),
+		Complete: rr.Complete, Depth: rr.Depth, Note: rr.Note, Groups: groups}
+	if rr.Queue != nil {
+		rep.Queue = rr.Queue.ARN
+	}
+	for i, k := range keys {
+		rep.By[i] = k.Name
+	}
+	f.IO.Infof("%s", describeRead(rr, g.Total(), sel))
+	return printGroups(f, rep, now)
+}
+
+func printGroups(f *Factory, rep *GroupReport, now time.Time) error {
+	format, _ := f.Format()
+	switch format {
+	case output.JSON:
+		return output.WriteJSON(f.IO.Out, rep)
+	case output.NDJSON:
+		w := output.NewNDJSON(f.IO.Out)
+		for _, g := range rep.Groups {
+			if err := w.Write(g); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(rep.Groups) == 0 {
+		f.IO.Infof("no messages")
+		return nil
+	}
+	estimated := false
+	for _, g := range rep.Groups {
+		estimated = estimated || g.Estimate != nil
+	}
+	var headers []string
+	for _, k := range rep.By {
+		headers = append(headers, strings.ToUpper(output.Truncate(k, 24)))
+	}
+	headers = append(headers, "COUNT", "SHARE")
+	if estimated {
+		headers = append(headers, "EST. TOTAL (95%)")
+	}
+	headers = append(headers, "OLDEST", "EXPIRES", "RECV", "EXAMPLES")
+	t := output.NewTable(f.IO, headers...)
+	for _, g := range rep.Groups {
+		var row []string
+		for _, v := range g.Values {
+			row = append(row, output.Truncate(v, 72))
+		}
+		row = append(row, fmt.Sprint(g.Count), fmt.Sprintf("%.1f%%", 100*g.Share))
+		if estimated {
+			row = append(row, estimateCell(g.Estimate))
+		}
+		row = append(row, ageCell(now, g.OldestSentAt), expiryCell(now, g.SoonestExpiry), recvCell(g),
+			strings.Join(g.Examples, " "))
+		t.Row(row...)
+	}
+	return t.Render()
+}
+
+func estimateCell(e *inspect.Estimate) string {
+	if e == nil {
+		return ""
+	}
+	return fmt.Sprintf("~%d (%d–%d)", e.Total, e.Low, e.High)
+}
+
+func ageCell(now, sent time.Time) string {
+	if sent.IsZero() {
+		return "-"
+	}
+	return output.Duration(now.Sub(sent))
+}
+
+func expiryCell(now, exp time.Time) string {
+	if exp.IsZero() {
+		return "-"
+	}
+	if !exp.After(now) {
+		return "expired"
+	}
+	return "in " + output.Duration(exp.Sub(now))
+}
+
+func recvCell(g *inspect.Group) string {
+	if g.ReceiveCount.Min == g.ReceiveCount.Max {
+		return fmt.Sprint(g.ReceiveCount.Min)
+	}
+	return fmt.Sprintf("%d-%d", g.ReceiveCount.Min, g.ReceiveCount.Max)
+}

@@ -1,0 +1,354 @@
+package cmd
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/dlqctl/dlqctl/internal/seed"
+	"github.com/dlqctl/dlqctl/internal/testenv"
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
+)
+
+// decodeGroupReport parses `group -o json` output.
+func decodeGroupReport(t *testing.T, r cliResult) GroupReport {
+	t.Helper()
+	if r.Code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", r.Code, r.Stderr)
+	}
+	var rep GroupReport
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("group -o json: %v\n%s", err, r.Stdout)
+	}
+	return rep
+}
+
+// assertUntouched checks that a queue holds exactly want messages, all
+// visible: nothing consumed, nothing left held.
+func assertUntouched(t *testing.T, c *sqs.Client, url string, want int) {
+	t.Helper()
+	visible, inFlight := queueDepth(t, c, url)
+	if visible != want || inFlight != 0 {
+		t.Fatalf("queue holds %d visible + %d in flight after the scan, want %d visible + 0", visible, inFlight, want)
+	}
+}
+
+func TestGroupSeededIncidentCountsExactly(t *testing.T) {
+	env, truth := sharedIncident(t)
+	r := runCLI(t, env, "", "group", truth.DLQ.Name, "--by", "source,event_type", "--all", "-o", "json")
+	rep := decodeGroupReport(t, r)
+	want := map[string]int{}
+	for _, m := range truth.InQueue(truth.DLQ.Name) {
+		et := m.EventType
+		if json.Valid([]byte(m.Body)) == false || et == "" {
+			et = inspect.None
+		}
+		want[m.SourceName+"|"+et]++
+	}
+	got := map[string]int{}
+	for _, g := range rep.Groups {
+		got[g.Key["source"]+"|"+g.Key["event_type"]] = g.Count
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("group counts\n got %v\nwant %v", got, want)
+	}
+	if !rep.Complete || rep.Read != len(truth.InQueue(truth.DLQ.Name)) || rep.Matched != rep.Read {
+		t.Errorf("report read=%d matched=%d complete=%v", rep.Read, rep.Matched, rep.Complete)
+	}
+	for i := 1; i < len(rep.Groups); i++ {
+		if rep.Groups[i].Count > rep.Groups[i-1].Count {
+			t.Errorf("groups not sorted by count: %d after %d", rep.Groups[i].Count, rep.Groups[i-1].Count)
+		}
+	}
+	g := rep.Groups[0]
+	if len(g.Examples) != 2 || g.OldestSentAt.IsZero() || g.SoonestExpiry.IsZero() || g.ReceiveCount.Min < 1 || g.Estimate != nil {
+		t.Errorf("group details missing: %+v", g)
+	}
+	if !strings.Contains(r.Stderr, "read all") {
+		t.Errorf("stderr does not say the whole queue was read: %q", r.Stderr)
+	}
+	assertUntouched(t, env.SQS(t), truth.DLQ.URL, len(truth.InQueue(truth.DLQ.Name)))
+}
+
+func TestGroupErrorFingerprintMergesVaryingReasons(t *testing.T) {
+	env, truth := sharedIncident(t)
+	rep := decodeGroupReport(t, runCLI(t, env, "", "group", truth.DLQ.Name, "--by", "error", "--all", "-o", "json"))
+	// Each of these error kinds varies only in numbers, ids and addresses:
+	// every occurrence must land in one group.
+	kinds := map[string]func(m seed.Seeded) bool{
+		"DatabaseTimeout: timeout after": func(m seed.Seeded) bool { return m.FailureType == "DatabaseTimeout" },
+		"ConnectionReset: read tcp":      func(m seed.Seeded) bool { return m.FailureType == "ConnectionReset" },
+		"BusinessRuleViolation: insufficient funds": func(m seed.Seeded) bool {
+			return strings.HasPrefix(m.FailureReason, "insufficient funds")
+		},
+		"BusinessRuleViolation: order o-<n> already cancelled": func(m seed.Seeded) bool {
+			return strings.HasPrefix(m.FailureReason, "order ") && strings.HasSuffix(m.FailureReason, "already cancelled")
+		},
+	}
+	for prefix, sel := range kinds {
+		want := 0
+		for _, m := range truth.InQueue(truth.DLQ.Name) {
+			if sel(m) {
+				want++
+			}
+		}
+		var groups []*inspect.Group
+		for _, g := range rep.Groups {
+			if strings.HasPrefix(g.Key["error"], prefix) {
+				groups = append(groups, g)
+			}
+		}
+		if want < 2 {
+			t.Fatalf("seed has %d %q messages; the test needs varying reasons", want, prefix)
+		}
+		if len(groups) != 1 || groups[0].Count != want {
+			var keys []string
+			for _, g := range groups {
+				keys = append(keys, fmt.Sprintf("%q x%d", g.Key["error"], g.Count))
+			}
+			t.Errorf("%s: %d seeded messages fell into groups %v, want one group", prefix, want, keys)
+		}
+	}
+}
+
+func TestGroupFromFileMatchesQueue(t *testing.T) {
+	env, truth := sharedIncident(t)
+	dump := runCLI(t, env, "", "sample", truth.DLQ.Name, "-n", "1000", "--no-redact", "-o", "ndjson")
+	if dump.Code != 0 {
+		t.Fatalf("sample: %s", dump.Stderr)
+	}
+	path := filepath.Join(t.TempDir(), "dlq.ndjson")
+	if err := os.WriteFile(path, []byte(dump.Stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fromFile := decodeGroupReport(t, runCLI(t, testenv.Env{}, "", "group", "--from", path, "--by", "shape,class", "-o", "json"))
+	fromStdin := decodeGroupReport(t, runCLI(t, testenv.Env{}, dump.Stdout, "group", "--from", "-", "--by", "shape,class", "-o", "json"))
+	fromQueue := decodeGroupReport(t, runCLI(t, env, "", "group", truth.DLQ.Name, "--by", "shape,class", "--all", "-o", "json"))
+	summary := func(rep GroupReport) string {
+		var parts []string
+		for _, g := range rep.Groups {
+			parts = append(parts, fmt.Sprintf("%s/%s=%d", g.Key["shape"], g.Key["class"], g.Count))
+		}
+		return strings.Join(parts, " ")
+	}
+	if summary(fromFile) != summary(fromQueue) || summary(fromStdin) != summary(fromQueue) {
+		t.Errorf("offline grouping differs from the queue's\nfile:  %s\nstdin: %s\nqueue: %s", summary(fromFile), summary(fromStdin), summary(fromQueue))
+	}
+	notJSON := 0
+	for _, m := range truth.InQueue(truth.DLQ.Name) {
+		if !json.Valid([]byte(m.Body)) {
+			notJSON++
+		}
+	}
+	for _, g := range fromFile.Groups {
+		if g.Key["shape"] == inspect.NotJSON && (g.Count != notJSON || g.Key["class"] != "permanent") {
+			t.Errorf("not-json group %+v, want %d permanent", g.Key, notJSON)
+		}
+	}
+	if fromFile.Queue != "" || fromFile.Depth != 0 {
+		t.Errorf("offline report claims a queue: %+v", fromFile)
+	}
+}
+
+func TestGroupTableOutput(t *testing.T) {
+	env, truth := sharedIncident(t)
+	r := runCLI(t, env, "", "group", truth.DLQ.Name, "--by", "source", "--all")
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want one line per source (2), got:\n%s", r.Stdout)
+	}
+	for _, l := range lines {
+		cols := strings.Split(l, "\t")
+		if len(cols) != 7 || !strings.HasPrefix(cols[0], truth.Prefix) || !strings.HasSuffix(cols[2], "%") {
+			t.Errorf("piped row is not tab-separated source/count/share/…: %q", l)
+		}
+	}
+}
+
+func TestGroupBadInputChangesNothing(t *testing.T) {
+	env, truth := sharedIncident(t)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"group", truth.DLQ.Name}, "needs --by"},
+		{[]string{"group", truth.DLQ.Name, "--by", "sorce"}, `unknown group key "sorce"`},
+		{[]string{"group", truth.DLQ.Name, "--by", "source", "--sample", "0"}, "--sample must be at least 1"},
+		{[]string{"group", truth.DLQ.Name, "--by", "source", "--sample", "5", "--all"}, "none of the others"},
+		{[]string{"group", truth.DLQ.Name, "--by", "class", "--class", "nope"}, `unknown class "nope"`},
+		{[]string{"group", "--by", "source"}, "one QUEUE"},
+	}
+	for _, c := range cases {
+		r := runCLI(t, env, "", c.args...)
+		if r.Code != errs.ExitUsage || !strings.Contains(r.Stderr, c.want) || r.Stdout != "" {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 mentioning %q", c.args, r.Code, r.Stderr, c.want)
+		}
+	}
+	assertUntouched(t, env.SQS(t), truth.DLQ.URL, len(truth.InQueue(truth.DLQ.Name)))
+}
+
+// fillQueue creates a queue and fills it with n messages: every fourth is an
+// envelope with a transient failure, the rest plain envelopes.
+func fillQueue(t *testing.T, env testenv.Env, prefix string, n int) (name, url string) {
+	t.Helper()
+	c := env.SQS(t)
+	ctx := context.Background()
+	name = testenv.UniqueName(t, prefix)
+	out, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url = aws.ToString(out.QueueUrl)
+	t.Cleanup(func() { _, _ = c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}) })
+	err = seed.FillDLQ(ctx, c, url, n, func(i int) string {
+		if i%4 == 0 {
+			return fmt.Sprintf(`{"eventId":"e-%d","eventType":"OrderCreated","eventVersion":2,"failure_reason":"timeout after %dms for order o-%d"}`, i, 800+i%900, i)
+		}
+		return fmt.Sprintf(`{"eventId":"e-%d","eventType":"OrderPaid","eventVersion":1,"payload":{"orderId":"o-%d"}}`, i, i)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name, url
+}
+
+func TestGroupFullScanOfAFewThousandMessages(t *testing.T) {
+	env := testenv.Require(t)
+	const n = 3000
+	name, url := fillQueue(t, env, "grp-full", n)
+	rep := decodeGroupReport(t, runCLI(t, env, "", "group", name, "--by", "event_type,error", "--all", "-o", "json"))
+	counts := map[string]int{}
+	for _, g := range rep.Groups {
+		counts[g.Key["event_type"]+" / "+g.Key["error"]] = g.Count
+	}
+	want := map[string]int{
+		"OrderCreated / timeout after <n>ms for order o-<n>": n / 4,
+		"OrderPaid / " + inspect.NoFailure:                   n - n/4,
+	}
+	if fmt.Sprint(counts) != fmt.Sprint(want) {
+		t.Errorf("groups %v, want %v", counts, want)
+	}
+	if rep.Read != n || !rep.Complete {
+		t.Errorf("read %d (complete %v), want every one of %d messages once", rep.Read, rep.Complete, n)
+	}
+	assertUntouched(t, env.SQS(t), url, n)
+}
+
+func TestGroupSampleEstimatesTotals(t *testing.T) {
+	env := testenv.Require(t)
+	const n, sample = 2000, 200
+	name, url := fillQueue(t, env, "grp-est", n)
+	r := runCLI(t, env, "", "group", name, "--by", "event_type", "--sample", fmt.Sprint(sample), "-o", "json")
+	rep := decodeGroupReport(t, r)
+	if rep.Complete || rep.Read != sample || rep.Depth != n {
+		t.Fatalf("read %d of depth %d (complete %v), want a sample of %d of %d", rep.Read, rep.Depth, rep.Complete, sample, n)
+	}
+	truth := map[string]int{"OrderCreated": n / 4, "OrderPaid": n - n/4}
+	for _, g := range rep.Groups {
+		e := g.Estimate
+		if e == nil {
+			t.Fatalf("group %v has no estimate", g.Key)
+		}
+		want := truth[g.Key["event_type"]]
+		if e.Of != n || e.Confidence != 0.95 || e.Low > want || e.High < want || e.Low > e.Total || e.Total > e.High {
+			t.Errorf("%s: estimate %+v does not cover the true %d", g.Key["event_type"], e, want)
+		}
+	}
+	if !strings.Contains(r.Stderr, "estimates") {
+		t.Errorf("stderr does not say totals are estimates: %q", r.Stderr)
+	}
+	table := runCLI(t, env, "", "group", name, "--by", "event_type", "--sample", fmt.Sprint(sample))
+	if !strings.Contains(table.Stdout, "~") {
+		t.Errorf("table does not mark estimates with ~:\n%s", table.Stdout)
+	}
+	assertUntouched(t, env.SQS(t), url, n)
+}
+
+func TestGroupInterruptReleasesEverything(t *testing.T) {
+	env := testenv.Require(t)
+	bin := testenv.BuildBinary(t)
+	const n = 4000
+	name, url := fillQueue(t, env, "grp-int", n)
+	c := env.SQS(t)
+
+	cmd := exec.Command(bin, "group", name, "--by", "error", "--all", "--visibility", "60s")
+	cmd.Env = append(os.Environ(), env.Environ()...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Interrupt once the scan holds messages.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, inFlight := queueDepth(t, c, url); inFlight > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatal("the scan never held any message")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	code := cmd.ProcessState.ExitCode()
+	if code != errs.ExitInterrupted {
+		t.Fatalf("exit %d (%v), want 130; stderr: %s", code, err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "interrupted") {
+		t.Errorf("stderr %q does not say it was interrupted", stderr.String())
+	}
+	// Released means visible again at once, not after the 60 s visibility.
+	assertUntouched(t, c, url, n)
+	// And receivable: every message can be received again right now.
+	seen := map[string]bool{}
+	for len(seen) < n {
+		out, err := c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Messages) == 0 {
+			break
+		}
+		for _, m := range out.Messages {
+			seen[aws.ToString(m.MessageId)] = true
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("%d of %d messages receivable after the interrupted scan", len(seen), n)
+	}
+}
+
+// readNDJSONRecords parses NDJSON message records.
+func readNDJSONRecords(t *testing.T, s string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(s))
+	sc.Buffer(make([]byte, 4<<20), 4<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("bad NDJSON line %q: %v", sc.Text(), err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
