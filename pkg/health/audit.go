@@ -1,0 +1,315 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+// DefaultInvestigationWindow is how long a dead-lettered message should
+// survive in the DLQ after its source would have expired it.
+const DefaultInvestigationWindow = 7 * 24 * time.Hour
+
+// DefaultExpiryHorizon is how soon an expiry counts as imminent.
+const DefaultExpiryHorizon = 24 * time.Hour
+
+// AuditOptions say what to audit and how.
+type AuditOptions struct {
+	// Queues are queue references (name, URL or ARN). Empty audits every
+	// queue in the region (whose name starts with Prefix).
+	Queues []string
+	Prefix string
+	Config
+	// SampleMax is how many messages to sample per DLQ for the expiry
+	// check; 0 skips it.
+	SampleMax int
+	// SampleVisibility is how long sampled messages stay hidden between
+	// heartbeats (they are released when the sample ends).
+	SampleVisibility time.Duration
+	// ExpiryHorizon is how soon an expiry is reported (default 24 h).
+	ExpiryHorizon time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// OnSample is called before a DLQ is sampled.
+	OnSample func(q *queue.Queue, max int)
+}
+
+// AuditReport is the result of an audit (audit -o json).
+type AuditReport struct {
+	Queues   []string  `json:"queues"`
+	Findings []Finding `json:"findings"`
+	Notes    []string  `json:"notes"`
+	Tally    Tally     `json:"tally"`
+}
+
+// Audit loads the queues to audit with their DLQs and sources, runs the
+// configuration checks and samples DLQs for messages about to expire.
+func Audit(ctx context.Context, c *queue.Client, opts AuditOptions) (*AuditReport, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.ExpiryHorizon <= 0 {
+		opts.ExpiryHorizon = DefaultExpiryHorizon
+	}
+	g, err := Load(ctx, c, opts.Queues, opts.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	findings, notes := Evaluate(g, opts.Config)
+	if opts.SampleMax > 0 {
+		fs, ns, err := sampleExpiry(ctx, c, g, opts)
+		if err != nil {
+			return nil, err
+		}
+		findings = append(findings, fs...)
+		notes = append(notes, ns...)
+	}
+	Sort(findings)
+	rep := &AuditReport{Findings: findings, Notes: notes, Queues: []string{}}
+	if rep.Findings == nil {
+		rep.Findings = []Finding{}
+	}
+	if rep.Notes == nil {
+		rep.Notes = []string{}
+	}
+	for _, n := range g.Nodes() {
+		rep.Queues = append(rep.Queues, n.Q.Name)
+	}
+	rep.Tally = Count(findings)
+	return rep, nil
+}
+
+// Load builds the graph to audit. With refs, it holds those queues, the
+// queues that dead-letter into them and the DLQs they point at; with none,
+// every queue whose name starts with prefix (all of them without a prefix)
+// plus the DLQs and sources they link to.
+func Load(ctx context.Context, c *queue.Client, refs []string, prefix string) (*Graph, error) {
+	g := NewGraph()
+	var seeds []*queue.Queue
+	if len(refs) > 0 {
+		for _, ref := range refs {
+			q, err := c.Resolve(ctx, ref)
+			if err != nil {
+				return nil, err
+			}
+			seeds = append(seeds, q)
+		}
+	} else {
+		urls, err := c.ListQueueURLs(ctx, prefix)
+		if err != nil {
+			return nil, err
+		}
+		if seeds, err = c.LoadAll(ctx, urls); err != nil {
+			return nil, err
+		}
+	}
+	whole := len(refs) == 0 && prefix == ""
+	for _, q := range seeds {
+		g.Add(q, whole)
+	}
+	if !whole {
+		// Sources outside the selection: ask SQS which queues target each.
+		srcURLs, err := sourcesOf(ctx, c, seeds)
+		if err != nil {
+			return nil, err
+		}
+		extra, err := c.LoadAll(ctx, srcURLs)
+		if err != nil {
+			return nil, err
+		}
+		for _, q := range extra {
+			g.Add(q, false)
+		}
+		for _, q := range seeds {
+			g.Add(q, true)
+		}
+	}
+	// DLQs outside the selection, following chains (a DLQ with its own
+	// RedrivePolicy). A target that cannot be found stays out: missing.
+	tried := map[string]bool{}
+	for {
+		var next []string
+		for _, n := range g.Nodes() {
+			if n.Policy == nil {
+				continue
+			}
+			arn := n.Policy.DeadLetterTargetARN
+			if g.Has(arn) || tried[arn] {
+				continue
+			}
+			tried[arn] = true
+			if region, _, ok := arnParts(arn); ok && (c.Region == "" || region == c.Region) {
+				next = append(next, arn)
+			}
+		}
+		if len(next) == 0 {
+			break
+		}
+		for _, arn := range next {
+			q, err := lookupARN(ctx, c, arn)
+			if err != nil {
+				return nil, err
+			}
+			if q != nil {
+				g.Add(q, false)
+			}
+		}
+	}
+	g.Link()
+	return g, nil
+}
+
+func sourcesOf(ctx context.Context, c *queue.Client, qs []*queue.Queue) ([]string, error) {
+	var (
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		urls     []string
+		firstErr error
+		sem      = make(chan struct{}, 8)
+	)
+	seen := map[string]bool{}
+	for _, q := range qs {
+		seen[q.URL] = true
+	}
+	for _, q := range qs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			us, err := c.SourceQueueURLs(ctx, q)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil && !queue.IsNotFound(err) {
+					firstErr = err
+				}
+				return
+			}
+			for _, u := range us {
+				if !seen[u] {
+					seen[u] = true
+					urls = append(urls, u)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return urls, firstErr
+}
+
+// lookupARN loads the queue with arn, or returns nil when it does not exist.
+func lookupARN(ctx context.Context, c *queue.Client, arn string) (*queue.Queue, error) {
+	_, account, _ := arnParts(arn)
+	in := &sqs.GetQueueUrlInput{QueueName: aws.String(queue.NameFromARN(arn))}
+	if account != "" {
+		in.QueueOwnerAWSAccountId = aws.String(account)
+	}
+	out, err := c.API.GetQueueUrl(ctx, in)
+	if err != nil {
+		if queue.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, queue.WrapAWSError(err)
+	}
+	q := &queue.Queue{URL: aws.ToString(out.QueueUrl)}
+	if err := c.Refresh(ctx, q); err != nil {
+		if queue.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, queue.WrapAWSError(err)
+	}
+	return q, nil
+}
+
+// ExpirySample is what a sample of a DLQ says about upcoming expiries.
+type ExpirySample struct {
+	Sampled  int
+	Expiring int
+	// Earliest is the soonest expiry among the sampled messages.
+	Earliest time.Time
+}
+
+// ExpiringWithin counts the records that expire before now+horizon.
+func ExpiringWithin(recs []queue.Record, now time.Time, horizon time.Duration) ExpirySample {
+	s := ExpirySample{Sampled: len(recs)}
+	for _, r := range recs {
+		if r.ExpiresAt.IsZero() {
+			continue
+		}
+		if r.ExpiresAt.Before(now.Add(horizon)) {
+			s.Expiring++
+		}
+		if s.Earliest.IsZero() || r.ExpiresAt.Before(s.Earliest) {
+			s.Earliest = r.ExpiresAt
+		}
+	}
+	return s
+}
+
+func sampleExpiry(ctx context.Context, c *queue.Client, g *Graph, opts AuditOptions) ([]Finding, []string, error) {
+	var (
+		out   []Finding
+		notes []string
+	)
+	for _, n := range g.Nodes() {
+		if !n.IsDLQ() {
+			continue
+		}
+		visible := n.Q.Counts().Visible
+		switch {
+		case visible == 0:
+			continue
+		case n.Q.FIFO:
+			notes = append(notes, fmt.Sprintf("%s: expiry not sampled: a FIFO DLQ restarts the retention clock when a message is dead-lettered, and peeking blocks message groups", n.Q.Name))
+			continue
+		case n.Policy != nil:
+			notes = append(notes, fmt.Sprintf("%s: expiry not sampled: the DLQ has its own RedrivePolicy, so peeking would count toward moving its messages on", n.Q.Name))
+			continue
+		}
+		if opts.OnSample != nil {
+			opts.OnSample(n.Q, opts.SampleMax)
+		}
+		var recs []queue.Record
+		_, err := inspect.Scan(ctx, c, n.Q, inspect.ScanOptions{Max: opts.SampleMax, Visibility: opts.SampleVisibility},
+			func(m *queue.Message, _ any) error {
+				recs = append(recs, m.Record)
+				return nil
+			})
+		if err != nil {
+			return nil, nil, err
+		}
+		now := opts.Now()
+		s := ExpiringWithin(recs, now, opts.ExpiryHorizon)
+		if s.Expiring == 0 {
+			continue
+		}
+		f := finding(SevError, "messages-expiring", n,
+			fmt.Sprintf("%d of %d sampled messages expire within %s (the first in %s; sampled %d of ~%d visible)",
+				s.Expiring, s.Sampled, dur(opts.ExpiryHorizon), dur(max(0, s.Earliest.Sub(now))), s.Sampled, visible),
+			"SQS deletes expired messages for good: once gone they cannot be inspected, archived or redriven",
+			Fix{Command: "dlqctl archive " + n.Q.Name,
+				Text: "archive or redrive them before they expire; a longer MessageRetentionPeriod on the DLQ gives future messages more time"})
+		if n.Q.Retention() < MaxRetention {
+			f.Fix.Attribute, f.Fix.Value, f.Fix.Terraform = "MessageRetentionPeriod", secs(MaxRetention), "message_retention_seconds = "+secs(MaxRetention)
+		}
+		f.Sampled = true
+		if len(n.Sources) > 0 {
+			names := make([]string, len(n.Sources))
+			for i, s := range n.Sources {
+				names[i] = s.Q.Name
+			}
+			f.Related = strings.Join(names, ",")
+		}
+		out = append(out, f)
+	}
+	return out, notes, nil
+}
