@@ -356,6 +356,10 @@ func (m *mover) worker(runCtx context.Context) {
 			m.stop(fmt.Errorf("reading %s: %w", m.src.Name(), err))
 			return
 		}
+		if runCtx.Err() != nil {
+			_ = m.src.Release(context.WithoutCancel(runCtx), items)
+			return
+		}
 		if len(items) == 0 {
 			empty++
 			if empty >= m.opt.EmptyReceives {

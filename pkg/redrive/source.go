@@ -42,8 +42,10 @@ var ErrSourceDone = errors.New("source exhausted")
 type Source interface {
 	// Name identifies the source in reports and journals.
 	Name() string
-	// Next returns up to max (≤ 10) items. An empty batch means "nothing
-	// right now"; ErrSourceDone means "nothing more". Items stay reserved
+	// Next returns up to max (≤ 10) items, decoded (inspect.Decode sets
+	// Record.Redrive, Envelope, Failure; Parsed is its result). An empty
+	// batch means "nothing right now"; ErrSourceDone means "nothing more".
+	// It must not lose items when ctx ends mid-call. Items stay reserved
 	// for the caller (held invisible, for a queue) until they are acked or
 	// released, or the source is closed.
 	Next(ctx context.Context, max int) ([]Item, error)
@@ -92,9 +94,11 @@ func (s *QueueSource) Name() string { return s.q.Name }
 // Held is the number of messages currently held.
 func (s *QueueSource) Held() int { return s.lease.Len() }
 
-// Next receives up to max messages and holds them.
+// Next receives up to max messages and holds them. The receive itself is
+// not cut short by ctx: a long poll abandoned mid-flight could leave the
+// messages it returned invisible with nobody holding them.
 func (s *QueueSource) Next(ctx context.Context, max int) ([]Item, error) {
-	msgs, err := s.c.Receive(ctx, s.q, max, s.lease.Visibility(), s.wait)
+	msgs, err := s.c.Receive(context.WithoutCancel(ctx), s.q, max, s.lease.Visibility(), s.wait)
 	if err != nil {
 		return nil, err
 	}
