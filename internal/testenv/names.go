@@ -2,7 +2,9 @@ package testenv
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,6 +49,23 @@ func UniqueName(t testing.TB, prefix string) string {
 		parts = append(parts, n)
 	}
 	return strings.Join(append(parts, suffix), "-")
+}
+
+// BucketName returns a unique S3 bucket name (3-63 characters of [a-z0-9-],
+// starting and ending with a letter or digit) built like UniqueName.
+// versitygw starts without buckets; create it with CreateBucket.
+func BucketName(t testing.TB, prefix string) string {
+	t.Helper()
+	n := strings.ToLower(UniqueName(t, prefix))
+	n = strings.ReplaceAll(n, "_", "-")
+	for strings.Contains(n, "--") {
+		n = strings.ReplaceAll(n, "--", "-")
+	}
+	n = strings.Trim(n, "-")
+	if len(n) < 3 {
+		n = "b-" + n
+	}
+	return n
 }
 
 // clean keeps [A-Za-z0-9_-], maps everything else to '_' (runs collapsed),
@@ -96,8 +115,10 @@ var (
 )
 
 // BuildBinary builds the dlqctl main package (the repository root) once per
-// test process and returns the binary's path. The binary lives in a
-// process-wide temporary directory so every test can share it.
+// test process and returns the binary's path. Every build of a checkout goes
+// to the same place, <tmp>/dlqctl-testbin-<hash of repo root>/dlqctl, via an
+// atomic rename, so parallel test packages share it safely and nothing piles
+// up in the temp dir.
 func BuildBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -106,20 +127,28 @@ func BuildBinary(t testing.TB) string {
 			buildErr = err
 			return
 		}
-		dir, err := os.MkdirTemp("", "dlqctl-testbin-")
-		if err != nil {
+		sum := sha256.Sum256([]byte(root))
+		dir := filepath.Join(os.TempDir(), "dlqctl-testbin-"+hex.EncodeToString(sum[:6]))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			buildErr = err
 			return
 		}
-		bin := filepath.Join(dir, "dlqctl")
+		exe := ""
 		if runtime.GOOS == "windows" {
-			bin += ".exe"
+			exe = ".exe"
 		}
+		tmp := filepath.Join(dir, fmt.Sprintf("dlqctl.%d.tmp%s", os.Getpid(), exe))
 		// `go test` puts its own GOROOT/bin first on PATH.
-		cmd := exec.Command("go", "build", "-o", bin, ".")
+		cmd := exec.Command("go", "build", "-o", tmp, ".")
 		cmd.Dir = root
-		buildOut, buildErr = cmd.CombinedOutput()
-		buildPath = bin
+		if buildOut, buildErr = cmd.CombinedOutput(); buildErr != nil {
+			os.Remove(tmp)
+			return
+		}
+		buildPath = filepath.Join(dir, "dlqctl"+exe)
+		if buildErr = os.Rename(tmp, buildPath); buildErr != nil {
+			os.Remove(tmp)
+		}
 	})
 	if buildErr != nil {
 		t.Fatalf("building dlqctl: %v\n%s", buildErr, buildOut)

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -100,6 +101,31 @@ func TestUniqueName(t *testing.T) {
 	})
 }
 
+func TestBucketName(t *testing.T) {
+	valid := regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$`)
+	for _, prefix := range []string{"arc", "", "Weird__Prefix--x_"} {
+		if n := BucketName(t, prefix); !valid.MatchString(n) || strings.Contains(n, "--") {
+			t.Errorf("BucketName(%q) = %q: not a valid bucket name", prefix, n)
+		}
+	}
+}
+
+func TestBuildBinary(t *testing.T) {
+	bin := BuildBinary(t)
+	if again := BuildBinary(t); again != bin {
+		t.Errorf("second BuildBinary = %q, want the cached %q", again, bin)
+	}
+	cmd := exec.Command(bin, "--help")
+	cmd.Env = Env{SQSEndpoint: "http://127.0.0.1:1", S3Endpoint: "http://127.0.0.1:1", Region: "us-east-1", AccessKey: "a", SecretKey: "s"}.Environ()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("dlqctl --help: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "dlqctl") {
+		t.Errorf("dlqctl --help printed %q", out)
+	}
+}
+
 func TestEnvironOverridesAWSSettings(t *testing.T) {
 	t.Setenv("AWS_PROFILE", "prod-admin")
 	t.Setenv("AWS_SESSION_TOKEN", "tok")
@@ -161,7 +187,7 @@ func TestStackSmoke(t *testing.T) {
 
 	t.Run("s3", func(t *testing.T) {
 		c := env.S3(t)
-		bucket := strings.ToLower(UniqueName(t, "smoke"))
+		bucket := BucketName(t, "smoke")
 		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 			t.Fatal(err)
 		}
