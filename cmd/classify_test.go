@@ -1,0 +1,262 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlqctl/dlqctl/internal/seed"
+	"github.com/dlqctl/dlqctl/pkg/classify"
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/output"
+)
+
+// expectedClass is the class the built-in rules must give a seeded message:
+// the seed's truth, except that every body no consumer can parse (malformed
+// JSON and plain text alike) is permanent.
+func expectedClass(m seed.Seeded) string {
+	if !json.Valid([]byte(m.Body)) {
+		return classify.ClassPermanent
+	}
+	return string(m.Class)
+}
+
+func TestClassifySeededIncidentWithBuiltinRules(t *testing.T) {
+	env, truth := sharedIncident(t)
+	byID := truth.ByMessageID()
+	for _, q := range []seed.Queue{truth.DLQ, truth.FIFODLQ} {
+		r := runCLI(t, env, "", "classify", q.Name, "--all", "-o", "ndjson")
+		if r.Code != 0 {
+			t.Fatalf("%s: exit %d: %s", q.Name, r.Code, r.Stderr)
+		}
+		recs := readNDJSONRecords(t, r.Stdout)
+		if len(recs) != len(truth.InQueue(q.Name)) {
+			t.Fatalf("%s: %d records, want %d", q.Name, len(recs), len(truth.InQueue(q.Name)))
+		}
+		for _, rec := range recs {
+			id, _ := rec["message_id"].(string)
+			m, ok := byID[id]
+			if !ok {
+				t.Fatalf("unknown message %s", id)
+			}
+			want := expectedClass(m)
+			if rec["class"] != want {
+				t.Errorf("%s %s (%s %q): class %v by rule %v, want %s", q.Name, m.Kind, m.FailureType, m.FailureReason, rec["class"], rec["rule"], want)
+			}
+			if rec["action"] == nil || rec["rule"] == nil {
+				t.Errorf("record %s lacks action or rule", id)
+			}
+			// Records are printed with secrets masked.
+			for _, s := range m.Secrets {
+				if strings.Contains(rec["body"].(string), s) {
+					t.Errorf("secret %q printed unmasked", s)
+				}
+			}
+		}
+		assertUntouched(t, env.SQS(t), q.URL, len(truth.InQueue(q.Name)))
+	}
+	// The headline cases of the issue, spelled out.
+	r := runCLI(t, env, "", "classify", truth.DLQ.Name, "--all", "-o", "json")
+	var recs []map[string]any
+	if err := json.Unmarshal([]byte(r.Stdout), &recs); err != nil {
+		t.Fatal(err)
+	}
+	classes := map[string]map[string]bool{}
+	for _, rec := range recs {
+		m := byID[rec["message_id"].(string)]
+		key := string(m.Kind)
+		if m.FailureType == "DatabaseTimeout" && m.Kind == seed.KindEnriched {
+			key = "enriched-db-timeout"
+		}
+		if m.EventVersion == 9 {
+			key = "unsupported-version"
+		}
+		if classes[key] == nil {
+			classes[key] = map[string]bool{}
+		}
+		classes[key][rec["class"].(string)+"/"+rec["action"].(string)] = true
+	}
+	for key, want := range map[string]string{
+		"malformed":           "permanent/archive",
+		"plaintext":           "permanent/archive",
+		"enriched-db-timeout": "transient/redrive",
+		"unsupported-version": "schema-mismatch/redrive-to-recovery",
+	} {
+		if len(classes[key]) != 1 || !classes[key][want] {
+			t.Errorf("%s messages classified %v, want all %s", key, classes[key], want)
+		}
+	}
+}
+
+func TestClassifySummaryCountsPerClass(t *testing.T) {
+	env, truth := sharedIncident(t)
+	r := runCLI(t, env, "", "classify", truth.DLQ.Name, "--all", "--summary", "-o", "json")
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	var rep ClassifyReport
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{}
+	for _, m := range truth.InQueue(truth.DLQ.Name) {
+		want[expectedClass(m)]++
+	}
+	got := map[string]int{}
+	total := 0
+	for _, c := range rep.Classes {
+		got[c.Class] = c.Count
+		total += c.Count
+		ruleTotal := 0
+		for _, n := range c.Rules {
+			ruleTotal += n
+		}
+		if ruleTotal != c.Count || len(c.Examples) == 0 || c.Note == "" {
+			t.Errorf("class %s: rules %v, examples %v, note %q", c.Class, c.Rules, c.Examples, c.Note)
+		}
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("class %s: %d, want %d (all: %v)", k, got[k], v, got)
+		}
+	}
+	if total != len(truth.InQueue(truth.DLQ.Name)) || rep.Rules != "built-in rules" || !rep.Complete {
+		t.Errorf("summary total %d, rules %q, complete %v", total, rep.Rules, rep.Complete)
+	}
+}
+
+func TestClassifyExplain(t *testing.T) {
+	env, truth := sharedIncident(t)
+	var timeout seed.Seeded
+	for _, m := range truth.InQueue(truth.DLQ.Name) {
+		if m.FailureType == "DatabaseTimeout" && m.Kind == seed.KindEnriched {
+			timeout = m
+			break
+		}
+	}
+	r := runCLI(t, env, "", "classify", truth.DLQ.Name, "--explain", timeout.MessageID)
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	for _, want := range []string{
+		"message " + timeout.MessageID,
+		"no   redrive-loop", "no   body-not-json", "no   schema-mismatch: event_version 2 is supported",
+		"YES  transient-failure: failure.type \"DatabaseTimeout\" names a transient failure",
+		"=> class transient, action redrive (rule transient-failure)",
+	} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("explain output lacks %q:\n%s", want, r.Stdout)
+		}
+	}
+	if strings.Contains(r.Stdout, "business-rejection") {
+		t.Errorf("rules after the match were shown as evaluated:\n%s", r.Stdout)
+	}
+	j := runCLI(t, env, "", "classify", truth.DLQ.Name, "--explain", timeout.MessageID, "-o", "json")
+	var rep ExplainReport
+	if err := json.Unmarshal([]byte(j.Stdout), &rep); err != nil || rep.Outcome.Class != classify.ClassTransient || len(rep.Steps) != 4 {
+		t.Errorf("explain -o json: %v %+v", err, rep)
+	}
+	missing := runCLI(t, env, "", "classify", truth.DLQ.Name, "--explain", "no-such-id")
+	if missing.Code != errs.ExitUsage || !strings.Contains(missing.Stderr, "no-such-id is not among the") {
+		t.Errorf("unknown id: exit %d, stderr %q", missing.Code, missing.Stderr)
+	}
+	assertUntouched(t, env.SQS(t), truth.DLQ.URL, len(truth.InQueue(truth.DLQ.Name)))
+}
+
+func TestClassifyWithRulesFileAndSelection(t *testing.T) {
+	env, truth := sharedIncident(t)
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(rules, []byte(`rules:
+  - name: payments-business
+    when: '.system.source_queue == "`+truth.Payments.Name+`" and .failure.type == "BusinessRuleViolation"'
+    class: payments-business
+    action: ignore
+    note: payments team replays these by hand
+  - include: builtin
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, env, "", "classify", truth.DLQ.Name, "--all", "--rules", rules, "--class", "payments-business,transient",
+		"--filter", `.class != "transient" or (.envelope.event_type == "PaymentCaptured")`, "-o", "ndjson")
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	want := 0
+	for _, m := range truth.InQueue(truth.DLQ.Name) {
+		switch {
+		case m.SourceName == truth.Payments.Name && m.FailureType == "BusinessRuleViolation":
+			want++
+		case m.Class == seed.ClassTransient && m.EventType == "PaymentCaptured":
+			want++
+		}
+	}
+	recs := readNDJSONRecords(t, r.Stdout)
+	if len(recs) != want {
+		t.Fatalf("%d records selected, want %d", len(recs), want)
+	}
+	for _, rec := range recs {
+		if rec["class"] == "payments-business" && rec["action"] != "ignore" {
+			t.Errorf("record %v", rec)
+		}
+	}
+	if !strings.Contains(r.Stderr, "matched classes payments-business,transient ("+rules+"); filter") {
+		t.Errorf("stderr does not describe the selection: %q", r.Stderr)
+	}
+}
+
+func TestClassifyInvalidRulesRejectedBeforeReading(t *testing.T) {
+	env, truth := sharedIncident(t)
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cases := map[string][]string{
+		write("action.yaml", "rules:\n  - name: a\n    when: 'true'\n    class: x\n    action: replay\n"):                                 {"action.yaml:5:", `unknown action "replay"`},
+		write("expr.yaml", "rules:\n  - name: a\n    when: '.failure.reason | test('\n    class: x\n    action: archive\n"):               {"expr.yaml:3:", "does not compile"},
+		write("dup.yaml", "rules:\n  - include: builtin\n  - name: body-not-json\n    when: 'true'\n    class: x\n    action: archive\n"): {"dup.yaml:3:", "duplicate rule name"},
+		write("yaml.yaml", "rules:\n  - name: [a\n"): {"yaml.yaml:", "not valid YAML"},
+	}
+	for path, wants := range cases {
+		// A queue that does not exist: the rules error must come first.
+		r := runCLI(t, env, "", "classify", truth.Prefix+"-no-such-queue", "--rules", path)
+		if r.Code != errs.ExitUsage || r.Stdout != "" {
+			t.Errorf("%s: exit %d, stdout %q", path, r.Code, r.Stdout)
+		}
+		for _, w := range wants {
+			if !strings.Contains(r.Stderr, w) {
+				t.Errorf("%s: stderr %q lacks %q", filepath.Base(path), r.Stderr, w)
+			}
+		}
+		if strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 {
+			t.Errorf("more than one line on stderr: %q", r.Stderr)
+		}
+	}
+}
+
+func TestClassifyFlagParsing(t *testing.T) {
+	var got *ClassifyOptions
+	f := &Factory{IO: output.Test(nil, &strings.Builder{}, &strings.Builder{}, false)}
+	c := NewCmdClassify(f, func(_ context.Context, o *ClassifyOptions) error { got = o; return nil })
+	c.SetArgs([]string{"dlq", "--rules", "r.yaml", "--class", "a,b", "--filter", ".x", "--summary", "--sample", "50", "--visibility", "1m"})
+	if err := c.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got.Queue != "dlq" || got.Selection.Rules != "r.yaml" || strings.Join(got.Selection.Classes, "|") != "a|b" ||
+		got.Selection.Filter != ".x" || !got.Summary || got.Read.Sample != 50 || got.Read.Visibility != time.Minute || got.Read.All {
+		t.Errorf("options %+v", got)
+	}
+	c = NewCmdClassify(f, func(context.Context, *ClassifyOptions) error { return nil })
+	c.SetArgs([]string{"dlq", "--summary", "--explain", "x"})
+	c.SilenceErrors, c.SilenceUsage = true, true
+	if err := c.Execute(); err == nil {
+		t.Error("--summary with --explain accepted")
+	}
+}
