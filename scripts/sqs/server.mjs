@@ -20,6 +20,20 @@
 //    AttributeNames ["All"] as well.
 //  - The in-flight limit check counts visible messages, so a queue holding
 //    ~120k visible messages answers OverLimit on receive.
+//  - CreateQueue ignores VisibilityTimeout "0" (the queue gets 30);
+//    SetQueueAttributes honours it. (aws-sdk-go-v2 also drops
+//    VisibilityTimeout: 0 from ReceiveMessage, so per-request 0 is impossible.)
+//  - ChangeMessageVisibility increments ApproximateReceiveCount, so releasing
+//    a message inflates its count, and on a queue with a RedrivePolicy a
+//    release can dead-letter it.
+//  - FIFO receives do not lock a message group while one of its messages is
+//    in flight.
+//  - Every new message counts as "delayed" until the next event-loop tick
+//    (even with DelaySeconds 0); ApproximateNumberOfMessages counts in-flight
+//    messages too; PurgeQueue clears the queue only 60 s later.
+//  - CreateQueue on an existing queue compares tags as a JSON string
+//    (key order matters) and answers QueueAlreadyExists on any difference.
+//  - Size limits are checked on JS string length, not UTF-8 bytes.
 //  - emulateQueueCreationLifecycle is off so tests may delete and re-create a
 //    queue with the same name at once.
 //  - State is in memory only: stopping the server loses every queue.
