@@ -1,0 +1,250 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/health"
+	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+func init() { register(func(f *Factory) *cobra.Command { return NewCmdAudit(f, nil) }) }
+
+// AuditOptions are the inputs of `dlqctl audit`.
+type AuditOptions struct {
+	F                   *Factory
+	Queues              []string
+	Prefix              string
+	InvestigationWindow time.Duration
+	FailOn              health.Severity
+	Sample              int
+	Visibility          time.Duration
+}
+
+// NewCmdAudit builds `dlqctl audit`.
+func NewCmdAudit(f *Factory, runF func(context.Context, *AuditOptions) error) *cobra.Command {
+	opts := &AuditOptions{F: f}
+	window := dayDuration(health.DefaultInvestigationWindow)
+	var failOn string
+	c := &cobra.Command{
+		Use:   "audit [QUEUE…] [--prefix P] [--investigation-window 7d]",
+		Short: "Check source queues and DLQs against a production checklist",
+		Long: withExitCodes(`Check source queues and their dead-letter queues for the configuration
+mistakes that turn a bad deploy into lost messages. With no QUEUE every queue
+in the region is audited (only names starting with --prefix when given); a
+named queue is audited together with its DLQ and the queues that dead-letter
+into it.
+
+Each finding has a severity (error, warn, info), the queue, what is wrong,
+why it matters and the exact fix: the SetQueueAttributes attribute and value
+and the Terraform aws_sqs_queue argument. The checks:
+
+  error  no-redrive-policy       a source queue without a RedrivePolicy
+  error  dlq-missing             RedrivePolicy points at a queue that does not exist
+  error  dlq-other-region        RedrivePolicy points at another account or region
+  error  dlq-self                RedrivePolicy points at the queue itself
+  error  dlq-type-mismatch       FIFO source with a standard DLQ, or the reverse
+  error  redrive-allow-denied    the DLQ's RedriveAllowPolicy denies an actual source
+  error  dlq-retention-short     DLQ retention below the source's (warn: below
+                                 source + investigation window); standard queues
+                                 keep the original enqueue time
+  error  messages-expiring       sampled DLQ messages expire within 24h
+  warn   dlq-retention-capped    DLQ at the 14-day maximum and still too short
+  warn   max-receive-low         maxReceiveCount 1-2: transient blips become DLQ noise
+  warn   max-receive-high        maxReceiveCount above 10: poison messages burn capacity
+  warn   visibility-tiny         source visibility timeout below 5s
+  warn   visibility-max          source visibility timeout at the 12h maximum
+  warn   dlq-has-redrive-policy  the DLQ itself has a RedrivePolicy
+  warn   no-encryption           neither SQS-managed SSE nor a KMS key
+  warn   orphan-dlq              a queue named like a DLQ that nothing targets
+  info   retry-window-short      maxReceiveCount x visibility under a minute
+
+The expiry check samples up to --sample messages of each standard DLQ (each
+receive increments ApproximateReceiveCount; every sampled message is
+released); --sample 0 skips it. DLQs with their own RedrivePolicy and FIFO
+DLQs are not sampled.
+
+Exit 3 when a finding is at or above --fail-on (default error).`),
+		Example: `  dlqctl audit
+  dlqctl audit --prefix orders --fail-on warn
+  dlqctl audit orders orders-dlq -o json | jq '.findings[] | select(.severity=="error")'`,
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Queues = args
+			opts.InvestigationWindow = time.Duration(window)
+			if len(args) > 0 && opts.Prefix != "" {
+				return errs.BadInputf("audit takes QUEUE arguments or --prefix, not both; drop one of them")
+			}
+			if opts.InvestigationWindow < 0 || opts.InvestigationWindow > health.MaxRetention {
+				return errs.BadInputf("--investigation-window must be between 0 and 14d (the SQS retention maximum), got %s", window.String())
+			}
+			sev, err := health.ParseSeverity(failOn)
+			if err != nil {
+				return err
+			}
+			opts.FailOn = sev
+			if opts.Sample < 0 {
+				return errs.BadInputf("--sample must be 0 (skip the expiry check) or more, got %d", opts.Sample)
+			}
+			if err := checkVisibilityFlag(opts.Visibility); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return auditRun(c.Context(), opts)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&opts.Prefix, "prefix", "", "only queues whose name starts with P (plus their DLQs and sources)")
+	fl.Var(&window, "investigation-window", "how long a message must stay in the DLQ after its source would have expired it (e.g. 7d, 36h)")
+	fl.StringVar(&failOn, "fail-on", "error", "exit 3 when a finding has at least this severity: error, warn or info")
+	fl.IntVar(&opts.Sample, "sample", 50, "messages to sample per DLQ for the expiring-within-24h check (0 skips it)")
+	fl.DurationVar(&opts.Visibility, "visibility", 30*time.Second, "how long sampled messages stay hidden between heartbeats")
+	return c
+}
+
+func checkVisibilityFlag(v time.Duration) error {
+	if v < 5*time.Second || v > queue.MaxVisibility {
+		return errs.BadInputf("--visibility must be between 5s and 12h (got %s)", v)
+	}
+	return nil
+}
+
+func auditRun(ctx context.Context, opts *AuditOptions) error {
+	f := opts.F
+	c, err := f.SQS(ctx)
+	if err != nil {
+		return err
+	}
+	rep, err := health.Audit(ctx, c, health.AuditOptions{
+		Queues: opts.Queues, Prefix: opts.Prefix,
+		Config:    health.Config{InvestigationWindow: opts.InvestigationWindow},
+		SampleMax: opts.Sample, SampleVisibility: opts.Visibility,
+		OnSample: func(q *queue.Queue, n int) {
+			f.Verbosef("sampling up to %d messages of %s for the expiry check (receives increment ApproximateReceiveCount; all are released)", n, q.Name)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := printAudit(f, rep); err != nil {
+		return err
+	}
+	for _, n := range rep.Notes {
+		f.IO.Infof("note: %s", n)
+	}
+	t := rep.Tally
+	if len(rep.Findings) == 0 {
+		f.IO.Infof("audited %d queue(s): no findings", len(rep.Queues))
+	} else {
+		f.IO.Infof("audited %d queue(s): %d error(s), %d warning(s), %d info", len(rep.Queues), t.Errors, t.Warnings, t.Infos)
+	}
+	if failing := health.AtLeast(rep.Findings, opts.FailOn); len(failing) > 0 {
+		return errs.Verdictf("audit failed: %d finding(s) at or above %s", len(failing), opts.FailOn)
+	}
+	return nil
+}
+
+func printAudit(f *Factory, rep *health.AuditReport) error {
+	format, _ := f.Format()
+	switch format {
+	case output.JSON:
+		return output.WriteJSON(f.IO.Out, rep)
+	case output.NDJSON:
+		w := output.NewNDJSON(f.IO.Out)
+		for _, x := range rep.Findings {
+			if err := w.Write(x); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if !f.IO.OutTTY {
+		t := output.NewTable(f.IO)
+		for _, x := range rep.Findings {
+			t.Row(string(x.Severity), x.Queue, x.Check, x.Problem, x.Why, x.Fix.SetAttribute(), x.Fix.Terraform, x.Fix.Text)
+		}
+		return t.Render()
+	}
+	var b strings.Builder
+	for i, x := range rep.Findings {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		head := fmt.Sprintf("%-5s  %s  %s", strings.ToUpper(string(x.Severity)), x.Queue, x.Check)
+		if x.Related != "" {
+			head += "  (" + x.Related + ")"
+		}
+		if x.Sampled {
+			head += "  [sampled]"
+		}
+		fmt.Fprintf(&b, "%s\n  %s\n  why: %s\n", head, x.Problem, x.Why)
+		fix := x.Fix.Text
+		if a := x.Fix.SetAttribute(); a != "" {
+			fmt.Fprintf(&b, "  fix: SetQueueAttributes %s on %s\n", a, x.Fix.Queue)
+			if x.Fix.Terraform != "" {
+				fmt.Fprintf(&b, "       terraform: %s\n", x.Fix.Terraform)
+			}
+			fmt.Fprintf(&b, "       %s\n", fix)
+		} else {
+			fmt.Fprintf(&b, "  fix: %s\n", fix)
+		}
+		if x.Fix.Command != "" {
+			fmt.Fprintf(&b, "       run: %s\n", x.Fix.Command)
+		}
+	}
+	_, err := fmt.Fprint(f.IO.Out, b.String())
+	return err
+}
+
+// dayDuration is a duration flag that also accepts days: 7d, 1d12h, 36h.
+type dayDuration time.Duration
+
+func (d *dayDuration) String() string {
+	v := time.Duration(*d)
+	if v > 0 && v%(24*time.Hour) == 0 {
+		return strconv.Itoa(int(v/(24*time.Hour))) + "d"
+	}
+	return v.String()
+}
+
+func (d *dayDuration) Set(s string) error {
+	v, err := parseDayDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = dayDuration(v)
+	return nil
+}
+
+func (d *dayDuration) Type() string { return "duration" }
+
+// parseDayDuration parses a Go duration with an optional leading day count
+// ("7d", "1d12h", "90m").
+func parseDayDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	var days time.Duration
+	if i := strings.IndexByte(s, 'd'); i > 0 {
+		n, err := strconv.Atoi(s[:i])
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%q is not a duration; write it like 7d, 36h or 90m", s)
+		}
+		days = time.Duration(n) * 24 * time.Hour
+		s = s[i+1:]
+		if s == "" {
+			return days, nil
+		}
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration; write it like 7d, 36h or 90m", s)
+	}
+	return days + v, nil
+}

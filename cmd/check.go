@@ -1,0 +1,194 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/health"
+	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+func init() { register(func(f *Factory) *cobra.Command { return NewCmdCheck(f, nil) }) }
+
+// CheckOptions are the inputs of `dlqctl check`.
+type CheckOptions struct {
+	F     *Factory
+	Queue string
+	health.Thresholds
+	Sample       int
+	Visibility   time.Duration
+	GrowthSample time.Duration
+	// DefaultedVisible is true when no threshold flag was given and
+	// --max-visible 0 applies.
+	DefaultedVisible bool
+}
+
+// NewCmdCheck builds `dlqctl check`.
+func NewCmdCheck(f *Factory, runF func(context.Context, *CheckOptions) error) *cobra.Command {
+	opts := &CheckOptions{F: f}
+	var (
+		maxVisible int
+		maxAge     dayDuration
+		maxGrowth  string
+	)
+	c := &cobra.Command{
+		Use:   "check DLQ [--max-visible N] [--max-age D] [--max-growth N/5m]",
+		Short: "One-shot threshold check of a DLQ for cron, CI and monitoring agents",
+		Long: withExitCodes(`Check a DLQ against thresholds and print one line per threshold: its
+status (ok, breach or unknown), the value and the limit. Exit 3 when any
+threshold is breached; unknown never fails. With no threshold flag, check
+uses --max-visible 0: any visible message is a breach.
+
+  --max-visible N    ApproximateNumberOfMessages above N.
+  --max-age D        the oldest message, from a SAMPLE of up to --sample
+                     messages (SQS has no API for the true oldest). A sample
+                     can only under-estimate: a breach is certain, an ok is as
+                     good as the sample. Sampling receives messages (their
+                     ApproximateReceiveCount goes up) and releases them.
+  --max-growth N/W   more than N new messages per window W (e.g. 50/5m).
+                     Growth compares the depth (visible + in flight + delayed)
+                     with a reading saved by an earlier run in
+                     --state-dir/check: the saved reading whose age is closest
+                     to W (and at least W/2) is used, and the change is scaled
+                     to W. Run check every W from cron and growth is exact.
+                     The first run has nothing to compare with and reports
+                     unknown, unless --growth-sample D is given: then check
+                     takes a second reading after D and scales that change.
+
+-o json prints the report as one JSON document for machines.`),
+		Example: `  dlqctl check orders-dlq                       # any message is a breach
+  dlqctl check orders-dlq --max-visible 100 --max-age 2h --max-growth 50/5m
+  */5 * * * * dlqctl check orders-dlq --max-growth 20/5m -o json || page-oncall`,
+		Args: exactArgs(1, "one DLQ (name, URL or ARN)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Queue = args[0]
+			fl := c.Flags()
+			if fl.Changed("max-visible") {
+				if maxVisible < 0 {
+					return errs.BadInputf("--max-visible must be 0 or more, got %d", maxVisible)
+				}
+				opts.MaxVisible = &maxVisible
+			}
+			if fl.Changed("max-age") {
+				if maxAge <= 0 {
+					return errs.BadInputf("--max-age must be a positive duration such as 30m or 2d, got %s", maxAge.String())
+				}
+				opts.MaxAge = time.Duration(maxAge)
+			}
+			if fl.Changed("max-growth") {
+				g, err := health.ParseGrowthLimit(maxGrowth)
+				if err != nil {
+					return err
+				}
+				opts.MaxGrowth = &g
+			}
+			if opts.MaxVisible == nil && opts.MaxAge == 0 && opts.MaxGrowth == nil {
+				zero := 0
+				opts.MaxVisible, opts.DefaultedVisible = &zero, true
+			}
+			if opts.Sample < 1 {
+				return errs.BadInputf("--sample must be at least 1, got %d", opts.Sample)
+			}
+			if opts.GrowthSample < 0 {
+				return errs.BadInputf("--growth-sample must be 0 (off) or a positive duration, got %s", opts.GrowthSample)
+			}
+			if opts.GrowthSample > 0 && opts.MaxGrowth == nil {
+				return errs.BadInputf("--growth-sample only applies with --max-growth; add --max-growth N/5m or drop it")
+			}
+			if err := checkVisibilityFlag(opts.Visibility); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return checkRun(c.Context(), opts)
+		},
+	}
+	fl := c.Flags()
+	fl.IntVar(&maxVisible, "max-visible", 0, "breach when more than N messages are visible")
+	fl.Var(&maxAge, "max-age", "breach when the oldest SAMPLED message is older than D (e.g. 30m, 2d)")
+	fl.StringVar(&maxGrowth, "max-growth", "", "breach when more than N messages arrive per window, written N/WINDOW (e.g. 50/5m)")
+	fl.IntVar(&opts.Sample, "sample", 20, "messages to sample for --max-age")
+	fl.DurationVar(&opts.Visibility, "visibility", 30*time.Second, "how long sampled messages stay hidden between heartbeats")
+	fl.DurationVar(&opts.GrowthSample, "growth-sample", 0, "with no saved reading old enough, measure growth over this long now (e.g. 30s)")
+	return c
+}
+
+func checkRun(ctx context.Context, opts *CheckOptions) error {
+	f := opts.F
+	c, q, err := f.ResolveQueue(ctx, opts.Queue)
+	if err != nil {
+		return err
+	}
+	stateDir := filepath.Join(f.StateDir(), "check")
+	rep, err := health.Check(ctx, c, q, health.CheckOptions{
+		Thresholds: opts.Thresholds, SampleMax: opts.Sample, SampleVisibility: opts.Visibility,
+		History: health.FileHistory{Dir: stateDir}, GrowthSample: opts.GrowthSample,
+		OnSample: func(q *queue.Queue, n int) {
+			for _, w := range SideEffectWarnings(q) {
+				f.IO.Warnf("%s", w)
+			}
+			f.Verbosef("sampling up to %d messages of %s for --max-age (all are released)", n, q.Name)
+		},
+		OnWait: func(d time.Duration) {
+			f.Verbosef("no saved reading of %s is old enough; measuring growth over %s", q.Name, d)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if opts.MaxGrowth != nil {
+		f.Verbosef("depth readings are kept in %s", stateDir)
+	}
+	if opts.DefaultedVisible {
+		f.Verbosef("no threshold given: using --max-visible 0")
+	}
+	format, _ := f.Format()
+	switch format {
+	case output.JSON:
+		err = output.WriteJSON(f.IO.Out, rep)
+	case output.NDJSON:
+		err = output.NewNDJSON(f.IO.Out).Write(rep)
+	default:
+		t := output.NewTable(f.IO, "STATUS", "THRESHOLD", "VALUE", "LIMIT", "DETAIL")
+		for _, r := range rep.Results {
+			t.Row(r.Status, r.Name, formatValue(r, r.Value, true), formatValue(r, r.Limit, false), r.Detail)
+		}
+		err = t.Render()
+	}
+	if err != nil {
+		return err
+	}
+	if b := rep.Breaches(); len(b) > 0 {
+		names := make([]string, len(b))
+		for i, r := range b {
+			names[i] = r.Name
+		}
+		return errs.Verdictf("%s: %d of %d threshold(s) breached: %s", q.Name, len(b), len(rep.Results), strings.Join(names, ", "))
+	}
+	return nil
+}
+
+// formatValue renders a threshold value in its unit.
+func formatValue(r health.Result, v float64, isValue bool) string {
+	switch {
+	case r.Status == health.StatusUnknown && isValue:
+		return "?"
+	case r.Unit == "seconds":
+		return output.Duration(time.Duration(v * float64(time.Second)))
+	case strings.HasPrefix(r.Unit, "messages/"):
+		per := strings.TrimPrefix(r.Unit, "messages")
+		if isValue {
+			return fmt.Sprintf("%+.1f%s", v, per)
+		}
+		return fmt.Sprintf("%.0f%s", v, per)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
