@@ -47,6 +47,7 @@ type RestoreOptions struct {
 	OnGuard        string         `json:"on_guard,omitempty"`
 	PauseTimeout   time.Duration  `json:"pause_timeout,omitempty"`
 	GuardInterval  time.Duration  `json:"guard_interval,omitempty"`
+	Again          bool           `json:"-"`
 }
 
 const restoreLong = `Send archived messages back to a queue: restore is a redrive whose source is
@@ -61,7 +62,8 @@ a deduplication id derived from the run and the original message id, and
 the dlqctl-redrive marker attribute), --rate or --ramp, the
 --max-dest-backlog guard, a --canary, and a journal under --state-dir:
 running the same command again after a crash or Ctrl-C skips what was
-already sent. Records of a FIFO destination are sent in archive order by a
+already sent, and running a restore that completed again is refused
+unless --again is given. Records of a FIFO destination are sent in archive order by a
 single worker so each message group keeps its order. The archive itself is
 never changed.
 
@@ -112,6 +114,7 @@ func NewCmdRestore(f *Factory, runF func(context.Context, *RestoreOptions) error
 	fl.StringVar(&opts.OnGuard, "on-guard", redrive.GuardAbort, "what a tripped guard does: abort or pause")
 	fl.DurationVar(&opts.PauseTimeout, "pause-timeout", 10*time.Minute, "with --on-guard pause: abort when the guard has not cleared after this long")
 	fl.DurationVar(&opts.GuardInterval, "guard-interval", 10*time.Second, "how often guards are checked")
+	fl.BoolVar(&opts.Again, "again", false, "send the archive again although the same restore already completed")
 	return c
 }
 
@@ -220,6 +223,15 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	if err != nil {
 		return err
 	}
+	if prev == nil && !opts.Again {
+		// An archive never drains: the same restore run twice would send
+		// every message twice.
+		if done, err := completedRun(f.StateDir(), fp); err != nil {
+			return err
+		} else if done != nil {
+			return errs.BadInputf("%s was already restored to %s by run %s (%s); pass --again to send it once more", ref.Name(), dest.Name, done.ID, done.Updated.Format(time.RFC3339))
+		}
+	}
 	if err := confirmRestore(f, m, dest, sel.Describe(), opts); err != nil {
 		return err
 	}
@@ -316,6 +328,20 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 		return err
 	}
 	return outcome
+}
+
+// completedRun returns the newest completed run with the fingerprint, or nil.
+func completedRun(stateDir, fp string) (*redrive.RunInfo, error) {
+	runs, err := redrive.ListRuns(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	for i := range runs {
+		if runs[i].Fingerprint == fp && runs[i].Status == redrive.StatusCompleted {
+			return &runs[i], nil
+		}
+	}
+	return nil, nil
 }
 
 func confirmRestore(f *Factory, m *archive.Manifest, dest *queue.Queue, what string, opts *RestoreOptions) error {
