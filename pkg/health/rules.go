@@ -93,7 +93,9 @@ func (g *Graph) Link() {
 		}
 		if t, ok := g.byARN[n.Policy.DeadLetterTargetARN]; ok {
 			n.Target = t
-			t.Sources = append(t.Sources, n)
+			if t != n { // a self-loop is reported as dlq-self, not as a DLQ
+				t.Sources = append(t.Sources, n)
+			}
 		}
 	}
 }

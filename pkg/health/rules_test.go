@@ -91,6 +91,9 @@ func TestMissingTargetTypeMismatchSelfAndOtherRegion(t *testing.T) {
 
 	fs = eval(t, q("c", "RedrivePolicy", policy("c", 5)))
 	only(t, fs, "dlq-self", "c", SevError)
+	if len(fs) != 1 {
+		t.Errorf("a self-loop is one finding, not also a DLQ with a short retention: %+v", fs)
+	}
 
 	fs = eval(t, q("d", "RedrivePolicy", `{"deadLetterTargetArn":"arn:aws:sqs:eu-west-1:123456789012:d-dlq","maxReceiveCount":5}`))
 	f = only(t, fs, "dlq-other-region", "d", SevError)
