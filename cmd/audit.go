@@ -39,8 +39,8 @@ func NewCmdAudit(f *Factory, runF func(context.Context, *AuditOptions) error) *c
 		Long: withExitCodes(`Check source queues and their dead-letter queues for the configuration
 mistakes that turn a bad deploy into lost messages. With no QUEUE every queue
 in the region is audited (only names starting with --prefix when given); a
-named queue is audited together with its DLQ and the queues that dead-letter
-into it.
+named queue is audited together with its DLQ, the queues that dead-letter
+into it and the DLQ's other sources.
 
 Each finding has a severity (error, warn, info), the queue, what is wrong,
 why it matters and the exact fix: the SetQueueAttributes attribute and value

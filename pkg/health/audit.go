@@ -88,7 +88,8 @@ func Audit(ctx context.Context, c *queue.Client, opts AuditOptions) (*AuditRepor
 }
 
 // Load builds the graph to audit. With refs, it holds those queues, the
-// queues that dead-letter into them and the DLQs they point at; with none,
+// queues that dead-letter into them, the DLQs they point at and those DLQs'
+// other sources (a DLQ's checks need all of them); with none,
 // every queue whose name starts with prefix (all of them without a prefix)
 // plus the DLQs and sources they link to.
 func Load(ctx context.Context, c *queue.Client, refs []string, prefix string) (*Graph, error) {
@@ -121,7 +122,7 @@ func Load(ctx context.Context, c *queue.Client, refs []string, prefix string) (*
 		if err != nil {
 			return nil, err
 		}
-		extra, err := c.LoadAll(ctx, srcURLs)
+		extra, err := c.LoadAll(ctx, unknownURLs(g, srcURLs))
 		if err != nil {
 			return nil, err
 		}
@@ -163,8 +164,51 @@ func Load(ctx context.Context, c *queue.Client, refs []string, prefix string) (*
 			}
 		}
 	}
+	if !whole {
+		// A DLQ's checks (retention, allow policy) need all of its sources.
+		var dlqs []*queue.Queue
+		for _, n := range g.Nodes() {
+			if n.SourcesKnown {
+				continue
+			}
+			for _, s := range g.Nodes() {
+				if s.Policy != nil && s.Policy.DeadLetterTargetARN == n.Q.ARN && s != n {
+					dlqs = append(dlqs, n.Q)
+					break
+				}
+			}
+		}
+		srcURLs, err := sourcesOf(ctx, c, dlqs)
+		if err != nil {
+			return nil, err
+		}
+		extra, err := c.LoadAll(ctx, unknownURLs(g, srcURLs))
+		if err != nil {
+			return nil, err
+		}
+		for _, q := range extra {
+			g.Add(q, false)
+		}
+		for _, q := range dlqs {
+			g.Add(q, true)
+		}
+	}
 	g.Link()
 	return g, nil
+}
+
+func unknownURLs(g *Graph, urls []string) []string {
+	known := map[string]bool{}
+	for _, n := range g.byARN {
+		known[n.Q.URL] = true
+	}
+	var out []string
+	for _, u := range urls {
+		if !known[u] {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 func sourcesOf(ctx context.Context, c *queue.Client, qs []*queue.Queue) ([]string, error) {
