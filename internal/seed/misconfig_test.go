@@ -39,7 +39,7 @@ func TestMisconfiguredQueuesCarryTheirMistakes(t *testing.T) {
 
 	// The deleted DLQ is really gone while its source still points at it.
 	var rp struct{ DeadLetterTargetArn string }
-	if err := json.Unmarshal([]byte(attrs(prefix+"-missing-src")["RedrivePolicy"]), &rp); err != nil || rp.DeadLetterTargetArn == "" {
+	if err := json.Unmarshal([]byte(attrs(prefix + "-missing-src")["RedrivePolicy"]), &rp); err != nil || rp.DeadLetterTargetArn == "" {
 		t.Fatalf("missing-src has no RedrivePolicy: %v", err)
 	}
 	if _, err := c.GetQueueUrl(t.Context(), &sqs.GetQueueUrlInput{QueueName: aws.String(prefix + "-gone-dlq")}); err == nil {
