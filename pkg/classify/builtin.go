@@ -45,27 +45,113 @@ type BuiltinOptions struct {
 	SchemaRefs []string
 }
 
-// Failure vocabularies. Each is matched case-insensitively against the
-// consumer's failure context: type, then reason, then error class. The
-// first field that names a category decides it, so a ValidationError whose
-// message mentions a timeout field stays permanent, and a
-// BusinessRuleViolation stays business although consumers often report its
-// error class as just "permanent".
+// Failure vocabularies. Each is matched against the consumer's failure
+// context: type, then reason, then error class. The first field that names
+// a category decides it, so a ValidationError whose message mentions a
+// timeout field stays permanent, and a BusinessRuleViolation stays business
+// although consumers often report its error class as just "permanent".
+//
+// Texts are canonicalised first (see canonical: lower case, camelCase and
+// snake_case split into words), so "DatabaseTimeout", "database_timeout"
+// and "Database timeout" all read "database timeout". Vocabularies are
+// literal phrases checked with strings.Index plus a few regular
+// expressions that only run when their gate phrase is present: matching a
+// message costs a few microseconds, not a regex scan per alternative.
 var (
-	transientRe = regexp.MustCompile(`(?i)transient|time[d\s_-]?out|deadline exceeded|throttl|rate[\s_-]?limit|rate exceeded|too many requests|slow ?down|` +
-		`\b(?:http|status|code|error)\D{0,3}(?:429|5\d\d)\b|\b(?:429|5\d\d)\s+(?:too many|internal|bad gateway|service|gateway|error)|\b5xx\b|` +
-		`internal server error|bad gateway|unavailable|connection[\s_-]?(?:reset|refused|closed|aborted|lost|error)|` +
-		`econnreset|econnrefused|etimedout|epipe|broken pipe|socket hang ?up|network error|deadlock|lock wait|try again|retryable|` +
-		`temporar(?:y|ily)|circuit[\s_-]?breaker|overloaded|capacity exceeded`)
-	businessRe = regexp.MustCompile(`(?i)business|rule[\s_-]?violation|policy violation|insufficient[\s_-]?(?:funds|balance|stock|inventory|credit)|` +
-		`already[\s_-]?(?:cancell?ed|processed|exists|paid|refunded|shipped|fulfilled|closed)|declined|rejected|not allowed|not permitted|` +
-		`out of stock|limit exceeded|exceeds? (?:the |its )?(?:\w+ )?limit|duplicate[\s_-]?(?:order|payment|request)|account (?:closed|suspended|frozen)|fraud`)
-	permanentRe = regexp.MustCompile(`(?i)permanent|poison|validation|invalid|malformed|too[\s_-]?large|too[\s_-]?big|payload size|deserializ|unmarshal|` +
-		`cannot parse|could not parse|parse error|parsing error|syntax error|bad request|unprocessable|\b(?:http|status|code)\D{0,3}(?:400|413|422)\b|` +
-		`missing[\s_-]?(?:required[\s_-]?)?(?:field|property|attribute)|required field|null ?pointer|type ?error|not a valid`)
-	schemaRe = regexp.MustCompile(`(?i)(?:unsupported|unknown|unexpected|incompatible)[\s_-]?(?:event[\s_-]?)?(?:version|schema)|` +
-		`(?:version|schema)[\s_-]?(?:not supported|mismatch|unknown|not found)|no handler for (?:event )?version|schema[\s_-]?ref`)
+	transientVocab = vocab{
+		lits: []string{"transient", "timeout", "time out", "timed out", "deadline exceeded", "throttl", "rate limit", "ratelimit",
+			"rate exceeded", "too many requests", "slow down", "slowdown", "5xx", "internal server error", "bad gateway", "unavailable",
+			"connection reset", "connection refused", "connection closed", "connection aborted", "connection lost", "connection error",
+			"econnreset", "econnrefused", "etimedout", "broken pipe", "socket hang up", "socket hangup", "network error",
+			"deadlock", "lock wait", "try again", "temporarily", "temporary", "circuit breaker", "overloaded", "capacity exceeded"},
+		res: []gated{{anyOf: "45", re: regexp.MustCompile(`\b(?:http|status|code|error)\D{0,3}(?:429|5\d\d)\b|\b(?:429|5\d\d) (?:too many|internal|bad gateway|service|gateway|error)`)}},
+	}
+	businessVocab = vocab{
+		lits: []string{"business", "rule violation", "policy violation", "insufficient funds", "insufficient balance",
+			"insufficient stock", "insufficient inventory", "insufficient credit", "already cancelled", "already canceled",
+			"already processed", "already exists", "already paid", "already refunded", "already shipped", "already fulfilled",
+			"already closed", "declined", "rejected", "not allowed", "not permitted", "out of stock", "limit exceeded",
+			"duplicate order", "duplicate payment", "duplicate request", "account closed", "account suspended", "account frozen", "fraud"},
+		res: []gated{{gate: "exceed", re: regexp.MustCompile(`exceeds? (?:the |its )?(?:\w+ )?limit`)}},
+	}
+	permanentVocab = vocab{
+		lits: []string{"permanent", "poison", "validation", "invalid", "malformed", "too large", "too big", "payload size",
+			"deserializ", "unmarshal", "cannot parse", "could not parse", "parse error", "parsing error", "syntax error",
+			"bad request", "unprocessable", "missing required", "missing field", "missing property", "missing attribute",
+			"required field", "null pointer", "nullpointer", "type error", "typeerror", "not a valid"},
+		res: []gated{{anyOf: "4", re: regexp.MustCompile(`\b(?:http|status|code)\D{0,3}(?:400|413|422)\b`)}},
+	}
+	schemaVocab = vocab{
+		res: []gated{
+			{gate: "version", re: regexp.MustCompile(`(?:unsupported|unknown|unexpected|incompatible) (?:event ?)?version|version (?:not supported|mismatch|unknown|not found)|no handler for (?:event )?version`)},
+			{gate: "schema", re: regexp.MustCompile(`(?:unsupported|unknown|unexpected|incompatible) schema|schema (?:not supported|mismatch|unknown|not found)|schema ?ref`)},
+		},
+	}
 )
+
+// vocab is a set of phrases naming one kind of failure.
+type vocab struct {
+	lits []string
+	res  []gated
+}
+
+// gated is a regular expression that runs only when the text contains gate
+// (or, with anyOf, one of its bytes).
+type gated struct {
+	gate, anyOf string
+	re          *regexp.Regexp
+}
+
+// find returns the first phrase of v in the canonical text c ("" if none).
+func (v *vocab) find(c string) string {
+	for _, l := range v.lits {
+		if strings.Contains(c, l) {
+			return l
+		}
+	}
+	for _, g := range v.res {
+		if (g.gate != "" && !strings.Contains(c, g.gate)) || (g.anyOf != "" && !strings.ContainsAny(c, g.anyOf)) {
+			continue
+		}
+		if m := g.re.FindString(c); m != "" {
+			return m
+		}
+	}
+	return ""
+}
+
+// canonical lower-cases s and splits camelCase, snake_case and kebab-case
+// into space-separated words: "TransientDatabaseTimeout" and
+// "transient_database-timeout" both become "transient database timeout".
+// Runs of capitals stay one word ("ECONNRESET", "HTTPError" -> "httperror").
+func canonical(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	var prev byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			if prev >= 'a' && prev <= 'z' {
+				b.WriteByte(' ')
+			}
+			b.WriteByte(c + ('a' - 'A'))
+		case c == '_' || c == '-' || c == '\t' || c == '\n' || c == '\r':
+			if prev != ' ' {
+				b.WriteByte(' ')
+			}
+			c = ' '
+		case c == ' ':
+			if prev != ' ' {
+				b.WriteByte(' ')
+			}
+		default:
+			b.WriteByte(c)
+		}
+		prev = c
+	}
+	return b.String()
+}
 
 // failureVerdict caches the failure-context reading of one message: which
 // category (transient, business, permanent) its failure names, and where.
@@ -91,12 +177,13 @@ func (x *subject) failure() *failureVerdict {
 			if fl.val == "" {
 				continue
 			}
-			for _, c := range [...]struct {
+			c := canonical(fl.val)
+			for _, k := range [...]struct {
 				class string
-				re    *regexp.Regexp
-			}{{ClassTransient, transientRe}, {ClassBusiness, businessRe}, {ClassPermanent, permanentRe}} {
-				if loc := c.re.FindStringIndex(fl.val); loc != nil {
-					v.class, v.field, v.text = c.class, fl.name, fl.val[loc[0]:loc[1]]
+				v     *vocab
+			}{{ClassTransient, &transientVocab}, {ClassBusiness, &businessVocab}, {ClassPermanent, &permanentVocab}} {
+				if m := k.v.find(c); m != "" {
+					v.class, v.field, v.text = k.class, fl.name, m
 					break outer
 				}
 			}
@@ -188,7 +275,10 @@ func schemaMatcher(o BuiltinOptions) funcMatcher {
 		}
 		if f := x.rec.Failure; f != nil {
 			for _, fl := range [...]struct{ name, val string }{{"failure.error_class", f.ErrorClass}, {"failure.type", f.Type}, {"failure.reason", f.Reason}} {
-				if m := schemaRe.FindString(fl.val); m != "" {
+				if fl.val == "" {
+					continue
+				}
+				if m := schemaVocab.find(canonical(fl.val)); m != "" {
 					return true, fmt.Sprintf("%s %q names a schema/version problem (%q)", fl.name, fl.val, m), nil
 				}
 			}

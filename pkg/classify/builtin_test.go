@@ -46,6 +46,14 @@ func TestBuiltinTaxonomy(t *testing.T) {
 		{"validation error stays permanent despite a timeout field", `{"eventId":"e1","eventType":"A","eventVersion":1,"failure_type":"ValidationError","failure_reason":"timeout_ms must be positive"}`, nil, ClassPermanent, RulePermanentFailure, ActionArchive},
 		{"amount 500 is not a 5xx", `{"eventId":"e1","eventType":"A","eventVersion":1,"failure_reason":"amount 500 exceeds the card limit"}`, nil, ClassBusiness, RuleBusiness, ActionInvestigate},
 		{"redrive loop", `{"eventId":"e1","eventType":"A","eventVersion":1,"failure_reason":"timeout"}`, map[string]string{queue.MarkerAttribute: marker}, ClassRedriveLoop, RuleRedriveLoop, ActionInvestigate},
+		{"seeded business rejection reported as error_class permanent",
+			`{"original_payload":{"eventId":"e1","eventType":"OrderPaid","eventVersion":1},"failure_reason":"order o-1042 already cancelled","failure_type":"BusinessRuleViolation","error_class":"permanent"}`, nil,
+			ClassBusiness, RuleBusiness, ActionInvestigate},
+		{"camelCase type PayloadTooLarge whose reason says exceeds limit",
+			`{"original_payload":{"eventId":"e1","eventType":"A","eventVersion":2},"failure_reason":"payload of 921334 bytes exceeds search-indexer limit of 262144 bytes","failure_type":"PayloadTooLarge","error_class":"permanent"}`, nil,
+			ClassPermanent, RulePermanentFailure, ActionArchive},
+		{"snake_case error class", `{"eventId":"e1","eventType":"A","eventVersion":1,"error_class":"upstream_TIMED_OUT"}`, nil, ClassTransient, RuleTransient, ActionRedrive},
+		{"non-retryable is not transient", `{"eventId":"e1","eventType":"A","eventVersion":1,"failure_type":"NonRetryableError"}`, nil, ClassUnknown, DefaultRuleName, ActionInvestigate},
 		{"bare envelope", `{"eventId":"e1","eventType":"A","eventVersion":1,"payload":{"x":1}}`, nil, ClassUnknown, DefaultRuleName, ActionInvestigate},
 		{"json without envelope", `{"x":1}`, nil, ClassUnknown, DefaultRuleName, ActionInvestigate},
 		{"string version v2 is supported", `{"eventId":"e1","eventType":"A","eventVersion":"v2"}`, nil, ClassUnknown, DefaultRuleName, ActionInvestigate},
@@ -62,6 +70,20 @@ func TestBuiltinTaxonomy(t *testing.T) {
 				t.Errorf("record not updated: %q %q %q", rec.Class, rec.Action, rec.Rule)
 			}
 		})
+	}
+}
+
+func TestCanonical(t *testing.T) {
+	for in, want := range map[string]string{
+		"TransientDatabaseTimeout":   "transient database timeout",
+		"transient_database-timeout": "transient database timeout",
+		"ECONNRESET by peer":         "econnreset by peer",
+		"HTTPError  503\tService":    "httperror 503 service",
+		"unsupported eventVersion 9": "unsupported event version 9",
+	} {
+		if got := canonical(in); got != want {
+			t.Errorf("canonical(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 

@@ -87,15 +87,16 @@ func truthy(v any) bool {
 // Input builds the expression input for a record. parsed is the parsed
 // body as returned by Decode (nil when the body is not JSON).
 func Input(rec *queue.Record, parsed any) map[string]any {
-	m := map[string]any{
-		"message_id":  rec.MessageID,
-		"queue":       rec.Queue,
-		"body":        rec.Body,
-		"body_sha256": rec.BodySHA256,
-		"size_bytes":  rec.SizeBytes,
-		"age_seconds": int(rec.AgeSeconds),
-		"json":        parsed,
-	}
+	// Sized for all 16 top-level keys up front: growing a map rehashes it,
+	// and this runs once per record in filters, rules and group keys.
+	m := make(map[string]any, 16)
+	m["message_id"] = rec.MessageID
+	m["queue"] = rec.Queue
+	m["body"] = rec.Body
+	m["body_sha256"] = rec.BodySHA256
+	m["size_bytes"] = rec.SizeBytes
+	m["age_seconds"] = int(rec.AgeSeconds)
+	m["json"] = parsed
 	attrs := make(map[string]any, len(rec.Attributes))
 	for k, a := range rec.Attributes {
 		am := map[string]any{"type": a.Type}
