@@ -413,6 +413,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 			}
 			verdict, err = redrive.VerifyCanary(ctx, c, dlq, j, res.Moved+res.Resumed, dests, redrive.VerifyOptions{
 				For: opts.VerifyFor, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Baseline: baseline, Visibility: opts.Visibility,
+				SeenReturned: res.ReturnedIDs,
 			})
 			if err != nil {
 				if ctx.Err() != nil {

@@ -23,6 +23,9 @@ type VerifyOptions struct {
 	Baseline map[string]int
 	// Visibility is the hold time of the scan that looks for returns.
 	Visibility time.Duration
+	// SeenReturned are the DLQ message ids of the run's messages the mover
+	// itself already found back (Result.ReturnedIDs); they count as returns.
+	SeenReturned []string
 	// OnTick, when set, is called after every poll with the time left.
 	OnTick func(left time.Duration)
 }
@@ -49,7 +52,7 @@ func depth(q *queue.Queue) int {
 // the journal recorded as sent), and passes when none came back within
 // opt.For (and, with Drain, the destinations consumed them). The DLQ is
 // scanned (without consuming it) when its depth grows above the level after
-// the canary left, and once more at the end if it ever did.
+// the canary left, and once more at the end.
 func VerifyCanary(ctx context.Context, c *queue.Client, dlq *queue.Queue, j *Journal, moved int, dests []*queue.Queue, opt VerifyOptions) (*Verdict, error) {
 	if opt.For <= 0 {
 		opt.For = 2 * time.Minute
@@ -65,9 +68,17 @@ func VerifyCanary(ctx context.Context, c *queue.Client, dlq *queue.Queue, j *Jou
 		return nil, queue.WrapAWSError(err)
 	}
 	base := depth(&cur)
-	grew := false
+	seen := map[string]bool{}
+	for _, id := range opt.SeenReturned {
+		if !seen[id] {
+			seen[id] = true
+			v.Returned++
+			if len(v.ReturnedIDs) < 20 {
+				v.ReturnedIDs = append(v.ReturnedIDs, id)
+			}
+		}
+	}
 	scan := func() error {
-		seen := map[string]bool{}
 		_, err := inspect.Scan(ctx, c, dlq, inspect.ScanOptions{Visibility: opt.Visibility}, func(m *queue.Message, _ any) error {
 			mine := m.Redrive != nil && m.Redrive.RunID == runID
 			if !mine && j.HasBody(m.BodySHA256) {
@@ -101,7 +112,6 @@ func VerifyCanary(ctx context.Context, c *queue.Client, dlq *queue.Queue, j *Jou
 			return nil, queue.WrapAWSError(err)
 		}
 		if d := depth(&cur); d > base {
-			grew = true
 			base = d
 			if err := scan(); err != nil {
 				return nil, err
@@ -114,7 +124,9 @@ func VerifyCanary(ctx context.Context, c *queue.Client, dlq *queue.Queue, j *Jou
 			opt.OnTick(max(time.Until(deadline), 0))
 		}
 	}
-	if v.Returned == 0 && grew {
+	if v.Returned == 0 {
+		// Returns may have arrived before the watch began (the depth then
+		// never grows): one full scan settles it.
 		if err := scan(); err != nil {
 			return nil, err
 		}

@@ -130,8 +130,10 @@ type Result struct {
 	// stay in the source (a FIFO destination de-duplicates a re-send).
 	Unknown int `json:"unknown_outcome"`
 	// Returned: messages of this run seen back in the source.
-	Returned int            `json:"returned"`
-	Skipped  map[string]int `json:"skipped"`
+	Returned int `json:"returned"`
+	// ReturnedIDs are the DLQ message ids of those returns.
+	ReturnedIDs []string       `json:"-"`
+	Skipped     map[string]int `json:"skipped"`
 	// Unmarked: moved without the marker attribute (10 attributes already).
 	Unmarked       int            `json:"unmarked"`
 	ByDestination  map[string]int `json:"by_destination"`
@@ -427,6 +429,9 @@ func (m *mover) process(runCtx context.Context, items []Item) {
 		}
 		if rec.Redrive != nil && rec.Redrive.RunID == m.runID {
 			m.returned.Add(1)
+			m.mu.Lock()
+			m.res.ReturnedIDs = append(m.res.ReturnedIDs, rec.MessageID)
+			m.mu.Unlock()
 			m.skip(it, SkipReturned)
 			continue // held until the end so it is not received again
 		}
