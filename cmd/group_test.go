@@ -352,3 +352,32 @@ func readNDJSONRecords(t *testing.T, s string) []map[string]any {
 	}
 	return out
 }
+
+// The emulator answers OverLimit once a FIFO queue holds 20,000 visible
+// messages (it counts visible, not in-flight, messages); real SQS does when
+// 20,000 are in flight. Either way group must say so clearly and change
+// nothing.
+func TestGroupInFlightLimitIsReportedClearly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills a 20,000-message FIFO queue (about 20 s)")
+	}
+	env := testenv.Require(t)
+	c := env.SQS(t)
+	ctx := context.Background()
+	name := testenv.UniqueName(t, "grp-limit") + ".fifo"
+	out, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: map[string]string{"FifoQueue": "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := aws.ToString(out.QueueUrl)
+	t.Cleanup(func() { _, _ = c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}) })
+	const n = 20_000
+	if err := seed.FillDLQ(ctx, c, url, n, func(i int) string { return fmt.Sprintf(`{"i":%d}`, i) }); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, env, "", "group", name, "--by", "shape", "--all")
+	if r.Code != errs.ExitError || !strings.Contains(r.Stderr, "in-flight limit is reached (OverLimit)") || r.Stdout != "" {
+		t.Errorf("exit %d, stderr %q; want exit 1 naming the in-flight limit", r.Code, r.Stderr)
+	}
+	assertUntouched(t, c, url, n)
+}

@@ -3,8 +3,11 @@ package inspect
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
+
+	"github.com/aws/smithy-go"
 
 	"github.com/dlqctl/dlqctl/pkg/queue"
 )
@@ -137,6 +140,15 @@ func Scan(ctx context.Context, c *queue.Client, q *queue.Queue, opt ScanOptions,
 					return
 				}
 				msgs, err := c.Receive(rctx, q, want, opt.Visibility, opt.Wait)
+				if err != nil && isOverLimit(err) {
+					// The queue's in-flight limit: keep what was read as a
+					// bounded sample (the emulator also answers this when
+					// ~120k messages are merely visible).
+					mu.Lock()
+					limited, stop = true, true
+					mu.Unlock()
+					return
+				}
 				if err != nil {
 					errOnce.Do(func() { recvErr = err })
 					mu.Lock()
@@ -198,6 +210,8 @@ func Scan(ctx context.Context, c *queue.Client, q *queue.Queue, opt ScanOptions,
 		return res, errors.New("some messages' visibility could not be extended during the scan; they may have been counted twice")
 	}
 	switch {
+	case limited && res.Seen == 0:
+		return res, fmt.Errorf("%s refuses receives: its in-flight limit is reached (OverLimit), so no message could be read; wait until its consumers release messages or work from an archive with --from", q.Name)
 	case limited:
 		res.Note = "stopped at the in-flight limit: this is a bounded sample of a very large queue"
 	case opt.Max > 0 && res.Seen >= opt.Max:
@@ -206,4 +220,11 @@ func Scan(ctx context.Context, c *queue.Client, q *queue.Queue, opt ScanOptions,
 		res.Complete = true
 	}
 	return res, nil
+}
+
+// isOverLimit reports whether err is SQS's OverLimit error (too many
+// messages in flight).
+func isOverLimit(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "OverLimit"
 }
