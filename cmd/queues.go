@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -76,47 +75,16 @@ func ListDLQs(ctx context.Context, c *queue.Client, prefix string) ([]DLQInfo, e
 	if err != nil {
 		return nil, err
 	}
-	queues := make([]*queue.Queue, len(urls))
-	sem := make(chan struct{}, 16)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	for i, u := range urls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			q := &queue.Queue{URL: u}
-			if err := c.Refresh(ctx, q); err != nil {
-				if queue.IsNotFound(err) {
-					return // deleted between list and read
-				}
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = queue.WrapAWSError(err)
-				}
-				mu.Unlock()
-				return
-			}
-			queues[i] = q
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
+	queues, err := c.LoadAll(ctx, urls)
+	if err != nil {
+		return nil, err
 	}
 	byARN := map[string]*queue.Queue{}
 	for _, q := range queues {
-		if q != nil {
-			byARN[q.ARN] = q
-		}
+		byARN[q.ARN] = q
 	}
 	dlqs := map[string]*DLQInfo{}
 	for _, q := range queues {
-		if q == nil {
-			continue
-		}
 		rp := q.RedrivePolicy()
 		if rp == nil {
 			continue
