@@ -20,6 +20,7 @@ import (
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/output"
 )
 
 // decodeGroupReport parses `group -o json` output.
@@ -380,4 +381,62 @@ func TestGroupInFlightLimitIsReportedClearly(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want exit 1 naming the in-flight limit", r.Code, r.Stderr)
 	}
 	assertUntouched(t, c, url, n)
+}
+
+// triageFile writes NDJSON records of a small offline incident.
+func triageFile(t *testing.T) string {
+	t.Helper()
+	sent := time.Now().Add(-2 * time.Hour).UTC().Format(time.RFC3339)
+	var b strings.Builder
+	for i, body := range []string{
+		`{"original_payload":{"eventId":"e1","eventType":"OrderCreated","eventVersion":2},"failure_reason":"timeout after 831ms for order o-17","failure_type":"DatabaseTimeout"}`,
+		`{"original_payload":{"eventId":"e2","eventType":"OrderCreated","eventVersion":2},"failure_reason":"timeout after 912ms for order o-99","failure_type":"DatabaseTimeout"}`,
+		`{"original_payload":{"eventId":"e3","eventType":"OrderPaid","eventVersion":1},"failure_reason":"insufficient funds","failure_type":"BusinessRuleViolation"}`,
+		`plain text`,
+	} {
+		line, err := json.Marshal(map[string]any{"message_id": fmt.Sprintf("m-%d", i), "body": body,
+			"system": map[string]any{"receive_count": i + 1, "sent_at": sent, "source_queue_arn": "arn:aws:sqs:eu-west-1:1:orders"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	path := filepath.Join(t.TempDir(), "in.ndjson")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func runTTY(t *testing.T, args ...string) cliResult {
+	t.Helper()
+	var out, errOut strings.Builder
+	code := Run(context.Background(), output.Test(strings.NewReader(""), &out, &errOut, true), args)
+	return cliResult{Stdout: out.String(), Stderr: errOut.String(), Code: code}
+}
+
+func TestGroupAndClassifyTablesOnATerminal(t *testing.T) {
+	path := triageFile(t)
+	r := runTTY(t, "group", "--from", path, "--by", "event_type,error")
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	lines := strings.Split(strings.TrimRight(r.Stdout, "\n"), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "EVENT TYPE") || !strings.Contains(lines[0], "COUNT") || strings.Contains(r.Stdout, "\t") {
+		t.Fatalf("want an aligned table with a header and 3 groups:\n%s", r.Stdout)
+	}
+	if !strings.HasPrefix(lines[1], "OrderCreated") || !strings.Contains(lines[1], "DatabaseTimeout: timeout after <n>ms for order o-<n>") ||
+		!strings.Contains(lines[1], "50.0%") || !strings.Contains(lines[1], "1-2") || !strings.Contains(lines[1], "m-0 m-1") || !strings.Contains(lines[1], "2h") {
+		t.Errorf("top group row: %q", lines[1])
+	}
+	if !strings.Contains(r.Stderr, "read 4 records") {
+		t.Errorf("stderr %q", r.Stderr)
+	}
+	s := runTTY(t, "classify", "--from", path, "--summary")
+	for _, want := range []string{"CLASS", "transient", "redrive", "transient-failure:2", "business", "business-rejection:1", "permanent", "body-not-json:1"} {
+		if !strings.Contains(s.Stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s.Stdout)
+		}
+	}
 }

@@ -66,7 +66,8 @@ func (s *Selector) Classifies() bool { return s != nil && s.rules != nil }
 
 // Match classifies rec (sets rec.Class/Action/Rule when rules are in use)
 // and reports whether it passes --class and --filter. A filter that fails at
-// run time for a message counts as no match.
+// run time for a message counts as no match. Match is safe for concurrent
+// use (on different records).
 func (s *Selector) Match(rec *queue.Record, parsed any) bool {
 	if s == nil {
 		return true

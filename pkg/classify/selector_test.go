@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -90,6 +91,41 @@ func TestSelectorUnknownClassIsBadInput(t *testing.T) {
 	for _, w := range []string{`"transiant"`, "built-in rules", "transient", "schema-mismatch", "unknown"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("%q does not mention %q", err, w)
+		}
+	}
+}
+
+// Redrive and archive pipelines call Match from several goroutines.
+func TestSelectorConcurrentMatch(t *testing.T) {
+	rs, err := Parse([]byte("rules:\n  - name: big\n    when: '.json.amount > 100'\n    class: big\n    action: investigate\n  - include: builtin\n"), "r.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := inspect.CompileFilter(`.class != "business"`)
+	s, err := NewSelector(rs, nil, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := []string{`{"amount":500}`, `{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"timeout"}`, `{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"declined"}`, "text"}
+	want := []string{"big", ClassTransient, ClassBusiness, ClassPermanent}
+	done := make(chan error)
+	for w := 0; w < 8; w++ {
+		go func() {
+			for i := 0; i < 200; i++ {
+				k := i % len(bodies)
+				rec, parsed := record(bodies[k], nil)
+				ok := s.Match(rec, parsed)
+				if rec.Class != want[k] || ok != (want[k] != ClassBusiness) {
+					done <- fmt.Errorf("body %q: class %q match %v", bodies[k], rec.Class, ok)
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for w := 0; w < 8; w++ {
+		if err := <-done; err != nil {
+			t.Error(err)
 		}
 	}
 }
