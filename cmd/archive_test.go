@@ -125,6 +125,18 @@ func TestArchiveDeleteNeedsYesAndMissingBucketChangesNothing(t *testing.T) {
 		t.Fatalf("refused runs wrote %v", keys)
 	}
 
+	// On a terminal --delete asks; anything but y/yes changes nothing.
+	setStackEnv(t, a.env)
+	var out, errOut bytes.Buffer
+	code := Run(t.Context(), output.Test(strings.NewReader("n\n"), &out, &errOut, true),
+		[]string{"archive", dlq.Name, "--to", "s3://" + a.bucket + "/x", "--delete"})
+	if code != 2 || !strings.Contains(errOut.String(), "[y/N]") || !strings.Contains(errOut.String(), "not confirmed") {
+		t.Fatalf("declined prompt: exit %d, stderr %q; want the question and exit 2", code, errOut.String())
+	}
+	if v, inflight := queueDepth(t, a.sqs, dlq.URL); v != n || inflight != 0 || len(a.objects(t)) != 0 {
+		t.Fatalf("after a declined prompt: %d visible / %d in flight, objects %v", v, inflight, a.objects(t))
+	}
+
 	// --dry-run reports and changes nothing.
 	r = runCLI(t, a.env, "", "archive", dlq.Name, "--to", "s3://"+a.bucket+"/x", "--delete", "--dry-run", "-o", "json")
 	var pl ArchivePlanOutput
