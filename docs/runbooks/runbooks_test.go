@@ -1,0 +1,557 @@
+// Package runbooks holds the on-call runbooks (the *.md files next to this
+// one). Its tests keep them honest: every fenced sh block is run with bash
+// against the local stack (scripts/stack.sh), on a freshly seeded incident,
+// with the dlqctl built from this checkout first on PATH. A runbook can
+// therefore never show a flag that does not exist, an exit code dlqctl does
+// not return, or a step that loses a message.
+//
+// Fence info strings (see README.md):
+//
+//	sh            run; must exit 0
+//	sh expect=N   run; must exit N
+//	sh env        the variables a reader sets; not run (the test sets them)
+//	sh no-run     not run (commands that would disturb the shared stack)
+package runbooks
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/dlqctl/dlqctl/internal/seed"
+	"github.com/dlqctl/dlqctl/internal/testenv"
+)
+
+// The runbooks the issue asks for; README.md must link each one.
+var runbookFiles = []string{
+	"dlq-alert-triage.md",
+	"canary-redrive.md",
+	"archive-and-discard.md",
+	"fifo-redrive.md",
+	"redrive-storm.md",
+	"retention-emergency.md",
+}
+
+// Block is one fenced sh block of a runbook.
+type Block struct {
+	Line   int    // 1-based line of the opening fence
+	Kind   string // run, env, no-run
+	Expect int    // exit code a run block must return
+	Body   string
+}
+
+var fenceRe = regexp.MustCompile("^```(\\S*)\\s*(.*)$")
+
+// ParseBlocks returns the sh blocks of a markdown document. Fences in other
+// languages are ignored; an unknown sh modifier is an error.
+func ParseBlocks(md string) ([]Block, error) {
+	var (
+		out    []Block
+		cur    *Block
+		body   []string
+		inside bool
+	)
+	sc := bufio.NewScanner(strings.NewReader(md))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		m := fenceRe.FindStringSubmatch(strings.TrimSpace(line))
+		if !inside {
+			if m == nil {
+				continue
+			}
+			inside = true
+			if m[1] != "sh" {
+				continue // another language: skipped, but its closing fence still counts
+			}
+			b := Block{Line: n, Kind: "run"}
+			switch mod := strings.TrimSpace(m[2]); {
+			case mod == "":
+			case mod == "env", mod == "no-run":
+				b.Kind = mod
+			case strings.HasPrefix(mod, "expect="):
+				code, err := strconv.Atoi(strings.TrimPrefix(mod, "expect="))
+				if err != nil || code < 0 || code > 255 {
+					return nil, fmt.Errorf("line %d: bad exit code in %q", n, mod)
+				}
+				b.Expect = code
+			default:
+				return nil, fmt.Errorf("line %d: unknown sh block modifier %q (use expect=N, env or no-run)", n, mod)
+			}
+			cur, body = &b, nil
+			continue
+		}
+		if m != nil && m[1] == "" && m[2] == "" { // closing fence
+			inside = false
+			if cur != nil {
+				cur.Body = strings.Join(body, "\n") + "\n"
+				out = append(out, *cur)
+				cur = nil
+			}
+			continue
+		}
+		if cur != nil {
+			body = append(body, line)
+		}
+	}
+	if inside {
+		return nil, fmt.Errorf("unclosed code fence")
+	}
+	return out, sc.Err()
+}
+
+var (
+	exportRe = regexp.MustCompile(`(?m)^\s*export\s+([A-Z_][A-Z0-9_]*)=`)
+	assignRe = regexp.MustCompile(`(?m)(?:^|[;&|(]\s*)([A-Z_][A-Z0-9_]*)=`)
+	useRe    = regexp.MustCompile(`\$\{?([A-Z_][A-Z0-9_]*)`)
+)
+
+// EnvVars returns the variables an env block exports.
+func EnvVars(b Block) []string {
+	var out []string
+	for _, m := range exportRe.FindAllStringSubmatch(b.Body, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// checkVariables reports variables a run block uses that are neither in the
+// env block nor assigned by the same or an earlier block.
+func checkVariables(blocks []Block) []string {
+	known := map[string]bool{"PATH": true, "HOME": true}
+	var problems []string
+	for _, b := range blocks {
+		switch b.Kind {
+		case "env":
+			for _, v := range EnvVars(b) {
+				known[v] = true
+			}
+			continue
+		}
+		for _, m := range assignRe.FindAllStringSubmatch(b.Body, -1) {
+			known[m[1]] = true
+		}
+		for _, m := range useRe.FindAllStringSubmatch(b.Body, -1) {
+			if !known[m[1]] {
+				problems = append(problems, fmt.Sprintf("line %d uses $%s, which the env block does not export and no earlier block assigns", b.Line, m[1]))
+			}
+		}
+	}
+	return problems
+}
+
+func readRunbook(t *testing.T, name string) []Block {
+	t.Helper()
+	md, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := ParseBlocks(string(md))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return blocks
+}
+
+// TestRunbooksAreWellFormed needs no stack: each runbook exists, is linked
+// from README.md, starts with one env block, has runnable blocks, keeps
+// no-run blocks to at most one, and uses only variables a reader was told
+// to set.
+func TestRunbooksAreWellFormed(t *testing.T) {
+	index, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range runbookFiles {
+		t.Run(name, func(t *testing.T) {
+			if !bytes.Contains(index, []byte("("+name+")")) {
+				t.Errorf("README.md does not link %s", name)
+			}
+			blocks := readRunbook(t, name)
+			if len(blocks) == 0 || blocks[0].Kind != "env" {
+				t.Fatalf("the first sh block must be the env block (export lines for the reader's queues)")
+			}
+			runs, noRun := 0, 0
+			for _, b := range blocks[1:] {
+				switch b.Kind {
+				case "env":
+					t.Errorf("line %d: a second env block; keep all variables in the first", b.Line)
+				case "no-run":
+					noRun++
+				case "run":
+					runs++
+				}
+			}
+			if runs < 3 {
+				t.Errorf("only %d runnable blocks: a runbook shows the commands it asks for", runs)
+			}
+			if noRun > 1 {
+				t.Errorf("%d no-run blocks; at most one per runbook", noRun)
+			}
+			for _, p := range checkVariables(blocks) {
+				t.Error(p)
+			}
+		})
+	}
+}
+
+func TestParseBlocks(t *testing.T) {
+	md := "# t\n```sh env\nexport DLQ=x\n```\ntext\n```go\nfmt.Println()\n```\n```sh\necho $DLQ\n```\n```sh expect=3\ndlqctl check \"$DLQ\"\n```\n"
+	blocks, err := ParseBlocks(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Block{
+		{Line: 2, Kind: "env", Body: "export DLQ=x\n"},
+		{Line: 9, Kind: "run", Body: "echo $DLQ\n"},
+		{Line: 12, Kind: "run", Expect: 3, Body: "dlqctl check \"$DLQ\"\n"},
+	}
+	if !slices.Equal(blocks, want) {
+		t.Fatalf("got %+v\nwant %+v", blocks, want)
+	}
+	if _, err := ParseBlocks("```sh maybe\nx\n```\n"); err == nil {
+		t.Fatal("an unknown modifier was accepted")
+	}
+	if _, err := ParseBlocks("```sh\nx\n"); err == nil {
+		t.Fatal("an unclosed fence was accepted")
+	}
+	if p := checkVariables([]Block{{Kind: "env", Body: "export A=1\n"}, {Kind: "run", Line: 5, Body: "echo $A $B\nC=$(x)\necho ${C}\n"}}); len(p) != 1 || !strings.Contains(p[0], "$B") {
+		t.Fatalf("checkVariables = %v; want exactly the unset $B", p)
+	}
+}
+
+// incident is a seeded incident plus the extra resources the runbooks use.
+type incident struct {
+	truth    *seed.Truth
+	recovery string // recovery queue URL
+	bucket   string
+	vars     map[string]string
+	dlqStart int // messages in the standard DLQ after seeding
+	fifoDLQ0 int
+}
+
+func setup(t *testing.T, env testenv.Env) *incident {
+	t.Helper()
+	ctx := context.Background()
+	c := env.SQS(t)
+	prefix := testenv.UniqueName(t, "rb")
+	truth, err := seed.Incident(ctx, c, seed.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = truth.DeleteQueues(context.Background(), c) })
+	rec, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(prefix + "-recovery")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: rec.QueueUrl}) })
+	bucket := testenv.BucketName(t, "rb")
+	if _, err := env.S3(t).CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	inc := &incident{truth: truth, recovery: aws.ToString(rec.QueueUrl), bucket: bucket}
+	inc.dlqStart = len(truth.InQueue(truth.DLQ.Name))
+	inc.fifoDLQ0 = len(truth.InQueue(truth.FIFODLQ.Name))
+	group := ""
+	for _, m := range truth.InQueue(truth.FIFODLQ.Name) {
+		if m.GroupID != "" {
+			group = m.GroupID
+			break
+		}
+	}
+	inc.vars = map[string]string{
+		"DLQ":            truth.DLQ.Name,
+		"SOURCE":         truth.Orders.Name,
+		"QUEUE_PREFIX":   prefix,
+		"RECOVERY":       prefix + "-recovery",
+		"BUCKET":         bucket,
+		"FIFO_DLQ":       truth.FIFODLQ.Name,
+		"FIFO_SOURCE":    truth.FIFOSource.Name,
+		"GROUP":          group,
+		"VERIFY_FOR":     "3s",
+		"RAMP_EVERY":     "1s",
+		"WATCH_INTERVAL": "1s",
+		"HOURS":          "24",
+	}
+	return inc
+}
+
+// script turns the blocks into one bash program: run blocks execute in
+// order in the same shell (variables carry over) under set -eo pipefail;
+// expect=N blocks run in a subshell whose exit code must be N. Before each
+// block its line is written to mark, so a failure names the block.
+func script(blocks []Block, mark string) string {
+	var b strings.Builder
+	b.WriteString("set -eo pipefail\n")
+	fmt.Fprintf(&b, "__rb_mark() { echo \"$1\" > %q; printf '\\n### block at line %%s\\n' \"$1\" >&2; }\n", mark)
+	for _, blk := range blocks {
+		if blk.Kind != "run" {
+			continue
+		}
+		fmt.Fprintf(&b, "__rb_mark %d\n", blk.Line)
+		if blk.Expect == 0 {
+			b.WriteString(blk.Body)
+			continue
+		}
+		fmt.Fprintf(&b, "set +e\n(\nset -e\n%s)\n__rb_rc=$?\nset -e\n", blk.Body)
+		fmt.Fprintf(&b, "if [ \"$__rb_rc\" -ne %d ]; then echo \"### block at line %d exited $__rb_rc, the runbook says %d\" >&2; exit 97; fi\n", blk.Expect, blk.Line, blk.Expect)
+	}
+	b.WriteString("__rb_mark done\n")
+	return b.String()
+}
+
+// runRunbook runs a runbook's blocks against inc and returns the combined
+// output; it fails the test naming the block that went wrong.
+func runRunbook(t *testing.T, env testenv.Env, name string, inc *incident) string {
+	t.Helper()
+	blocks := readRunbook(t, name)
+	for _, v := range EnvVars(blocks[0]) {
+		if _, ok := inc.vars[v]; !ok {
+			t.Fatalf("the env block exports %s, which this test does not know how to fill from the seeded incident", v)
+		}
+	}
+	bin := testenv.BuildBinary(t)
+	if _, err := exec.LookPath("jq"); err != nil {
+		t.Fatalf("the runbooks use jq: install it (apt-get install jq): %v", err)
+	}
+	dir := t.TempDir()
+	mark := filepath.Join(dir, ".block")
+	path := filepath.Join(dir, "runbook.sh")
+	if err := os.WriteFile(path, []byte(script(blocks, mark)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", path)
+	cmd.Dir = dir
+	cmd.Env = append(env.Environ(),
+		"PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
+	)
+	keys := make([]string, 0, len(inc.vars))
+	for k := range inc.vars {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		cmd.Env = append(cmd.Env, k+"="+inc.vars[k])
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if err != nil {
+		line, _ := os.ReadFile(mark)
+		text := out.String()
+		if len(text) > 6000 {
+			text = "…" + text[len(text)-6000:]
+		}
+		t.Fatalf("%s: the block at line %s failed (%v):\n%s", name, strings.TrimSpace(string(line)), err, text)
+	}
+	t.Logf("%s output:\n%s", name, out.String())
+	return out.String()
+}
+
+// depth is visible + in flight + delayed.
+func depth(t *testing.T, c *sqs.Client, nameOrURL string) int {
+	t.Helper()
+	url := nameOrURL
+	if !strings.Contains(url, "://") {
+		out, err := c.GetQueueUrl(context.Background(), &sqs.GetQueueUrlInput{QueueName: aws.String(nameOrURL)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		url = aws.ToString(out.QueueUrl)
+	}
+	a, err := c.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{
+		types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible, types.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, v := range a.Attributes {
+		i, _ := strconv.Atoi(v)
+		n += i
+	}
+	return n
+}
+
+// classCount counts the DLQ's messages in class with the built binary.
+func classCount(t *testing.T, env testenv.Env, queue, class string) int {
+	t.Helper()
+	cmd := exec.Command(testenv.BuildBinary(t), "classify", queue, "--all", "--class", class, "-o", "ndjson")
+	cmd.Env = env.Environ()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("classify %s --class %s: %v", queue, class, err)
+	}
+	return bytes.Count(out, []byte("\n"))
+}
+
+// manifests lists the manifest.json keys under prefix in the bucket.
+func manifests(t *testing.T, env testenv.Env, bucket, prefix string) []string {
+	t.Helper()
+	out, err := env.S3(t).ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range out.Contents {
+		if strings.HasSuffix(aws.ToString(o.Key), "/manifest.json") {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+	}
+	return keys
+}
+
+// manifestRecords sums the records of every part of a manifest.
+func manifestRecords(t *testing.T, env testenv.Env, bucket, key string) int {
+	t.Helper()
+	obj, err := env.S3(t).GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Body.Close()
+	var m struct {
+		Totals struct {
+			Records int `json:"records"`
+		} `json:"totals"`
+	}
+	if err := json.NewDecoder(obj.Body).Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.Totals.Records
+}
+
+// after holds what each runbook must have done to the incident: what a user
+// following it would see.
+var after = map[string]func(t *testing.T, env testenv.Env, inc *incident){
+	"dlq-alert-triage.md": func(t *testing.T, env testenv.Env, inc *incident) {
+		c := env.SQS(t)
+		dlq, rec := depth(t, c, inc.truth.DLQ.Name), depth(t, c, inc.recovery)
+		if rec == 0 || dlq+rec != inc.dlqStart {
+			t.Errorf("after triage: DLQ %d + recovery %d, want the schema mismatches in recovery and %d in all (triage reads, it does not consume)", dlq, rec, inc.dlqStart)
+		}
+		if n := classCount(t, env, inc.truth.DLQ.Name, "schema-mismatch"); n != 0 {
+			t.Errorf("%d schema-mismatch messages still in the DLQ", n)
+		}
+		if len(manifests(t, env, inc.bucket, "snapshots/")) != 1 {
+			t.Errorf("no snapshot manifest under s3://%s/snapshots/", inc.bucket)
+		}
+	},
+	"canary-redrive.md": func(t *testing.T, env testenv.Env, inc *incident) {
+		c := env.SQS(t)
+		dlq := depth(t, c, inc.truth.DLQ.Name)
+		src := depth(t, c, inc.truth.Orders.Name) + depth(t, c, inc.truth.Payments.Name)
+		if src == 0 || dlq+src != inc.dlqStart {
+			t.Errorf("after the redrive: DLQ %d + sources %d, want %d (nothing lost or duplicated) with the transient part in the sources", dlq, src, inc.dlqStart)
+		}
+		if n := classCount(t, env, inc.truth.DLQ.Name, "transient"); n != 0 {
+			t.Errorf("%d transient messages left in the DLQ", n)
+		}
+	},
+	"archive-and-discard.md": func(t *testing.T, env testenv.Env, inc *incident) {
+		c := env.SQS(t)
+		keys := manifests(t, env, inc.bucket, "dlq-archive/")
+		if len(keys) != 1 {
+			t.Fatalf("manifests under dlq-archive/: %v, want one", keys)
+		}
+		archived := manifestRecords(t, env, inc.bucket, keys[0])
+		dlq, rec := depth(t, c, inc.truth.DLQ.Name), depth(t, c, inc.recovery)
+		if archived == 0 || dlq != inc.dlqStart-archived || rec != archived {
+			t.Errorf("archived %d; DLQ %d (want %d); recovery %d (want every archived message restored)", archived, dlq, inc.dlqStart-archived, rec)
+		}
+		if n := classCount(t, env, inc.truth.DLQ.Name, "permanent"); n != 0 {
+			t.Errorf("%d permanent messages left in the DLQ", n)
+		}
+	},
+	"fifo-redrive.md": func(t *testing.T, env testenv.Env, inc *incident) {
+		c := env.SQS(t)
+		var want []string
+		for _, m := range inc.truth.InQueue(inc.truth.FIFODLQ.Name) {
+			if m.GroupID == inc.vars["GROUP"] {
+				want = append(want, m.Body)
+			}
+		}
+		src, dlq := depth(t, c, inc.truth.FIFOSource.URL), depth(t, c, inc.truth.FIFODLQ.URL)
+		keys := manifests(t, env, inc.bucket, "fifo-stopped/")
+		if len(want) == 0 || len(keys) != 1 {
+			t.Fatalf("group %s has %d seeded messages; stopped-group manifests %v", inc.vars["GROUP"], len(want), keys)
+		}
+		stopped := manifestRecords(t, env, inc.bucket, keys[0])
+		if src != len(want) || dlq != 0 || stopped != inc.fifoDLQ0-len(want) {
+			t.Fatalf("FIFO source %d (want group %s's %d), FIFO DLQ %d (want 0), stopped groups archived %d (want %d)", src, inc.vars["GROUP"], len(want), dlq, stopped, inc.fifoDLQ0-len(want))
+		}
+		var got []string
+		for len(got) < len(want) {
+			out, err := c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(inc.truth.FIFOSource.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 30})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out.Messages) == 0 {
+				break
+			}
+			for _, m := range out.Messages {
+				got = append(got, aws.ToString(m.Body))
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("group %s in the source, in receive order:\n%q\nwant the original order:\n%q", inc.vars["GROUP"], got, want)
+		}
+	},
+	"redrive-storm.md": func(t *testing.T, env testenv.Env, inc *incident) {
+		c := env.SQS(t)
+		dlq := depth(t, c, inc.truth.DLQ.Name)
+		src := depth(t, c, inc.truth.Orders.Name) + depth(t, c, inc.truth.Payments.Name)
+		if dlq+src != inc.dlqStart {
+			t.Errorf("DLQ %d + sources %d, want %d: a tripped guard must not lose or duplicate", dlq, src, inc.dlqStart)
+		}
+		if left := classCount(t, env, inc.truth.DLQ.Name, "transient"); left == 0 {
+			t.Errorf("the guard did not stop the run: no transient message left in the DLQ")
+		}
+	},
+	"retention-emergency.md": func(t *testing.T, env testenv.Env, inc *incident) {
+		if d := depth(t, env.SQS(t), inc.truth.DLQ.Name); d != inc.dlqStart {
+			t.Errorf("DLQ holds %d, want all %d: the retention runbook archives without deleting", d, inc.dlqStart)
+		}
+		keys := manifests(t, env, inc.bucket, "retention/")
+		if len(keys) != 1 || manifestRecords(t, env, inc.bucket, keys[0]) != inc.dlqStart {
+			t.Errorf("retention archive %v does not hold all %d messages", keys, inc.dlqStart)
+		}
+	},
+}
+
+// TestRunbooksRunAgainstTheLocalStack runs every runbook on its own seeded
+// incident and checks what it left behind.
+func TestRunbooksRunAgainstTheLocalStack(t *testing.T) {
+	env := testenv.Require(t)
+	testenv.BuildBinary(t)
+	for _, name := range runbookFiles {
+		t.Run(strings.TrimSuffix(name, ".md"), func(t *testing.T) {
+			t.Parallel()
+			inc := setup(t, env)
+			runRunbook(t, env, name, inc)
+			check, ok := after[name]
+			if !ok {
+				t.Fatalf("no after-check for %s", name)
+			}
+			check(t, env, inc)
+		})
+	}
+}
