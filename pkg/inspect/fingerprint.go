@@ -1,7 +1,6 @@
 package inspect
 
 import (
-	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -256,16 +255,84 @@ func ShapeFingerprint(parsed any) string {
 	if parsed == nil {
 		return NotJSON
 	}
-	var full, outline strings.Builder
-	writeShape(&full, parsed, -1)
+	var outline strings.Builder
 	writeShape(&outline, parsed, 2)
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(full.String()))
-	return outline.String() + "#" + strconv.FormatUint(uint64(h.Sum32()), 16)
+	h := shapeHash(parsed)
+	outline.WriteByte('#')
+	outline.WriteString(strconv.FormatUint(uint64(uint32(h^h>>32)), 16))
+	return outline.String()
 }
 
-// writeShape writes the canonical shape of v; depth < 0 is unlimited, 0
-// elides nested structure as "…".
+// FNV-1a, 64 bit.
+const (
+	fnvOffset64 = 14695981039346656037
+	fnvPrime64  = 1099511628211
+)
+
+func fnvString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime64
+	}
+	return h
+}
+
+func fnvUint(h, x uint64) uint64 {
+	for i := 0; i < 8; i++ {
+		h ^= x & 0xff
+		h *= fnvPrime64
+		x >>= 8
+	}
+	return h
+}
+
+// shapeHash hashes the full canonical structure of v (sorted key paths with
+// value types; arrays as the set of their elements' shapes) without
+// building it as a string: the shape key runs once per record.
+func shapeHash(v any) uint64 {
+	switch t := v.(type) {
+	case map[string]any:
+		var buf [32]string
+		keys := buf[:0]
+		for k := range t {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		h := fnvString(fnvOffset64, "{")
+		for _, k := range keys {
+			h = fnvUint(h, uint64(len(k)))
+			h = fnvString(h, k)
+			h = fnvUint(h, shapeHash(t[k]))
+		}
+		return fnvString(h, "}")
+	case []any:
+		var buf [16]uint64
+		elems := buf[:0]
+		for _, e := range t {
+			if x := shapeHash(e); !slices.Contains(elems, x) {
+				elems = append(elems, x)
+			}
+		}
+		slices.Sort(elems)
+		h := fnvString(fnvOffset64, "[")
+		for _, x := range elems {
+			h = fnvUint(h, x)
+		}
+		return fnvString(h, "]")
+	case string:
+		return fnvString(fnvOffset64, "s")
+	case float64, int, int64:
+		return fnvString(fnvOffset64, "n")
+	case bool:
+		return fnvString(fnvOffset64, "b")
+	case nil:
+		return fnvString(fnvOffset64, "null")
+	}
+	return fnvString(fnvOffset64, "?")
+}
+
+// writeShape writes the readable outline of v: keys of objects (value
+// types only inside arrays), nested structure down to depth, then "…".
 func writeShape(b *strings.Builder, v any, depth int) {
 	switch t := v.(type) {
 	case map[string]any:
@@ -285,11 +352,6 @@ func writeShape(b *strings.Builder, v any, depth int) {
 			}
 			b.WriteString(k)
 			child := t[k]
-			if depth < 0 {
-				b.WriteByte(':')
-				writeShape(b, child, depth)
-				continue
-			}
 			switch child.(type) {
 			case map[string]any, []any:
 				writeShape(b, child, depth-1)
