@@ -303,11 +303,12 @@ func TestRedriveCanaryFailsWhileTheBugIsLiveAndPassesAfterTheFix(t *testing.T) {
 	p := deadLettered(t, env, orderBodies(20, 2)) // 10 null amounts
 	modeFile, _ := startWorker(t, env, p.srcURL, worker.ModeBug)
 	state := t.TempDir()
-	args := []string{"redrive", p.dlqName, "--canary", "3", "--verify-for", "20s", "--verify-poll", "500ms", "--yes", "-o", "json", "--state-dir", state}
+	args := []string{"redrive", p.dlqName, "--canary", "3", "--verify-for", "10s", "--verify-poll", "500ms", "--yes", "-o", "json", "--state-dir", state}
 
 	r := runCLI(t, env, "", append(args, "--filter", ".json.payload.amount == null")...)
 	s := summaryOf(t, r)
 	if r.Code != 3 || s.Canary == nil || s.Canary.Pass || s.Canary.Returned == 0 || s.Status != redrive.StatusCanaryFail {
+		t.Logf("source: %v\nDLQ: %v", bodiesIn(t, env.SQS(t), p.srcURL), bodiesIn(t, env.SQS(t), p.dlqURL))
 		t.Fatalf("canary on null amounts with the bug live: exit %d, verdict %+v; want exit 3 and returns (stderr %s)", r.Code, s.Canary, r.Stderr)
 	}
 

@@ -58,6 +58,8 @@ type Options struct {
 	Wait time.Duration
 	// OnMessage, when set, is called for every message handled.
 	OnMessage func(body string, failed bool)
+	// OnError, when set, is called for SQS errors (the worker carries on).
+	OnError func(error)
 }
 
 // Stats count what the worker did.
@@ -136,13 +138,20 @@ func Run(ctx context.Context, api API, opt Options) Stats {
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				out, err := api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+				// The receive is not cut short by ctx: an abandoned long poll
+				// can still claim messages at the server that then nobody
+				// holds (seen with local-aws-sqs). The batch received is
+				// handled before the loop checks ctx again.
+				out, err := api.ReceiveMessage(context.WithoutCancel(ctx), &sqs.ReceiveMessageInput{
 					QueueUrl: aws.String(opt.QueueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: int32(opt.Wait / time.Second),
 					VisibilityTimeout: 30, MessageAttributeNames: []string{"All"},
 				})
 				if err != nil {
 					if ctx.Err() != nil {
 						return
+					}
+					if opt.OnError != nil {
+						opt.OnError(err)
 					}
 					time.Sleep(200 * time.Millisecond)
 					continue
@@ -167,6 +176,8 @@ func Run(ctx context.Context, api API, opt Options) Stats {
 					}
 					if _, err := api.DeleteMessageBatch(bctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(opt.QueueURL), Entries: entries}); err == nil {
 						processed.Add(int64(len(ok)))
+					} else if opt.OnError != nil {
+						opt.OnError(err)
 					}
 				}
 				if len(bad) > 0 {
@@ -174,7 +185,14 @@ func Run(ctx context.Context, api API, opt Options) Stats {
 					for i, m := range bad {
 						entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0}
 					}
-					_, _ = api.ChangeMessageVisibilityBatch(bctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(opt.QueueURL), Entries: entries})
+					out, err := api.ChangeMessageVisibilityBatch(bctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(opt.QueueURL), Entries: entries})
+					if opt.OnError != nil {
+						if err != nil {
+							opt.OnError(err)
+						} else if len(out.Failed) > 0 {
+							opt.OnError(fmt.Errorf("failing %d message(s): %s", len(out.Failed), aws.ToString(out.Failed[0].Message)))
+						}
+					}
 					failed.Add(int64(len(bad)))
 				}
 			}

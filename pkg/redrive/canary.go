@@ -96,6 +96,9 @@ func VerifyCanary(ctx context.Context, c *queue.Client, dlq *queue.Queue, j *Jou
 		return err
 	}
 	deadline := start.Add(opt.For)
+	if v.Returned > 0 {
+		deadline = start // already failed: no need to watch
+	}
 	for {
 		left := time.Until(deadline)
 		if left <= 0 {
