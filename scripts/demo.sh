@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# dlqctl demo: start the local stack, build bin/dlqctl, seed a realistic
-# incident under a fresh prefix and look at it the way on-call would.
-# Runs unattended; leaves the stack running so you can keep exploring.
+# dlqctl demo: the on-call path from alert to closed incident, on the local
+# stack. Starts the stack (idempotent), builds bin/dlqctl, seeds a realistic
+# incident under a fresh prefix, triages it (queues, sample, group,
+# classify), ships the consumers' fix, redrives the transient part (canary,
+# then a ramped run with guards) and archives the permanent part to S3 as a
+# verified copy before deleting it. Runs unattended in about a minute;
+# leaves the stack running (it prints how to stop it).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -40,11 +44,72 @@ run bin/dlqctl queues --prefix "$prefix"
 heading "5. What is in $dlq? (peek: messages are released, not consumed)"
 run bin/dlqctl sample "$dlq" -n 5
 
+heading "6. What failed, from where?"
+run bin/dlqctl group "$dlq" --by source,error
+
+heading "7. What is safe to replay? (built-in rules; --rules FILE for your own)"
+run bin/dlqctl classify "$dlq" --summary
+
+work="${TMPDIR:-/tmp}/dlqctl-demo/$prefix"
+state="$work/state"
+mkdir -p "$work"
+heading "8. The consumers of $prefix-orders and $prefix-payments get their fix"
+go build -o "$work/worker" ./scripts/worker
+echo down > "$work/mode"
+pids=()
+stop_workers() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap stop_workers EXIT
+for q in "$prefix-orders" "$prefix-payments"; do
+  "$work/worker" --queue "$q" --mode-file "$work/mode" 2>>"$work/worker.log" &
+  pids+=($!)
+done
+echo "Two demo workers run in mode 'down' (every message fails: the dependency is down)."
+echo "The dependency recovers and the fix is deployed:"
+printf '%s$ %s%s\n' "$dim" "echo ok > $work/mode" "$reset"
+echo ok > "$work/mode"
+
+heading "9. Dry-run: what would move where?"
+run bin/dlqctl redrive "$dlq" --class transient --dry-run --state-dir "$state"
+
+heading "10. Canary: 3 messages, watched until the consumers processed them"
+run bin/dlqctl redrive "$dlq" --class transient --canary 3 --verify-for 5s --verify-poll 1s --verify-drain --yes --state-dir "$state"
+
+heading "11. Ramped redrive of the rest (5, 20, 50 msg/s), guarded"
+run bin/dlqctl redrive "$dlq" --class transient --ramp 5,20,50 --ramp-every 2s --max-returns 5% --max-dest-backlog 500 --guard-interval 1s --yes --state-dir "$state"
+run bin/dlqctl runs --state-dir "$state"
+
+heading "12. Archive the permanent part to S3, verified before it is deleted from the DLQ"
+bucket="$(printf '%s' "$prefix-archive" | tr 'A-Z_' 'a-z-')"
+code="$(curl -sS -o /dev/null -w '%{http_code}' -X PUT "$AWS_ENDPOINT_URL_S3/$bucket" \
+  --aws-sigv4 "aws:amz:${AWS_REGION:-us-east-1}:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+  -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD')"
+[[ "$code" == 200 ]] || { echo "demo: could not create bucket $bucket on $AWS_ENDPOINT_URL_S3 (HTTP $code)" >&2; exit 1; }
+echo "bucket s3://$bucket created on the local S3 gateway"
+run bin/dlqctl archive "$dlq" --to "s3://$bucket/dlq-archive" --class permanent --dry-run
+printf '%s$ %s%s\n' "$dim" "bin/dlqctl archive $dlq --to s3://$bucket/dlq-archive --class permanent --delete --yes" "$reset"
+bin/dlqctl archive "$dlq" --to "s3://$bucket/dlq-archive" --class permanent --delete --yes | tee "$work/archive.txt"
+manifest="$(awk '$1 == "manifest" {print $2}' "$work/archive.txt")"
+
+heading "13. Verify the archive (every part re-read: size, SHA-256, gzip, records)"
+run bin/dlqctl archive verify "$manifest"
+
+heading "14. What is left is for humans (business rejections, unknowns)"
+run bin/dlqctl classify "$dlq" --summary
+run bin/dlqctl queues --prefix "$prefix"
+
 heading "Done"
 cat <<EOF
+Archive (verified):  $manifest
+Run journals:        $state
+                     bin/dlqctl runs --state-dir $state
+Worker log:          $work/worker.log
+Runbooks:            docs/runbooks/README.md
+
 The stack is still running. To keep exploring in this shell:
   eval "\$(scripts/stack.sh env)"
   bin/dlqctl sample $dlq -n 20 -o json
+  bin/dlqctl classify --from $manifest --summary
+  DLQCTL=bin/dlqctl scripts/canary-redrive.sh $dlq --class transient -- --state-dir $state
 Stop it (and remove its temporary S3 data) with:
   scripts/stack.sh stop        # or: make stack-stop
 EOF
