@@ -339,6 +339,22 @@ func (m *mover) waitGate(ctx context.Context) bool {
 }
 
 func (m *mover) worker(runCtx context.Context) {
+	// Deletes run one batch behind in the worker's own acker, so the next
+	// receive overlaps the previous delete. Only batches already journaled
+	// wait there; the acker finishes them even when the run is interrupted.
+	acks := make(chan func(), 1)
+	var ackWG sync.WaitGroup
+	ackWG.Add(1)
+	go func() {
+		defer ackWG.Done()
+		for f := range acks {
+			f()
+		}
+	}()
+	defer func() {
+		close(acks)
+		ackWG.Wait()
+	}()
 	empty := 0
 	for runCtx.Err() == nil {
 		if !m.waitGate(runCtx) {
@@ -370,7 +386,7 @@ func (m *mover) worker(runCtx context.Context) {
 			continue
 		}
 		empty = 0
-		m.process(runCtx, items)
+		m.process(runCtx, items, acks)
 	}
 }
 
@@ -413,7 +429,7 @@ func (m *mover) skip(it Item, reason string) {
 	m.event(MessageEvent{MessageID: it.Record.MessageID, Action: "skipped", Reason: reason, Class: it.Record.Class})
 }
 
-func (m *mover) process(runCtx context.Context, items []Item) {
+func (m *mover) process(runCtx context.Context, items []Item, acks chan<- func()) {
 	now := time.Now()
 	fin := context.WithoutCancel(runCtx)
 	var resume, release []Item
@@ -472,7 +488,7 @@ func (m *mover) process(runCtx context.Context, items []Item) {
 				size += ps[n].cp.Entry.Size
 				n++
 			}
-			m.sendBatch(runCtx, dest, ps[:n])
+			m.sendBatch(runCtx, dest, ps[:n], acks)
 			ps = ps[n:]
 		}
 	}
@@ -490,7 +506,7 @@ func (m *mover) waitTokens(ctx context.Context, n int) bool {
 	return m.limiter.WaitN(ctx, n) == nil
 }
 
-func (m *mover) sendBatch(runCtx context.Context, dest *queue.Queue, batch []pending) {
+func (m *mover) sendBatch(runCtx context.Context, dest *queue.Queue, batch []pending, acks chan<- func()) {
 	fin := context.WithoutCancel(runCtx)
 	items := make([]Item, len(batch))
 	for i, p := range batch {
@@ -553,11 +569,18 @@ func (m *mover) sendBatch(runCtx context.Context, dest *queue.Queue, batch []pen
 		m.stop(err)
 		return
 	}
-	acks := make([]Item, len(sent))
+	acks <- func() { m.ackSent(fin, dest, sent, recs) }
+}
+
+// ackSent removes journaled messages from the source.
+func (m *mover) ackSent(fin context.Context, dest *queue.Queue, sent []pending, recs []SentRecord) {
+	bctx, cancel := context.WithTimeout(fin, 5*time.Minute)
+	defer cancel()
+	items := make([]Item, len(sent))
 	for i, p := range sent {
-		acks[i] = p.it
+		items[i] = p.it
 	}
-	ackErrs := m.src.Ack(bctx, acks)
+	ackErrs := m.src.Ack(bctx, items)
 	var deleted []string
 	m.mu.Lock()
 	for i, p := range sent {

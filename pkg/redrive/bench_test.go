@@ -1,0 +1,190 @@
+package redrive_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/dlqctl/dlqctl/internal/seed"
+	"github.com/dlqctl/dlqctl/internal/testenv"
+	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/redrive"
+)
+
+// benchN is the number of messages moved per run (DLQCTL_BENCH_N, default
+// 50000; the emulator slows as queues grow, keep it ≤ 100k).
+func benchN() int {
+	if n, err := strconv.Atoi(os.Getenv("DLQCTL_BENCH_N")); err == nil && n > 0 {
+		return n
+	}
+	return 50_000
+}
+
+const benchConcurrency = 8
+
+// resetPeakRSS clears the process's RSS high-water mark (Linux); peakRSSMB
+// reads it.
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+func peakRSSMB() float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			return float64(kb) / 1024
+		}
+	}
+	return 0
+}
+
+func benchQueues(b *testing.B, api *sqs.Client, c *queue.Client, n int) (*queue.Queue, *queue.Queue) {
+	b.Helper()
+	ctx := context.Background()
+	mk := func(prefix string) *queue.Queue {
+		name := testenv.UniqueName(b, prefix)
+		out, err := api.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _, _ = api.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: out.QueueUrl}) })
+		q, err := c.Resolve(ctx, aws.ToString(out.QueueUrl))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return q
+	}
+	dlq, dest := mk("bdlq"), mk("bdst")
+	body := strings.Repeat("x", 200)
+	if err := seed.FillDLQ(ctx, api, dlq.URL, n, func(i int) string { return fmt.Sprintf(`{"i":%d,"pad":"%s"}`, i, body) }); err != nil {
+		b.Fatal(err)
+	}
+	return dlq, dest
+}
+
+// plainLoop is the baseline: receive → send → delete with the same number
+// of workers and no safety (no journal, no lease, no per-entry handling).
+func plainLoop(ctx context.Context, api *sqs.Client, c *queue.Client, dlq, dest *queue.Queue, workers int) int64 {
+	var moved atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			empty := 0
+			for empty < 2 {
+				msgs, err := c.Receive(ctx, dlq, 10, 30*time.Second, time.Second)
+				if err != nil || len(msgs) == 0 {
+					empty++
+					continue
+				}
+				empty = 0
+				entries := make([]queue.SendEntry, len(msgs))
+				for i, m := range msgs {
+					attrs, _ := queue.SQSAttributes(m.Attributes)
+					entries[i] = queue.SendEntry{Body: m.Body, Attributes: attrs}
+				}
+				if _, err := c.SendBatch(ctx, dest, entries); err != nil {
+					continue
+				}
+				if _, err := c.Delete(ctx, dlq, msgs); err == nil {
+					moved.Add(int64(len(msgs)))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return moved.Load()
+}
+
+// BenchmarkRedriveVsPlainLoop moves DLQCTL_BENCH_N messages from a DLQ to a
+// recovery queue twice: with a plain receive→send→delete loop, then with
+// dlqctl's mover (journal with fsync, lease, marker, per-entry handling),
+// both with 8 workers. It reports msgs/s and peak RSS of each and the
+// ratio dlqctl/loop (target ≥ 0.9).
+func BenchmarkRedriveVsPlainLoop(b *testing.B) {
+	env := testenv.Require(b)
+	api := env.SQS(b)
+	c := queue.New(api, env.Region)
+	n := benchN()
+	ctx := context.Background()
+	var loopRate, mvRate, loopRSS, mvRSS float64
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		dlq, dest := benchQueues(b, api, c, n)
+		resetPeakRSS()
+		b.StartTimer()
+		start := time.Now()
+		moved := plainLoop(ctx, api, c, dlq, dest, benchConcurrency)
+		loopRate = float64(moved) / time.Since(start).Seconds()
+		b.StopTimer()
+		loopRSS = peakRSSMB()
+		if moved != int64(n) {
+			b.Fatalf("plain loop moved %d of %d", moved, n)
+		}
+
+		dlq, dest = benchQueues(b, api, c, n)
+		j, err := redrive.CreateJournal(b.TempDir(), redrive.RunMeta{ID: redrive.NewRunID(time.Now()), Kind: "redrive", Source: dlq.ARN, Created: time.Now()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		resetPeakRSS()
+		b.StartTimer()
+		start = time.Now()
+		src := redrive.NewQueueSource(c, dlq, 30*time.Second, time.Second)
+		res, err := redrive.Run(ctx, src, redrive.Options{Client: c, Journal: j, Router: redrive.ToQueue(dest), Concurrency: benchConcurrency})
+		_ = src.Close(ctx)
+		mvRate = float64(res.Moved) / time.Since(start).Seconds()
+		b.StopTimer()
+		mvRSS = peakRSSMB()
+		j.Close()
+		if err != nil || res.Moved != n {
+			b.Fatalf("dlqctl moved %d of %d: %v %v", res.Moved, n, err, res.Errors)
+		}
+	}
+	b.ReportMetric(mvRate, "dlqctl-msgs/s")
+	b.ReportMetric(loopRate, "loop-msgs/s")
+	b.ReportMetric(mvRate/loopRate, "ratio")
+	b.ReportMetric(mvRSS, "dlqctl-peakRSS-MB")
+	b.ReportMetric(loopRSS, "loop-peakRSS-MB")
+	b.Logf("%d messages, %d workers: dlqctl %.0f msgs/s (peak RSS %.0f MB), plain loop %.0f msgs/s (peak RSS %.0f MB), ratio %.2f",
+		n, benchConcurrency, mvRate, mvRSS, loopRate, loopRSS, mvRate/loopRate)
+}
+
+// BenchmarkJournalSent measures the journal's hot path: one fsync'd Sent
+// call per batch of 10 from 8 concurrent workers (group commit).
+func BenchmarkJournalSent(b *testing.B) {
+	j, err := redrive.CreateJournal(b.TempDir(), redrive.RunMeta{ID: "bench", Created: time.Now()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	var seq atomic.Int64
+	b.SetParallelism(benchConcurrency)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			recs := make([]redrive.SentRecord, 10)
+			for i := range recs {
+				id := strconv.FormatInt(seq.Add(1), 10)
+				recs[i] = redrive.SentRecord{Orig: id, Dest: "https://sqs.example/q", DestID: id, SHA: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}
+			}
+			if err := j.Sent(recs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
