@@ -52,7 +52,10 @@ func peakRSSMB() float64 {
 	return 0
 }
 
-func benchQueues(b *testing.B, api *sqs.Client, c *queue.Client, n int) (*queue.Queue, *queue.Queue) {
+// benchQueues creates a DLQ holding n messages and an empty destination;
+// drop deletes both (the emulator slows down with every message it holds,
+// so each phase starts from the same state).
+func benchQueues(b *testing.B, api *sqs.Client, c *queue.Client, n int) (dlq, dest *queue.Queue, drop func()) {
 	b.Helper()
 	ctx := context.Background()
 	mk := func(prefix string) *queue.Queue {
@@ -61,19 +64,24 @@ func benchQueues(b *testing.B, api *sqs.Client, c *queue.Client, n int) (*queue.
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Cleanup(func() { _, _ = api.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: out.QueueUrl}) })
 		q, err := c.Resolve(ctx, aws.ToString(out.QueueUrl))
 		if err != nil {
 			b.Fatal(err)
 		}
 		return q
 	}
-	dlq, dest := mk("bdlq"), mk("bdst")
+	dlq, dest = mk("bdlq"), mk("bdst")
+	drop = func() {
+		for _, q := range []*queue.Queue{dlq, dest} {
+			_, _ = api.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(q.URL)})
+		}
+	}
+	b.Cleanup(drop)
 	body := strings.Repeat("x", 200)
 	if err := seed.FillDLQ(ctx, api, dlq.URL, n, func(i int) string { return fmt.Sprintf(`{"i":%d,"pad":"%s"}`, i, body) }); err != nil {
 		b.Fatal(err)
 	}
-	return dlq, dest
+	return dlq, dest, drop
 }
 
 // plainLoop is the baseline: receive → send → delete with the same number
@@ -125,7 +133,7 @@ func BenchmarkRedriveVsPlainLoop(b *testing.B) {
 	var loopRate, mvRate, loopRSS, mvRSS float64
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		dlq, dest := benchQueues(b, api, c, n)
+		dlq, dest, drop := benchQueues(b, api, c, n)
 		resetPeakRSS()
 		b.StartTimer()
 		start := time.Now()
@@ -136,8 +144,9 @@ func BenchmarkRedriveVsPlainLoop(b *testing.B) {
 		if moved != int64(n) {
 			b.Fatalf("plain loop moved %d of %d", moved, n)
 		}
+		drop()
 
-		dlq, dest = benchQueues(b, api, c, n)
+		dlq, dest, drop = benchQueues(b, api, c, n)
 		j, err := redrive.CreateJournal(b.TempDir(), redrive.RunMeta{ID: redrive.NewRunID(time.Now()), Kind: "redrive", Source: dlq.ARN, Created: time.Now()})
 		if err != nil {
 			b.Fatal(err)
@@ -155,6 +164,7 @@ func BenchmarkRedriveVsPlainLoop(b *testing.B) {
 		if err != nil || res.Moved != n {
 			b.Fatalf("dlqctl moved %d of %d: %v %v", res.Moved, n, err, res.Errors)
 		}
+		drop()
 	}
 	b.ReportMetric(mvRate, "dlqctl-msgs/s")
 	b.ReportMetric(loopRate, "loop-msgs/s")
