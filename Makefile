@@ -19,7 +19,8 @@ SEED_FLAGS ?=
 
 # Shell prologue for targets that need the stack: start it (installing on
 # first use), export its env, and stop it on exit, keeping the exit status.
-WITH_STACK = trap 'rc=$$?; if [ -z "$${KEEP_STACK:-}" ]; then $(STACK) stop; fi; exit $$rc' EXIT; \
+WITH_STACK = scripts/tools.sh || exit $$?; \
+	trap 'rc=$$?; if [ -z "$${KEEP_STACK:-}" ]; then $(STACK) stop; fi; exit $$rc' EXIT; \
 	trap 'exit 130' INT TERM; \
 	stack_env="$$($(STACK) start)" || exit $$?; \
 	eval "$$stack_env"; \

@@ -57,10 +57,14 @@ func (f *Factory) Verbosef(format string, a ...any) {
 	}
 }
 
-// StateDir returns --state-dir or its default, $XDG_STATE_HOME/dlqctl.
+// StateDir returns --state-dir, else $DLQCTL_STATE_DIR, else
+// $XDG_STATE_HOME/dlqctl (~/.local/state/dlqctl).
 func (f *Factory) StateDir() string {
 	if f.Opts.StateDir != "" {
 		return f.Opts.StateDir
+	}
+	if d := os.Getenv("DLQCTL_STATE_DIR"); d != "" {
+		return d
 	}
 	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
 		return filepath.Join(x, "dlqctl")

@@ -114,7 +114,7 @@ is not durably somewhere else.
 	pf.StringVarP(&f.Opts.Output, "output", "o", "table", "output format: table, json or ndjson")
 	pf.BoolVar(&f.Opts.NoColor, "no-color", false, "disable colour")
 	pf.BoolVar(&f.Opts.Yes, "yes", false, "do not ask for confirmation (scripts)")
-	pf.StringVar(&f.Opts.StateDir, "state-dir", "", "where run journals live (default $XDG_STATE_HOME/dlqctl)")
+	pf.StringVar(&f.Opts.StateDir, "state-dir", "", "where run journals live (default $DLQCTL_STATE_DIR, else $XDG_STATE_HOME/dlqctl)")
 	pf.BoolVarP(&f.Opts.Verbose, "verbose", "v", false, "print resolved queues, endpoints and API details to stderr (never credentials or receipt handles)")
 	pf.BoolVar(&f.Opts.PathStyle, "s3-path-style", false, "use path-style S3 addressing (automatic with a custom endpoint)")
 
