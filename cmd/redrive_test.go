@@ -543,3 +543,29 @@ func TestRedriveNativeEngineStartStatusCancel(t *testing.T) {
 		t.Fatalf("second cancel: exit %d: %s", cr.Code, cr.Stderr)
 	}
 }
+
+func TestRedriveAsksOnATerminal(t *testing.T) {
+	env := testenv.Require(t)
+	c := env.SQS(t)
+	p := deadLettered(t, env, orderBodies(4, 0))
+	setStackEnv(t, env)
+	run := func(answer string) (int, string) {
+		var out, errOut bytes.Buffer
+		code := Run(context.Background(), output.Test(strings.NewReader(answer), &out, &errOut, true),
+			[]string{"redrive", p.dlqName, "--state-dir", t.TempDir()})
+		return code, errOut.String()
+	}
+	code, stderr := run("n\n")
+	if code != 2 || !strings.Contains(stderr, "Move all messages from "+p.dlqName+" (4 visible) to source ("+p.srcName+")? [y/N]") {
+		t.Fatalf("answer n: exit %d, stderr %q", code, stderr)
+	}
+	if v, _ := queueDepth(t, c, p.dlqURL); v != 4 {
+		t.Fatalf("declined, yet the DLQ holds %d of 4", v)
+	}
+	if code, stderr = run("y\n"); code != 0 {
+		t.Fatalf("answer y: exit %d: %s", code, stderr)
+	}
+	if v, _ := queueDepth(t, c, p.srcURL); v != 4 {
+		t.Fatalf("confirmed, yet the source holds %d of 4", v)
+	}
+}

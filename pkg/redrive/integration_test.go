@@ -3,7 +3,9 @@ package redrive_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/internal/seed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
+	"github.com/dlqctl/dlqctl/internal/worker"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/queue"
@@ -262,5 +265,50 @@ func TestRedriveToRecoveryQueueMovesOnlySelected(t *testing.T) {
 	}
 	if res.Skipped[redrive.SkipFiltered] != left {
 		t.Fatalf("skipped %v, want %d %q", res.Skipped, left, redrive.SkipFiltered)
+	}
+}
+
+// TestRedrivePauseGuardHoldsUntilTheBacklogClears: with --on-guard pause the
+// run stops sending while the destination is backed up, keeps its messages,
+// and finishes once a consumer catches up.
+func TestRedrivePauseGuardHoldsUntilTheBacklogClears(t *testing.T) {
+	env := testenv.Require(t)
+	api := env.SQS(t)
+	c := queue.New(api, env.Region)
+	const n = 120
+	dlqURL := createQueue(t, api, testenv.UniqueName(t, "pdlq"), nil)
+	recURL := createQueue(t, api, testenv.UniqueName(t, "prec"), nil)
+	if err := seed.FillDLQ(ctxT(t, time.Minute), api, dlqURL, n, func(i int) string { return fmt.Sprintf("m-%d", i) }); err != nil {
+		t.Fatal(err)
+	}
+	dlq, rec := resolve(t, c, dlqURL), resolve(t, c, recURL)
+	var mu sync.Mutex
+	var states []string
+	consumer := make(chan struct{})
+	go func() {
+		<-consumer
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		worker.Run(ctx, api, worker.Options{QueueURL: recURL, Mode: worker.ModeOK})
+	}()
+	res, _ := move(t, c, dlq, t.TempDir(), runCfg{router: redrive.ToQueue(rec), opt: redrive.Options{
+		Rate: 100, Concurrency: 2,
+		Guards: redrive.Guards{MaxDestBacklog: 30, OnGuard: redrive.GuardPause, PauseTimeout: 20 * time.Second, Every: 200 * time.Millisecond},
+		Reporter: redrive.Reporter{Guard: func(ev redrive.GuardEvent) {
+			mu.Lock()
+			defer mu.Unlock()
+			states = append(states, ev.State)
+			if ev.State == "paused" && len(states) == 1 {
+				close(consumer) // the consumer comes back
+			}
+		}},
+	}})
+	if res.Err() != nil || res.Moved != n || res.Guard != nil {
+		t.Fatalf("moved %d of %d, guard %+v, err %v", res.Moved, n, res.Guard, res.Err())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(states) < 2 || states[0] != "paused" || states[1] != "cleared" {
+		t.Fatalf("guard events %v, want paused then cleared", states)
 	}
 }

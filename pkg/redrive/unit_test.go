@@ -1,0 +1,181 @@
+package redrive
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+func rec(id, body string, attrs map[string]queue.Attribute) *queue.Record {
+	if attrs == nil {
+		attrs = map[string]queue.Attribute{}
+	}
+	return &queue.Record{MessageID: id, Body: body, BodySHA256: queue.SHA256Hex(body), Attributes: attrs}
+}
+
+func TestBuildCopyKeepsEverythingAndAddsTheMarker(t *testing.T) {
+	attrs := map[string]queue.Attribute{
+		"eventType": {Type: "String", Value: "OrderPaid"},
+		"amount":    {Type: "Number.cents", Value: "1250"},
+		"sig":       {Type: "Binary", Base64: base64.StdEncoding.EncodeToString([]byte{0, 1, 2, 255})},
+	}
+	r := rec("m-1", "héllo ✓ {\"a\":null}", attrs)
+	std := &queue.Queue{Name: "orders"}
+	now := time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
+	cp, skip := BuildCopy(r, "run-1", std, now)
+	if skip != "" || !cp.Marked {
+		t.Fatalf("skip %q marked %v", skip, cp.Marked)
+	}
+	e := cp.Entry
+	if e.Body != r.Body || e.GroupID != "" || e.DedupID != "" {
+		t.Fatalf("entry %+v", e)
+	}
+	if aws.ToString(e.Attributes["amount"].DataType) != "Number.cents" || string(e.Attributes["sig"].BinaryValue) != "\x00\x01\x02\xff" {
+		t.Fatalf("attributes changed: %+v", e.Attributes)
+	}
+	var m queue.Marker
+	if err := json.Unmarshal([]byte(aws.ToString(e.Attributes[queue.MarkerAttribute].StringValue)), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.RunID != "run-1" || m.OriginalID != "m-1" || m.Count != 1 || !m.At.Equal(now) {
+		t.Fatalf("marker %+v", m)
+	}
+
+	// A second redrive keeps the first original id and counts up.
+	again := rec("m-2", r.Body, map[string]queue.Attribute{queue.MarkerAttribute: {Type: "String", Value: aws.ToString(e.Attributes[queue.MarkerAttribute].StringValue)}})
+	cp2, _ := BuildCopy(again, "run-2", std, now)
+	_ = json.Unmarshal([]byte(aws.ToString(cp2.Entry.Attributes[queue.MarkerAttribute].StringValue)), &m)
+	if m.OriginalID != "m-1" || m.Count != 2 || m.RunID != "run-2" || len(cp2.Entry.Attributes) != 1 {
+		t.Fatalf("second marker %+v (%d attributes)", m, len(cp2.Entry.Attributes))
+	}
+}
+
+func TestBuildCopyFIFOGetsGroupAndDeterministicDedupID(t *testing.T) {
+	r := rec("m-1", "x", nil)
+	r.System.MessageGroupID = "order-7"
+	fifo := &queue.Queue{Name: "orders.fifo", FIFO: true}
+	a, _ := BuildCopy(r, "run-1", fifo, time.Now())
+	b, _ := BuildCopy(r, "run-1", fifo, time.Now().Add(time.Minute))
+	c, _ := BuildCopy(r, "run-2", fifo, time.Now())
+	if a.Entry.GroupID != "order-7" || a.Entry.DedupID == "" || a.Entry.DedupID != b.Entry.DedupID || a.Entry.DedupID == c.Entry.DedupID || len(a.Entry.DedupID) > 128 {
+		t.Fatalf("dedup ids %q %q %q", a.Entry.DedupID, b.Entry.DedupID, c.Entry.DedupID)
+	}
+	r.System.MessageGroupID = ""
+	if _, skip := BuildCopy(r, "run-1", fifo, time.Now()); skip != SkipNoGroup {
+		t.Fatalf("a message without a group to a FIFO queue: skip %q", skip)
+	}
+}
+
+func TestBuildCopySkipsInsteadOfChanging(t *testing.T) {
+	ten := map[string]queue.Attribute{}
+	for i := 0; i < 10; i++ {
+		ten[fmt.Sprintf("a%d", i)] = queue.Attribute{Type: "String", Value: "v"}
+	}
+	cp, skip := BuildCopy(rec("m", "body", ten), "run", &queue.Queue{}, time.Now())
+	if skip != "" || cp.Marked || len(cp.Entry.Attributes) != 10 {
+		t.Fatalf("10 attributes: skip %q marked %v attrs %d; want sent unmarked", skip, cp.Marked, len(cp.Entry.Attributes))
+	}
+	eleven := map[string]queue.Attribute{"a10": {Type: "String", Value: "v"}}
+	for k, v := range ten {
+		eleven[k] = v
+	}
+	if _, skip := BuildCopy(rec("m", "body", eleven), "run", &queue.Queue{}, time.Now()); skip != SkipTooManyAttrs {
+		t.Fatalf("11 attributes: skip %q", skip)
+	}
+	small := &queue.Queue{Attrs: map[string]string{"MaximumMessageSize": "1024"}}
+	if _, skip := BuildCopy(rec("m", strings.Repeat("x", 1025), nil), "run", small, time.Now()); skip != SkipTooLarge {
+		t.Fatalf("too large: skip %q", skip)
+	}
+	// Fits only without the marker: sent unmarked, never truncated.
+	cp, skip = BuildCopy(rec("m", strings.Repeat("x", 1000), nil), "run", small, time.Now())
+	if skip != "" || cp.Marked || len(cp.Entry.Body) != 1000 {
+		t.Fatalf("near the limit: skip %q marked %v", skip, cp.Marked)
+	}
+}
+
+func TestJournalResumeKnowsWhatWasSentAndSurvivesATornLine(t *testing.T) {
+	dir := t.TempDir()
+	j, err := CreateJournal(dir, RunMeta{ID: "r1", Kind: "redrive", Fingerprint: "fp", Created: time.Now(), Visibility: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				id := fmt.Sprintf("w%d-%d", w, i)
+				if err := j.Sent([]SentRecord{{Orig: id, Dest: "q", DestID: "d-" + id, SHA: "sha-" + id}}); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	j.Deleted([]string{"w0-0", "w0-1"})
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// kill -9 in the middle of a write leaves a torn last line.
+	f, _ := os.OpenFile(filepath.Join(dir, "runs", "r1", "journal.ndjson"), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"t":"sent","orig":"torn`)
+	f.Close()
+
+	runs, err := ListRuns(dir)
+	if err != nil || len(runs) != 1 || runs[0].Sent != 160 || runs[0].Deleted != 2 || runs[0].Status != StatusRunning {
+		t.Fatalf("runs %+v %v", runs, err)
+	}
+	if u, _ := FindUnfinished(dir, "fp"); u == nil || u.ID != "r1" {
+		t.Fatalf("unfinished run not found: %+v", u)
+	}
+	j2, err := OpenJournal(dir, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j2.Close()
+	if r, ok := j2.WasSent("w7-19"); !ok || r.DestID != "d-w7-19" || !j2.HasBody("sha-w3-3") {
+		t.Fatalf("reopened journal lost records: %+v %v", r, ok)
+	}
+	if _, ok := j2.WasSent("torn"); ok {
+		t.Fatal("a torn line counted as sent")
+	}
+	if err := j2.SetStatus(StatusCompleted, ""); err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := FindUnfinished(dir, "fp"); u != nil {
+		t.Fatalf("a completed run is offered for resume: %+v", u)
+	}
+	if _, err := OpenJournal(dir, "../etc"); err == nil {
+		t.Fatal("a path as run id was accepted")
+	}
+}
+
+func TestEstimateSecondsAlongARamp(t *testing.T) {
+	cases := []struct {
+		n    int
+		rate float64
+		ramp []float64
+		want float64
+	}{
+		{100, 10, nil, 10},
+		{100, 0, nil, 0},
+		{100, 0, []float64{1, 10}, 60 + 4}, // 60 s at 1/s moves 60, then 40 at 10/s
+		{30, 0, []float64{1, 10}, 30},
+	}
+	for _, c := range cases {
+		if got := EstimateSeconds(c.n, c.rate, c.ramp, time.Minute); got != c.want {
+			t.Errorf("EstimateSeconds(%d, %g, %v) = %g, want %g", c.n, c.rate, c.ramp, got, c.want)
+		}
+	}
+}
