@@ -330,9 +330,9 @@ func plan(prefix string, now time.Time, scale int) []Seeded {
 		attrs{"eventType": str("OrderCreated")})
 	p.addText(orders, KindMalformed, ClassPermanent,
 		`{"eventType": "OrderCreated", "payload": {"orderId": "o-1102", "total": 12.5,}}`, nil)
-	p.addText(orders, KindPlaintext, ClassUnknown,
+	p.addText(orders, KindPlaintext, ClassPermanent,
 		"legacy-batch: could not map row 4411 (customer c-2290) to an order", nil)
-	p.addText(orders, KindPlaintext, ClassUnknown,
+	p.addText(orders, KindPlaintext, ClassPermanent,
 		"PING healthcheck from orders-canary run 20931", attrs{"source": str("orders-canary")})
 
 	// --- orders: unicode.
@@ -342,7 +342,7 @@ func plan(prefix string, now time.Time, scale int) []Seeded {
 		e := p.envelope("OrderCreated", 2, "t-acme", 40*time.Minute, pl)
 		p.addEnvelope(orders, KindUnicode, ClassUnknown, e, withAttrs(envAttrs(e), attrs{"customer": str("Jürgen Müller 😀")}))
 	}
-	p.addText(orders, KindUnicode, ClassUnknown, "Заказ o-1151 не найден ✗ 注文 o-1151 が見つかりません 🚫", nil)
+	p.addText(orders, KindUnicode, ClassPermanent, "Заказ o-1151 не найден ✗ 注文 o-1151 が見つかりません 🚫", nil)
 	{
 		e := p.envelope("OrderPaid", 1, "t-globex", 38*time.Minute, orderPaid("o-1152", "p-7960", 9.99))
 		f := cancelled("o-1152")
@@ -425,7 +425,7 @@ func plan(prefix string, now time.Time, scale int) []Seeded {
 	p.addAttrFailure(payments, p.envelope("PaymentCaptured", 1, "t-acme", 28*time.Minute, paymentCaptured("p-7841", "o-1611", 12.0)),
 		failure{"rate exceeded: 429 from psp-adyen for payment p-7841", "Throttling", "", ClassTransient})
 	p.addText(payments, KindMalformed, ClassPermanent, `{"paymentId": "p-7850", "amount": 19.99, "currency": "EU`, nil)
-	p.addText(payments, KindPlaintext, ClassUnknown, "payment p-7851 callback received with status=UNKNOWN", nil)
+	p.addText(payments, KindPlaintext, ClassPermanent, "payment p-7851 callback received with status=UNKNOWN", nil)
 
 	// --- extra transient messages (Options.Scale).
 	for i := range scale {

@@ -61,7 +61,8 @@ const (
 	// resets. Safe to redrive once the dependency recovers.
 	ClassTransient Class = "transient"
 	// ClassPermanent: the message itself is bad (validation errors, payload
-	// too large, malformed JSON no consumer can parse). Redriving cannot help.
+	// too large, malformed JSON or plain text no consumer can parse). Redriving
+	// cannot help.
 	ClassPermanent Class = "permanent"
 	// ClassSchemaMismatch: an eventVersion/schemaRef the consumer does not
 	// know (eventVersion 9), whether or not a failure reason says so.
@@ -69,7 +70,7 @@ const (
 	// ClassBusiness: a business rule rejected it (failure_type
 	// BusinessRuleViolation: insufficient funds, order already cancelled).
 	ClassBusiness Class = "business"
-	// ClassUnknown: no failure information (bare envelopes, plain text).
+	// ClassUnknown: no failure information (bare envelopes).
 	ClassUnknown Class = "unknown"
 )
 
