@@ -149,7 +149,7 @@ func (t *TablePrinter) Render() error {
 		})),
 		tablewriter.WithHeaderAlignment(tw.AlignLeft),
 		tablewriter.WithRowAlignment(tw.AlignLeft),
-		tablewriter.WithHeaderAutoFormat(tw.On),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
 		tablewriter.WithPadding(tw.Padding{Left: "", Right: "  ", Overwrite: true}),
 		tablewriter.WithRowAutoWrap(tw.WrapNone),
 	)
