@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"strconv"
@@ -238,21 +237,10 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 }
 
 func confirmArchiveDelete(f *Factory, q *queue.Queue, what string, opts *ArchiveOptions) error {
-	if f.Opts.Yes {
-		return nil
-	}
-	if opts.Max > 0 {
-		what = fmt.Sprintf("up to %d (%s)", opts.Max, what)
-	}
-	if !f.IO.InTTY || !f.IO.ErrTTY {
-		return errs.BadInputf("archive --delete removes archived messages from %s; pass --yes to confirm (see what would be archived with --dry-run)", q.Name)
-	}
-	fmt.Fprintf(f.IO.ErrOut, "Archive %s from %s (%d visible) to %s and delete each from the queue once its part is verified? [y/N] ", what, q.Name, q.Counts().Visible, opts.Dest)
-	line, _ := bufio.NewReader(f.IO.In).ReadString('\n')
-	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-		return errs.BadInputf("archive --delete not confirmed; nothing was changed")
-	}
-	return nil
+	return confirm(f,
+		fmt.Sprintf("Archive %s from %s (%d visible) to %s and delete each from the queue once its part is verified?", limitedWhat(what, 0, opts.Max), q.Name, q.Counts().Visible, opts.Dest),
+		fmt.Sprintf("archive --delete removes archived messages from %s; pass --yes to confirm (see what would be archived with --dry-run)", q.Name),
+		"archive --delete not confirmed; nothing was changed")
 }
 
 // archiveReporter renders archive progress: the shared progress bar /

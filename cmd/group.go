@@ -312,7 +312,7 @@ func printGroups(f *Factory, rep *GroupReport, now time.Time) error {
 	}
 	var headers []string
 	for _, k := range rep.By {
-		headers = append(headers, strings.ToUpper(output.Truncate(k, 24)))
+		headers = append(headers, strings.ReplaceAll(strings.ToUpper(output.Truncate(k, 24)), "_", " "))
 	}
 	headers = append(headers, "COUNT", "SHARE")
 	if estimated {

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -390,7 +389,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		Guards: redrive.Guards{MaxReturns: opts.MaxReturns, MaxDestBacklog: opts.MaxDestBacklog, OnGuard: opts.OnGuard,
 			PauseTimeout: opts.PauseTimeout, Every: opts.GuardInterval},
 		Total:    total,
-		Reporter: progressReporter(prog),
+		Reporter: progressReporter(prog, "redrive"),
 	})
 	if cerr := src.Close(ctx); cerr != nil && runErr == nil {
 		f.IO.Warnf("releasing held messages: %v (they become visible again when their visibility timeout ends)", cerr)
@@ -477,33 +476,22 @@ func waitForHeld(ctx context.Context, f *Factory, j *redrive.Journal) error {
 }
 
 func confirmRedrive(f *Factory, dlq *queue.Queue, router redrive.Router, sel interface{ Describe() string }, opts *RedriveOptions) error {
-	if f.Opts.Yes {
-		return nil
-	}
 	what := "all messages"
 	if sel != nil {
 		what = sel.Describe()
 	}
-	if opts.Canary > 0 {
-		what = fmt.Sprintf("a canary of %d (%s)", opts.Canary, what)
-	} else if opts.Max > 0 {
-		what = fmt.Sprintf("up to %d (%s)", opts.Max, what)
-	}
-	if !f.IO.InTTY || !f.IO.ErrTTY {
-		return errs.BadInputf("redrive moves messages out of %s; pass --yes to confirm (see what would move with --dry-run)", dlq.Name)
-	}
-	fmt.Fprintf(f.IO.ErrOut, "Move %s from %s (%d visible) to %s? [y/N] ", what, dlq.Name, dlq.Counts().Visible, router.Describe())
-	line, _ := bufio.NewReader(f.IO.In).ReadString('\n')
-	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-		return errs.BadInputf("redrive not confirmed; nothing was changed")
-	}
-	return nil
+	return confirm(f,
+		fmt.Sprintf("Move %s from %s (%d visible) to %s?", limitedWhat(what, opts.Canary, opts.Max), dlq.Name, dlq.Counts().Visible, router.Describe()),
+		fmt.Sprintf("redrive moves messages out of %s; pass --yes to confirm (see what would move with --dry-run)", dlq.Name),
+		"redrive not confirmed; nothing was changed")
 }
 
-func progressReporter(p *output.Progress) redrive.Reporter {
+// progressReporter renders a redrive-pipeline run (redrive or restore, named
+// by op) as the progress bar / NDJSON events.
+func progressReporter(p *output.Progress, op string) redrive.Reporter {
 	return redrive.Reporter{
 		Progress: func(s redrive.Snapshot) {
-			p.Update(output.Stats{Op: "redrive", Done: s.Moved, Total: s.Total, Skipped: s.Skipped, Failed: s.Failed,
+			p.Update(output.Stats{Op: op, Done: s.Moved, Total: s.Total, Skipped: s.Skipped, Failed: s.Failed,
 				Rate: s.Rate, Target: s.Target, Elapsed: s.Elapsed.Seconds(), ETA: s.ETA.Seconds(), Guard: s.Guard}, false)
 		},
 		Message: func(ev redrive.MessageEvent) {
@@ -663,15 +651,11 @@ func nativeRun(ctx context.Context, opts *RedriveOptions, c *queue.Client, dlq *
 		}
 		destARN = dest.ARN
 	}
-	if !f.Opts.Yes {
-		if !f.IO.InTTY || !f.IO.ErrTTY {
-			return errs.BadInputf("redrive moves every message out of %s; pass --yes to confirm", dlq.Name)
-		}
-		fmt.Fprintf(f.IO.ErrOut, "Start an SQS move task for all %d messages of %s to %s? [y/N] ", dlq.Counts().Visible, dlq.Name, map[bool]string{true: "their sources", false: opts.To}[destARN == ""])
-		line, _ := bufio.NewReader(f.IO.In).ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-			return errs.BadInputf("redrive not confirmed; nothing was changed")
-		}
+	if err := confirm(f,
+		fmt.Sprintf("Start an SQS move task for all %d messages of %s to %s?", dlq.Counts().Visible, dlq.Name, map[bool]string{true: "their sources", false: opts.To}[destARN == ""]),
+		fmt.Sprintf("redrive moves every message out of %s; pass --yes to confirm", dlq.Name),
+		"redrive not confirmed; nothing was changed"); err != nil {
+		return err
 	}
 	steps := []int{int(opts.Rate)}
 	if len(opts.Ramp) > 0 {

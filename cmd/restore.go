@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -279,7 +278,7 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 		Guards: redrive.Guards{MaxDestBacklog: opts.MaxDestBacklog, OnGuard: opts.OnGuard,
 			PauseTimeout: opts.PauseTimeout, Every: opts.GuardInterval},
 		Total:    total,
-		Reporter: restoreReporter(prog),
+		Reporter: progressReporter(prog, "restore"),
 	})
 	_ = src.Close(ctx)
 	prog.Done()
@@ -345,39 +344,10 @@ func completedRun(stateDir, fp string) (*redrive.RunInfo, error) {
 }
 
 func confirmRestore(f *Factory, m *archive.Manifest, dest *queue.Queue, what string, opts *RestoreOptions) error {
-	if f.Opts.Yes {
-		return nil
-	}
-	if opts.Canary > 0 {
-		what = fmt.Sprintf("a canary of %d (%s)", opts.Canary, what)
-	} else if opts.Max > 0 {
-		what = fmt.Sprintf("up to %d (%s)", opts.Max, what)
-	}
-	if !f.IO.InTTY || !f.IO.ErrTTY {
-		return errs.BadInputf("restore sends archived messages to %s; pass --yes to confirm (see what would be sent with --dry-run)", dest.Name)
-	}
-	fmt.Fprintf(f.IO.ErrOut, "Send %s of %d archived message(s) of %s to %s? [y/N] ", what, m.Records(), m.Queue.Name, dest.Name)
-	line, _ := bufio.NewReader(f.IO.In).ReadString('\n')
-	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-		return errs.BadInputf("restore not confirmed; nothing was sent")
-	}
-	return nil
-}
-
-func restoreReporter(p *output.Progress) redrive.Reporter {
-	return redrive.Reporter{
-		Progress: func(s redrive.Snapshot) {
-			p.Update(output.Stats{Op: "restore", Done: s.Moved, Total: s.Total, Skipped: s.Skipped, Failed: s.Failed,
-				Rate: s.Rate, Target: s.Target, Elapsed: s.Elapsed.Seconds(), ETA: s.ETA.Seconds(), Guard: s.Guard}, false)
-		},
-		Message: func(ev redrive.MessageEvent) {
-			p.Message(output.MessageEvent{MessageID: ev.MessageID, Action: ev.Action, Destination: ev.Destination,
-				DestID: ev.DestID, Class: ev.Class, Reason: ev.Reason})
-		},
-		Guard: func(ev redrive.GuardEvent) {
-			p.Guard(output.GuardEvent{Name: ev.Name, State: ev.State, Value: ev.Value, Limit: ev.Limit, Detail: ev.Detail})
-		},
-	}
+	return confirm(f,
+		fmt.Sprintf("Send %s of %d archived message(s) of %s to %s?", limitedWhat(what, opts.Canary, opts.Max), m.Records(), m.Queue.Name, dest.Name),
+		fmt.Sprintf("restore sends archived messages to %s; pass --yes to confirm (see what would be sent with --dry-run)", dest.Name),
+		"restore not confirmed; nothing was sent")
 }
 
 // RestoreSummary is the JSON summary of a restore (-o json, NDJSON summary).

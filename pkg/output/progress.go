@@ -152,7 +152,8 @@ func (p *Progress) clearLocked() {
 	}
 }
 
-// BarLine renders one progress line: bar (when the total is known), moved,
+// BarLine renders one progress line: bar (when the total is known), moved
+// (archived, sent),
 // rate now, target, ETA and guard state.
 func BarLine(st Stats, width int) string {
 	var b strings.Builder
@@ -167,7 +168,14 @@ func BarLine(st Stats, width int) string {
 	} else {
 		fmt.Fprintf(&b, "%d", st.Done)
 	}
-	fmt.Fprintf(&b, " moved · %s/s", trimFloat(st.Rate))
+	verb := "moved"
+	switch st.Op {
+	case "archive":
+		verb = "archived"
+	case "restore":
+		verb = "sent"
+	}
+	fmt.Fprintf(&b, " %s · %s/s", verb, trimFloat(st.Rate))
 	if st.Target > 0 {
 		fmt.Fprintf(&b, " (target %s/s)", trimFloat(st.Target))
 	}
