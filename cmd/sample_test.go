@@ -281,3 +281,39 @@ func TestQueuesListsDLQsWithSources(t *testing.T) {
 		t.Errorf("table output lacks the DLQ or its sources: %q", table.Stdout)
 	}
 }
+
+func TestVerboseNeverPrintsSecretsOrReceiptHandles(t *testing.T) {
+	env, truth := sharedIncident(t)
+	res := runCLI(t, env, "", "-v", "sample", truth.DLQ.Name, "-n", "5", "-o", "json")
+	if res.Code != 0 {
+		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
+	}
+	if !strings.Contains(res.Stderr, truth.DLQ.URL) {
+		t.Errorf("-v does not show the resolved queue URL: %q", res.Stderr)
+	}
+	for _, leak := range []string{env.SecretKey, "ReceiptHandle", "receipt_handle"} {
+		if strings.Contains(res.Stderr, leak) || strings.Contains(res.Stdout, leak) {
+			t.Errorf("output contains %q", leak)
+		}
+	}
+	// Receipt handles from the emulator are long opaque strings; none of the
+	// record fields may carry one.
+	var recs []map[string]any
+	if err := json.Unmarshal([]byte(res.Stdout), &recs); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		for k := range r {
+			if strings.Contains(strings.ToLower(k), "receipt") {
+				t.Errorf("record field %q", k)
+			}
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	res := runCLI(t, testenv.Env{}, "", "--version")
+	if res.Code != 0 || !strings.HasPrefix(res.Stdout, "dlqctl ") {
+		t.Fatalf("--version: exit %d out %q", res.Code, res.Stdout)
+	}
+}
