@@ -52,7 +52,7 @@ demo:
 	scripts/demo.sh
 
 seed:
-	@$(STACK) start >/dev/null && $(GO) run ./scripts/seed --prefix $(PREFIX) $(SEED_FLAGS)
+	@$(STACK) start >/dev/null && $(GO) run ./scripts/dlqctl-seed --prefix $(PREFIX) $(SEED_FLAGS)
 
 stack-start:
 	@$(STACK) start

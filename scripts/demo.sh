@@ -27,7 +27,7 @@ prefix="demo-$(date +%H%M%S)-$$"
 heading "3. Seed an incident: $prefix-orders, $prefix-payments -> $prefix-dlq (+ FIFO)"
 echo "Messages are dead-lettered for real: received without deleting until the"
 echo "RedrivePolicy moves them, so they carry DeadLetterQueueSourceArn."
-summary="$(go run ./scripts/seed --prefix "$prefix")"
+summary="$(go run ./scripts/dlqctl-seed --prefix "$prefix")"
 node -e '
   const s = JSON.parse(process.argv[1]);
   const fmt = o => Object.entries(o).sort().map(([k, v]) => `${k} ${v}`).join(", ");
@@ -54,7 +54,7 @@ work="${TMPDIR:-/tmp}/dlqctl-demo/$prefix"
 state="$work/state"
 mkdir -p "$work"
 heading "8. The consumers of $prefix-orders and $prefix-payments get their fix"
-go build -o "$work/worker" ./scripts/worker
+go build -o "$work/worker" ./scripts/dlqctl-worker
 echo down > "$work/mode"
 pids=()
 stop_workers() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }

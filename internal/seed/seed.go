@@ -222,7 +222,7 @@ func (t *Truth) ByMessageID() map[string]Seeded {
 	return out
 }
 
-// Summary is a JSON-friendly overview (what scripts/seed prints).
+// Summary is a JSON-friendly overview (what scripts/dlqctl-seed prints).
 type Summary struct {
 	Prefix   string            `json:"prefix"`
 	Queues   map[string]string `json:"queues"` // role -> URL

@@ -1,7 +1,7 @@
 // Command seed builds a realistic dead-letter incident on the local SQS
 // emulator and prints its queues and message counts as JSON.
 //
-//	go run ./scripts/seed --prefix demo [--scale 500] [--reset]
+//	go run ./scripts/dlqctl-seed --prefix demo [--scale 500] [--reset]
 //
 // The endpoint comes from --endpoint-url, else from the local stack
 // (AWS_ENDPOINT_URL_SQS or the scripts/stack.sh env file). It never falls back
@@ -34,7 +34,7 @@ func run() int {
 	reset := fs.Bool("reset", false, "delete the PREFIX-* queues first")
 	endpoint := fs.String("endpoint-url", "", "SQS endpoint (default: the local stack)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: go run ./scripts/seed [flags]\n\n")
+		fmt.Fprintf(fs.Output(), "usage: go run ./scripts/dlqctl-seed [flags]\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {

@@ -2,7 +2,7 @@
 // fails messages by rule (see internal/worker), so a redrive canary meets
 // real bounce-backs through the queue's RedrivePolicy.
 //
-//	go run ./scripts/worker --queue orders --mode-file /tmp/orders.mode
+//	go run ./scripts/dlqctl-worker --queue orders --mode-file /tmp/orders.mode
 //	echo bug > /tmp/orders.mode   # null amounts fail again
 //	echo ok  > /tmp/orders.mode   # ship the fix
 //
