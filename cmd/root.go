@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -99,6 +100,11 @@ is not durably somewhere else.
 			}
 			if f.Opts.NoColor {
 				f.IO.Color = false
+			}
+			if e := f.Opts.EndpointURL; e != "" {
+				if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return errs.BadInputf("--endpoint-url %q is not an http(s) URL; pass something like https://sqs.eu-west-1.amazonaws.com or http://127.0.0.1:4566", e)
+				}
 			}
 			return nil
 		},

@@ -210,6 +210,8 @@ func TestBadInputExitsTwoWithOneSentence(t *testing.T) {
 		{"unknown flag", []string{"sample", truth.DLQ.Name, "--bogus"}, "unknown flag"},
 		{"missing arg", []string{"sample"}, "expects one QUEUE"},
 		{"unreadable from", []string{"sample", "--from", "/nonexistent/x.ndjson"}, "cannot read --from"},
+		{"bad endpoint", []string{"--endpoint-url", "ht!tp://bad", "sample", truth.DLQ.Name}, "not an http(s) URL"},
+		{"unreachable endpoint", []string{"--endpoint-url", "http://127.0.0.1:1", "sample", truth.DLQ.Name}, "cannot reach the SQS endpoint"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
