@@ -338,10 +338,41 @@ func (m *mover) waitGate(ctx context.Context) bool {
 	}
 }
 
+// journalWrite is one batch's journal write (fsync) in progress.
+type journalWrite struct {
+	done chan struct{}
+	err  error
+}
+
+// workerState is what one worker carries between its batches.
+type workerState struct {
+	acks chan<- func()
+	// last is the journal write of the worker's previous sent batch. The
+	// worker waits for it before sending again, so at any moment at most one
+	// sent batch per worker is not yet durable in the journal: the bound on
+	// duplicates after a kill -9.
+	last *journalWrite
+}
+
+// awaitJournal waits until the worker's previous batch is journaled and
+// returns the journal's error, if any.
+func (ws *workerState) awaitJournal() error {
+	if ws.last == nil {
+		return nil
+	}
+	<-ws.last.done
+	err := ws.last.err
+	ws.last = nil
+	return err
+}
+
 func (m *mover) worker(runCtx context.Context) {
-	// Deletes run one batch behind in the worker's own acker, so the next
-	// receive overlaps the previous delete. Only batches already journaled
-	// wait there; the acker finishes them even when the run is interrupted.
+	// Journal writes and deletes run behind the worker: after a send, the
+	// batch's journal fsync starts at once and its delete waits for it in
+	// the worker's own acker, while the worker already receives the next
+	// batch. Before its next send the worker waits for that fsync (see
+	// workerState.last). The acker finishes queued batches even when the
+	// run is interrupted.
 	acks := make(chan func(), 1)
 	var ackWG sync.WaitGroup
 	ackWG.Add(1)
@@ -355,6 +386,7 @@ func (m *mover) worker(runCtx context.Context) {
 		close(acks)
 		ackWG.Wait()
 	}()
+	ws := &workerState{acks: acks}
 	empty := 0
 	for runCtx.Err() == nil {
 		if !m.waitGate(runCtx) {
@@ -386,7 +418,7 @@ func (m *mover) worker(runCtx context.Context) {
 			continue
 		}
 		empty = 0
-		m.process(runCtx, items, acks)
+		m.process(runCtx, items, ws)
 	}
 }
 
@@ -429,7 +461,7 @@ func (m *mover) skip(it Item, reason string) {
 	m.event(MessageEvent{MessageID: it.Record.MessageID, Action: "skipped", Reason: reason, Class: it.Record.Class})
 }
 
-func (m *mover) process(runCtx context.Context, items []Item, acks chan<- func()) {
+func (m *mover) process(runCtx context.Context, items []Item, ws *workerState) {
 	now := time.Now()
 	fin := context.WithoutCancel(runCtx)
 	var resume, release []Item
@@ -488,7 +520,7 @@ func (m *mover) process(runCtx context.Context, items []Item, acks chan<- func()
 				size += ps[n].cp.Entry.Size
 				n++
 			}
-			m.sendBatch(runCtx, dest, ps[:n], acks)
+			m.sendBatch(runCtx, dest, ps[:n], ws)
 			ps = ps[n:]
 		}
 	}
@@ -506,7 +538,7 @@ func (m *mover) waitTokens(ctx context.Context, n int) bool {
 	return m.limiter.WaitN(ctx, n) == nil
 }
 
-func (m *mover) sendBatch(runCtx context.Context, dest *queue.Queue, batch []pending, acks chan<- func()) {
+func (m *mover) sendBatch(runCtx context.Context, dest *queue.Queue, batch []pending, ws *workerState) {
 	fin := context.WithoutCancel(runCtx)
 	items := make([]Item, len(batch))
 	for i, p := range batch {
@@ -514,6 +546,11 @@ func (m *mover) sendBatch(runCtx context.Context, dest *queue.Queue, batch []pen
 	}
 	if !m.waitTokens(runCtx, len(batch)) {
 		_ = m.src.Release(fin, items)
+		return
+	}
+	if err := ws.awaitJournal(); err != nil {
+		_ = m.src.Release(fin, items)
+		m.stop(err)
 		return
 	}
 	// From here on the batch is finished even if the run is interrupted.
@@ -561,15 +598,25 @@ func (m *mover) sendBatch(runCtx context.Context, dest *queue.Queue, batch []pen
 	if len(sent) == 0 {
 		return
 	}
-	if err := m.j.Sent(recs); err != nil {
-		// Not journaled: do not delete. The copies exist; the originals stay.
-		m.mu.Lock()
-		m.res.Unknown += len(sent)
-		m.mu.Unlock()
-		m.stop(err)
-		return
+	jw := &journalWrite{done: make(chan struct{})}
+	go func() {
+		jw.err = m.j.Sent(recs)
+		close(jw.done)
+	}()
+	ws.last = jw
+	ws.acks <- func() {
+		<-jw.done
+		if jw.err != nil {
+			// Not journaled: do not delete. The copies exist; the originals
+			// stay (held until the run ends, then released).
+			m.mu.Lock()
+			m.res.Unknown += len(sent)
+			m.mu.Unlock()
+			m.stop(jw.err)
+			return
+		}
+		m.ackSent(fin, dest, sent, recs)
 	}
-	acks <- func() { m.ackSent(fin, dest, sent, recs) }
 }
 
 // ackSent removes journaled messages from the source.
