@@ -23,6 +23,13 @@ type Lease struct {
 	held map[string]*Message // by receipt handle
 	lost int
 
+	// extMu serialises heartbeat extensions with releases: an extension
+	// already sent to SQS must not land after a release of the same
+	// messages (it would hide them again with nobody holding them), so a
+	// release waits for an in-flight extension, and an extension never
+	// includes messages released before it started.
+	extMu sync.Mutex
+
 	// OnLost, when set, is called for messages whose lease could not be
 	// extended (receipt handle invalid, or the 12 h limit reached).
 	OnLost func(m *Message, err error)
@@ -87,8 +94,17 @@ func (l *Lease) Run(ctx context.Context) {
 }
 
 // Extend pushes the visibility of every held message out by the lease
-// visibility, capped below the 12 h limit from receipt.
+// visibility, capped below the 12 h limit from receipt. Its calls are not
+// abandoned when ctx ends (an abandoned call may still be applied by SQS
+// after a release); they finish within their own deadline.
 func (l *Lease) Extend(ctx context.Context) {
+	l.extMu.Lock()
+	defer l.extMu.Unlock()
+	if ctx.Err() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	now := time.Now()
 	l.mu.Lock()
 	groups := map[time.Duration][]*Message{}
@@ -103,11 +119,11 @@ func (l *Lease) Extend(ctx context.Context) {
 	l.mu.Unlock()
 	for d, msgs := range groups {
 		failed, err := l.c.ChangeVisibility(ctx, l.q, msgs, d)
-		if err != nil && ctx.Err() != nil {
-			return
-		}
 		l.mu.Lock()
 		for m, ferr := range failed {
+			if _, still := l.held[m.ReceiptHandle]; !still {
+				continue // deleted or released meanwhile: not a lost lease
+			}
 			if err == nil || ferr != err { // call-level errors are retried next tick
 				delete(l.held, m.ReceiptHandle)
 				l.lost++
@@ -121,8 +137,12 @@ func (l *Lease) Extend(ctx context.Context) {
 }
 
 // ReleaseAll makes every held message visible again (visibility 0). It uses
-// its own short deadline so it still works after ctx was cancelled.
+// its own short deadline so it still works after ctx was cancelled, and it
+// waits for an extension in flight so that extension cannot hide the
+// messages again afterwards.
 func (l *Lease) ReleaseAll(ctx context.Context) error {
+	l.extMu.Lock()
+	defer l.extMu.Unlock()
 	l.mu.Lock()
 	msgs := make([]*Message, 0, len(l.held))
 	for _, m := range l.held {
@@ -130,6 +150,15 @@ func (l *Lease) ReleaseAll(ctx context.Context) error {
 	}
 	l.held = map[string]*Message{}
 	l.mu.Unlock()
+	return l.c.Release(ctx, l.q, msgs)
+}
+
+// Release stops holding msgs and makes them visible again, after any
+// extension in flight (see ReleaseAll).
+func (l *Lease) Release(ctx context.Context, msgs []*Message) error {
+	l.extMu.Lock()
+	defer l.extMu.Unlock()
+	l.Forget(msgs...)
 	return l.c.Release(ctx, l.q, msgs)
 }
 

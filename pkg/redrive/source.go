@@ -152,9 +152,7 @@ func (s *QueueSource) Ack(ctx context.Context, items []Item) []error {
 
 // Release makes the items visible again.
 func (s *QueueSource) Release(ctx context.Context, items []Item) error {
-	msgs := messages(items)
-	s.lease.Forget(msgs...)
-	return s.c.Release(ctx, s.q, msgs)
+	return s.lease.Release(ctx, messages(items))
 }
 
 // Close stops the heartbeat and releases every message still held.
