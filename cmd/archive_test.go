@@ -118,7 +118,7 @@ func TestArchiveDeleteNeedsYesAndMissingBucketChangesNothing(t *testing.T) {
 	if r.Code != 2 || !strings.Contains(r.Stderr, "does not exist") {
 		t.Fatalf("missing bucket: exit %d, stderr %q; want exit 2 naming the bucket", r.Code, r.Stderr)
 	}
-	if v, inflight := queueDepth(t, a.sqs, dlq.URL); v != n || inflight != 0 {
+	if v, inflight := settledDepth(t, a.sqs, dlq.URL); v != n || inflight != 0 {
 		t.Fatalf("after refused runs %s has %d visible / %d in flight, want %d / 0", dlq.Name, v, inflight, n)
 	}
 	if keys := a.objects(t); len(keys) != 0 {
@@ -133,7 +133,7 @@ func TestArchiveDeleteNeedsYesAndMissingBucketChangesNothing(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut.String(), "[y/N]") || !strings.Contains(errOut.String(), "not confirmed") {
 		t.Fatalf("declined prompt: exit %d, stderr %q; want the question and exit 2", code, errOut.String())
 	}
-	if v, inflight := queueDepth(t, a.sqs, dlq.URL); v != n || inflight != 0 || len(a.objects(t)) != 0 {
+	if v, inflight := settledDepth(t, a.sqs, dlq.URL); v != n || inflight != 0 || len(a.objects(t)) != 0 {
 		t.Fatalf("after a declined prompt: %d visible / %d in flight, objects %v", v, inflight, a.objects(t))
 	}
 
@@ -165,7 +165,7 @@ func TestArchiveVerifyTriageRestoreRoundTrip(t *testing.T) {
 		if sum.Status != "completed" || sum.Run.Totals.Records != len(want) || sum.Run.Totals.Deleted != len(want) || !sum.Run.Deleted {
 			t.Fatalf("archive %s summary %+v", dlq.Name, sum)
 		}
-		if v, inflight := queueDepth(t, a.sqs, dlq.URL); v+inflight != 0 {
+		if v, inflight := settledDepth(t, a.sqs, dlq.URL); v+inflight != 0 {
 			t.Fatalf("%s still holds %d+%d messages after archive --delete", dlq.Name, v, inflight)
 		}
 		wantPrefix := "s3://" + a.bucket + "/incident/" + dlq.Name + "/" + time.Now().UTC().Format("2006/01/02") + "/"

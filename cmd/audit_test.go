@@ -102,7 +102,7 @@ func TestAuditSeededMisconfigurations(t *testing.T) {
 			t.Errorf("expiry finding: %+v", exp)
 		}
 		// The sample released everything it read.
-		if vis, inflight := queueDepth(t, c, urlOf(m, prefix+"-expiring-dlq")); vis != 3 || inflight != 0 {
+		if vis, inflight := settledDepth(t, c, urlOf(m, prefix+"-expiring-dlq")); vis != 3 || inflight != 0 {
 			t.Errorf("after the audit the expiring DLQ has %d visible, %d in flight; want 3, 0", vis, inflight)
 		}
 

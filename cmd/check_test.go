@@ -98,7 +98,7 @@ func TestCheckThresholds(t *testing.T) {
 			rep.Results[1].Status != "breach" || rep.Results[1].Value < 2 || !rep.Results[1].Sampled {
 			t.Fatalf("exit %d report %+v", old.Code, rep)
 		}
-		if vis, inflight := queueDepth(t, c, url); vis != 5 || inflight != 0 {
+		if vis, inflight := settledDepth(t, c, url); vis != 5 || inflight != 0 {
 			t.Fatalf("after sampling: %d visible, %d in flight; want 5, 0", vis, inflight)
 		}
 	})

@@ -40,7 +40,7 @@ func decodeGroupReport(t *testing.T, r cliResult) GroupReport {
 // visible: nothing consumed, nothing left held.
 func assertUntouched(t *testing.T, c *sqs.Client, url string, want int) {
 	t.Helper()
-	visible, inFlight := queueDepth(t, c, url)
+	visible, inFlight := settledDepth(t, c, url)
 	if visible != want || inFlight != 0 {
 		t.Fatalf("queue holds %d visible + %d in flight after the scan, want %d visible + 0", visible, inFlight, want)
 	}

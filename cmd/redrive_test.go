@@ -212,7 +212,7 @@ func TestRedriveWithoutYesInAScriptChangesNothing(t *testing.T) {
 	if r.Code != 2 || !strings.Contains(r.Stderr, "--yes") {
 		t.Fatalf("exit %d, stderr %q; want exit 2 asking for --yes", r.Code, r.Stderr)
 	}
-	if v, inflight := queueDepth(t, env.SQS(t), p.dlqURL); v != 5 || inflight != 0 {
+	if v, inflight := settledDepth(t, env.SQS(t), p.dlqURL); v != 5 || inflight != 0 {
 		t.Fatalf("DLQ %d visible, %d in flight; want 5 untouched", v, inflight)
 	}
 }
@@ -248,7 +248,7 @@ func TestRedriveDryRunPlansAndChangesNothing(t *testing.T) {
 	if plan.EstimatedSeconds != float64(total)/2 {
 		t.Fatalf("estimate %.1fs, want %d messages at 2/s", plan.EstimatedSeconds, total)
 	}
-	if v, inflight := queueDepth(t, c, truth.DLQ.URL); v != n || inflight != 0 {
+	if v, inflight := settledDepth(t, c, truth.DLQ.URL); v != n || inflight != 0 {
 		t.Fatalf("after the dry run the DLQ has %d visible, %d in flight; want %d, 0", v, inflight, n)
 	}
 	for _, q := range truth.Sources() {
@@ -346,7 +346,7 @@ func TestRedriveGuardsTripAndExitThree(t *testing.T) {
 		if r.Code != 3 || s.Guard == nil || s.Guard.Name != "max-dest-backlog" {
 			t.Fatalf("exit %d, guard %+v; want exit 3 from max-dest-backlog (stderr %s)", r.Code, s.Guard, r.Stderr)
 		}
-		dlqV, dlqIn := queueDepth(t, c, p.dlqURL)
+		dlqV, dlqIn := settledDepth(t, c, p.dlqURL)
 		recV, recIn := queueDepth(t, c, recURL)
 		if dlqIn != 0 || dlqV+recV+recIn != 60 || recV != s.Moved {
 			t.Fatalf("after the trip: DLQ %d (+%d in flight), recovery %d; moved %d; want 60 in total, nothing held", dlqV, dlqIn, recV, s.Moved)
@@ -428,7 +428,7 @@ func TestRedriveSurvivesKill9AtRandomPointsWithZeroLoss(t *testing.T) {
 	if s.RunID != runs[0].ID {
 		t.Fatalf("resume used run %s, want %s", s.RunID, runs[0].ID)
 	}
-	if v, inflight := queueDepth(t, c, dlqURL); v+inflight != 0 {
+	if v, inflight := settledDepth(t, c, dlqURL); v+inflight != 0 {
 		t.Fatalf("DLQ still holds %d (+%d in flight) after resume", v, inflight)
 	}
 	got := bodiesIn(t, c, recURL)
@@ -474,7 +474,7 @@ func TestRedriveCtrlCStopsCleanly(t *testing.T) {
 	if !s.Interrupted || s.Status != redrive.StatusInterrupted || s.Moved == 0 || s.Moved >= n {
 		t.Fatalf("summary %+v; want an interrupted run that moved some", s.Result)
 	}
-	dlqV, dlqIn := queueDepth(t, c, dlqURL)
+	dlqV, dlqIn := settledDepth(t, c, dlqURL)
 	recV, recIn := queueDepth(t, c, recURL)
 	if dlqIn != 0 {
 		t.Fatalf("%d messages left invisible in the DLQ after Ctrl-C", dlqIn)

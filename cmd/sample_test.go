@@ -46,7 +46,7 @@ func TestSampleIsNonDestructiveAndDecodesEveryKind(t *testing.T) {
 	if len(recs) != len(want) {
 		t.Fatalf("sample returned %d records, DLQ holds %d", len(recs), len(want))
 	}
-	vis, inflight := queueDepth(t, c, truth.DLQ.URL)
+	vis, inflight := settledDepth(t, c, truth.DLQ.URL)
 	if vis != vis0 || inflight != 0 {
 		t.Fatalf("after sample: visible %d (was %d), in flight %d (want 0)", vis, vis0, inflight)
 	}
@@ -129,7 +129,7 @@ func TestSampleFIFOKeepsGroupIDAndWarns(t *testing.T) {
 	if len(groups) < 3 {
 		t.Errorf("saw %d message groups, seeded at least 3 (got %d records)", len(groups), len(recs))
 	}
-	if _, inflight := queueDepth(t, env.SQS(t), truth.FIFODLQ.URL); inflight != 0 {
+	if _, inflight := settledDepth(t, env.SQS(t), truth.FIFODLQ.URL); inflight != 0 {
 		t.Errorf("%d FIFO messages left in flight", inflight)
 	}
 }

@@ -92,3 +92,21 @@ func atoi(s string) int {
 	}
 	return n
 }
+
+// settledDepth is queueDepth after a command that should have released
+// everything: releases become visible a moment later (the emulator applies a
+// visibility of 0 on its next timer tick; real SQS counts are approximate
+// too), so it re-reads for up to 2 s while messages still show in flight —
+// far less than any visibility the tests use, so a message really left
+// invisible still fails the assertion.
+func settledDepth(t testing.TB, c *sqs.Client, url string) (visible, inFlight int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		visible, inFlight = queueDepth(t, c, url)
+		if inFlight == 0 || time.Now().After(deadline) {
+			return visible, inFlight
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
