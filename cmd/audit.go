@@ -153,18 +153,8 @@ func auditRun(ctx context.Context, opts *AuditOptions) error {
 }
 
 func printAudit(f *Factory, rep *health.AuditReport) error {
-	format, _ := f.Format()
-	switch format {
-	case output.JSON:
-		return output.WriteJSON(f.IO.Out, rep)
-	case output.NDJSON:
-		w := output.NewNDJSON(f.IO.Out)
-		for _, x := range rep.Findings {
-			if err := w.Write(x); err != nil {
-				return err
-			}
-		}
-		return nil
+	if done, err := writeStructured(f, rep, rep.Findings); done {
+		return err
 	}
 	if !f.IO.OutTTY {
 		t := output.NewTable(f.IO)

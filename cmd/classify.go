@@ -263,18 +263,8 @@ func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classif
 		rep.Classes = append(rep.Classes, &ClassSummary{Class: cls, Action: act, Group: grp, Rules: byRule[[2]string{cls, act}], Note: notes[cls]})
 	}
 	f.IO.Infof("%s", describeRead(rr, g.Total(), sel))
-	format, _ := f.Format()
-	switch format {
-	case output.JSON:
-		return output.WriteJSON(f.IO.Out, rep)
-	case output.NDJSON:
-		w := output.NewNDJSON(f.IO.Out)
-		for _, c := range rep.Classes {
-			if err := w.Write(c); err != nil {
-				return err
-			}
-		}
-		return nil
+	if done, err := writeStructured(f, rep, rep.Classes); done {
+		return err
 	}
 	if len(rep.Classes) == 0 {
 		f.IO.Infof("no messages")

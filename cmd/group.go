@@ -289,18 +289,8 @@ func groupRun(ctx context.Context, opts *GroupOptions) error {
 }
 
 func printGroups(f *Factory, rep *GroupReport, now time.Time) error {
-	format, _ := f.Format()
-	switch format {
-	case output.JSON:
-		return output.WriteJSON(f.IO.Out, rep)
-	case output.NDJSON:
-		w := output.NewNDJSON(f.IO.Out)
-		for _, g := range rep.Groups {
-			if err := w.Write(g); err != nil {
-				return err
-			}
-		}
-		return nil
+	if done, err := writeStructured(f, rep, rep.Groups); done {
+		return err
 	}
 	if len(rep.Groups) == 0 {
 		f.IO.Infof("no messages")

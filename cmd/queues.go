@@ -134,18 +134,8 @@ func queuesRun(ctx context.Context, opts *QueuesOptions) error {
 	if err != nil {
 		return err
 	}
-	format, _ := f.Format()
-	switch format {
-	case output.JSON:
-		return output.WriteJSON(f.IO.Out, dlqs)
-	case output.NDJSON:
-		w := output.NewNDJSON(f.IO.Out)
-		for _, d := range dlqs {
-			if err := w.Write(d); err != nil {
-				return err
-			}
-		}
-		return nil
+	if done, err := writeStructured(f, dlqs, dlqs); done {
+		return err
 	}
 	if len(dlqs) == 0 {
 		f.IO.Infof("no dead-letter queues found (no queue has a RedrivePolicy%s)", map[bool]string{true: " targeting a queue named " + opts.Prefix + "*", false: ""}[opts.Prefix != ""])

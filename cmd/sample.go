@@ -151,21 +151,11 @@ func sampleRun(ctx context.Context, opts *SampleOptions) error {
 }
 
 func printRecords(f *Factory, recs []queue.Record) error {
-	format, _ := f.Format()
-	switch format {
-	case output.JSON:
-		if recs == nil {
-			recs = []queue.Record{}
-		}
-		return output.WriteJSON(f.IO.Out, recs)
-	case output.NDJSON:
-		w := output.NewNDJSON(f.IO.Out)
-		for _, r := range recs {
-			if err := w.Write(r); err != nil {
-				return err
-			}
-		}
-		return nil
+	if recs == nil {
+		recs = []queue.Record{}
+	}
+	if done, err := writeStructured(f, recs, recs); done {
+		return err
 	}
 	if len(recs) == 0 {
 		f.IO.Infof("no messages")
