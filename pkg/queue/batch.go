@@ -72,25 +72,18 @@ func backoff(ctx context.Context, attempt int) error {
 	}
 }
 
-// ChangeVisibility sets the visibility timeout of msgs to d (0 releases
-// them). It returns the messages that could not be changed with the reason
-// (after retrying retryable per-entry failures). A call-level error is
-// returned as err and applies to the messages not yet processed.
-func (c *Client) ChangeVisibility(ctx context.Context, q *Queue, msgs []*Message, d time.Duration) (map[*Message]error, error) {
+// perEntry runs a batch API over msgs in chunks of 10: call sends one
+// chunk (entry ids are the indexes in the chunk) and returns its failed
+// entries. Retryable per-entry failures are retried with backoff; the
+// result maps each message that finally failed to its reason. A call-level
+// error stops the run: it is returned and recorded for every message not
+// yet done.
+func perEntry(ctx context.Context, msgs []*Message, call func(chunk []*Message) ([]types.BatchResultErrorEntry, error)) (map[*Message]error, error) {
 	failed := map[*Message]error{}
 	for start := 0; start < len(msgs); start += MaxBatchEntries {
-		end := min(start+MaxBatchEntries, len(msgs))
-		pending := msgs[start:end]
+		pending := msgs[start:min(start+MaxBatchEntries, len(msgs))]
 		for attempt := 0; len(pending) > 0; attempt++ {
-			entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(pending))
-			for i, m := range pending {
-				entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{
-					Id:                aws.String(strconv.Itoa(i)),
-					ReceiptHandle:     aws.String(m.ReceiptHandle),
-					VisibilityTimeout: int32(d / time.Second),
-				}
-			}
-			out, err := c.API.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(q.URL), Entries: entries})
+			fails, err := call(pending)
 			if err != nil {
 				for _, m := range msgs[start:] {
 					failed[m] = err
@@ -98,7 +91,7 @@ func (c *Client) ChangeVisibility(ctx context.Context, q *Queue, msgs []*Message
 				return failed, WrapAWSError(err)
 			}
 			var retry []*Message
-			for _, f := range out.Failed {
+			for _, f := range fails {
 				i, _ := strconv.Atoi(aws.ToString(f.Id))
 				if i < 0 || i >= len(pending) {
 					continue
@@ -124,51 +117,43 @@ func (c *Client) ChangeVisibility(ctx context.Context, q *Queue, msgs []*Message
 	return failed, nil
 }
 
+// ChangeVisibility sets the visibility timeout of msgs to d (0 releases
+// them). It returns the messages that could not be changed with the reason
+// (after retrying retryable per-entry failures). A call-level error is
+// returned as err and applies to the messages not yet processed.
+func (c *Client) ChangeVisibility(ctx context.Context, q *Queue, msgs []*Message, d time.Duration) (map[*Message]error, error) {
+	return perEntry(ctx, msgs, func(chunk []*Message) ([]types.BatchResultErrorEntry, error) {
+		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(chunk))
+		for i, m := range chunk {
+			entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{
+				Id:                aws.String(strconv.Itoa(i)),
+				ReceiptHandle:     aws.String(m.ReceiptHandle),
+				VisibilityTimeout: int32(d / time.Second),
+			}
+		}
+		out, err := c.API.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(q.URL), Entries: entries})
+		if err != nil {
+			return nil, err
+		}
+		return out.Failed, nil
+	})
+}
+
 // Delete deletes msgs and returns those that could not be deleted with the
 // reason. A message whose receipt handle is no longer valid is reported with
 // ErrLeaseLost: it was NOT deleted by this call.
 func (c *Client) Delete(ctx context.Context, q *Queue, msgs []*Message) (map[*Message]error, error) {
-	failed := map[*Message]error{}
-	for start := 0; start < len(msgs); start += MaxBatchEntries {
-		end := min(start+MaxBatchEntries, len(msgs))
-		pending := msgs[start:end]
-		for attempt := 0; len(pending) > 0; attempt++ {
-			entries := make([]types.DeleteMessageBatchRequestEntry, len(pending))
-			for i, m := range pending {
-				entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(m.ReceiptHandle)}
-			}
-			out, err := c.API.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: entries})
-			if err != nil {
-				for _, m := range msgs[start:] {
-					failed[m] = err
-				}
-				return failed, WrapAWSError(err)
-			}
-			var retry []*Message
-			for _, f := range out.Failed {
-				i, _ := strconv.Atoi(aws.ToString(f.Id))
-				if i < 0 || i >= len(pending) {
-					continue
-				}
-				e := entryErr(f)
-				if retryable(e) && attempt < maxEntryRetries {
-					retry = append(retry, pending[i])
-					continue
-				}
-				failed[pending[i]] = e
-			}
-			pending = retry
-			if len(pending) > 0 {
-				if err := backoff(ctx, attempt); err != nil {
-					for _, m := range pending {
-						failed[m] = err
-					}
-					break
-				}
-			}
+	return perEntry(ctx, msgs, func(chunk []*Message) ([]types.BatchResultErrorEntry, error) {
+		entries := make([]types.DeleteMessageBatchRequestEntry, len(chunk))
+		for i, m := range chunk {
+			entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(m.ReceiptHandle)}
 		}
-	}
-	return failed, nil
+		out, err := c.API.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: entries})
+		if err != nil {
+			return nil, err
+		}
+		return out.Failed, nil
+	})
 }
 
 // SendEntry is one message to send.
