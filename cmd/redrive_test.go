@@ -569,3 +569,37 @@ func TestRedriveAsksOnATerminal(t *testing.T) {
 		t.Fatalf("confirmed, yet the source holds %d of 4", v)
 	}
 }
+
+// TestRedriveNativeEngineRamp: --ramp with the native engine runs one move
+// task per step, cancelling and restarting at the next rate; the last step
+// runs to completion and every message arrives exactly once.
+func TestRedriveNativeEngineRamp(t *testing.T) {
+	env := testenv.Require(t)
+	c := env.SQS(t)
+	p := deadLettered(t, env, orderBodies(30, 0))
+	recName := testenv.UniqueName(t, "nrec")
+	recURL, _ := mkQueue(t, c, recName, nil)
+
+	r := runCLI(t, env, "", "redrive", p.dlqName, "--engine", "native", "--to", recName, "--ramp", "1,100", "--ramp-every", "3s", "--yes", "-o", "json")
+	if r.Code != 0 {
+		t.Fatalf("native ramp: exit %d: %s", r.Code, r.Stderr)
+	}
+	if v, in := settledDepth(t, c, recURL); v != 30 || in != 0 {
+		t.Fatalf("recovery queue holds %d (+%d in flight), want 30", v, in)
+	}
+	if v, in := settledDepth(t, c, p.dlqURL); v != 0 || in != 0 {
+		t.Fatalf("DLQ still holds %d (+%d in flight)", v, in)
+	}
+	st := runCLI(t, env, "", "redrive", "status", p.dlqName, "-o", "json")
+	var tasks []redrive.Task
+	if err := json.Unmarshal([]byte(st.Stdout), &tasks); err != nil {
+		t.Fatalf("status: %v %s", err, st.Stdout)
+	}
+	statuses := map[string]int{}
+	for _, tk := range tasks {
+		statuses[tk.Status]++
+	}
+	if len(tasks) != 2 || statuses["CANCELLED"] != 1 || statuses["COMPLETED"] != 1 {
+		t.Fatalf("want one cancelled step and one completed step, got %v", statuses)
+	}
+}
