@@ -424,10 +424,26 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		}
 	}
 
-	status, note := redrive.StatusCompleted, ""
-	outcome := res.Err()
+	status, note, outcome := runOutcome(res, runErr, verdict)
+	_ = j.SetStatus(status, note)
+	if err := printRedriveSummary(f, prog, dlq, router, res, verdict, status); err != nil {
+		return err
+	}
+	return outcome
+}
+
+// runOutcome decides a pipeline run's (redrive or restore) journal status,
+// its note, and the error that sets the exit code: a tripped guard (3), an
+// interruption (130), anything left undone (4; a run error without an exit
+// code of its own counts as partial), then a failed canary (3).
+func runOutcome(res *redrive.Result, runErr error, verdict *redrive.Verdict) (status, note string, outcome error) {
+	status = redrive.StatusCompleted
+	outcome = res.Err()
 	if runErr != nil && outcome == nil {
-		outcome = errs.Partial(runErr)
+		outcome = runErr
+		if errs.Code(runErr) == errs.ExitError {
+			outcome = errs.Partial(runErr)
+		}
 	}
 	switch {
 	case res.Guard != nil:
@@ -441,11 +457,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		status, note = redrive.StatusCanaryFail, verdict.Detail
 		outcome = errs.Verdictf("canary failed: %s", verdict.Detail)
 	}
-	_ = j.SetStatus(status, note)
-	if err := printRedriveSummary(f, prog, dlq, router, res, verdict, status); err != nil {
-		return err
-	}
-	return outcome
+	return status, note, outcome
 }
 
 // waitForHeld waits, when resuming a run that did not stop cleanly, until

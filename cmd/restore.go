@@ -302,26 +302,7 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 		}
 	}
 
-	status, note := redrive.StatusCompleted, ""
-	outcome := res.Err()
-	if runErr != nil && outcome == nil {
-		outcome = runErr
-		if errs.Code(runErr) == errs.ExitError {
-			outcome = errs.Partial(runErr)
-		}
-	}
-	switch {
-	case res.Guard != nil:
-		status, note = redrive.StatusGuard, res.Guard.Detail
-	case res.Interrupted:
-		status = redrive.StatusInterrupted
-		outcome = errs.ErrInterrupted
-	case outcome != nil:
-		status, note = redrive.StatusPartial, outcome.Error()
-	case verdict != nil && !verdict.Pass:
-		status, note = redrive.StatusCanaryFail, verdict.Detail
-		outcome = errs.Verdictf("canary failed: %s", verdict.Detail)
-	}
+	status, note, outcome := runOutcome(res, runErr, verdict)
 	_ = j.SetStatus(status, note)
 	if err := printRestoreSummary(f, prog, ref, dest, res, verdict, status); err != nil {
 		return err
