@@ -118,19 +118,8 @@ func Load(ctx context.Context, c *queue.Client, refs []string, prefix string) (*
 	}
 	if !whole {
 		// Sources outside the selection: ask SQS which queues target each.
-		srcURLs, err := sourcesOf(ctx, c, seeds)
-		if err != nil {
+		if err := addSources(ctx, c, g, seeds); err != nil {
 			return nil, err
-		}
-		extra, err := c.LoadAll(ctx, unknownURLs(g, srcURLs))
-		if err != nil {
-			return nil, err
-		}
-		for _, q := range extra {
-			g.Add(q, false)
-		}
-		for _, q := range seeds {
-			g.Add(q, true)
 		}
 	}
 	// DLQs outside the selection, following chains (a DLQ with its own
@@ -178,23 +167,32 @@ func Load(ctx context.Context, c *queue.Client, refs []string, prefix string) (*
 				}
 			}
 		}
-		srcURLs, err := sourcesOf(ctx, c, dlqs)
-		if err != nil {
+		if err := addSources(ctx, c, g, dlqs); err != nil {
 			return nil, err
-		}
-		extra, err := c.LoadAll(ctx, unknownURLs(g, srcURLs))
-		if err != nil {
-			return nil, err
-		}
-		for _, q := range extra {
-			g.Add(q, false)
-		}
-		for _, q := range dlqs {
-			g.Add(q, true)
 		}
 	}
 	g.Link()
 	return g, nil
+}
+
+// addSources adds to g every queue whose RedrivePolicy targets one of qs,
+// and marks qs as having all their sources known.
+func addSources(ctx context.Context, c *queue.Client, g *Graph, qs []*queue.Queue) error {
+	srcURLs, err := sourcesOf(ctx, c, qs)
+	if err != nil {
+		return err
+	}
+	extra, err := c.LoadAll(ctx, unknownURLs(g, srcURLs))
+	if err != nil {
+		return err
+	}
+	for _, q := range extra {
+		g.Add(q, false)
+	}
+	for _, q := range qs {
+		g.Add(q, true)
+	}
+	return nil
 }
 
 func unknownURLs(g *Graph, urls []string) []string {
