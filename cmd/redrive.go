@@ -560,6 +560,12 @@ func printRedriveSummary(f *Factory, prog *output.Progress, dlq *queue.Queue, ro
 	if res.SentNotDeleted > 0 {
 		t.Row("pending", fmt.Sprintf("%d sent but not yet deleted from the DLQ; re-run to finish", res.SentNotDeleted))
 	}
+	return renderOutcomeRows(t, res, v)
+}
+
+// renderOutcomeRows adds the rows every pipeline summary (redrive, restore)
+// ends with — tripped guard, canary verdict, errors — and renders the table.
+func renderOutcomeRows(t *output.TablePrinter, res *redrive.Result, v *redrive.Verdict) error {
 	if res.Guard != nil {
 		t.Row("guard", fmt.Sprintf("%s tripped: %s", res.Guard.Name, res.Guard.Detail))
 	}

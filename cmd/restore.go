@@ -365,20 +365,7 @@ func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, des
 	if res.Unknown > 0 {
 		t.Row("unknown", fmt.Sprintf("%d whose send outcome is unknown; a FIFO destination de-duplicates a retry within 5 minutes", res.Unknown))
 	}
-	if res.Guard != nil {
-		t.Row("guard", fmt.Sprintf("%s tripped: %s", res.Guard.Name, res.Guard.Detail))
-	}
-	if v != nil {
-		verdict := "PASS"
-		if !v.Pass {
-			verdict = "FAIL"
-		}
-		t.Row("canary", verdict+": "+v.Detail)
-	}
-	for _, e := range res.Errors {
-		t.Row("error", e)
-	}
-	return t.Render()
+	return renderOutcomeRows(t, res, v)
 }
 
 // RestorePlanOutput is the JSON of restore --dry-run.
