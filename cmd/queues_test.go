@@ -9,24 +9,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dlqctl/dlqctl/internal/testenv"
 )
-
-func createQueue(t *testing.T, c *sqs.Client, name string, attrs map[string]string) (url, arn string) {
-	t.Helper()
-	ctx := context.Background()
-	out, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
-	if err != nil {
-		t.Fatalf("CreateQueue %s: %v", name, err)
-	}
-	a, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl, AttributeNames: []types.QueueAttributeName{"QueueArn"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return *out.QueueUrl, a.Attributes["QueueArn"]
-}
 
 func TestQueuesWarnsWhenDLQRetentionIsShorterThanSource(t *testing.T) {
 	env := testenv.Require(t)

@@ -30,22 +30,6 @@ import (
 
 // ---- fixtures ---------------------------------------------------------
 
-func mkQueue(t *testing.T, c *sqs.Client, name string, attrs map[string]string) (url, arn string) {
-	t.Helper()
-	ctx := context.Background()
-	out, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
-	if err != nil {
-		t.Fatalf("create %s: %v", name, err)
-	}
-	url = aws.ToString(out.QueueUrl)
-	a, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl, AttributeNames: []types.QueueAttributeName{"QueueArn"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}) })
-	return url, a.Attributes["QueueArn"]
-}
-
 // pair is a source queue whose RedrivePolicy (maxReceiveCount 2) targets a
 // DLQ, with bodies dead-lettered through it for real.
 type pair struct {
@@ -59,9 +43,9 @@ func deadLettered(t *testing.T, env testenv.Env, bodies []string) pair {
 	c := env.SQS(t)
 	p := pair{dlqName: testenv.UniqueName(t, "dlq"), srcName: testenv.UniqueName(t, "src")}
 	var dlqARN string
-	p.dlqURL, dlqARN = mkQueue(t, c, p.dlqName, nil)
+	p.dlqURL, dlqARN = createQueue(t, c, p.dlqName, nil)
 	policy, _ := json.Marshal(map[string]any{"deadLetterTargetArn": dlqARN, "maxReceiveCount": 2})
-	p.srcURL, _ = mkQueue(t, c, p.srcName, map[string]string{"RedrivePolicy": string(policy)})
+	p.srcURL, _ = createQueue(t, c, p.srcName, map[string]string{"RedrivePolicy": string(policy)})
 	for i := 0; i < len(bodies); i += 10 {
 		var entries []types.SendMessageBatchRequestEntry
 		for j := i; j < min(i+10, len(bodies)); j++ {
@@ -266,7 +250,7 @@ func TestRedriveClassSelectionToRecoveryQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	recName := testenv.UniqueName(t, "recovery")
-	recURL, _ := mkQueue(t, c, recName, nil)
+	recURL, _ := createQueue(t, c, recName, nil)
 	state := t.TempDir()
 	r := runCLI(t, env, "", "redrive", truth.DLQ.Name, "--to", recName, "--class", "transient", "--yes", "-o", "json", "--state-dir", state)
 	if r.Code != 0 {
@@ -340,7 +324,7 @@ func TestRedriveGuardsTripAndExitThree(t *testing.T) {
 	t.Run("max-dest-backlog", func(t *testing.T) {
 		p := deadLettered(t, env, orderBodies(60, 0))
 		recName := testenv.UniqueName(t, "rec")
-		recURL, _ := mkQueue(t, c, recName, nil)
+		recURL, _ := createQueue(t, c, recName, nil)
 		r := runCLI(t, env, "", "redrive", p.dlqName, "--to", recName, "--rate", "20", "--max-dest-backlog", "10", "--guard-interval", "200ms", "--yes", "-o", "json", "--state-dir", t.TempDir())
 		s := summaryOf(t, r)
 		if r.Code != 3 || s.Guard == nil || s.Guard.Name != "max-dest-backlog" {
@@ -361,7 +345,7 @@ func TestRedriveRateIsAccurate(t *testing.T) {
 	name, url := fillQueue(t, env, "rate", 450)
 	_ = url
 	recName := testenv.UniqueName(t, "rec")
-	mkQueue(t, c, recName, nil)
+	createQueue(t, c, recName, nil)
 	r := runCLI(t, env, "", "redrive", name, "--to", recName, "--rate", "20", "--max", "400", "--yes", "-o", "json", "--state-dir", t.TempDir())
 	s := summaryOf(t, r)
 	if r.Code != 0 || s.Moved != 400 {
@@ -390,7 +374,7 @@ func TestRedriveSurvivesKill9AtRandomPointsWithZeroLoss(t *testing.T) {
 		t.Fatalf("filled %d distinct bodies, want %d", len(want), n)
 	}
 	recName := testenv.UniqueName(t, "rec")
-	recURL, _ := mkQueue(t, c, recName, nil)
+	recURL, _ := createQueue(t, c, recName, nil)
 	state := t.TempDir()
 	const conc = 4
 	args := []string{"redrive", name, "--to", recName, "--rate", "300", "--concurrency", fmt.Sprint(conc), "--visibility", "5s", "--yes", "--state-dir", state}
@@ -455,7 +439,7 @@ func TestRedriveCtrlCStopsCleanly(t *testing.T) {
 	const n = 800
 	name, dlqURL := fillQueue(t, env, "int", n)
 	recName := testenv.UniqueName(t, "rec")
-	recURL, _ := mkQueue(t, c, recName, nil)
+	recURL, _ := createQueue(t, c, recName, nil)
 	state := t.TempDir()
 	cmd := binCmd(t, env, "redrive", name, "--to", recName, "--rate", "100", "--yes", "--state-dir", state, "-o", "json")
 	var stdout, stderr bytes.Buffer
@@ -498,7 +482,7 @@ func TestRedriveNativeEngineStartStatusCancel(t *testing.T) {
 	p := deadLettered(t, env, orderBodies(60, 0))
 	name, dlqURL := p.dlqName, p.dlqURL
 	recName := testenv.UniqueName(t, "rec")
-	recURL, _ := mkQueue(t, c, recName, nil)
+	recURL, _ := createQueue(t, c, recName, nil)
 
 	r := runCLI(t, env, "", "redrive", name, "--engine", "native", "--to", recName, "--rate", "50", "--yes", "-o", "json")
 	if r.Code != 0 {
@@ -578,7 +562,7 @@ func TestRedriveNativeEngineRamp(t *testing.T) {
 	c := env.SQS(t)
 	p := deadLettered(t, env, orderBodies(30, 0))
 	recName := testenv.UniqueName(t, "nrec")
-	recURL, _ := mkQueue(t, c, recName, nil)
+	recURL, _ := createQueue(t, c, recName, nil)
 
 	r := runCLI(t, env, "", "redrive", p.dlqName, "--engine", "native", "--to", recName, "--ramp", "1,100", "--ramp-every", "3s", "--yes", "-o", "json")
 	if r.Code != 0 {

@@ -110,3 +110,21 @@ func settledDepth(t testing.TB, c *sqs.Client, url string) (visible, inFlight in
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// createQueue creates a queue (deleted when the test ends) and returns its
+// URL and ARN.
+func createQueue(t *testing.T, c *sqs.Client, name string, attrs map[string]string) (url, arn string) {
+	t.Helper()
+	ctx := context.Background()
+	out, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+	if err != nil {
+		t.Fatalf("CreateQueue %s: %v", name, err)
+	}
+	url = aws.ToString(out.QueueUrl)
+	a, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}) })
+	return url, a.Attributes["QueueArn"]
+}
