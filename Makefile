@@ -1,5 +1,6 @@
 # dlqctl developer tasks. Everything that needs AWS runs against the local
-# stack (scripts/stack.sh: local-aws-sqs + versitygw on 127.0.0.1).
+# stack (scripts/stack.sh: local-aws-sqs + versitygw, and moto_server, on
+# 127.0.0.1).
 #
 #   make build        bin/dlqctl
 #   make test         gofmt check, go vet, go test -race (stack started and

@@ -2,15 +2,24 @@
 # Local AWS stack for dlqctl development and tests:
 #   SQS: local-aws-sqs 2.0.2 (node, scripts/sqs/server.mjs), in memory
 #   S3:  versitygw v1.8.0 (posix backend over a temporary directory)
-# both on 127.0.0.1, on free ports picked at start.
+#   and a second, independent SQS + S3:
+#   moto_server (moto 5.2.1, python), in memory, SQS and S3 on ONE port
+# all on 127.0.0.1, on free ports picked at start.
 #
 # Usage: scripts/stack.sh start|stop|restart|env|status
-#   start    install what is missing, start both servers, wait until they
+#   start    install what is missing, start the servers, wait until they
 #            answer, print the env (same as `env`). Already running: just
-#            print the env.
+#            print the env (a running stack without moto gets moto added,
+#            its queues untouched).
 #   stop     stop the processes this script started, remove the S3 data dir
-#   env      print `export AWS_...` lines:  eval "$(scripts/stack.sh env)"
-#   status   print what runs where; exit 0 only when both servers answer
+#   env      print `export ...` lines:  eval "$(scripts/stack.sh env)"
+#   status   print what runs where; exit 0 only when every server answers
+#
+# Env file variables:
+#   AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_S3   local-aws-sqs / versitygw
+#   AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_REGION  for those two
+#   DLQCTL_MOTO_ENDPOINT   moto_server, SQS and S3 (any credentials, e.g.
+#                          testing/testing; region us-east-1; S3 path-style)
 #
 # State lives in ${DLQCTL_STACK_DIR:-<repo>/.stack}: pids, logs, the env
 # file (read by internal/testenv) and the path of the S3 data dir.
@@ -28,6 +37,13 @@
 #    ChecksumMode=ENABLED (multipart: COMPOSITE "<b64>-N"). No
 #    AWS_REQUEST_CHECKSUM_CALCULATION override is needed.
 #  - local-aws-sqs is in-memory: stop (or a crash) loses every queue.
+#  - moto_server routes a request by its SigV4 credential scope
+#    (".../us-east-1/sqs/aws4_request"): an unsigned request is S3. The probe
+#    therefore sends a dummy Authorization header (moto does not verify
+#    signatures). Python takes ~1 s to start it; start waits up to ~30 s.
+#    It is in-memory too, and logs one line per request to moto.log.
+#    MOTO_SERVER=/path/to/moto_server overrides the PATH lookup.
+#  - docs/emulators.md lists how local-aws-sqs, moto and AWS differ.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -38,6 +54,7 @@ vgw_version="v1.8.0"
 access_key="dlqctl-local"
 secret_key="dlqctl-local-secret"
 region="us-east-1"
+moto_version="5.2.1"
 
 log() { printf 'stack: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -76,6 +93,55 @@ install_deps() {
     fi
   fi
   [[ -x "$vgw" ]] || die "versitygw not found at $vgw"
+
+  install_moto
+  local mv
+  mv="$(moto_installed_version)"
+  if [[ -n "$mv" && "$mv" != "$moto_version" ]]; then
+    log "warning: moto $mv found, tests and docs/emulators.md assume $moto_version (pip install 'moto[server]==$moto_version')"
+  fi
+}
+
+moto_bin() {
+  if [[ -n "${MOTO_SERVER:-}" ]]; then echo "$MOTO_SERVER"; return; fi
+  command -v moto_server 2>/dev/null || true
+}
+
+# moto_installed_version: the moto version importable by the interpreter
+# that runs moto_server (read from its shebang; pyenv shims resolved).
+moto_installed_version() {
+  local bin real py
+  bin="$(moto_bin)"
+  real="$bin"
+  if command -v pyenv >/dev/null 2>&1 && [[ "$bin" == */shims/* ]]; then
+    real="$(pyenv which moto_server 2>/dev/null || echo "$bin")"
+  fi
+  py="$(head -n 1 "$real" 2>/dev/null | sed -n 's/^#! *//p')"
+  [[ -n "$py" ]] || return 0
+  # shellcheck disable=SC2086 # "#!/usr/bin/env python3" splits on purpose
+  $py -c 'import moto; print(moto.__version__)' 2>/dev/null || true
+}
+
+install_moto() {
+  if [[ -n "${MOTO_SERVER:-}" ]]; then
+    [[ -x "$MOTO_SERVER" ]] || die "MOTO_SERVER=$MOTO_SERVER is not executable"
+    return 0
+  fi
+  [[ -n "$(moto_bin)" ]] && return 0
+  local pip="" plog="$stack_dir/pip-moto.log"
+  if command -v pip >/dev/null 2>&1; then pip="pip"
+  elif command -v pip3 >/dev/null 2>&1; then pip="pip3"
+  elif command -v python3 >/dev/null 2>&1 && python3 -m pip --version >/dev/null 2>&1; then pip="python3 -m pip"
+  fi
+  [[ -n "$pip" ]] || die "moto_server not found and no pip to install it: install Python 3 and run pip install 'moto[server]==$moto_version'"
+  log "installing moto $moto_version (pip install 'moto[server]==$moto_version', log in $plog)"
+  # shellcheck disable=SC2086
+  if ! $pip install --quiet "moto[server]==$moto_version" >"$plog" 2>&1; then
+    die "moto_server not found and pip install 'moto[server]==$moto_version' failed (see $plog)"
+  fi
+  command -v pyenv >/dev/null 2>&1 && pyenv rehash >/dev/null 2>&1 || true
+  hash -r
+  [[ -n "$(moto_bin)" ]] || die "pip installed moto $moto_version but moto_server is not in PATH (add pip's script directory to PATH, or set MOTO_SERVER)"
 }
 
 # free_ports N: print N distinct free TCP ports on 127.0.0.1 (node is the one
@@ -97,16 +163,28 @@ free_ports() {
   ' "$1"
 }
 
-# probe sqs|s3 URL: exit 0 when the server answers a real request.
+# probe sqs|s3|moto URL: exit 0 when the server answers a real request.
+# moto: SQS ListQueues (JSON protocol; routed to SQS by the credential scope
+# of a dummy SigV4 header, unchecked by moto) and S3 ListBuckets.
 probe() {
   node -e '
     const [kind, url] = process.argv.slice(1);
-    const req = kind === "sqs"
-      ? fetch(url + "/", { method: "POST", body: "{}", headers: {
-          "content-type": "application/x-amz-json-1.0",
-          "x-amz-target": "AmazonSQS.ListQueues" } })
-      : fetch(url + "/health");
-    req.then(r => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1));
+    const auth = (svc) => ({ authorization:
+      "AWS4-HMAC-SHA256 Credential=testing/20200101/us-east-1/" + svc +
+      "/aws4_request, SignedHeaders=host, Signature=0" });
+    const listQueues = (extra) => fetch(url + "/", { method: "POST", body: "{}",
+      headers: { "content-type": "application/x-amz-json-1.0",
+                 "x-amz-target": "AmazonSQS.ListQueues", ...extra } });
+    const sqsOK = (r) => r.status === 200 &&
+      (r.headers.get("content-type") || "").includes("json");
+    let req;
+    if (kind === "sqs") req = listQueues({}).then(sqsOK);
+    else if (kind === "s3") req = fetch(url + "/health").then(r => r.status === 200);
+    else req = Promise.all([
+      listQueues(auth("sqs")).then(sqsOK),
+      fetch(url + "/", { headers: auth("s3") }).then(r => r.status === 200),
+    ]).then(([a, b]) => a && b);
+    req.then(ok => process.exit(ok ? 0 : 1), () => process.exit(1));
     setTimeout(() => process.exit(1), 2000).unref();
   ' "$1" "$2"
 }
@@ -122,12 +200,22 @@ alive() {
   ps -p "$pid" -o args= 2>/dev/null | grep -q -- "$2"
 }
 
-running() {
+# core_running: local-aws-sqs and versitygw run and answer.
+core_running() {
   [[ -f "$stack_dir/env" ]] || return 1
   alive "$stack_dir/sqs.pid" server.mjs && alive "$stack_dir/s3.pid" versitygw || return 1
   # shellcheck disable=SC1091
   (source "$stack_dir/env" && probe sqs "$AWS_ENDPOINT_URL_SQS" && probe s3 "$AWS_ENDPOINT_URL_S3")
 }
+
+moto_running() {
+  [[ -f "$stack_dir/env" ]] || return 1
+  alive "$stack_dir/moto.pid" moto_server || return 1
+  # shellcheck disable=SC1091
+  (source "$stack_dir/env" && [[ -n "${DLQCTL_MOTO_ENDPOINT:-}" ]] && probe moto "$DLQCTL_MOTO_ENDPOINT")
+}
+
+running() { core_running && moto_running; }
 
 # spawn LOG CMD...: start CMD detached from our stdio (so `$(stack.sh start)`
 # returns) and from the terminal's process group; print its pid.
@@ -162,6 +250,7 @@ stop_pid() { # PIDFILE PATTERN NAME
 cmd_stop() {
   stop_pid "$stack_dir/sqs.pid" server.mjs "local-aws-sqs"
   stop_pid "$stack_dir/s3.pid" versitygw "versitygw"
+  stop_pid "$stack_dir/moto.pid" moto_server "moto_server"
   if [[ -f "$stack_dir/s3dir" ]]; then
     local d
     d="$(cat "$stack_dir/s3dir")"
@@ -172,27 +261,33 @@ cmd_stop() {
   rm -f "$stack_dir/env"
 }
 
-write_env() { # SQS_PORT S3_PORT
+write_env() { # SQS_URL S3_URL MOTO_URL
   local tmp="$stack_dir/env.tmp"
   cat >"$tmp" <<EOF
-export AWS_ENDPOINT_URL_SQS=http://127.0.0.1:$1
-export AWS_ENDPOINT_URL_S3=http://127.0.0.1:$2
+export AWS_ENDPOINT_URL_SQS=$1
+export AWS_ENDPOINT_URL_S3=$2
 export AWS_ACCESS_KEY_ID=$access_key
 export AWS_SECRET_ACCESS_KEY=$secret_key
 export AWS_REGION=$region
 export AWS_DEFAULT_REGION=$region
+export DLQCTL_MOTO_ENDPOINT=$3
 unset AWS_PROFILE AWS_DEFAULT_PROFILE AWS_SESSION_TOKEN AWS_ENDPOINT_URL
 EOF
   mv "$tmp" "$stack_dir/env"
 }
 
+spawn_moto() { # PORT
+  spawn "$stack_dir/moto.log" "$(moto_bin)" -H 127.0.0.1 -p "$1" >"$stack_dir/moto.pid"
+}
+
 start_once() { # -> 0 started, 1 failed (logs kept)
-  local ports sqs_port s3_port s3dir vgw i
-  read -r sqs_port s3_port <<<"$(free_ports 2)"
+  local sqs_port s3_port moto_port s3dir vgw i
+  read -r sqs_port s3_port moto_port <<<"$(free_ports 3)"
   s3dir="$(mktemp -d "${TMPDIR:-/tmp}/dlqctl-s3.XXXXXX")"
   echo "$s3dir" >"$stack_dir/s3dir"
   vgw="$(vgw_bin)"
 
+  spawn_moto "$moto_port" # first: python is the slowest to come up
   spawn "$stack_dir/sqs.log" node "$sqs_dir/server.mjs" "$sqs_port" >"$stack_dir/sqs.pid"
   # --health exposes GET /health for the readiness probe; --quiet drops the
   # per-request log lines. Single-account mode: no --iam-* flags.
@@ -202,19 +297,48 @@ start_once() { # -> 0 started, 1 failed (logs kept)
     posix "$s3dir" >"$stack_dir/s3.pid"
 
   for i in $(seq 1 150); do # up to ~30 s
-    if probe sqs "http://127.0.0.1:$sqs_port" && probe s3 "http://127.0.0.1:$s3_port"; then
-      write_env "$sqs_port" "$s3_port"
+    if probe sqs "http://127.0.0.1:$sqs_port" && probe s3 "http://127.0.0.1:$s3_port" &&
+      probe moto "http://127.0.0.1:$moto_port"; then
+      write_env "http://127.0.0.1:$sqs_port" "http://127.0.0.1:$s3_port" "http://127.0.0.1:$moto_port"
       log "local-aws-sqs on http://127.0.0.1:$sqs_port (pid $(cat "$stack_dir/sqs.pid"))"
       log "versitygw     on http://127.0.0.1:$s3_port (pid $(cat "$stack_dir/s3.pid")), data in $s3dir"
+      log "moto_server   on http://127.0.0.1:$moto_port (pid $(cat "$stack_dir/moto.pid")), SQS and S3"
       return 0
     fi
-    if ! alive "$stack_dir/sqs.pid" server.mjs || ! alive "$stack_dir/s3.pid" versitygw; then
+    if ! alive "$stack_dir/sqs.pid" server.mjs || ! alive "$stack_dir/s3.pid" versitygw ||
+      ! alive "$stack_dir/moto.pid" moto_server; then
       break
     fi
     sleep 0.2
   done
   log "a server did not come up; last log lines:"
-  tail -n 5 "$stack_dir/sqs.log" "$stack_dir/s3.log" >&2 || true
+  tail -n 5 "$stack_dir/sqs.log" "$stack_dir/s3.log" "$stack_dir/moto.log" >&2 || true
+  return 1
+}
+
+# add_moto: the SQS/S3 pair runs (started by an older version of this
+# script, or moto died): start only moto_server, keep their queues.
+add_moto() { # -> 0 started, 1 failed
+  local port i sqs s3
+  stop_pid "$stack_dir/moto.pid" moto_server "moto_server"
+  port="$(free_ports 1)"
+  spawn_moto "$port"
+  for i in $(seq 1 150); do
+    if probe moto "http://127.0.0.1:$port"; then
+      # shellcheck disable=SC1091
+      sqs="$(source "$stack_dir/env" && echo "$AWS_ENDPOINT_URL_SQS")"
+      # shellcheck disable=SC1091
+      s3="$(source "$stack_dir/env" && echo "$AWS_ENDPOINT_URL_S3")"
+      write_env "$sqs" "$s3" "http://127.0.0.1:$port"
+      log "moto_server   on http://127.0.0.1:$port (pid $(cat "$stack_dir/moto.pid")), SQS and S3"
+      return 0
+    fi
+    alive "$stack_dir/moto.pid" moto_server || break
+    sleep 0.2
+  done
+  log "moto_server did not come up; last log lines:"
+  tail -n 5 "$stack_dir/moto.log" >&2 || true
+  stop_pid "$stack_dir/moto.pid" moto_server "moto_server"
   return 1
 }
 
@@ -223,6 +347,17 @@ cmd_start() {
     log "already running"
     cat "$stack_dir/env"
     return 0
+  fi
+  if core_running; then
+    install_deps
+    local try
+    for try in 1 2 3; do
+      if add_moto; then
+        cat "$stack_dir/env"
+        return 0
+      fi
+    done
+    die "could not start moto_server; log in $stack_dir/moto.log"
   fi
   mkdir -p "$stack_dir"
   cmd_stop 2>/dev/null # leftovers of a half-dead stack
@@ -256,9 +391,14 @@ cmd_status() {
   else
     echo "s3:  not running"; ok=1
   fi
+  if alive "$stack_dir/moto.pid" moto_server; then
+    echo "moto: pid $(cat "$stack_dir/moto.pid") ($stack_dir/moto.log)"
+  else
+    echo "moto: not running"; ok=1
+  fi
   if [[ $ok == 0 ]]; then
     if running; then
-      grep -E '^export AWS_ENDPOINT' "$stack_dir/env" | sed 's/^export /endpoint: /'
+      grep -E '^export (AWS_ENDPOINT|DLQCTL_MOTO_ENDPOINT)' "$stack_dir/env" | sed 's/^export /endpoint: /'
       echo "status: ok"
     else
       echo "status: processes up but not answering"; ok=1

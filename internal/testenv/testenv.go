@@ -2,11 +2,22 @@
 // and hands Go tests ready-made clients, environments and a built dlqctl
 // binary.
 //
-// Lookup order: the AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_S3 environment
-// variables (what `eval "$(scripts/stack.sh env)"` exports), then the stack's
-// env file ($DLQCTL_STACK_DIR/env, else <repo root>/.stack/env). When no
-// stack is found, or it does not answer, Require skips the test, unless
-// CI=true or DLQCTL_REQUIRE_STACK=1, where it fails instead.
+// The stack runs two independent SQS + S3 servers:
+//
+//   - Require: local-aws-sqs 2.0.2 (SQS) + versitygw v1.8.0 (S3), Kind
+//     KindLocal. Lookup order: the AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_S3
+//     environment variables (what `eval "$(scripts/stack.sh env)"` exports),
+//     then the stack's env file ($DLQCTL_STACK_DIR/env, else
+//     <repo root>/.stack/env).
+//   - RequireMoto: moto_server (moto 5.2.1), SQS and S3 on one endpoint,
+//     Kind KindMoto. Like AWS, and unlike local-aws-sqs, it locks FIFO
+//     message groups while a message is in flight; it sets no
+//     DeadLetterQueueSourceArn. Lookup: DLQCTL_MOTO_ENDPOINT from the
+//     environment, then from the env file.
+//
+// docs/emulators.md lists the differences between the two and AWS. When a
+// server is not found, or does not answer, Require / RequireMoto skip the
+// test, unless CI=true or DLQCTL_REQUIRE_STACK=1, where they fail instead.
 package testenv
 
 import (
@@ -30,6 +41,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
+// Kind names the servers behind an Env.
+type Kind string
+
+const (
+	// KindLocal is local-aws-sqs 2.0.2 (SQS) with versitygw v1.8.0 (S3).
+	KindLocal Kind = "local"
+	// KindMoto is moto_server 5.2.1: SQS and S3 on one endpoint.
+	KindMoto Kind = "moto"
+)
+
 // Env describes a running local stack.
 type Env struct {
 	SQSEndpoint string // e.g. http://127.0.0.1:41234 (local-aws-sqs)
@@ -37,7 +58,13 @@ type Env struct {
 	Region      string
 	AccessKey   string
 	SecretKey   string
+	// Kind says which servers these are (KindLocal when empty), so a test
+	// can branch on a documented emulator difference or name a subtest.
+	Kind Kind
 }
+
+// IsMoto reports whether e is the moto_server endpoint.
+func (e Env) IsMoto() bool { return e.Kind == KindMoto }
 
 // Variables written by scripts/stack.sh and read back here.
 const (
@@ -46,12 +73,27 @@ const (
 	envAccessKey = "AWS_ACCESS_KEY_ID"
 	envSecretKey = "AWS_SECRET_ACCESS_KEY"
 	envRegion    = "AWS_REGION"
+	// EnvMotoEndpoint is the moto_server endpoint (SQS and S3), e.g.
+	// http://127.0.0.1:41236.
+	EnvMotoEndpoint = "DLQCTL_MOTO_ENDPOINT"
+)
+
+// Static settings for moto_server: it accepts any credentials and does not
+// verify signatures; its default account is 123456789012.
+const (
+	MotoRegion    = "us-east-1"
+	MotoAccessKey = "testing"
+	MotoSecretKey = "testing"
 )
 
 var (
 	lookupOnce sync.Once
 	lookupEnv  Env
 	lookupErr  error
+
+	motoOnce sync.Once
+	motoEnv  Env
+	motoErr  error
 )
 
 // Require returns the running stack or stops the test: t.Skip normally,
@@ -75,6 +117,71 @@ func Require(t testing.TB) Env {
 	return lookupEnv
 }
 
+// RequireMoto returns the stack's moto_server (SQSEndpoint and S3Endpoint
+// both its one endpoint, region us-east-1, credentials testing/testing,
+// Kind KindMoto) or stops the test exactly as Require does: t.Skip
+// normally, t.Fatal when Strict(). The lookup and TCP probe run once per
+// test process.
+func RequireMoto(t testing.TB) Env {
+	t.Helper()
+	motoOnce.Do(func() {
+		motoEnv, motoErr = LookupMoto()
+		if motoErr == nil {
+			motoErr = motoEnv.probe(2 * time.Second)
+		}
+	})
+	if motoErr != nil {
+		msg := fmt.Sprintf("moto_server not available: %v (scripts/stack.sh start starts it; `eval \"$(scripts/stack.sh env)\"` exports %s)", motoErr, EnvMotoEndpoint)
+		if Strict() {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return motoEnv
+}
+
+// ForEachServer runs fn as one subtest per SQS + S3 server of the stack,
+// named after its Kind ("local", "moto"): for behaviour that must hold on
+// both. Each subtest skips or fails on its own as Require/RequireMoto do.
+func ForEachServer(t *testing.T, fn func(t *testing.T, e Env)) {
+	t.Helper()
+	t.Run(string(KindLocal), func(t *testing.T) { fn(t, Require(t)) })
+	t.Run(string(KindMoto), func(t *testing.T) { fn(t, RequireMoto(t)) })
+}
+
+// LookupMoto finds the moto_server endpoint without probing it:
+// DLQCTL_MOTO_ENDPOINT from the process environment, else from the stack
+// env file.
+func LookupMoto() (Env, error) {
+	ep := os.Getenv(EnvMotoEndpoint)
+	if ep == "" {
+		path, err := EnvFile()
+		if err != nil {
+			return Env{}, err
+		}
+		vars, err := readEnvFile(path)
+		if err != nil {
+			return Env{}, err
+		}
+		if ep = vars[EnvMotoEndpoint]; ep == "" {
+			return Env{}, fmt.Errorf("%s does not set %s (a stack started by an older scripts/stack.sh: run it again)", path, EnvMotoEndpoint)
+		}
+	}
+	return MotoEnv(ep), nil
+}
+
+// MotoEnv describes a moto_server at endpoint (SQS and S3 on the same URL).
+func MotoEnv(endpoint string) Env {
+	return Env{
+		SQSEndpoint: endpoint,
+		S3Endpoint:  endpoint,
+		Region:      MotoRegion,
+		AccessKey:   MotoAccessKey,
+		SecretKey:   MotoSecretKey,
+		Kind:        KindMoto,
+	}
+}
+
 // Strict reports whether a missing stack must fail tests instead of skipping
 // them (CI=true or DLQCTL_REQUIRE_STACK=1).
 func Strict() bool {
@@ -92,6 +199,7 @@ func Lookup() (Env, error) {
 		Region:      firstNonEmpty(os.Getenv(envRegion), os.Getenv("AWS_DEFAULT_REGION")),
 		AccessKey:   os.Getenv(envAccessKey),
 		SecretKey:   os.Getenv(envSecretKey),
+		Kind:        KindLocal,
 	}
 	if e.SQSEndpoint == "" || e.S3Endpoint == "" {
 		path, err := EnvFile()
@@ -109,6 +217,7 @@ func Lookup() (Env, error) {
 			Region:      vars[envRegion],
 			AccessKey:   vars[envAccessKey],
 			SecretKey:   vars[envSecretKey],
+			Kind:        KindLocal,
 		}
 		if e.SQSEndpoint == "" || e.S3Endpoint == "" {
 			return Env{}, fmt.Errorf("%s does not set %s and %s", path, envSQS, envS3)
@@ -236,7 +345,7 @@ func (e Env) AWSConfig(_ context.Context) aws.Config {
 	}
 }
 
-// SQS returns a client for the local SQS emulator.
+// SQS returns a client for the env's SQS server (local-aws-sqs or moto).
 func (e Env) SQS(t testing.TB) *sqs.Client {
 	t.Helper()
 	return sqs.NewFromConfig(e.AWSConfig(t.Context()), func(o *sqs.Options) {
@@ -244,8 +353,9 @@ func (e Env) SQS(t testing.TB) *sqs.Client {
 	})
 }
 
-// S3 returns a path-style client for the local S3 gateway (versitygw, no
-// buckets at start: create your own, e.g. strings.ToLower(UniqueName(...))).
+// S3 returns a path-style client for the env's S3 server (versitygw or moto;
+// no buckets at start: create your own with BucketName). On moto the SDK's
+// SigV4 credential scope ("s3") is what routes the request to S3.
 //
 // Checksums, as observed with this SDK and versitygw v1.8.0: with the SDK
 // defaults over plain HTTP, PutObject sends no x-amz-checksum-* header (the
@@ -254,7 +364,8 @@ func (e Env) SQS(t testing.TB) *sqs.Client {
 // does. Code that verifies uploads should set ChecksumAlgorithm explicitly
 // (SHA256 works for single and multipart uploads; multipart returns a
 // COMPOSITE "<b64>-<parts>" value) and read it back with HeadObject
-// ChecksumMode=ENABLED. Re-creating an existing bucket answers 409.
+// ChecksumMode=ENABLED. Re-creating an existing bucket answers 409 on
+// versitygw (moto: see docs/emulators.md).
 func (e Env) S3(t testing.TB) *s3.Client {
 	t.Helper()
 	return s3.NewFromConfig(e.AWSConfig(t.Context()), func(o *s3.Options) {

@@ -67,7 +67,7 @@ func TestLookupFromStackDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Env{SQSEndpoint: "http://127.0.0.1:1", S3Endpoint: "http://127.0.0.1:2", Region: "us-east-1", AccessKey: "a", SecretKey: "s"}
+	want := Env{SQSEndpoint: "http://127.0.0.1:1", S3Endpoint: "http://127.0.0.1:2", Region: "us-east-1", AccessKey: "a", SecretKey: "s", Kind: KindLocal}
 	if e != want {
 		t.Errorf("Lookup() = %+v, want %+v", e, want)
 	}
@@ -75,6 +75,35 @@ func TestLookupFromStackDir(t *testing.T) {
 	t.Setenv("DLQCTL_STACK_DIR", filepath.Join(dir, "missing"))
 	if _, err := Lookup(); err == nil {
 		t.Error("Lookup() with no env file and no env vars succeeded")
+	}
+}
+
+func TestLookupMotoFromStackDir(t *testing.T) {
+	dir := t.TempDir()
+	env := "export AWS_ENDPOINT_URL_SQS=http://127.0.0.1:1\nexport DLQCTL_MOTO_ENDPOINT=http://127.0.0.1:3\n"
+	if err := os.WriteFile(filepath.Join(dir, "env"), []byte(env), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvMotoEndpoint, "")
+	t.Setenv("DLQCTL_STACK_DIR", dir)
+	e, err := LookupMoto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Env{SQSEndpoint: "http://127.0.0.1:3", S3Endpoint: "http://127.0.0.1:3", Region: "us-east-1", AccessKey: "testing", SecretKey: "testing", Kind: KindMoto}
+	if e != want || !e.IsMoto() {
+		t.Errorf("LookupMoto() = %+v, want %+v", e, want)
+	}
+	t.Setenv(EnvMotoEndpoint, "http://127.0.0.1:4")
+	if e, err := LookupMoto(); err != nil || e.SQSEndpoint != "http://127.0.0.1:4" {
+		t.Errorf("LookupMoto() with %s set = %+v, %v", EnvMotoEndpoint, e, err)
+	}
+	t.Setenv(EnvMotoEndpoint, "")
+	if err := os.WriteFile(filepath.Join(dir, "env"), []byte("export AWS_ENDPOINT_URL_SQS=http://127.0.0.1:1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LookupMoto(); err == nil || !strings.Contains(err.Error(), EnvMotoEndpoint) {
+		t.Errorf("LookupMoto() on an env file without moto: %v", err)
 	}
 }
 
@@ -145,6 +174,73 @@ func TestEnvironOverridesAWSSettings(t *testing.T) {
 		if len(got[k]) != 1 || got[k][0] != v {
 			t.Errorf("%s = %v, want exactly [%s]", k, got[k], v)
 		}
+	}
+	// A moto env points both services at its one endpoint.
+	m := MotoEnv("http://127.0.0.1:3")
+	got = map[string][]string{}
+	for _, kv := range m.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		got[k] = append(got[k], v)
+	}
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL_SQS": m.SQSEndpoint, "AWS_ENDPOINT_URL_S3": m.SQSEndpoint, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"} {
+		if len(got[k]) != 1 || got[k][0] != v {
+			t.Errorf("moto: %s = %v, want exactly [%s]", k, got[k], v)
+		}
+	}
+}
+
+// TestMotoSmoke: a queue and a bucket on moto_server through the same
+// helpers (SQS JSON protocol, path-style S3 with an explicit SHA256
+// checksum read back with ChecksumMode=ENABLED, as dlqctl's archive does).
+func TestMotoSmoke(t *testing.T) {
+	env := RequireMoto(t)
+	if env.Kind != KindMoto || env.SQSEndpoint != env.S3Endpoint {
+		t.Fatalf("RequireMoto() = %+v", env)
+	}
+	ctx := t.Context()
+
+	c := env.SQS(t)
+	q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(UniqueName(t, "moto"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: q.QueueUrl}) })
+	if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String("héllo 👋")}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, MaxNumberOfMessages: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Messages) != 1 || aws.ToString(out.Messages[0].Body) != "héllo 👋" {
+		t.Fatalf("received %+v", out.Messages)
+	}
+
+	s := env.S3(t)
+	bucket := BucketName(t, "moto")
+	if _, err := s.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("archive line\n"), 1000)
+	sum := sha256.Sum256(data)
+	if _, err := s.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: aws.String(bucket), Key: aws.String("p/1.ndjson"), Body: bytes.NewReader(data),
+		ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	head, err := s.HeadObject(ctx, &s3.HeadObjectInput{
+		Bucket: aws.String(bucket), Key: aws.String("p/1.ndjson"), ChecksumMode: s3types.ChecksumModeEnabled,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := base64.StdEncoding.EncodeToString(sum[:]); aws.ToString(head.ChecksumSHA256) != want || aws.ToInt64(head.ContentLength) != int64(len(data)) {
+		t.Errorf("HeadObject = size %d sha256 %q, want %d %q", aws.ToInt64(head.ContentLength), aws.ToString(head.ChecksumSHA256), len(data), want)
+	}
+	// The queue is not visible to the local-aws-sqs stack: two servers.
+	if local, err := Lookup(); err == nil && local.SQSEndpoint == env.SQSEndpoint {
+		t.Errorf("moto and local-aws-sqs share %s", env.SQSEndpoint)
 	}
 }
 
