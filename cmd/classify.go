@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -368,7 +369,9 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	if len(ctxParts) > 0 {
 		fmt.Fprintf(w, " (%s)", strings.Join(ctxParts, "; "))
 	}
-	fmt.Fprintf(w, "\nrules: %s\n", found.Source)
+	fmt.Fprintln(w)
+	writeAnalysis(w, found)
+	fmt.Fprintf(w, "rules: %s\n", found.Source)
 	for _, s := range found.Steps {
 		mark := "no "
 		if s.Matched {
@@ -397,4 +400,42 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	}
 	fmt.Fprintln(w)
 	return nil
+}
+
+// writeAnalysis prints what the decoders and the failure families found:
+// the format, each piece of evidence (field -> text) and the family.
+func writeAnalysis(w io.Writer, ex *classify.Explanation) {
+	switch {
+	case ex.Format != "" && ex.FormatTitle != "":
+		fmt.Fprintf(w, "format: %s — %s\n", ex.Format, ex.FormatTitle)
+	case ex.Format != "":
+		fmt.Fprintf(w, "format: %s\n", ex.Format)
+	default:
+		fmt.Fprintf(w, "format: none recognised (a plain message)\n")
+	}
+	v := ex.Verdict
+	if ex.NoContext != "" || v == nil || len(v.Readings) == 0 {
+		fmt.Fprintf(w, "evidence: none — %s\n", ex.NoContext)
+		return
+	}
+	fmt.Fprintf(w, "evidence:\n")
+	for _, r := range v.Readings {
+		reading := "names no failure family"
+		if r.Family != "" {
+			strength := "strong"
+			if !r.Strong {
+				strength = "weak"
+			}
+			reading = fmt.Sprintf("%s/%s (%q, %s)", r.Family, r.Group, r.Signal, strength)
+		}
+		fmt.Fprintf(w, "  %s [%s] → %q: %s\n", r.Field, r.Kind, output.Truncate(r.Text, 100), reading)
+	}
+	switch v.Family {
+	case "":
+		fmt.Fprintf(w, "family: none — no evidence names a transient, permanent, schema, business or configuration failure\n")
+	case classify.FamilyConflict:
+		fmt.Fprintf(w, "family: conflict — transient (%s) and %s (%s) are both named specifically\n", v.Decisive.Field, v.Against.Family, v.Against.Field)
+	default:
+		fmt.Fprintf(w, "family: %s, decided by %s (%q)\n", v.Family, v.Decisive.Field, v.Decisive.Signal)
+	}
 }

@@ -2,10 +2,10 @@ package classify
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
@@ -27,6 +27,8 @@ const (
 	RuleTransient        = "transient-failure"
 	RuleBusiness         = "business-rejection"
 	RulePermanentFailure = "permanent-failure"
+	RuleConflicting      = "conflicting-signals"
+	RuleConfiguration    = "configuration-error"
 )
 
 // DefaultEventVersions are the envelope event versions the built-in rules
@@ -43,185 +45,6 @@ type BuiltinOptions struct {
 	// SchemaRefs, when not empty, are the schema references consumers
 	// know; an envelope naming another one is a schema mismatch.
 	SchemaRefs []string
-}
-
-// Failure vocabularies. Each is matched against the consumer's failure
-// context: type, then reason, then error class. The first field that names
-// a category decides it, so a ValidationError whose message mentions a
-// timeout field stays permanent, and a BusinessRuleViolation stays business
-// although consumers often report its error class as just "permanent".
-//
-// Texts are canonicalised first (see canonical: lower case, camelCase and
-// snake_case split into words), so "DatabaseTimeout", "database_timeout"
-// and "Database timeout" all read "database timeout". Vocabularies are
-// literal phrases checked with strings.Index plus a few regular
-// expressions that only run when their gate phrase is present: matching a
-// message costs a few microseconds, not a regex scan per alternative.
-var (
-	transientVocab = vocab{
-		lits: []string{"transient", "timeout", "time out", "timed out", "deadline exceeded", "throttl", "rate limit", "ratelimit",
-			"rate exceeded", "too many requests", "slow down", "slowdown", "5xx", "internal server error", "bad gateway", "unavailable",
-			"connection reset", "connection refused", "connection closed", "connection aborted", "connection lost", "connection error",
-			"econnreset", "econnrefused", "etimedout", "broken pipe", "socket hang up", "socket hangup", "network error",
-			"deadlock", "lock wait", "try again", "temporarily", "temporary", "circuit breaker", "overloaded", "capacity exceeded"},
-		res: []gated{{anyOf: "45", re: regexp.MustCompile(`\b(?:http|status|code|error)\D{0,3}(?:429|5\d\d)\b|\b(?:429|5\d\d) (?:too many|internal|bad gateway|service|gateway|error)`)}},
-	}
-	businessVocab = vocab{
-		lits: []string{"business", "rule violation", "policy violation", "insufficient funds", "insufficient balance",
-			"insufficient stock", "insufficient inventory", "insufficient credit", "already cancelled", "already canceled",
-			"already processed", "already exists", "already paid", "already refunded", "already shipped", "already fulfilled",
-			"already closed", "declined", "rejected", "not allowed", "not permitted", "out of stock", "limit exceeded",
-			"duplicate order", "duplicate payment", "duplicate request", "account closed", "account suspended", "account frozen", "fraud"},
-		res: []gated{{gate: "exceed", re: regexp.MustCompile(`exceeds? (?:the |its )?(?:\w+ )?limit`)}},
-	}
-	permanentVocab = vocab{
-		lits: []string{"permanent", "poison", "validation", "invalid", "malformed", "too large", "too big", "payload size",
-			"deserializ", "unmarshal", "cannot parse", "could not parse", "parse error", "parsing error", "syntax error",
-			"bad request", "unprocessable", "missing required", "missing field", "missing property", "missing attribute",
-			"required field", "null pointer", "nullpointer", "type error", "typeerror", "not a valid"},
-		res: []gated{{anyOf: "4", re: regexp.MustCompile(`\b(?:http|status|code)\D{0,3}(?:400|413|422)\b`)}},
-	}
-	schemaVocab = vocab{
-		res: []gated{
-			{gate: "version", re: regexp.MustCompile(`(?:unsupported|unknown|unexpected|incompatible) (?:event ?)?version|version (?:not supported|mismatch|unknown|not found)|no handler for (?:event )?version`)},
-			{gate: "schema", re: regexp.MustCompile(`(?:unsupported|unknown|unexpected|incompatible) schema|schema (?:not supported|mismatch|unknown|not found)|schema ?ref`)},
-		},
-	}
-)
-
-// vocab is a set of phrases naming one kind of failure.
-type vocab struct {
-	lits []string
-	res  []gated
-}
-
-// gated is a regular expression that runs only when the text contains gate
-// (or, with anyOf, one of its bytes).
-type gated struct {
-	gate, anyOf string
-	re          *regexp.Regexp
-}
-
-// find returns the first phrase of v in the canonical text c ("" if none).
-func (v *vocab) find(c string) string {
-	for _, l := range v.lits {
-		if strings.Contains(c, l) {
-			return l
-		}
-	}
-	for _, g := range v.res {
-		if (g.gate != "" && !strings.Contains(c, g.gate)) || (g.anyOf != "" && !strings.ContainsAny(c, g.anyOf)) {
-			continue
-		}
-		if m := g.re.FindString(c); m != "" {
-			return m
-		}
-	}
-	return ""
-}
-
-// canonical lower-cases s and splits camelCase, snake_case and kebab-case
-// into space-separated words: "TransientDatabaseTimeout" and
-// "transient_database-timeout" both become "transient database timeout".
-// Runs of capitals stay one word ("ECONNRESET", "HTTPError" -> "httperror").
-func canonical(s string) string {
-	var b strings.Builder
-	b.Grow(len(s) + 8)
-	var prev byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'A' && c <= 'Z':
-			if prev >= 'a' && prev <= 'z' {
-				b.WriteByte(' ')
-			}
-			b.WriteByte(c + ('a' - 'A'))
-		case c == '_' || c == '-' || c == '\t' || c == '\n' || c == '\r':
-			if prev != ' ' {
-				b.WriteByte(' ')
-			}
-			c = ' '
-		case c == ' ':
-			if prev != ' ' {
-				b.WriteByte(' ')
-			}
-		default:
-			b.WriteByte(c)
-		}
-		prev = c
-	}
-	return b.String()
-}
-
-// failureVerdict caches the failure-context reading of one message: which
-// category (transient, business, permanent) its failure names, and where.
-type failureVerdict struct {
-	class string // ClassTransient, ClassBusiness, ClassPermanent or ""
-	field string // "failure.type", "failure.reason" or "failure.error_class"
-	text  string // the matched text
-}
-
-func (x *subject) failure() *failureVerdict {
-	if x.fail != nil {
-		return x.fail
-	}
-	v := &failureVerdict{}
-	if f := x.rec.Failure; f != nil {
-		fields := [...]struct{ name, val string }{
-			{"failure.type", f.Type},
-			{"failure.reason", f.Reason},
-			{"failure.error_class", f.ErrorClass},
-		}
-	outer:
-		for _, fl := range fields {
-			if fl.val == "" {
-				continue
-			}
-			c := canonical(fl.val)
-			for _, k := range [...]struct {
-				class string
-				v     *vocab
-			}{{ClassTransient, &transientVocab}, {ClassBusiness, &businessVocab}, {ClassPermanent, &permanentVocab}} {
-				if m := k.v.find(c); m != "" {
-					v.class, v.field, v.text = k.class, fl.name, m
-					break outer
-				}
-			}
-		}
-	}
-	x.fail = v
-	return v
-}
-
-type funcMatcher func(x *subject) (bool, string, error)
-
-func (f funcMatcher) match(x *subject) (bool, string, error) { return f(x) }
-
-// failureMatcher matches when the failure context names class.
-func failureMatcher(class, none string) funcMatcher {
-	return func(x *subject) (bool, string, error) {
-		if x.rec.Failure == nil {
-			return false, "the message carries no failure context", nil
-		}
-		v := x.failure()
-		if v.class == class {
-			return true, fmt.Sprintf("%s %q names a %s failure (%q)", v.field, fieldValue(x.rec.Failure, v.field), class, v.text), nil
-		}
-		if v.class != "" {
-			return false, fmt.Sprintf("%s names a %s failure first (%q)", v.field, v.class, v.text), nil
-		}
-		return false, none, nil
-	}
-}
-
-func fieldValue(f *queue.Failure, field string) string {
-	switch field {
-	case "failure.error_class":
-		return f.ErrorClass
-	case "failure.type":
-		return f.Type
-	}
-	return f.Reason
 }
 
 // versionKey normalises an event version for comparison: 3, 3.0, "3" and
@@ -265,33 +88,68 @@ func schemaMatcher(o BuiltinOptions) funcMatcher {
 	}
 	vlist := strings.Join(versions, ", ")
 	return func(x *subject) (bool, string, error) {
-		if e := x.rec.Envelope; e != nil {
-			if e.EventVersion != nil && !vset[versionKey(e.EventVersion)] {
+		v := x.verdict()
+		switch v.Family {
+		case FamilySchema:
+			return true, v.why(), nil
+		case "":
+		default:
+			return false, "the failure context names " + v.familyPhrase() + " first; explicit failure evidence outranks the envelope", nil
+		}
+		e := x.rec.Envelope
+		if e != nil && e.EventVersion != nil {
+			switch {
+			case !e.VersionIsSchema:
+				// fall through to the schema_ref check and the summary below
+			case !vset[versionKey(e.EventVersion)]:
 				return true, fmt.Sprintf("envelope event_version %v is not a supported version (%s)", e.EventVersion, vlist), nil
 			}
-			if rset != nil && e.SchemaRef != "" && !rset[e.SchemaRef] {
-				return true, fmt.Sprintf("envelope schema_ref %q is not a known schema", e.SchemaRef), nil
-			}
 		}
-		if f := x.rec.Failure; f != nil {
-			for _, fl := range [...]struct{ name, val string }{{"failure.error_class", f.ErrorClass}, {"failure.type", f.Type}, {"failure.reason", f.Reason}} {
-				if fl.val == "" {
-					continue
-				}
-				if m := schemaVocab.find(canonical(fl.val)); m != "" {
-					return true, fmt.Sprintf("%s %q names a schema/version problem (%q)", fl.name, fl.val, m), nil
-				}
-			}
+		if rset != nil && e != nil && e.SchemaRef != "" && !rset[e.SchemaRef] {
+			return true, fmt.Sprintf("envelope schema_ref %q is not a known schema", e.SchemaRef), nil
 		}
-		switch e := x.rec.Envelope; {
+		switch {
 		case e == nil:
 			return false, "no envelope, and the failure context names no schema problem", nil
 		case e.EventVersion == nil:
 			return false, "the envelope has no event_version, and the failure context names no schema problem", nil
+		case !e.VersionIsSchema:
+			return false, fmt.Sprintf("version %v is not the event's schema version (the %s format's own version), and the failure context names no schema problem", e.EventVersion, formatName(x.rec)), nil
 		default:
 			return false, fmt.Sprintf("event_version %v is supported and the failure context names no schema problem", e.EventVersion), nil
 		}
 	}
+}
+
+func formatName(rec *queue.Record) string {
+	if rec.Failure != nil && rec.Failure.Format != "" {
+		return rec.Failure.Format
+	}
+	return "envelope"
+}
+
+// familyMatcher matches when the failure evidence decides family.
+func familyMatcher(family, none string) funcMatcher {
+	return func(x *subject) (bool, string, error) {
+		if !x.rec.Failure.HasContext() {
+			return false, noContextWhy(x.rec), nil
+		}
+		v := x.verdict()
+		if v.Family == family {
+			return true, v.why(), nil
+		}
+		if v.Family != "" {
+			return false, "the failure context names " + v.familyPhrase(), nil
+		}
+		return false, none, nil
+	}
+}
+
+func noContextWhy(rec *queue.Record) string {
+	if rec.Failure != nil && rec.Failure.Format != "" {
+		return "the message carries no failure context (" + rec.Failure.Format + " records no reason)"
+	}
+	return "the message carries no failure context"
 }
 
 func builtinRules(o BuiltinOptions) []*Rule {
@@ -316,10 +174,19 @@ func builtinRules(o BuiltinOptions) []*Rule {
 		},
 		{
 			Name: RuleBodyNotJSON, Class: ClassPermanent, Action: ActionArchive, Builtin: true,
-			When: `.json == null  # the body is not parseable JSON`,
+			When: `.json == null  # the body (or the payload it wraps) cannot be parsed, and no failure evidence says otherwise`,
 			Note: "no consumer can parse this body; archive it",
 			m: funcMatcher(func(x *subject) (bool, string, error) {
+				if v := x.verdict(); v.Family != "" {
+					if x.parsed == nil {
+						return false, "the body is not JSON, but the failure context names " + v.familyPhrase() + "; that decides", nil
+					}
+					return false, "the body is JSON", nil
+				}
 				if x.parsed != nil {
+					if inspect.PayloadUnparseable(x.rec) {
+						return true, "the original payload the body wraps looks like JSON but does not parse", nil
+					}
 					return false, "the body is JSON", nil
 				}
 				t := strings.TrimSpace(x.rec.Body)
@@ -331,27 +198,45 @@ func builtinRules(o BuiltinOptions) []*Rule {
 		},
 		{
 			Name: RuleSchemaMismatch, Class: ClassSchemaMismatch, Action: ActionRedriveToRecovery, Builtin: true,
-			When: fmt.Sprintf(`.envelope.event_version not in [%s], or an unknown .envelope.schema_ref, or a failure naming an unsupported version/schema`, strings.Join(versions, ", ")),
-			Note: "the consumer does not know this version; send it where an upgraded consumer can take it",
+			When: fmt.Sprintf(`failure names an unsupported version/schema, unknown event or message type or no handler; or, with no failure evidence, an event schema version not in [%s] or an unknown .envelope.schema_ref`, strings.Join(versions, ", ")),
+			Note: "the consumer does not know this version or type; send it where an upgraded consumer can take it",
 			m:    schemaMatcher(o),
 		},
 		{
+			Name: RuleConflicting, Class: ClassUnknown, Action: ActionInvestigate, Builtin: true,
+			When: `failure evidence names a transient failure and, just as strongly, a permanent, schema, business or configuration one`,
+			Note: "the evidence contradicts itself: neither replaying (a loop) nor archiving (data loss) is safe without a look",
+			m: funcMatcher(func(x *subject) (bool, string, error) {
+				v := x.verdict()
+				if v.Family == FamilyConflict {
+					return true, v.why(), nil
+				}
+				return false, "the failure evidence does not contradict itself", nil
+			}),
+		},
+		{
 			Name: RuleTransient, Class: ClassTransient, Action: ActionRedrive, Builtin: true,
-			When: `failure context names a timeout, throttling/429, a 5xx, a connection reset or an unavailable dependency`,
+			When: `failure names a network error, timeout, throttling/429, 5xx or gRPC unavailable, or a transient database error (deadlock, lock timeout, SQLSTATE 40001/40P01/08xxx)`,
 			Note: "the dependency failed, not the message; redrive once it has recovered",
-			m:    failureMatcher(ClassTransient, "the failure context names no timeout, throttling, 5xx, connection reset or unavailable dependency"),
+			m:    familyMatcher(FamilyTransient, "the failure context names no network error, timeout, throttling, 5xx or transient database error"),
 		},
 		{
 			Name: RuleBusiness, Class: ClassBusiness, Action: ActionInvestigate, Builtin: true,
-			When: `failure context names a business rejection (rule violation, insufficient funds, already cancelled, declined)`,
+			When: `failure names a business rejection (rule violation, insufficient funds, declined, already processed, order not found)`,
 			Note: "a business rule rejected it: it should not have been dead-lettered; fix the consumer's error handling",
-			m:    failureMatcher(ClassBusiness, "the failure context names no business rejection"),
+			m:    familyMatcher(FamilyBusiness, "the failure context names no business rejection"),
 		},
 		{
 			Name: RulePermanentFailure, Class: ClassPermanent, Action: ActionArchive, Builtin: true,
-			When: `failure context names a permanent error (validation, invalid, malformed, payload too large, deserialization)`,
+			When: `failure names a parse or deserialization error, a validation error, bad data (SQLSTATE 22/23) or an HTTP 4xx other than 408/425/429`,
 			Note: "the message itself is bad; redriving cannot help",
-			m:    failureMatcher(ClassPermanent, "the failure context names no permanent error"),
+			m:    familyMatcher(FamilyPermanent, "the failure context names no parse, validation or bad-request error"),
+		},
+		{
+			Name: RuleConfiguration, Class: ClassUnknown, Action: ActionInvestigate, Builtin: true,
+			When: `failure names a permission or configuration problem (access denied, no permissions, missing resource, expired credentials)`,
+			Note: "the message may be fine: fix the permission or resource, then redrive",
+			m:    familyMatcher(FamilyConfig, "the failure context names no permission or configuration problem"),
 		},
 	}
 }

@@ -29,8 +29,11 @@ func TestBuiltinTaxonomy(t *testing.T) {
 		{"malformed JSON", `{"eventId": "e1", "eventType": "OrderCreated",`, nil, ClassPermanent, RuleBodyNotJSON, ActionArchive},
 		{"plain text", `ERROR could not charge card for order 17`, nil, ClassPermanent, RuleBodyNotJSON, ActionArchive},
 		{"unsupported version", `{"eventId":"e1","eventType":"OrderCreated","eventVersion":9,"payload":{}}`, nil, ClassSchemaMismatch, RuleSchemaMismatch, ActionRedriveToRecovery},
-		{"unsupported version beats a timeout reason",
+		{"explicit timeout evidence outranks the envelope version",
 			`{"original_payload":{"eventId":"e1","eventType":"OrderCreated","eventVersion":9},"failure_reason":"timeout after 30s"}`, nil,
+			ClassTransient, RuleTransient, ActionRedrive},
+		{"unsupported version without failure evidence",
+			`{"original_payload":{"eventId":"e1","eventType":"OrderCreated","eventVersion":9}}`, nil,
 			ClassSchemaMismatch, RuleSchemaMismatch, ActionRedriveToRecovery},
 		{"failure names unknown schema", `{"eventId":"e1","eventType":"A","eventVersion":2,"failure_reason":"unknown schemaRef orders/7"}`, nil, ClassSchemaMismatch, RuleSchemaMismatch, ActionRedriveToRecovery},
 		{"enriched db timeout",
@@ -78,7 +81,9 @@ func TestCanonical(t *testing.T) {
 		"TransientDatabaseTimeout":   "transient database timeout",
 		"transient_database-timeout": "transient database timeout",
 		"ECONNRESET by peer":         "econnreset by peer",
-		"HTTPError  503\tService":    "httperror 503 service",
+		"HTTPError  503\tService":    "http error 503 service",
+		"JSONDecodeError":            "json decode error",
+		"EC2ThrottledException":      "ec2 throttled exception",
 		"unsupported eventVersion 9": "unsupported event version 9",
 	} {
 		if got := canonical(in); got != want {
@@ -97,11 +102,11 @@ func TestExplainTracesRulesUpToTheMatch(t *testing.T) {
 			t.Errorf("step %s has no reason", s.Rule)
 		}
 	}
-	if strings.Join(got, ",") != "redrive-loop,body-not-json,schema-mismatch,transient-failure" {
+	if strings.Join(got, ",") != "redrive-loop,body-not-json,schema-mismatch,conflicting-signals,transient-failure" {
 		t.Fatalf("steps = %v; evaluation must stop at the first match", got)
 	}
 	last := ex.Steps[len(ex.Steps)-1]
-	if !last.Matched || !strings.Contains(last.Why, `failure.reason`) || !strings.Contains(last.Why, `"timeout"`) {
+	if !last.Matched || !strings.Contains(last.Why, `body.failure_reason`) || !strings.Contains(last.Why, `"timeout after"`) {
 		t.Errorf("matching step = %+v; want it to quote the field and the matched word", last)
 	}
 	if ex.Outcome.Class != ClassTransient || rec.Class != ClassTransient {

@@ -63,7 +63,7 @@ type subject struct {
 	rec    *queue.Record
 	parsed any
 	in     map[string]any
-	fail   *failureVerdict
+	v      *Verdict
 }
 
 func (x *subject) input() map[string]any {
@@ -157,16 +157,35 @@ type Step struct {
 
 // Explanation is the trace of one classification.
 type Explanation struct {
-	Source  string  `json:"rules"`
-	Steps   []Step  `json:"steps"`
-	Outcome Outcome `json:"outcome"`
+	Source string `json:"rules"`
+	// Format is the DLQ format recognised (failure.format; "" for a plain
+	// message), FormatTitle what that format is.
+	Format      string `json:"format,omitempty"`
+	FormatTitle string `json:"format_title,omitempty"`
+	// Verdict is what the failure evidence says, read by the built-in
+	// failure families (also when a rules file decides).
+	Verdict *Verdict `json:"verdict,omitempty"`
+	// NoContext explains a message that carries no failure context.
+	NoContext string  `json:"no_context,omitempty"`
+	Steps     []Step  `json:"steps"`
+	Outcome   Outcome `json:"outcome"`
 }
+
+// NoContextNote is what --explain says about a message without failure
+// context.
+const NoContextNote = "SQS recorded no reason: a message dead-lettered by a redrive policy carries no failure context (the reason is in the consumer's logs); only body evidence can classify it"
 
 // Explain classifies rec like Classify and returns every rule evaluated on
 // the way, with the reason each matched or not.
 func (rs *Rules) Explain(rec *queue.Record, parsed any) *Explanation {
 	x := &subject{rec: rec, parsed: parsed}
-	ex := &Explanation{Source: rs.Source}
+	ex := &Explanation{Source: rs.Source, Verdict: x.verdict()}
+	if f := rec.Failure; f != nil {
+		ex.Format, ex.FormatTitle = f.Format, inspect.FormatTitle(f.Format)
+	}
+	if !rec.Failure.HasContext() {
+		ex.NoContext = NoContextNote
+	}
 	for _, r := range rs.Rules {
 		ok, why, err := r.m.match(x)
 		st := Step{Rule: r.Name, When: r.When, Line: r.Line, Builtin: r.Builtin, Matched: ok && err == nil, Why: why}

@@ -5,48 +5,272 @@ package inspect
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
-// Decode fills rec.Envelope, rec.Failure and rec.Redrive from the body and
-// attributes when they can be decoded. It returns the parsed body (nil when
-// the body is not JSON) so callers need not parse it again.
-func Decode(rec *queue.Record) any {
-	parsed, ok := parseJSON(rec.Body)
-	var obj map[string]any
-	if ok {
-		obj, _ = parsed.(map[string]any)
+// A Format is one known dead-letter message format: how AWS services and
+// messaging frameworks write failed messages into an SQS queue. Each format
+// lives in its own decode_<name>.go file and registers itself; Decode tries
+// them in Priority order and the first whose Decode returns true claims the
+// message. Adding a format is adding a file.
+type Format struct {
+	// Name is what failure.format says (e.g. "lambda-async").
+	Name string
+	// Title describes the format for --explain and docs.
+	Title string
+	// Priority orders the formats: lower runs first. Formats recognised by
+	// attributes that only that platform writes come before formats
+	// recognised by body shape.
+	Priority int
+	// Decode recognises the message and fills d (envelope, payload,
+	// evidence). It returns false, leaving d untouched, when the message
+	// is not in this format.
+	Decode func(d *Decoding) bool
+}
+
+var formats []Format
+
+// RegisterFormat adds a format decoder (from an init function).
+func RegisterFormat(f Format) {
+	formats = append(formats, f)
+	slices.SortStableFunc(formats, func(a, b Format) int { return a.Priority - b.Priority })
+}
+
+// Formats returns the registered formats in the order Decode tries them.
+func Formats() []Format { return slices.Clone(formats) }
+
+// FormatTitle returns the description of the named format ("" if unknown).
+func FormatTitle(name string) string {
+	for _, f := range formats {
+		if f.Name == name {
+			return f.Title
+		}
 	}
-	rec.Envelope, rec.Failure, rec.Redrive = nil, nil, nil
-	if obj != nil {
-		inner := obj
-		if op, found := obj["original_payload"]; found {
-			switch v := op.(type) {
-			case map[string]any:
-				inner = v
-			case string:
-				if p, ok := parseJSON(v); ok {
-					if m, ok := p.(map[string]any); ok {
-						inner = m
-					}
-				}
+	if name == FormatGeneric {
+		return "generic failure keys in attributes or top-level body fields"
+	}
+	return ""
+}
+
+// FormatGeneric is failure.format when no known format claimed the message
+// but generic failure keys (error, reason, dlq_*, ...) were found.
+const FormatGeneric = "generic"
+
+// Decoding is one message being decoded: the inputs (record, parsed body)
+// and what format decoders found.
+type Decoding struct {
+	Rec *queue.Record
+	// Parsed is the parsed body (nil when it is not JSON); Obj the body when
+	// it is a JSON object.
+	Parsed any
+	Obj    map[string]any
+
+	env     *queue.Envelope
+	payload any
+	wrapped bool // payload is set (the body wraps the original event)
+	fail    queue.Failure
+	// bodyHandled: the format interpreted the body's top-level fields, so
+	// they are not scanned for generic failure keys.
+	bodyHandled bool
+	// used are the attributes the format read (not scanned again for
+	// generic failure keys).
+	used map[string]bool
+}
+
+// Use marks attributes as read by the format.
+func (d *Decoding) Use(names ...string) {
+	if d.used == nil {
+		d.used = make(map[string]bool, len(names))
+	}
+	for _, n := range names {
+		d.used[n] = true
+	}
+}
+
+// Attr returns the string value of attribute name (exact name; binary
+// attributes are skipped).
+func (d *Decoding) Attr(name string) (string, bool) {
+	a, ok := d.Rec.Attributes[name]
+	if !ok || a.IsBinary() {
+		return "", false
+	}
+	d.Use(name)
+	return a.Value, true
+}
+
+// HasAttrPrefix reports whether some attribute name starts with prefix
+// (case-insensitively).
+func (d *Decoding) HasAttrPrefix(prefix string) bool {
+	for name := range d.Rec.Attributes {
+		if len(name) >= len(prefix) && strings.EqualFold(name[:len(prefix)], prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// SetEnvelope sets the decoded envelope.
+func (d *Decoding) SetEnvelope(e *queue.Envelope) { d.env = e }
+
+// SetPayload records the original event the body wraps, and decodes the
+// envelope from it when none was set (see EnvelopeOf).
+func (d *Decoding) SetPayload(p any) {
+	d.payload, d.wrapped = p, true
+	if d.env == nil {
+		d.env = EnvelopeOf(p)
+	}
+}
+
+// BodyHandled says the format interpreted the body's top-level fields.
+func (d *Decoding) BodyHandled() { d.bodyHandled = true }
+
+// Evidence records a failure text found at field. Texts are trimmed and
+// capped; the first type, message, class and code also fill failure.type,
+// failure.reason and failure.error_class.
+func (d *Decoding) Evidence(field, kind, text string) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return
+	}
+	if len(text) > maxEvidence {
+		text = truncUTF8(text, maxEvidence)
+	}
+	for _, e := range d.fail.Evidence {
+		if e.Kind == kind && e.Text == text {
+			return
+		}
+	}
+	d.fail.Evidence = append(d.fail.Evidence, queue.Evidence{Field: field, Kind: kind, Text: text})
+	f := &d.fail
+	switch kind {
+	case queue.EvidenceType:
+		if f.Type == "" {
+			f.Type = text
+		}
+	case queue.EvidenceCode:
+		if f.Type == "" {
+			f.Type = text
+		}
+	case queue.EvidenceMessage:
+		if f.Reason == "" {
+			f.Reason = text
+		}
+	case queue.EvidenceClass:
+		if f.ErrorClass == "" {
+			f.ErrorClass = text
+		}
+	}
+}
+
+// StackEvidence records the root-cause lines of a stack trace ("Caused
+// by: …" in Java and .NET, "---> X: …" inner exceptions, the last
+// exception line of a Python traceback) as cause evidence. Frames are not
+// evidence: they name code, not failures.
+func (d *Decoding) StackEvidence(field, trace string) {
+	n := 0
+	lines := strings.Split(trace, "\n")
+	for i, l := range lines {
+		l = strings.TrimSpace(l)
+		var cause string
+		switch {
+		case strings.HasPrefix(l, "Caused by:"):
+			cause = strings.TrimSpace(strings.TrimPrefix(l, "Caused by:"))
+		case strings.HasPrefix(l, "---> "):
+			cause = strings.TrimSpace(strings.TrimPrefix(l, "---> "))
+		case i == len(lines)-1 && i > 0 && strings.HasPrefix(strings.TrimSpace(lines[0]), "Traceback"):
+			cause = l
+		}
+		if cause != "" {
+			d.Evidence(field, queue.EvidenceCause, cause)
+			if n++; n == 3 {
+				return
 			}
 		}
-		rec.Envelope = envelopeFrom(inner)
-		if rec.Envelope == nil && !sameMap(inner, obj) {
-			rec.Envelope = envelopeFrom(obj)
-		}
-		rec.Failure = failureFrom(obj)
 	}
-	if f := failureFromAttrs(rec.Attributes); f != nil {
-		if rec.Failure == nil {
-			rec.Failure = f
-		} else {
-			mergeFailure(rec.Failure, f)
+}
+
+// Attempts records the attempt count when it parses and none is known.
+func (d *Decoding) Attempts(s string) {
+	if d.fail.AttemptCount != 0 {
+		return
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && n > 0 {
+		d.fail.AttemptCount = n
+	}
+}
+
+// FailedAt records when the failure happened, when none is known.
+func (d *Decoding) FailedAt(s string) {
+	if d.fail.FailedAt == "" {
+		d.fail.FailedAt = strings.TrimSpace(s)
+	}
+}
+
+// ConsumerVersion records the failing consumer's version.
+func (d *Decoding) ConsumerVersion(s string) {
+	if d.fail.ConsumerVersion == "" {
+		d.fail.ConsumerVersion = strings.TrimSpace(s)
+	}
+}
+
+const maxEvidence = 1000
+
+func truncUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xc0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+// Decode fills rec.Envelope, rec.Failure, rec.Payload and rec.Redrive from
+// the body and attributes. It returns the parsed body (nil when the body is
+// not JSON) so callers need not parse it again.
+//
+// The registered formats are tried in order; the first that recognises the
+// message decodes its envelope, original payload and failure context.
+// Then generic failure keys are read from the attributes (and from the
+// body's top-level fields unless the format interpreted them). A message
+// no format recognises and that carries no failure key — a plain message
+// dead-lettered by an SQS redrive policy — has no failure: SQS records no
+// reason.
+func Decode(rec *queue.Record) any {
+	parsed, _ := parseJSON(rec.Body)
+	d := &Decoding{Rec: rec, Parsed: parsed}
+	d.Obj, _ = parsed.(map[string]any)
+	rec.Envelope, rec.Failure, rec.Redrive, rec.Payload = nil, nil, nil, nil
+	format := ""
+	for _, f := range formats {
+		if f.Decode(d) {
+			format = f.Name
+			break
 		}
+		d.used = nil // detection reads do not count
+	}
+	if format == "" && d.Obj != nil {
+		d.env = EnvelopeOf(d.Obj)
+	}
+	genericAttrs(d)
+	if d.Obj != nil && !d.bodyHandled {
+		genericBody(d)
+	}
+	if format == "" && d.fail.HasContext() {
+		format = FormatGeneric
+	}
+	rec.Envelope = d.env
+	if d.wrapped {
+		rec.Payload = d.payload
+	}
+	if format != "" {
+		f := d.fail
+		f.Format = format
+		rec.Failure = &f
 	}
 	if a, ok := rec.Attributes[queue.MarkerAttribute]; ok {
 		var m queue.Marker
@@ -57,15 +281,13 @@ func Decode(rec *queue.Record) any {
 	return parsed
 }
 
-func sameMap(a, b map[string]any) bool {
-	return len(a) == len(b) && len(a) > 0 && func() bool {
-		for k := range a {
-			if _, ok := b[k]; !ok {
-				return false
-			}
-		}
-		return true
-	}()
+// PayloadOf returns the original event of a decoded record: rec.Payload
+// when the body wraps it, else the parsed body.
+func PayloadOf(rec *queue.Record, parsed any) any {
+	if rec.Payload != nil {
+		return rec.Payload
+	}
+	return parsed
 }
 
 func parseJSON(s string) (any, bool) {
@@ -80,129 +302,52 @@ func parseJSON(s string) (any, bool) {
 	return v, true
 }
 
+// looksLikeJSON reports whether s starts like a JSON object or array.
+func looksLikeJSON(s string) bool {
+	t := strings.TrimSpace(s)
+	return t != "" && (t[0] == '{' || t[0] == '[')
+}
+
+// PayloadUnparseable reports whether the decoded original payload is text
+// that looks like JSON but does not parse (an SNS Message or NServiceBus
+// Body cut short, say): body evidence that no consumer can read it.
+func PayloadUnparseable(rec *queue.Record) bool {
+	s, ok := rec.Payload.(string)
+	return ok && looksLikeJSON(s)
+}
+
 // str returns the first string-ish value found under any of keys.
 func str(m map[string]any, keys ...string) string {
 	for _, k := range keys {
 		if v, ok := m[k]; ok && v != nil {
-			switch t := v.(type) {
-			case string:
-				return t
-			case float64:
-				return strconv.FormatFloat(t, 'f', -1, 64)
-			case bool:
-				return strconv.FormatBool(t)
+			if s := scalarText(v); s != "" {
+				return s
 			}
 		}
 	}
 	return ""
 }
 
-func envelopeFrom(m map[string]any) *queue.Envelope {
-	e := &queue.Envelope{
-		EventID:        str(m, "eventId", "event_id", "id"),
-		EventType:      str(m, "eventType", "event_type", "detail-type", "detailType"),
-		Producer:       str(m, "producer", "source"),
-		CorrelationID:  str(m, "correlationId", "correlation_id", "traceId"),
-		TenantID:       str(m, "tenantId", "tenant_id", "tenant"),
-		IdempotencyKey: str(m, "idempotencyKey", "idempotency_key"),
-		SchemaRef:      str(m, "schemaRef", "schema_ref", "dataschema", "$schema"),
-		OccurredAt:     str(m, "occurredAt", "occurred_at", "time", "timestamp"),
+// scalarText renders a JSON scalar as text ("" for objects, arrays, null).
+func scalarText(v any) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case float64:
+		return strconv.FormatFloat(t, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(t)
 	}
-	for _, k := range []string{"eventVersion", "event_version", "version", "specversion"} {
-		if v, ok := m[k]; ok && v != nil {
-			if f, isNum := v.(float64); isNum && f == float64(int64(f)) {
-				e.EventVersion = int64(f)
-			} else {
-				e.EventVersion = v
-			}
-			break
-		}
-	}
-	// An envelope needs at least an event type or id to be called one.
-	if e.EventType == "" && e.EventID == "" {
-		return nil
-	}
-	return e
+	return ""
 }
 
-func failureFrom(m map[string]any) *queue.Failure {
-	f := &queue.Failure{
-		Reason:          str(m, "failure_reason", "failureReason", "dlq_reason", "error_message", "errorMessage"),
-		Type:            str(m, "failure_type", "failureType", "error_type", "errorType", "exception"),
-		ErrorClass:      str(m, "error_class", "errorClass"),
-		ConsumerVersion: str(m, "consumer_version", "consumerVersion"),
-		FailedAt:        str(m, "failed_at", "failedAt"),
-	}
-	if e, ok := m["error"]; ok {
-		switch v := e.(type) {
-		case string:
-			if f.Reason == "" {
-				f.Reason = v
-			}
-		case map[string]any:
-			if f.Reason == "" {
-				f.Reason = str(v, "message", "reason")
-			}
-			if f.Type == "" {
-				f.Type = str(v, "type", "name", "code")
-			}
-			if f.ErrorClass == "" {
-				f.ErrorClass = str(v, "class")
-			}
+// parseMaybeJSON parses s when it holds a JSON object or array (a value
+// embedded as a string); otherwise it returns s.
+func parseMaybeJSON(s string) any {
+	if looksLikeJSON(s) {
+		if v, ok := parseJSON(s); ok {
+			return v
 		}
 	}
-	if n := str(m, "attempt_count", "attemptCount", "attempts"); n != "" {
-		f.AttemptCount, _ = strconv.Atoi(n)
-	}
-	if *f == (queue.Failure{}) {
-		return nil
-	}
-	return f
-}
-
-func failureFromAttrs(attrs map[string]queue.Attribute) *queue.Failure {
-	if len(attrs) == 0 {
-		return nil
-	}
-	get := func(keys ...string) string {
-		for _, k := range keys {
-			for name, a := range attrs {
-				if strings.EqualFold(name, k) && !a.IsBinary() {
-					return a.Value
-				}
-			}
-		}
-		return ""
-	}
-	f := &queue.Failure{
-		Reason:          get("dlq_reason", "failure_reason", "error", "error_message", "errorMessage"),
-		Type:            get("error_type", "failure_type", "errorType", "exception"),
-		ErrorClass:      get("error_class", "errorClass"),
-		ConsumerVersion: get("consumer_version"),
-	}
-	if n := get("attempt_count", "attempts"); n != "" {
-		f.AttemptCount, _ = strconv.Atoi(n)
-	}
-	if *f == (queue.Failure{}) {
-		return nil
-	}
-	return f
-}
-
-func mergeFailure(dst, src *queue.Failure) {
-	if dst.Reason == "" {
-		dst.Reason = src.Reason
-	}
-	if dst.Type == "" {
-		dst.Type = src.Type
-	}
-	if dst.ErrorClass == "" {
-		dst.ErrorClass = src.ErrorClass
-	}
-	if dst.AttemptCount == 0 {
-		dst.AttemptCount = src.AttemptCount
-	}
-	if dst.ConsumerVersion == "" {
-		dst.ConsumerVersion = src.ConsumerVersion
-	}
+	return s
 }

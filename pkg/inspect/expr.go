@@ -28,8 +28,12 @@ type Expr struct {
 // ExprHelp documents the expression language for --help texts.
 const ExprHelp = `Expressions are jq (gojq) over the message record: .message_id, .body,
 .attributes.NAME.value, .system.receive_count, .system.source_queue_arn,
-.envelope.event_type, .envelope.event_version, .failure.reason, .age_seconds,
-and .json (the parsed body, null when the body is not JSON). A message
+.envelope.event_type, .envelope.event_version, .failure.reason,
+.failure.format (the DLQ format recognised, e.g. "lambda-async"),
+.failure.evidence, .age_seconds, .json (the parsed body, null when the body
+is not JSON) and .payload (the original event: an SNS Message, a Lambda
+destination's requestPayload, an EventBridge detail, ...; the parsed body
+when the body is the event). A message
 matches when the expression yields true (or any value but false/null).
 Examples: '.envelope.event_type == "OrderCreated"',
 '(.failure.reason // "") | test("timeout"; "i")', '.json == null'.`
@@ -87,9 +91,9 @@ func truthy(v any) bool {
 // Input builds the expression input for a record. parsed is the parsed
 // body as returned by Decode (nil when the body is not JSON).
 func Input(rec *queue.Record, parsed any) map[string]any {
-	// Sized for all 16 top-level keys up front: growing a map rehashes it,
+	// Sized for all 17 top-level keys up front: growing a map rehashes it,
 	// and this runs once per record in filters, rules and group keys.
-	m := make(map[string]any, 16)
+	m := make(map[string]any, 17)
 	m["message_id"] = rec.MessageID
 	m["queue"] = rec.Queue
 	m["body"] = rec.Body
@@ -97,6 +101,7 @@ func Input(rec *queue.Record, parsed any) map[string]any {
 	m["size_bytes"] = rec.SizeBytes
 	m["age_seconds"] = int(rec.AgeSeconds)
 	m["json"] = parsed
+	m["payload"] = PayloadOf(rec, parsed)
 	attrs := make(map[string]any, len(rec.Attributes))
 	for k, a := range rec.Attributes {
 		am := map[string]any{"type": a.Type}
@@ -137,9 +142,14 @@ func Input(rec *queue.Record, parsed any) map[string]any {
 		m["envelope"] = nil
 	}
 	if f := rec.Failure; f != nil {
+		ev := make([]any, len(f.Evidence))
+		for i, e := range f.Evidence {
+			ev[i] = map[string]any{"field": e.Field, "kind": e.Kind, "text": e.Text}
+		}
 		m["failure"] = map[string]any{
 			"reason": f.Reason, "type": f.Type, "error_class": f.ErrorClass,
 			"attempt_count": f.AttemptCount, "consumer_version": f.ConsumerVersion, "failed_at": f.FailedAt,
+			"format": f.Format, "evidence": ev,
 		}
 	} else {
 		m["failure"] = nil

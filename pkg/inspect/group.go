@@ -98,6 +98,12 @@ var namedKeys = map[string]struct {
 	"error": {"normalised failure fingerprint (numbers, ids, quoted values, timestamps replaced)", func(c *groupCtx) string {
 		return ErrorFingerprint(c.rec)
 	}},
+	"format": {"the DLQ format recognised (failure.format: lambda-async, eventbridge, sns, …)", func(c *groupCtx) string {
+		if f := c.rec.Failure; f != nil {
+			return orNone(f.Format)
+		}
+		return None
+	}},
 	"shape": {"fingerprint of the body's JSON structure (not-json when unparseable)", func(c *groupCtx) string {
 		return ShapeFingerprint(c.parsed)
 	}},

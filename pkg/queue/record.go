@@ -27,6 +27,13 @@ type Record struct {
 	ExpiresAt  time.Time            `json:"expires_at,omitzero"`
 	Envelope   *Envelope            `json:"envelope,omitempty"`
 	Failure    *Failure             `json:"failure,omitempty"`
+	// Payload is the original event when the body wraps it (an SNS
+	// notification's Message, a Lambda destination record's requestPayload,
+	// an EventBridge event's detail, a MassTransit envelope's message, an
+	// NServiceBus transport message's decoded Body, an enriched wrapper's
+	// original_payload, ...). It is omitted when the body itself is the
+	// event. Expressions see it as .payload (the parsed body when omitted).
+	Payload any `json:"payload,omitempty"`
 	// Redrive is the decoded dlqctl redrive marker when the message was
 	// redriven by dlqctl before (an extension of the record).
 	Redrive *Marker `json:"redrive,omitempty"`
@@ -60,19 +67,28 @@ type System struct {
 
 // Envelope is the decoded retry envelope of a body (eventId, eventType, …).
 type Envelope struct {
-	EventID        string `json:"event_id,omitempty"`
-	EventType      string `json:"event_type,omitempty"`
-	EventVersion   any    `json:"event_version,omitempty"`
-	Producer       string `json:"producer,omitempty"`
-	CorrelationID  string `json:"correlation_id,omitempty"`
-	TenantID       string `json:"tenant_id,omitempty"`
-	IdempotencyKey string `json:"idempotency_key,omitempty"`
-	SchemaRef      string `json:"schema_ref,omitempty"`
-	OccurredAt     string `json:"occurred_at,omitempty"`
+	EventID      string `json:"event_id,omitempty"`
+	EventType    string `json:"event_type,omitempty"`
+	EventVersion any    `json:"event_version,omitempty"`
+	// VersionIsSchema is true when the decoder vouches that EventVersion
+	// is the event's schema version (eventVersion, schemaVersion, ...), not
+	// an envelope or transport version such as EventBridge's "version": "0"
+	// or CloudEvents' specversion. Only then do rules compare it with the
+	// supported versions. Derived on decoding, not serialised.
+	VersionIsSchema bool   `json:"-"`
+	Producer        string `json:"producer,omitempty"`
+	CorrelationID   string `json:"correlation_id,omitempty"`
+	TenantID        string `json:"tenant_id,omitempty"`
+	IdempotencyKey  string `json:"idempotency_key,omitempty"`
+	SchemaRef       string `json:"schema_ref,omitempty"`
+	OccurredAt      string `json:"occurred_at,omitempty"`
 }
 
-// Failure is the decoded failure context a consumer attached to a message,
-// from an enriched wrapper body or from failure attributes.
+// Failure is the decoded failure context of a message: what the DLQ format
+// (Lambda, EventBridge, MassTransit, NServiceBus, Kafka headers, an
+// enriched wrapper, generic failure keys) recorded about why it failed.
+// Format names the decoder that recognised the message; a failure with only
+// Format set means the format is known but carries no reason.
 type Failure struct {
 	Reason          string `json:"reason,omitempty"`
 	Type            string `json:"type,omitempty"`
@@ -80,7 +96,42 @@ type Failure struct {
 	AttemptCount    int    `json:"attempt_count,omitempty"`
 	ConsumerVersion string `json:"consumer_version,omitempty"`
 	FailedAt        string `json:"failed_at,omitempty"`
+	// Format is the decoder that matched (e.g. "lambda-async", "sns",
+	// "generic").
+	Format string `json:"format,omitempty"`
+	// Evidence lists every failure text found, with where it was read.
+	Evidence []Evidence `json:"evidence,omitempty"`
 }
+
+// HasContext reports whether f carries any failure text (a format alone
+// is not a reason).
+func (f *Failure) HasContext() bool {
+	return f != nil && (f.Reason != "" || f.Type != "" || f.ErrorClass != "" || len(f.Evidence) > 0)
+}
+
+// Evidence is one failure text and where it was read.
+type Evidence struct {
+	// Field is where the text was read, e.g. "attributes.ErrorMessage.errorType"
+	// or "body.responsePayload.errorMessage".
+	Field string `json:"field"`
+	// Kind says what the text is: type (an exception or error type), code
+	// (an error code), status (an HTTP status), message, cause (a nested or
+	// root-cause exception), class (the consumer's own label) or condition
+	// (why the platform gave up, e.g. RetriesExhausted).
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+}
+
+// Evidence kinds.
+const (
+	EvidenceType      = "type"
+	EvidenceCode      = "code"
+	EvidenceStatus    = "status"
+	EvidenceMessage   = "message"
+	EvidenceCause     = "cause"
+	EvidenceClass     = "class"
+	EvidenceCondition = "condition"
+)
 
 // Marker is the dlqctl redrive marker carried in the MarkerAttribute message
 // attribute of a redriven message.

@@ -1,0 +1,374 @@
+package classify
+
+import (
+	"strings"
+)
+
+// Failure families: what kind of failure a piece of failure evidence names.
+const (
+	FamilyTransient = "transient"       // the dependency failed, not the message
+	FamilyPermanent = "permanent"       // the message itself is bad
+	FamilySchema    = "schema-mismatch" // the consumer does not know this version/type
+	FamilyBusiness  = "business"        // a business rule rejected it
+	FamilyConfig    = "configuration"   // permissions, missing resources: fix, then replay
+)
+
+// A signal is one phrase naming a family, in canonical form (see
+// canonical). Strong signals are specific (an exception class, an errno,
+// an AWS error code, "connection refused"); weak ones are generic words
+// ("timeout", "invalid", "unavailable") that a strong signal of another
+// family outweighs. A trailing '*' matches any word starting with the
+// phrase's last word.
+type signal struct {
+	family, group string
+	strong        bool
+	words         []string
+	prefix        bool // last word is a prefix
+	text          string
+}
+
+// signalDefs are the built-in signals, by family and group. Each line:
+// family, group, strength, phrases (written naturally; canonicalised).
+var signalDefs = []struct {
+	family, group string
+	strong        bool
+	phrases       []string
+}{
+	// --- transient: network
+	{FamilyTransient, "network", true, []string{"ECONNRESET", "ECONNREFUSED", "ETIMEDOUT", "EAI_AGAIN", "ECONNABORTED", "EHOSTUNREACH",
+		"ENETUNREACH", "EPIPE", "connection refused", "connection reset", "connection aborted", "connection timed out",
+		"connect timed out", "socket hang up", "socket hangup", "broken pipe", "i/o timeout", "network is unreachable",
+		"no route to host", "temporary failure in name resolution", "remote end closed connection", "server disconnected",
+		"connection error", "could not connect", "cannot connect", "unable to connect", "failed to connect", "connection closed by",
+		"connection was closed", "connection lost", "transient connection", "handshake timeout", "UnknownHostException",
+		"name or service not known", "host is unreachable", "BrokenCircuitException", "circuit breaker is open", "circuit is open"}},
+	{FamilyTransient, "network", false, []string{"connection closed", "network error", "socket exception", "circuit breaker",
+		"name resolution", "getaddrinfo", "eof while reading", "unexpected eof", "GOAWAY", "reset by peer"}},
+	// --- transient: timeouts
+	{FamilyTransient, "timeout", true, []string{"timed out", "timedout", "time out exceeded", "TimeoutException", "TimeoutError",
+		"SocketTimeoutException", "read timeout", "read timed out", "connect timeout", "connection timeout", "request timeout",
+		"gateway timeout", "deadline exceeded", "context deadline exceeded", "statement timeout", "lock timeout",
+		"lock wait timeout", "query timeout", "timeout after", "timeout of", "timeout expired", "timeout exceeded",
+		"timeout elapsed", "execution timeout", "Task timed out after", "TaskCanceledException", "operation was canceled"}},
+	{FamilyTransient, "timeout", false, []string{"timeout", "time out", "operation was aborted"}},
+	// --- transient: throttling
+	{FamilyTransient, "throttling", true, []string{"throttl*", "rate exceeded", "rate limit*", "ratelimit*", "too many requests",
+		"TooManyRequestsException", "request limit exceeded", "RequestLimitExceeded", "ProvisionedThroughputExceededException",
+		"provisioned throughput exceeded", "slow down", "SlowDown", "resource exhausted", "too many connections",
+		"too many clients", "LimitExceededException", "concurrent invocation limit", "reserved concurrency",
+		"request rate is too large", "server busy", "ServerBusy", "try again later", "retry after", "backpressure"}},
+	{FamilyTransient, "throttling", false, []string{"quota exceeded", "capacity exceeded", "overloaded", "busy"}},
+	// --- transient: server side
+	{FamilyTransient, "server", true, []string{"internal server error", "bad gateway", "service unavailable",
+		"temporarily unavailable", "InternalFailure", "InternalServerError", "ServiceUnavailable", "ServiceUnavailableException",
+		"InternalErrorException", "code unavailable", "code deadline exceeded", "code resource exhausted", "code aborted",
+		"status code unavailable", "5xx", "retriable", "retryable", "RetriableException", "transient error",
+		"temporary error", "transient failure", "connection failure", "internal error"}},
+	{FamilyTransient, "server", false, []string{"unavailable", "transient", "temporar*", "try again", "aborted", "internal failure",
+		"service exception", "EventAgeExceeded", "MaximumEventAgeInSeconds"}},
+	// --- transient: database
+	{FamilyTransient, "database", true, []string{"deadlock*", "lock wait timeout", "serialization failure", "could not serialize access",
+		"database is locked", "the database system is starting up", "the database system is shutting down", "pool exhausted",
+		"connection pool", "terminating connection due to administrator command", "too many connections",
+		"SQLTransientException", "SQLTransientConnectionException", "SQLRecoverableException", "CannotAcquireLockException",
+		"TransientDataAccessException", "OptimisticLock*", "ConcurrencyFailureException", "lock request time out"}},
+
+	// --- permanent: parse errors, per stack
+	{FamilyPermanent, "parse", true, []string{"SyntaxError", "unexpected token", "JSONDecodeError", "expecting value",
+		"JsonParseException", "MismatchedInputException", "JsonMappingException", "UnrecognizedPropertyException",
+		"InvalidFormatException", "JsonReaderException", "JsonSerializationException", "JsonException",
+		"invalid character", "cannot unmarshal", "unexpected end of JSON input", "unexpected end of input",
+		"deserializ*", "SerializationException", "serialization error", "could not parse", "cannot parse", "can't parse",
+		"failed to parse", "unable to parse", "parse error", "parsing error", "ParseException", "invalid json", "not valid json",
+		"malformed*", "unexpected character", "unrecognized token", "invalid syntax", "MessageConversionException",
+		"cannot convert", "could not convert", "conversion failed", "not in a correct format", "UnicodeDecodeError",
+		"invalid utf-8", "invalid byte sequence", "unterminated string", "unexpected end of file", "is not valid JSON",
+		"value converter", "key converter", "header converter", "DataException", "XmlException"}},
+	{FamilyPermanent, "parse", false, []string{"unmarshal*", "syntax error", "converter"}},
+	// --- permanent: validation and bad data
+	{FamilyPermanent, "validation", true, []string{"validation*", "ConstraintViolationException", "constraint violation",
+		"FormatException", "NumberFormatException", "InvalidCastException", "ClassCastException", "ArgumentNullException",
+		"ArgumentException", "ArgumentOutOfRangeException", "IllegalArgumentException", "ValueError", "KeyError",
+		"TypeError", "AttributeError", "IndexError", "NullPointerException", "NullReferenceException",
+		"cannot read properties of undefined", "cannot read properties of null", "cannot read property",
+		"is not a function", "undefined is not", "is not defined", "missing required", "required field", "missing field",
+		"missing property", "missing attribute", "field required", "is a required property", "is required",
+		"must not be null", "must not be blank", "must not be empty", "cannot be null", "value cannot be null",
+		"not a valid", "invalid input", "invalid value", "invalid argument", "invalid parameter", "invalid request",
+		"bad request", "unprocessable", "payload too large", "request entity too large", "too large", "too big",
+		"payload size", "message too large", "unsupported media type", "poison", "permanent error", "permanent failure",
+		"InvalidParameterException", "InvalidParameterValue", "InvalidRequestContentException", "RequestTooLargeException",
+		"integrity error", "IntegrityError", "integrity violation", "DataIntegrityViolationException", "duplicate key",
+		"unique constraint", "violates not null constraint", "violates unique constraint", "violates foreign key constraint",
+		"violates check constraint", "foreign key constraint", "value too long", "invalid input syntax",
+		"numeric field overflow", "out of range", "division by zero", "OverflowException", "INVALID_JSON", "INVALID_PARAMETER"}},
+	{FamilyPermanent, "validation", false, []string{"invalid*", "permanent", "type error", "illegal", "unsupported"}},
+
+	// --- schema mismatch: unknown versions, types, handlers
+	{FamilySchema, "version", true, schemaPhrases()},
+	{FamilySchema, "type", true, []string{"no handler*", "no handlers could be found", "no consumer*", "no method found for",
+		"no listener", "could not resolve type", "InvalidTypeIdException", "invalid type id", "could not find a concrete type",
+		"could not determine the message type", "could not determine type", "type not registered", "message type not registered",
+		"not registered for message type", "no mapping for message type", "skipped: no consumer", "unknown discriminator",
+		"no subtype", "not a known message type", "could not load type", "TypeLoadException"}},
+
+	// --- business rejections (kept from the original taxonomy)
+	{FamilyBusiness, "rejection", true, []string{"business", "rule violation", "policy violation", "insufficient funds",
+		"insufficient balance", "insufficient stock", "insufficient inventory", "insufficient credit", "already cancelled",
+		"already canceled", "already processed", "already exists", "already paid", "already refunded", "already shipped",
+		"already fulfilled", "already closed", "already completed", "already consumed", "duplicate order", "duplicate payment",
+		"duplicate request", "duplicate transaction", "duplicate message", "duplicate event", "declined", "do not honor",
+		"out of stock", "account closed", "account suspended", "account frozen", "account blocked", "fraud*", "card expired",
+		"order not found", "customer not found", "account not found", "user not found", "product not found",
+		"payment not found", "invoice not found", "item not found", "entity not found", "EntityNotFoundException",
+		"sku not found", "order does not exist", "customer does not exist", "not eligible", "credit limit"}},
+	{FamilyBusiness, "rejection", false, []string{"rejected", "not allowed", "not permitted", "limit exceeded"}},
+
+	// --- configuration: permissions and missing resources (fixable, then replayable)
+	{FamilyConfig, "configuration", true, []string{"access denied", "AccessDenied", "AccessDeniedException", "not authorized",
+		"unauthorized", "UnauthorizedException", "forbidden", "permission denied", "no permissions", "insufficient permissions",
+		"missing permissions", "failed to assume role", "FAILED_TO_ASSUME_ROLE", "NO_PERMISSIONS", "NO_RESOURCE",
+		"RULE_NOT_FOUND", "ResourceNotFoundException", "function not found", "queue does not exist", "NonExistentQueue",
+		"QueueDoesNotExist", "NoSuchBucket", "security token", "ExpiredToken", "ExpiredTokenException", "invalid credentials",
+		"InvalidClientTokenId", "UnrecognizedClientException", "signature does not match", "key is disabled",
+		"KMSDisabledException", "KMSAccessDeniedException", "KMSNotFoundException", "HandlerNotFound", "ImportModuleError",
+		"cannot find module", "CROSS_ACCOUNT_INGESTION_FAILED", "CROSS_REGION_INGESTION_FAILED", "THIRD_ACCOUNT_HOP_DETECTED",
+		"THIRD_REGION_HOP_DETECTED", "RESOURCE_ALREADY_FROZEN", "EntityNotFound"}},
+}
+
+// schemaPhrases expands the schema/version vocabulary: an adjective
+// (unsupported, unknown, …) before a noun (version, event type, schema, …),
+// and nouns followed by "not supported", "mismatch", ….
+func schemaPhrases() []string {
+	adj := []string{"unsupported", "unknown", "unexpected", "incompatible", "unrecognized", "unrecognised", "unhandled"}
+	nouns := []string{"version", "event version", "schema version", "message version", "payload version", "data version",
+		"schema", "event type", "message type", "event schema", "message schema", "event", "schema ref", "record type",
+		"command type", "event name", "type id"}
+	var out []string
+	for _, a := range adj {
+		for _, n := range nouns {
+			out = append(out, a+" "+n)
+		}
+	}
+	for _, n := range []string{"version", "schema", "event type", "message type"} {
+		for _, s := range []string{"not supported", "mismatch", "unknown", "not found", "is not supported", "not recognized"} {
+			out = append(out, n+" "+s)
+		}
+	}
+	return append(out, "schema ref", "schemaRef", "no handler for version", "no handler for event version")
+}
+
+// vocabulary is the compiled signal index: phrases by their first word,
+// and the one-word prefix phrases.
+type vocabulary struct {
+	byFirst  map[string][]*signal
+	prefixes []*signal
+}
+
+var builtinVocab = compileVocab()
+
+func compileVocab() *vocabulary {
+	v := &vocabulary{byFirst: map[string][]*signal{}}
+	for _, def := range signalDefs {
+		for _, p := range def.phrases {
+			prefix := strings.HasSuffix(p, "*")
+			words := tokens(canonical(strings.TrimSuffix(p, "*")), nil)
+			if len(words) == 0 {
+				continue
+			}
+			s := &signal{family: def.family, group: def.group, strong: def.strong, words: words, prefix: prefix, text: p}
+			if prefix && len(words) == 1 {
+				v.prefixes = append(v.prefixes, s)
+				continue
+			}
+			v.byFirst[words[0]] = append(v.byFirst[words[0]], s)
+		}
+	}
+	return v
+}
+
+// tokens splits canonical text into words of letters and digits.
+func tokens(c string, out []string) []string {
+	start := -1
+	for i := 0; i <= len(c); i++ {
+		alnum := i < len(c) && (c[i] >= 'a' && c[i] <= 'z' || c[i] >= '0' && c[i] <= '9' || c[i] >= 0x80)
+		switch {
+		case alnum && start < 0:
+			start = i
+		case !alnum && start >= 0:
+			out = append(out, c[start:i])
+			start = -1
+		}
+	}
+	return out
+}
+
+// hit is one signal found in a text, at word position pos.
+type hit struct {
+	family, group, phrase string
+	strong                bool
+	pos                   int
+}
+
+var negators = map[string]bool{"non": true, "not": true, "never": true, "without": true}
+
+// httpContext are words after which a 3-digit number is an HTTP status.
+var httpContext = map[string]bool{"http": true, "https": true, "status": true, "code": true, "statuscode": true, "returned": true,
+	"responded": true, "response": true, "error": true, "got": true, "received": true}
+
+// scan returns the signals found in text: at most one hit per family (the
+// strongest, earliest).
+func (v *vocabulary) scan(text string, buf []string) ([]hit, []string) {
+	c := canonical(text)
+	words := tokens(c, buf[:0])
+	var hits []hit
+	add := func(h hit) {
+		for i := range hits {
+			if hits[i].family == h.family {
+				if h.strong && !hits[i].strong {
+					hits[i] = h
+				}
+				return
+			}
+		}
+		hits = append(hits, h)
+	}
+	for i, w := range words {
+		negated := i > 0 && negators[words[i-1]]
+		if !negated {
+			for _, s := range v.byFirst[w] {
+				if matchAt(words, i, s) {
+					add(hit{s.family, s.group, s.text, s.strong, i})
+				}
+			}
+			for _, s := range v.prefixes {
+				if strings.HasPrefix(w, s.words[0]) {
+					add(hit{s.family, s.group, s.text, s.strong, i})
+				}
+			}
+		}
+		// HTTP statuses: "HTTP 503", "status code 429", "returned 404".
+		if len(w) == 3 && (w[0] == '4' || w[0] == '5') && isDigits(w) {
+			for k := i - 1; k >= 0 && k >= i-3; k-- {
+				if httpContext[words[k]] {
+					if f := httpStatusFamily(w); f != "" {
+						add(hit{f, "http", "HTTP " + w, true, i})
+					}
+					break
+				}
+			}
+		}
+		// SQLSTATE codes: "SQLSTATE 40001", "SQL state: 23505".
+		if (w == "sqlstate" || (w == "state" && i > 0 && words[i-1] == "sql")) && i+1 < len(words) {
+			if f, g := sqlStateFamily(words[i+1]); f != "" {
+				add(hit{f, g, "SQLSTATE " + strings.ToUpper(words[i+1]), true, i})
+			}
+		}
+		// "exceeds the search-indexer limit": a business limit.
+		if strings.HasPrefix(w, "exceed") {
+			for k := i + 1; k < len(words) && k <= i+4; k++ {
+				if words[k] == "limit" {
+					add(hit{FamilyBusiness, "rejection", "exceeds … limit", false, i})
+					break
+				}
+			}
+		}
+	}
+	return hits, words
+}
+
+func matchAt(words []string, i int, s *signal) bool {
+	if i+len(s.words) > len(words) {
+		return false
+	}
+	last := len(s.words) - 1
+	for k, sw := range s.words {
+		w := words[i+k]
+		if k == last && s.prefix {
+			if !strings.HasPrefix(w, sw) {
+				return false
+			}
+		} else if w != sw {
+			return false
+		}
+	}
+	return true
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// httpStatusFamily maps an HTTP error status to a family: 408, 425, 429
+// and 5xx are transient; any other 4xx is permanent.
+func httpStatusFamily(code string) string {
+	switch {
+	case len(code) != 3 || !isDigits(code):
+		return ""
+	case code == "408" || code == "425" || code == "429" || code[0] == '5':
+		return FamilyTransient
+	case code[0] == '4':
+		return FamilyPermanent
+	}
+	return ""
+}
+
+// sqlStateFamily maps a SQLSTATE code: class 08 (connection), 40001 and
+// 40P01 (serialization failure, deadlock), 53 (insufficient resources),
+// 57P0x (server shutting down) and 55P03 (lock not available) are
+// transient; classes 22 (data exception) and 23 (integrity constraint
+// violation) are permanent.
+func sqlStateFamily(code string) (string, string) {
+	if len(code) != 5 {
+		return "", ""
+	}
+	switch {
+	case strings.HasPrefix(code, "08"), code == "40001", code == "40p01", strings.HasPrefix(code, "53"),
+		strings.HasPrefix(code, "57p0"), code == "55p03":
+		return FamilyTransient, "database"
+	case strings.HasPrefix(code, "22"), strings.HasPrefix(code, "23"):
+		return FamilyPermanent, "sql-data"
+	}
+	return "", ""
+}
+
+// canonical lower-cases s and splits camelCase, snake_case and kebab-case
+// into space-separated words: "TransientDatabaseTimeout" and
+// "transient_database-timeout" both become "transient database timeout".
+// An acronym ends before a capitalised word ("HTTPError" -> "http error",
+// "JSONDecodeError" -> "json decode error"); runs of capitals stay one
+// word ("ECONNRESET").
+func canonical(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	var prev byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			lowerNext := i+1 < len(s) && s[i+1] >= 'a' && s[i+1] <= 'z'
+			if prev >= 'a' && prev <= 'z' || (lowerNext && (prev >= 'A' && prev <= 'Z' || prev >= '0' && prev <= '9')) {
+				b.WriteByte(' ')
+			}
+			b.WriteByte(c + ('a' - 'A'))
+		case c == '_' || c == '-' || c == '\t' || c == '\n' || c == '\r':
+			if prev != ' ' {
+				b.WriteByte(' ')
+			}
+			c = ' '
+		case c == ' ':
+			if prev != ' ' {
+				b.WriteByte(' ')
+			}
+		default:
+			b.WriteByte(c)
+		}
+		prev = c
+	}
+	return b.String()
+}

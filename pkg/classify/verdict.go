@@ -1,0 +1,270 @@
+package classify
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+// FamilyConflict is the Verdict family when the evidence names a transient
+// failure and, as strongly, a non-transient one.
+const FamilyConflict = "conflict"
+
+// Reading is one piece of failure evidence and the family it names.
+type Reading struct {
+	Field  string `json:"field"`
+	Kind   string `json:"kind"`
+	Text   string `json:"text"`
+	Family string `json:"family,omitempty"`
+	// Group is the signal group within the family (network, timeout,
+	// throttling, parse, validation, http, …).
+	Group string `json:"group,omitempty"`
+	// Signal is the phrase that named the family.
+	Signal string `json:"signal,omitempty"`
+	Strong bool   `json:"strong,omitempty"`
+}
+
+// Verdict is what a message's failure evidence says, read by the built-in
+// failure families.
+type Verdict struct {
+	// Family is transient, permanent, schema-mismatch, business,
+	// configuration, conflict, or "" when the evidence names none.
+	Family string `json:"family,omitempty"`
+	// Decisive is the reading that decided (for a conflict: the transient one).
+	Decisive *Reading `json:"decisive,omitempty"`
+	// Against is, for a conflict, the reading that contradicts Decisive.
+	Against  *Reading  `json:"against,omitempty"`
+	Readings []Reading `json:"evidence,omitempty"`
+}
+
+// kindTier orders evidence kinds from most to least specific: an exception
+// type or error code outranks a message, which outranks the platform's
+// give-up condition and the consumer's own label.
+func kindTier(kind string) int {
+	switch kind {
+	case queue.EvidenceType, queue.EvidenceCode, queue.EvidenceStatus:
+		return 0
+	case queue.EvidenceMessage, queue.EvidenceCause:
+		return 1
+	case queue.EvidenceCondition:
+		return 2
+	}
+	return 3
+}
+
+// evidenceOf returns the failure evidence of rec: as decoded, or built from
+// type, reason and error class for records that carry only those.
+func evidenceOf(f *queue.Failure) []queue.Evidence {
+	if f == nil {
+		return nil
+	}
+	if len(f.Evidence) > 0 {
+		return f.Evidence
+	}
+	var ev []queue.Evidence
+	for _, e := range [...]queue.Evidence{
+		{Field: "failure.type", Kind: queue.EvidenceType, Text: f.Type},
+		{Field: "failure.reason", Kind: queue.EvidenceMessage, Text: f.Reason},
+		{Field: "failure.error_class", Kind: queue.EvidenceClass, Text: f.ErrorClass},
+	} {
+		if e.Text != "" {
+			ev = append(ev, e)
+		}
+	}
+	return ev
+}
+
+// familyRank orders non-transient families when several are named
+// strongly: a schema problem is the most specific, a configuration problem
+// the least.
+var familyRank = map[string]int{FamilySchema: 0, FamilyBusiness: 1, FamilyPermanent: 2, FamilyConfig: 3}
+
+// verdict reads the failure evidence once per message.
+func (x *subject) verdict() *Verdict {
+	if x.v == nil {
+		x.v = readEvidence(evidenceOf(x.rec.Failure))
+	}
+	return x.v
+}
+
+type candidate struct {
+	family  string
+	strong  bool
+	tier    int
+	idx     int // evidence index
+	pos     int
+	reading int
+}
+
+func readEvidence(ev []queue.Evidence) *Verdict {
+	v := &Verdict{}
+	if len(ev) == 0 {
+		return v
+	}
+	v.Readings = make([]Reading, 0, len(ev))
+	var cands []candidate
+	var buf [64]string
+	for i, e := range ev {
+		r := Reading{Field: e.Field, Kind: e.Kind, Text: e.Text}
+		var hits []hit
+		if e.Kind == queue.EvidenceStatus && isDigits(strings.TrimSpace(e.Text)) {
+			code := strings.TrimSpace(e.Text)
+			if f := httpStatusFamily(code); f != "" {
+				hits = []hit{{family: f, group: "http", phrase: "HTTP " + code, strong: true}}
+			}
+		} else {
+			hits, _ = builtinVocab.scan(e.Text, buf[:0])
+		}
+		tier := kindTier(e.Kind)
+		best := -1
+		for k, h := range hits {
+			strong := h.strong
+			switch tier {
+			case 0:
+				strong = true // an exception type or error code is specific
+			case 3:
+				strong = false // the consumer's own label is a hint
+			}
+			hits[k].strong = strong
+			cands = append(cands, candidate{family: h.family, strong: strong, tier: tier, idx: i, pos: h.pos, reading: len(v.Readings)})
+			if best < 0 || better(hits[k], hits[best]) {
+				best = k
+			}
+		}
+		if best >= 0 {
+			h := hits[best]
+			r.Family, r.Group, r.Signal, r.Strong = h.family, h.group, h.phrase, h.strong
+		}
+		v.Readings = append(v.Readings, r)
+	}
+	if len(cands) == 0 {
+		return v
+	}
+	var firstT, firstN *candidate
+	for i := range cands {
+		c := &cands[i]
+		if !c.strong {
+			continue
+		}
+		if c.family == FamilyTransient {
+			if firstT == nil || earlier(c, firstT) {
+				firstT = c
+			}
+		} else if firstN == nil || familyRank[c.family] < familyRank[firstN.family] ||
+			(familyRank[c.family] == familyRank[firstN.family] && earlier(c, firstN)) {
+			firstN = c
+		}
+	}
+	pick := func(c *candidate) *Reading {
+		r := v.Readings[c.reading]
+		if r.Family != c.family {
+			// The reading's best hit is another family: describe this one.
+			r.Family = c.family
+			r.Signal = signalFor(ev[c.idx].Text, c.family)
+			r.Strong = c.strong
+		}
+		return &r
+	}
+	switch {
+	case firstT != nil && firstN != nil:
+		v.Family, v.Decisive, v.Against = FamilyConflict, pick(firstT), pick(firstN)
+	case firstT != nil:
+		v.Family, v.Decisive = FamilyTransient, pick(firstT)
+	case firstN != nil:
+		v.Family, v.Decisive = firstN.family, pick(firstN)
+	default:
+		// Weak signals only: the most specific field decides, then the
+		// earliest phrase.
+		var b *candidate
+		for i := range cands {
+			if b == nil || earlier(&cands[i], b) {
+				b = &cands[i]
+			}
+		}
+		v.Family, v.Decisive = b.family, pick(b)
+	}
+	return v
+}
+
+func better(a, b hit) bool {
+	if a.strong != b.strong {
+		return a.strong
+	}
+	return a.pos < b.pos
+}
+
+func earlier(a, b *candidate) bool {
+	if a.tier != b.tier {
+		return a.tier < b.tier
+	}
+	if a.idx != b.idx {
+		return a.idx < b.idx
+	}
+	return a.pos < b.pos
+}
+
+// signalFor returns the phrase of family in text.
+func signalFor(text, family string) string {
+	var buf [64]string
+	hits, _ := builtinVocab.scan(text, buf[:0])
+	for _, h := range hits {
+		if h.family == family {
+			return h.phrase
+		}
+	}
+	return ""
+}
+
+// familyPhrase names the verdict's family for explanations.
+func (v *Verdict) familyPhrase() string {
+	switch v.Family {
+	case FamilyConflict:
+		return "conflicting failures (transient and " + v.Against.Family + ")"
+	case FamilyConfig:
+		return "a configuration/permission problem"
+	case "":
+		return "no failure family"
+	}
+	return "a " + v.Family + " failure"
+}
+
+// why explains the decisive reading.
+func (v *Verdict) why() string {
+	d := v.Decisive
+	if d == nil {
+		return "the failure context names no failure family"
+	}
+	if v.Family == FamilyConflict {
+		a := v.Against
+		return fmt.Sprintf("%s %q names a transient failure (%q) but %s %q names a %s one (%q); both are specific, so neither wins",
+			d.Field, clip(d.Text), d.Signal, a.Field, clip(a.Text), a.Family, a.Signal)
+	}
+	strength := ""
+	if !d.Strong {
+		strength = ", a weak signal nothing outweighs"
+	}
+	family := v.Family
+	if family == FamilyConfig {
+		family = "configuration/permission"
+	}
+	return fmt.Sprintf("%s %q names a %s failure (%q%s)", d.Field, clip(d.Text), family, d.Signal, strength)
+}
+
+func clip(s string) string {
+	if len(s) <= 120 {
+		return s
+	}
+	return truncateUTF8(s, 117) + "..."
+}
+
+func truncateUTF8(s string, n int) string {
+	for n > 0 && n < len(s) && s[n]&0xc0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+type funcMatcher func(x *subject) (bool, string, error)
+
+func (f funcMatcher) match(x *subject) (bool, string, error) { return f(x) }

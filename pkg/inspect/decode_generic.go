@@ -1,0 +1,277 @@
+package inspect
+
+import (
+	"strings"
+
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+// Generic failure keys: what producers and consumers that follow no
+// particular framework attach to a dead-lettered message, as message
+// attributes or as top-level fields of the body. Keys are matched case- and
+// separator-insensitively ("dlq_reason", "DLQ-Reason", "dlqReason" alike);
+// "x-" and "dlq" prefixes are read through ("x-error-message" is
+// "error-message", "dlq_exception" is "exception"). Values may be text, a
+// JSON object ({"type": …, "message": …, "stack": …}) or JSON in a string.
+var genericKeys = map[string]string{
+	// exception / error types and codes
+	"errortype": queue.EvidenceType, "exceptiontype": queue.EvidenceType, "failuretype": queue.EvidenceType,
+	"exceptionclass": queue.EvidenceType, "exceptionclassname": queue.EvidenceType, "exceptionname": queue.EvidenceType,
+	"errorname": queue.EvidenceType, "faulttype": queue.EvidenceType, "exceptionfqcn": queue.EvidenceType,
+	"errortypename": queue.EvidenceType, "errorkind": queue.EvidenceType,
+	"errorcode": queue.EvidenceCode, "errcode": queue.EvidenceCode, "failurecode": queue.EvidenceCode,
+	"faultcode": queue.EvidenceCode, "reasoncode": queue.EvidenceCode,
+	// messages
+	"error": queue.EvidenceMessage, "err": queue.EvidenceMessage, "errors": queue.EvidenceMessage,
+	"lasterror": queue.EvidenceMessage, "lasterrormessage": queue.EvidenceMessage, "exception": queue.EvidenceMessage,
+	"exceptionmessage": queue.EvidenceMessage, "errormessage": queue.EvidenceMessage, "errormsg": queue.EvidenceMessage,
+	"errmsg": queue.EvidenceMessage, "errordetail": queue.EvidenceMessage, "errordetails": queue.EvidenceMessage,
+	"errordescription": queue.EvidenceMessage, "failurereason": queue.EvidenceMessage, "failuremessage": queue.EvidenceMessage,
+	"failure": queue.EvidenceMessage, "reason": queue.EvidenceMessage, "fault": queue.EvidenceMessage,
+	"faultmessage": queue.EvidenceMessage, "faultstring": queue.EvidenceMessage, "deadletterreason": queue.EvidenceMessage,
+	"deadlettererrordescription": queue.EvidenceMessage, "rejectreason": queue.EvidenceMessage,
+	"rejectionreason": queue.EvidenceMessage, "cause": queue.EvidenceCause, "rootcause": queue.EvidenceCause,
+	// stack traces: only their root-cause lines are evidence
+	"stacktrace": "stack", "stack": "stack", "exceptionstacktrace": "stack", "errorstack": "stack", "trace": "stack",
+	// the consumer's own label for the failure
+	"errorclass": queue.EvidenceClass, "errorcategory": queue.EvidenceClass, "failureclass": queue.EvidenceClass,
+	"failurecategory": queue.EvidenceClass,
+	// HTTP status of the failed call
+	"statuscode": queue.EvidenceStatus, "httpstatus": queue.EvidenceStatus, "httpstatuscode": queue.EvidenceStatus,
+	"responsestatus": queue.EvidenceStatus, "status": queue.EvidenceStatus,
+	// context
+	"attemptcount": "attempts", "attempts": "attempts", "retrycount": "attempts", "retries": "attempts",
+	"deliveryattempts": "attempts", "deliverycount": "attempts",
+	"consumerversion": "consumer", "failedat": "failedat", "failuretime": "failedat", "timeoffailure": "failedat",
+}
+
+// failureKeyNorm lower-cases k and drops separators; it returns "" for keys that
+// cannot be failure keys (too long).
+func failureKeyNorm(buf []byte, k string) []byte {
+	buf = buf[:0]
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			buf = append(buf, c+('a'-'A'))
+		case c == '_' || c == '-' || c == '.' || c == ' ' || c == ':':
+		default:
+			buf = append(buf, c)
+		}
+	}
+	return buf
+}
+
+// genericKind returns the kind of failure key k ("" when it is none).
+// status keys only count next to other failure keys (see genericObject).
+func genericKind(buf []byte, k string) string {
+	if len(k) > 48 {
+		return ""
+	}
+	n := failureKeyNorm(buf, k)
+	if kind, ok := genericKeys[string(n)]; ok {
+		return kind
+	}
+	for _, p := range [...]string{"x", "dlq", "deadletter", "last", "consumer"} {
+		if len(n) > len(p)+2 && string(n[:len(p)]) == p {
+			if kind, ok := genericKeys[string(n[len(p):])]; ok {
+				return kind
+			}
+		}
+	}
+	return ""
+}
+
+func genericAttrs(d *Decoding) {
+	var buf [64]byte
+	var status []string
+	found := false
+	for name, a := range d.Rec.Attributes {
+		if a.IsBinary() || name == queue.MarkerAttribute || d.used[name] {
+			continue
+		}
+		kind := genericKind(buf[:], name)
+		if kind == "" {
+			continue
+		}
+		if kind == queue.EvidenceStatus {
+			status = append(status, name)
+			continue
+		}
+		found = true
+		genericValue(d, "attributes."+name, kind, parseMaybeJSON(a.Value), 0)
+	}
+	if found {
+		for _, name := range status {
+			d.Evidence("attributes."+name, queue.EvidenceStatus, d.Rec.Attributes[name].Value)
+		}
+	}
+}
+
+func genericBody(d *Decoding) { genericObject(d, "body", d.Obj, 0) }
+
+// genericObject reads the failure keys of one JSON object (the body's top
+// level, or a nested error object).
+func genericObject(d *Decoding, path string, m map[string]any, depth int) bool {
+	var buf [64]byte
+	found := false
+	var status []string
+	for k, v := range m {
+		kind := genericKind(buf[:], k)
+		switch kind {
+		case "":
+			continue
+		case queue.EvidenceStatus:
+			status = append(status, k)
+			continue
+		}
+		if genericValue(d, path+"."+k, kind, v, depth) {
+			found = true
+		}
+	}
+	if found || depth > 0 {
+		for _, k := range status {
+			if s := scalarText(m[k]); s != "" {
+				d.Evidence(path+"."+k, queue.EvidenceStatus, s)
+			}
+		}
+	}
+	return found
+}
+
+// genericValue records one failure value; objects are read as nested error
+// objects ({"type", "message", "code", "stack", "cause"}).
+func genericValue(d *Decoding, field, kind string, v any, depth int) bool {
+	switch t := v.(type) {
+	case nil, bool:
+		return false
+	case string:
+		if t == "" {
+			return false
+		}
+		if looksLikeJSON(t) && depth < 3 {
+			if p, ok := parseJSON(t); ok {
+				return genericValue(d, field, kind, p, depth+1)
+			}
+		}
+		switch kind {
+		case "stack":
+			if !strings.Contains(t, "\n") {
+				if !strings.Contains(t, "Error") && !strings.Contains(t, "Exception") {
+					return false // a trace id, not a stack trace
+				}
+				d.Evidence(field, queue.EvidenceCause, t)
+				return true
+			}
+			d.StackEvidence(field, t)
+		case "attempts":
+			d.Attempts(t)
+			return false
+		case "consumer":
+			d.ConsumerVersion(t)
+			return false
+		case "failedat":
+			d.FailedAt(t)
+			return false
+		case queue.EvidenceType, queue.EvidenceMessage:
+			typ, msg := splitTypeMessage(t)
+			switch {
+			case kind == queue.EvidenceMessage && typ == "" && isTypeName(t):
+				d.Evidence(field, queue.EvidenceType, t)
+			case typ != "" && kind == queue.EvidenceMessage:
+				d.Evidence(field, queue.EvidenceType, typ)
+				d.Evidence(field, queue.EvidenceMessage, msg)
+			default:
+				d.Evidence(field, kind, t)
+			}
+		default:
+			d.Evidence(field, kind, t)
+		}
+		return true
+	case float64:
+		s := scalarText(t)
+		switch kind {
+		case "attempts":
+			d.Attempts(s)
+			return false
+		case queue.EvidenceCode, queue.EvidenceStatus:
+			d.Evidence(field, kind, s)
+			return true
+		}
+		return false
+	case map[string]any:
+		if depth >= 3 {
+			return false
+		}
+		found := false
+		// A nested error object: its own failure keys, plus the usual
+		// names of an error's parts.
+		for _, p := range [...]struct{ key, kind string }{
+			{"type", queue.EvidenceType}, {"name", queue.EvidenceType}, {"class", queue.EvidenceType},
+			{"code", queue.EvidenceCode}, {"message", queue.EvidenceMessage}, {"msg", queue.EvidenceMessage},
+			{"description", queue.EvidenceMessage}, {"detail", queue.EvidenceMessage}, {"title", queue.EvidenceMessage},
+		} {
+			if s := scalarText(t[p.key]); s != "" {
+				d.Evidence(field+"."+p.key, p.kind, s)
+				found = true
+			}
+		}
+		if genericObject(d, field, t, depth+1) {
+			found = true
+		}
+		return found
+	case []any:
+		found := false
+		for i, e := range t {
+			if i == 5 {
+				break
+			}
+			if genericValue(d, field, kind, e, depth+1) {
+				found = true
+			}
+		}
+		return found
+	}
+	return false
+}
+
+// splitTypeMessage splits "pkg.SomeError: message" into its exception type
+// and message; it returns "" for the type when the text does not start
+// with an identifier-like type followed by ": ".
+func splitTypeMessage(s string) (typ, msg string) {
+	i := strings.Index(s, ": ")
+	if i <= 0 || i > 120 {
+		return "", s
+	}
+	head := s[:i]
+	upper := false
+	for j := 0; j < len(head); j++ {
+		c := head[j]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			upper = true
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '.', c == '_', c == '$', c == '+':
+		default:
+			return "", s
+		}
+	}
+	if !upper || !strings.ContainsAny(head, "abcdefghijklmnopqrstuvwxyz") {
+		return "", s
+	}
+	return head, strings.TrimSpace(s[i+2:])
+}
+
+// isTypeName reports whether s is a bare exception type name
+// ("SocketTimeoutException", "System.FormatException", "ValueError").
+func isTypeName(s string) bool {
+	if len(s) > 120 || !(strings.HasSuffix(s, "Exception") || strings.HasSuffix(s, "Error") || strings.HasSuffix(s, "Fault")) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '$') {
+			return false
+		}
+	}
+	return true
+}

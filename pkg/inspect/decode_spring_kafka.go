@@ -1,0 +1,57 @@
+package inspect
+
+import (
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+// Spring Kafka dead-letter topics (DeadLetterPublishingRecoverer), headers
+// bridged to SQS message attributes: kafka_dlt-exception-fqcn (the
+// exception, often ListenerExecutionFailedException),
+// kafka_dlt-exception-cause-fqcn (the real cause), kafka_dlt-exception-message,
+// kafka_dlt-exception-stacktrace, kafka_dlt-original-topic,
+// -original-partition, -original-offset, -original-consumer-group, and the
+// kafka_dlt-key-exception-* variants for key deserialization failures.
+// Names are matched case- and separator-insensitively (bridges rewrite
+// them). The body is the record's value.
+func init() {
+	RegisterFormat(Format{
+		Name:     "spring-kafka",
+		Title:    "Spring Kafka dead-letter topic headers as attributes (kafka_dlt-exception-fqcn, -cause-fqcn, -message, -stacktrace, kafka_dlt-original-topic)",
+		Priority: 32,
+		Decode:   decodeSpringKafka,
+	})
+}
+
+func decodeSpringKafka(d *Decoding) bool {
+	var buf [64]byte
+	found := false
+	for name, a := range d.Rec.Attributes {
+		if a.IsBinary() {
+			continue
+		}
+		n := string(failureKeyNorm(buf[:], name))
+		if len(n) < 8 || n[:8] != "kafkadlt" {
+			continue
+		}
+		found = true
+		d.Use(name)
+		field := "attributes." + name
+		switch n[8:] {
+		case "exceptionfqcn", "keyexceptionfqcn":
+			d.Evidence(field, queue.EvidenceType, a.Value)
+		case "exceptioncausefqcn", "keyexceptioncausefqcn":
+			d.Evidence(field, queue.EvidenceCause, a.Value)
+		case "exceptionmessage", "keyexceptionmessage":
+			d.Evidence(field, queue.EvidenceMessage, a.Value)
+		case "exceptionstacktrace", "keyexceptionstacktrace":
+			d.StackEvidence(field, a.Value)
+		}
+	}
+	if !found {
+		return false
+	}
+	if d.Obj != nil {
+		d.SetEnvelope(EnvelopeOf(d.Obj))
+	}
+	return true
+}
