@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,7 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
-// EntryError is a per-entry failure inside a batch call.
+// EntryError is a per-entry failure inside a batch call. Message never
+// contains a receipt handle (they are scrubbed).
 type EntryError struct {
 	Code        string
 	Message     string
@@ -31,8 +33,40 @@ func (e *EntryError) Error() string {
 // deleted, or its visibility expired and someone else received it.
 var ErrLeaseLost = errors.New("receipt handle no longer valid (message deleted or lease lost)")
 
-func entryErr(e types.BatchResultErrorEntry) error {
-	code, msg := aws.ToString(e.Code), aws.ToString(e.Message)
+// CallError is the outcome of entries whose batch call failed as a whole
+// (network, throttling after the SDK's retries, deadline). Sent says whether
+// the call carrying the entry was sent: when it was, SQS may or may not have
+// applied it; when it was not (an earlier call failed or the context ended
+// first), the entry was certainly not applied.
+type CallError struct {
+	Op   string // "delete" or "visibility change"
+	Sent bool
+	Err  error // scrubbed of receipt handles
+}
+
+func (e *CallError) Error() string {
+	if !e.Sent {
+		return fmt.Sprintf("%s not sent (an earlier call failed or the run was stopped: %v)", e.Op, e.Err)
+	}
+	return fmt.Sprintf("%s call failed (%v); the message may or may not have been %s", e.Op, e.Err, pastTense(e.Op))
+}
+
+func (e *CallError) Unwrap() error { return e.Err }
+
+func pastTense(op string) string {
+	if op == opDelete {
+		return "deleted"
+	}
+	return "changed"
+}
+
+const (
+	opDelete     = "delete"
+	opVisibility = "visibility change"
+)
+
+func entryErr(e types.BatchResultErrorEntry, known ...string) error {
+	code, msg := aws.ToString(e.Code), ScrubReceiptHandles(aws.ToString(e.Message), known...)
 	switch {
 	case strings.Contains(code, "ReceiptHandleIsInvalid"), strings.Contains(code, "MessageNotInflight"),
 		code == "InvalidParameterValue" && strings.Contains(msg, "ReceiptHandle"):
@@ -72,88 +106,271 @@ func backoff(ctx context.Context, attempt int) error {
 	}
 }
 
-// perEntry runs a batch API over msgs in chunks of 10: call sends one
-// chunk (entry ids are the indexes in the chunk) and returns its failed
-// entries. Retryable per-entry failures are retried with backoff; the
-// result maps each message that finally failed to its reason. A call-level
-// error stops the run: it is returned and recorded for every message not
-// yet done.
-func perEntry(ctx context.Context, msgs []*Message, call func(chunk []*Message) ([]types.BatchResultErrorEntry, error)) (map[*Message]error, error) {
-	failed := map[*Message]error{}
-	for start := 0; start < len(msgs); start += MaxBatchEntries {
-		pending := msgs[start:min(start+MaxBatchEntries, len(msgs))]
-		for attempt := 0; len(pending) > 0; attempt++ {
-			fails, err := call(pending)
-			if err != nil {
-				for _, m := range msgs[start:] {
-					failed[m] = err
-				}
-				return failed, WrapAWSError(err)
-			}
-			var retry []*Message
-			for _, f := range fails {
-				i, _ := strconv.Atoi(aws.ToString(f.Id))
-				if i < 0 || i >= len(pending) {
-					continue
-				}
-				e := entryErr(f)
-				if retryable(e) && attempt < maxEntryRetries {
-					retry = append(retry, pending[i])
-					continue
-				}
-				failed[pending[i]] = e
-			}
-			pending = retry
-			if len(pending) > 0 {
-				if err := backoff(ctx, attempt); err != nil {
-					for _, m := range pending {
-						failed[m] = err
-					}
-					break
-				}
-			}
-		}
+// DefaultBatchConcurrency is how many batch calls (ChangeMessageVisibility,
+// Delete) a Client keeps in flight at once when BatchConcurrency is 0. Over a
+// link adding 40 ms per call, 20,000 held messages take 2,000 calls: 80 s one
+// after another, 5 s at 16 in flight.
+const DefaultBatchConcurrency = 16
+
+// Deadlines of batch runs that must not be cut short by the caller's context
+// (releases, lease deletes, extensions): a base plus a per-call budget for
+// every round of concurrent calls, so the deadline grows with what is held.
+const (
+	batchBaseDeadline = 30 * time.Second
+	batchRoundBudget  = 10 * time.Second // one call with its per-entry retries and the SDK's own retries
+)
+
+func (c *Client) concurrency() int {
+	if c.BatchConcurrency > 0 {
+		return c.BatchConcurrency
 	}
-	return failed, nil
+	return DefaultBatchConcurrency
 }
 
-// ChangeVisibility sets the visibility timeout of msgs to d (0 releases
-// them). It returns the messages that could not be changed with the reason
-// (after retrying retryable per-entry failures). A call-level error is
-// returned as err and applies to the messages not yet processed.
-func (c *Client) ChangeVisibility(ctx context.Context, q *Queue, msgs []*Message, d time.Duration) (map[*Message]error, error) {
-	return perEntry(ctx, msgs, func(chunk []*Message) ([]types.BatchResultErrorEntry, error) {
-		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(chunk))
-		for i, m := range chunk {
-			entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{
-				Id:                aws.String(strconv.Itoa(i)),
-				ReceiptHandle:     aws.String(m.ReceiptHandle),
-				VisibilityTimeout: int32(d / time.Second),
+// BatchDeadline is how long a batch run over n entries may take: 30 s plus
+// 10 s per round of concurrent calls (chunks of 10, BatchConcurrency in
+// flight).
+func (c *Client) BatchDeadline(n int) time.Duration {
+	chunks := (n + MaxBatchEntries - 1) / MaxBatchEntries
+	conc := c.concurrency()
+	rounds := (chunks + conc - 1) / conc
+	return batchBaseDeadline + time.Duration(rounds)*batchRoundBudget
+}
+
+// batchRun is one batch operation over n entries, sent in chunks of at most
+// 10 with up to Client.BatchConcurrency calls in flight.
+type batchRun struct {
+	op string
+	n  int
+	// handle returns entry i's receipt handle (used to scrub error texts).
+	handle func(i int) string
+	// stop, checked before each chunk is sent, ends the run early; the
+	// entries not sent get a *CallError with Sent=false.
+	stop func() bool
+	// start, when set, is called as a chunk [lo,hi) is about to be sent and
+	// returns the entries of it to send (the rest are skipped, no error).
+	start func(lo, hi int) []int
+	// done, when set, is called once a chunk's entries have their outcome
+	// (after per-entry retries), with the entries that were sent and the
+	// run's outcome slice (read only errs[i] for i in idx).
+	done func(idx []int, errs []error)
+	// send makes one call for entries idx; request entry ids must be
+	// strconv.Itoa(position in idx). It returns the ids reported successful
+	// and the failed entries.
+	send func(ctx context.Context, idx []int) (ok []*string, failed []types.BatchResultErrorEntry, err error)
+}
+
+// run sends every entry and returns each one's outcome (nil = applied) and
+// the first call-level error (wrapped and scrubbed), if any. Retryable
+// per-entry failures are retried with backoff, and only those; an entry SQS
+// reports neither successful nor failed counts as a retryable failure. A
+// call-level error stops sending further chunks (calls in flight finish).
+func (c *Client) run(ctx context.Context, r batchRun) ([]error, error) {
+	errs := make([]error, r.n)
+	var (
+		mu      sync.Mutex
+		callErr error
+		stopped error
+	)
+	shouldStop := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if callErr != nil {
+			return callErr
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if r.stop != nil && r.stop() {
+			return context.Canceled
+		}
+		return nil
+	}
+	sem := make(chan struct{}, c.concurrency())
+	var wg sync.WaitGroup
+	lo := 0
+	for ; lo < r.n; lo += MaxBatchEntries {
+		sem <- struct{}{}
+		if stopped = shouldStop(); stopped != nil {
+			<-sem
+			break
+		}
+		hi := min(lo+MaxBatchEntries, r.n)
+		idx := make([]int, 0, hi-lo)
+		if r.start != nil {
+			idx = r.start(lo, hi)
+		} else {
+			for i := lo; i < hi; i++ {
+				idx = append(idx, i)
+			}
+		}
+		if len(idx) == 0 {
+			<-sem
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := c.chunk(ctx, r, idx, errs); err != nil {
+				mu.Lock()
+				if callErr == nil {
+					callErr = err
+				}
+				mu.Unlock()
+			}
+			if r.done != nil {
+				r.done(idx, errs)
+			}
+		}()
+	}
+	wg.Wait()
+	if lo < r.n && stopped != nil {
+		ce := &CallError{Op: r.op, Err: stopped}
+		for i := lo; i < r.n; i++ {
+			errs[i] = ce
+		}
+	}
+	return errs, callErr
+}
+
+// chunk sends one chunk and retries its retryable entries; it returns the
+// call-level error that ended it, if any.
+func (c *Client) chunk(ctx context.Context, r batchRun, idx []int, errs []error) error {
+	pending := idx
+	for attempt := 0; len(pending) > 0; attempt++ {
+		ok, fails, err := r.send(ctx, pending)
+		if err != nil {
+			handles := make([]string, len(pending))
+			for j, i := range pending {
+				handles[j] = r.handle(i)
+			}
+			ce := &CallError{Op: r.op, Sent: true, Err: scrubError(WrapAWSError(err), handles...)}
+			for _, i := range pending {
+				errs[i] = ce
+			}
+			return ce.Err
+		}
+		outcome := make([]error, len(pending))
+		for j := range outcome {
+			outcome[j] = errNoResult
+		}
+		for _, id := range ok {
+			if j, err := strconv.Atoi(aws.ToString(id)); err == nil && j >= 0 && j < len(pending) {
+				outcome[j] = nil
+			}
+		}
+		for _, f := range fails {
+			if j, err := strconv.Atoi(aws.ToString(f.Id)); err == nil && j >= 0 && j < len(pending) {
+				outcome[j] = entryErr(f, r.handle(pending[j]))
+			}
+		}
+		var retry []int
+		for j, i := range pending {
+			e := outcome[j]
+			errs[i] = e
+			if e != nil && retryable(e) && attempt < maxEntryRetries {
+				retry = append(retry, i)
+			}
+		}
+		pending = retry
+		if len(pending) > 0 && backoff(ctx, attempt) != nil {
+			return nil // the pending entries keep their (retryable) entry error
+		}
+	}
+	return nil
+}
+
+// errNoResult is the outcome of an entry that a batch answer did not mention.
+var errNoResult = &EntryError{Code: "NoResult", Message: "SQS reported neither success nor failure for this entry"}
+
+func (c *Client) changeVisibility(ctx context.Context, q *Queue, handles []string, secs func(i int) int32, r batchRun) ([]error, error) {
+	r.op, r.n = opVisibility, len(handles)
+	r.handle = func(i int) string { return handles[i] }
+	r.send = func(ctx context.Context, idx []int) ([]*string, []types.BatchResultErrorEntry, error) {
+		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(idx))
+		for j, i := range idx {
+			entries[j] = types.ChangeMessageVisibilityBatchRequestEntry{
+				Id:                aws.String(strconv.Itoa(j)),
+				ReceiptHandle:     aws.String(handles[i]),
+				VisibilityTimeout: secs(i),
 			}
 		}
 		out, err := c.API.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(q.URL), Entries: entries})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return out.Failed, nil
-	})
+		ok := make([]*string, len(out.Successful))
+		for k, s := range out.Successful {
+			ok[k] = s.Id
+		}
+		return ok, out.Failed, nil
+	}
+	return c.run(ctx, r)
 }
 
-// Delete deletes msgs and returns those that could not be deleted with the
-// reason. A message whose receipt handle is no longer valid is reported with
-// ErrLeaseLost: it was NOT deleted by this call.
-func (c *Client) Delete(ctx context.Context, q *Queue, msgs []*Message) (map[*Message]error, error) {
-	return perEntry(ctx, msgs, func(chunk []*Message) ([]types.BatchResultErrorEntry, error) {
-		entries := make([]types.DeleteMessageBatchRequestEntry, len(chunk))
-		for i, m := range chunk {
-			entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(m.ReceiptHandle)}
+func (c *Client) deleteHandles(ctx context.Context, q *Queue, handles []string, r batchRun) ([]error, error) {
+	r.op, r.n = opDelete, len(handles)
+	r.handle = func(i int) string { return handles[i] }
+	r.send = func(ctx context.Context, idx []int) ([]*string, []types.BatchResultErrorEntry, error) {
+		entries := make([]types.DeleteMessageBatchRequestEntry, len(idx))
+		for j, i := range idx {
+			entries[j] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), ReceiptHandle: aws.String(handles[i])}
 		}
 		out, err := c.API.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: entries})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return out.Failed, nil
-	})
+		ok := make([]*string, len(out.Successful))
+		for k, s := range out.Successful {
+			ok[k] = s.Id
+		}
+		return ok, out.Failed, nil
+	}
+	return c.run(ctx, r)
+}
+
+func handlesOf(msgs []*Message) []string {
+	h := make([]string, len(msgs))
+	for i, m := range msgs {
+		h[i] = m.ReceiptHandle
+	}
+	return h
+}
+
+func byMessage(msgs []*Message, errs []error) map[*Message]error {
+	failed := map[*Message]error{}
+	for i, err := range errs {
+		if err != nil {
+			failed[msgs[i]] = err
+		}
+	}
+	return failed
+}
+
+// ChangeVisibility sets the visibility timeout of msgs to d (0 releases
+// them), using each message's own ReceiptHandle, in chunks of 10 with up to
+// BatchConcurrency calls in flight. It returns the messages that could not
+// be changed with the reason (after retrying retryable per-entry failures):
+// an error wrapping ErrLeaseLost for invalid handles, an *EntryError, or a
+// *CallError for entries whose call failed or was never sent. err is the
+// first call-level error; a call-level error stops further calls.
+func (c *Client) ChangeVisibility(ctx context.Context, q *Queue, msgs []*Message, d time.Duration) (map[*Message]error, error) {
+	secs := int32(d / time.Second)
+	errs, err := c.changeVisibility(ctx, q, handlesOf(msgs), func(int) int32 { return secs }, batchRun{})
+	return byMessage(msgs, errs), err
+}
+
+// Delete deletes msgs with each message's own ReceiptHandle (in chunks of
+// 10, up to BatchConcurrency calls in flight) and returns those that could
+// not be deleted with the reason. A message whose receipt handle is no
+// longer valid is reported with ErrLeaseLost: it was NOT deleted by this
+// call. A *CallError with Sent=true means it may or may not have been
+// deleted. Callers holding messages in a Lease should use Lease.Delete,
+// which always uses the newest receipt handle of each message.
+func (c *Client) Delete(ctx context.Context, q *Queue, msgs []*Message) (map[*Message]error, error) {
+	errs, err := c.deleteHandles(ctx, q, handlesOf(msgs), batchRun{})
+	return byMessage(msgs, errs), err
 }
 
 // SendEntry is one message to send.

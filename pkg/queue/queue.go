@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +54,9 @@ const (
 type Client struct {
 	API    API
 	Region string
+	// BatchConcurrency bounds the batch calls (visibility changes, deletes)
+	// in flight at once for one operation; 0 means DefaultBatchConcurrency.
+	BatchConcurrency int
 }
 
 // New returns a Client over api.
@@ -242,10 +246,14 @@ func (c *Client) wrapQueueErr(ref string, err error) error {
 
 // WrapAWSError turns credential and region problems into clear bad-input
 // errors and leaves everything else untouched.
+//
+// Receipt handles echoed by SQS (ReceiptHandleIsInvalid and similar) are
+// scrubbed from the text: the result never contains one.
 func WrapAWSError(err error) error {
 	if err == nil {
 		return nil
 	}
+	err = scrubError(err)
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "failed to retrieve credentials"), strings.Contains(msg, "no EC2 IMDS role found"),
@@ -260,7 +268,77 @@ func WrapAWSError(err error) error {
 	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) && ae.ErrorCode() == "AccessDenied" {
-		return errs.BadInputf("access denied: %s; the credentials in use lack the SQS permission named above", ae.ErrorMessage())
+		return errs.BadInputf("access denied: %s; the credentials in use lack the SQS permission named above", ScrubReceiptHandles(ae.ErrorMessage()))
+	}
+	return err
+}
+
+// ScrubbedHandle replaces receipt handles in error texts.
+const ScrubbedHandle = "<receipt-handle>"
+
+var (
+	// `Value AQEB... for parameter ReceiptHandle is invalid` (AWS and
+	// local-aws-sqs echo the handle unquoted in this form).
+	valueForReceiptHandle = regexp.MustCompile(`(?i)(value\s+)\S+(\s+for\s+parameter\s+ReceiptHandle)`)
+	// `The input receipt handle "AQEB..." is not a valid receipt handle.`
+	// (also with escaped or single quotes); only in texts about handles.
+	quotedToken    = regexp.MustCompile(`(\\?["'])[A-Za-z0-9+/=_.\-]{16,}(\\?["'])`)
+	mentionsHandle = regexp.MustCompile(`(?i)receipt[ _-]?handle`)
+	// Any base64-like run this long is a handle (AWS handles are ~300-400
+	// characters, local-aws-sqs ~160); queue URLs and ARNs break on '.' and
+	// ':' well before it.
+	longToken = regexp.MustCompile(`[A-Za-z0-9+/=_\-]{100,}`)
+)
+
+// ScrubReceiptHandles replaces every receipt handle in s with
+// "<receipt-handle>": the known values given, the handle in "Value X for
+// parameter ReceiptHandle", quoted handle-like tokens in texts about receipt
+// handles, and any base64-like token of 100 characters or more.
+func ScrubReceiptHandles(s string, known ...string) string {
+	for _, h := range known {
+		if len(h) >= 8 {
+			s = strings.ReplaceAll(s, h, ScrubbedHandle)
+		}
+	}
+	s = valueForReceiptHandle.ReplaceAllString(s, "${1}"+ScrubbedHandle+"${2}")
+	if mentionsHandle.MatchString(s) {
+		s = quotedToken.ReplaceAllString(s, "${1}"+ScrubbedHandle+"${2}")
+	}
+	return longToken.ReplaceAllString(s, ScrubbedHandle)
+}
+
+// scrubbedError carries an error whose text had receipt handles in it: Error
+// is the scrubbed text, Unwrap the original (for errors.Is/As).
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+// scrubError returns err with receipt handles scrubbed from its text. The
+// messages of SQS error values inside it are scrubbed in place too, so an
+// error pulled out with errors.As does not carry a handle either.
+func scrubError(err error, known ...string) error {
+	if err == nil {
+		return nil
+	}
+	var rhi *types.ReceiptHandleIsInvalid
+	if errors.As(err, &rhi) && rhi.Message != nil {
+		rhi.Message = aws.String(ScrubReceiptHandles(*rhi.Message, known...))
+	}
+	var mni *types.MessageNotInflight
+	if errors.As(err, &mni) && mni.Message != nil {
+		mni.Message = aws.String(ScrubReceiptHandles(*mni.Message, known...))
+	}
+	var gen *smithy.GenericAPIError
+	if errors.As(err, &gen) {
+		gen.Message = ScrubReceiptHandles(gen.Message, known...)
+	}
+	msg := err.Error()
+	if clean := ScrubReceiptHandles(msg, known...); clean != msg {
+		return &scrubbedError{msg: clean, err: err}
 	}
 	return err
 }
