@@ -76,43 +76,45 @@ func dlqctlBinary(b *testing.B) string {
 }
 
 var (
-	bareOnce sync.Once
-	barePath string
-	bareErr  error
-	bareOut  []byte
+	toolsOnce sync.Once
+	toolsDir  string
+	toolsErr  error
+	toolsOut  []byte
 )
 
-// bareloopBinary builds ./bareloop once per test process (to a fixed place
-// per checkout, atomically renamed, like testenv.BuildBinary).
-func bareloopBinary(b *testing.B) string {
+// benchTools builds ./bareloop and ./launch once per test process, to a
+// fixed directory per checkout (atomic renames, like testenv.BuildBinary),
+// and returns their paths.
+func benchTools(b *testing.B) (bareloop, launch string) {
 	b.Helper()
-	bareOnce.Do(func() {
+	toolsOnce.Do(func() {
 		root, err := testenv.RepoRoot()
 		if err != nil {
-			bareErr = err
+			toolsErr = err
 			return
 		}
 		sum := sha256.Sum256([]byte(root))
-		dir := filepath.Join(os.TempDir(), "dlqctl-procbench-"+hex.EncodeToString(sum[:6]))
-		if bareErr = os.MkdirAll(dir, 0o755); bareErr != nil {
+		toolsDir = filepath.Join(os.TempDir(), "dlqctl-procbench-"+hex.EncodeToString(sum[:6]))
+		tmp := filepath.Join(toolsDir, fmt.Sprintf("build.%d.tmp", os.Getpid()))
+		if toolsErr = os.MkdirAll(tmp, 0o755); toolsErr != nil {
 			return
 		}
-		tmp := filepath.Join(dir, fmt.Sprintf("bareloop.%d.tmp", os.Getpid()))
-		cmd := exec.Command("go", "build", "-o", tmp, "./internal/procbench/bareloop")
+		defer os.RemoveAll(tmp)
+		cmd := exec.Command("go", "build", "-o", tmp+string(filepath.Separator), "./internal/procbench/bareloop", "./internal/procbench/launch")
 		cmd.Dir = root
-		if bareOut, bareErr = cmd.CombinedOutput(); bareErr != nil {
-			os.Remove(tmp)
+		if toolsOut, toolsErr = cmd.CombinedOutput(); toolsErr != nil {
 			return
 		}
-		barePath = filepath.Join(dir, "bareloop")
-		if bareErr = os.Rename(tmp, barePath); bareErr != nil {
-			os.Remove(tmp)
+		for _, name := range []string{"bareloop", "launch"} {
+			if toolsErr = os.Rename(filepath.Join(tmp, name), filepath.Join(toolsDir, name)); toolsErr != nil {
+				return
+			}
 		}
 	})
-	if bareErr != nil {
-		b.Fatalf("building bareloop: %v\n%s", bareErr, bareOut)
+	if toolsErr != nil {
+		b.Fatalf("building the benchmark tools: %v\n%s", toolsErr, toolsOut)
 	}
-	return barePath
+	return filepath.Join(toolsDir, "bareloop"), filepath.Join(toolsDir, "launch")
 }
 
 // procResult is one finished subprocess.
@@ -124,12 +126,12 @@ type procResult struct {
 	Stdout, Stderr string
 }
 
-// runProc runs argv under `bareloop exec`, which reports the program's own
-// ru_maxrss (see bareloop's doc for why the test process cannot read it).
+// runProc runs argv under ./launch, which reports the program's own
+// ru_maxrss (see launch's doc for why the test process cannot read it).
 func runProc(b *testing.B, launcher string, environ []string, argv ...string) procResult {
 	b.Helper()
 	ru := filepath.Join(b.TempDir(), "rusage.json")
-	cmd := exec.Command(launcher, append([]string{"exec", "-rusage", ru, "--"}, argv...)...)
+	cmd := exec.Command(launcher, append([]string{"-rusage", ru, "--"}, argv...)...)
 	cmd.Env = environ
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -35,7 +35,7 @@ import (
 func BenchmarkProcessRedriveVsBareLoop(b *testing.B) {
 	env := testenv.Require(b)
 	dlqctl := dlqctlBinary(b)
-	bare := bareloopBinary(b)
+	bare, launch := benchTools(b)
 	n := envInt("DLQCTL_BENCH_N", 20_000)
 	var lats []time.Duration
 	for _, s := range envList("DLQCTL_BENCH_LATENCIES", "0,20ms") {
@@ -59,7 +59,7 @@ func BenchmarkProcessRedriveVsBareLoop(b *testing.B) {
 	for _, lat := range lats {
 		for _, w := range workers {
 			b.Run(fmt.Sprintf("latency=%dms/workers=%d", lat.Milliseconds(), w), func(b *testing.B) {
-				benchRedrivePair(b, env, dlqctl, bare, n, lat, w)
+				benchRedrivePair(b, env, dlqctl, bare, launch, n, lat, w)
 			})
 		}
 	}
@@ -75,7 +75,7 @@ type side struct {
 	stdoutSample             string
 }
 
-func benchRedrivePair(b *testing.B, env testenv.Env, dlqctl, bare string, n int, lat time.Duration, workers int) {
+func benchRedrivePair(b *testing.B, env testenv.Env, dlqctl, bare, launch string, n int, lat time.Duration, workers int) {
 	api := env.SQS(b)
 	rec, err := newRecorder(env.SQSEndpoint)
 	if err != nil {
@@ -112,9 +112,9 @@ func benchRedrivePair(b *testing.B, env testenv.Env, dlqctl, bare string, n int,
 		var r procResult
 		switch which {
 		case "bare":
-			r = runProc(b, bare, environ, bare, "loop", "-from", dlqURL, "-to", destURL, "-workers", strconv.Itoa(workers), "-wait", "1s")
+			r = runProc(b, launch, environ, bare, "loop", "-from", dlqURL, "-to", destURL, "-workers", strconv.Itoa(workers), "-wait", "1s")
 		default:
-			r = runProc(b, bare, environ, dlqctl, "redrive", dlqName, "--to", destName, "--yes",
+			r = runProc(b, launch, environ, dlqctl, "redrive", dlqName, "--to", destName, "--yes",
 				"--concurrency", strconv.Itoa(workers), "-o", "json", "--state-dir", stateDir)
 		}
 		b.StopTimer()

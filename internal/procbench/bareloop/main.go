@@ -1,5 +1,5 @@
 // Command bareloop is the baseline of the whole-process benchmarks in
-// internal/procbench, and their process launcher.
+// internal/procbench.
 //
 //	bareloop loop -from DLQ_URL -to DEST_URL -workers W [-wait 1s] [-visibility 30s]
 //
@@ -10,32 +10,18 @@
 // (not pkg/queue) so that it stays the same while dlqctl changes. Endpoints,
 // credentials and region come from the environment (AWS_ENDPOINT_URL_SQS …),
 // as for dlqctl. It prints {"moved":N,"failed":F,"seconds":S} on stdout.
-//
-//	bareloop exec -rusage FILE -- PROGRAM ARGS...
-//
-// runs PROGRAM with this process's stdin, stdout, stderr and environment,
-// waits for it, writes {"maxrss_kb":…,"wall_s":…,"exit":…} to FILE and
-// exits with PROGRAM's exit code. It exists because a Go test process
-// cannot read a child's peak RSS from wait4: Go starts children with
-// CLONE_VM|CLONE_VFORK, and Linux carries the parent's RSS high-water mark
-// into the child's ru_maxrss at exec, so a child reports at least the test
-// process's peak. This launcher is small (a few MB), so the peak it passes on
-// is far below what the programs it runs use.
 package main
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -49,57 +35,15 @@ func main() {
 	if len(os.Args) < 2 {
 		usage()
 	}
-	switch os.Args[1] {
-	case "loop":
-		os.Exit(loopMain(os.Args[2:]))
-	case "exec":
-		os.Exit(execMain(os.Args[2:]))
-	default:
+	if os.Args[1] != "loop" {
 		usage()
 	}
+	os.Exit(loopMain(os.Args[2:]))
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: bareloop loop -from URL -to URL -workers W [-wait 1s] | bareloop exec -rusage FILE -- PROGRAM ARGS...")
+	fmt.Fprintln(os.Stderr, "usage: bareloop loop -from URL -to URL -workers W [-wait 1s] [-visibility 30s]")
 	os.Exit(2)
-}
-
-func execMain(args []string) int {
-	fs := flag.NewFlagSet("exec", flag.ExitOnError)
-	out := fs.String("rusage", "", "write the child's peak RSS and wall time (JSON) to this file")
-	_ = fs.Parse(args)
-	argv := fs.Args()
-	if *out == "" || len(argv) == 0 {
-		usage()
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	start := time.Now()
-	err := cmd.Run()
-	wall := time.Since(start)
-	code := 0
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	default:
-		fmt.Fprintln(os.Stderr, "bareloop exec:", err)
-		return 1
-	}
-	var maxrss int64
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		maxrss = ru.Maxrss // KiB on Linux
-	}
-	b, _ := json.Marshal(map[string]any{"maxrss_kb": maxrss, "wall_s": wall.Seconds(), "exit": code})
-	if err := os.WriteFile(*out, b, 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, "bareloop exec:", err)
-		return 1
-	}
-	if code < 0 { // killed by a signal
-		code = 1
-	}
-	return code
 }
 
 func loopMain(args []string) int {
