@@ -1,20 +1,60 @@
 // Package faultproxy is an HTTP reverse proxy for the SQS JSON protocol
 // that injects faults: throttling errors, 500/503, connection resets
-// (before or after the request reached the server), slow responses, and
-// per-entry failures inside SendMessageBatch / DeleteMessageBatch. Tests put
-// it in front of local-aws-sqs to check that dlqctl's accounting stays exact
-// when SQS misbehaves.
+// (before or after the request reached the server), answers lost after the
+// server acted, network latency, slow responses, and per-entry failures
+// inside SendMessageBatch / DeleteMessageBatch. Tests put it in front of
+// local-aws-sqs or moto_server to check that dlqctl's accounting stays exact
+// when SQS misbehaves or is far away.
 //
-// Faults match on the action named by the X-Amz-Target header
-// ("AmazonSQS.SendMessageBatch") and fire deterministically on every Every-th
-// matching request, at most Limit times.
+// Faults match on the action named by the X-Amz-Target header, which is how
+// aws-sdk-go-v2 speaks the SQS JSON protocol to AWS, local-aws-sqs and moto
+// alike ("X-Amz-Target: AmazonSQS.SendMessageBatch", body
+// application/x-amz-json-1.0); a Query-protocol request (form body
+// "Action=...") is matched by its Action, though EntryFail and the
+// lost-message counters understand JSON only. A fault fires
+// deterministically on every Every-th matching request, at most Limit
+// times; the first matching rule wins, except Latency rules, which add
+// their delay on top of whatever else happens to the request.
+//
+// Everything else passes through untouched: the proxy forwards the request
+// line, headers (Host and Authorization included, so SigV4 signatures and
+// moto's routing by credential scope still work) and body as received, adds
+// no X-Forwarded-* header and asks for no compression; the response's status,
+// headers and body come back as the server wrote them. Only hop-by-hop
+// headers (Connection, Keep-Alive, ...) are per connection, as in any proxy.
+//
+// # Lost answers and the SDK's retryer
+//
+// Status500After (and the LostReceives helper) forwards the request, lets the
+// server act on it, then answers 500 InternalFailure: the call reached SQS
+// but its answer was lost. aws-sdk-go-v2's standard retryer treats a 500 as
+// retryable, so with default settings (3 attempts, exponential jitter
+// backoff, retry token bucket) the caller never sees the error: the retried
+// ReceiveMessage simply returns other messages (or none), and the messages
+// handed out in the lost answer stay in flight, invisible to everyone, until
+// their visibility timeout expires; then they come back with
+// ApproximateReceiveCount one higher. Nothing in the successful response
+// tells the caller that this happened; only the queue's
+// ApproximateNumberOfMessagesNotVisible shows it. For SendMessage(Batch) the
+// retry sends the messages again (duplicates on a standard queue; a FIFO
+// queue drops them by deduplication id within 5 minutes). ResetAfter has
+// the same effect at the server, but the client sees a connection error
+// (also retried by the SDK). Stats.LostReceivedMessages and
+// UnansweredSendEntries count what the server did that the client never
+// learned. TestLostReceiveWithTheSDKRetryer pins this behaviour.
+//
+// Stats and SetFaults are safe for concurrent use; requests are served
+// concurrently, each sleeping its own Latency/Slow delay.
 package faultproxy
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -34,7 +74,25 @@ const (
 	ResetAfter  = "reset-after"  // forward, then close without answering: the call took effect but the client cannot know
 	Slow        = "slow"         // wait Delay, then forward
 	EntryFail   = "entry-fail"   // remove every EntryEvery-th entry from a batch request and report it failed
+	// Status500After forwards the request (it takes effect: a
+	// ReceiveMessage hides its messages, a send enqueues), then answers the
+	// client 500 InternalFailure instead of the real response. See
+	// LostReceives and the package comment for what the SDK then does.
+	Status500After = "500-after"
+	// Latency adds network delay to every matching request without
+	// excluding other faults: half of Delay (plus a random share of
+	// Jitter) before the request is handled, the rest before the first
+	// byte of the response, so a server-side effect happens mid-way as on a
+	// real link. Concurrent requests sleep independently.
+	Latency = "latency"
 )
+
+// LostReceives returns a rule that loses the answer of every every-th
+// ReceiveMessage (at most limit times, 0 = no limit) after the server
+// handed its messages out: "the receive reached SQS but its answer was lost".
+func LostReceives(every, limit int) Fault {
+	return Fault{Action: "ReceiveMessage", Kind: Status500After, Every: every, Limit: limit}
+}
 
 // Fault is one injection rule.
 type Fault struct {
@@ -43,6 +101,8 @@ type Fault struct {
 	Every  int // fire on every Every-th matching request (default 1)
 	Limit  int // fire at most Limit times (0 = no limit)
 	Delay  time.Duration
+	// Jitter, with Latency: a random extra delay in [0, Jitter) per request.
+	Jitter time.Duration
 	// EntryEvery: with EntryFail, fail entries 0, EntryEvery, 2·EntryEvery…
 	// of the batch (default 1: all entries).
 	EntryEvery int
@@ -58,10 +118,15 @@ type Fault struct {
 type Stats struct {
 	Requests map[string]int // by action
 	Fired    map[string]int // by kind
-	// UnansweredEntries is the number of SendMessageBatch entries forwarded
-	// to the server whose response was dropped (ResetAfter): each may exist
-	// at the server although the client saw an error.
+	// UnansweredSendEntries is the number of SendMessageBatch entries (and
+	// SendMessage calls) forwarded to the server whose response was dropped
+	// (ResetAfter, Status500After): each may exist at the server although
+	// the client saw an error.
 	UnansweredSendEntries int
+	// LostReceivedMessages is the number of messages the server handed out
+	// in ReceiveMessage responses that the client never got (ResetAfter,
+	// Status500After): they stay in flight until their visibility timeout.
+	LostReceivedMessages int
 	// FailedEntries is the number of batch entries reported failed.
 	FailedEntries int
 }
@@ -93,7 +158,7 @@ func New(target string, faults ...Fault) (*Proxy, error) {
 		}
 		p.faults = append(p.faults, &f)
 	}
-	p.rp = httputil.NewSingleHostReverseProxy(u)
+	p.rp = newReverseProxy(u)
 	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
 	p.URL = p.srv.URL
 	return p, nil
@@ -131,15 +196,40 @@ func (p *Proxy) Stats() Stats {
 	return s
 }
 
-func (p *Proxy) pick(action string) *Fault {
+// newReverseProxy forwards to target without changing the request: the
+// Host header stays what the client signed, no X-Forwarded-For is added (a
+// Director-based proxy would add one), and the transport neither asks for
+// gzip nor decompresses, so the response bytes are the server's.
+func newReverseProxy(target *url.URL) *httputil.ReverseProxy {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	tr.DisableCompression = true
+	tr.MaxIdleConnsPerHost = 256
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host
+		},
+		Transport: tr,
+	}
+}
+
+// pick counts the request and returns the first matching non-latency fault
+// (nil: none) and the sum of the matching Latency rules' delays.
+func (p *Proxy) pick(action string) (*Fault, time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats.Requests[action]++
+	var picked *Fault
+	var lat time.Duration
 	for _, f := range p.faults {
 		if f.Action != "" && f.Action != action {
 			continue
 		}
 		if f.Limit > 0 && f.fired >= f.Limit {
+			continue
+		}
+		if picked != nil && f.Kind != Latency {
 			continue
 		}
 		f.seen++
@@ -148,23 +238,66 @@ func (p *Proxy) pick(action string) *Fault {
 		}
 		f.fired++
 		p.stats.Fired[f.Kind]++
+		if f.Kind == Latency {
+			lat += f.Delay
+			if f.Jitter > 0 {
+				lat += rand.N(f.Jitter)
+			}
+			continue
+		}
 		cp := *f
-		return &cp
+		picked = &cp
 	}
-	return nil
+	return picked, lat
+}
+
+// actionOf names the SQS action: X-Amz-Target "AmazonSQS.ReceiveMessage"
+// (JSON protocol), else the form body's Action (Query protocol).
+func actionOf(r *http.Request, body []byte) string {
+	if action := r.Header.Get("X-Amz-Target"); action != "" {
+		if i := strings.LastIndexByte(action, '.'); i >= 0 {
+			action = action[i+1:]
+		}
+		return action
+	}
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		if v, err := url.ParseQuery(string(body)); err == nil {
+			return v.Get("Action")
+		}
+	}
+	return r.URL.Query().Get("Action")
+}
+
+// sleep waits d or until the client goes away; false: it went away.
+func sleep(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
-	action := r.Header.Get("X-Amz-Target")
-	if i := strings.LastIndexByte(action, '.'); i >= 0 {
-		action = action[i+1:]
-	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
-	f := p.pick(action)
+	action := actionOf(r, body)
+	f, lat := p.pick(action)
+	if lat > 0 {
+		// Half on the way in, half on the way out.
+		if !sleep(r, lat/2) {
+			return
+		}
+		w = &delayedWriter{ResponseWriter: w, r: r, delay: lat - lat/2}
+	}
 	if f == nil {
 		p.forward(w, r, body)
 		return
@@ -181,17 +314,17 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	case ResetAfter:
 		rec := httptest.NewRecorder()
 		p.forward(rec, r, body)
-		if action == "SendMessageBatch" {
-			var in struct{ Entries []json.RawMessage }
-			_ = json.Unmarshal(body, &in)
-			p.mu.Lock()
-			p.stats.UnansweredSendEntries += len(in.Entries)
-			p.mu.Unlock()
-		}
+		p.countLost(action, body, rec)
 		reset(w)
+	case Status500After:
+		rec := httptest.NewRecorder()
+		p.forward(rec, r, body)
+		p.countLost(action, body, rec)
+		writeError(w, http.StatusInternalServerError, "InternalFailure", "injected 500 after the server acted", "Receiver")
 	case Slow:
-		time.Sleep(f.Delay)
-		p.forward(w, r, body)
+		if sleep(r, f.Delay) {
+			p.forward(w, r, body)
+		}
 	case EntryFail:
 		p.entryFail(w, r, body, f)
 	default:
@@ -199,10 +332,71 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// countLost records what the server did for a request whose answer the
+// client will not get.
+func (p *Proxy) countLost(action string, body []byte, rec *httptest.ResponseRecorder) {
+	var sent, received int
+	switch action {
+	case "SendMessageBatch":
+		var in struct{ Entries []json.RawMessage }
+		_ = json.Unmarshal(body, &in)
+		sent = len(in.Entries)
+	case "SendMessage":
+		sent = 1
+	case "ReceiveMessage":
+		if rec.Code == http.StatusOK {
+			var out struct{ Messages []json.RawMessage }
+			_ = json.Unmarshal(rec.Body.Bytes(), &out)
+			received = len(out.Messages)
+		}
+	}
+	p.mu.Lock()
+	p.stats.UnansweredSendEntries += sent
+	p.stats.LostReceivedMessages += received
+	p.mu.Unlock()
+}
+
+// delayedWriter holds the response back by delay (the return leg of
+// Latency) before its first byte, or before a reset.
+type delayedWriter struct {
+	http.ResponseWriter
+	r     *http.Request
+	delay time.Duration
+	slept bool
+}
+
+func (d *delayedWriter) wait() {
+	if !d.slept {
+		d.slept = true
+		sleep(d.r, d.delay)
+	}
+}
+
+func (d *delayedWriter) WriteHeader(code int) { d.wait(); d.ResponseWriter.WriteHeader(code) }
+
+func (d *delayedWriter) Write(b []byte) (int, error) { d.wait(); return d.ResponseWriter.Write(b) }
+
+func (d *delayedWriter) Flush() {
+	d.wait()
+	if f, ok := d.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (d *delayedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	d.wait()
+	hj, ok := d.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, http.ErrNotSupported
+	}
+	return hj.Hijack()
+}
+
+func (d *delayedWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
+
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
-	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	p.rp.ServeHTTP(w, r)
 }
 
@@ -293,5 +487,5 @@ func copyResponse(w http.ResponseWriter, rec *httptest.ResponseRecorder) {
 
 // String summarises the stats.
 func (s Stats) String() string {
-	return fmt.Sprintf("requests %v, fired %v, unanswered send entries %d, failed entries %d", s.Requests, s.Fired, s.UnansweredSendEntries, s.FailedEntries)
+	return fmt.Sprintf("requests %v, fired %v, unanswered send entries %d, lost received messages %d, failed entries %d", s.Requests, s.Fired, s.UnansweredSendEntries, s.LostReceivedMessages, s.FailedEntries)
 }
