@@ -25,6 +25,7 @@ const (
 	SkipTooManyAttrs = "too many attributes"
 	SkipLoop         = "max redrives reached" // already redriven --max-redrives times
 	SkipReturned     = "returned during this run"
+	SkipGroupBlocked = "behind an unselected message of its FIFO group"
 	SkipNoGroup      = "no message group for FIFO destination"
 	SkipMax          = "beyond --max"
 )

@@ -3,6 +3,7 @@ package redrive
 import (
 	"bufio"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -78,9 +79,69 @@ type Journal struct {
 	synced  uint64
 	syncing bool
 	err     error
-	sent    map[string]SentRecord
-	deleted map[string]bool
-	shas    map[string]bool
+	// In memory the journal keeps only what a run needs to decide about a
+	// message it receives: the full records of copies sent but not yet
+	// deleted (pending), and 128-bit digests of every id sent and deleted
+	// and of every body sent — a few dozen bytes per message, so a run's
+	// memory stays flat; journal.ndjson on disk has everything.
+	pending map[string]SentRecord
+	sent    map[digest]struct{}
+	deleted map[digest]struct{}
+	shas    map[uint64]struct{}
+}
+
+// digest is a message id's SHA-256, truncated to 128 bits: a collision
+// (which would delete a message as already sent) is about as likely as
+// 2^-64 for a billion messages.
+type digest [16]byte
+
+func digestOf(id string) digest {
+	sum := sha256.Sum256([]byte(id))
+	var d digest
+	copy(d[:], sum[:16])
+	return d
+}
+
+// bodyKey is a body SHA-256 (hex) reduced to 64 bits; it only helps the
+// canary recognise returned copies, it never decides a delete.
+func bodyKey(sha string) uint64 {
+	var k uint64
+	for i := 0; i < len(sha) && i < 16; i++ {
+		c := sha[i]
+		var v byte
+		switch {
+		case c >= '0' && c <= '9':
+			v = c - '0'
+		case c >= 'a' && c <= 'f':
+			v = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			v = c - 'A' + 10
+		}
+		k = k<<4 | uint64(v)
+	}
+	if len(sha) < 16 {
+		h := sha256.Sum256([]byte(sha))
+		k ^= uint64(h[0])<<56 | uint64(h[1])<<48 | uint64(h[2])<<40 | uint64(h[3])<<32
+	}
+	return k
+}
+
+func newJournalState() *Journal {
+	return &Journal{pending: map[string]SentRecord{}, sent: map[digest]struct{}{}, deleted: map[digest]struct{}{}, shas: map[uint64]struct{}{}}
+}
+
+func (j *Journal) recordSentLocked(r SentRecord) {
+	d := digestOf(r.Orig)
+	j.sent[d] = struct{}{}
+	if _, gone := j.deleted[d]; !gone {
+		j.pending[r.Orig] = r
+	}
+	j.shas[bodyKey(r.SHA)] = struct{}{}
+}
+
+func (j *Journal) recordDeletedLocked(id string) {
+	j.deleted[digestOf(id)] = struct{}{}
+	delete(j.pending, id)
 }
 
 // RunsDir is where run directories live under the state dir.
@@ -129,7 +190,8 @@ func OpenJournal(stateDir, id string) (*Journal, error) {
 }
 
 func openJournal(dir string, meta RunMeta) (*Journal, error) {
-	j := &Journal{dir: dir, meta: meta, sent: map[string]SentRecord{}, deleted: map[string]bool{}, shas: map[string]bool{}}
+	j := newJournalState()
+	j.dir, j.meta = dir, meta
 	j.cond = sync.NewCond(&j.mu)
 	path := filepath.Join(dir, "journal.ndjson")
 	if err := j.load(path); err != nil {
@@ -161,11 +223,10 @@ func (j *Journal) load(path string) error {
 		}
 		switch l.T {
 		case "sent":
-			j.sent[l.Orig] = l.SentRecord
-			j.shas[l.SHA] = true
+			j.recordSentLocked(l.SentRecord)
 		case "del":
 			for _, id := range l.IDs {
-				j.deleted[id] = true
+				j.recordDeletedLocked(id)
 			}
 		}
 	}
@@ -197,8 +258,7 @@ func (j *Journal) Sent(recs []SentRecord) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, r := range recs {
-		j.sent[r.Orig] = r
-		j.shas[r.SHA] = true
+		j.recordSentLocked(r)
 	}
 	j.buf = append(j.buf, b...)
 	my := j.gen
@@ -251,24 +311,32 @@ func (j *Journal) Deleted(ids []string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, id := range ids {
-		j.deleted[id] = true
+		j.recordDeletedLocked(id)
 	}
 	j.buf = append(append(j.buf, b...), '\n')
 }
 
-// WasSent returns the sent record of a source message, if any.
+// WasSent reports whether a copy of the source message was sent by the run
+// (by this attempt or an earlier one). The record is complete while the
+// source message is not yet deleted; afterwards only Orig is known.
 func (j *Journal) WasSent(orig string) (SentRecord, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	r, ok := j.sent[orig]
-	return r, ok
+	if r, ok := j.pending[orig]; ok {
+		return r, true
+	}
+	if _, ok := j.sent[digestOf(orig)]; ok {
+		return SentRecord{Orig: orig}, true
+	}
+	return SentRecord{}, false
 }
 
 // HasBody reports whether a body with this SHA-256 was sent by the run.
 func (j *Journal) HasBody(sha string) bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.shas[sha]
+	_, ok := j.shas[bodyKey(sha)]
+	return ok
 }
 
 // Counts returns how many messages the journal records as sent and deleted.
@@ -278,12 +346,13 @@ func (j *Journal) Counts() (sent, deleted int) {
 	return len(j.sent), len(j.deleted)
 }
 
-// SentRecords returns a copy of every sent record.
-func (j *Journal) SentRecords() []SentRecord {
+// PendingRecords returns the sent records whose source message is not yet
+// recorded as deleted.
+func (j *Journal) PendingRecords() []SentRecord {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	out := make([]SentRecord, 0, len(j.sent))
-	for _, r := range j.sent {
+	out := make([]SentRecord, 0, len(j.pending))
+	for _, r := range j.pending {
 		out = append(out, r)
 	}
 	return out
@@ -363,7 +432,7 @@ func ListRuns(stateDir string) ([]RunInfo, error) {
 		if err != nil {
 			continue
 		}
-		j := &Journal{sent: map[string]SentRecord{}, deleted: map[string]bool{}, shas: map[string]bool{}}
+		j := newJournalState()
 		if err := j.load(filepath.Join(dir, "journal.ndjson")); err != nil {
 			return nil, err
 		}

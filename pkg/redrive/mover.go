@@ -5,15 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/queue"
 )
+
+// Item, Source and ErrSourceDone are the pipeline's: a redrive reads any
+// pipeline source (a queue, an archive).
+type (
+	Item   = pipeline.Item
+	Source = pipeline.Source
+)
+
+// ErrSourceDone is pipeline.ErrSourceDone.
+var ErrSourceDone = pipeline.ErrSourceDone
 
 // Selector decides which messages a run moves; *classify.Selector
 // satisfies it. A nil Selector selects everything.
@@ -24,9 +34,12 @@ type Selector interface {
 
 // Guard actions.
 const (
-	GuardPause = "pause"
-	GuardAbort = "abort"
+	GuardPause = pipeline.GuardPause
+	GuardAbort = pipeline.GuardAbort
 )
+
+// GuardEvent is a guard changing state (paused, cleared, tripped).
+type GuardEvent = pipeline.GuardEvent
 
 // Guards stop a run that is hurting the destination.
 type Guards struct {
@@ -60,20 +73,11 @@ type Snapshot struct {
 // MessageEvent is what happened to one message.
 type MessageEvent struct {
 	MessageID   string
-	Action      string // moved, resumed, skipped, failed, returned, would-move
+	Action      string // moved, resumed, skipped, failed, unknown, not-deleted
 	Destination string
 	DestID      string
 	Class       string
 	Reason      string
-}
-
-// GuardEvent is a guard changing state (paused, cleared, tripped).
-type GuardEvent struct {
-	Name   string  `json:"name"`
-	State  string  `json:"state"`
-	Value  float64 `json:"value"`
-	Limit  float64 `json:"limit"`
-	Detail string  `json:"detail,omitempty"`
 }
 
 // Reporter receives progress; every field is optional. Calls come from
@@ -84,7 +88,7 @@ type Reporter struct {
 	Guard    func(GuardEvent)
 }
 
-// Options configure a mover run.
+// Options configure a redrive run.
 type Options struct {
 	// Client sends copies and reads destination depths.
 	Client *queue.Client
@@ -106,8 +110,11 @@ type Options struct {
 	// Concurrency is the number of workers (default 8).
 	Concurrency int
 	Guards      Guards
-	// EmptyReceives is how many consecutive empty batches end a worker
-	// (default 2).
+	// WaitInFlight is how long the end of the run waits for messages in
+	// flight elsewhere (a lost receive) to come back (0: do not wait).
+	WaitInFlight time.Duration
+	// EmptyReceives ends a worker after that many consecutive empty batches
+	// from a source that cannot report its depth (default 2).
 	EmptyReceives int
 	// Total is the expected number of messages (for the ETA; 0 unknown).
 	Total    int
@@ -117,13 +124,18 @@ type Options struct {
 // Result is the accounting of a run.
 type Result struct {
 	RunID string `json:"run_id"`
+	// Received: distinct messages the run read from its source.
+	Received int `json:"received"`
 	// Moved: sent, journaled and removed from the source.
 	Moved int `json:"moved"`
 	// Resumed: removed without re-sending (an earlier attempt sent them).
 	Resumed int `json:"resumed"`
-	// SentNotDeleted: copies delivered but still in the source; a re-run
-	// (or `redrive resume`) deletes them without sending again.
+	// SentNotDeleted: copies delivered but still in the source (the delete
+	// failed, or the lease was lost: a delete with a superseded receipt
+	// handle could succeed without deleting); a re-run (or `redrive
+	// resume`) deletes them without sending again.
 	SentNotDeleted int `json:"sent_not_deleted"`
+	LeaseLost      int `json:"lease_lost,omitempty"`
 	// Failed: the destination refused them; they stay in the source.
 	Failed int `json:"failed"`
 	// Unknown: the send call failed; the copies may or may not exist. They
@@ -135,14 +147,29 @@ type Result struct {
 	ReturnedIDs []string       `json:"-"`
 	Skipped     map[string]int `json:"skipped"`
 	// Unmarked: moved without the marker attribute (10 attributes already).
-	Unmarked       int            `json:"unmarked"`
-	ByDestination  map[string]int `json:"by_destination"`
-	ByClass        map[string]int `json:"by_class"`
-	Interrupted    bool           `json:"interrupted"`
-	Guard          *GuardEvent    `json:"guard,omitempty"`
-	Errors         []string       `json:"errors,omitempty"`
-	ElapsedSeconds float64        `json:"elapsed_seconds"`
-	Rate           float64        `json:"rate"`
+	Unmarked      int            `json:"unmarked"`
+	ByDestination map[string]int `json:"by_destination"`
+	ByClass       map[string]int `json:"by_class"`
+	// Complete: the source was drained and reconciled: nothing is left in
+	// it that the run did not account for. Note says why not.
+	Complete bool   `json:"complete"`
+	Note     string `json:"note,omitempty"`
+	// Blocked: FIFO messages that could not be read because their group is
+	// locked behind an unselected (held) message; BlockedGroups names the
+	// groups (up to 20).
+	Blocked       int      `json:"blocked,omitempty"`
+	BlockedGroups []string `json:"blocked_groups,omitempty"`
+	// InFlightElsewhere: messages in flight that the run did not hold at
+	// its end (a receive whose answer was lost, another consumer).
+	InFlightElsewhere int  `json:"in_flight_elsewhere,omitempty"`
+	StoppedAtMax      bool `json:"stopped_at_max,omitempty"`
+	// Duplicates: redeliveries of messages the run already held.
+	Duplicates     int         `json:"duplicates,omitempty"`
+	Interrupted    bool        `json:"interrupted"`
+	Guard          *GuardEvent `json:"guard,omitempty"`
+	Errors         []string    `json:"errors,omitempty"`
+	ElapsedSeconds float64     `json:"elapsed_seconds"`
+	Rate           float64     `json:"rate"`
 	// Destinations are the queues copies went to (for canary checks).
 	Destinations []*queue.Queue `json:"-"`
 }
@@ -157,7 +184,8 @@ func (r *Result) SkippedTotal() int {
 }
 
 // Err is the run's outcome as an error for the exit code: guard trip
-// (verdict), interruption, or partial (something left to do).
+// (verdict), interruption, or partial (something left to do, or a source
+// that was not drained).
 func (r *Result) Err() error {
 	switch {
 	case r.Guard != nil:
@@ -167,6 +195,8 @@ func (r *Result) Err() error {
 	case r.Unknown > 0 || r.Failed > 0 || r.SentNotDeleted > 0:
 		return errs.Partialf("%d message(s) not moved (%d refused by the destination, %d with unknown send outcome, %d sent but not yet deleted); they are still in the DLQ — re-run to retry: %s",
 			r.Unknown+r.Failed+r.SentNotDeleted, r.Failed, r.Unknown, r.SentNotDeleted, firstOr(r.Errors, "see the report"))
+	case !r.Complete && !r.StoppedAtMax && r.Note != "":
+		return errs.Partialf("%s", r.Note)
 	}
 	return nil
 }
@@ -183,249 +213,6 @@ func fmtNum(f float64) string {
 		return fmt.Sprintf("%d", int64(f))
 	}
 	return fmt.Sprintf("%.2f", f)
-}
-
-type pending struct {
-	it   Item
-	dest *queue.Queue
-	cp   Copy
-}
-
-type mover struct {
-	opt   Options
-	src   Source
-	runID string
-	j     *Journal
-	start time.Time
-
-	limiter *rate.Limiter
-	target  atomic.Value // float64
-
-	reserved atomic.Int64
-	moved    atomic.Int64
-	skipped  atomic.Int64
-	failed   atomic.Int64
-	returned atomic.Int64
-
-	mu            sync.Mutex
-	res           *Result
-	dests         map[string]*queue.Queue
-	notDeleted    map[string]bool
-	paused        bool
-	pauseCh       chan struct{} // closed when not paused
-	stopErr       error
-	guardTrip     *GuardEvent
-	cancelRun     context.CancelFunc
-	progressTimes []sample
-	pausedSince   time.Time
-}
-
-type sample struct {
-	t time.Time
-	n int64
-}
-
-// Run moves messages from src according to opt and returns the accounting.
-// It stops receiving when ctx is cancelled, finishes batches already being
-// sent, and leaves releasing to src.Close (the caller closes the source).
-// The error is non-nil only for failures that are not reflected in the
-// Result (see Result.Err for the run's verdict).
-func Run(ctx context.Context, src Source, opt Options) (*Result, error) {
-	if opt.Client == nil || opt.Journal == nil || opt.Router == nil {
-		return nil, errors.New("redrive.Run: Client, Journal and Router are required")
-	}
-	if opt.Concurrency <= 0 {
-		opt.Concurrency = 8
-	}
-	if opt.EmptyReceives <= 0 {
-		opt.EmptyReceives = 2
-	}
-	if opt.Guards.Every <= 0 {
-		opt.Guards.Every = 10 * time.Second
-	}
-	if opt.Guards.OnGuard == "" {
-		opt.Guards.OnGuard = GuardAbort
-	}
-	m := &mover{opt: opt, src: src, j: opt.Journal, runID: opt.Journal.Meta().ID, start: time.Now(),
-		res:   &Result{Skipped: map[string]int{}, ByDestination: map[string]int{}, ByClass: map[string]int{}},
-		dests: map[string]*queue.Queue{}, notDeleted: map[string]bool{},
-		pauseCh: make(chan struct{})}
-	close(m.pauseCh)
-	m.res.RunID = m.runID
-	first := opt.Rate
-	if len(opt.Ramp) > 0 {
-		first = opt.Ramp[0]
-	}
-	m.target.Store(first)
-	if first > 0 || len(opt.Ramp) > 0 {
-		m.limiter = rate.NewLimiter(rate.Limit(first), queue.MaxBatchEntries)
-		m.limiter.AllowN(time.Now(), queue.MaxBatchEntries) // start empty: no initial burst above the rate
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	m.cancelRun = cancel
-	defer cancel()
-
-	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	var bgWG sync.WaitGroup
-	bgWG.Add(2)
-	go func() { defer bgWG.Done(); m.progressLoop(bg) }()
-	go func() { defer bgWG.Done(); m.guardLoop(bg) }()
-	if len(opt.Ramp) > 1 {
-		bgWG.Add(1)
-		go func() { defer bgWG.Done(); m.rampLoop(bg) }()
-	}
-
-	var wg sync.WaitGroup
-	for w := 0; w < opt.Concurrency; w++ {
-		wg.Add(1)
-		go func() { defer wg.Done(); m.worker(runCtx) }()
-	}
-	wg.Wait()
-	stopBG()
-	bgWG.Wait()
-	m.checkGuards(context.WithoutCancel(ctx), true)
-	m.report(true)
-
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r := m.res
-	r.SentNotDeleted = len(m.notDeleted)
-	r.Returned = int(m.returned.Load())
-	r.Guard = m.guardTrip
-	r.Interrupted = ctx.Err() != nil && r.Guard == nil
-	r.ElapsedSeconds = time.Since(m.start).Seconds()
-	if r.ElapsedSeconds > 0 {
-		r.Rate = float64(r.Moved) / r.ElapsedSeconds
-	}
-	for _, q := range m.dests {
-		r.Destinations = append(r.Destinations, q)
-	}
-	sort.Slice(r.Destinations, func(a, b int) bool { return r.Destinations[a].Name < r.Destinations[b].Name })
-	return r, m.stopErr
-}
-
-// stop ends the run because of an error that is not per-message.
-func (m *mover) stop(err error) {
-	m.mu.Lock()
-	if m.stopErr == nil {
-		m.stopErr = err
-	}
-	m.addErrorLocked(err.Error())
-	m.mu.Unlock()
-	m.cancelRun()
-}
-
-func (m *mover) addErrorLocked(s string) {
-	for _, e := range m.res.Errors {
-		if e == s {
-			return
-		}
-	}
-	if len(m.res.Errors) < 10 {
-		m.res.Errors = append(m.res.Errors, s)
-	}
-}
-
-func (m *mover) waitGate(ctx context.Context) bool {
-	m.mu.Lock()
-	ch := m.pauseCh
-	m.mu.Unlock()
-	select {
-	case <-ch:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// journalWrite is one batch's journal write (fsync) in progress.
-type journalWrite struct {
-	done chan struct{}
-	err  error
-}
-
-// workerState is what one worker carries between its batches.
-type workerState struct {
-	acks chan<- func()
-	// last is the journal write of the worker's previous sent batch. The
-	// worker waits for it before sending again, so at any moment at most one
-	// sent batch per worker is not yet durable in the journal: the bound on
-	// duplicates after a kill -9.
-	last *journalWrite
-}
-
-// awaitJournal waits until the worker's previous batch is journaled and
-// returns the journal's error, if any.
-func (ws *workerState) awaitJournal() error {
-	if ws.last == nil {
-		return nil
-	}
-	<-ws.last.done
-	err := ws.last.err
-	ws.last = nil
-	return err
-}
-
-func (m *mover) worker(runCtx context.Context) {
-	// Journal writes and deletes run behind the worker: after a send, the
-	// batch's journal fsync starts at once and its delete waits for it in
-	// the worker's own acker, while the worker already receives the next
-	// batch. Before its next send the worker waits for that fsync (see
-	// workerState.last). The acker finishes queued batches even when the
-	// run is interrupted.
-	acks := make(chan func(), 1)
-	var ackWG sync.WaitGroup
-	ackWG.Add(1)
-	go func() {
-		defer ackWG.Done()
-		for f := range acks {
-			f()
-		}
-	}()
-	defer func() {
-		close(acks)
-		ackWG.Wait()
-	}()
-	ws := &workerState{acks: acks}
-	empty := 0
-	for runCtx.Err() == nil {
-		if !m.waitGate(runCtx) {
-			return
-		}
-		if m.opt.Max > 0 && m.reserved.Load() >= int64(m.opt.Max) {
-			return
-		}
-		items, err := m.src.Next(runCtx, queue.MaxBatchEntries)
-		if errors.Is(err, ErrSourceDone) {
-			return
-		}
-		if err != nil {
-			if runCtx.Err() != nil {
-				return
-			}
-			m.stop(fmt.Errorf("reading %s: %w", m.src.Name(), err))
-			return
-		}
-		if runCtx.Err() != nil {
-			_ = m.src.Release(context.WithoutCancel(runCtx), items)
-			return
-		}
-		if len(items) == 0 {
-			empty++
-			if empty >= m.opt.EmptyReceives {
-				return
-			}
-			continue
-		}
-		empty = 0
-		m.process(runCtx, items, ws)
-	}
-}
-
-func (m *mover) event(ev MessageEvent) {
-	if m.opt.Reporter.Message != nil {
-		m.opt.Reporter.Message(ev)
-	}
 }
 
 func classOf(rec *queue.Record) string {
@@ -453,403 +240,304 @@ func decide(ctx context.Context, it Item, runID string, sel Selector, router Rou
 	return dest, cp, skip, nil
 }
 
-func (m *mover) skip(it Item, reason string) {
-	m.skipped.Add(1)
-	m.mu.Lock()
-	m.res.Skipped[reason]++
-	m.mu.Unlock()
-	m.event(MessageEvent{MessageID: it.Record.MessageID, Action: "skipped", Reason: reason, Class: it.Record.Class})
-}
-
-func (m *mover) process(runCtx context.Context, items []Item, ws *workerState) {
-	now := time.Now()
-	fin := context.WithoutCancel(runCtx)
-	var resume, release []Item
-	var order []*queue.Queue
-	groups := map[*queue.Queue][]pending{}
-	for _, it := range items {
-		rec := it.Record
-		// A message the journal knows as sent (by this run, or by an
-		// earlier attempt of it) is deleted without sending it again.
-		if _, ok := m.j.WasSent(rec.MessageID); ok {
-			resume = append(resume, it)
-			continue
+// Run moves messages from src according to opt and returns the accounting.
+// It runs on the one message pipeline (package pipeline) with a sink that
+// sends exact copies, journals them durably and only then lets the pipeline
+// delete the originals. It stops receiving when ctx is cancelled, finishes
+// batches already being sent, and leaves releasing to src.Close (the caller
+// closes the source). The error is non-nil only for failures that are not
+// reflected in the Result (see Result.Err for the run's verdict).
+func Run(ctx context.Context, src Source, opt Options) (*Result, error) {
+	if opt.Client == nil || opt.Journal == nil || opt.Router == nil {
+		return nil, errors.New("redrive.Run: Client, Journal and Router are required")
+	}
+	if opt.Concurrency <= 0 {
+		opt.Concurrency = 8
+	}
+	s := newMoveSink(opt, src)
+	popt := pipeline.Options{
+		Workers: opt.Concurrency, Rate: opt.Rate, Ramp: opt.Ramp, RampEvery: opt.RampEvery,
+		Max: opt.Max, Total: opt.Total, WaitInFlight: opt.WaitInFlight, EmptyReceives: opt.EmptyReceives,
+		Guards: pipeline.Guards{OnGuard: opt.Guards.OnGuard, PauseTimeout: opt.Guards.PauseTimeout, Every: opt.Guards.Every},
+	}
+	if opt.Guards.MaxReturns > 0 {
+		popt.Guards.Check = append(popt.Guards.Check, s.returnsGuard)
+	}
+	if opt.Guards.MaxDestBacklog > 0 {
+		popt.Guards.Check = append(popt.Guards.Check, s.backlogGuard)
+	}
+	rep := opt.Reporter
+	if rep.Progress != nil {
+		popt.Reporter.Progress = func(p pipeline.Snapshot) {
+			rep.Progress(Snapshot{Moved: p.Delivered, Total: p.Total, Skipped: p.Skipped, Failed: p.Failed,
+				Rate: p.Rate, Target: p.Target, Elapsed: p.Elapsed, ETA: p.ETA, Guard: p.Guard})
 		}
-		if rec.Redrive != nil && rec.Redrive.RunID == m.runID {
-			m.returned.Add(1)
-			m.mu.Lock()
-			m.res.ReturnedIDs = append(m.res.ReturnedIDs, rec.MessageID)
-			m.mu.Unlock()
-			m.skip(it, SkipReturned)
-			continue // held until the end so it is not received again
-		}
-		dest, cp, reason, err := decide(runCtx, it, m.runID, m.opt.Select, m.opt.Router, m.opt.MaxRedrives, now)
-		if err != nil {
-			release = append(release, it)
-			if runCtx.Err() == nil {
-				m.stop(fmt.Errorf("routing %s: %w", rec.MessageID, err))
+	}
+	if rep.Message != nil {
+		popt.Reporter.Event = func(ev pipeline.Event) {
+			me := MessageEvent{MessageID: ev.MessageID, Action: ev.Action, Destination: ev.Dest, DestID: ev.Detail, Class: ev.Class, Reason: ev.Reason}
+			switch ev.Action {
+			case "delivered":
+				me.Action = "moved"
+			case "not-acked":
+				me.Action = "not-deleted"
 			}
-			continue
+			rep.Message(me)
 		}
-		if reason != "" {
-			m.skip(it, reason)
-			continue
-		}
-		if m.opt.Max > 0 && m.reserved.Add(1) > int64(m.opt.Max) {
-			release = append(release, it)
-			continue
-		} else if m.opt.Max <= 0 {
-			m.reserved.Add(1)
-		}
-		if _, ok := groups[dest]; !ok {
-			order = append(order, dest)
-		}
-		groups[dest] = append(groups[dest], pending{it: it, dest: dest, cp: cp})
 	}
-	if len(release) > 0 {
-		_ = m.src.Release(fin, release)
+	popt.Reporter.Guard = rep.Guard
+	pr, err := pipeline.Run(ctx, src, s, popt)
+	if pr == nil {
+		return nil, err
 	}
-	if len(resume) > 0 {
-		m.ackResumed(fin, resume)
+	return s.result(pr, src), err
+}
+
+// moveSink sends exact copies to their destinations and journals them.
+type moveSink struct {
+	opt   Options
+	src   Source
+	runID string
+	j     *Journal
+	fifo  bool
+
+	returned atomic.Int64
+
+	mu            sync.Mutex
+	dests         map[string]*queue.Queue
+	byDest        map[string]int
+	byClass       map[string]int
+	unmarked      map[string]bool // ids sent without the marker, until acked
+	unmarkedN     int
+	returnedIDs   []string
+	skippedGroups map[string]bool // FIFO groups with a held, unselected message
+	// last is each worker's previous journal write: the worker waits for
+	// it before its next send, so at most one sent batch per worker is not
+	// yet durable in the journal (the bound on duplicates after kill -9).
+	last []*journalWrite
+}
+
+func newMoveSink(opt Options, src Source) *moveSink {
+	s := &moveSink{opt: opt, src: src, j: opt.Journal, runID: opt.Journal.Meta().ID,
+		dests: map[string]*queue.Queue{}, byDest: map[string]int{}, byClass: map[string]int{},
+		unmarked: map[string]bool{}, skippedGroups: map[string]bool{},
+		last: make([]*journalWrite, opt.Concurrency)}
+	if qs, ok := src.(interface{ Queue() *queue.Queue }); ok {
+		s.fifo = qs.Queue().FIFO
 	}
-	for _, dest := range order {
-		ps := groups[dest]
-		for len(ps) > 0 {
-			n, size := 0, 0
-			for n < len(ps) && n < queue.MaxBatchEntries && (n == 0 || size+ps[n].cp.Entry.Size <= queue.MaxBatchBytes) {
-				size += ps[n].cp.Entry.Size
-				n++
+	return s
+}
+
+// Prepare decides one message: already sent (delete only), returned,
+// filtered, looping, or a copy for its destination.
+func (s *moveSink) Prepare(ctx context.Context, it Item) (pipeline.Decision, error) {
+	rec := it.Record
+	// A message the journal knows as sent (by this run, or by an earlier
+	// attempt of it) is deleted without sending it again.
+	if _, ok := s.j.WasSent(rec.MessageID); ok {
+		return pipeline.Decision{Verb: pipeline.AckOnly}, nil
+	}
+	if rec.Redrive != nil && rec.Redrive.RunID == s.runID {
+		s.returned.Add(1)
+		s.mu.Lock()
+		if len(s.returnedIDs) < 1000 {
+			s.returnedIDs = append(s.returnedIDs, rec.MessageID)
+		}
+		s.mu.Unlock()
+		return pipeline.Decision{Verb: pipeline.Skip, Reason: SkipReturned}, nil // held so it is not received again
+	}
+	group := rec.System.MessageGroupID
+	if s.fifo && group != "" {
+		s.mu.Lock()
+		blocked := s.skippedGroups[group]
+		s.mu.Unlock()
+		if blocked {
+			// Keep the group's order: a message behind an unselected one
+			// of its group is not moved ahead of it.
+			return pipeline.Decision{Verb: pipeline.Skip, Reason: SkipGroupBlocked}, nil
+		}
+	}
+	dest, cp, reason, err := decide(ctx, it, s.runID, s.opt.Select, s.opt.Router, s.opt.MaxRedrives, time.Now())
+	if err != nil {
+		return pipeline.Decision{}, fmt.Errorf("routing %s: %w", rec.MessageID, err)
+	}
+	if reason != "" {
+		if s.fifo && group != "" {
+			s.mu.Lock()
+			s.skippedGroups[group] = true
+			s.mu.Unlock()
+		}
+		return pipeline.Decision{Verb: pipeline.Skip, Reason: reason}, nil
+	}
+	s.mu.Lock()
+	s.dests[dest.URL] = dest
+	s.mu.Unlock()
+	return pipeline.Decision{Verb: pipeline.Deliver, Key: dest.URL, Payload: cp, Size: cp.Entry.Size, Label: dest.Name}, nil
+}
+
+// journalWrite is one batch's journal write (fsync) in progress; it is the
+// batch's pipeline.Commit.
+type journalWrite struct {
+	done chan struct{}
+	err  error
+}
+
+func (w *journalWrite) Done() <-chan struct{} { return w.done }
+func (w *journalWrite) Err() error            { return w.err }
+
+// Deliver sends one batch to its destination and starts journaling the
+// accepted copies; the pipeline deletes the originals once the journal
+// write is durable.
+func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item, payloads []any) ([]pipeline.Outcome, pipeline.Commit) {
+	outs := make([]pipeline.Outcome, len(items))
+	if prev := s.last[w]; prev != nil {
+		<-prev.done
+		s.last[w] = nil
+		if prev.err != nil {
+			for i := range outs {
+				outs[i].Err = pipeline.Undelivered(prev.err)
 			}
-			m.sendBatch(runCtx, dest, ps[:n], ws)
-			ps = ps[n:]
+			return outs, nil
 		}
 	}
-}
-
-// waitTokens waits for guards and rate tokens; false means the run is
-// stopping and the batch must be released unsent.
-func (m *mover) waitTokens(ctx context.Context, n int) bool {
-	if !m.waitGate(ctx) {
-		return false
+	s.mu.Lock()
+	dest := s.dests[key]
+	s.mu.Unlock()
+	entries := make([]queue.SendEntry, len(items))
+	for i, p := range payloads {
+		entries[i] = p.(Copy).Entry
 	}
-	if m.limiter == nil {
-		return ctx.Err() == nil
-	}
-	return m.limiter.WaitN(ctx, n) == nil
-}
-
-func (m *mover) sendBatch(runCtx context.Context, dest *queue.Queue, batch []pending, ws *workerState) {
-	fin := context.WithoutCancel(runCtx)
-	items := make([]Item, len(batch))
-	for i, p := range batch {
-		items[i] = p.it
-	}
-	if !m.waitTokens(runCtx, len(batch)) {
-		_ = m.src.Release(fin, items)
-		return
-	}
-	if err := ws.awaitJournal(); err != nil {
-		_ = m.src.Release(fin, items)
-		m.stop(err)
-		return
-	}
-	// From here on the batch is finished even if the run is interrupted.
-	bctx, cancel := context.WithTimeout(fin, 5*time.Minute)
+	bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	entries := make([]queue.SendEntry, len(batch))
-	for i, p := range batch {
-		entries[i] = p.cp.Entry
-	}
-	m.mu.Lock()
-	m.dests[dest.URL] = dest
-	m.mu.Unlock()
-	results, callErr := m.opt.Client.SendBatch(bctx, dest, entries)
-	var sent []pending
+	results, callErr := s.opt.Client.SendBatch(bctx, dest, entries)
 	var recs []SentRecord
-	var unknown []Item
-	for i, p := range batch {
+	var unmarked []string
+	for i, it := range items {
 		var r queue.SendResult
 		if i < len(results) {
 			r = results[i]
 		}
 		switch {
 		case r.Err == nil && r.MessageID != "":
-			sent = append(sent, p)
-			recs = append(recs, SentRecord{Orig: p.it.Record.MessageID, Dest: dest.URL, DestID: r.MessageID, SHA: p.it.Record.BodySHA256})
+			recs = append(recs, SentRecord{Orig: it.Record.MessageID, Dest: dest.URL, DestID: r.MessageID, SHA: it.Record.BodySHA256})
+			outs[i].Detail = r.MessageID
+			if !payloads[i].(Copy).Marked {
+				unmarked = append(unmarked, it.Record.MessageID)
+			}
 		case callErr != nil:
-			unknown = append(unknown, p.it)
+			outs[i].Err = callErr
+		case r.Err != nil:
+			outs[i].Err = pipeline.Refused(r.Err)
 		default:
-			m.failed.Add(1)
-			m.mu.Lock()
-			m.res.Failed++
-			m.addErrorLocked(fmt.Sprintf("%s refused a copy: %v", dest.Name, r.Err))
-			m.mu.Unlock()
-			m.event(MessageEvent{MessageID: p.it.Record.MessageID, Action: "failed", Destination: dest.Name, Reason: fmt.Sprint(r.Err), Class: p.it.Record.Class})
-			// held until the end of the run, then released: it stays in the DLQ
+			outs[i].Err = errors.New("the destination returned no result for this message")
 		}
 	}
-	if len(unknown) > 0 {
-		m.mu.Lock()
-		m.res.Unknown += len(unknown)
-		m.mu.Unlock()
-		_ = m.src.Release(fin, unknown)
-		m.stop(fmt.Errorf("sending to %s failed: %w", dest.Name, callErr))
+	if len(recs) == 0 {
+		return outs, nil
 	}
-	if len(sent) == 0 {
-		return
+	if len(unmarked) > 0 {
+		s.mu.Lock()
+		for _, id := range unmarked {
+			s.unmarked[id] = true
+		}
+		s.mu.Unlock()
 	}
 	jw := &journalWrite{done: make(chan struct{})}
 	go func() {
-		jw.err = m.j.Sent(recs)
+		jw.err = s.j.Sent(recs)
 		close(jw.done)
 	}()
-	ws.last = jw
-	ws.acks <- func() {
-		<-jw.done
-		if jw.err != nil {
-			// Not journaled: do not delete. The copies exist; the originals
-			// stay (held until the run ends, then released).
-			m.mu.Lock()
-			m.res.Unknown += len(sent)
-			m.mu.Unlock()
-			m.stop(jw.err)
-			return
-		}
-		m.ackSent(fin, dest, sent, recs)
-	}
+	s.last[w] = jw
+	return outs, jw
 }
 
-// ackSent removes journaled messages from the source.
-func (m *mover) ackSent(fin context.Context, dest *queue.Queue, sent []pending, recs []SentRecord) {
-	bctx, cancel := context.WithTimeout(fin, 5*time.Minute)
-	defer cancel()
-	items := make([]Item, len(sent))
-	for i, p := range sent {
-		items[i] = p.it
-	}
-	ackErrs := m.src.Ack(bctx, items)
-	var deleted []string
-	m.mu.Lock()
-	for i, p := range sent {
-		id := p.it.Record.MessageID
-		if ackErrs[i] != nil {
-			m.notDeleted[id] = true
-			m.addErrorLocked(fmt.Sprintf("deleting from %s after sending: %v", m.src.Name(), ackErrs[i]))
-			continue
-		}
-		deleted = append(deleted, id)
-		m.res.Moved++
-		m.res.ByDestination[dest.Name]++
-		m.res.ByClass[classOf(p.it.Record)]++
-		if !p.cp.Marked {
-			m.res.Unmarked++
-		}
-	}
-	m.mu.Unlock()
-	m.moved.Add(int64(len(deleted)))
-	m.j.Deleted(deleted)
-	if m.opt.Reporter.Message != nil {
-		for i, p := range sent {
-			if ackErrs[i] == nil {
-				m.event(MessageEvent{MessageID: p.it.Record.MessageID, Action: "moved", Destination: dest.Name, DestID: recs[i].DestID, Class: p.it.Record.Class})
-			}
-		}
-	}
-}
+// Flush has nothing buffered: every batch is sent when it is delivered.
+func (s *moveSink) Flush(context.Context) (bool, error) { return false, nil }
 
-// ackResumed deletes messages an earlier attempt already sent.
-func (m *mover) ackResumed(ctx context.Context, items []Item) {
-	ackErrs := m.src.Ack(ctx, items)
-	var deleted []string
-	m.mu.Lock()
+// Acked records deletions in the journal and counts the moves.
+func (s *moveSink) Acked(items []Item, labels []string) {
+	ids := make([]string, len(items))
+	s.mu.Lock()
 	for i, it := range items {
-		id := it.Record.MessageID
-		if ackErrs[i] != nil {
-			m.notDeleted[id] = true
-			m.addErrorLocked(fmt.Sprintf("deleting an already-sent message from %s: %v", m.src.Name(), ackErrs[i]))
-			continue
-		}
-		delete(m.notDeleted, id)
-		deleted = append(deleted, id)
-		m.res.Resumed++
-	}
-	m.mu.Unlock()
-	m.j.Deleted(deleted)
-	for i, it := range items {
-		if ackErrs[i] == nil {
-			m.event(MessageEvent{MessageID: it.Record.MessageID, Action: "resumed", Reason: "sent by an earlier attempt; deleted without re-sending"})
-		}
-	}
-}
-
-func (m *mover) currentTarget() float64 { v, _ := m.target.Load().(float64); return v }
-
-func (m *mover) snapshot() Snapshot {
-	now := time.Now()
-	moved := m.moved.Load()
-	m.mu.Lock()
-	m.progressTimes = append(m.progressTimes, sample{now, moved})
-	for len(m.progressTimes) > 2 && now.Sub(m.progressTimes[0].t) > 5*time.Second {
-		m.progressTimes = m.progressTimes[1:]
-	}
-	first := m.progressTimes[0]
-	guard := "ok"
-	if m.paused {
-		guard = "paused"
-	}
-	if m.guardTrip != nil {
-		guard = "tripped"
-	}
-	m.mu.Unlock()
-	s := Snapshot{Moved: moved, Total: int64(m.opt.Total), Skipped: m.skipped.Load(), Failed: m.failed.Load(),
-		Target: m.currentTarget(), Elapsed: now.Sub(m.start), Guard: guard}
-	if dt := now.Sub(first.t).Seconds(); dt > 0.5 {
-		s.Rate = float64(moved-first.n) / dt
-	} else if el := s.Elapsed.Seconds(); el > 0 {
-		s.Rate = float64(moved) / el
-	}
-	if left := s.Total - s.Moved - s.Skipped; s.Total > 0 && left > 0 && s.Rate > 0 {
-		s.ETA = time.Duration(float64(left) / s.Rate * float64(time.Second))
-	}
-	return s
-}
-
-func (m *mover) report(force bool) {
-	if m.opt.Reporter.Progress != nil {
-		m.opt.Reporter.Progress(m.snapshot())
-	}
-	_ = force
-}
-
-func (m *mover) progressLoop(ctx context.Context) {
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			m.report(false)
-		}
-	}
-}
-
-func (m *mover) rampLoop(ctx context.Context) {
-	every := m.opt.RampEvery
-	if every <= 0 {
-		every = time.Minute
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	step := 0
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			m.mu.Lock()
-			paused := m.paused
-			m.mu.Unlock()
-			if paused || step+1 >= len(m.opt.Ramp) {
-				continue // hold the last step while a guard pauses the run
-			}
-			step++
-			r := m.opt.Ramp[step]
-			m.target.Store(r)
-			m.limiter.SetLimit(rate.Limit(r))
-		}
-	}
-}
-
-func (m *mover) guardLoop(ctx context.Context) {
-	g := m.opt.Guards
-	if g.MaxReturns <= 0 && g.MaxDestBacklog <= 0 {
-		return
-	}
-	t := time.NewTicker(g.Every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			m.checkGuards(ctx, false)
-		}
-	}
-}
-
-// checkGuards evaluates the guards; final is the check after the workers
-// stopped (only trips, never pauses).
-func (m *mover) checkGuards(ctx context.Context, final bool) {
-	g := m.opt.Guards
-	var trip *GuardEvent
-	if g.MaxReturns > 0 {
-		moved, ret := m.moved.Load(), m.returned.Load()
-		if moved > 0 && ret > 0 {
-			share := float64(ret) / float64(moved)
-			if share > g.MaxReturns {
-				trip = &GuardEvent{Name: "max-returns", Value: share, Limit: g.MaxReturns,
-					Detail: fmt.Sprintf("%d of %d moved messages came back to %s", ret, moved, m.src.Name())}
+		ids[i] = it.Record.MessageID
+		if labels != nil {
+			s.byDest[labels[i]]++
+			s.byClass[classOf(it.Record)]++
+			if s.unmarked[ids[i]] {
+				delete(s.unmarked, ids[i])
+				s.unmarkedN++
 			}
 		}
 	}
-	if trip == nil && g.MaxDestBacklog > 0 && !final {
-		m.mu.Lock()
-		dests := make([]*queue.Queue, 0, len(m.dests))
-		for _, q := range m.dests {
-			dests = append(dests, q)
+	s.mu.Unlock()
+	s.j.Deleted(ids)
+}
+
+func (s *moveSink) returnsGuard(_ context.Context, snap pipeline.Snapshot, _ bool) *pipeline.GuardEvent {
+	moved, ret := snap.Delivered, s.returned.Load()
+	if moved <= 0 || ret <= 0 {
+		return nil
+	}
+	share := float64(ret) / float64(moved)
+	if share <= s.opt.Guards.MaxReturns {
+		return nil
+	}
+	return &pipeline.GuardEvent{Name: "max-returns", Value: share, Limit: s.opt.Guards.MaxReturns,
+		Detail: fmt.Sprintf("%d of %d moved messages came back to %s", ret, moved, s.src.Name())}
+}
+
+func (s *moveSink) backlogGuard(ctx context.Context, _ pipeline.Snapshot, final bool) *pipeline.GuardEvent {
+	if final {
+		return nil
+	}
+	s.mu.Lock()
+	dests := make([]*queue.Queue, 0, len(s.dests))
+	for _, q := range s.dests {
+		dests = append(dests, q)
+	}
+	s.mu.Unlock()
+	for _, q := range dests {
+		cp := *q
+		if err := s.opt.Client.Refresh(ctx, &cp); err != nil {
+			continue // a failed check is retried at the next tick
 		}
-		m.mu.Unlock()
-		for _, q := range dests {
-			cp := *q
-			if err := m.opt.Client.Refresh(ctx, &cp); err != nil {
-				continue // a failed check is retried at the next tick
-			}
-			if v := cp.Counts().Visible; v > g.MaxDestBacklog {
-				trip = &GuardEvent{Name: "max-dest-backlog", Value: float64(v), Limit: float64(g.MaxDestBacklog),
-					Detail: fmt.Sprintf("%s has %d visible messages", q.Name, v)}
-				break
-			}
+		if v := cp.Counts().Visible; v > s.opt.Guards.MaxDestBacklog {
+			return &pipeline.GuardEvent{Name: "max-dest-backlog", Value: float64(v), Limit: float64(s.opt.Guards.MaxDestBacklog),
+				Detail: fmt.Sprintf("%s has %d visible messages", q.Name, v)}
 		}
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.guardTrip != nil {
-		return
+	return nil
+}
+
+func (s *moveSink) result(pr *pipeline.Result, src Source) *Result {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := &Result{
+		RunID: s.runID, Received: pr.Received, Moved: pr.Delivered, Resumed: pr.Resumed,
+		SentNotDeleted: pr.NotAcked, LeaseLost: pr.LeaseLost, Failed: pr.Refused, Unknown: pr.Unknown,
+		Returned: int(s.returned.Load()), ReturnedIDs: s.returnedIDs, Skipped: pr.Skipped,
+		Unmarked: s.unmarkedN, ByDestination: s.byDest, ByClass: s.byClass,
+		Complete: pr.Complete, Note: pr.Note, Blocked: pr.Blocked, InFlightElsewhere: pr.InFlightElsewhere,
+		StoppedAtMax: pr.StoppedAtMax, Duplicates: pr.Duplicates,
+		Interrupted: pr.Interrupted, Guard: pr.Guard, Errors: pr.Errors,
+		ElapsedSeconds: pr.ElapsedSeconds, Rate: pr.Rate,
 	}
-	emit := func(ev GuardEvent) {
-		if m.opt.Reporter.Guard != nil {
-			m.opt.Reporter.Guard(ev)
+	if qs, ok := src.(interface{ Duplicates() int }); ok {
+		r.Duplicates += qs.Duplicates()
+	}
+	if r.Blocked > 0 && len(s.skippedGroups) > 0 {
+		for g := range s.skippedGroups {
+			r.BlockedGroups = append(r.BlockedGroups, g)
 		}
-	}
-	if trip == nil {
-		if m.paused {
-			m.paused = false
-			close(m.pauseCh)
-			emit(GuardEvent{Name: "all", State: "cleared", Detail: "resuming at the last rate step"})
+		sort.Strings(r.BlockedGroups)
+		if len(r.BlockedGroups) > 20 {
+			r.BlockedGroups = r.BlockedGroups[:20]
 		}
-		return
+		r.Note = fmt.Sprintf("%d message(s) could not be read: they wait behind unselected messages of FIFO group(s) %s, which this run left in the DLQ; select those messages too, or move the whole queue to a recovery FIFO queue first", r.Blocked, strings.Join(r.BlockedGroups, ", "))
 	}
-	if g.OnGuard == GuardPause && !final {
-		if !m.paused {
-			m.paused = true
-			m.pauseCh = make(chan struct{})
-			m.pausedSince = time.Now()
-			trip.State = "paused"
-			emit(*trip)
-			return
-		}
-		if g.PauseTimeout <= 0 || time.Since(m.pausedSince) < g.PauseTimeout {
-			return
-		}
-		trip.Detail += fmt.Sprintf("; still tripped after pausing %s", g.PauseTimeout)
+	for _, q := range s.dests {
+		r.Destinations = append(r.Destinations, q)
 	}
-	trip.State = "tripped"
-	m.guardTrip = trip
-	emit(*trip)
-	if m.paused {
-		m.paused = false
-		close(m.pauseCh)
-	}
-	m.cancelRun()
+	sort.Slice(r.Destinations, func(a, b int) bool { return r.Destinations[a].Name < r.Destinations[b].Name })
+	return r
 }

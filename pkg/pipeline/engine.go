@@ -1,0 +1,947 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+// ErrHeldLimit is returned (wrapped) by Source.Next when the source cannot
+// hand out more without exceeding the queue's in-flight limit (the run's own
+// cap, or SQS answering OverLimit). The engine ends the run as partial.
+var ErrHeldLimit = errors.New("in-flight limit reached")
+
+// Options configure a run.
+type Options struct {
+	// Workers receive, decide and deliver concurrently (default 8).
+	Workers int
+	// Rate is the delivery rate in messages per second (0 = unlimited).
+	// Ramp, when set, replaces it: the rate starts at Ramp[0] and steps to
+	// the next value every RampEvery (default 1m) while no guard pauses.
+	Rate      float64
+	Ramp      []float64
+	RampEvery time.Duration
+	// Max delivers at most this many items (0 = no limit); items beyond it
+	// are released.
+	Max int
+	// StopWhen, when set, is asked before every receive; true ends the run
+	// (a sample that has read enough).
+	StopWhen func() bool
+	// Total is the expected number of items (for the ETA; 0 unknown).
+	Total  int
+	Guards Guards
+	// WaitInFlight is how long the run waits, at its end, for messages in
+	// flight that it does not hold (a receive whose answer was lost,
+	// another consumer) to become visible again and be processed. 0 does
+	// not wait: such messages are reported and the run is partial.
+	WaitInFlight time.Duration
+	// EmptyReceives ends a worker after that many consecutive empty
+	// batches from a source that is not a Drainer (default 2).
+	EmptyReceives int
+	Reporter      Reporter
+}
+
+// Result is the accounting of a run: every item received ends in exactly
+// one of Delivered, Resumed, Skipped, Released, Refused, Unknown, NotAcked.
+type Result struct {
+	Received   int `json:"received"`
+	Duplicates int `json:"duplicates"`
+	// Delivered: durable at the sink and removed from the source.
+	Delivered int `json:"delivered"`
+	// Resumed: already durable (an earlier attempt), removed from the source.
+	Resumed int            `json:"resumed"`
+	Skipped map[string]int `json:"skipped"`
+	// Released: given back unprocessed (beyond --max, or the run stopped).
+	Released int `json:"released"`
+	// Refused: the destination refused them; they stay at the source.
+	Refused int `json:"refused"`
+	// Unknown: the delivery call failed; the copies may or may not exist.
+	Unknown int `json:"unknown_outcome"`
+	// NotAcked: durable at the sink but still at the source (the removal
+	// failed, or the lease was lost: LeaseLost of them); a re-run removes
+	// them without delivering again.
+	NotAcked  int `json:"not_acked"`
+	LeaseLost int `json:"lease_lost"`
+	// NotAckedIDs lists (up to 1000) the ids of NotAcked items with reasons.
+	NotAckedIDs []FailedItem `json:"not_acked_ids,omitempty"`
+
+	Interrupted bool        `json:"interrupted"`
+	Guard       *GuardEvent `json:"guard,omitempty"`
+	Errors      []string    `json:"errors,omitempty"`
+
+	// Complete: the source was read to its end and the reconciliation
+	// found nothing left that the run did not account for.
+	Complete bool `json:"complete"`
+	// Blocked: visible messages that could not be received because their
+	// FIFO group is locked behind a message the run holds.
+	Blocked int `json:"blocked,omitempty"`
+	// InFlightElsewhere: messages in flight that the run did not hold when
+	// it ended (they return after ReturnAfter).
+	InFlightElsewhere int           `json:"in_flight_elsewhere,omitempty"`
+	ReturnAfter       time.Duration `json:"-"`
+	// VisibleLeft: visible messages the run could not receive (standard
+	// queue; approximate).
+	VisibleLeft int `json:"visible_left,omitempty"`
+	// HeldLimit: the run stopped at the queue's in-flight limit.
+	HeldLimit bool `json:"held_limit,omitempty"`
+	// StoppedAtMax: the run stopped at Options.Max or StopWhen.
+	StoppedAtMax bool `json:"stopped_at_max,omitempty"`
+	// Note says in one sentence why the run is not complete.
+	Note string `json:"note,omitempty"`
+
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
+	Rate           float64 `json:"rate"`
+}
+
+// FailedItem is an item that could not be processed, and why.
+type FailedItem struct {
+	MessageID string `json:"message_id"`
+	Reason    string `json:"reason"`
+}
+
+// SkippedTotal is the number of skipped items.
+func (r *Result) SkippedTotal() int {
+	n := 0
+	for _, v := range r.Skipped {
+		n += v
+	}
+	return n
+}
+
+// AckObserver is an optional Sink interface: Acked is called with the ids of
+// items removed from the source after a durable delivery (or AckOnly).
+type AckObserver interface {
+	// Acked gets the removed items (slim records: id and class) and, for
+	// delivered ones, their decisions' labels (nil for AckOnly items).
+	Acked(items []Item, labels []string)
+}
+
+// Discarder is an optional Sink interface: Discard drops buffered
+// deliveries when the run stops early (their commits resolve with an error,
+// so their items are released, not acked).
+type Discarder interface {
+	Discard()
+}
+
+type engine struct {
+	opt   Options
+	src   Source
+	sink  Sink
+	drain Drainer
+	start time.Time
+
+	limiter *rate.Limiter
+	target  atomic.Value // float64
+
+	received  atomic.Int64
+	delivered atomic.Int64
+	resumed   atomic.Int64
+	skipped   atomic.Int64
+	failed    atomic.Int64
+	reserved  atomic.Int64
+
+	mu          sync.Mutex
+	res         *Result
+	paused      bool
+	pauseCh     chan struct{}
+	pausedSince time.Time
+	guardTrip   *GuardEvent
+	stopErr     error
+	cancelRun   context.CancelFunc
+	samples     []sample
+
+	// end detection
+	endMu       sync.Mutex
+	ended       bool
+	stuck       int
+	waitSince   time.Time
+	sourceDone  atomic.Bool
+	heldLimit   atomic.Bool
+	stoppedAtMx atomic.Bool
+}
+
+type sample struct {
+	t time.Time
+	n int64
+}
+
+// Run reads src until it is drained (or Max, StopWhen, a guard, an error or
+// ctx ends it), delivering to sink. It finishes batches already handed to
+// the sink when ctx is cancelled, acks what became durable, releases the
+// rest through src.Close (which the caller calls), and reconciles. The error
+// is non-nil only for failures not reflected in the Result.
+func Run(ctx context.Context, src Source, sink Sink, opt Options) (*Result, error) {
+	if opt.Workers <= 0 {
+		opt.Workers = 8
+	}
+	if opt.EmptyReceives <= 0 {
+		opt.EmptyReceives = 2
+	}
+	if opt.Guards.Every <= 0 {
+		opt.Guards.Every = 10 * time.Second
+	}
+	if opt.Guards.OnGuard == "" {
+		opt.Guards.OnGuard = GuardAbort
+	}
+	e := &engine{opt: opt, src: src, sink: sink, start: time.Now(),
+		res: &Result{Skipped: map[string]int{}}, pauseCh: make(chan struct{})}
+	close(e.pauseCh)
+	e.drain, _ = src.(Drainer)
+	first := opt.Rate
+	if len(opt.Ramp) > 0 {
+		first = opt.Ramp[0]
+	}
+	e.target.Store(first)
+	if first > 0 {
+		e.limiter = rate.NewLimiter(rate.Limit(first), queue.MaxBatchEntries)
+		e.limiter.AllowN(time.Now(), queue.MaxBatchEntries) // start empty: no burst above the rate
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	e.cancelRun = cancel
+	defer cancel()
+
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	var bgWG sync.WaitGroup
+	bgWG.Add(2)
+	go func() { defer bgWG.Done(); e.progressLoop(bg) }()
+	go func() { defer bgWG.Done(); e.guardLoop(bg) }()
+	if len(opt.Ramp) > 1 {
+		bgWG.Add(1)
+		go func() { defer bgWG.Done(); e.rampLoop(bg) }()
+	}
+
+	ackers := make([]*acker, opt.Workers)
+	var ackWG sync.WaitGroup
+	for w := range ackers {
+		ackers[w] = newAcker()
+		ackWG.Add(1)
+		go func(a *acker) { defer ackWG.Done(); a.run(e) }(ackers[w])
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < opt.Workers; w++ {
+		wg.Add(1)
+		go func(w int) { defer wg.Done(); e.worker(runCtx, w, ackers[w]) }(w)
+	}
+	wg.Wait()
+
+	fin := context.WithoutCancel(ctx)
+	clean := ctx.Err() == nil && e.failedStop() == nil && e.tripped() == nil
+	if clean {
+		if _, err := sink.Flush(fin); err != nil {
+			e.stop(err)
+		}
+	} else if d, ok := sink.(Discarder); ok {
+		d.Discard()
+	}
+	for _, a := range ackers {
+		a.close()
+	}
+	ackWG.Wait()
+	stopBG()
+	bgWG.Wait()
+	e.checkGuards(fin, true)
+	e.report()
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.res
+	r.Received = int(e.received.Load())
+	r.Delivered = int(e.delivered.Load())
+	r.Resumed = int(e.resumed.Load())
+	r.Guard = e.guardTrip
+	r.Interrupted = ctx.Err() != nil && r.Guard == nil
+	r.HeldLimit = e.heldLimit.Load()
+	r.StoppedAtMax = e.stoppedAtMx.Load()
+	r.ElapsedSeconds = time.Since(e.start).Seconds()
+	if r.ElapsedSeconds > 0 {
+		r.Rate = float64(r.Delivered) / r.ElapsedSeconds
+	}
+	e.reconcileLocked(r)
+	return r, e.stopErr
+}
+
+// reconcileLocked decides whether the run is complete and says why not.
+func (e *engine) reconcileLocked(r *Result) {
+	switch {
+	case r.Guard != nil, r.Interrupted, e.stopErr != nil:
+		r.Note = "the run stopped before the source was drained"
+	case r.HeldLimit:
+		r.Note = "stopped at the queue's in-flight limit: the run holds as many messages as SQS lets one queue have in flight; run again (a run that removes what it processed continues where this one ended)"
+	case r.StoppedAtMax:
+		r.Note = "stopped at the requested maximum"
+	case r.Blocked > 0:
+		r.Note = fmt.Sprintf("%d message(s) could not be read: a FIFO group's later messages cannot be received while an earlier message of the group is held", r.Blocked)
+	case r.InFlightElsewhere > 0:
+		r.Note = fmt.Sprintf("%d message(s) were in flight elsewhere (a receive whose answer was lost, or another consumer) and did not come back; they become visible again within %s — re-run then", r.InFlightElsewhere, r.ReturnAfter.Round(time.Second))
+	case r.VisibleLeft > 0:
+		r.Note = fmt.Sprintf("the queue still reports %d visible message(s) that no receive returned; re-run to process them", r.VisibleLeft)
+	}
+	r.Complete = r.Note == "" && r.Unknown == 0 && r.Refused == 0 && r.NotAcked == 0
+	if r.Note == "" && !r.Complete {
+		r.Note = fmt.Sprintf("%d message(s) were not processed (%d refused, %d with unknown outcome, %d durable but still in the source); re-run to retry", r.Refused+r.Unknown+r.NotAcked, r.Refused, r.Unknown, r.NotAcked)
+	}
+}
+
+func (e *engine) failedStop() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stopErr
+}
+
+func (e *engine) tripped() *GuardEvent {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.guardTrip
+}
+
+// stop ends the run because of an error that is not per-item.
+func (e *engine) stop(err error) {
+	e.mu.Lock()
+	if e.stopErr == nil {
+		e.stopErr = err
+	}
+	e.addErrorLocked(err.Error())
+	e.mu.Unlock()
+	e.cancelRun()
+}
+
+func (e *engine) addError(s string) {
+	e.mu.Lock()
+	e.addErrorLocked(s)
+	e.mu.Unlock()
+}
+
+func (e *engine) addErrorLocked(s string) {
+	for _, x := range e.res.Errors {
+		if x == s {
+			return
+		}
+	}
+	if len(e.res.Errors) < 10 {
+		e.res.Errors = append(e.res.Errors, s)
+	}
+}
+
+func (e *engine) event(ev Event) {
+	if e.opt.Reporter.Event != nil {
+		e.opt.Reporter.Event(ev)
+	}
+}
+
+func (e *engine) waitGate(ctx context.Context) bool {
+	e.mu.Lock()
+	ch := e.pauseCh
+	e.mu.Unlock()
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (e *engine) maxReached() bool {
+	if e.opt.Max > 0 && e.reserved.Load() >= int64(e.opt.Max) {
+		e.stoppedAtMx.Store(true)
+		return true
+	}
+	if e.opt.StopWhen != nil && e.opt.StopWhen() {
+		e.stoppedAtMx.Store(true)
+		return true
+	}
+	return false
+}
+
+func (e *engine) isEnded() bool {
+	e.endMu.Lock()
+	defer e.endMu.Unlock()
+	return e.ended
+}
+
+func (e *engine) worker(runCtx context.Context, w int, ack *acker) {
+	empty := 0
+	for runCtx.Err() == nil && !e.isEnded() {
+		if !e.waitGate(runCtx) {
+			return
+		}
+		if e.maxReached() {
+			return
+		}
+		items, err := e.src.Next(runCtx, queue.MaxBatchEntries)
+		if errors.Is(err, ErrSourceDone) {
+			e.sourceDone.Store(true)
+			e.endWith(func() {})
+			return
+		}
+		if errors.Is(err, ErrHeldLimit) {
+			e.heldLimit.Store(true)
+			e.endWith(func() {})
+			if len(items) == 0 {
+				return
+			}
+			err = nil
+		}
+		if err != nil {
+			_ = e.src.Release(context.WithoutCancel(runCtx), items)
+			if runCtx.Err() != nil {
+				return
+			}
+			e.stop(fmt.Errorf("reading %s: %w", e.src.Name(), err))
+			return
+		}
+		e.received.Add(int64(len(items)))
+		if runCtx.Err() != nil {
+			e.releaseItems(context.WithoutCancel(runCtx), items, "")
+			return
+		}
+		if len(items) > 0 {
+			e.process(runCtx, w, items, ack)
+		}
+		if e.drain == nil {
+			if len(items) == 0 {
+				if empty++; empty >= e.opt.EmptyReceives {
+					return
+				}
+			} else {
+				empty = 0
+			}
+			continue
+		}
+		if len(items) < queue.MaxBatchEntries && e.shortReceive(runCtx, len(items)) {
+			return
+		}
+	}
+}
+
+// endWith marks the run's reading as over.
+func (e *engine) endWith(f func()) {
+	e.endMu.Lock()
+	defer e.endMu.Unlock()
+	e.ended = true
+	f()
+}
+
+// shortReceive runs after a receive that returned fewer items than asked:
+// it asks the source what is left and decides whether reading is over. It
+// reports true when the worker should stop.
+func (e *engine) shortReceive(ctx context.Context, n int) bool {
+	e.endMu.Lock()
+	defer e.endMu.Unlock()
+	if e.ended {
+		return true
+	}
+	rem, err := e.drain.Remaining(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return true
+		}
+		// Counts unavailable: fall back to an empty receive as the end.
+		if n == 0 {
+			e.ended = true
+			return true
+		}
+		return false
+	}
+	if rem.Visible <= 0 && rem.InFlightElsewhere <= 0 {
+		e.ended = true
+		return true
+	}
+	if n > 0 {
+		e.stuck = 0
+		return false // messages are still coming; keep reading
+	}
+	if rem.Visible > 0 {
+		// Nothing came back although the queue has visible messages: on a
+		// FIFO queue their groups are locked behind messages we hold. A
+		// buffered delivery (an open archive part) is made durable so its
+		// messages can be removed and their groups unlocked.
+		if flushed, ferr := e.sink.Flush(context.WithoutCancel(ctx)); ferr != nil {
+			e.ended = true
+			e.stop(ferr)
+			return true
+		} else if flushed {
+			e.stuck = 0
+			return false
+		}
+		e.stuck++
+		limit := 3
+		if !rem.Groups {
+			limit = 5 // standard queue: approximate counts settle
+		}
+		if e.stuck < limit {
+			return false
+		}
+		e.ended = true
+		e.mu.Lock()
+		if rem.Groups {
+			e.res.Blocked = rem.Visible
+		} else {
+			e.res.VisibleLeft = rem.Visible
+		}
+		e.mu.Unlock()
+		return true
+	}
+	// Only messages in flight elsewhere are left.
+	now := time.Now()
+	if e.waitSince.IsZero() {
+		e.waitSince = now
+	}
+	limit := e.opt.WaitInFlight
+	if rem.ReturnAfter > 0 && limit > rem.ReturnAfter+5*time.Second {
+		limit = rem.ReturnAfter + 5*time.Second
+	}
+	if limit > 0 && now.Sub(e.waitSince) < limit {
+		return false // keep polling: they come back when their visibility ends
+	}
+	e.ended = true
+	e.mu.Lock()
+	e.res.InFlightElsewhere = rem.InFlightElsewhere
+	e.res.ReturnAfter = rem.ReturnAfter
+	e.mu.Unlock()
+	return true
+}
+
+func (e *engine) releaseItems(ctx context.Context, items []Item, reason string) {
+	if len(items) == 0 {
+		return
+	}
+	if err := e.src.Release(ctx, items); err != nil {
+		e.addError(fmt.Sprintf("releasing %d message(s) failed (%v); they become visible again when their visibility timeout ends", len(items), err))
+	}
+	e.mu.Lock()
+	e.res.Released += len(items)
+	e.mu.Unlock()
+	_ = reason
+}
+
+type pendingItem struct {
+	it  Item
+	dec Decision
+}
+
+func (e *engine) process(runCtx context.Context, w int, items []Item, ack *acker) {
+	fin := context.WithoutCancel(runCtx)
+	var release, ackOnly []Item
+	var order []string
+	groups := map[string][]pendingItem{}
+	for _, it := range items {
+		dec, err := e.sink.Prepare(runCtx, it)
+		if err != nil {
+			release = append(release, it)
+			if runCtx.Err() == nil {
+				e.stop(err)
+			}
+			continue
+		}
+		switch dec.Verb {
+		case Skip:
+			e.skipped.Add(1)
+			e.mu.Lock()
+			e.res.Skipped[dec.Reason]++
+			e.mu.Unlock()
+			e.event(Event{MessageID: it.Record.MessageID, Action: "skipped", Reason: dec.Reason, Class: it.Record.Class})
+		case AckOnly:
+			ackOnly = append(ackOnly, it)
+		case Release:
+			release = append(release, it)
+		case Deliver:
+			if e.opt.Max > 0 && e.reserved.Add(1) > int64(e.opt.Max) {
+				e.stoppedAtMx.Store(true)
+				release = append(release, it)
+				continue
+			} else if e.opt.Max <= 0 {
+				e.reserved.Add(1)
+			}
+			if _, ok := groups[dec.Key]; !ok {
+				order = append(order, dec.Key)
+			}
+			groups[dec.Key] = append(groups[dec.Key], pendingItem{it: it, dec: dec})
+		}
+	}
+	e.releaseItems(fin, release, "")
+	if len(ackOnly) > 0 {
+		ack.push(ackJob{items: slimItems(ackOnly), resumed: true})
+	}
+	for _, key := range order {
+		ps := groups[key]
+		for len(ps) > 0 {
+			n, size := 0, 0
+			for n < len(ps) && n < queue.MaxBatchEntries && (n == 0 || size+ps[n].dec.Size <= queue.MaxBatchBytes) {
+				size += ps[n].dec.Size
+				n++
+			}
+			e.deliver(runCtx, w, key, ps[:n], ack)
+			ps = ps[n:]
+		}
+	}
+}
+
+// waitTokens waits for guards and rate tokens; false means the run is
+// stopping and the batch must be released undelivered.
+func (e *engine) waitTokens(ctx context.Context, n int) bool {
+	if !e.waitGate(ctx) {
+		return false
+	}
+	if e.limiter == nil {
+		return ctx.Err() == nil
+	}
+	return e.limiter.WaitN(ctx, n) == nil
+}
+
+func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pendingItem, ack *acker) {
+	fin := context.WithoutCancel(runCtx)
+	items := make([]Item, len(batch))
+	payloads := make([]any, len(batch))
+	for i, p := range batch {
+		items[i] = p.it
+		payloads[i] = p.dec.Payload
+	}
+	if !e.waitTokens(runCtx, len(batch)) {
+		e.releaseItems(fin, items, "stopping")
+		return
+	}
+	outs, commit := e.sink.Deliver(fin, w, key, items, payloads)
+	var accepted []Item
+	var details, labels []string
+	var unknown, notSent []Item
+	var unknownErr, notSentErr error
+	for i, p := range batch {
+		var o Outcome
+		if i < len(outs) {
+			o = outs[i]
+		} else {
+			o.Err = errors.New("the sink gave no outcome for this message")
+		}
+		var refused *RefusedError
+		var undelivered *UndeliveredError
+		switch {
+		case errors.As(o.Err, &undelivered):
+			notSent = append(notSent, p.it)
+			notSentErr = undelivered.Err
+		case o.Err == nil:
+			accepted = append(accepted, p.it)
+			details = append(details, o.Detail)
+			labels = append(labels, p.dec.Label)
+		case errors.As(o.Err, &refused):
+			e.failed.Add(1)
+			e.mu.Lock()
+			e.res.Refused++
+			e.addErrorLocked(fmt.Sprintf("%s refused a message: %v", p.dec.Label, refused.Err))
+			e.mu.Unlock()
+			e.event(Event{MessageID: p.it.Record.MessageID, Action: "failed", Dest: p.dec.Label, Reason: refused.Err.Error(), Class: p.it.Record.Class})
+			// held until the end of the run, then released: it stays at the source
+		default:
+			unknown = append(unknown, p.it)
+			unknownErr = o.Err
+			e.event(Event{MessageID: p.it.Record.MessageID, Action: "unknown", Dest: p.dec.Label, Reason: o.Err.Error(), Class: p.it.Record.Class})
+		}
+	}
+	if len(notSent) > 0 {
+		e.releaseItems(fin, notSent, "not sent")
+		e.stop(notSentErr)
+	}
+	if len(unknown) > 0 {
+		e.mu.Lock()
+		e.res.Unknown += len(unknown)
+		e.mu.Unlock()
+		e.releaseItems(fin, unknown, "unknown")
+		e.stop(fmt.Errorf("delivering to %s failed: %w", batch[0].dec.Label, unknownErr))
+	}
+	if len(accepted) > 0 {
+		ack.push(ackJob{items: slimItems(accepted), commit: commit, details: details, labels: labels})
+	}
+}
+
+// slimItems keeps what acking and reporting need, not the bodies: a batch
+// can wait in an acker queue for a whole archive part.
+func slimItems(items []Item) []Item {
+	out := make([]Item, len(items))
+	for i, it := range items {
+		out[i] = Item{Record: &queue.Record{MessageID: it.Record.MessageID, Class: it.Record.Class}, Handle: it.Handle}
+	}
+	return out
+}
+
+// ackJob is one batch waiting for its commit, then removed from the source.
+type ackJob struct {
+	items   []Item
+	commit  Commit
+	details []string
+	labels  []string
+	resumed bool
+}
+
+// acker removes a worker's durable batches from the source in order, behind
+// the worker (its queue is unbounded: a batch may wait for a whole archive
+// part to be verified while the worker goes on).
+type acker struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	q      []ackJob
+	closed bool
+}
+
+func newAcker() *acker {
+	a := &acker{}
+	a.cond = sync.NewCond(&a.mu)
+	return a
+}
+
+func (a *acker) push(j ackJob) {
+	a.mu.Lock()
+	a.q = append(a.q, j)
+	a.mu.Unlock()
+	a.cond.Signal()
+}
+
+func (a *acker) close() {
+	a.mu.Lock()
+	a.closed = true
+	a.mu.Unlock()
+	a.cond.Signal()
+}
+
+func (a *acker) run(e *engine) {
+	for {
+		a.mu.Lock()
+		for len(a.q) == 0 && !a.closed {
+			a.cond.Wait()
+		}
+		if len(a.q) == 0 && a.closed {
+			a.mu.Unlock()
+			return
+		}
+		j := a.q[0]
+		a.q[0] = ackJob{}
+		a.q = a.q[1:]
+		a.mu.Unlock()
+		e.ack(j)
+	}
+}
+
+func (e *engine) ack(j ackJob) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if j.commit != nil {
+		<-j.commit.Done()
+		if err := j.commit.Err(); err != nil {
+			// Not durable: do not remove. The items stay held until the run
+			// ends, then are released.
+			e.mu.Lock()
+			e.res.Unknown += len(j.items)
+			e.mu.Unlock()
+			e.stop(err)
+			return
+		}
+	}
+	errs := e.src.Ack(ctx, j.items)
+	var acked []Item
+	var ackedLabels []string
+	e.mu.Lock()
+	for i, it := range j.items {
+		var err error
+		if i < len(errs) {
+			err = errs[i]
+		}
+		if err != nil {
+			e.res.NotAcked++
+			if errors.Is(err, queue.ErrLeaseLost) {
+				e.res.LeaseLost++
+			}
+			if len(e.res.NotAckedIDs) < 1000 {
+				e.res.NotAckedIDs = append(e.res.NotAckedIDs, FailedItem{MessageID: it.Record.MessageID, Reason: err.Error()})
+			}
+			e.addErrorLocked(fmt.Sprintf("removing a processed message from %s: %v", e.src.Name(), err))
+			continue
+		}
+		acked = append(acked, it)
+		if !j.resumed {
+			ackedLabels = append(ackedLabels, j.labels[i])
+		}
+	}
+	e.mu.Unlock()
+	if len(acked) > 0 {
+		if o, ok := e.sink.(AckObserver); ok {
+			o.Acked(acked, ackedLabels)
+		}
+	}
+	if j.resumed {
+		e.resumed.Add(int64(len(acked)))
+	} else {
+		e.delivered.Add(int64(len(acked)))
+	}
+	if e.opt.Reporter.Event == nil {
+		return
+	}
+	for i, it := range j.items {
+		if i < len(errs) && errs[i] != nil {
+			e.event(Event{MessageID: it.Record.MessageID, Action: "not-acked", Reason: errs[i].Error(), Class: it.Record.Class})
+			continue
+		}
+		if j.resumed {
+			e.event(Event{MessageID: it.Record.MessageID, Action: "resumed", Reason: "durable from an earlier attempt; removed without delivering again", Class: it.Record.Class})
+			continue
+		}
+		e.event(Event{MessageID: it.Record.MessageID, Action: "delivered", Dest: j.labels[i], Detail: j.details[i], Class: it.Record.Class})
+	}
+}
+
+func (e *engine) currentTarget() float64 { v, _ := e.target.Load().(float64); return v }
+
+// Snapshot returns the run's progress now.
+func (e *engine) snapshot() Snapshot {
+	now := time.Now()
+	done := e.delivered.Load()
+	e.mu.Lock()
+	e.samples = append(e.samples, sample{now, done})
+	for len(e.samples) > 2 && now.Sub(e.samples[0].t) > 5*time.Second {
+		e.samples = e.samples[1:]
+	}
+	first := e.samples[0]
+	guard := "ok"
+	if e.paused {
+		guard = "paused"
+	}
+	if e.guardTrip != nil {
+		guard = "tripped"
+	}
+	e.mu.Unlock()
+	s := Snapshot{Received: e.received.Load(), Delivered: done, Resumed: e.resumed.Load(), Total: int64(e.opt.Total),
+		Skipped: e.skipped.Load(), Failed: e.failed.Load(), Target: e.currentTarget(), Elapsed: now.Sub(e.start), Guard: guard}
+	if dt := now.Sub(first.t).Seconds(); dt > 0.5 {
+		s.Rate = float64(done-first.n) / dt
+	} else if el := s.Elapsed.Seconds(); el > 0 {
+		s.Rate = float64(done) / el
+	}
+	if left := s.Total - s.Delivered - s.Skipped; s.Total > 0 && left > 0 && s.Rate > 0 {
+		s.ETA = time.Duration(float64(left) / s.Rate * float64(time.Second))
+	}
+	return s
+}
+
+func (e *engine) report() {
+	if e.opt.Reporter.Progress != nil {
+		e.opt.Reporter.Progress(e.snapshot())
+	}
+}
+
+func (e *engine) progressLoop(ctx context.Context) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			e.report()
+		}
+	}
+}
+
+func (e *engine) rampLoop(ctx context.Context) {
+	every := e.opt.RampEvery
+	if every <= 0 {
+		every = time.Minute
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	step := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			e.mu.Lock()
+			paused := e.paused
+			e.mu.Unlock()
+			if paused || step+1 >= len(e.opt.Ramp) {
+				continue // hold the step while a guard pauses the run
+			}
+			step++
+			r := e.opt.Ramp[step]
+			e.target.Store(r)
+			if e.limiter != nil {
+				e.limiter.SetLimit(rate.Limit(r))
+			}
+		}
+	}
+}
+
+func (e *engine) guardLoop(ctx context.Context) {
+	if len(e.opt.Guards.Check) == 0 {
+		return
+	}
+	t := time.NewTicker(e.opt.Guards.Every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			e.checkGuards(ctx, false)
+		}
+	}
+}
+
+// checkGuards evaluates the guards; final is the check after the workers
+// stopped (only trips, never pauses).
+func (e *engine) checkGuards(ctx context.Context, final bool) {
+	g := e.opt.Guards
+	if len(g.Check) == 0 {
+		return
+	}
+	snap := e.snapshot()
+	var trip *GuardEvent
+	for _, check := range g.Check {
+		if trip = check(ctx, snap, final); trip != nil {
+			break
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.guardTrip != nil {
+		return
+	}
+	emit := func(ev GuardEvent) {
+		if e.opt.Reporter.Guard != nil {
+			e.opt.Reporter.Guard(ev)
+		}
+	}
+	if trip == nil {
+		if e.paused {
+			e.paused = false
+			close(e.pauseCh)
+			emit(GuardEvent{Name: "all", State: "cleared", Detail: "resuming at the last rate step"})
+		}
+		return
+	}
+	if g.OnGuard == GuardPause && !final {
+		if !e.paused {
+			e.paused = true
+			e.pauseCh = make(chan struct{})
+			e.pausedSince = time.Now()
+			trip.State = "paused"
+			emit(*trip)
+			return
+		}
+		if g.PauseTimeout <= 0 || time.Since(e.pausedSince) < g.PauseTimeout {
+			return
+		}
+		trip.Detail += fmt.Sprintf("; still tripped after pausing %s", g.PauseTimeout)
+	}
+	trip.State = "tripped"
+	e.guardTrip = trip
+	emit(*trip)
+	if e.paused {
+		e.paused = false
+		close(e.pauseCh)
+	}
+	e.cancelRun()
+}

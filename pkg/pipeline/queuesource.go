@@ -1,0 +1,210 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/smithy-go"
+
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+// In-flight limits of SQS (120,000 per queue, standard and FIFO). A run
+// stops short of them so the queue keeps serving its real consumers.
+const (
+	InFlightLimit    = 120_000
+	InFlightHeadroom = 10_000
+)
+
+// QueueSourceOptions configure a QueueSource.
+type QueueSourceOptions struct {
+	// Visibility is how long received messages stay hidden between
+	// heartbeats (default 60s).
+	Visibility time.Duration
+	// Wait is the long-poll wait of each receive (default 1s; SQS counts
+	// whole seconds, 1 is the shortest long poll).
+	Wait time.Duration
+	// MaxHeld caps the messages held at once (default: the in-flight limit
+	// less headroom).
+	MaxHeld int
+	// Decode decodes a received record (envelope, failure, marker) and
+	// returns the parsed body; nil leaves records as received.
+	Decode func(*queue.Record) any
+}
+
+// QueueSource is an SQS queue read through a lease: received messages are
+// held invisible with a heartbeat until they are acked (deleted with their
+// newest receipt handle) or released, and Close releases what is left. It
+// is a Drainer: it reports what the queue holds beyond the run's lease.
+type QueueSource struct {
+	c     *queue.Client
+	q     *queue.Queue
+	lease *queue.Lease
+	opt   QueueSourceOptions
+	stop  context.CancelFunc
+	dups  atomic.Int64
+}
+
+// NewQueueSource starts a lease heartbeat on q; call Close when done.
+func NewQueueSource(c *queue.Client, q *queue.Queue, opt QueueSourceOptions) *QueueSource {
+	if opt.Visibility <= 0 {
+		opt.Visibility = 60 * time.Second
+	}
+	if opt.Wait <= 0 {
+		opt.Wait = time.Second
+	}
+	if opt.MaxHeld <= 0 {
+		opt.MaxHeld = InFlightLimit - InFlightHeadroom
+	}
+	s := &QueueSource{c: c, q: q, opt: opt, lease: queue.NewLease(c, q, opt.Visibility)}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop = cancel
+	go s.lease.Run(ctx)
+	return s
+}
+
+// Queue is the queue read.
+func (s *QueueSource) Queue() *queue.Queue { return s.q }
+
+// Name is the queue name.
+func (s *QueueSource) Name() string { return s.q.Name }
+
+// Held is the number of messages currently held.
+func (s *QueueSource) Held() int { return s.lease.Len() }
+
+// Duplicates counts redeliveries of messages the run already held.
+func (s *QueueSource) Duplicates() int { return int(s.dups.Load()) }
+
+// LeasesLost counts messages whose lease the heartbeat could not keep.
+func (s *QueueSource) LeasesLost() int { return s.lease.Lost() }
+
+// Next receives up to max messages and holds them. The receive itself is
+// not cut short by ctx: a long poll abandoned mid-flight could leave the
+// messages it returned invisible with nobody holding them.
+func (s *QueueSource) Next(ctx context.Context, max int) ([]Item, error) {
+	if s.lease.Len()+max > s.opt.MaxHeld {
+		return nil, fmt.Errorf("%w: %d messages held", ErrHeldLimit, s.lease.Len())
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opt.Wait+60*time.Second)
+	msgs, err := s.c.Receive(rctx, s.q, max, s.opt.Visibility, s.opt.Wait)
+	cancel()
+	if err != nil {
+		if isOverLimit(err) {
+			return nil, fmt.Errorf("%w: %s answered OverLimit", ErrHeldLimit, s.q.Name)
+		}
+		return nil, err
+	}
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	// The lease holds slim copies (id and receipt handle): held messages do
+	// not keep their bodies in memory.
+	slims := make([]*queue.Message, len(msgs))
+	for i, m := range msgs {
+		slims[i] = &queue.Message{Record: queue.Record{MessageID: m.MessageID}, ReceiptHandle: m.ReceiptHandle, ReceivedAt: m.ReceivedAt}
+	}
+	redelivered := s.lease.Add(slims...)
+	var dup map[*queue.Message]bool
+	if len(redelivered) > 0 {
+		dup = make(map[*queue.Message]bool, len(redelivered))
+		for _, m := range redelivered {
+			dup[m] = true
+		}
+		s.dups.Add(int64(len(redelivered)))
+	}
+	items := make([]Item, 0, len(msgs))
+	for i, m := range msgs {
+		if dup[slims[i]] {
+			// A redelivery of a message this run already holds (its lease
+			// ran out and it was received again): the lease now has its
+			// newest receipt handle; the run goes on with the one it has.
+			continue
+		}
+		var parsed any
+		if s.opt.Decode != nil {
+			parsed = s.opt.Decode(&m.Record)
+		}
+		items = append(items, Item{Record: &m.Record, Parsed: parsed, Handle: slims[i]})
+	}
+	return items, nil
+}
+
+func handles(items []Item) []*queue.Message {
+	msgs := make([]*queue.Message, 0, len(items))
+	for _, it := range items {
+		if m, ok := it.Handle.(*queue.Message); ok {
+			msgs = append(msgs, m)
+		}
+	}
+	return msgs
+}
+
+// Ack deletes the items from the queue with their newest receipt handles.
+// An item whose lease was lost is not deleted (deleting with a superseded
+// handle can succeed without deleting); it fails with queue.ErrLeaseLost
+// and is processed again when it is received again.
+func (s *QueueSource) Ack(ctx context.Context, items []Item) []error {
+	msgs := handles(items)
+	failed := s.lease.Delete(ctx, msgs)
+	out := make([]error, len(items))
+	for i, it := range items {
+		m, ok := it.Handle.(*queue.Message)
+		if !ok {
+			out[i] = errors.New("item was not received from this queue")
+			continue
+		}
+		out[i] = failed[m]
+	}
+	return out
+}
+
+// Release makes the items visible again.
+func (s *QueueSource) Release(ctx context.Context, items []Item) error {
+	return s.lease.Release(ctx, handles(items))
+}
+
+// Close stops the heartbeat and releases every message still held.
+func (s *QueueSource) Close(ctx context.Context) error {
+	s.stop()
+	return s.lease.ReleaseAll(ctx)
+}
+
+// Remaining reads the queue's depths and subtracts what the run holds.
+func (s *QueueSource) Remaining(ctx context.Context) (Remaining, error) {
+	cp := *s.q
+	if err := s.c.Refresh(ctx, &cp); err != nil {
+		return Remaining{}, err
+	}
+	n := cp.Counts()
+	held := s.lease.Len()
+	visible := n.Visible
+	if s.c.CountsIncludeInFlight {
+		visible -= n.InFlight
+	}
+	ret := s.opt.Visibility
+	if v := cp.VisibilityTimeout(); v > ret {
+		ret = v
+	}
+	return Remaining{
+		Visible:           max(0, visible),
+		InFlightElsewhere: max(0, n.InFlight-held),
+		Held:              held,
+		ReturnAfter:       ret,
+		Groups:            cp.FIFO,
+	}, nil
+}
+
+// isOverLimit reports whether err is SQS's OverLimit error (too many
+// messages in flight).
+func isOverLimit(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "OverLimit"
+}
+
+var (
+	_ Source  = (*QueueSource)(nil)
+	_ Drainer = (*QueueSource)(nil)
+)
