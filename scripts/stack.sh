@@ -271,6 +271,9 @@ export AWS_SECRET_ACCESS_KEY=$secret_key
 export AWS_REGION=$region
 export AWS_DEFAULT_REGION=$region
 export DLQCTL_MOTO_ENDPOINT=$3
+# local-aws-sqs counts in-flight messages in ApproximateNumberOfMessages (AWS
+# and moto do not); dlqctl subtracts them when this is set (docs/emulators.md).
+export DLQCTL_SQS_COUNTS_INCLUDE_INFLIGHT=1
 unset AWS_PROFILE AWS_DEFAULT_PROFILE AWS_SESSION_TOKEN AWS_ENDPOINT_URL
 EOF
   mv "$tmp" "$stack_dir/env"
