@@ -41,7 +41,8 @@ var signalDefs = []struct {
 		"no route to host", "temporary failure in name resolution", "remote end closed connection", "server disconnected",
 		"connection error", "could not connect", "cannot connect", "unable to connect", "failed to connect", "connection closed by",
 		"connection was closed", "connection lost", "transient connection", "handshake timeout", "UnknownHostException",
-		"name or service not known", "host is unreachable", "BrokenCircuitException", "circuit breaker is open", "circuit is open"}},
+		"name or service not known", "host is unreachable", "no such host", "server closed the connection",
+		"closed the connection unexpectedly", "connection is not available", "BrokenCircuitException", "circuit breaker is open", "circuit is open"}},
 	{FamilyTransient, "network", false, []string{"connection closed", "network error", "socket exception", "circuit breaker",
 		"name resolution", "getaddrinfo", "eof while reading", "unexpected eof", "GOAWAY", "reset by peer"}},
 	// --- transient: timeouts
@@ -216,6 +217,12 @@ var negators = map[string]bool{"non": true, "not": true, "never": true, "without
 var httpContext = map[string]bool{"http": true, "https": true, "status": true, "code": true, "statuscode": true, "returned": true,
 	"responded": true, "response": true, "error": true, "got": true, "received": true}
 
+// businessEntities are the nouns whose absence is a business outcome (the
+// order was deleted), not a configuration problem (the queue is missing).
+var businessEntities = map[string]bool{"order": true, "customer": true, "account": true, "user": true, "product": true,
+	"payment": true, "invoice": true, "item": true, "sku": true, "cart": true, "subscription": true, "merchant": true,
+	"shipment": true, "booking": true, "reservation": true, "member": true, "tenant": true, "contract": true, "policy": true}
+
 // scan returns the signals found in text: at most one hit per family (the
 // strongest, earliest).
 func (v *vocabulary) scan(text string, buf []string) ([]hit, []string) {
@@ -248,12 +255,24 @@ func (v *vocabulary) scan(text string, buf []string) ([]hit, []string) {
 			}
 		}
 		// HTTP statuses: "HTTP 503", "status code 429", "returned 404".
+		// In free text a 4xx is a weak signal: AWS SDKs report throttling
+		// as "Status Code: 400; Error Code: ThrottlingException".
 		if len(w) == 3 && (w[0] == '4' || w[0] == '5') && isDigits(w) {
 			for k := i - 1; k >= 0 && k >= i-3; k-- {
 				if httpContext[words[k]] {
 					if f := httpStatusFamily(w); f != "" {
-						add(hit{f, "http", "HTTP " + w, true, i})
+						add(hit{f, "http", "HTTP " + w, f == FamilyTransient, i})
 					}
+					break
+				}
+			}
+		}
+		// "order o-404 not found", "customer c-1 does not exist": a
+		// business entity that is missing.
+		if (w == "found" && i > 0 && words[i-1] == "not") || (w == "exist" && i > 1 && words[i-1] == "not" && words[i-2] == "does") {
+			for k := i - 2; k >= 0 && k >= i-6; k-- {
+				if businessEntities[words[k]] {
+					add(hit{FamilyBusiness, "rejection", words[k] + " … not found", true, k})
 					break
 				}
 			}

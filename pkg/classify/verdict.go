@@ -80,6 +80,24 @@ func evidenceOf(f *queue.Failure) []queue.Evidence {
 // the least.
 var familyRank = map[string]int{FamilySchema: 0, FamilyBusiness: 1, FamilyPermanent: 2, FamilyConfig: 3}
 
+// outranks orders strong non-transient readings: a schema problem anywhere
+// is the most specific; otherwise the more specific field (an exception
+// type over a message), then the family (business, permanent,
+// configuration), then the earlier phrase.
+func outranks(a, b *candidate) bool {
+	as, bs := a.family == FamilySchema, b.family == FamilySchema
+	if as != bs {
+		return as
+	}
+	if a.tier != b.tier {
+		return a.tier < b.tier
+	}
+	if familyRank[a.family] != familyRank[b.family] {
+		return familyRank[a.family] < familyRank[b.family]
+	}
+	return earlier(a, b)
+}
+
 // verdict reads the failure evidence once per message.
 func (x *subject) verdict() *Verdict {
 	if x.v == nil {
@@ -151,8 +169,7 @@ func readEvidence(ev []queue.Evidence) *Verdict {
 			if firstT == nil || earlier(c, firstT) {
 				firstT = c
 			}
-		} else if firstN == nil || familyRank[c.family] < familyRank[firstN.family] ||
-			(familyRank[c.family] == familyRank[firstN.family] && earlier(c, firstN)) {
+		} else if firstN == nil || outranks(c, firstN) {
 			firstN = c
 		}
 	}

@@ -68,7 +68,7 @@ func numberOrString(s string) any {
 func decodeCloudEvents(d *Decoding) bool {
 	if d.Obj != nil && isCloudEvent(d.Obj) {
 		d.SetEnvelope(cloudEventEnvelope(func(k string) string { return str(d.Obj, k) }))
-		if data, ok := d.Obj["data"]; ok {
+		if data, ok := d.Obj["data"]; ok && data != nil {
 			if s, isStr := data.(string); isStr {
 				data = parseMaybeJSON(s)
 			}

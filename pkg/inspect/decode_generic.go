@@ -205,14 +205,14 @@ func genericValue(d *Decoding, field, kind string, v any, depth int) bool {
 		}
 		found := false
 		// A nested error object: its own failure keys, plus the usual
-		// names of an error's parts.
-		for _, p := range [...]struct{ key, kind string }{
-			{"type", queue.EvidenceType}, {"name", queue.EvidenceType}, {"class", queue.EvidenceType},
-			{"code", queue.EvidenceCode}, {"message", queue.EvidenceMessage}, {"msg", queue.EvidenceMessage},
-			{"description", queue.EvidenceMessage}, {"detail", queue.EvidenceMessage}, {"title", queue.EvidenceMessage},
-		} {
-			if s := scalarText(t[p.key]); s != "" {
-				d.Evidence(field+"."+p.key, p.kind, s)
+		// names of an error's parts (any case: "Code", "Message").
+		for k, val := range t {
+			kind, ok := errorParts[strings.ToLower(k)]
+			if !ok {
+				continue
+			}
+			if s := scalarText(val); s != "" {
+				d.Evidence(field+"."+k, kind, s)
 				found = true
 			}
 		}
@@ -233,6 +233,13 @@ func genericValue(d *Decoding, field, kind string, v any, depth int) bool {
 		return found
 	}
 	return false
+}
+
+// errorParts are the parts of a nested error object.
+var errorParts = map[string]string{
+	"type": queue.EvidenceType, "name": queue.EvidenceType, "class": queue.EvidenceType, "kind": queue.EvidenceType,
+	"code": queue.EvidenceCode, "message": queue.EvidenceMessage, "msg": queue.EvidenceMessage,
+	"description": queue.EvidenceMessage, "detail": queue.EvidenceMessage, "title": queue.EvidenceMessage,
 }
 
 // splitTypeMessage splits "pkg.SomeError: message" into its exception type
