@@ -1,0 +1,140 @@
+package emulatorfacts
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/dlqctl/dlqctl/internal/testenv"
+)
+
+// expect logs what e's server did and fails when it differs from what
+// docs/emulators.md says that server does (want has one entry per Kind).
+func expect(t *testing.T, e testenv.Env, what string, got any, want map[testenv.Kind]any) {
+	t.Helper()
+	t.Logf("%s on %s: %v", what, e.Kind, got)
+	w, ok := want[e.Kind]
+	if !ok {
+		t.Errorf("%s: no documented value for %s (observed %v)", what, e.Kind, got)
+		return
+	}
+	if !reflect.DeepEqual(got, w) {
+		t.Errorf("%s on %s = %#v, docs/emulators.md says %#v", what, e.Kind, got, w)
+	}
+}
+
+// both is a want map with one value for both servers.
+func both(v any) map[testenv.Kind]any {
+	return map[testenv.Kind]any{testenv.KindLocal: v, testenv.KindMoto: v}
+}
+
+type queue struct {
+	URL, ARN string
+}
+
+func mkQueue(t *testing.T, c *sqs.Client, prefix string, fifo bool, attrs map[string]string) queue {
+	t.Helper()
+	name := testenv.UniqueName(t, prefix)
+	a := map[string]string{}
+	for k, v := range attrs {
+		a[k] = v
+	}
+	if fifo {
+		name += ".fifo"
+		a["FifoQueue"] = "true"
+		if _, ok := a["ContentBasedDeduplication"]; !ok {
+			a["ContentBasedDeduplication"] = "true"
+		}
+	}
+	out, err := c.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := aws.ToString(out.QueueUrl)
+	t.Cleanup(func() { c.DeleteQueue(t.Context(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}) })
+	ga, err := c.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{"QueueArn"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return queue{URL: url, ARN: ga.Attributes["QueueArn"]}
+}
+
+func send(t *testing.T, c *sqs.Client, q queue, body, group string) string {
+	t.Helper()
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(q.URL), MessageBody: aws.String(body)}
+	if group != "" {
+		in.MessageGroupId = aws.String(group)
+	}
+	out, err := c.SendMessage(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return aws.ToString(out.MessageId)
+}
+
+// receive asks for every attribute both ways (see TestSystemAttributeNames).
+func receive(t *testing.T, c *sqs.Client, q queue, max, visibility int32) []sqstypes.Message {
+	t.Helper()
+	out, err := c.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(q.URL), MaxNumberOfMessages: max, VisibilityTimeout: visibility,
+		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		AttributeNames:              []sqstypes.QueueAttributeName{"All"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Messages
+}
+
+func bodies(ms []sqstypes.Message) []string {
+	out := []string{}
+	for _, m := range ms {
+		out = append(out, aws.ToString(m.Body))
+	}
+	return out
+}
+
+func queueCounts(t *testing.T, c *sqs.Client, q queue) (visible, notVisible int) {
+	t.Helper()
+	out, err := c.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(q.URL), AttributeNames: []sqstypes.QueueAttributeName{"All"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	visible, _ = strconv.Atoi(out.Attributes["ApproximateNumberOfMessages"])
+	notVisible, _ = strconv.Atoi(out.Attributes["ApproximateNumberOfMessagesNotVisible"])
+	return visible, notVisible
+}
+
+// code returns the API error code of err: "" for nil, "HTTP <status>,
+// undecodable body" when the SDK could not read the server's answer.
+func code(err error) string {
+	if err == nil {
+		return ""
+	}
+	var de *smithy.DeserializationError
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &de) && errors.As(err, &re) {
+		return fmt.Sprintf("HTTP %d, undecodable body", re.HTTPStatusCode())
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return fmt.Sprintf("non-API: %v", err)
+}
+
+func message(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorMessage()
+	}
+	return ""
+}
