@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/time/rate"
 
 	"github.com/dlqctl/dlqctl/pkg/archive"
 	"github.com/dlqctl/dlqctl/pkg/errs"
@@ -39,6 +38,8 @@ type ArchiveOptions struct {
 	Rate        float64
 	Visibility  time.Duration
 	Concurrency int
+	// WaitInFlight waits at the end for messages in flight elsewhere.
+	WaitInFlight bool
 }
 
 const archiveLong = `Archive messages of a queue (normally a DLQ) to S3 before anything is
@@ -61,7 +62,18 @@ dlqctl computed. Only then, and only with --delete, are that part's
 messages deleted from the queue; without --delete every message is released
 (visibility 0) when the run ends. An upload or verification failure stops
 the run with exit 4: that part's messages are released, nothing of it is
-deleted. Messages not selected are released too. The manifest lists every
+deleted. Messages not selected are released too. Each part's messages are
+deleted as soon as that part is verified, so on a FIFO queue (where SQS
+hands out nothing more of a group while one of its messages is held) the
+run goes on until the queue is drained.
+
+Before a run says complete it compares what the queue still holds with
+what it accounted for. Messages in flight that the run does not hold (a
+receive whose answer was lost, another consumer) are waited for until
+their visibility timeout ends (--wait-inflight, on by default) and then
+archived; without --delete, a FIFO queue cannot be read past the first
+message of each group, so such a run archives only those and ends partial
+(exit 4), saying how many it could not read. The manifest lists every
 verified part (key, records, bytes, SHA-256, first/last message id), the
 selection and whether messages were deleted; it is written also after a
 failure or Ctrl-C.
@@ -114,6 +126,7 @@ func NewCmdArchive(f *Factory, runF func(context.Context, *ArchiveOptions) error
 	fl.Float64Var(&opts.Rate, "rate", 0, "receive at most this many messages per second (0 = unlimited)")
 	fl.DurationVar(&opts.Visibility, "visibility", 60*time.Second, "how long held messages stay hidden between heartbeats")
 	fl.IntVar(&opts.Concurrency, "concurrency", 4, "concurrent receivers")
+	fl.BoolVar(&opts.WaitInFlight, "wait-inflight", true, waitInFlightHelp)
 	c.AddCommand(newCmdArchiveVerify(f, nil))
 	return c
 }
@@ -207,8 +220,9 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	if sel != nil {
 		aopts.Select = sel.Match
 	}
-	if opts.Rate > 0 {
-		aopts.Limiter = rate.NewLimiter(rate.Limit(opts.Rate), max(queue.MaxBatchEntries, int(opts.Rate)))
+	aopts.Rate = opts.Rate
+	if opts.WaitInFlight {
+		aopts.WaitInFlight = maxWaitInFlight
 	}
 	format, _ := f.Format()
 	if opts.DryRun {

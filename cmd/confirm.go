@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"time"
+
 	"bufio"
 	"fmt"
 	"strings"
@@ -36,4 +38,18 @@ func limitedWhat(what string, canary, max int) string {
 		return fmt.Sprintf("up to %d (%s)", max, what)
 	}
 	return what
+}
+
+// waitInFlightHelp documents --wait-inflight (redrive, archive).
+const waitInFlightHelp = "at the end, wait (up to their visibility timeout) for messages in flight elsewhere — a receive whose answer was lost, another consumer — and process them; --wait-inflight=false reports them and exits 4"
+
+// maxWaitInFlight bounds --wait-inflight; the queue's visibility timeout
+// (and the run's own) bounds it first.
+const maxWaitInFlight = 12 * time.Hour
+
+func waitInFlight(on bool) time.Duration {
+	if on {
+		return maxWaitInFlight
+	}
+	return 0
 }

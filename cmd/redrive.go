@@ -57,6 +57,8 @@ type RedriveOptions struct {
 
 	Engine     string        `json:"engine"`
 	Visibility time.Duration `json:"visibility"`
+	// WaitInFlight waits at the end for messages in flight elsewhere.
+	WaitInFlight bool `json:"wait_inflight"`
 
 	// ResumeID continues the named run instead of starting one.
 	ResumeID string `json:"-"`
@@ -156,6 +158,7 @@ func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error
 	fl.DurationVar(&opts.GuardInterval, "guard-interval", 10*time.Second, "how often guards are checked")
 	fl.StringVar(&opts.Engine, "engine", "dlqctl", "dlqctl (this pipeline) or native (SQS StartMessageMoveTask)")
 	fl.DurationVar(&opts.Visibility, "visibility", 30*time.Second, "how long received messages stay hidden between heartbeats")
+	fl.BoolVar(&opts.WaitInFlight, "wait-inflight", true, waitInFlightHelp)
 
 	c.AddCommand(newCmdRedriveResume(f, runF), newCmdRedriveStatus(f), newCmdRedriveCancel(f))
 	return c
@@ -388,8 +391,9 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		Rate: opts.Rate, Ramp: opts.Ramp, RampEvery: opts.RampEvery, Concurrency: opts.Concurrency,
 		Guards: redrive.Guards{MaxReturns: opts.MaxReturns, MaxDestBacklog: opts.MaxDestBacklog, OnGuard: opts.OnGuard,
 			PauseTimeout: opts.PauseTimeout, Every: opts.GuardInterval},
-		Total:    total,
-		Reporter: progressReporter(prog, "redrive"),
+		Total:        total,
+		Reporter:     progressReporter(prog, "redrive"),
+		WaitInFlight: waitInFlight(opts.WaitInFlight),
 	})
 	if cerr := src.Close(ctx); cerr != nil && runErr == nil {
 		f.IO.Warnf("releasing held messages: %v (they become visible again when their visibility timeout ends)", cerr)

@@ -2,16 +2,15 @@ package archive
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
@@ -25,25 +24,13 @@ const (
 	manifestType       = "application/json"
 )
 
-// In-flight limits of SQS; the run stops short of them so the queue keeps
-// serving its real consumers.
-const (
-	inFlightLimitStandard = 120_000
-	inFlightLimitFIFO     = 20_000
-)
-
 // SelectFunc decides whether a message is archived. It may annotate the
 // record (class, action, rule) before it is written. nil selects everything.
 type SelectFunc func(rec *queue.Record, parsed any) bool
 
-// Limiter paces receives; *rate.Limiter satisfies it.
-type Limiter interface {
-	WaitN(ctx context.Context, n int) error
-}
-
 // Reporter receives progress from a run, always from one goroutine.
 type Reporter interface {
-	// Progress is called after every received batch and every part.
+	// Progress is called as the run goes and after every part.
 	Progress(Stats)
 	// PartDone is called when a part was uploaded, verified and (with
 	// Delete) its messages deleted.
@@ -85,14 +72,18 @@ type Options struct {
 	Wait          time.Duration
 	EmptyReceives int
 	// MaxHeld caps messages held at once (default below the in-flight limit).
-	MaxHeld     int
-	Limiter     Limiter // nil = unpaced
-	Encryption  Encryption
-	ToolVersion string
-	RunID       string           // default: time + random
-	Now         func() time.Time // default time.Now
-	TempDir     string           // for part files; "" = os.TempDir()
-	Reporter    Reporter         // nil = silent
+	MaxHeld int
+	// Rate paces archiving in messages per second (0 = unpaced).
+	Rate float64
+	// WaitInFlight is how long the end of the run waits for messages in
+	// flight elsewhere (a lost receive) to come back (0: do not wait).
+	WaitInFlight time.Duration
+	Encryption   Encryption
+	ToolVersion  string
+	RunID        string           // default: time + random
+	Now          func() time.Time // default time.Now
+	TempDir      string           // for part files; "" = os.TempDir()
+	Reporter     Reporter         // nil = silent
 }
 
 func (o *Options) defaults(q *queue.Queue) {
@@ -118,10 +109,10 @@ func (o *Options) defaults(q *queue.Queue) {
 		o.EmptyReceives = 2
 	}
 	if o.MaxHeld <= 0 {
-		o.MaxHeld = inFlightLimitStandard - 10_000
-		if q != nil && q.FIFO {
-			o.MaxHeld = inFlightLimitFIFO - 2_000
-		}
+		// SQS allows 120,000 in flight per queue, standard and FIFO; a
+		// server with a lower limit answers OverLimit, which ends the run
+		// the same way.
+		o.MaxHeld = pipeline.InFlightLimit - pipeline.InFlightHeadroom
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -146,6 +137,14 @@ type Result struct {
 	// deleted (with --delete), by message id, with the reason. They are in
 	// the archive and still in the queue.
 	NotDeleted []FailedMessage
+	// Complete: the whole queue (or selection) was read and archived; Note
+	// says why not. Blocked and InFlightElsewhere count what could not be
+	// read (FIFO groups locked behind held messages; messages in flight
+	// that the run did not hold).
+	Complete          bool
+	Note              string
+	Blocked           int
+	InFlightElsewhere int
 }
 
 // FailedMessage is a message that could not be processed, and why.
@@ -154,16 +153,23 @@ type FailedMessage struct {
 	Reason    string `json:"reason"`
 }
 
-// Run archives messages of q to opts.Dest. See the package documentation
-// for the layout; the guarantees are:
+// Run archives messages of q to opts.Dest on the one message pipeline
+// (package pipeline) with a sink that writes S3 parts. See the package
+// documentation for the layout; the guarantees are:
 //
 //   - a message is deleted only with opts.Delete, and only after the part
-//     holding it was uploaded and its SHA-256 and size verified;
+//     holding it was uploaded and its SHA-256 and size verified; each part's
+//     messages are deleted as soon as that part is verified (on a FIFO
+//     queue this unlocks their groups, so the run continues until the queue
+//     is drained);
 //   - every received message is held with a lease heartbeat and released
 //     (visibility 0) when the run ends unless it was deleted — also on
 //     errors and cancellation;
 //   - an upload or verification failure stops the run with a Partial error;
 //     nothing of that part is deleted;
+//   - a run that could not read the whole queue (FIFO groups locked behind
+//     messages it holds without --delete, messages in flight elsewhere, the
+//     in-flight limit) is reported partial, never complete;
 //   - memory is bounded by one part's bookkeeping plus the held messages'
 //     receipt handles, not by the queue: records stream through gzip into a
 //     temporary file.
@@ -176,14 +182,12 @@ func Run(ctx context.Context, c *queue.Client, q *queue.Queue, api S3API, opts O
 	if opts.RunID == "" {
 		opts.RunID = NewRunID(started, randomHex(4))
 	}
-	r := &runner{
-		c: c, q: q, api: api, opts: opts,
-		runDir: RunDir(opts.Dest.Key, q.Name, started, opts.RunID),
-		cur:    map[string]*queue.Message{},
-		held:   map[string]*queue.Message{},
-		done:   map[uint64]struct{}{},
+	s := &partSink{
+		ctx: context.WithoutCancel(ctx), api: api, opts: opts,
+		runDir:   RunDir(opts.Dest.Key, q.Name, started, opts.RunID),
+		archived: map[idDigest]struct{}{}, partOf: map[string]int{},
 	}
-	r.man = &Manifest{
+	s.man = &Manifest{
 		Format: Format, ToolVersion: opts.ToolVersion, RunID: opts.RunID,
 		Bucket: opts.Dest.Bucket, Prefix: opts.Dest.Key,
 		Queue:     QueueInfo{Name: q.Name, URL: q.URL, ARN: q.ARN, FIFO: q.FIFO},
@@ -191,383 +195,427 @@ func Run(ctx context.Context, c *queue.Client, q *queue.Queue, api S3API, opts O
 		Encryption: opts.Encryption.SSE, KMSKeyID: opts.Encryption.KMSKeyID,
 		Parts: []Part{},
 	}
-	res = &Result{Manifest: r.man}
+	res = &Result{Manifest: s.man}
 
-	r.lease = queue.NewLease(c, q, opts.Visibility)
-	r.lease.OnLost = func(m *queue.Message, lerr error) {
-		r.lostMu.Lock()
-		r.lostIDs = append(r.lostIDs, m.MessageID)
-		r.lostMu.Unlock()
+	qs := pipeline.NewQueueSource(c, q, pipeline.QueueSourceOptions{
+		Visibility: opts.Visibility, Wait: opts.Wait, MaxHeld: opts.MaxHeld, Decode: inspect.Decode})
+	var src pipeline.Source = qs
+	if !opts.Delete {
+		src = keepSource{qs}
 	}
-	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
-	go r.lease.Run(hbCtx)
+	stopAge := s.startAgeFlusher()
 	defer func() {
-		stopHB()
-		if r.part != nil {
-			r.part.Discard()
-		}
-		if rerr := r.lease.ReleaseAll(ctx); rerr != nil {
+		stopAge()
+		s.Discard()
+		if rerr := qs.Close(ctx); rerr != nil {
 			err = errors.Join(err, errs.Partial(fmt.Errorf("releasing held messages failed (%v); they become visible again when their visibility timeout ends", rerr)))
 		}
 	}()
-
-	runErr := r.loop(ctx)
+	pr, runErr := pipeline.Run(ctx, src, s, pipeline.Options{
+		Workers: opts.Workers, Rate: opts.Rate, Max: opts.Max, EmptyReceives: opts.EmptyReceives,
+		WaitInFlight: opts.WaitInFlight,
+		Reporter: pipeline.Reporter{Progress: func(p pipeline.Snapshot) {
+			s.progress(p, qs.Duplicates())
+		}},
+	})
+	stopAge()
+	s.mu.Lock()
+	s.sealPartsLocked(pr)
+	s.mu.Unlock()
 
 	// Manifest: written for every run that verified at least one part,
 	// also after failures and interrupts, listing what is in the archive.
-	r.man.FinishedAt = opts.Now().UTC()
-	r.man.Complete = runErr == nil && r.note == ""
-	r.man.Note = r.note
-	if runErr != nil {
-		r.man.Note = firstLine(runErr)
+	s.man.FinishedAt = opts.Now().UTC()
+	switch {
+	case runErr != nil:
+		s.man.Note = firstLine(runErr)
+	case ctx.Err() != nil:
+		s.man.Note = "interrupted: " + pr.Note
+	case !pr.Complete:
+		s.man.Note = pr.Note
 	}
-	r.man.Sum()
-	res.Stats = r.stats
-	res.NotDeleted = r.notDeleted
-	if len(r.man.Parts) > 0 {
-		key := ManifestKey(r.runDir)
+	s.man.Complete = runErr == nil && ctx.Err() == nil && pr.Complete
+	s.man.Sum()
+	res.Stats = s.stats(pr, qs.Duplicates())
+	for _, f := range pr.NotAckedIDs {
+		res.NotDeleted = append(res.NotDeleted, FailedMessage{MessageID: f.MessageID, Reason: f.Reason})
+	}
+	res.Complete, res.Note = s.man.Complete, s.man.Note
+	res.Blocked, res.InFlightElsewhere = pr.Blocked, pr.InFlightElsewhere
+	if len(s.man.Parts) > 0 {
+		key := ManifestKey(s.runDir)
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		merr := r.putManifest(mctx, key)
+		merr := s.putManifest(mctx, key)
 		cancel()
 		if merr != nil {
-			runErr = errors.Join(runErr, errs.Partial(fmt.Errorf("the parts are verified but the manifest could not be written (%v); the parts are under %s", merr, Location{Bucket: opts.Dest.Bucket, Key: r.runDir})))
+			runErr = errors.Join(runErr, errs.Partial(fmt.Errorf("the parts are verified but the manifest could not be written (%v); the parts are under %s", merr, Location{Bucket: opts.Dest.Bucket, Key: s.runDir})))
 		} else {
 			res.ManifestKey = key
 		}
 	}
-	if runErr == nil && len(r.notDeleted) > 0 {
-		runErr = errs.Partialf("%d archived message(s) could not be deleted from %s and are still in it (listed in the report); they are in the archive", len(r.notDeleted), q.Name)
+	switch {
+	case runErr != nil:
+	case ctx.Err() != nil:
+		runErr = ctx.Err()
+	case pr.NotAcked > 0:
+		runErr = errs.Partialf("%d archived message(s) could not be deleted from %s and are still in it (listed in the report); they are in the archive", pr.NotAcked, q.Name)
+	case !pr.Complete && !pr.StoppedAtMax:
+		runErr = errs.Partialf("%s", partialNote(pr, opts.Delete))
 	}
-	if runErr == nil && len(r.lostIDs) > 0 {
-		r.opts.Reporter.Warn(fmt.Sprintf("the lease of %d message(s) could not be extended; another consumer may have received them", len(r.lostIDs)))
+	if runErr == nil && qs.LeasesLost() > 0 {
+		s.opts.Reporter.Warn(fmt.Sprintf("the lease of %d message(s) could not be extended; they were archived once and deleted only after being received again", qs.LeasesLost()))
 	}
 	return res, runErr
 }
 
-type batch struct{ msgs, slims []*queue.Message }
+// partialNote explains an incomplete run in the archive's terms.
+func partialNote(pr *pipeline.Result, deleting bool) string {
+	if pr.Blocked > 0 && !deleting {
+		return fmt.Sprintf("archived %d message(s), but %d more could not be read: on a FIFO queue a group's later messages cannot be received while its first is held, and without --delete this run holds what it archived; the archive is partial — archive with --delete (every part verified before its messages are deleted), or move the queue to a recovery FIFO queue first", pr.Delivered, pr.Blocked)
+	}
+	return pr.Note
+}
 
-type runner struct {
-	c      *queue.Client
-	q      *queue.Queue
+// keepSource archives without removing anything: archived messages stay
+// held until the run ends, then are released.
+type keepSource struct{ *pipeline.QueueSource }
+
+func (k keepSource) Ack(_ context.Context, items []pipeline.Item) []error {
+	return make([]error, len(items))
+}
+
+var _ pipeline.Drainer = keepSource{}
+
+// partSink writes delivered records into gzip NDJSON parts; a part's
+// commit resolves when the part is uploaded and verified.
+type partSink struct {
+	ctx    context.Context
 	api    S3API
 	opts   Options
 	runDir string
 	man    *Manifest
-	lease  *queue.Lease
 
-	part *partWriter
-	cur  map[string]*queue.Message // selected, in the open part
-	held map[string]*queue.Message // not selected, or archived without --delete
-	done map[uint64]struct{}       // deleted after verification (id hashes)
-
-	stats      Stats
-	selected   atomic.Int64
-	note       string
-	notDeleted []FailedMessage
-
-	lostMu  sync.Mutex
-	lostIDs []string
+	mu       sync.Mutex
+	repMu    sync.Mutex
+	part     *partWriter
+	opened   time.Time
+	commit   *partCommit
+	failed   error
+	selected int
+	deleted  int
+	// archived holds id hashes of messages in verified parts: one received
+	// again (its lease was lost before it was deleted) is not archived a
+	// second time.
+	archived map[idDigest]struct{}
+	// partOf maps the ids of archived messages not yet deleted to their
+	// part index (for the manifest's per-part counts).
+	partOf map[string]int
 }
 
-func (r *runner) loop(ctx context.Context) error {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	batches := make(chan batch, r.opts.Workers)
-	var (
-		wg        sync.WaitGroup
-		recvErr   error
-		errOnce   sync.Once
-		limitedHd atomic.Bool
-	)
-	for w := 0; w < r.opts.Workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			empty := 0
-			for wctx.Err() == nil {
-				if r.opts.Max > 0 && int(r.selected.Load()) >= r.opts.Max {
-					return
-				}
-				if r.lease.Len() >= r.opts.MaxHeld {
-					limitedHd.Store(true)
-					return
-				}
-				if r.opts.Limiter != nil {
-					if err := r.opts.Limiter.WaitN(wctx, queue.MaxBatchEntries); err != nil {
-						return
-					}
-				}
-				// The receive itself is not cancelled: a long poll aborted
-				// client-side may already have hidden messages whose
-				// receipt handles would then be lost (invisible until their
-				// visibility timeout). It ends within Wait anyway.
-				rctx, rcancel := context.WithTimeout(context.WithoutCancel(wctx), r.opts.Wait+30*time.Second)
-				msgs, err := r.c.Receive(rctx, r.q, queue.MaxBatchEntries, r.opts.Visibility, r.opts.Wait)
-				rcancel()
-				if err != nil {
-					if wctx.Err() == nil {
-						errOnce.Do(func() { recvErr = err })
-						cancel()
-					}
-					return
-				}
-				if len(msgs) == 0 {
-					if empty++; empty >= r.opts.EmptyReceives {
-						return
-					}
-					continue
-				}
-				empty = 0
-				// The lease holds slim copies (id + receipt handle), so held
-				// messages do not keep their bodies in memory.
-				slims := make([]*queue.Message, len(msgs))
-				for i, m := range msgs {
-					slims[i] = &queue.Message{Record: queue.Record{MessageID: m.MessageID}, ReceiptHandle: m.ReceiptHandle, ReceivedAt: m.ReceivedAt}
-				}
-				r.lease.Add(slims...)
-				select {
-				case batches <- batch{msgs, slims}:
-				case <-wctx.Done():
-					return // held by the lease; released at the end
-				}
-			}
-		}()
-	}
-	go func() { wg.Wait(); close(batches) }()
-
-	var failErr error
-	ageTimer := time.NewTimer(r.opts.PartMaxAge)
-	defer ageTimer.Stop()
-	for {
-		var b batch
-		var ok bool
-		select {
-		case b, ok = <-batches:
-		case <-ageTimer.C:
-			if r.part != nil && r.part.records > 0 && failErr == nil && ctx.Err() == nil {
-				if err := r.flush(ctx); err != nil {
-					failErr = err
-					cancel()
-				}
-			}
-			ageTimer.Reset(r.opts.PartMaxAge)
-			continue
-		}
-		if !ok {
-			break
-		}
-		if failErr != nil || ctx.Err() != nil {
-			continue // drain; everything received is held and released at the end
-		}
-		flushed, err := r.take(ctx, b)
-		if err != nil {
-			failErr = err
-			cancel()
-			continue
-		}
-		if flushed {
-			ageTimer.Reset(r.opts.PartMaxAge)
-		}
-	}
-	switch {
-	case failErr != nil:
-		return failErr
-	case ctx.Err() != nil:
-		// Roll back the open part: its messages are released, not deleted.
-		return ctx.Err()
-	case recvErr != nil:
-		return recvErr
-	}
-	if r.part != nil && r.part.records > 0 {
-		if err := r.flush(ctx); err != nil {
-			return err
-		}
-	}
-	switch {
-	case limitedHd.Load():
-		r.note = fmt.Sprintf("stopped at %d held messages to stay below the queue's in-flight limit; run again (with --delete the next run continues where this one ended)", r.opts.MaxHeld)
-	case r.opts.Max > 0 && int(r.selected.Load()) >= r.opts.Max:
-		r.note = fmt.Sprintf("stopped at --max %d", r.opts.Max)
-	}
-	return nil
+// partCommit is the durability of one part.
+type partCommit struct {
+	done chan struct{}
+	err  error
+	idx  int
 }
 
-func idHash(id string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(id))
-	return h.Sum64()
+func (c *partCommit) Done() <-chan struct{} { return c.done }
+func (c *partCommit) Err() error            { return c.err }
+
+func (s *partSink) Prepare(_ context.Context, it pipeline.Item) (pipeline.Decision, error) {
+	id := it.Record.MessageID
+	s.mu.Lock()
+	_, done := s.archived[idHash(id)]
+	s.mu.Unlock()
+	if done {
+		// Already in a verified part: delete it (with --delete) without
+		// archiving it again.
+		return pipeline.Decision{Verb: pipeline.AckOnly}, nil
+	}
+	if s.opts.Select != nil && !s.opts.Select(it.Record, it.Parsed) {
+		return pipeline.Decision{Verb: pipeline.Skip, Reason: "not selected"}, nil
+	}
+	return pipeline.Decision{Verb: pipeline.Deliver, Key: "part", Label: s.opts.Dest.String()}, nil
 }
 
-// take writes the selected messages of a batch into the open part and
-// flushes every part that becomes full.
-func (r *runner) take(ctx context.Context, b batch) (flushed bool, err error) {
-	var redelivered []*queue.Message
-	for i, m := range b.msgs {
-		slim := b.slims[i]
-		id := m.MessageID
-		// A repeated delivery carries a new receipt handle; keep the newest.
-		if old, ok := r.cur[id]; ok {
-			r.stats.Duplicates++
-			r.lease.Forget(old)
-			r.cur[id] = slim
-			continue
+func (s *partSink) Deliver(ctx context.Context, _ int, _ string, items []pipeline.Item, _ []any) ([]pipeline.Outcome, pipeline.Commit) {
+	outs := make([]pipeline.Outcome, len(items))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed != nil {
+		for i := range outs {
+			outs[i].Err = pipeline.Undelivered(s.failed)
 		}
-		if old, ok := r.held[id]; ok {
-			r.stats.Duplicates++
-			r.lease.Forget(old)
-			r.held[id] = slim
-			continue
-		}
-		if _, ok := r.done[idHash(id)]; ok {
-			// Already archived, verified and deleted: this copy is a
-			// redelivery of a message that is in the archive.
-			r.stats.Duplicates++
-			redelivered = append(redelivered, slim)
-			continue
-		}
-		r.stats.Received++
-		keep := r.opts.Max <= 0 || int(r.selected.Load()) < r.opts.Max
-		if keep {
-			parsed := inspect.Decode(&m.Record)
-			keep = r.opts.Select == nil || r.opts.Select(&m.Record, parsed)
-		}
-		if !keep {
-			r.held[id] = slim
-			continue
-		}
-		if r.part == nil {
-			p, err := newPartWriter(r.opts.TempDir, false)
+		return outs, nil
+	}
+	var commits multiCommit
+	for i, it := range items {
+		if s.part == nil {
+			p, err := newPartWriter(s.opts.TempDir, false)
 			if err != nil {
-				return flushed, errs.Partial(fmt.Errorf("creating a temporary part file: %w; nothing was deleted", err))
-			}
-			r.part = p
-		}
-		if err := r.part.Write(&m.Record); err != nil {
-			return flushed, errs.Partial(fmt.Errorf("writing the temporary part file: %w; nothing of it was deleted", err))
-		}
-		r.cur[id] = slim
-		r.selected.Add(1)
-		r.stats.Selected++
-		if r.part.records >= r.opts.PartRecords || r.part.Size() >= r.opts.PartSize {
-			flushed = true
-			if err := r.flush(ctx); err != nil {
-				// The rest of the batch stays held and is released.
-				for _, rest := range b.slims[i+1:] {
-					if _, ok := r.cur[rest.MessageID]; !ok {
-						r.held[rest.MessageID] = rest
-					}
+				s.failed = errs.Partial(fmt.Errorf("creating a temporary part file: %w; nothing was deleted", err))
+				for j := i; j < len(items); j++ {
+					outs[j].Err = pipeline.Undelivered(s.failed)
 				}
-				return flushed, err
+				return outs, commits.commit()
+			}
+			s.part, s.opened = p, time.Now()
+			s.commit = &partCommit{done: make(chan struct{}), idx: len(s.man.Parts)}
+		}
+		if len(commits) == 0 || commits[len(commits)-1] != s.commit {
+			commits = append(commits, s.commit)
+		}
+		if err := s.part.Write(it.Record); err != nil {
+			s.failed = errs.Partial(fmt.Errorf("writing the temporary part file: %w; nothing of it was deleted", err))
+			for j := i; j < len(items); j++ {
+				outs[j].Err = pipeline.Undelivered(s.failed)
+			}
+			s.failPartLocked(s.failed)
+			return outs, commits.commit()
+		}
+		s.partOf[it.Record.MessageID] = s.commit.idx
+		s.selected++
+		if s.part.records >= s.opts.PartRecords || s.part.Size() >= s.opts.PartSize {
+			if err := s.flushLocked(ctx); err != nil {
+				for j := i + 1; j < len(items); j++ {
+					outs[j].Err = pipeline.Undelivered(err)
+				}
+				return outs, commits.commit()
 			}
 		}
 	}
-	if len(redelivered) > 0 {
-		if r.opts.Delete {
-			r.deleteArchived(ctx, redelivered)
-		} else {
-			for _, s := range redelivered {
-				r.held[s.MessageID] = s
-			}
-		}
-	}
-	r.opts.Reporter.Progress(r.stats)
-	return flushed, nil
+	return outs, commits.commit()
 }
 
-// flush finishes the open part, uploads and verifies it, then deletes (with
-// Delete) or keeps holding its messages. An upload or verification failure
-// leaves every message of the part held (released at the end).
-func (r *runner) flush(ctx context.Context) error {
-	p := r.part
-	r.part = nil
-	defer p.Discard()
-	n := len(r.man.Parts) + 1
-	key := PartKey(r.runDir, n)
+// multiCommit is the durability of a batch whose items went into more than
+// one part: durable when every part is.
+type multiCommit []*partCommit
+
+func (m multiCommit) commit() pipeline.Commit {
+	switch len(m) {
+	case 0:
+		return nil
+	case 1:
+		return m[0]
+	}
+	return &joinedCommit{parts: m}
+}
+
+type joinedCommit struct {
+	parts multiCommit
+	once  sync.Once
+	done  chan struct{}
+	err   error
+}
+
+func (j *joinedCommit) Done() <-chan struct{} {
+	j.once.Do(func() {
+		j.done = make(chan struct{})
+		go func() {
+			for _, p := range j.parts {
+				<-p.done
+				if p.err != nil && j.err == nil {
+					j.err = p.err
+				}
+			}
+			close(j.done)
+		}()
+	})
+	return j.done
+}
+
+func (j *joinedCommit) Err() error { return j.err }
+
+// Flush uploads and verifies the open part now.
+func (s *partSink) Flush(ctx context.Context) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.part == nil || s.part.records == 0 {
+		return false, s.failed
+	}
+	err := s.flushLocked(ctx)
+	return err == nil, err
+}
+
+// Discard drops the open part: its messages are released, not deleted.
+func (s *partSink) Discard() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.part != nil {
+		s.failPartLocked(errors.New("the run stopped before this part was uploaded; its messages were released"))
+	}
+}
+
+func (s *partSink) failPartLocked(err error) {
+	if s.part != nil {
+		s.part.Discard()
+		s.part = nil
+	}
+	if s.commit != nil {
+		for id, idx := range s.partOf {
+			if idx == s.commit.idx {
+				delete(s.partOf, id)
+			}
+		}
+		s.commit.err = err
+		close(s.commit.done)
+		s.commit = nil
+	}
+}
+
+// flushLocked finishes the open part, uploads and verifies it, and resolves
+// its commit (the pipeline then deletes its messages, with Delete).
+func (s *partSink) flushLocked(ctx context.Context) error {
+	p := s.part
+	n := len(s.man.Parts) + 1
+	key := PartKey(s.runDir, n)
+	fail := func(err error) error {
+		if s.failed == nil {
+			s.failed = err
+		}
+		s.failPartLocked(err)
+		return err
+	}
 	if err := p.Finish(); err != nil {
-		return errs.Partial(fmt.Errorf("part %d: writing the temporary file failed (%v); nothing of it was deleted", n, err))
+		return fail(errs.Partial(fmt.Errorf("part %d: writing the temporary file failed (%v); nothing of it was deleted", n, err)))
 	}
 	body, err := p.Reader()
 	if err != nil {
-		return errs.Partial(fmt.Errorf("part %d: %v; nothing of it was deleted", n, err))
+		return fail(errs.Partial(fmt.Errorf("part %d: %v; nothing of it was deleted", n, err)))
 	}
-	if err := Put(ctx, r.api, r.opts.Dest.Bucket, key, body, p.compressedLen, p.sha256Raw, contentType, r.opts.Encryption); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return errs.Partial(fmt.Errorf("part %d: %v; its %d message(s) were released, nothing of it was deleted", n, err, p.records))
+	if err := Put(ctx, s.api, s.opts.Dest.Bucket, key, body, p.compressedLen, p.sha256Raw, contentType, s.opts.Encryption); err != nil {
+		return fail(errs.Partial(fmt.Errorf("part %d: %v; its %d message(s) were released, nothing of it was deleted", n, err, p.records)))
 	}
-	if err := Verify(ctx, r.api, r.opts.Dest.Bucket, key, p.compressedLen, p.sha256Raw); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return errs.Partial(fmt.Errorf("part %d: %v; its %d message(s) were released, nothing of it was deleted", n, err, p.records))
+	if err := Verify(ctx, s.api, s.opts.Dest.Bucket, key, p.compressedLen, p.sha256Raw); err != nil {
+		return fail(errs.Partial(fmt.Errorf("part %d: %v; its %d message(s) were released, nothing of it was deleted", n, err, p.records)))
 	}
 	part := Part{
 		Key: key, Records: p.records, Bytes: p.compressedLen, SHA256: p.sha256Hex,
 		UncompressedBytes: p.raw.n, FirstMessageID: p.first, LastMessageID: p.last,
 	}
-	msgs := make([]*queue.Message, 0, len(r.cur))
-	for _, m := range r.cur {
-		msgs = append(msgs, m)
-	}
-	r.cur = map[string]*queue.Message{}
-	if r.opts.Delete {
-		// The part is durable: finish its deletes even when interrupted.
-		part.Deleted, part.DeleteFailed = r.deleteArchived(context.WithoutCancel(ctx), msgs)
-	} else {
-		for _, m := range msgs {
-			r.held[m.MessageID] = m
+	p.Discard()
+	s.part = nil
+	s.man.Parts = append(s.man.Parts, part)
+	for id, idx := range s.partOf {
+		if idx == s.commit.idx {
+			s.archived[idHash(id)] = struct{}{}
 		}
 	}
-	r.man.Parts = append(r.man.Parts, part)
-	r.stats.Parts++
-	r.stats.Archived += part.Records
-	r.stats.Bytes += part.Bytes
-	r.opts.Reporter.PartDone(part)
-	r.opts.Reporter.Progress(r.stats)
+	c := s.commit
+	s.commit = nil
+	close(c.done)
+	s.report(func(r Reporter) { r.PartDone(part) })
 	return nil
 }
 
-// deleteArchived deletes messages that are in a verified part. Messages that
-// could not be deleted are reported and, unless their lease is lost, held
-// again so they are released at the end.
-func (r *runner) deleteArchived(ctx context.Context, msgs []*queue.Message) (deleted, failed int) {
-	// Forget first, so the heartbeat does not extend handles being deleted.
-	r.lease.Forget(msgs...)
-	fails, callErr := r.c.Delete(ctx, r.q, msgs)
-	var again []*queue.Message
-	for _, m := range msgs {
-		ferr, bad := fails[m]
-		if !bad {
-			deleted++
-			r.done[idHash(m.MessageID)] = struct{}{}
-			continue
+// Acked counts deletions per part.
+func (s *partSink) Acked(items []pipeline.Item, _ []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, it := range items {
+		id := it.Record.MessageID
+		if idx, ok := s.partOf[id]; ok {
+			s.man.Parts[idx].Deleted++
+			delete(s.partOf, id)
 		}
-		failed++
-		reason := ferr.Error()
-		var ee *queue.EntryError
-		if callErr != nil && !errors.As(ferr, &ee) && !errors.Is(ferr, queue.ErrLeaseLost) {
-			reason = "delete call failed (" + firstLine(callErr) + "); the message may or may not have been deleted"
-		}
-		r.notDeleted = append(r.notDeleted, FailedMessage{MessageID: m.MessageID, Reason: reason})
-		if !errors.Is(ferr, queue.ErrLeaseLost) {
-			again = append(again, m)
-		}
+		s.deleted++
 	}
-	r.lease.Add(again...)
-	sort.Slice(r.notDeleted, func(i, j int) bool { return r.notDeleted[i].MessageID < r.notDeleted[j].MessageID })
-	r.stats.Deleted += deleted
-	return deleted, failed
 }
 
-func (r *runner) putManifest(ctx context.Context, key string) error {
-	b, err := r.man.Marshal()
+// sealPartsLocked fills in what could not be deleted, per part.
+func (s *partSink) sealPartsLocked(pr *pipeline.Result) {
+	if !s.opts.Delete || pr == nil {
+		for i := range s.man.Parts {
+			s.man.Parts[i].Deleted = 0
+		}
+		return
+	}
+	for _, idx := range s.partOf {
+		if idx < len(s.man.Parts) {
+			s.man.Parts[idx].DeleteFailed++
+		}
+	}
+}
+
+// startAgeFlusher uploads a part that stays open longer than PartMaxAge, so
+// held messages never approach SQS's 12 h visibility ceiling.
+func (s *partSink) startAgeFlusher() func() {
+	stop := make(chan struct{})
+	var once sync.Once
+	go func() {
+		t := time.NewTicker(min(s.opts.PartMaxAge/4, time.Second))
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				s.mu.Lock()
+				if s.part != nil && s.part.records > 0 && s.failed == nil && time.Since(s.opened) >= s.opts.PartMaxAge {
+					_ = s.flushLocked(s.ctx)
+				}
+				s.mu.Unlock()
+			}
+		}
+	}()
+	return func() { once.Do(func() { close(stop) }) }
+}
+
+func (s *partSink) report(f func(Reporter)) {
+	s.repMu.Lock()
+	defer s.repMu.Unlock()
+	f(s.opts.Reporter)
+}
+
+func (s *partSink) stats(p *pipeline.Result, dups int) Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Stats{Received: p.Received, Selected: s.selected, Duplicates: dups + p.Duplicates, Deleted: 0}
+	for _, part := range s.man.Parts {
+		st.Parts++
+		st.Archived += part.Records
+		st.Bytes += part.Bytes
+	}
+	if s.opts.Delete {
+		st.Deleted = s.deleted
+	}
+	return st
+}
+
+func (s *partSink) progress(p pipeline.Snapshot, dups int) {
+	s.mu.Lock()
+	st := Stats{Received: int(p.Received), Selected: s.selected, Duplicates: dups}
+	for _, part := range s.man.Parts {
+		st.Parts++
+		st.Archived += part.Records
+		st.Bytes += part.Bytes
+	}
+	if s.opts.Delete {
+		st.Deleted = s.deleted
+	}
+	s.mu.Unlock()
+	s.report(func(r Reporter) { r.Progress(st) })
+}
+
+// idDigest is a message id's SHA-256 truncated to 128 bits: the set of
+// archived ids decides deletes, so a collision must be out of reach.
+type idDigest [16]byte
+
+func idHash(id string) idDigest {
+	sum := sha256.Sum256([]byte(id))
+	var d idDigest
+	copy(d[:], sum[:16])
+	return d
+}
+
+func (s *partSink) putManifest(ctx context.Context, key string) error {
+	b, err := s.man.Marshal()
 	if err != nil {
 		return err
 	}
 	sum := sha256Sum(b)
-	if err := Put(ctx, r.api, r.opts.Dest.Bucket, key, bytesReader(b), int64(len(b)), sum, manifestType, r.opts.Encryption); err != nil {
+	if err := Put(ctx, s.api, s.opts.Dest.Bucket, key, bytesReader(b), int64(len(b)), sum, manifestType, s.opts.Encryption); err != nil {
 		return err
 	}
-	return Verify(ctx, r.api, r.opts.Dest.Bucket, key, int64(len(b)), sum)
+	return Verify(ctx, s.api, s.opts.Dest.Bucket, key, int64(len(b)), sum)
 }

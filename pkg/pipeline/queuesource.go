@@ -149,6 +149,24 @@ func handles(items []Item) []*queue.Message {
 func (s *QueueSource) Ack(ctx context.Context, items []Item) []error {
 	msgs := handles(items)
 	failed := s.lease.Delete(ctx, msgs)
+	// A message received again while its delete was in flight is held
+	// under its new receipt handle: delete it once more with that one.
+	var again []*queue.Message
+	for m, err := range failed {
+		if errors.Is(err, queue.ErrReceivedAgain) {
+			again = append(again, m)
+		}
+	}
+	if len(again) > 0 {
+		retry := s.lease.Delete(ctx, again)
+		for _, m := range again {
+			if err, bad := retry[m]; bad {
+				failed[m] = err
+			} else {
+				delete(failed, m)
+			}
+		}
+	}
 	out := make([]error, len(items))
 	for i, it := range items {
 		m, ok := it.Handle.(*queue.Message)
