@@ -32,10 +32,14 @@ func init() {
 	// The in-process proxies (faultproxy and the recorder) forward through
 	// http.DefaultTransport, which keeps only 2 idle connections per host:
 	// with 32 workers most forwarded calls would open a new connection (and
-	// leave TIME_WAIT sockets behind). Keep enough for every worker.
+	// leave TIME_WAIT sockets behind). Keep enough for every worker, but
+	// close idle ones before local-aws-sqs does (Node's keep-alive timeout
+	// is 5 s): reusing a connection the server is closing answers
+	// "connection reset by peer", a 502 the programs would have to retry.
 	if t, ok := http.DefaultTransport.(*http.Transport); ok {
 		t.MaxIdleConns = 512
 		t.MaxIdleConnsPerHost = 256
+		t.IdleConnTimeout = 3 * time.Second
 	}
 }
 
@@ -121,6 +125,7 @@ func benchTools(b *testing.B) (bareloop, launch string) {
 type procResult struct {
 	Start, End     time.Time // as seen by the benchmark process
 	Wall           float64   // seconds from fork to exit (measured by the launcher)
+	CPU            float64   // user+system seconds of the program
 	PeakRSSMB      float64   // ru_maxrss of the program
 	Exit           int
 	Stdout, Stderr string
@@ -146,12 +151,13 @@ func runProc(b *testing.B, launcher string, environ []string, argv ...string) pr
 	var u struct {
 		MaxRSSKB int64   `json:"maxrss_kb"`
 		Wall     float64 `json:"wall_s"`
+		CPU      float64 `json:"cpu_s"`
 		Exit     int     `json:"exit"`
 	}
 	if err := json.Unmarshal(raw, &u); err != nil {
 		b.Fatalf("rusage %s: %v", raw, err)
 	}
-	r.Wall, r.PeakRSSMB, r.Exit = u.Wall, float64(u.MaxRSSKB)/1024, u.Exit
+	r.Wall, r.CPU, r.PeakRSSMB, r.Exit = u.Wall, u.CPU, float64(u.MaxRSSKB)/1024, u.Exit
 	return r
 }
 

@@ -67,12 +67,15 @@ func BenchmarkProcessRedriveVsBareLoop(b *testing.B) {
 
 // side is one of the two programs compared.
 type side struct {
-	name                     string
-	rates, walls, tails, ups []float64
-	rss                      float64
-	calls                    map[string]int // summed over its runs
-	runs                     int
-	stdoutSample             string
+	name string
+	// per run: msgs/s over the process's wall time; msgs/s from its first
+	// SQS call to its last delete; wall, CPU (user+system), start-up
+	// (process start → first SQS call) and tail (last delete answered →
+	// process exit) seconds
+	rates, steady, walls, cpus, ups, tails []float64
+	rss                                    float64
+	calls                                  map[string]int // summed over its runs
+	runs                                   int
 }
 
 func benchRedrivePair(b *testing.B, env testenv.Env, dlqctl, bare, launch string, n int, lat time.Duration, workers int) {
@@ -128,13 +131,12 @@ func benchRedrivePair(b *testing.B, env testenv.Env, dlqctl, bare, launch string
 		s.rates = append(s.rates, float64(n)/r.Wall)
 		s.walls = append(s.walls, r.Wall)
 		s.rss = max(s.rss, r.PeakRSSMB)
+		s.cpus = append(s.cpus, r.CPU)
+		s.steady = append(s.steady, float64(n)/seen.LastDelete.Sub(seen.First).Seconds())
 		s.tails = append(s.tails, r.End.Sub(seen.LastDelete).Seconds())
 		s.ups = append(s.ups, seen.First.Sub(r.Start).Seconds())
 		for k, v := range seen.Calls {
 			s.calls[k] += v
-		}
-		if s.stdoutSample == "" {
-			s.stdoutSample = strings.TrimSpace(r.Stdout)
 		}
 		dropDLQ()
 		dropDest()
@@ -155,10 +157,16 @@ func benchRedrivePair(b *testing.B, env testenv.Env, dlqctl, bare, launch string
 	b.ReportMetric(mean(l.walls), "bare-wall-s")
 	b.ReportMetric(mean(d.tails), "dlqctl-tail-s")
 	b.ReportMetric(mean(l.tails), "bare-tail-s")
-	b.Logf("%d msgs, +%v/call, %d workers, ABBA: ratio %.2f | dlqctl %.0f msgs/s %s wall %s s (start-up %s s, tail %s s) RSS %.0f MB | bare %.0f msgs/s %s wall %s s (start-up %s s, tail %s s) RSS %.0f MB",
-		n, lat, workers, ratio,
-		mean(d.rates), fmtAll("%.0f", d.rates), fmtAll("%.1f", d.walls), fmtAll("%.2f", d.ups), fmtAll("%.2f", d.tails), d.rss,
-		mean(l.rates), fmtAll("%.0f", l.rates), fmtAll("%.1f", l.walls), fmtAll("%.2f", l.ups), fmtAll("%.2f", l.tails), l.rss)
+	b.ReportMetric(mean(d.cpus), "dlqctl-cpu-s")
+	b.ReportMetric(mean(l.cpus), "bare-cpu-s")
+	steadyRatio := mean(d.steady) / mean(l.steady)
+	b.ReportMetric(steadyRatio, "steady-ratio")
+	b.Logf("%d msgs, +%v/call, %d workers, ABBA: ratio %.2f (first call → last delete: %.2f)", n, lat, workers, ratio, steadyRatio)
+	for _, s := range []*side{d, l} {
+		b.Logf("  %-6s %5.0f msgs/s %s, wall %s s = start-up %s + work + tail %s; steady %s msgs/s; CPU %s s; peak RSS %.0f MB",
+			s.name, mean(s.rates), fmtAll("%.0f", s.rates), fmtAll("%.1f", s.walls), fmtAll("%.2f", s.ups), fmtAll("%.2f", s.tails),
+			fmtAll("%.0f", s.steady), fmtAll("%.1f", s.cpus), s.rss)
+	}
 	b.Logf("SQS calls per run: dlqctl %s | bare %s", perRun(d), perRun(l))
 }
 

@@ -4,7 +4,7 @@
 //	launch -rusage FILE -- PROGRAM ARGS...
 //
 // runs PROGRAM with this process's stdin, stdout, stderr and environment,
-// waits for it, writes {"maxrss_kb":…,"wall_s":…,"exit":…} to FILE and
+// waits for it, writes {"maxrss_kb":…,"wall_s":…,"cpu_s":…,"exit":…} to FILE and
 // exits with PROGRAM's exit code (1 if a signal ended it).
 //
 // It exists because a Go test process cannot read a child's peak RSS from
@@ -27,7 +27,7 @@ import (
 )
 
 func main() {
-	out := flag.String("rusage", "", "write the program's peak RSS, wall time and exit code (JSON) to this file")
+	out := flag.String("rusage", "", "write the program's peak RSS, wall and CPU time and exit code (JSON) to this file")
 	flag.Parse()
 	argv := flag.Args()
 	if *out == "" || len(argv) == 0 {
@@ -53,7 +53,8 @@ func main() {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		maxrss = ru.Maxrss // KiB on Linux
 	}
-	b, _ := json.Marshal(map[string]any{"maxrss_kb": maxrss, "wall_s": wall.Seconds(), "exit": code})
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	b, _ := json.Marshal(map[string]any{"maxrss_kb": maxrss, "wall_s": wall.Seconds(), "cpu_s": cpu.Seconds(), "exit": code})
 	if err := os.WriteFile(*out, b, 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "launch:", err)
 		os.Exit(1)
