@@ -385,6 +385,7 @@ func (e Env) Environ() []string {
 		"AWS_ROLE_ARN": true, "AWS_WEB_IDENTITY_TOKEN_FILE": true,
 		envSQS: true, envS3: true, envAccessKey: true, envSecretKey: true, envRegion: true,
 		"AWS_DEFAULT_REGION": true, "AWS_EC2_METADATA_DISABLED": true,
+		envCountsIncludeInFlight: true,
 	}
 	var out []string
 	for _, kv := range os.Environ() {
@@ -403,8 +404,19 @@ func (e Env) Environ() []string {
 		"AWS_CONFIG_FILE="+os.DevNull,
 		"AWS_SHARED_CREDENTIALS_FILE="+os.DevNull,
 		"AWS_EC2_METADATA_DISABLED=true",
+		envCountsIncludeInFlight+"="+strconv.FormatBool(e.CountsIncludeInFlight()),
 	)
 }
+
+// envCountsIncludeInFlight is queue.CountsIncludeInFlightEnv (not imported:
+// testenv stays free of the code it tests).
+const envCountsIncludeInFlight = "DLQCTL_SQS_COUNTS_INCLUDE_INFLIGHT"
+
+// CountsIncludeInFlight reports whether the server counts in-flight
+// messages in ApproximateNumberOfMessages (local-aws-sqs does; moto and AWS
+// do not). Set queue.Client.CountsIncludeInFlight from it for in-process
+// clients.
+func (e Env) CountsIncludeInFlight() bool { return !e.IsMoto() }
 
 func firstNonEmpty(vals ...string) string {
 	for _, v := range vals {

@@ -2,22 +2,12 @@ package inspect
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	"github.com/aws/smithy-go"
-
+	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/queue"
-)
-
-// In-flight limits of SQS. The scan stops short of them (and says so) so it
-// never makes the queue refuse receives for its real consumers.
-const (
-	inFlightLimitStandard = 120_000
-	inFlightLimitFIFO     = 20_000
-	inFlightHeadroom      = 10_000
 )
 
 // ScanOptions control a non-destructive read of a queue.
@@ -29,8 +19,8 @@ type ScanOptions struct {
 	Visibility time.Duration
 	// Workers is the number of concurrent receivers (default 4).
 	Workers int
-	// EmptyReceives is how many consecutive empty receives per worker end
-	// the scan (default 2).
+	// EmptyReceives is kept for compatibility; the end of a scan is decided
+	// from the queue's own counts (see package pipeline).
 	EmptyReceives int
 	// Wait is the long-poll wait of each receive (default 1s).
 	Wait time.Duration
@@ -48,15 +38,33 @@ type ScanResult struct {
 	Depth      queue.Counts // depths when the scan began
 	Complete   bool         // the whole queue was read
 	Note       string       // why the scan stopped early, when it did
+	// Blocked counts messages that could not be read because their FIFO
+	// group is locked behind a message the scan holds (AWS hands out
+	// nothing more of a group while one of its messages is in flight).
+	Blocked int
+	// InFlightElsewhere counts messages another consumer (or a receive
+	// whose answer was lost) held while the scan ran: they were not read.
+	InFlightElsewhere int
 }
 
-// Scan reads messages from q without consuming them: every message read is
-// held invisible (with a lease heartbeat) until the scan ends, so each is
-// seen once; duplicates are dropped by message id; at the end — also on
-// errors and cancellation — everything is released (visibility 0). fn is
-// called once per distinct message, from one goroutine at a time, with the
-// parsed body (nil when not JSON) after Decode. Returning an error from fn
-// stops the scan.
+// Partial reports whether the scan had to read everything and could not.
+func (r *ScanResult) Partial() bool {
+	return !r.Complete && (r.Blocked > 0 || r.InFlightElsewhere > 0)
+}
+
+// Scan reads messages from q without consuming them, on the one message
+// pipeline (package pipeline) with a sink that keeps every message held:
+// each message read stays invisible (with a lease heartbeat) until the scan
+// ends, so each is seen once; duplicates are dropped by message id; at the
+// end — also on errors and cancellation — everything is released
+// (visibility 0). fn is called once per distinct message, one call at a
+// time, with the parsed body (nil when not JSON) after Decode. Returning an
+// error from fn stops the scan.
+//
+// On a FIFO queue of a server that locks message groups as AWS does, a
+// group's later messages cannot be read while its first is held: a full
+// scan then reads the first message of each group, and the result says how
+// many it could not read (Blocked, Note).
 func Scan(ctx context.Context, c *queue.Client, q *queue.Queue, opt ScanOptions, fn func(m *queue.Message, parsed any) error) (res *ScanResult, err error) {
 	if opt.Visibility <= 0 {
 		opt.Visibility = 30 * time.Second
@@ -64,167 +72,95 @@ func Scan(ctx context.Context, c *queue.Client, q *queue.Queue, opt ScanOptions,
 	if opt.Workers <= 0 {
 		opt.Workers = 4
 	}
-	if opt.EmptyReceives <= 0 {
-		opt.EmptyReceives = 2
-	}
-	if opt.Wait <= 0 {
-		opt.Wait = time.Second
-	}
-	if opt.MaxHeld <= 0 {
-		opt.MaxHeld = inFlightLimitStandard - inFlightHeadroom
-		if q.FIFO {
-			opt.MaxHeld = inFlightLimitFIFO - 2_000
-		}
-	}
 	if opt.Max > 0 && opt.Max < opt.Workers*queue.MaxBatchEntries {
 		opt.Workers = max(1, (opt.Max+queue.MaxBatchEntries-1)/queue.MaxBatchEntries)
 	}
 	res = &ScanResult{Depth: q.Counts()}
-	lease := queue.NewLease(c, q, opt.Visibility)
-	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
-	go lease.Run(hbCtx)
+	src := pipeline.NewQueueSource(c, q, pipeline.QueueSourceOptions{
+		Visibility: opt.Visibility, Wait: opt.Wait, MaxHeld: opt.MaxHeld, Decode: Decode})
 	defer func() {
-		stopHB()
-		if rerr := lease.ReleaseAll(ctx); rerr != nil && err == nil {
+		if rerr := src.Close(ctx); rerr != nil && err == nil {
 			err = rerr
 		}
 	}()
-
-	var (
-		mu      sync.Mutex
-		seen    = map[string]bool{}
-		stop    bool
-		fnErr   error
-		limited bool
-	)
-	// targetReached reports whether the scan has read enough; callers hold mu.
-	targetReached := func() bool {
-		if opt.Max > 0 && res.Seen >= opt.Max {
-			return true
-		}
-		if lease.Len() >= opt.MaxHeld {
-			limited = true
-			return true
-		}
-		return false
-	}
-	// Receives run on a context that the caller's cancellation does not
-	// reach: a receive abandoned mid-flight would leave the messages it
-	// returned invisible with nobody holding them. Workers check ctx and the
-	// stop flag between receives instead, so everything received is held by
-	// the lease and released at the end.
-	rctx, cancelRecv := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelRecv()
-	stopped := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return stop || ctx.Err() != nil
-	}
-	var wg sync.WaitGroup
-	var recvErr error
-	var errOnce sync.Once
-	for w := 0; w < opt.Workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			empty := 0
-			for !stopped() {
-				mu.Lock()
-				done := stop || targetReached()
-				want := queue.MaxBatchEntries
-				if opt.Max > 0 {
-					want = min(want, opt.Max-res.Seen)
-				}
-				mu.Unlock()
-				if done || want <= 0 {
-					return
-				}
-				msgs, err := c.Receive(rctx, q, want, opt.Visibility, opt.Wait)
-				if err != nil && isOverLimit(err) {
-					// The queue's in-flight limit: keep what was read as a
-					// bounded sample (the emulator also answers this when
-					// ~120k messages are merely visible).
-					mu.Lock()
-					limited, stop = true, true
-					mu.Unlock()
-					return
-				}
-				if err != nil {
-					errOnce.Do(func() { recvErr = err })
-					mu.Lock()
-					stop = true
-					mu.Unlock()
-					return
-				}
-				// The lease keeps only what it needs to extend and release,
-				// so a full scan holds receipt handles, not bodies.
-				for _, m := range msgs {
-					lease.Add(&queue.Message{Record: queue.Record{MessageID: m.MessageID}, ReceiptHandle: m.ReceiptHandle, ReceivedAt: m.ReceivedAt})
-				}
-				if len(msgs) == 0 {
-					empty++
-					if empty >= opt.EmptyReceives {
-						return
-					}
-					continue
-				}
-				empty = 0
-				mu.Lock()
-				for _, m := range msgs {
-					if stop {
-						break
-					}
-					if seen[m.MessageID] {
-						res.Duplicates++
-						continue
-					}
-					if opt.Max > 0 && res.Seen >= opt.Max {
-						break
-					}
-					seen[m.MessageID] = true
-					res.Seen++
-					parsed := Decode(&m.Record)
-					if err := fn(m, parsed); err != nil {
-						fnErr = err
-						stop = true
-						break
-					}
-				}
-				if opt.OnProgress != nil {
-					opt.OnProgress(res.Seen)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	s := &readSink{fn: fn, max: opt.Max, seen: map[string]bool{}, onProgress: opt.OnProgress}
+	pr, runErr := pipeline.Run(ctx, src, s, pipeline.Options{Workers: opt.Workers, StopWhen: s.full})
+	s.mu.Lock()
+	res.Seen, res.Duplicates = s.n, s.dups+src.Duplicates()
+	fnErr := s.fnErr
+	s.mu.Unlock()
 	switch {
 	case fnErr != nil:
 		return res, fnErr
 	case ctx.Err() != nil:
 		return res, ctx.Err()
-	case recvErr != nil:
-		return res, recvErr
+	case runErr != nil:
+		return res, runErr
 	}
-	if lost := lease.Lost(); lost > 0 {
-		return res, errors.New("some messages' visibility could not be extended during the scan; they may have been counted twice")
-	}
+	res.Blocked, res.InFlightElsewhere = pr.Blocked, pr.InFlightElsewhere
 	switch {
-	case limited && res.Seen == 0:
+	case pr.HeldLimit && res.Seen == 0:
 		return res, fmt.Errorf("%s refuses receives: its in-flight limit is reached (OverLimit), so no message could be read; wait until its consumers release messages or work from an archive with --from", q.Name)
-	case limited:
+	case pr.HeldLimit:
 		res.Note = "stopped at the in-flight limit: this is a bounded sample of a very large queue"
 	case opt.Max > 0 && res.Seen >= opt.Max:
 		res.Note = "sample"
+	case pr.Blocked > 0:
+		res.Note = fmt.Sprintf("read %d of ~%d: a FIFO group's later messages cannot be read while its first is held (%d not read); to read all of it, move the queue to a recovery FIFO queue or archive it first", res.Seen, res.Seen+pr.Blocked, pr.Blocked)
+	case pr.InFlightElsewhere > 0:
+		res.Note = fmt.Sprintf("read %d; %d more were in flight elsewhere (another consumer, or a receive whose answer was lost) and could not be read", res.Seen, pr.InFlightElsewhere)
+	case pr.VisibleLeft > 0:
+		res.Note = fmt.Sprintf("read %d; the queue still reports %d visible messages that no receive returned", res.Seen, pr.VisibleLeft)
 	default:
 		res.Complete = true
 	}
 	return res, nil
 }
 
-// isOverLimit reports whether err is SQS's OverLimit error (too many
-// messages in flight).
-func isOverLimit(err error) bool {
-	var ae smithy.APIError
-	return errors.As(err, &ae) && ae.ErrorCode() == "OverLimit"
+// readSink hands each distinct message to fn and keeps it held until the
+// scan ends: nothing is ever delivered or acknowledged.
+type readSink struct {
+	fn         func(m *queue.Message, parsed any) error
+	max        int
+	onProgress func(int)
+
+	mu    sync.Mutex
+	seen  map[string]bool
+	n     int
+	dups  int
+	fnErr error
 }
+
+func (s *readSink) full() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fnErr != nil || (s.max > 0 && s.n >= s.max)
+}
+
+func (s *readSink) Prepare(_ context.Context, it pipeline.Item) (pipeline.Decision, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := it.Record.MessageID
+	switch {
+	case s.seen[id]:
+		s.dups++
+		return pipeline.Decision{Verb: pipeline.Skip, Reason: "duplicate"}, nil
+	case s.fnErr != nil, s.max > 0 && s.n >= s.max:
+		return pipeline.Decision{Verb: pipeline.Release, Reason: "beyond the sample"}, nil
+	}
+	s.seen[id] = true
+	s.n++
+	if err := s.fn(&queue.Message{Record: *it.Record}, it.Parsed); err != nil {
+		s.fnErr = err
+	}
+	if s.onProgress != nil {
+		s.onProgress(s.n)
+	}
+	return pipeline.Decision{Verb: pipeline.Skip, Reason: "read"}, nil
+}
+
+func (s *readSink) Deliver(context.Context, int, string, []pipeline.Item, []any) ([]pipeline.Outcome, pipeline.Commit) {
+	return nil, nil // never called: every decision is Skip or Release
+}
+
+func (s *readSink) Flush(context.Context) (bool, error) { return false, nil }
