@@ -119,7 +119,8 @@ var signalDefs = []struct {
 		"already canceled", "already processed", "already exists", "already paid", "already refunded", "already shipped",
 		"already fulfilled", "already closed", "already completed", "already consumed", "duplicate order", "duplicate payment",
 		"duplicate request", "duplicate transaction", "duplicate message", "duplicate event", "declined", "do not honor",
-		"out of stock", "account closed", "account suspended", "account frozen", "account blocked", "fraud*", "card expired",
+		"out of stock", "account closed", "account suspended", "account frozen", "account blocked", "fraudulent", "suspected fraud",
+		"fraud suspected", "fraud detected", "flagged as fraud", "FraudDetected", "card expired",
 		"order not found", "customer not found", "account not found", "user not found", "product not found",
 		"payment not found", "invoice not found", "item not found", "entity not found", "EntityNotFoundException",
 		"sku not found", "order does not exist", "customer does not exist", "not eligible", "credit limit"}},
@@ -217,6 +218,33 @@ var negators = map[string]bool{"non": true, "not": true, "never": true, "without
 var httpContext = map[string]bool{"http": true, "https": true, "status": true, "code": true, "statuscode": true, "returned": true,
 	"responded": true, "response": true, "error": true, "got": true, "received": true}
 
+// stripURLs blanks out URLs: a host called fraud-check or an endpoint
+// /v2/timeout names no failure.
+func stripURLs(s string) string {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	for {
+		start := i
+		for start > 0 && (s[start-1] >= 'a' && s[start-1] <= 'z' || s[start-1] >= 'A' && s[start-1] <= 'Z') {
+			start--
+		}
+		end := i + 3
+		for end < len(s) && s[end] != ' ' && s[end] != '"' && s[end] != '\'' && s[end] != '\n' && s[end] != ')' && s[end] != ',' {
+			end++
+		}
+		b.WriteString(s[:start])
+		b.WriteString(" <url> ")
+		s = s[end:]
+		if i = strings.Index(s, "://"); i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+	}
+}
+
 // businessEntities are the nouns whose absence is a business outcome (the
 // order was deleted), not a configuration problem (the queue is missing).
 var businessEntities = map[string]bool{"order": true, "customer": true, "account": true, "user": true, "product": true,
@@ -226,7 +254,7 @@ var businessEntities = map[string]bool{"order": true, "customer": true, "account
 // scan returns the signals found in text: at most one hit per family (the
 // strongest, earliest).
 func (v *vocabulary) scan(text string, buf []string) ([]hit, []string) {
-	c := canonical(text)
+	c := canonical(stripURLs(text))
 	words := tokens(c, buf[:0])
 	var hits []hit
 	add := func(h hit) {

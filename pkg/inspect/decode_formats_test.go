@@ -40,6 +40,9 @@ func TestDecodeCorpusFormats(t *testing.T) {
 				t.Errorf("format = %v, want %s", rec.Failure, m.Format)
 			}
 			d := m.Decoded
+			if (d == nil || !d.NoFailure) && !rec.Failure.HasContext() {
+				t.Errorf("no failure context found (fixtures mark messages without any as no_failure)")
+			}
 			if d == nil {
 				return
 			}
@@ -127,5 +130,24 @@ func TestDecodeLambdaErrorMessageCutShort(t *testing.T) {
 		if e.Text == "200" {
 			t.Errorf("ErrorCode 200 (the function raised) is not evidence: %+v", e)
 		}
+	}
+}
+
+func TestRedactorMasksPayloadAndFailureTexts(t *testing.T) {
+	r := rec(`{"Type":"Notification","MessageId":"m1","TopicArn":"arn:aws:sns:eu-west-1:1:orders","Message":"{\"eventType\":\"OrderPaid\",\"eventId\":\"e1\",\"card_number\":\"4111111111111111\"}"}`,
+		map[string]queue.Attribute{"dlq_reason": {Type: "String", Value: "auth failed password=hunter2 for ann"}})
+	Decode(r)
+	if r.Payload == nil || r.Failure == nil {
+		t.Fatalf("payload %v failure %+v", r.Payload, r.Failure)
+	}
+	out := NewRedactor(nil).Record(*r)
+	b, _ := json.Marshal(out)
+	for _, secret := range []string{"4111111111111111", "hunter2"} {
+		if strings.Contains(string(b), secret) {
+			t.Errorf("secret %s printed: %s", secret, b)
+		}
+	}
+	if r.Failure.Reason != "auth failed password=hunter2 for ann" {
+		t.Errorf("the redactor changed the original record: %+v", r.Failure)
 	}
 }

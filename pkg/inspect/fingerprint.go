@@ -20,8 +20,18 @@ const maxFingerprint = 200
 // "timeout after 912ms for order o-99" group together.
 func ErrorFingerprint(rec *queue.Record) string {
 	f := rec.Failure
-	if f == nil || (f.Type == "" && f.Reason == "") {
+	if !f.HasContext() {
 		return NoFailure
+	}
+	if f.Type == "" && f.Reason == "" {
+		// Only a condition, status, cause or label: e.g. a Lambda
+		// destination record "condition: EventAgeExceeded".
+		for _, e := range f.Evidence {
+			if e.Kind != queue.EvidenceClass {
+				return NormalizeError(e.Kind + ": " + e.Text)
+			}
+		}
+		return NoFailure // a label alone says nothing about the failure
 	}
 	switch {
 	case f.Type == "":

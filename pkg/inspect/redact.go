@@ -63,8 +63,8 @@ func normKey(k string) string {
 
 func (r *Redactor) secretKey(k string) bool { return r.keys[normKey(k)] }
 
-// Record returns a copy of rec with secrets masked in the body and the
-// attributes. body_sha256 keeps identifying the original body.
+// Record returns a copy of rec with secrets masked in the body, the
+// attributes, the original payload and the failure texts. body_sha256 keeps identifying the original body.
 func (r *Redactor) Record(rec queue.Record) queue.Record {
 	if r == nil {
 		return rec
@@ -79,10 +79,34 @@ func (r *Redactor) Record(rec queue.Record) queue.Record {
 				} else {
 					a.Value = Mask
 				}
+			} else if !a.IsBinary() {
+				// Failure attributes quote secrets ("password=… rejected").
+				a.Value = r.re.ReplaceAllString(a.Value, "${1}"+Mask)
 			}
 			attrs[k] = a
 		}
 		rec.Attributes = attrs
+	}
+	if rec.Payload != nil {
+		// The original payload is a copy of (part of) the body: mask it the
+		// same way.
+		if b, err := json.Marshal(rec.Payload); err == nil {
+			var p any
+			if json.Unmarshal([]byte(r.Body(string(b))), &p) == nil {
+				rec.Payload = p
+			}
+		}
+	}
+	if f := rec.Failure; f != nil {
+		// Error texts quote secrets too ("invalid token abc…").
+		c := *f
+		c.Reason = r.Body(c.Reason)
+		c.Evidence = make([]queue.Evidence, len(f.Evidence))
+		for i, e := range f.Evidence {
+			e.Text = r.Body(e.Text)
+			c.Evidence[i] = e
+		}
+		rec.Failure = &c
 	}
 	return rec
 }
