@@ -134,7 +134,7 @@ func TestClassifyCorpusExplain(t *testing.T) {
 			"family: transient, decided by attributes.ERROR_CODE", "=> class transient, action redrive (rule transient-failure)"},
 		"plain-06": {"format: eventbridge-event", "SQS recorded no reason", "the envelope has no event_version",
 			"=> class unknown, action investigate (rule default)"},
-		"plain-08": {"version 7 is not the event's schema version", "=> class unknown, action investigate (rule default)"},
+		"plain-08":        {"version 7 is not the event's schema version", "=> class unknown, action investigate (rule default)"},
 		"plain-01":        {"format: none recognised", "SQS recorded no reason", "=> class unknown, action investigate (rule default)"},
 		"spring-kafka-09": {"family: conflict", "YES  conflicting-signals", "=> class unknown, action investigate (rule conflicting-signals)"},
 		"eventbridge-03":  {`attributes.ERROR_CODE [code] → "NO_PERMISSIONS": configuration`, "=> class unknown, action investigate (rule configuration-error)"},
