@@ -119,7 +119,7 @@ func classifyRun(ctx context.Context, opts *ClassifyOptions) error {
 	return classifyListRun(ctx, opts, sel)
 }
 
-func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.Selector) error {
+func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.Selector) (retErr error) {
 	f := opts.F
 	var redactor *inspect.Redactor
 	if !opts.NoRedact {
@@ -150,6 +150,7 @@ func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.S
 	if err != nil {
 		return err
 	}
+	defer func() { retErr = rr.finish(retErr) }()
 	f.IO.Infof("%s", describeRead(rr, matched, sel))
 	switch format {
 	case output.NDJSON:
@@ -213,7 +214,7 @@ type ClassifyReport struct {
 	Classes   []*ClassSummary `json:"classes"`
 }
 
-func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classify.Selector) error {
+func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classify.Selector) (retErr error) {
 	f := opts.F
 	keys, err := inspect.ParseGroupKeys([]string{"class,action"})
 	if err != nil {
@@ -241,6 +242,7 @@ func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classif
 	if err != nil {
 		return err
 	}
+	defer func() { retErr = rr.finish(retErr) }()
 	rules := sel.Rules()
 	for _, r := range rules.Rules {
 		if _, ok := notes[r.Class]; !ok && r.Note != "" {
@@ -320,7 +322,7 @@ type ExplainReport struct {
 	*classify.Explanation
 }
 
-func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rules) error {
+func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rules) (retErr error) {
 	f := opts.F
 	read := opts.Read
 	if !read.sampleSet {
@@ -339,6 +341,7 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	if err != nil {
 		return err
 	}
+	defer func() { retErr = rr.finish(retErr) }()
 	if found == nil {
 		where := "the input"
 		if rr.Queue != nil {

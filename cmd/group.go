@@ -78,6 +78,19 @@ type readResult struct {
 	Complete bool // the whole queue (or file) was read
 	Depth    int  // queue depth at the start (0: unknown)
 	Note     string
+	// Partial: --all was asked for and the queue could not be read whole
+	// (FIFO groups locked behind held messages, messages in flight
+	// elsewhere); the command exits 4 after printing what it read.
+	Partial bool
+}
+
+// finish turns a partial full read into exit 4, after the results were
+// printed.
+func (rr *readResult) finish(err error) error {
+	if err == nil && rr != nil && rr.Partial {
+		return errs.Partialf("partial result: %s", rr.Note)
+	}
+	return err
 }
 
 // readRecords streams records for triage: it warns about the side effects
@@ -124,6 +137,14 @@ func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, fn fun
 		out.Complete = res.Scan.Complete
 		out.Note = res.Scan.Note
 		switch {
+		case res.Scan.Partial():
+			// A FIFO queue on AWS hands out nothing more of a group while
+			// one of its messages is held: say exactly what was read (with
+			// --all, as the error that makes the exit code 4).
+			out.Partial = r.All
+			if !out.Partial {
+				f.IO.Warnf("%s", res.Scan.Note)
+			}
 		case strings.Contains(res.Scan.Note, "in-flight"):
 			f.IO.Warnf("%s: read %d of about %d messages; the results are a bounded sample", res.Scan.Note, read, out.Depth)
 		case out.Complete && read < out.Depth:
@@ -248,7 +269,7 @@ type GroupReport struct {
 	Groups    []*inspect.Group `json:"groups"`
 }
 
-func groupRun(ctx context.Context, opts *GroupOptions) error {
+func groupRun(ctx context.Context, opts *GroupOptions) (retErr error) {
 	f := opts.F
 	keys, err := inspect.ParseGroupKeys(opts.By)
 	if err != nil {
@@ -272,6 +293,7 @@ func groupRun(ctx context.Context, opts *GroupOptions) error {
 	if err != nil {
 		return err
 	}
+	defer func() { retErr = rr.finish(retErr) }()
 	groups := g.Groups()
 	if !rr.Complete && rr.Queue != nil {
 		inspect.AddEstimates(groups, rr.Read, rr.Depth)
