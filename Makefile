@@ -5,7 +5,8 @@
 #   make build        bin/dlqctl
 #   make test         gofmt check, go vet, go test -race (stack started and
 #                     stopped around it; KEEP_STACK=1 leaves it running)
-#   make bench        go test -bench against the stack
+#   make bench        go test -bench against the stack (BENCH=Process: only the
+#                     whole-process benchmarks of internal/procbench, ~15 min)
 #   make demo         scripts/demo.sh: stack, seeded incident, walkthrough
 #   make seed         seed an incident (PREFIX=demo, SEED_FLAGS="--scale 500 --reset")
 #   make stack-start / stack-stop / stack-status
@@ -46,8 +47,12 @@ test:
 	echo "go vet ./..." >&2; $(GO) vet ./... || exit $$?; \
 	echo "go test -race -count=1 ./..." >&2; $(GO) test -race -count=1 ./...
 
+BENCH ?= .
+
+# The whole-process benchmarks (internal/procbench) take longer than go
+# test's default 10-minute timeout per package.
 bench:
-	@$(WITH_STACK) $(GO) test -run '^$$' -bench . -benchmem ./...
+	@$(WITH_STACK) $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -timeout 60m ./...
 
 demo:
 	scripts/demo.sh
