@@ -1,10 +1,22 @@
 // Package procbench holds the whole-process benchmarks: they run the built
 // dlqctl binary as a subprocess against the local stack (scripts/stack.sh)
 // and compare it with a bare receive→send→delete loop (./bareloop), and
-// measure the peak RSS of redrive, archive and restore at two queue sizes.
-// Everything is in the _test.go files; run
+// measure the peak RSS of archive, restore and redrive at two queue sizes.
+// Programs run under ./launch, which reports their own ru_maxrss and CPU
+// time. Everything else is in the _test.go files.
 //
-//	go test -run '^$' -bench Process -benchtime 1x -timeout 60m ./internal/procbench/
+//	go test -run '^$' -bench ProcessRedriveVsBareLoop -benchtime 1x -timeout 60m ./internal/procbench/   (~6 min)
+//	go test -run '^$' -bench ProcessRSS -benchtime 1x -timeout 60m ./internal/procbench/                 (~8 min)
+//	make bench BENCH=Process                                                                              (both)
+//
+// The machines are small and shared, so wall-clock rates are noisy: the
+// order bare, dlqctl, dlqctl, bare (ABBA) cancels drift, not noise; use
+// -benchtime 2x or more to compare two builds, and look at CPU seconds,
+// which noise barely moves. To benchmark another commit's binary, build it
+// elsewhere and point DLQCTL_BENCH_BIN at it:
+//
+//	git archive COMMIT | tar -x -C /tmp/before && (cd /tmp/before && go build -o dlqctl .)
+//	DLQCTL_BENCH_BIN=/tmp/before/dlqctl go test -run '^$' -bench Process …
 //
 // Knobs (environment):
 //
@@ -14,5 +26,5 @@
 //	DLQCTL_BENCH_RSS_SMALL    small size of BenchmarkProcessRSS (default 10000)
 //	DLQCTL_BENCH_RSS_BIG      big size of BenchmarkProcessRSS (default 80000)
 //	DLQCTL_BENCH_BIN          benchmark this dlqctl binary instead of building
-//	                          the working tree (e.g. a build of another commit)
+//	                          the working tree
 package procbench
