@@ -41,29 +41,47 @@ wins) into a class and an action: redrive, redrive-to-recovery, archive,
 investigate or ignore. Nothing is consumed: messages are read and released
 as with 'dlqctl group'.
 
+Messages are decoded first: the DLQ format (Lambda async DLQ or
+destination record, EventBridge, SNS, CloudEvents, MassTransit,
+NServiceBus, Spring Kafka, Kafka Connect, enriched wrapper, generic failure
+keys) gives failure.format, the failure evidence and the original payload.
+A plain message dead-lettered by an SQS redrive policy has no failure
+context: SQS records no reason.
+
 Without --rules the built-in rules apply, in this order:
   redrive-loop        carries the dlqctl-redrive marker (redriven before and
                       back again)                    -> redrive-loop/investigate
-  body-not-json       body is malformed JSON or plain text -> permanent/archive
-  schema-mismatch     envelope eventVersion not in 1, 2, 3 (configurable),
-                      unknown schemaRef, or a failure naming an unsupported
-                      version/schema          -> schema-mismatch/redrive-to-recovery
-  transient-failure   failure names a timeout, throttling/429, 5xx,
-                      connection reset, unavailable dependency -> transient/redrive
-  business-rejection  failure names a business rejection -> business/investigate
-  permanent-failure   failure names validation, invalid, too large, ...
-                                                     -> permanent/archive
-  default                                            -> unknown/investigate
-Failure context is read from the failure type, then the reason, then the
-consumer's error class. A rules file (YAML, docs/rules.md) lists its own
-rules and can include the built-ins ('- include: builtin'); it is checked
-before any message is read: an invalid file exits 2 naming file, line and
-reason.
+  body-not-json       body is malformed JSON or plain text, and no failure
+                      evidence names a cause         -> permanent/archive
+  schema-mismatch     failure names an unsupported version/schema, unknown
+                      type or no handler; or, without failure evidence, an
+                      event schema version not in 1, 2, 3 (configurable) or
+                      an unknown schemaRef  -> schema-mismatch/redrive-to-recovery
+  conflicting-signals strong transient and strong non-transient evidence
+                                                     -> unknown/investigate
+  transient-failure   network error, timeout, throttling/429, 5xx, gRPC
+                      unavailable, deadlock, SQLSTATE 40001/08 -> transient/redrive
+  business-rejection  insufficient funds, declined, already processed, order
+                      not found                      -> business/investigate
+  permanent-failure   parse/deserialization, validation, SQLSTATE 22/23,
+                      HTTP 4xx other than 408/425/429 -> permanent/archive
+  configuration-error access denied, missing resource, expired credentials
+                                                     -> unknown/investigate
+  default             (also no failure context)      -> unknown/investigate
+Explicit failure evidence beats body and envelope heuristics; a version
+counts only when the decoder vouches it is the event's schema version
+(never EventBridge "version" or CloudEvents "specversion"). See
+docs/triage.md for the formats and families. A rules file (YAML,
+docs/rules.md) lists its own rules and can include the built-ins
+('- include: builtin'); .failure.format and .payload let a rule target one
+format. It is checked before any message is read: an invalid file exits 2
+naming file, line and reason.
 
 Output is one line (record) per message, --summary counts per class and
 action with examples (and estimated totals when only a sample of a larger
-queue was read), and --explain ID shows every rule evaluated for one
-message and why the matching one matched.
+queue was read), and --explain ID shows the format detected, each piece
+of failure evidence (field -> text) with the family it names, and every
+rule evaluated for one message and why the matching one matched.
 
 Bodies are shown with secret-looking values masked (see 'dlqctl sample').
 

@@ -25,6 +25,14 @@ func TestDocsExampleRulesFile(t *testing.T) {
 		{`{"eventId":"e","eventType":"OrderCreated","eventVersion":2,"schemaRef":"urn:acme:schemas:orders/OrderCreated/v7"}`, nil, RuleSchemaMismatch, ClassSchemaMismatch},
 		{`{"eventId":"e","eventType":"OrderCreated","eventVersion":2,"schemaRef":"urn:acme:schemas:orders/OrderCreated/v2","failure_reason":"timeout"}`, nil, RuleTransient, ClassTransient},
 		{`{"eventId":"e","eventType":"OrderCreated","eventVersion":2,"schemaRef":"urn:acme:schemas:orders/OrderCreated/v2"}`, nil, DefaultRuleName, ClassUnknown},
+		// The format-specific rule: an EventBridge API destination answering 401 ...
+		{`{"version":"0","id":"1","detail-type":"OrderPlaced","source":"orders","detail":{}}`,
+			map[string]string{"RULE_ARN": "arn:aws:events:eu-west-1:1:rule/r", "TARGET_ARN": "arn:aws:events:eu-west-1:1:api-destination/d", "ERROR_CODE": "ERROR_FROM_TARGET", "ERROR_MESSAGE": "Request failed with status code 401"},
+			"eventbridge-auth-rotated", ClassTransient},
+		// ... while the built-in rules call the same 401 permanent (a 4xx).
+		{`{"version":"0","id":"1","detail-type":"OrderPlaced","source":"orders","detail":{}}`,
+			map[string]string{"RULE_ARN": "arn:aws:events:eu-west-1:1:rule/r", "TARGET_ARN": "arn:aws:events:eu-west-1:1:api-destination/d", "ERROR_CODE": "ERROR_FROM_TARGET", "ERROR_MESSAGE": "Request failed with status code 403"},
+			RulePermanentFailure, ClassPermanent},
 	}
 	for _, c := range cases {
 		rec, parsed := record(c.body, c.attrs)
