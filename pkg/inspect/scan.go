@@ -45,11 +45,14 @@ type ScanResult struct {
 	// InFlightElsewhere counts messages another consumer (or a receive
 	// whose answer was lost) held while the scan ran: they were not read.
 	InFlightElsewhere int
+	// VisibleLeft counts messages the queue still reported visible that no
+	// receive returned.
+	VisibleLeft int
 }
 
 // Partial reports whether the scan had to read everything and could not.
 func (r *ScanResult) Partial() bool {
-	return !r.Complete && (r.Blocked > 0 || r.InFlightElsewhere > 0)
+	return !r.Complete && (r.Blocked > 0 || r.InFlightElsewhere > 0 || r.VisibleLeft > 0)
 }
 
 // Scan reads messages from q without consuming them, on the one message
@@ -97,7 +100,7 @@ func Scan(ctx context.Context, c *queue.Client, q *queue.Queue, opt ScanOptions,
 	case runErr != nil:
 		return res, runErr
 	}
-	res.Blocked, res.InFlightElsewhere = pr.Blocked, pr.InFlightElsewhere
+	res.Blocked, res.InFlightElsewhere, res.VisibleLeft = pr.Blocked, pr.InFlightElsewhere, pr.VisibleLeft
 	switch {
 	case pr.HeldLimit && res.Seen == 0:
 		return res, fmt.Errorf("%s refuses receives: its in-flight limit is reached (OverLimit), so no message could be read; wait until its consumers release messages or work from an archive with --from", q.Name)

@@ -18,6 +18,10 @@ import (
 // cap, or SQS answering OverLimit). The engine ends the run as partial.
 var ErrHeldLimit = errors.New("in-flight limit reached")
 
+// stuckPatience is how long a run keeps polling a standard queue whose
+// counts show visible messages that no receive returns.
+const stuckPatience = 30 * time.Second
+
 // Options configure a run.
 type Options struct {
 	// Workers receive, decide and deliver concurrently (default 8).
@@ -161,6 +165,7 @@ type engine struct {
 	endMu       sync.Mutex
 	ended       bool
 	stuck       int
+	stuckSince  time.Time
 	waitSince   time.Time
 	sourceDone  atomic.Bool
 	heldLimit   atomic.Bool
@@ -454,7 +459,7 @@ func (e *engine) shortReceive(ctx context.Context, n int) bool {
 		return true
 	}
 	if n > 0 {
-		e.stuck = 0
+		e.stuck, e.stuckSince = 0, time.Time{}
 		return false // messages are still coming; keep reading
 	}
 	if rem.Visible > 0 {
@@ -467,15 +472,18 @@ func (e *engine) shortReceive(ctx context.Context, n int) bool {
 			e.stop(ferr)
 			return true
 		} else if flushed {
-			e.stuck = 0
+			e.stuck, e.stuckSince = 0, time.Time{}
 			return false
 		}
-		e.stuck++
-		limit := 3
-		if !rem.Groups {
-			limit = 5 // standard queue: approximate counts settle
+		// A FIFO queue whose groups are locked stays stuck; on a standard
+		// queue, counts that lag behind deletes (AWS) or a server too busy
+		// to answer within the long poll (the emulator) settle: keep
+		// polling for a while before calling the messages unreadable.
+		if e.stuckSince.IsZero() {
+			e.stuckSince = time.Now()
 		}
-		if e.stuck < limit {
+		e.stuck++
+		if rem.Groups && e.stuck < 3 || !rem.Groups && time.Since(e.stuckSince) < stuckPatience {
 			return false
 		}
 		e.ended = true
