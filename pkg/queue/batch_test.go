@@ -20,7 +20,7 @@ func TestDeleteRetriesOnlyRetryableEntries(t *testing.T) {
 	msgs := f.receive(10, 30*time.Second)
 	var mu sync.Mutex
 	failedOnce := false
-	f.entryFail = func(op, h string) *types.BatchResultErrorEntry {
+	f.SetEntryFail(func(op, h string) *types.BatchResultErrorEntry {
 		mu.Lock()
 		defer mu.Unlock()
 		switch h {
@@ -33,14 +33,12 @@ func TestDeleteRetriesOnlyRetryableEntries(t *testing.T) {
 			return &types.BatchResultErrorEntry{Code: aws.String("AccessDenied"), SenderFault: true}
 		}
 		return nil
-	}
+	})
 	f.expire("m3")
-	f.receive(1, 30*time.Second) // m3 received by someone else: our handle is stale
-	f.mu.Lock()
-	delete(f.byHandle, msgs[4].ReceiptHandle) // an unknown handle: ReceiptHandleIsInvalid
-	f.mu.Unlock()
+	f.receive(1, 30*time.Second)          // m3 received by someone else: our handle is stale
+	f.ForgetHandle(msgs[4].ReceiptHandle) // an unknown handle: ReceiptHandleIsInvalid
 
-	failed, err := c.Delete(context.Background(), &Queue{URL: "u"}, msgs)
+	failed, err := c.Delete(context.Background(), &Queue{URL: f.url}, msgs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +53,7 @@ func TestDeleteRetriesOnlyRetryableEntries(t *testing.T) {
 	if strings.Contains(failed[msgs[4]].Error(), msgs[4].ReceiptHandle[:40]) {
 		t.Fatalf("error text carries the receipt handle: %v", failed[msgs[4]])
 	}
-	if n := f.callCount("DeleteMessageBatch"); n != 2 {
+	if n := f.CallCount("DeleteMessageBatch"); n != 2 {
 		t.Fatalf("%d calls; want the batch plus one retry of the retryable entry", n)
 	}
 }
@@ -81,12 +79,12 @@ func holdMany(t *testing.T, f *fakeSQS, l *Lease, n int) []string {
 // calls in ~13 rounds instead of 200 one after another).
 func TestBatchesRunConcurrently(t *testing.T) {
 	f, _, l := newLeaseOnFake(t, time.Minute)
-	f.delay = 40 * time.Millisecond
+	f.SetDelay(40 * time.Millisecond)
 	ids := holdMany(t, f, l, 2000)
 
 	l.Extend(context.Background())
-	if got, calls := f.maxConcurrent(), f.callCount("ChangeMessageVisibilityBatch"); got != DefaultBatchConcurrency || calls != 200 || len(f.visChanges) != 2000 {
-		t.Fatalf("extension: %d calls in flight at most, %d calls, %d changes; want 16, 200, 2000", got, calls, len(f.visChanges))
+	if got, calls := f.MaxConcurrent(), f.CallCount("ChangeMessageVisibilityBatch"); got != DefaultBatchConcurrency || calls != 200 || len(f.VisChanges()) != 2000 {
+		t.Fatalf("extension: %d calls in flight at most, %d calls, %d changes; want 16, 200, 2000", got, calls, len(f.VisChanges()))
 	}
 
 	// Delete half through the lease, release the rest.
@@ -94,18 +92,18 @@ func TestBatchesRunConcurrently(t *testing.T) {
 	for _, id := range ids[:1000] {
 		del = append(del, &Message{Record: Record{MessageID: id}})
 	}
-	f.resetMaxConcurrent()
+	f.ResetMaxConcurrent()
 	if res := l.Delete(context.Background(), del); len(res) != 0 {
 		t.Fatalf("Delete: %d failures", len(res))
 	}
-	if got := f.maxConcurrent(); got != DefaultBatchConcurrency {
+	if got := f.MaxConcurrent(); got != DefaultBatchConcurrency {
 		t.Fatalf("delete: %d calls in flight at most; want 16", got)
 	}
-	f.resetMaxConcurrent()
+	f.ResetMaxConcurrent()
 	if err := l.ReleaseAll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.maxConcurrent(); got != DefaultBatchConcurrency {
+	if got := f.MaxConcurrent(); got != DefaultBatchConcurrency {
 		t.Fatalf("release: %d calls in flight at most; want 16", got)
 	}
 	for i, id := range ids {
@@ -118,10 +116,10 @@ func TestBatchesRunConcurrently(t *testing.T) {
 func TestBatchConcurrencyIsBounded(t *testing.T) {
 	f, c, l := newLeaseOnFake(t, time.Minute)
 	c.BatchConcurrency = 3
-	f.delay = 5 * time.Millisecond
+	f.SetDelay(5 * time.Millisecond)
 	holdMany(t, f, l, 300)
 	l.Extend(context.Background())
-	if got := f.maxConcurrent(); got != 3 {
+	if got := f.MaxConcurrent(); got != 3 {
 		t.Fatalf("%d calls in flight at most; want BatchConcurrency=3", got)
 	}
 }
@@ -145,12 +143,12 @@ func TestExtendPrioritisesClosestToExpiry(t *testing.T) {
 	}
 	l.Add(msgs...)
 	l.Extend(context.Background())
-	if len(f.visCalls) != 3 {
-		t.Fatalf("%d calls; want 3", len(f.visCalls))
+	if len(f.VisCalls()) != 3 {
+		t.Fatalf("%d calls; want 3", len(f.VisCalls()))
 	}
-	for _, id := range f.visCalls[0] {
+	for _, id := range f.VisCalls()[0] {
 		if id < "m20" {
-			t.Fatalf("first call extended %v; want m20..m29 (closest to expiry)", f.visCalls[0])
+			t.Fatalf("first call extended %v; want m20..m29 (closest to expiry)", f.VisCalls()[0])
 		}
 	}
 }

@@ -23,9 +23,7 @@ func newLeaseOnFake(t *testing.T, vis time.Duration) (*fakeSQS, *Client, *Lease)
 // ever issued.
 func noHandles(t *testing.T, f *fakeSQS, what, text string) {
 	t.Helper()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for h := range f.byHandle {
+	for _, h := range f.IssuedHandles() {
 		if strings.Contains(text, h) || strings.Contains(text, h[:40]) {
 			t.Fatalf("%s contains a receipt handle: %s", what, text)
 		}
@@ -40,11 +38,11 @@ func TestReleaseWaitsForAnExtensionInFlight(t *testing.T) {
 	f, _, l := newLeaseOnFake(t, 30*time.Second)
 	hold, entered := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	f.before = func(op string, _ []string) {
+	f.SetBefore(func(op string, _ []string) {
 		if op == "ChangeMessageVisibilityBatch" {
 			once.Do(func() { close(entered); <-hold }) // a slow call: SQS applies it whenever it arrives
 		}
-	}
+	})
 	f.put("m1")
 	l.Add(f.receive(10, 30*time.Second)...)
 
@@ -65,7 +63,7 @@ func TestReleaseWaitsForAnExtensionInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-extended
-	if got := strings.Join(f.visChanges, " "); got != "m1=30 m1=0" {
+	if got := strings.Join(f.VisChanges(), " "); got != "m1=30 m1=0" {
 		t.Fatalf("visibility changes applied %q; want the extension (30) then the release (0)", got)
 	}
 	if !f.isVisible("m1") {
@@ -84,7 +82,7 @@ func TestExtendSkipsReleasedMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Extend(context.Background())
-	if got := strings.Join(f.visChanges, " "); got != "m1=0" || l.Len() != 0 || l.Lost() != 0 || !f.isVisible("m1") {
+	if got := strings.Join(f.VisChanges(), " "); got != "m1=0" || l.Len() != 0 || l.Lost() != 0 || !f.isVisible("m1") {
 		t.Fatalf("applied %q, held %d, lost %d", got, l.Len(), l.Lost())
 	}
 }
@@ -110,11 +108,11 @@ func TestDeleteWaitsOnlyForExtensionsOfItsMessages(t *testing.T) {
 	l.Add(msgs...)
 	hold, entered := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	f.before = func(op string, _ []string) {
+	f.SetBefore(func(op string, _ []string) {
 		if op == "ChangeMessageVisibilityBatch" {
 			once.Do(func() { close(entered); <-hold })
 		}
-	}
+	})
 	extended := make(chan struct{})
 	go func() { l.Extend(context.Background()); close(extended) }()
 	<-entered
@@ -137,9 +135,9 @@ func TestDeleteWaitsOnlyForExtensionsOfItsMessages(t *testing.T) {
 	if !f.isDeleted("m00") || !f.isDeleted("m10") || l.Lost() != 0 || l.Len() != 9 {
 		t.Fatalf("m00 deleted %v, m10 deleted %v, lost %d, held %d", f.isDeleted("m00"), f.isDeleted("m10"), l.Lost(), l.Len())
 	}
-	for _, ch := range f.visChanges {
+	for _, ch := range f.VisChanges() {
 		if strings.HasPrefix(ch, "m10=") {
-			t.Fatalf("the deleted m10 was extended afterwards: %v", f.visChanges)
+			t.Fatalf("the deleted m10 was extended afterwards: %v", f.VisChanges())
 		}
 	}
 }
@@ -222,7 +220,7 @@ func TestLostLeaseIsNeverDeletedWithItsDeadHandle(t *testing.T) {
 	noHandles(t, f, "OnLost error", lostErrs[0].Error())
 
 	var sent []string
-	f.before = func(op string, handles []string) { sent = append(sent, handles...) }
+	f.SetBefore(func(op string, handles []string) { sent = append(sent, handles...) })
 	res := l.Delete(context.Background(), []*Message{ma, mb})
 	if len(res) != 1 || !errors.Is(res[ma], ErrLeaseLost) || !f.isDeleted("b") || f.isDeleted("a") {
 		t.Fatalf("Delete = %v; a deleted %v, b deleted %v", res, f.isDeleted("a"), f.isDeleted("b"))
@@ -236,7 +234,7 @@ func TestLostLeaseIsNeverDeletedWithItsDeadHandle(t *testing.T) {
 	}
 
 	// Release of a lost message sends nothing either.
-	f.before = nil
+	f.SetBefore(nil)
 	f.expire("a")
 	a2 := f.receive(1, 30*time.Second)[0] // we receive a again (new handle)
 	f.expire("a")
@@ -246,9 +244,9 @@ func TestLostLeaseIsNeverDeletedWithItsDeadHandle(t *testing.T) {
 	if !l.IsLost("a") {
 		t.Fatal("a not marked lost the second time")
 	}
-	before := f.callCount("ChangeMessageVisibilityBatch")
-	if err := l.Release(context.Background(), []*Message{a2}); err != nil || f.callCount("ChangeMessageVisibilityBatch") != before {
-		t.Fatalf("Release of a lost message: err=%v, calls %d -> %d", err, before, f.callCount("ChangeMessageVisibilityBatch"))
+	before := f.CallCount("ChangeMessageVisibilityBatch")
+	if err := l.Release(context.Background(), []*Message{a2}); err != nil || f.CallCount("ChangeMessageVisibilityBatch") != before {
+		t.Fatalf("Release of a lost message: err=%v, calls %d -> %d", err, before, f.CallCount("ChangeMessageVisibilityBatch"))
 	}
 
 	// Received again: held normally (not a redelivery), and deletable.
@@ -281,13 +279,13 @@ func TestDeleteCallFailureKeepsMessagesHeld(t *testing.T) {
 		msgs = append(msgs, f.receive(10, 30*time.Second)...)
 	}
 	l.Add(msgs...)
-	f.callErr = func(op string, handles []string) error {
+	f.SetCallErr(func(op string, handles []string) error {
 		if op != "DeleteMessageBatch" {
 			return nil
 		}
 		return &smithy.OperationError{ServiceID: "SQS", OperationName: "DeleteMessageBatch", Err: &smithy.GenericAPIError{
 			Code: "InternalFailure", Message: fmt.Sprintf("internal error processing receipt handle %q", handles[0])}}
-	}
+	})
 	res := l.Delete(context.Background(), msgs)
 	if len(res) != 25 || l.Len() != 25 {
 		t.Fatalf("%d failures, %d held; want 25 and 25", len(res), l.Len())
@@ -311,7 +309,7 @@ func TestDeleteCallFailureKeepsMessagesHeld(t *testing.T) {
 	if sentErr != 10 || unsent != 15 {
 		t.Fatalf("%d sent, %d not sent; want the first chunk sent and the rest not", sentErr, unsent)
 	}
-	f.callErr = nil
+	f.SetCallErr(nil)
 	if err := l.ReleaseAll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +326,7 @@ func TestDeleteCallFailureKeepsMessagesHeld(t *testing.T) {
 func TestRunKeepsUpWhenAPassIsSlow(t *testing.T) {
 	f, c, l := newLeaseOnFake(t, 5*time.Second) // a pass is due every 1.67 s
 	c.BatchConcurrency = 1
-	f.delay = 40 * time.Millisecond // 50 calls: ~2 s per pass
+	f.SetDelay(40 * time.Millisecond) // 50 calls: ~2 s per pass
 	var ids []string
 	for i := range 500 {
 		ids = append(ids, fmt.Sprintf("m%03d", i))
