@@ -87,8 +87,9 @@ func benchRedrivePair(b *testing.B, env testenv.Env, dlqctl, bare, launch string
 	defer rec.Close()
 	var faults []faultproxy.Fault
 	if lat > 0 {
-		// Action "" delays every call: added latency on every SQS request.
-		faults = append(faults, faultproxy.Fault{Kind: faultproxy.Slow, Delay: lat})
+		// Action "" matches every call: network latency on every SQS
+		// request (half before the server acts, half before the answer).
+		faults = append(faults, faultproxy.Fault{Kind: faultproxy.Latency, Delay: lat})
 	}
 	px, err := faultproxy.New(rec.URL, faults...)
 	if err != nil {
