@@ -420,9 +420,11 @@ func classCount(t *testing.T, env testenv.Env, queue, class string) int {
 	t.Helper()
 	cmd := exec.Command(testenv.BuildBinary(t), "classify", queue, "--all", "--class", class, "-o", "ndjson")
 	cmd.Env = env.Environ()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("classify %s --class %s: %v", queue, class, err)
+		t.Fatalf("classify %s --class %s: %v\n%s", queue, class, err, stderr.String())
 	}
 	return bytes.Count(out, []byte("\n"))
 }
