@@ -177,4 +177,3 @@ func allVisible(t *testing.T, f *sqsfake.SQS, q *queue.Queue, want int) {
 		t.Fatalf("after the run: %+v; want %d visible and nothing in flight", c, want)
 	}
 }
-
