@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,23 +35,11 @@ type RedriveOptions struct {
 	Max         int            `json:"max,omitempty"`
 	MaxRedrives int            `json:"max_redrives"`
 	DryRun      bool           `json:"-"`
-	Canary      int            `json:"canary,omitempty"`
-	VerifyFor   time.Duration  `json:"verify_for,omitempty"`
-	VerifyDrain bool           `json:"verify_drain,omitempty"`
-	VerifyPoll  time.Duration  `json:"verify_poll,omitempty"`
-
-	Rate        float64       `json:"rate,omitempty"`
-	RampRaw     []string      `json:"-"`
-	Ramp        []float64     `json:"ramp,omitempty"`
-	RampEvery   time.Duration `json:"ramp_every,omitempty"`
-	Concurrency int           `json:"concurrency"`
-
-	MaxReturnsRaw  string        `json:"-"`
-	MaxReturns     float64       `json:"max_returns,omitempty"`
-	MaxDestBacklog int           `json:"max_dest_backlog,omitempty"`
-	OnGuard        string        `json:"on_guard,omitempty"`
-	PauseTimeout   time.Duration `json:"pause_timeout,omitempty"`
-	GuardInterval  time.Duration `json:"guard_interval,omitempty"`
+	CanaryFlags
+	PaceFlags
+	GuardFlags
+	MaxReturnsRaw string  `json:"-"`
+	MaxReturns    float64 `json:"max_returns,omitempty"`
 
 	Engine     string        `json:"engine"`
 	Visibility time.Duration `json:"visibility"`
@@ -80,6 +66,16 @@ recovery queue), safely:
     selected are skipped and reported, never changed;
   * Ctrl-C / SIGTERM: stop receiving, finish the batch in flight, release
     the rest (visibility 0), print the summary, exit 130.
+
+The run says "completed" (exit 0) only when the DLQ was drained and
+nothing is left that it did not account for. Messages in flight elsewhere
+at the end (a receive whose answer was lost, another consumer) are waited
+for up to their visibility timeout and moved (--wait-inflight, default on;
+--wait-inflight=false reports them, exit 4). On a FIFO DLQ a message the
+selection skips is held until the end, so SQS hands out nothing more of its
+group: later messages of that group are not moved ahead of it, and the run
+exits 4 naming the blocked groups. A message whose lease was lost is never
+counted as moved; it is deleted when received again, without a second send.
 
 --to source (default) sends each message to the queue named by its
 DeadLetterQueueSourceArn (or the DLQ's only source queue); --to QUEUE sends
@@ -143,19 +139,10 @@ func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error
 	fl.IntVar(&opts.Max, "max", 0, "move at most N messages (0 = all)")
 	fl.IntVar(&opts.MaxRedrives, "max-redrives", 3, "skip messages dlqctl already redrove this many times (0 = no limit)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing; print what would move where, what would be skipped, and how long it would take")
-	fl.IntVar(&opts.Canary, "canary", 0, "move N messages, then watch for --verify-for whether they come back (exit 3 if they do)")
-	fl.DurationVar(&opts.VerifyFor, "verify-for", 2*time.Minute, "how long a canary is watched")
-	fl.BoolVar(&opts.VerifyDrain, "verify-drain", false, "a canary passes only if the destination also consumed it")
-	fl.DurationVar(&opts.VerifyPoll, "verify-poll", 5*time.Second, "how often a canary checks the DLQ depth")
-	fl.Float64Var(&opts.Rate, "rate", 0, "messages per second (0 = as fast as --concurrency allows)")
-	fl.StringSliceVar(&opts.RampRaw, "ramp", nil, "rate steps, e.g. 5,20,50,100 (messages per second)")
-	fl.DurationVar(&opts.RampEvery, "ramp-every", time.Minute, "time at each --ramp step")
-	fl.IntVar(&opts.Concurrency, "concurrency", 8, "workers receiving, sending and deleting in parallel")
+	opts.CanaryFlags.AddFlags(fl, "move N messages, then watch for --verify-for whether they come back (exit 3 if they do)")
+	opts.PaceFlags.AddFlags(fl, "workers receiving, sending and deleting in parallel")
 	fl.StringVar(&opts.MaxReturnsRaw, "max-returns", "", "guard: stop when more than this share of moved messages comes back to the DLQ (e.g. 5% or 0.05)")
-	fl.IntVar(&opts.MaxDestBacklog, "max-dest-backlog", 0, "guard: stop when a destination has more than N visible messages")
-	fl.StringVar(&opts.OnGuard, "on-guard", redrive.GuardAbort, "what a tripped guard does: abort or pause")
-	fl.DurationVar(&opts.PauseTimeout, "pause-timeout", 10*time.Minute, "with --on-guard pause: abort when the guard has not cleared after this long")
-	fl.DurationVar(&opts.GuardInterval, "guard-interval", 10*time.Second, "how often guards are checked")
+	opts.GuardFlags.AddFlags(fl, "guard: stop when a destination has more than N visible messages")
 	fl.StringVar(&opts.Engine, "engine", "dlqctl", "dlqctl (this pipeline) or native (SQS StartMessageMoveTask)")
 	fl.DurationVar(&opts.Visibility, "visibility", 30*time.Second, "how long received messages stay hidden between heartbeats")
 	fl.BoolVar(&opts.WaitInFlight, "wait-inflight", true, waitInFlightHelp)
@@ -184,15 +171,14 @@ func parseShare(s string) (float64, error) {
 }
 
 func (o *RedriveOptions) validate(c *cobra.Command) error {
-	o.Ramp = nil
-	for _, r := range o.RampRaw {
-		for _, part := range strings.Split(r, ",") {
-			v, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
-			if err != nil || v <= 0 {
-				return errs.BadInputf("--ramp %q: each step must be a positive number of messages per second, e.g. --ramp 5,20,50", strings.Join(o.RampRaw, ","))
-			}
-			o.Ramp = append(o.Ramp, v)
-		}
+	if err := o.PaceFlags.validate(); err != nil {
+		return err
+	}
+	if err := o.GuardFlags.validate(); err != nil {
+		return err
+	}
+	if err := o.CanaryFlags.validate(o.Max, o.DryRun); err != nil {
+		return err
 	}
 	share, err := parseShare(o.MaxReturnsRaw)
 	if err != nil {
@@ -200,26 +186,8 @@ func (o *RedriveOptions) validate(c *cobra.Command) error {
 	}
 	o.MaxReturns = share
 	switch {
-	case o.Rate < 0:
-		return errs.BadInputf("--rate must be positive (got %g); leave it out to go as fast as --concurrency allows", o.Rate)
-	case o.Rate > 0 && len(o.Ramp) > 0:
-		return errs.BadInputf("--rate and --ramp both set the rate; use --ramp alone (it starts at its first step)")
-	case len(o.Ramp) > 1 && o.RampEvery < time.Second:
-		return errs.BadInputf("--ramp-every must be at least 1s (got %s)", o.RampEvery)
-	case o.Concurrency < 1 || o.Concurrency > 256:
-		return errs.BadInputf("--concurrency must be between 1 and 256 (got %d)", o.Concurrency)
-	case o.Max < 0 || o.Canary < 0 || o.MaxRedrives < 0 || o.MaxDestBacklog < 0:
-		return errs.BadInputf("--max, --canary, --max-redrives and --max-dest-backlog cannot be negative")
-	case o.DryRun && o.Canary > 0:
-		return errs.BadInputf("--dry-run and --canary exclude each other; run --dry-run first, then --canary")
-	case o.Canary > 0 && o.Max > 0:
-		return errs.BadInputf("--canary N already limits the run to N messages; drop --max")
-	case o.Canary > 0 && o.VerifyFor < time.Second:
-		return errs.BadInputf("--verify-for must be at least 1s (got %s)", o.VerifyFor)
-	case o.OnGuard != redrive.GuardAbort && o.OnGuard != redrive.GuardPause:
-		return errs.BadInputf("--on-guard %q: use abort or pause", o.OnGuard)
-	case o.GuardInterval < 100*time.Millisecond:
-		return errs.BadInputf("--guard-interval must be at least 100ms (got %s)", o.GuardInterval)
+	case o.Max < 0 || o.MaxRedrives < 0:
+		return errs.BadInputf("--max and --max-redrives cannot be negative")
 	case o.Visibility < 5*time.Second || o.Visibility > 12*time.Hour:
 		return errs.BadInputf("--visibility must be between 5s and 12h (got %s)", o.Visibility)
 	case strings.TrimSpace(o.To) == "":
@@ -327,168 +295,57 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		return redrivePlan(ctx, opts, dlq, router, selector)
 	}
 
-	// The journal: resume the named run, or an unfinished run of the same
-	// command, or start a new one.
-	fp := opts.fingerprint(dlq.ARN)
-	var j *redrive.Journal
-	resumeID := opts.ResumeID
-	if resumeID == "" {
-		prev, err := redrive.FindUnfinished(f.StateDir(), fp)
-		if err != nil {
-			return err
-		}
-		if prev != nil {
-			resumeID = prev.ID
-			f.IO.Infof("resuming unfinished run %s (%s; %d sent, %d deleted): already-sent messages are deleted without sending them again", prev.ID, prev.Status, prev.Sent, prev.Deleted)
-		}
-	}
-	if err := confirmRedrive(f, dlq, router, sel, opts); err != nil {
-		return err
-	}
-	if resumeID != "" {
-		if j, err = redrive.OpenJournal(f.StateDir(), resumeID); err != nil {
-			return err
-		}
-		if err := waitForHeld(ctx, f, j); err != nil {
-			j.Close()
-			return err
-		}
-	} else {
-		raw, _ := json.Marshal(opts)
-		j, err = redrive.CreateJournal(f.StateDir(), redrive.RunMeta{
-			ID: redrive.NewRunID(time.Now()), Kind: "redrive", Source: dlq.ARN, SourceURL: dlq.URL,
-			Destination: router.Describe(), Fingerprint: fp, Options: raw,
-			Visibility: opts.Visibility.Seconds(), Created: time.Now().UTC(),
-		})
-		if err != nil {
-			return err
-		}
-	}
-	defer j.Close()
-	runID := j.Meta().ID
-	f.Verbosef("run %s, journal %s", runID, j.Dir())
-	_ = j.SetStatus(redrive.StatusRunning, "")
-
-	baseline := map[string]int{}
-	for _, q := range candidates {
-		cnt := q.Counts()
-		baseline[q.URL] = cnt.Visible + cnt.InFlight + cnt.Delayed
-	}
-
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
+	max := opts.CanaryFlags.limit(opts.Max)
 	total := dlq.Counts().Visible
-	max := opts.Max
-	if opts.Canary > 0 {
-		max = opts.Canary
-		total = min(total, opts.Canary)
-	} else if max > 0 {
+	if max > 0 {
 		total = min(total, max)
 	}
-	src := redrive.NewQueueSource(c, dlq, opts.Visibility, time.Second)
-	res, runErr := redrive.Run(ctx, src, redrive.Options{
-		Client: c, Journal: j, Router: router, Select: selector, Max: max, MaxRedrives: opts.MaxRedrives,
-		Rate: opts.Rate, Ramp: opts.Ramp, RampEvery: opts.RampEvery, Concurrency: opts.Concurrency,
-		Guards: redrive.Guards{MaxReturns: opts.MaxReturns, MaxDestBacklog: opts.MaxDestBacklog, OnGuard: opts.OnGuard,
-			PauseTimeout: opts.PauseTimeout, Every: opts.GuardInterval},
-		Total:        total,
-		Reporter:     progressReporter(prog, "redrive"),
-		WaitInFlight: waitInFlight(opts.WaitInFlight),
-	})
-	if cerr := src.Close(ctx); cerr != nil && runErr == nil {
-		f.IO.Warnf("releasing held messages: %v (they become visible again when their visibility timeout ends)", cerr)
+	raw, _ := json.Marshal(opts)
+	spec := redrive.RunSpec{
+		StateDir: f.StateDir(), ResumeID: opts.ResumeID,
+		Meta: redrive.RunMeta{Kind: "redrive", Source: dlq.ARN, SourceURL: dlq.URL, Destination: router.Describe(),
+			Fingerprint: opts.fingerprint(dlq.ARN), Options: raw, Visibility: opts.Visibility.Seconds()},
+		OnResume: func(prev redrive.RunInfo) {
+			f.IO.Infof("resuming unfinished run %s (%s; %d sent, %d deleted): already-sent messages are deleted without sending them again", prev.ID, prev.Status, prev.Sent, prev.Deleted)
+		},
+		Confirm:    func() error { return confirmRedrive(f, dlq, router, sel, opts) },
+		OnWaitHeld: func(id string, wait time.Duration) { waitHeldInfo(f, id, wait) },
+		OnJournal:  func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) },
+		Source:     redrive.NewQueueSource(c, dlq, opts.Visibility, time.Second),
+		Move: redrive.Options{
+			Client: c, Router: router, Select: selector, Max: max, MaxRedrives: opts.MaxRedrives,
+			Rate: opts.Rate, Ramp: opts.Ramp, RampEvery: opts.RampEvery, Concurrency: opts.Concurrency,
+			Guards: opts.GuardFlags.guards(opts.MaxReturns), Total: total,
+			Reporter: progressReporter(prog, "redrive"), WaitInFlight: waitInFlight(opts.WaitInFlight),
+		},
 	}
+	if opts.Canary > 0 {
+		spec.Canary = &redrive.CanarySpec{Watch: dlq, Dests: candidates, Baseline: redrive.Depths(candidates...),
+			Verify: redrive.VerifyOptions{For: opts.VerifyFor, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: opts.Visibility},
+			OnStart: func(moved int) {
+				f.IO.Infof("canary: moved %d message(s); watching %s for %s", moved, dlq.Name, opts.VerifyFor)
+			}}
+	}
+	out, err := redrive.Execute(ctx, c, spec)
 	prog.Done()
-	if res == nil {
-		_ = j.SetStatus(redrive.StatusFailed, runErr.Error())
-		return runErr
-	}
-
-	var verdict *redrive.Verdict
-	if opts.Canary > 0 && res.Guard == nil && !res.Interrupted && runErr == nil {
-		if res.Moved+res.Resumed == 0 {
-			f.IO.Infof("canary: no matching message to move")
-		} else {
-			f.IO.Infof("canary: moved %d message(s); watching %s for %s", res.Moved+res.Resumed, dlq.Name, opts.VerifyFor)
-			dests := res.Destinations
-			if len(dests) == 0 {
-				dests = candidates
-			}
-			verdict, err = redrive.VerifyCanary(ctx, c, dlq, j, res.Moved+res.Resumed, dests, redrive.VerifyOptions{
-				For: opts.VerifyFor, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Baseline: baseline, Visibility: opts.Visibility,
-				SeenReturned: res.ReturnedIDs,
-			})
-			if err != nil {
-				if ctx.Err() != nil {
-					res.Interrupted = true
-				} else {
-					runErr = err
-				}
-			}
-		}
-	}
-
-	status, note, outcome := runOutcome(res, runErr, verdict)
-	_ = j.SetStatus(status, note)
-	if err := printRedriveSummary(f, prog, dlq, router, res, verdict, status); err != nil {
+	if err != nil {
 		return err
 	}
-	return outcome
+	if opts.Canary > 0 && out.Result.Moved+out.Result.Resumed == 0 && out.Err == nil {
+		f.IO.Infof("canary: no matching message to move")
+	}
+	if err := printRedriveSummary(f, prog, dlq, router, out.Result, out.Verdict, out.Status); err != nil {
+		return err
+	}
+	return out.Err
 }
 
-// runOutcome decides a pipeline run's (redrive or restore) journal status,
-// its note, and the error that sets the exit code: a tripped guard (3), an
-// interruption (130), anything left undone (4; a run error without an exit
-// code of its own counts as partial), then a failed canary (3).
-func runOutcome(res *redrive.Result, runErr error, verdict *redrive.Verdict) (status, note string, outcome error) {
-	status = redrive.StatusCompleted
-	outcome = res.Err()
-	if runErr != nil && outcome == nil {
-		outcome = runErr
-		if errs.Code(runErr) == errs.ExitError {
-			outcome = errs.Partial(runErr)
-		}
-	}
-	switch {
-	case res.Guard != nil:
-		status, note = redrive.StatusGuard, res.Guard.Detail
-	case res.Interrupted:
-		status = redrive.StatusInterrupted
-		outcome = errs.ErrInterrupted
-	case outcome != nil:
-		status, note = redrive.StatusPartial, outcome.Error()
-	case verdict != nil && !verdict.Pass:
-		status, note = redrive.StatusCanaryFail, verdict.Detail
-		outcome = errs.Verdictf("canary failed: %s", verdict.Detail)
-	}
-	return status, note, outcome
-}
-
-// waitForHeld waits, when resuming a run that did not stop cleanly, until
-// the messages it held are visible again (their visibility ran out).
-func waitForHeld(ctx context.Context, f *Factory, j *redrive.Journal) error {
-	meta := j.Meta()
-	if meta.Status != redrive.StatusRunning {
-		return nil // a clean stop released everything
-	}
-	last := meta.Updated
-	if st, err := os.Stat(filepath.Join(j.Dir(), "journal.ndjson")); err == nil && st.ModTime().After(last) {
-		last = st.ModTime()
-	}
-	until := last.Add(time.Duration(meta.Visibility*float64(time.Second)) + time.Second)
-	wait := time.Until(until)
-	if wait <= 0 {
-		return nil
-	}
-	f.IO.Infof("run %s did not stop cleanly: waiting %s for the messages it held to become visible again", meta.ID, wait.Round(time.Second))
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+// waitHeldInfo tells that a resumed run waits for the messages an earlier
+// attempt held (it did not stop cleanly).
+func waitHeldInfo(f *Factory, runID string, wait time.Duration) {
+	f.IO.Infof("run %s did not stop cleanly: waiting %s for the messages it held to become visible again", runID, wait.Round(time.Second))
 }
 
 func confirmRedrive(f *Factory, dlq *queue.Queue, router redrive.Router, sel interface{ Describe() string }, opts *RedriveOptions) error {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -33,20 +32,10 @@ type RestoreOptions struct {
 	Selection      SelectionFlags `json:"selection"`
 	Max            int            `json:"max,omitempty"`
 	DryRun         bool           `json:"-"`
-	Canary         int            `json:"canary,omitempty"`
-	VerifyFor      time.Duration  `json:"verify_for,omitempty"`
-	VerifyPoll     time.Duration  `json:"verify_poll,omitempty"`
-	VerifyDrain    bool           `json:"verify_drain,omitempty"`
-	Rate           float64        `json:"rate,omitempty"`
-	RampRaw        []string       `json:"-"`
-	Ramp           []float64      `json:"ramp,omitempty"`
-	RampEvery      time.Duration  `json:"ramp_every,omitempty"`
-	Concurrency    int            `json:"concurrency"`
-	MaxDestBacklog int            `json:"max_dest_backlog,omitempty"`
-	OnGuard        string         `json:"on_guard,omitempty"`
-	PauseTimeout   time.Duration  `json:"pause_timeout,omitempty"`
-	GuardInterval  time.Duration  `json:"guard_interval,omitempty"`
-	Again          bool           `json:"-"`
+	CanaryFlags
+	PaceFlags
+	GuardFlags
+	Again bool `json:"-"`
 }
 
 const restoreLong = `Send archived messages back to a queue: restore is a redrive whose source is
@@ -101,56 +90,24 @@ func NewCmdRestore(f *Factory, runF func(context.Context, *RestoreOptions) error
 	opts.Selection.AddFlags(fl)
 	fl.IntVar(&opts.Max, "max", 0, "restore at most N messages (0 = all)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing; print what would be sent and how long it would take")
-	fl.IntVar(&opts.Canary, "canary", 0, "send N messages, then watch the destination's DLQ for --verify-for (exit 3 if any comes back)")
-	fl.DurationVar(&opts.VerifyFor, "verify-for", 2*time.Minute, "how long a canary is watched")
-	fl.DurationVar(&opts.VerifyPoll, "verify-poll", 5*time.Second, "how often a canary checks the DLQ depth")
-	fl.BoolVar(&opts.VerifyDrain, "verify-drain", false, "a canary passes only if the destination also consumed it")
-	fl.Float64Var(&opts.Rate, "rate", 0, "messages per second (0 = as fast as --concurrency allows)")
-	fl.StringSliceVar(&opts.RampRaw, "ramp", nil, "rate steps, e.g. 5,20,50,100 (messages per second)")
-	fl.DurationVar(&opts.RampEvery, "ramp-every", time.Minute, "time at each --ramp step")
-	fl.IntVar(&opts.Concurrency, "concurrency", 8, "workers sending in parallel (1 for a FIFO destination)")
-	fl.IntVar(&opts.MaxDestBacklog, "max-dest-backlog", 0, "guard: stop when the destination has more than N visible messages")
-	fl.StringVar(&opts.OnGuard, "on-guard", redrive.GuardAbort, "what a tripped guard does: abort or pause")
-	fl.DurationVar(&opts.PauseTimeout, "pause-timeout", 10*time.Minute, "with --on-guard pause: abort when the guard has not cleared after this long")
-	fl.DurationVar(&opts.GuardInterval, "guard-interval", 10*time.Second, "how often guards are checked")
+	opts.CanaryFlags.AddFlags(fl, "send N messages, then watch the destination's DLQ for --verify-for (exit 3 if any comes back)")
+	opts.PaceFlags.AddFlags(fl, "workers sending in parallel (1 for a FIFO destination)")
+	opts.GuardFlags.AddFlags(fl, "guard: stop when the destination has more than N visible messages")
 	fl.BoolVar(&opts.Again, "again", false, "send the archive again although the same restore already completed")
 	return c
 }
 
 func (o *RestoreOptions) validate() error {
-	o.Ramp = nil
-	for _, r := range o.RampRaw {
-		for _, part := range strings.Split(r, ",") {
-			v, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
-			if err != nil || v <= 0 {
-				return errs.BadInputf("--ramp %q: each step must be a positive number of messages per second, e.g. --ramp 5,20,50", strings.Join(o.RampRaw, ","))
-			}
-			o.Ramp = append(o.Ramp, v)
-		}
-	}
 	switch {
 	case strings.TrimSpace(o.To) == "":
 		return errs.BadInputf("restore needs --to QUEUE, the queue the archived messages are sent to")
-	case o.Rate < 0:
-		return errs.BadInputf("--rate must be positive (got %g); leave it out to go as fast as --concurrency allows", o.Rate)
-	case o.Rate > 0 && len(o.Ramp) > 0:
-		return errs.BadInputf("--rate and --ramp both set the rate; use --ramp alone (it starts at its first step)")
-	case len(o.Ramp) > 1 && o.RampEvery < time.Second:
-		return errs.BadInputf("--ramp-every must be at least 1s (got %s)", o.RampEvery)
-	case o.Concurrency < 1 || o.Concurrency > 256:
-		return errs.BadInputf("--concurrency must be between 1 and 256 (got %d)", o.Concurrency)
-	case o.Max < 0 || o.Canary < 0 || o.MaxDestBacklog < 0:
-		return errs.BadInputf("--max, --canary and --max-dest-backlog cannot be negative")
-	case o.DryRun && o.Canary > 0:
-		return errs.BadInputf("--dry-run and --canary exclude each other; run --dry-run first, then --canary")
-	case o.Canary > 0 && o.Max > 0:
-		return errs.BadInputf("--canary N already limits the run to N messages; drop --max")
-	case o.Canary > 0 && o.VerifyFor < time.Second:
-		return errs.BadInputf("--verify-for must be at least 1s (got %s)", o.VerifyFor)
-	case o.OnGuard != redrive.GuardAbort && o.OnGuard != redrive.GuardPause:
-		return errs.BadInputf("--on-guard %q: use abort or pause", o.OnGuard)
-	case o.GuardInterval < 100*time.Millisecond:
-		return errs.BadInputf("--guard-interval must be at least 100ms (got %s)", o.GuardInterval)
+	case o.Max < 0:
+		return errs.BadInputf("--max cannot be negative")
+	}
+	for _, check := range []func() error{o.PaceFlags.validate, o.GuardFlags.validate, func() error { return o.CanaryFlags.validate(o.Max, o.DryRun) }} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
 	if !archive.IsS3URI(o.Manifest) && !isLocalManifest(o.Manifest) {
 		return errs.BadInputf("%s is not an archive manifest; pass s3://BUCKET/…/manifest.json or a local manifest.json", o.Manifest)
@@ -217,53 +174,10 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	if opts.DryRun {
 		return restorePlan(ctx, opts, ref, m, router, selector)
 	}
-	fp := opts.fingerprint(dest.ARN)
-	prev, err := redrive.FindUnfinished(f.StateDir(), fp)
-	if err != nil {
-		return err
-	}
-	if prev == nil && !opts.Again {
-		// An archive never drains: the same restore run twice would send
-		// every message twice.
-		if done, err := completedRun(f.StateDir(), fp); err != nil {
-			return err
-		} else if done != nil {
-			return errs.BadInputf("%s was already restored to %s by run %s (%s); pass --again to send it once more", ref.Name(), dest.Name, done.ID, done.Updated.Format(time.RFC3339))
-		}
-	}
-	if err := confirmRestore(f, m, dest, sel.Describe(), opts); err != nil {
-		return err
-	}
-	var j *redrive.Journal
-	if prev != nil {
-		f.IO.Infof("resuming unfinished restore %s (%s; %d sent): already-sent messages are not sent again", prev.ID, prev.Status, prev.Sent)
-		if j, err = redrive.OpenJournal(f.StateDir(), prev.ID); err != nil {
-			return err
-		}
-	} else {
-		raw, _ := json.Marshal(opts)
-		j, err = redrive.CreateJournal(f.StateDir(), redrive.RunMeta{
-			ID: redrive.NewRunID(time.Now()), Kind: "restore", Source: ref.Name(), Destination: dest.Name,
-			Fingerprint: fp, Options: raw, Created: time.Now().UTC(),
-		})
-		if err != nil {
-			return err
-		}
-	}
-	defer j.Close()
-	f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir())
-	_ = j.SetStatus(redrive.StatusRunning, "")
-
-	baseline := map[string]int{}
-	cnt := dest.Counts()
-	baseline[dest.URL] = cnt.Visible + cnt.InFlight + cnt.Delayed
-
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
-	total, max := m.Records(), opts.Max
-	if opts.Canary > 0 {
-		max = opts.Canary
-	}
+	max := opts.CanaryFlags.limit(opts.Max)
+	total := m.Records()
 	if max > 0 {
 		total = min(total, max)
 	}
@@ -271,57 +185,46 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	if dest.FIFO {
 		concurrency = 1 // archive order is group order; one sender keeps it
 	}
-	src := archive.NewRestoreSource(ref.Src, m)
-	res, runErr := redrive.Run(ctx, src, redrive.Options{
-		Client: c, Journal: j, Router: router, Select: selector, Max: max,
-		Rate: opts.Rate, Ramp: opts.Ramp, RampEvery: opts.RampEvery, Concurrency: concurrency,
-		Guards: redrive.Guards{MaxDestBacklog: opts.MaxDestBacklog, OnGuard: opts.OnGuard,
-			PauseTimeout: opts.PauseTimeout, Every: opts.GuardInterval},
-		Total:    total,
-		Reporter: progressReporter(prog, "restore"),
-	})
-	_ = src.Close(ctx)
+	raw, _ := json.Marshal(opts)
+	spec := redrive.RunSpec{
+		StateDir: f.StateDir(),
+		Meta: redrive.RunMeta{Kind: "restore", Source: ref.Name(), Destination: dest.Name,
+			Fingerprint: opts.fingerprint(dest.ARN), Options: raw},
+		RefuseCompleted: true, Again: opts.Again,
+		AlreadyDone: func(done redrive.RunInfo) error {
+			// An archive never drains: the same restore run twice would
+			// send every message twice.
+			return errs.BadInputf("%s was already restored to %s by run %s (%s); pass --again to send it once more", ref.Name(), dest.Name, done.ID, done.Updated.Format(time.RFC3339))
+		},
+		OnResume: func(prev redrive.RunInfo) {
+			f.IO.Infof("resuming unfinished restore %s (%s; %d sent): already-sent messages are not sent again", prev.ID, prev.Status, prev.Sent)
+		},
+		Confirm:   func() error { return confirmRestore(f, m, dest, sel.Describe(), opts) },
+		OnJournal: func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) },
+		Source:    archive.NewRestoreSource(ref.Src, m),
+		Move: redrive.Options{
+			Client: c, Router: router, Select: selector, Max: max,
+			Rate: opts.Rate, Ramp: opts.Ramp, RampEvery: opts.RampEvery, Concurrency: concurrency,
+			Guards: opts.GuardFlags.guards(0), Total: total,
+			Reporter: progressReporter(prog, "restore"),
+		},
+	}
+	if opts.Canary > 0 {
+		spec.Canary = &redrive.CanarySpec{Watch: destDLQ, Dests: []*queue.Queue{dest}, Baseline: redrive.Depths(dest),
+			Verify: redrive.VerifyOptions{For: opts.VerifyFor, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: 30 * time.Second},
+			OnStart: func(moved int) {
+				f.IO.Infof("canary: sent %d message(s); watching %s for %s", moved, destDLQ.Name, opts.VerifyFor)
+			}}
+	}
+	out, err := redrive.Execute(ctx, c, spec)
 	prog.Done()
-	if res == nil {
-		_ = j.SetStatus(redrive.StatusFailed, runErr.Error())
-		return runErr
-	}
-
-	var verdict *redrive.Verdict
-	if opts.Canary > 0 && res.Guard == nil && !res.Interrupted && runErr == nil && res.Moved+res.Resumed > 0 {
-		f.IO.Infof("canary: sent %d message(s); watching %s for %s", res.Moved+res.Resumed, destDLQ.Name, opts.VerifyFor)
-		verdict, err = redrive.VerifyCanary(ctx, c, destDLQ, j, res.Moved+res.Resumed, []*queue.Queue{dest}, redrive.VerifyOptions{
-			For: opts.VerifyFor, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Baseline: baseline, Visibility: 30 * time.Second,
-		})
-		if err != nil {
-			if ctx.Err() != nil {
-				res.Interrupted = true
-			} else {
-				runErr = err
-			}
-		}
-	}
-
-	status, note, outcome := runOutcome(res, runErr, verdict)
-	_ = j.SetStatus(status, note)
-	if err := printRestoreSummary(f, prog, ref, dest, res, verdict, status); err != nil {
+	if err != nil {
 		return err
 	}
-	return outcome
-}
-
-// completedRun returns the newest completed run with the fingerprint, or nil.
-func completedRun(stateDir, fp string) (*redrive.RunInfo, error) {
-	runs, err := redrive.ListRuns(stateDir)
-	if err != nil {
-		return nil, err
+	if err := printRestoreSummary(f, prog, ref, dest, out.Result, out.Verdict, out.Status); err != nil {
+		return err
 	}
-	for i := range runs {
-		if runs[i].Fingerprint == fp && runs[i].Status == redrive.StatusCompleted {
-			return &runs[i], nil
-		}
-	}
-	return nil, nil
+	return out.Err
 }
 
 func confirmRestore(f *Factory, m *archive.Manifest, dest *queue.Queue, what string, opts *RestoreOptions) error {

@@ -27,7 +27,9 @@ const ExitCodesHelp = `Exit codes:
   1    error
   2    usage or bad input; nothing was changed
   3    a verdict failed (canary, guard, audit or check)
-  4    partial: some messages could not be processed; the report says which
+  4    partial: some messages could not be processed, or the queue could not
+       be read whole (FIFO groups locked behind held messages, messages in
+       flight elsewhere, the in-flight limit); the report says which
   130  interrupted; in-flight work was finished or released`
 
 type kindError struct {

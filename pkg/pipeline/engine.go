@@ -443,6 +443,16 @@ func (e *engine) shortReceive(ctx context.Context, n int) bool {
 		return true
 	}
 	rem, err := e.drain.Remaining(ctx)
+	if err == nil && n > 0 && rem.Visible > 0 {
+		e.stuck, e.stuckSince = 0, time.Time{}
+		return false // messages are still coming; keep reading
+	}
+	// This may be the end: decide on counts read while no other receive is
+	// half done, or messages another worker is receiving right now would
+	// look like messages in flight elsewhere.
+	if st, ok := e.drain.(Settler); ok && err == nil {
+		rem, err = st.Settle(ctx)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return true

@@ -99,6 +99,13 @@ type Drainer interface {
 	Remaining(ctx context.Context) (Remaining, error)
 }
 
+// Settler is a Drainer whose counts can be read with no receive half done
+// (its messages already taken on the server, not yet held by the run):
+// the engine decides the end of a run on settled counts.
+type Settler interface {
+	Settle(ctx context.Context) (Remaining, error)
+}
+
 // Verb says what the engine does with an item.
 type Verb int
 

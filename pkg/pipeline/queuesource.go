@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,6 +47,11 @@ type QueueSource struct {
 	opt   QueueSourceOptions
 	stop  context.CancelFunc
 	dups  atomic.Int64
+	// gate orders receives against Settle: a receive (and the lease taking
+	// what it returned) holds it shared; Settle holds it exclusively, so the
+	// queue's counts are read when no receive is half done (its messages
+	// already invisible on the server, not yet held by the run).
+	gate sync.RWMutex
 }
 
 // NewQueueSource starts a lease heartbeat on q; call Close when done.
@@ -85,6 +91,8 @@ func (s *QueueSource) LeasesLost() int { return s.lease.Lost() }
 // not cut short by ctx: a long poll abandoned mid-flight could leave the
 // messages it returned invisible with nobody holding them.
 func (s *QueueSource) Next(ctx context.Context, max int) ([]Item, error) {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
 	if s.lease.Len()+max > s.opt.MaxHeld {
 		return nil, fmt.Errorf("%w: %d messages held", ErrHeldLimit, s.lease.Len())
 	}
@@ -215,6 +223,15 @@ func (s *QueueSource) Remaining(ctx context.Context) (Remaining, error) {
 	}, nil
 }
 
+// Settle is Remaining read while no receive is in flight: it waits for the
+// receives under way (at most one long poll) and holds new ones back until
+// the counts are read.
+func (s *QueueSource) Settle(ctx context.Context) (Remaining, error) {
+	s.gate.Lock()
+	defer s.gate.Unlock()
+	return s.Remaining(ctx)
+}
+
 // isOverLimit reports whether err is SQS's OverLimit error (too many
 // messages in flight).
 func isOverLimit(err error) bool {
@@ -225,4 +242,5 @@ func isOverLimit(err error) bool {
 var (
 	_ Source  = (*QueueSource)(nil)
 	_ Drainer = (*QueueSource)(nil)
+	_ Settler = (*QueueSource)(nil)
 )

@@ -1,0 +1,133 @@
+package cmd
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/redrive"
+)
+
+// The flag groups shared by the commands that move messages (redrive,
+// restore; archive takes --rate and --concurrency), next to SelectionFlags.
+// Embedded in a command's Options, their fields are promoted and their JSON
+// names stay flat (the journal stores the options for `redrive resume`).
+
+// PaceFlags are --rate, --ramp, --ramp-every and --concurrency.
+type PaceFlags struct {
+	Rate        float64       `json:"rate,omitempty"`
+	RampRaw     []string      `json:"-"`
+	Ramp        []float64     `json:"ramp,omitempty"`
+	RampEvery   time.Duration `json:"ramp_every,omitempty"`
+	Concurrency int           `json:"concurrency"`
+}
+
+// AddFlags registers the pace flags; concurrencyHelp describes the workers.
+func (p *PaceFlags) AddFlags(fl *pflag.FlagSet, concurrencyHelp string) {
+	fl.Float64Var(&p.Rate, "rate", 0, "messages per second (0 = as fast as --concurrency allows)")
+	fl.StringSliceVar(&p.RampRaw, "ramp", nil, "rate steps, e.g. 5,20,50,100 (messages per second)")
+	fl.DurationVar(&p.RampEvery, "ramp-every", time.Minute, "time at each --ramp step")
+	fl.IntVar(&p.Concurrency, "concurrency", 8, concurrencyHelp)
+}
+
+// validate parses --ramp and checks the pace flags.
+func (p *PaceFlags) validate() error {
+	p.Ramp = nil
+	for _, r := range p.RampRaw {
+		for _, part := range strings.Split(r, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
+			if err != nil || v <= 0 {
+				return errs.BadInputf("--ramp %q: each step must be a positive number of messages per second, e.g. --ramp 5,20,50", strings.Join(p.RampRaw, ","))
+			}
+			p.Ramp = append(p.Ramp, v)
+		}
+	}
+	switch {
+	case p.Rate < 0:
+		return errs.BadInputf("--rate must be positive (got %g); leave it out to go as fast as --concurrency allows", p.Rate)
+	case p.Rate > 0 && len(p.Ramp) > 0:
+		return errs.BadInputf("--rate and --ramp both set the rate; use --ramp alone (it starts at its first step)")
+	case len(p.Ramp) > 1 && p.RampEvery < time.Second:
+		return errs.BadInputf("--ramp-every must be at least 1s (got %s)", p.RampEvery)
+	case p.Concurrency < 1 || p.Concurrency > 256:
+		return errs.BadInputf("--concurrency must be between 1 and 256 (got %d)", p.Concurrency)
+	}
+	return nil
+}
+
+// GuardFlags are --max-dest-backlog, --on-guard, --pause-timeout and
+// --guard-interval (redrive adds --max-returns).
+type GuardFlags struct {
+	MaxDestBacklog int           `json:"max_dest_backlog,omitempty"`
+	OnGuard        string        `json:"on_guard,omitempty"`
+	PauseTimeout   time.Duration `json:"pause_timeout,omitempty"`
+	GuardInterval  time.Duration `json:"guard_interval,omitempty"`
+}
+
+// AddFlags registers the guard flags; backlogHelp describes the backlog guard.
+func (g *GuardFlags) AddFlags(fl *pflag.FlagSet, backlogHelp string) {
+	fl.IntVar(&g.MaxDestBacklog, "max-dest-backlog", 0, backlogHelp)
+	fl.StringVar(&g.OnGuard, "on-guard", redrive.GuardAbort, "what a tripped guard does: abort or pause")
+	fl.DurationVar(&g.PauseTimeout, "pause-timeout", 10*time.Minute, "with --on-guard pause: abort when the guard has not cleared after this long")
+	fl.DurationVar(&g.GuardInterval, "guard-interval", 10*time.Second, "how often guards are checked")
+}
+
+func (g *GuardFlags) validate() error {
+	switch {
+	case g.MaxDestBacklog < 0:
+		return errs.BadInputf("--max-dest-backlog cannot be negative")
+	case g.OnGuard != redrive.GuardAbort && g.OnGuard != redrive.GuardPause:
+		return errs.BadInputf("--on-guard %q: use abort or pause", g.OnGuard)
+	case g.GuardInterval < 100*time.Millisecond:
+		return errs.BadInputf("--guard-interval must be at least 100ms (got %s)", g.GuardInterval)
+	}
+	return nil
+}
+
+// guards turns the flags into the pipeline's guard settings.
+func (g *GuardFlags) guards(maxReturns float64) redrive.Guards {
+	return redrive.Guards{MaxReturns: maxReturns, MaxDestBacklog: g.MaxDestBacklog, OnGuard: g.OnGuard,
+		PauseTimeout: g.PauseTimeout, Every: g.GuardInterval}
+}
+
+// CanaryFlags are --canary, --verify-for, --verify-poll and --verify-drain.
+type CanaryFlags struct {
+	Canary      int           `json:"canary,omitempty"`
+	VerifyFor   time.Duration `json:"verify_for,omitempty"`
+	VerifyDrain bool          `json:"verify_drain,omitempty"`
+	VerifyPoll  time.Duration `json:"verify_poll,omitempty"`
+}
+
+// AddFlags registers the canary flags; what says what a canary does.
+func (c *CanaryFlags) AddFlags(fl *pflag.FlagSet, what string) {
+	fl.IntVar(&c.Canary, "canary", 0, what)
+	fl.DurationVar(&c.VerifyFor, "verify-for", 2*time.Minute, "how long a canary is watched")
+	fl.BoolVar(&c.VerifyDrain, "verify-drain", false, "a canary passes only if the destination also consumed it")
+	fl.DurationVar(&c.VerifyPoll, "verify-poll", 5*time.Second, "how often a canary checks the DLQ depth")
+}
+
+// validate checks the canary flags against --max and --dry-run.
+func (c *CanaryFlags) validate(max int, dryRun bool) error {
+	switch {
+	case c.Canary < 0:
+		return errs.BadInputf("--canary cannot be negative")
+	case dryRun && c.Canary > 0:
+		return errs.BadInputf("--dry-run and --canary exclude each other; run --dry-run first, then --canary")
+	case c.Canary > 0 && max > 0:
+		return errs.BadInputf("--canary N already limits the run to N messages; drop --max")
+	case c.Canary > 0 && c.VerifyFor < time.Second:
+		return errs.BadInputf("--verify-for must be at least 1s (got %s)", c.VerifyFor)
+	}
+	return nil
+}
+
+// limit is the run's --max, or the canary size.
+func (c *CanaryFlags) limit(max int) int {
+	if c.Canary > 0 {
+		return c.Canary
+	}
+	return max
+}
