@@ -50,7 +50,10 @@ func TestTwentyThousandMessagesOverAFortyMillisecondLink(t *testing.T) {
 	// the end run in concurrent batches, so nothing falls behind the
 	// visibility timeout and nothing stays invisible.
 	start := time.Now()
-	phase := func(name string) { t.Logf("%s: %s", name, time.Since(start).Round(time.Millisecond)); start = time.Now() }
+	phase := func(name string) {
+		t.Logf("%s: %s", name, time.Since(start).Round(time.Millisecond))
+		start = time.Now()
+	}
 	phase("seed")
 	r := runCLI(t, slow, "", "group", dlq, "--by", "shape", "--all", "-o", "json")
 	phase("group --all")

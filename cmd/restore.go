@@ -27,11 +27,11 @@ func init() {
 type RestoreOptions struct {
 	F *Factory `json:"-"`
 
-	Manifest       string         `json:"manifest"`
-	To             string         `json:"to"`
-	Selection      SelectionFlags `json:"selection"`
-	Max            int            `json:"max,omitempty"`
-	DryRun         bool           `json:"-"`
+	Manifest  string         `json:"manifest"`
+	To        string         `json:"to"`
+	Selection SelectionFlags `json:"selection"`
+	Max       int            `json:"max,omitempty"`
+	DryRun    bool           `json:"-"`
 	CanaryFlags
 	PaceFlags
 	GuardFlags
