@@ -141,7 +141,12 @@ func sampleRun(ctx context.Context, opts *SampleOptions) error {
 	if err != nil {
 		return err
 	}
-	if res.Scan != nil && filter != nil && len(recs) < opts.N && !res.Scan.Complete {
+	switch {
+	case res.Scan != nil && res.Scan.Partial():
+		// FIFO groups locked behind the messages read, or messages in
+		// flight elsewhere: more --scan-max would not help.
+		f.IO.Warnf("%s", res.Scan.Note)
+	case res.Scan != nil && filter != nil && len(recs) < opts.N && !res.Scan.Complete:
 		f.IO.Warnf("read %d messages (--scan-max) and found %d matching; raise --scan-max to look further", res.Scan.Seen, len(recs))
 	}
 	if res.Queue != nil {

@@ -109,7 +109,7 @@ func Scan(ctx context.Context, c *queue.Client, q *queue.Queue, opt ScanOptions,
 	case opt.Max > 0 && res.Seen >= opt.Max:
 		res.Note = "sample"
 	case pr.Blocked > 0:
-		res.Note = fmt.Sprintf("read %d of ~%d: a FIFO group's later messages cannot be read while its first is held (%d not read); to read all of it, move the queue to a recovery FIFO queue or archive it first", res.Seen, res.Seen+pr.Blocked, pr.Blocked)
+		res.Note = fmt.Sprintf("read %d of ~%d: a FIFO group's later messages cannot be read while its first is held (%d not read); to read all of it, archive it with --delete (every part is verified before its messages are deleted) and triage the archive with --from", res.Seen, res.Seen+pr.Blocked, pr.Blocked)
 	case pr.InFlightElsewhere > 0:
 		res.Note = fmt.Sprintf("read %d; %d more were in flight elsewhere (another consumer, or a receive whose answer was lost) and could not be read", res.Seen, pr.InFlightElsewhere)
 	case pr.VisibleLeft > 0:
