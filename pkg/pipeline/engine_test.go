@@ -257,14 +257,32 @@ func TestAccountingEveryBucket(t *testing.T) {
 	checkAccounting(t, res)
 
 	// 0..79: multiples of 7 skipped (12); of 11 and not 7 released once,
-	// then delivered (6, received twice); of 13 and not 7 or 11 resumed
-	// (6); of the rest, those ending in 5 refused (05 15 25 45 55 75), 02
-	// and 03 not removed, 54 delivered.
-	if res.Received != 86 || res.SkippedTotal() != 12 || res.Released != 6 || res.Resumed != 6 ||
-		res.Refused != 6 || res.NotAcked != 2 || res.Delivered != 54 || res.Unknown != 0 || res.Complete {
-		t.Fatalf("result %+v", res)
+	// then delivered when received again (6); of 13 and not 7 or 11
+	// resumed (6); of the rest, those ending in 5 refused, 02 and 03 not
+	// removed, the others delivered.
+	//
+	// A released message is normally received again, but the engine does
+	// not promise it: a release landing after the end decision read the
+	// counts leaves it visible and unread (see
+	// TestReleasedMessageIsReadAgainOrThePartialIsSaid). It is still
+	// accounted (Released).
+	attempted, accepted := sink.bodies()
+	refused, reread := 0, 0
+	for _, b := range attempted {
+		var n int
+		fmt.Sscanf(b, "m-%d", &n)
+		if n%5 == 0 && n%10 != 0 {
+			refused++
+		}
+		if n%11 == 0 {
+			reread++
+		}
 	}
-	if !strings.Contains(res.Note, "6 refused") || !strings.Contains(res.Note, "2 durable but still in the source") {
+	if res.Received != 80+reread || res.SkippedTotal() != 12 || res.Released != 6 || res.Resumed != 6 ||
+		res.Refused != refused || refused < 5 || res.NotAcked != 2 || res.Delivered != len(accepted)-2 || res.Unknown != 0 || res.Complete {
+		t.Fatalf("result %+v (re-read %d, refused %d)", res, reread, refused)
+	}
+	if !strings.Contains(res.Note, fmt.Sprintf("%d refused", refused)) || !strings.Contains(res.Note, "2 durable but still in the source") {
 		t.Fatalf("note %q", res.Note)
 	}
 	cnt := f.Counts(q.URL)
@@ -328,5 +346,35 @@ func TestFIFOSlowCommitDrains(t *testing.T) {
 	}
 	if c := f.Counts(q.URL); c.Deleted != 100 {
 		t.Fatalf("queue after the run: %+v; want it drained", c)
+	}
+}
+
+// TestReleasedMessageIsReadAgainOrThePartialIsSaid: a sink that gives a
+// message back (Release) while the run goes on — not at Max, not stopping
+// — must see it again, or the run must not call itself complete: the
+// message is visible in the queue and was not processed.
+func TestReleasedMessageIsReadAgainOrThePartialIsSaid(t *testing.T) {
+	for range 5 {
+		f, c := newFake(t)
+		q := standardDLQ(t, f, c, 40)
+		var mu sync.Mutex
+		once := map[string]bool{}
+		sink := &recSink{decide: func(it pipeline.Item) pipeline.Decision {
+			mu.Lock()
+			defer mu.Unlock()
+			var n int
+			fmt.Sscanf(it.Record.Body, "m-%d", &n)
+			if n%4 == 0 && !once[it.Record.Body] {
+				once[it.Record.Body] = true
+				return pipeline.Decision{Verb: pipeline.Release}
+			}
+			return pipeline.Decision{Verb: pipeline.Deliver, Key: "k"}
+		}}
+		res := run(t, newSource(c, q), sink, pipeline.Options{})
+		left := f.Messages(q.URL)
+		if res.Complete && len(left) > 0 {
+			t.Fatalf("the run says complete (%+v) but %d released message(s) were never read again and are still in the queue (first %s)",
+				res, len(left), left[0].Body)
+		}
 	}
 }
