@@ -150,9 +150,18 @@ type engine struct {
 	skipped   atomic.Int64
 	failed    atomic.Int64
 	reserved  atomic.Int64
+	// pendingAcks counts delivered items whose commit or removal is still
+	// under way: on a FIFO queue they lock their groups until removed.
+	pendingAcks atomic.Int64
+	// processing counts items received and still being decided or
+	// delivered by their worker (they hold their FIFO groups too).
+	processing atomic.Int64
 
-	mu          sync.Mutex
-	res         *Result
+	mu  sync.Mutex
+	res *Result
+	// released: ids given back to the source during the run and not
+	// received again since (a continuing run reads them again).
+	released    map[string]struct{}
 	paused      bool
 	pauseCh     chan struct{}
 	pausedSince time.Time
@@ -162,14 +171,15 @@ type engine struct {
 	samples     []sample
 
 	// end detection
-	endMu       sync.Mutex
-	ended       bool
-	stuck       int
-	stuckSince  time.Time
-	waitSince   time.Time
-	sourceDone  atomic.Bool
-	heldLimit   atomic.Bool
-	stoppedAtMx atomic.Bool
+	endMu         sync.Mutex
+	ended         bool
+	stuck         int
+	stuckSince    time.Time
+	releasedSince time.Time
+	waitSince     time.Time
+	sourceDone    atomic.Bool
+	heldLimit     atomic.Bool
+	stoppedAtMx   atomic.Bool
 }
 
 type sample struct {
@@ -253,6 +263,7 @@ func Run(ctx context.Context, src Source, sink Sink, opt Options) (*Result, erro
 	bgWG.Wait()
 	e.checkGuards(fin, true)
 	e.report()
+	e.recount(fin)
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -272,6 +283,45 @@ func Run(ctx context.Context, src Source, sink Sink, opt Options) (*Result, erro
 	return r, e.stopErr
 }
 
+// recount replaces the end decision's snapshot of what was left (blocked,
+// visible, in flight elsewhere) with the queue's counts once every worker
+// and acker has stopped: workers that were mid-receive when reading ended
+// may have delivered more, and removals may have unlocked FIFO groups.
+func (e *engine) recount(ctx context.Context) {
+	e.mu.Lock()
+	r := e.res
+	left := r.Blocked > 0 || r.VisibleLeft > 0 || r.InFlightElsewhere > 0
+	e.mu.Unlock()
+	if !left || e.drain == nil {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var rem Remaining
+	var err error
+	if st, ok := e.drain.(Settler); ok {
+		rem, err = st.Settle(rctx)
+	} else {
+		rem, err = e.drain.Remaining(rctx)
+	}
+	if err != nil {
+		return // keep the snapshot
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r.Blocked > 0 || r.VisibleLeft > 0 {
+		r.Blocked, r.VisibleLeft = 0, 0
+		if rem.Groups {
+			r.Blocked = rem.Visible
+		} else {
+			r.VisibleLeft = rem.Visible
+		}
+	}
+	if r.InFlightElsewhere > 0 {
+		r.InFlightElsewhere = rem.InFlightElsewhere
+	}
+}
+
 // reconcileLocked decides whether the run is complete and says why not.
 func (e *engine) reconcileLocked(r *Result) {
 	switch {
@@ -287,6 +337,8 @@ func (e *engine) reconcileLocked(r *Result) {
 		r.Note = fmt.Sprintf("%d message(s) were in flight elsewhere (a receive whose answer was lost, or another consumer) and did not come back; they become visible again within %s — re-run then", r.InFlightElsewhere, r.ReturnAfter.Round(time.Second))
 	case r.VisibleLeft > 0:
 		r.Note = fmt.Sprintf("the queue still reports %d visible message(s) that no receive returned; re-run to process them", r.VisibleLeft)
+	case len(e.released) > 0:
+		r.Note = fmt.Sprintf("%d message(s) were given back to the source during the run and not read again; re-run to process them", len(e.released))
 	}
 	r.Complete = r.Note == "" && r.Unknown == 0 && r.Refused == 0 && r.NotAcked == 0
 	if r.Note == "" && !r.Complete {
@@ -402,12 +454,21 @@ func (e *engine) worker(runCtx context.Context, w int, ack *acker) {
 			return
 		}
 		e.received.Add(int64(len(items)))
+		e.mu.Lock()
+		if len(e.released) > 0 {
+			for _, it := range items {
+				delete(e.released, it.Record.MessageID)
+			}
+		}
+		e.mu.Unlock()
 		if runCtx.Err() != nil {
 			e.releaseItems(context.WithoutCancel(runCtx), items, "")
 			return
 		}
 		if len(items) > 0 {
+			e.processing.Add(int64(len(items)))
 			e.process(runCtx, w, items, ack)
+			e.processing.Add(-int64(len(items)))
 		}
 		if e.drain == nil {
 			if len(items) == 0 {
@@ -423,6 +484,22 @@ func (e *engine) worker(runCtx context.Context, w int, ack *acker) {
 			return
 		}
 	}
+}
+
+// awaitReleased reports whether messages the run gave back during the run
+// (and that a continuing run must read again) have not come back yet; it
+// waits for them at most stuckPatience. endMu is held.
+func (e *engine) awaitReleased() bool {
+	e.mu.Lock()
+	n := len(e.released)
+	e.mu.Unlock()
+	if n == 0 || e.maxReached() {
+		return false
+	}
+	if e.releasedSince.IsZero() {
+		e.releasedSince = time.Now()
+	}
+	return time.Since(e.releasedSince) < stuckPatience
 }
 
 // endWith marks the run's reading as over.
@@ -465,6 +542,9 @@ func (e *engine) shortReceive(ctx context.Context, n int) bool {
 		return false
 	}
 	if rem.Visible <= 0 && rem.InFlightElsewhere <= 0 {
+		if e.awaitReleased() {
+			return false // a release of this run is landing: read it again
+		}
 		e.ended = true
 		return true
 	}
@@ -489,6 +569,13 @@ func (e *engine) shortReceive(ctx context.Context, n int) bool {
 		// queue, counts that lag behind deletes (AWS) or a server too busy
 		// to answer within the long poll (the emulator) settle: keep
 		// polling for a while before calling the messages unreadable.
+		if rem.Groups && e.pendingAcks.Load()+e.processing.Load() > 0 {
+			// Groups locked behind messages this run is still processing or
+			// removing (a part being verified, a journal write, a delete):
+			// they unlock when the removal lands.
+			e.stuck, e.stuckSince = 0, time.Time{}
+			return false
+		}
 		if e.stuckSince.IsZero() {
 			e.stuckSince = time.Now()
 		}
@@ -530,12 +617,20 @@ func (e *engine) releaseItems(ctx context.Context, items []Item, reason string) 
 	if len(items) == 0 {
 		return
 	}
+	// Noted before the release: a worker may receive them again before
+	// Release returns.
+	e.mu.Lock()
+	e.res.Released += len(items)
+	if e.released == nil {
+		e.released = map[string]struct{}{}
+	}
+	for _, it := range items {
+		e.released[it.Record.MessageID] = struct{}{}
+	}
+	e.mu.Unlock()
 	if err := e.src.Release(ctx, items); err != nil {
 		e.addError(fmt.Sprintf("releasing %d message(s) failed (%v); they become visible again when their visibility timeout ends", len(items), err))
 	}
-	e.mu.Lock()
-	e.res.Released += len(items)
-	e.mu.Unlock()
 	_ = reason
 }
 
@@ -585,6 +680,7 @@ func (e *engine) process(runCtx context.Context, w int, items []Item, ack *acker
 	}
 	e.releaseItems(fin, release, "")
 	if len(ackOnly) > 0 {
+		e.pendingAcks.Add(int64(len(ackOnly)))
 		ack.push(ackJob{items: slimItems(ackOnly), resumed: true})
 	}
 	for _, key := range order {
@@ -673,6 +769,7 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 		e.stop(fmt.Errorf("delivering to %s failed: %w", batch[0].dec.Label, unknownErr))
 	}
 	if len(accepted) > 0 {
+		e.pendingAcks.Add(int64(len(accepted)))
 		ack.push(ackJob{items: slimItems(accepted), commit: commit, details: details, labels: labels})
 	}
 }
@@ -747,6 +844,7 @@ func (a *acker) run(e *engine) {
 func (e *engine) ack(j ackJob) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	defer e.pendingAcks.Add(-int64(len(j.items)))
 	if j.commit != nil {
 		<-j.commit.Done()
 		if err := j.commit.Err(); err != nil {

@@ -200,12 +200,14 @@ func (s *QueueSource) Close(ctx context.Context) error {
 
 // Remaining reads the queue's depths and subtracts what the run holds.
 func (s *QueueSource) Remaining(ctx context.Context) (Remaining, error) {
+	// What the run holds is read before the counts: a delete that lands in
+	// between lowers both, so nothing looks in flight elsewhere that is not.
+	held := s.lease.Len()
 	cp := *s.q
 	if err := s.c.Refresh(ctx, &cp); err != nil {
 		return Remaining{}, err
 	}
 	n := cp.Counts()
-	held := s.lease.Len()
 	visible := n.Visible
 	if s.c.CountsIncludeInFlight {
 		visible -= n.InFlight
