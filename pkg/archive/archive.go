@@ -284,6 +284,10 @@ func (k keepSource) Ack(_ context.Context, items []pipeline.Item) []error {
 	return make([]error, len(items))
 }
 
+// AbandonReceives does nothing: everything this source archived is held
+// until the end and then released, and an abandoned poll could take it.
+func (k keepSource) AbandonReceives() {}
+
 var _ pipeline.Drainer = keepSource{}
 
 // partSink writes delivered records into gzip NDJSON parts; a part's

@@ -486,6 +486,23 @@ func (e *engine) worker(runCtx context.Context, w int, ack *acker) {
 	}
 }
 
+// abandonIfSafe ends the other workers' pending long polls once the queue
+// is drained, when the run will give nothing back at its end (nothing
+// skipped or refused is held, nothing released, no failure): then an
+// abandoned poll can only take a message that arrived after the drain.
+func (e *engine) abandonIfSafe() {
+	a, ok := e.src.(Abandoner)
+	if !ok || e.skipped.Load() > 0 || e.failed.Load() > 0 {
+		return
+	}
+	e.mu.Lock()
+	safe := e.stopErr == nil && e.res.Unknown == 0 && e.res.Released == 0
+	e.mu.Unlock()
+	if safe {
+		a.AbandonReceives()
+	}
+}
+
 // awaitReleased reports whether messages the run gave back during the run
 // (and that a continuing run must read again) have not come back yet; it
 // waits for them at most stuckPatience. endMu is held.
@@ -546,6 +563,7 @@ func (e *engine) shortReceive(ctx context.Context, n int) bool {
 			return false // a release of this run is landing: read it again
 		}
 		e.ended = true
+		e.abandonIfSafe()
 		return true
 	}
 	if n > 0 {

@@ -106,6 +106,14 @@ type Settler interface {
 	Settle(ctx context.Context) (Remaining, error)
 }
 
+// Abandoner is a source whose pending receives can be ended early once it
+// is drained (AbandonReceives); the engine calls it only when the run will
+// release nothing at its end, so an abandoned receive cannot take back a
+// message the run gives back.
+type Abandoner interface {
+	AbandonReceives()
+}
+
 // Verb says what the engine does with an item.
 type Verb int
 

@@ -52,6 +52,10 @@ type QueueSource struct {
 	// queue's counts are read when no receive is half done (its messages
 	// already invisible on the server, not yet held by the run).
 	gate sync.RWMutex
+	// polls ends long polls that can only come back empty (see
+	// AbandonReceives).
+	polls       context.Context
+	abandonPoll context.CancelFunc
 }
 
 // NewQueueSource starts a lease heartbeat on q; call Close when done.
@@ -66,6 +70,7 @@ func NewQueueSource(c *queue.Client, q *queue.Queue, opt QueueSourceOptions) *Qu
 		opt.MaxHeld = InFlightLimit - InFlightHeadroom
 	}
 	s := &QueueSource{c: c, q: q, opt: opt, lease: queue.NewLease(c, q, opt.Visibility)}
+	s.polls, s.abandonPoll = context.WithCancel(context.Background())
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
 	go s.lease.Run(ctx)
@@ -96,9 +101,15 @@ func (s *QueueSource) Next(ctx context.Context, max int) ([]Item, error) {
 	if s.lease.Len()+max > s.opt.MaxHeld {
 		return nil, fmt.Errorf("%w: %d messages held", ErrHeldLimit, s.lease.Len())
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opt.Wait+60*time.Second)
+	if s.polls.Err() != nil {
+		return nil, nil
+	}
+	rctx, cancel := context.WithTimeout(s.polls, s.opt.Wait+60*time.Second)
 	msgs, err := s.c.Receive(rctx, s.q, max, s.opt.Visibility, s.opt.Wait)
 	cancel()
+	if err != nil && s.polls.Err() != nil {
+		return nil, nil // abandoned: the queue was drained
+	}
 	if err != nil {
 		if isOverLimit(err) {
 			return nil, fmt.Errorf("%w: %s answered OverLimit", ErrHeldLimit, s.q.Name)
@@ -192,8 +203,18 @@ func (s *QueueSource) Release(ctx context.Context, items []Item) error {
 	return s.lease.Release(ctx, handles(items))
 }
 
+// AbandonReceives ends the long polls under way and makes later receives
+// return nothing. The engine calls it when the queue is drained and the run
+// will release nothing at its end: a poll abandoned mid-flight may still
+// take a message on the server, and then only one that arrived after the
+// queue was drained (it stays invisible for the run's visibility timeout,
+// then is back — nothing is lost). It saves up to one long-poll wait at the
+// end of every run.
+func (s *QueueSource) AbandonReceives() { s.abandonPoll() }
+
 // Close stops the heartbeat and releases every message still held.
 func (s *QueueSource) Close(ctx context.Context) error {
+	s.abandonPoll()
 	s.stop()
 	return s.lease.ReleaseAll(ctx)
 }
@@ -242,7 +263,8 @@ func isOverLimit(err error) bool {
 }
 
 var (
-	_ Source  = (*QueueSource)(nil)
-	_ Drainer = (*QueueSource)(nil)
-	_ Settler = (*QueueSource)(nil)
+	_ Source    = (*QueueSource)(nil)
+	_ Drainer   = (*QueueSource)(nil)
+	_ Settler   = (*QueueSource)(nil)
+	_ Abandoner = (*QueueSource)(nil)
 )
