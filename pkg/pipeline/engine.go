@@ -156,6 +156,9 @@ type engine struct {
 	// processing counts items received and still being decided or
 	// delivered by their worker (they hold their FIFO groups too).
 	processing atomic.Int64
+	// lastDrainCheck is when a full batch last checked the queue's counts
+	// (unix nanoseconds).
+	lastDrainCheck atomic.Int64
 
 	mu  sync.Mutex
 	res *Result
@@ -480,7 +483,10 @@ func (e *engine) worker(runCtx context.Context, w int, ack *acker) {
 			}
 			continue
 		}
-		if len(items) < queue.MaxBatchEntries && e.shortReceive(runCtx, len(items)) {
+		// A short batch may mean the end; so may a full one, which is
+		// checked at most every drainCheckEvery across all workers (a queue
+		// holding a multiple of ten messages gives no short batch).
+		if (len(items) < queue.MaxBatchEntries || e.drainCheckDue()) && e.shortReceive(runCtx, len(items)) {
 			return
 		}
 	}
@@ -501,6 +507,20 @@ func (e *engine) abandonIfSafe() {
 	if safe {
 		a.AbandonReceives()
 	}
+}
+
+// drainCheckEvery spaces the queue-count checks after full batches.
+const drainCheckEvery = 100 * time.Millisecond
+
+// drainCheckDue reports whether a full batch should check the queue's
+// counts now (at most once per drainCheckEvery, across all workers).
+func (e *engine) drainCheckDue() bool {
+	now := time.Now().UnixNano()
+	last := e.lastDrainCheck.Load()
+	if now-last < int64(drainCheckEvery) {
+		return false
+	}
+	return e.lastDrainCheck.CompareAndSwap(last, now)
 }
 
 // awaitReleased reports whether messages the run gave back during the run
@@ -537,14 +557,20 @@ func (e *engine) shortReceive(ctx context.Context, n int) bool {
 		return true
 	}
 	rem, err := e.drain.Remaining(ctx)
-	if err == nil && n > 0 && rem.Visible > 0 {
+	if err == nil && n > 0 && (rem.Visible > 0 || rem.InFlightElsewhere > 0) {
+		// Messages are still coming (or being received by other workers
+		// right now); the empty receives that follow decide the rest.
 		e.stuck, e.stuckSince = 0, time.Time{}
-		return false // messages are still coming; keep reading
+		return false
 	}
-	// This may be the end: decide on counts read while no other receive is
-	// half done, or messages another worker is receiving right now would
-	// look like messages in flight elsewhere.
-	if st, ok := e.drain.(Settler); ok && err == nil {
+	// Nothing visible and nothing in flight beyond what the run holds: no
+	// receive can be half done with messages either (they would count as
+	// in flight and not held), so the queue is drained. Otherwise decide on
+	// counts read while no other receive is half done, or messages another
+	// worker is receiving right now would look like messages in flight
+	// elsewhere.
+	drained := err == nil && rem.Visible <= 0 && rem.InFlightElsewhere <= 0
+	if st, ok := e.drain.(Settler); ok && err == nil && !drained {
 		rem, err = st.Settle(ctx)
 	}
 	if err != nil {
@@ -611,7 +637,12 @@ func (e *engine) shortReceive(ctx context.Context, n int) bool {
 		e.mu.Unlock()
 		return true
 	}
-	// Only messages in flight elsewhere are left.
+	// Only messages in flight elsewhere are left — unless removals of this
+	// run are still under way (a message being deleted can look in flight
+	// and not held): decide once they landed.
+	if e.pendingAcks.Load() > 0 {
+		return false
+	}
 	now := time.Now()
 	if e.waitSince.IsZero() {
 		e.waitSince = now

@@ -221,14 +221,16 @@ func (s *QueueSource) Close(ctx context.Context) error {
 
 // Remaining reads the queue's depths and subtracts what the run holds.
 func (s *QueueSource) Remaining(ctx context.Context) (Remaining, error) {
-	// What the run holds is read before the counts: a delete that lands in
-	// between lowers both, so nothing looks in flight elsewhere that is not.
-	held := s.lease.Len()
+	// What the run holds is read after the counts: a message deleted in
+	// between may then look in flight elsewhere (the engine decides on that
+	// only once no removal is under way), never the other way round — a
+	// message in flight elsewhere is never hidden by one being deleted.
 	cp := *s.q
 	if err := s.c.Refresh(ctx, &cp); err != nil {
 		return Remaining{}, err
 	}
 	n := cp.Counts()
+	held := s.lease.Len()
 	visible := n.Visible
 	if s.c.CountsIncludeInFlight {
 		visible -= n.InFlight
