@@ -509,6 +509,35 @@ func (e *engine) abandonIfSafe() {
 	}
 }
 
+// idleCheck runs when the run has nothing in process and nothing being
+// removed — the moment the queue's counts are exact for it: if the queue is
+// drained, reading ends now instead of after the workers' next empty long
+// polls (which are abandoned when that is safe).
+func (e *engine) idleCheck() {
+	if e.drain == nil || e.isEnded() {
+		return
+	}
+	e.endMu.Lock()
+	defer e.endMu.Unlock()
+	if e.ended {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rem, err := e.drain.Remaining(ctx)
+	if err != nil || rem.Visible > 0 || rem.InFlightElsewhere > 0 || e.processing.Load() > 0 {
+		return
+	}
+	e.mu.Lock()
+	released := len(e.released)
+	e.mu.Unlock()
+	if released > 0 {
+		return
+	}
+	e.ended = true
+	e.abandonIfSafe()
+}
+
 // drainCheckEvery spaces the queue-count checks after full batches.
 const drainCheckEvery = 100 * time.Millisecond
 
@@ -569,6 +598,13 @@ func (e *engine) shortReceive(ctx context.Context, n int) bool {
 	// counts read while no other receive is half done, or messages another
 	// worker is receiving right now would look like messages in flight
 	// elsewhere.
+	// While removals are under way the lease may still count a message the
+	// server already deleted, which would hide a message in flight
+	// elsewhere: the end is decided once they landed (the acker that lands
+	// the last one checks again, see idleCheck).
+	if err == nil && e.pendingAcks.Load() > 0 && rem.Visible <= 0 {
+		return false
+	}
 	drained := err == nil && rem.Visible <= 0 && rem.InFlightElsewhere <= 0
 	if st, ok := e.drain.(Settler); ok && err == nil && !drained {
 		rem, err = st.Settle(ctx)
@@ -893,7 +929,11 @@ func (a *acker) run(e *engine) {
 func (e *engine) ack(j ackJob) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	defer e.pendingAcks.Add(-int64(len(j.items)))
+	defer func() {
+		if e.pendingAcks.Add(-int64(len(j.items))) == 0 && e.processing.Load() == 0 {
+			e.idleCheck()
+		}
+	}()
 	if j.commit != nil {
 		<-j.commit.Done()
 		if err := j.commit.Err(); err != nil {
