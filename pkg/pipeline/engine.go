@@ -603,6 +603,13 @@ func (e *engine) shortReceive(ctx context.Context, n int) bool {
 	// elsewhere: the end is decided once they landed (the acker that lands
 	// the last one checks again, see idleCheck).
 	if err == nil && e.pendingAcks.Load() > 0 && rem.Visible <= 0 {
+		// Deliveries a sink buffers (an open archive part) become durable
+		// now, so their removals can land.
+		if _, ferr := e.sink.Flush(context.WithoutCancel(ctx)); ferr != nil {
+			e.ended = true
+			e.stop(ferr)
+			return true
+		}
 		return false
 	}
 	drained := err == nil && rem.Visible <= 0 && rem.InFlightElsewhere <= 0
