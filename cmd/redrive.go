@@ -313,7 +313,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		Confirm:    func() error { return confirmRedrive(f, dlq, router, sel, opts) },
 		OnWaitHeld: func(id string, wait time.Duration) { waitHeldInfo(f, id, wait) },
 		OnJournal:  func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) },
-		Source:     redrive.NewQueueSource(c, dlq, opts.Visibility, time.Second),
+		Source:     dlqSource(c, dlq, opts.Visibility, selector != nil),
 		Move: redrive.Options{
 			Client: c, Router: router, Select: selector, Max: max, MaxRedrives: opts.MaxRedrives,
 			Rate: opts.Rate, Ramp: opts.Ramp, RampEvery: opts.RampEvery, Concurrency: opts.Concurrency,
@@ -340,6 +340,14 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		return err
 	}
 	return out.Err
+}
+
+// dlqSource reads the DLQ; without a selection the bodies are not decoded.
+func dlqSource(c *queue.Client, dlq *queue.Queue, visibility time.Duration, selecting bool) redrive.Source {
+	if selecting {
+		return redrive.NewQueueSource(c, dlq, visibility, time.Second)
+	}
+	return redrive.NewUnselectedQueueSource(c, dlq, visibility, time.Second)
 }
 
 // waitHeldInfo tells that a resumed run waits for the messages an earlier

@@ -272,13 +272,23 @@ func Decode(rec *queue.Record) any {
 		f.Format = format
 		rec.Failure = &f
 	}
+	DecodeMarker(rec)
+	return parsed
+}
+
+// DecodeMarker decodes only the dlqctl redrive marker (rec.Redrive): what a
+// redrive without a selection needs (routing and copies read the system
+// attributes; loop and return detection read the marker). It returns no
+// parsed body.
+func DecodeMarker(rec *queue.Record) any {
+	rec.Redrive = nil
 	if a, ok := rec.Attributes[queue.MarkerAttribute]; ok {
 		var m queue.Marker
 		if json.Unmarshal([]byte(a.Value), &m) == nil {
 			rec.Redrive = &m
 		}
 	}
-	return parsed
+	return nil
 }
 
 // PayloadOf returns the original event of a decoded record: rec.Payload

@@ -86,7 +86,6 @@ type Journal struct {
 	// memory stays flat; journal.ndjson on disk has everything.
 	pending map[string]SentRecord
 	sent    map[digest]struct{}
-	deleted map[digest]struct{}
 	shas    map[uint64]struct{}
 }
 
@@ -127,20 +126,29 @@ func bodyKey(sha string) uint64 {
 }
 
 func newJournalState() *Journal {
-	return &Journal{pending: map[string]SentRecord{}, sent: map[digest]struct{}{}, deleted: map[digest]struct{}{}, shas: map[uint64]struct{}{}}
+	return &Journal{pending: map[string]SentRecord{}, sent: map[digest]struct{}{}, shas: map[uint64]struct{}{}}
 }
+
+// maxBodyKeys bounds the body digests kept for the canary's recognition of
+// returned copies (a canary moves a few messages; a large run needs none).
+const maxBodyKeys = 10_000
 
 func (j *Journal) recordSentLocked(r SentRecord) {
 	d := digestOf(r.Orig)
-	j.sent[d] = struct{}{}
-	if _, gone := j.deleted[d]; !gone {
-		j.pending[r.Orig] = r
+	if _, again := j.sent[d]; again {
+		return // a re-send after a lost answer: the first record stands
 	}
-	j.shas[bodyKey(r.SHA)] = struct{}{}
+	j.sent[d] = struct{}{}
+	j.pending[r.Orig] = r
+	if len(j.shas) < maxBodyKeys {
+		j.shas[bodyKey(r.SHA)] = struct{}{}
+	}
 }
 
+// recordDeletedLocked marks a sent message's original as deleted: the
+// journal then keeps only its digest (the deleted count is what was sent
+// and is no longer pending).
 func (j *Journal) recordDeletedLocked(id string) {
-	j.deleted[digestOf(id)] = struct{}{}
 	delete(j.pending, id)
 }
 
@@ -343,7 +351,7 @@ func (j *Journal) HasBody(sha string) bool {
 func (j *Journal) Counts() (sent, deleted int) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return len(j.sent), len(j.deleted)
+	return len(j.sent), len(j.sent) - len(j.pending)
 }
 
 // PendingRecords returns the sent records whose source message is not yet
@@ -436,7 +444,7 @@ func ListRuns(stateDir string) ([]RunInfo, error) {
 		if err := j.load(filepath.Join(dir, "journal.ndjson")); err != nil {
 			return nil, err
 		}
-		out = append(out, RunInfo{RunMeta: meta, Sent: len(j.sent), Deleted: len(j.deleted)})
+		out = append(out, RunInfo{RunMeta: meta, Sent: len(j.sent), Deleted: len(j.sent) - len(j.pending)})
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].ID > out[b].ID })
 	return out, nil

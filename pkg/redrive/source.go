@@ -26,3 +26,11 @@ type QueueSource = pipeline.QueueSource
 func NewQueueSource(c *queue.Client, q *queue.Queue, visibility, wait time.Duration) *QueueSource {
 	return pipeline.NewQueueSource(c, q, pipeline.QueueSourceOptions{Visibility: visibility, Wait: wait, Decode: inspect.Decode})
 }
+
+// NewUnselectedQueueSource is NewQueueSource for a run without a selection
+// (no --filter, --class or --rules): it decodes only the redrive marker,
+// which is all routing, copies and loop detection read — the body is never
+// parsed.
+func NewUnselectedQueueSource(c *queue.Client, q *queue.Queue, visibility, wait time.Duration) *QueueSource {
+	return pipeline.NewQueueSource(c, q, pipeline.QueueSourceOptions{Visibility: visibility, Wait: wait, Decode: inspect.DecodeMarker})
+}
