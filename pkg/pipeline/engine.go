@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -162,6 +163,8 @@ type engine struct {
 
 	mu  sync.Mutex
 	res *Result
+	// notAcked: durable at the sink but not removed from the source (yet).
+	notAcked map[string]notAckedItem
 	// released: ids given back to the source during the run and not
 	// received again since (a continuing run reads them again).
 	released    map[string]struct{}
@@ -282,6 +285,7 @@ func Run(ctx context.Context, src Source, sink Sink, opt Options) (*Result, erro
 	if r.ElapsedSeconds > 0 {
 		r.Rate = float64(r.Delivered) / r.ElapsedSeconds
 	}
+	e.settleNotAckedLocked(r)
 	e.reconcileLocked(r)
 	return r, e.stopErr
 }
@@ -322,6 +326,28 @@ func (e *engine) recount(ctx context.Context) {
 	}
 	if r.InFlightElsewhere > 0 {
 		r.InFlightElsewhere = rem.InFlightElsewhere
+	}
+}
+
+type notAckedItem struct {
+	reason    string
+	leaseLost bool
+}
+
+// settleNotAckedLocked turns what is still durable-but-not-removed into
+// the result's counts.
+func (e *engine) settleNotAckedLocked(r *Result) {
+	r.NotAcked, r.LeaseLost, r.NotAckedIDs = len(e.notAcked), 0, nil
+	ids := make([]string, 0, len(e.notAcked))
+	for id, n := range e.notAcked {
+		ids = append(ids, id)
+		if n.leaseLost {
+			r.LeaseLost++
+		}
+	}
+	sort.Strings(ids)
+	for _, id := range ids[:min(len(ids), 1000)] {
+		r.NotAckedIDs = append(r.NotAckedIDs, FailedItem{MessageID: id, Reason: e.notAcked[id].reason})
 	}
 }
 
@@ -962,17 +988,19 @@ func (e *engine) ack(j ackJob) {
 		if i < len(errs) {
 			err = errs[i]
 		}
+		id := it.Record.MessageID
 		if err != nil {
-			e.res.NotAcked++
-			if errors.Is(err, queue.ErrLeaseLost) {
-				e.res.LeaseLost++
+			// Durable at the sink, still at the source. Received again later
+			// in the run (a lost lease, a retryable failure), it is removed
+			// as AckOnly and leaves this list.
+			if e.notAcked == nil {
+				e.notAcked = map[string]notAckedItem{}
 			}
-			if len(e.res.NotAckedIDs) < 1000 {
-				e.res.NotAckedIDs = append(e.res.NotAckedIDs, FailedItem{MessageID: it.Record.MessageID, Reason: err.Error()})
-			}
+			e.notAcked[id] = notAckedItem{reason: err.Error(), leaseLost: errors.Is(err, queue.ErrLeaseLost)}
 			e.addErrorLocked(fmt.Sprintf("removing a processed message from %s: %v", e.src.Name(), err))
 			continue
 		}
+		delete(e.notAcked, id)
 		acked = append(acked, it)
 		if !j.resumed {
 			ackedLabels = append(ackedLabels, j.labels[i])
