@@ -333,6 +333,9 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 	if err != nil {
 		return err
 	}
+	if out.CloseErr != nil {
+		f.IO.Warnf("releasing held messages: %v (they become visible again when their visibility timeout ends)", out.CloseErr)
+	}
 	if opts.Canary > 0 && out.Result.Moved+out.Result.Resumed == 0 && out.Err == nil {
 		f.IO.Infof("canary: no matching message to move")
 	}

@@ -221,6 +221,9 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	if err != nil {
 		return err
 	}
+	if out.CloseErr != nil {
+		f.IO.Warnf("releasing held messages: %v (they become visible again when their visibility timeout ends)", out.CloseErr)
+	}
 	if err := printRestoreSummary(f, prog, ref, dest, out.Result, out.Verdict, out.Status); err != nil {
 		return err
 	}

@@ -72,6 +72,9 @@ type Outcome struct {
 	// Err is nil for a completed run, else Partial (4), Verdict (3) or
 	// ErrInterrupted (130).
 	Err error
+	// CloseErr: releasing what the run still held failed; those messages
+	// become visible again when their visibility timeout ends.
+	CloseErr error
 }
 
 // Execute finds or creates the run's journal (resuming an unfinished run
@@ -136,8 +139,7 @@ func Execute(ctx context.Context, c *queue.Client, spec RunSpec) (*Outcome, erro
 	opt := spec.Move
 	opt.Journal = j
 	res, runErr := Run(ctx, spec.Source, opt)
-	_ = spec.Source.Close(context.WithoutCancel(ctx))
-	out := &Outcome{RunID: j.Meta().ID}
+	out := &Outcome{RunID: j.Meta().ID, CloseErr: spec.Source.Close(context.WithoutCancel(ctx))}
 	if res == nil {
 		_ = j.SetStatus(StatusFailed, runErr.Error())
 		return nil, runErr
