@@ -319,6 +319,8 @@ func printArchiveSummary(f *Factory, prog *output.Progress, format output.Format
 	switch {
 	case runErr != nil && errs.Code(runErr) == errs.ExitInterrupted:
 		status = "interrupted"
+	case runErr != nil && errs.Code(runErr) == errs.ExitPartial:
+		status = "partial" // exit 4: the report and the manifest's note say what is missing
 	case runErr != nil:
 		status = "failed"
 	case !m.Complete:
