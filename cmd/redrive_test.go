@@ -333,7 +333,7 @@ func TestRedriveGuardsTripAndExitThree(t *testing.T) {
 		dlqV, dlqIn := settledDepth(t, c, p.dlqURL)
 		recV, recIn := queueDepth(t, c, recURL)
 		if dlqIn != 0 || dlqV+recV+recIn != 60 || recV != s.Moved {
-			t.Fatalf("after the trip: DLQ %d (+%d in flight), recovery %d; moved %d; want 60 in total, nothing held", dlqV, dlqIn, recV, s.Moved)
+			t.Fatalf("after the trip: DLQ %d (+%d in flight), recovery %d; moved %d; want 60 in total, nothing held\nstderr: %s\nstdout: %s", dlqV, dlqIn, recV, s.Moved, r.Stderr, r.Stdout)
 		}
 	})
 }

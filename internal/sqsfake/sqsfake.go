@@ -115,6 +115,8 @@ type SQS struct {
 	loseErr      error
 	receivesN    int // receives that handed out messages
 	lostMessages int
+	// abandonedClaims: messages taken by abandoned long polls.
+	abandonedClaims int
 
 	calls       map[string]int
 	inFlight    int
@@ -853,10 +855,36 @@ func (f *SQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, _
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			// As on SQS, a long poll the client abandons goes on at the
+			// server until its wait is over, and what it takes stays
+			// invisible for the visibility timeout with nobody to read it.
+			go f.lingerPoll(q, n, vis, sys, in.MessageAttributeNames, deadline)
 			return nil, ctx.Err()
 		case <-t.C:
 		}
 	}
+}
+
+// lingerPoll is an abandoned long poll still running at the server.
+func (f *SQS) lingerPoll(q *fqueue, n int, vis time.Duration, sys map[string]bool, attrNames []string, deadline time.Time) {
+	for time.Now().Before(deadline) {
+		f.mu.Lock()
+		msgs := f.pickLocked(q, n, vis, time.Now(), sys, attrNames)
+		f.abandonedClaims += len(msgs)
+		f.mu.Unlock()
+		if len(msgs) > 0 {
+			return
+		}
+		time.Sleep(min(2*time.Millisecond, time.Until(deadline)))
+	}
+}
+
+// AbandonedClaims counts messages taken by long polls their clients had
+// abandoned (they stay invisible for their visibility timeout).
+func (f *SQS) AbandonedClaims() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.abandonedClaims
 }
 
 // pickLocked hands out up to n messages of q for vis (caller holds mu).

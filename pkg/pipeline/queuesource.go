@@ -56,7 +56,22 @@ type QueueSource struct {
 	// AbandonReceives).
 	polls       context.Context
 	abandonPoll context.CancelFunc
+	// pollMu guards the start times of the receives under way and, once
+	// they are abandoned, the moment the last of them has surely ended on
+	// the server (quietAt): an abandoned long poll keeps claiming messages
+	// there until its wait is over, so a release before then could hand
+	// the released messages to a poll nobody reads (invisible for the
+	// visibility timeout, with nobody holding them).
+	pollMu  sync.Mutex
+	pollSeq int
+	pending map[int]time.Time
+	quietAt time.Time
 }
+
+// abandonGrace is how long past its wait an abandoned long poll is assumed
+// to still take messages on the server (local-aws-sqs: about 40 ms; AWS
+// ends a poll at its wait; a slow link delays the request's arrival).
+const abandonGrace = 500 * time.Millisecond
 
 // NewQueueSource starts a lease heartbeat on q; call Close when done.
 func NewQueueSource(c *queue.Client, q *queue.Queue, opt QueueSourceOptions) *QueueSource {
@@ -70,7 +85,22 @@ func NewQueueSource(c *queue.Client, q *queue.Queue, opt QueueSourceOptions) *Qu
 		opt.MaxHeld = InFlightLimit - InFlightHeadroom
 	}
 	s := &QueueSource{c: c, q: q, opt: opt, lease: queue.NewLease(c, q, opt.Visibility)}
-	s.polls, s.abandonPoll = context.WithCancel(context.Background())
+	s.pending = map[int]time.Time{}
+	polls, abandon := context.WithCancel(context.Background())
+	s.polls = polls
+	s.abandonPoll = func() {
+		s.pollMu.Lock()
+		defer s.pollMu.Unlock()
+		if polls.Err() != nil {
+			return
+		}
+		for _, start := range s.pending {
+			if end := start.Add(s.opt.Wait + abandonGrace); end.After(s.quietAt) {
+				s.quietAt = end
+			}
+		}
+		abandon()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
 	go s.lease.Run(ctx)
@@ -101,12 +131,21 @@ func (s *QueueSource) Next(ctx context.Context, max int) ([]Item, error) {
 	if s.lease.Len()+max > s.opt.MaxHeld {
 		return nil, fmt.Errorf("%w: %d messages held", ErrHeldLimit, s.lease.Len())
 	}
+	s.pollMu.Lock()
 	if s.polls.Err() != nil {
+		s.pollMu.Unlock()
 		return nil, nil
 	}
+	s.pollSeq++
+	seq := s.pollSeq
+	s.pending[seq] = time.Now()
+	s.pollMu.Unlock()
 	rctx, cancel := context.WithTimeout(s.polls, s.opt.Wait+60*time.Second)
 	msgs, err := s.c.Receive(rctx, s.q, max, s.opt.Visibility, s.opt.Wait)
 	cancel()
+	s.pollMu.Lock()
+	delete(s.pending, seq)
+	s.pollMu.Unlock()
 	if err != nil && s.polls.Err() != nil {
 		return nil, nil // abandoned: the queue was drained
 	}
@@ -198,24 +237,50 @@ func (s *QueueSource) Ack(ctx context.Context, items []Item) []error {
 	return out
 }
 
-// Release makes the items visible again.
+// Release makes the items visible again, once no abandoned long poll can
+// take them on the server.
 func (s *QueueSource) Release(ctx context.Context, items []Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	s.waitQuiet(ctx)
 	return s.lease.Release(ctx, handles(items))
+}
+
+// waitQuiet waits until every abandoned long poll has ended on the server.
+func (s *QueueSource) waitQuiet(ctx context.Context) {
+	s.pollMu.Lock()
+	d := time.Until(s.quietAt)
+	s.pollMu.Unlock()
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // AbandonReceives ends the long polls under way and makes later receives
 // return nothing. The engine calls it when the queue is drained and the run
-// will release nothing at its end: a poll abandoned mid-flight may still
-// take a message on the server, and then only one that arrived after the
-// queue was drained (it stays invisible for the run's visibility timeout,
-// then is back — nothing is lost). It saves up to one long-poll wait at the
-// end of every run.
+// expects to release nothing: a poll abandoned mid-flight goes on at the
+// server until its wait is over and may still take a message there (it
+// stays invisible for the run's visibility timeout, then is back — nothing
+// is lost). If the run releases after all (a guard trips, an interrupt),
+// Release and Close first wait until those polls have surely ended, so
+// they cannot take what is given back. It saves up to one long-poll wait at
+// the end of every run.
 func (s *QueueSource) AbandonReceives() { s.abandonPoll() }
 
 // Close stops the heartbeat and releases every message still held.
 func (s *QueueSource) Close(ctx context.Context) error {
 	s.abandonPoll()
 	s.stop()
+	if s.lease.Len() > 0 {
+		s.waitQuiet(ctx)
+	}
 	return s.lease.ReleaseAll(ctx)
 }
 
