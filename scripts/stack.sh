@@ -20,6 +20,8 @@
 #   AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_REGION  for those two
 #   DLQCTL_MOTO_ENDPOINT   moto_server, SQS and S3 (any credentials, e.g.
 #                          testing/testing; region us-east-1; S3 path-style)
+#   AWS_ENDPOINT_URL_CLOUDWATCH_LOGS   moto_server's CloudWatch Logs (the
+#                          SDK's per-service variable; dlqctl --logs)
 #
 # State lives in ${DLQCTL_STACK_DIR:-<repo>/.stack}: pids, logs, the env
 # file (read by internal/testenv) and the path of the S3 data dir.
@@ -271,6 +273,8 @@ export AWS_SECRET_ACCESS_KEY=$secret_key
 export AWS_REGION=$region
 export AWS_DEFAULT_REGION=$region
 export DLQCTL_MOTO_ENDPOINT=$3
+# CloudWatch Logs (dlqctl --logs, the demo worker's log group): only moto has it.
+export AWS_ENDPOINT_URL_CLOUDWATCH_LOGS=$3
 # local-aws-sqs counts in-flight messages in ApproximateNumberOfMessages (AWS
 # and moto do not); dlqctl subtracts them when this is set (docs/emulators.md).
 export DLQCTL_SQS_COUNTS_INCLUDE_INFLIGHT=1
