@@ -101,6 +101,35 @@ type Failure struct {
 	Format string `json:"format,omitempty"`
 	// Evidence lists every failure text found, with where it was read.
 	Evidence []Evidence `json:"evidence,omitempty"`
+	// Source says where failure context read from outside the message came
+	// from: the consumer's CloudWatch Logs (format "logs", dlqctl --logs).
+	// With no evidence it records that the logs were searched and said
+	// nothing (Note).
+	Source *FailureSource `json:"source,omitempty"`
+}
+
+// FailureSource is where failure context found outside the message was
+// read: the log group, stream and time of the deciding log event, the
+// Lambda request id it was followed through, and the log lines used.
+type FailureSource struct {
+	LogGroup  string    `json:"log_group,omitempty"`
+	LogStream string    `json:"log_stream,omitempty"`
+	Timestamp time.Time `json:"timestamp,omitzero"`
+	RequestID string    `json:"request_id,omitempty"`
+	// LogGroups are the groups searched (set when nothing was found).
+	LogGroups []string `json:"log_groups,omitempty"`
+	// Note says why there is no evidence ("no log line mentions this
+	// message").
+	Note  string    `json:"note,omitempty"`
+	Lines []LogLine `json:"lines,omitempty"`
+}
+
+// LogLine is one log event used as failure context.
+type LogLine struct {
+	LogGroup  string    `json:"log_group"`
+	LogStream string    `json:"log_stream"`
+	Timestamp time.Time `json:"timestamp"`
+	Message   string    `json:"message"`
 }
 
 // HasContext reports whether f carries any failure text (a format alone
