@@ -168,7 +168,8 @@ func printAudit(f *Factory, rep *health.AuditReport) error {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		head := fmt.Sprintf("%-5s  %s  %s", strings.ToUpper(string(x.Severity)), x.Queue, x.Check)
+		sev := fmt.Sprintf("%-5s", strings.ToUpper(string(x.Severity)))
+		head := fmt.Sprintf("%s  %s  %s", f.IO.Paint(output.SeverityStyle(string(x.Severity)), sev), x.Queue, x.Check)
 		if x.Related != "" {
 			head += "  (" + x.Related + ")"
 		}

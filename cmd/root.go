@@ -64,7 +64,7 @@ func Run(ctx context.Context, io *output.IOStreams, args []string) int {
 		if code == errs.ExitInterrupted {
 			msg = "interrupted"
 		}
-		fmt.Fprintf(io.ErrOut, "dlqctl: %s\n", msg)
+		fmt.Fprintf(io.ErrOut, "%s %s\n", io.PaintErr(output.BoldRed, "dlqctl:"), msg)
 	}
 	return code
 }
@@ -99,7 +99,7 @@ is not durably somewhere else.
 				return err
 			}
 			if f.Opts.NoColor {
-				f.IO.Color = false
+				f.IO.Color, f.IO.ErrColor = false, false
 			}
 			if e := f.Opts.EndpointURL; e != "" {
 				if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -118,7 +118,7 @@ is not durably somewhere else.
 	pf.StringVar(&f.Opts.Profile, "profile", "", "AWS shared config profile")
 	pf.StringVar(&f.Opts.EndpointURL, "endpoint-url", "", "override the SQS and S3 endpoint (AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_S3 also work)")
 	pf.StringVarP(&f.Opts.Output, "output", "o", "table", "output format: table, json or ndjson")
-	pf.BoolVar(&f.Opts.NoColor, "no-color", false, "disable colour")
+	pf.BoolVar(&f.Opts.NoColor, "no-color", false, "no colour on a terminal (also NO_COLOR=1 or TERM=dumb; never coloured when piped)")
 	pf.BoolVar(&f.Opts.Yes, "yes", false, "do not ask for confirmation (scripts)")
 	pf.StringVar(&f.Opts.StateDir, "state-dir", "", "where run journals live (default $DLQCTL_STATE_DIR, else $XDG_STATE_HOME/dlqctl)")
 	pf.BoolVarP(&f.Opts.Verbose, "verbose", "v", false, "print resolved queues, endpoints and API details to stderr (never credentials or receipt handles)")

@@ -50,7 +50,10 @@ type IOStreams struct {
 	OutTTY bool
 	ErrTTY bool
 	InTTY  bool
-	Color  bool
+	// Color and ErrColor: colour is on for standard output / standard
+	// error (a terminal, NO_COLOR unset, TERM not dumb, no --no-color).
+	Color    bool
+	ErrColor bool
 }
 
 // System returns streams over the process's stdin/stdout/stderr.
@@ -58,18 +61,20 @@ func System() *IOStreams {
 	isTTY := func(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 	s := &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
 		OutTTY: isTTY(os.Stdout), ErrTTY: isTTY(os.Stderr), InTTY: isTTY(os.Stdin)}
-	s.Color = s.OutTTY && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+	s.Color = s.OutTTY && colorAllowed()
+	s.ErrColor = s.ErrTTY && colorAllowed()
 	return s
 }
 
-// Test returns streams over buffers; tty sets all TTY flags.
+// Test returns streams over buffers; tty sets all TTY flags (colour stays
+// off; set Color/ErrColor to test it).
 func Test(in io.Reader, out, errOut io.Writer, tty bool) *IOStreams {
 	return &IOStreams{In: in, Out: out, ErrOut: errOut, OutTTY: tty, ErrTTY: tty, InTTY: tty}
 }
 
 // Warnf prints a warning line to stderr.
 func (s *IOStreams) Warnf(format string, a ...any) {
-	fmt.Fprintf(s.ErrOut, "warning: "+format+"\n", a...)
+	fmt.Fprintf(s.ErrOut, s.PaintErr(Yellow, "warning:")+" "+format+"\n", a...)
 }
 
 // Infof prints an informational line to stderr.
@@ -155,6 +160,13 @@ func (t *TablePrinter) Render() error {
 	)
 	tbl.Header(t.headers)
 	for _, r := range t.rows {
+		if t.s.Color {
+			painted := make([]string, len(r))
+			for i, c := range r {
+				painted[i] = Paint(true, cellStyle(t.headers, r, i), c)
+			}
+			r = painted
+		}
 		if err := tbl.Append(r); err != nil {
 			return err
 		}

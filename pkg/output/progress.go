@@ -123,7 +123,11 @@ func (p *Progress) Guard(ev GuardEvent) {
 	if ev.Detail != "" {
 		msg += ": " + ev.Detail
 	}
-	fmt.Fprintln(p.s.ErrOut, msg)
+	st := Yellow // paused, resumed
+	if ev.State == "tripped" {
+		st = BoldRed
+	}
+	fmt.Fprintln(p.s.ErrOut, p.s.PaintErr(st, msg))
 }
 
 // Summary emits v (a struct or map) as the final summary event (NDJSON
