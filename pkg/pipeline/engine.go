@@ -50,7 +50,21 @@ type Options struct {
 	// EmptyReceives ends a worker after that many consecutive empty
 	// batches from a source that is not a Drainer (default 2).
 	EmptyReceives int
-	Reporter      Reporter
+	// Peers is the number of processes sharing the source (--rate-share
+	// i/N; 0 or 1: this run is alone). A shared run ends when nothing is
+	// visible for it: messages in flight that it does not hold are its
+	// peers' (InFlightAtPeers), not waited for and not a failure — unless
+	// one of its own receives may have lost its answer (the source reports
+	// Remaining.LostUntil), which it then waits out like a single run.
+	Peers int
+	// AckBeforeDeliver makes each worker wait until its previous batch was
+	// removed from the source before it delivers the next, so at most one
+	// batch per worker is durable at the sink and still at the source at
+	// any moment (a redrive's duplicate bound after kill -9: a peer that
+	// receives such a message again sends it again). Leave it off for sinks
+	// that make a batch durable only later (archive parts).
+	AckBeforeDeliver bool
+	Reporter         Reporter
 }
 
 // Result is the accounting of a run: every item received ends in exactly
@@ -91,6 +105,15 @@ type Result struct {
 	// it ended (they return after ReturnAfter).
 	InFlightElsewhere int           `json:"in_flight_elsewhere,omitempty"`
 	ReturnAfter       time.Duration `json:"-"`
+	// InFlightAtPeers (a shared run, Options.Peers > 1): messages in flight
+	// that the run did not hold when it ended, and that no receive of its
+	// own can have lost: its peers hold them, and their runs account for
+	// them. Not a failure.
+	InFlightAtPeers int `json:"in_flight_at_peers,omitempty"`
+	// LockedByPeers (a shared run on a FIFO queue): visible messages no
+	// receive returned because their groups are locked behind messages its
+	// peers hold; the peers read them once those are removed.
+	LockedByPeers int `json:"locked_by_peers,omitempty"`
 	// VisibleLeft: visible messages the run could not receive (standard
 	// queue; approximate).
 	VisibleLeft int `json:"visible_left,omitempty"`
@@ -297,7 +320,7 @@ func Run(ctx context.Context, src Source, sink Sink, opt Options) (*Result, erro
 func (e *engine) recount(ctx context.Context) {
 	e.mu.Lock()
 	r := e.res
-	left := r.Blocked > 0 || r.VisibleLeft > 0 || r.InFlightElsewhere > 0
+	left := r.Blocked > 0 || r.VisibleLeft > 0 || r.InFlightElsewhere > 0 || r.InFlightAtPeers > 0 || r.LockedByPeers > 0
 	e.mu.Unlock()
 	if !left || e.drain == nil {
 		return
@@ -326,6 +349,12 @@ func (e *engine) recount(ctx context.Context) {
 	}
 	if r.InFlightElsewhere > 0 {
 		r.InFlightElsewhere = rem.InFlightElsewhere
+	}
+	if r.InFlightAtPeers > 0 || r.LockedByPeers > 0 {
+		r.InFlightAtPeers = rem.InFlightElsewhere
+		if r.LockedByPeers > 0 {
+			r.LockedByPeers = rem.Visible
+		}
 	}
 }
 
@@ -698,9 +727,16 @@ func (e *engine) shortReceive(ctx context.Context, n int) bool {
 		}
 		e.ended = true
 		e.mu.Lock()
-		if rem.Groups {
+		switch {
+		case rem.Groups && e.peersHold(rem, time.Now()):
+			// A shared run that holds nothing of these groups itself: its
+			// peers hold their heads and read the rest once those are
+			// removed.
+			e.res.LockedByPeers = rem.Visible
+			e.res.InFlightAtPeers = rem.InFlightElsewhere
+		case rem.Groups:
 			e.res.Blocked = rem.Visible
-		} else {
+		default:
 			e.res.VisibleLeft = rem.Visible
 		}
 		e.mu.Unlock()
@@ -713,6 +749,16 @@ func (e *engine) shortReceive(ctx context.Context, n int) bool {
 		return false
 	}
 	now := time.Now()
+	if e.peersHold(rem, now) {
+		// A shared run: what it does not hold, its peers do (no receive of
+		// its own can have lost messages). They account for those; this
+		// run is done with what was visible for it.
+		e.ended = true
+		e.mu.Lock()
+		e.res.InFlightAtPeers = rem.InFlightElsewhere
+		e.mu.Unlock()
+		return true
+	}
 	if e.waitSince.IsZero() {
 		e.waitSince = now
 	}
@@ -729,6 +775,18 @@ func (e *engine) shortReceive(ctx context.Context, n int) bool {
 	e.res.ReturnAfter = rem.ReturnAfter
 	e.mu.Unlock()
 	return true
+}
+
+// peersHold reports whether, in a shared run, the messages in flight that
+// the run does not hold are surely its peers': none of its own receives
+// can have lost its answer (or those messages are back by now), and — for
+// locked FIFO groups — the run holds no skipped message that could be
+// locking them itself.
+func (e *engine) peersHold(rem Remaining, now time.Time) bool {
+	if e.opt.Peers <= 1 || rem.InFlightElsewhere <= 0 || now.Before(rem.LostUntil) {
+		return false
+	}
+	return !rem.Groups || e.skipped.Load() == 0
 }
 
 func (e *engine) releaseItems(ctx context.Context, items []Item, reason string) {
@@ -839,6 +897,9 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 		e.releaseItems(fin, items, "stopping")
 		return
 	}
+	if e.opt.AckBeforeDeliver {
+		ack.waitIdle()
+	}
 	outs, commit := e.sink.Deliver(fin, w, key, items, payloads)
 	var accepted []Item
 	var details, labels []string
@@ -919,12 +980,26 @@ type acker struct {
 	cond   *sync.Cond
 	q      []ackJob
 	closed bool
+	// busy: a job taken from q is being acked; idle is signalled when q is
+	// empty and no job is busy (waitIdle).
+	busy bool
+	idle *sync.Cond
 }
 
 func newAcker() *acker {
 	a := &acker{}
 	a.cond = sync.NewCond(&a.mu)
+	a.idle = sync.NewCond(&a.mu)
 	return a
+}
+
+// waitIdle waits until every job pushed so far was acked (or failed).
+func (a *acker) waitIdle() {
+	a.mu.Lock()
+	for len(a.q) > 0 || a.busy {
+		a.idle.Wait()
+	}
+	a.mu.Unlock()
 }
 
 func (a *acker) push(j ackJob) {
@@ -954,8 +1029,15 @@ func (a *acker) run(e *engine) {
 		j := a.q[0]
 		a.q[0] = ackJob{}
 		a.q = a.q[1:]
+		a.busy = true
 		a.mu.Unlock()
 		e.ack(j)
+		a.mu.Lock()
+		a.busy = false
+		if len(a.q) == 0 {
+			a.idle.Broadcast()
+		}
+		a.mu.Unlock()
 	}
 }
 

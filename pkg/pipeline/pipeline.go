@@ -92,6 +92,11 @@ type Remaining struct {
 	// Groups is true for a FIFO queue: visible messages that cannot be
 	// received are locked behind held messages of their group.
 	Groups bool
+	// LostUntil is set when one of the run's own receives may have lost
+	// its answer (the SDK retried it, so the first attempt may have taken
+	// messages nobody got): until then, messages in flight elsewhere may be
+	// those, and a shared run waits for them like a single run does.
+	LostUntil time.Time
 }
 
 // Drainer is a Source that can tell what is left (a queue).

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 
 	"github.com/dlqctl/dlqctl/pkg/queue"
@@ -66,6 +68,11 @@ type QueueSource struct {
 	pollSeq int
 	pending map[int]time.Time
 	quietAt time.Time
+	// rc receives through recv, which notes receives the SDK retried
+	// (lostUntil): the first attempt may have taken messages on the server
+	// whose answer never arrived.
+	rc   *queue.Client
+	recv *receiveWatch
 }
 
 // abandonGrace is how long past its wait an abandoned long poll is assumed
@@ -86,6 +93,10 @@ func NewQueueSource(c *queue.Client, q *queue.Queue, opt QueueSourceOptions) *Qu
 	}
 	s := &QueueSource{c: c, q: q, opt: opt, lease: queue.NewLease(c, q, opt.Visibility)}
 	s.pending = map[int]time.Time{}
+	s.recv = &receiveWatch{API: c.API, hidden: opt.Visibility}
+	rc := *c
+	rc.API = s.recv
+	s.rc = &rc
 	polls, abandon := context.WithCancel(context.Background())
 	s.polls = polls
 	s.abandonPoll = func() {
@@ -141,7 +152,7 @@ func (s *QueueSource) Next(ctx context.Context, max int) ([]Item, error) {
 	s.pending[seq] = time.Now()
 	s.pollMu.Unlock()
 	rctx, cancel := context.WithTimeout(s.polls, s.opt.Wait+60*time.Second)
-	msgs, err := s.c.Receive(rctx, s.q, max, s.opt.Visibility, s.opt.Wait)
+	msgs, err := s.rc.Receive(rctx, s.q, max, s.opt.Visibility, s.opt.Wait)
 	cancel()
 	s.pollMu.Lock()
 	delete(s.pending, seq)
@@ -310,7 +321,61 @@ func (s *QueueSource) Remaining(ctx context.Context) (Remaining, error) {
 		Held:              held,
 		ReturnAfter:       ret,
 		Groups:            cp.FIFO,
+		LostUntil:         s.recv.until(),
 	}, nil
+}
+
+// RetriedReceives counts the run's receives that the SDK sent more than
+// once (or that failed after they may have reached SQS).
+func (s *QueueSource) RetriedReceives() int { return int(s.recv.retried.Load()) }
+
+// receiveWatch is the queue API with ReceiveMessage watched: a receive the
+// SDK's retryer sent more than once may have been carried out by SQS
+// without its answer arriving (internal/faultproxy LostReceives), leaving
+// messages in flight that nobody holds until their visibility ends. It
+// notes until when such messages may be out: a shared run (whose peers
+// also hold messages) waits for them only then.
+type receiveWatch struct {
+	queue.API
+	hidden  time.Duration
+	retried atomic.Int64
+	last    atomic.Int64 // unix nanoseconds until which lost messages may be in flight
+}
+
+// lostGrace is added to a receive's visibility before messages it may have
+// lost are surely visible again.
+const lostGrace = 2 * time.Second
+
+func (w *receiveWatch) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	start := time.Now()
+	out, err := w.API.ReceiveMessage(ctx, in, opts...)
+	suspect := false
+	if out != nil {
+		if ar, ok := retry.GetAttemptResults(out.ResultMetadata); ok && len(ar.Results) > 1 {
+			suspect = true
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		suspect = true // it may have reached SQS before it failed
+	}
+	if suspect {
+		w.retried.Add(1)
+		until := start.Add(w.hidden + lostGrace).UnixNano()
+		for {
+			cur := w.last.Load()
+			if cur >= until || w.last.CompareAndSwap(cur, until) {
+				break
+			}
+		}
+	}
+	return out, err
+}
+
+func (w *receiveWatch) until() time.Time {
+	if n := w.last.Load(); n > 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
 }
 
 // Settle is Remaining read while no receive is in flight: it waits for the
