@@ -50,10 +50,12 @@ Messages are streamed into parts: gzip-compressed NDJSON of message records
 attributes, and the class when --rules/--class are given). A part closes at
 --part-size (compressed) or --part-records, whichever comes first, so the
 messages dlqctl holds stay far from SQS's 12 h visibility ceiling and its
-in-flight limit. Keys:
+in-flight limit. Keys (Hive-style partition folders that Athena, DuckDB
+and Spark read as a table as they are; the manifest's leading "_" makes
+them skip it — see docs/archive-queries.md):
 
-  PREFIX/<queue>/<yyyy>/<mm>/<dd>/<run-id>/part-00001.ndjson.gz
-  PREFIX/<queue>/<yyyy>/<mm>/<dd>/<run-id>/manifest.json
+  PREFIX/queue=<queue>/dt=<yyyy-mm-dd>/run=<run-id>/part-00001.ndjson.gz
+  PREFIX/queue=<queue>/dt=<yyyy-mm-dd>/run=<run-id>/_manifest.json
 
 Every part is uploaded with a SHA-256 checksum (S3 refuses bytes that do not
 match it) and If-None-Match: * (an existing object is never overwritten),
@@ -85,7 +87,10 @@ events; a progress bar is drawn on stderr when it is a terminal.
 
 'dlqctl archive verify MANIFEST' re-reads an archive; 'dlqctl restore'
 sends archived messages back to a queue. sample, group and classify read
-an archive with --from s3://…/manifest.json (or a part, or local copies).
+an archive with --from: a run's folder or _manifest.json, a queue=<name>/
+or dt=<day>/ prefix (every run under it), a part, or local copies. Runs
+written by older dlqctl versions (PREFIX/<queue>/<yyyy>/<mm>/<dd>/<run-id>/
+with manifest.json) read, verify and restore the same way.
 
 ` + SelectionHelp
 
@@ -100,7 +105,7 @@ func NewCmdArchive(f *Factory, runF func(context.Context, *ArchiveOptions) error
   dlqctl archive orders-dlq --to s3://acme-dlq-archive/prod
   dlqctl archive orders-dlq --to s3://acme-dlq-archive/prod --class permanent --delete --yes
   dlqctl archive orders-dlq --to s3://acme-dlq-archive/prod --sse aws:kms --kms-key-id alias/dlq --delete --yes
-  dlqctl archive verify s3://acme-dlq-archive/prod/orders-dlq/2026/11/30/20261130T031500Z-ab12cd34/manifest.json`,
+  dlqctl archive verify s3://acme-dlq-archive/prod/queue=orders-dlq/dt=2026-11-30/run=20261130T031500Z-ab12cd34/`,
 		Args: exactArgs(1, "one DLQ (name, URL or ARN)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Queue = args[0]
@@ -444,11 +449,15 @@ whose body matches its body_sha256, and the record count and first/last
 message ids equal the manifest's. Exit 0 when everything matches, 3 with the
 list of what is wrong otherwise.
 
-MANIFEST is s3://BUCKET/…/manifest.json, or a local manifest.json with its
-parts downloaded next to it.`),
-		Example: `  dlqctl archive verify s3://acme-dlq-archive/prod/orders-dlq/2026/11/30/20261130T031500Z-ab12cd34/manifest.json
-  dlqctl archive verify ./restore-me/manifest.json -o json`,
-		Args: exactArgs(1, "one manifest (s3://BUCKET/…/manifest.json or a local path)"),
+MANIFEST names one run: s3://BUCKET/…/run=<id>/_manifest.json or the run's
+folder s3://BUCKET/…/run=<id>/, or a local copy (the manifest, or the
+folder with the run's parts downloaded next to it). A run written by an
+older dlqctl (…/<yyyy>/<mm>/<dd>/<run-id>/manifest.json) verifies the same
+way.`),
+		Example: `  dlqctl archive verify s3://acme-dlq-archive/prod/queue=orders-dlq/dt=2026-11-30/run=20261130T031500Z-ab12cd34/
+  dlqctl archive verify s3://acme-dlq-archive/prod/queue=orders-dlq/dt=2026-11-30/run=20261130T031500Z-ab12cd34/_manifest.json
+  dlqctl archive verify ./restore-me/ -o json`,
+		Args: exactArgs(1, "one archive run (s3://BUCKET/…/run=<id>/, its _manifest.json, or a local copy)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Manifest = args[0]
 			if runF != nil {
@@ -522,7 +531,8 @@ func archiveVerifyRun(ctx context.Context, opts *ArchiveVerifyOptions) error {
 	return nil
 }
 
-// archiveRef resolves an s3:// URI or local path of an archive object.
+// archiveRef resolves an argument naming one archive run: an s3:// URI or
+// local path of its manifest or its folder.
 func archiveRef(ctx context.Context, f *Factory, s string) (archive.Ref, error) {
 	var api archive.S3API
 	if archive.IsS3URI(s) {
@@ -532,9 +542,5 @@ func archiveRef(ctx context.Context, f *Factory, s string) (archive.Ref, error) 
 		}
 		api = c
 	}
-	ref, err := archive.ParseRef(s, api)
-	if err != nil {
-		return archive.Ref{}, errs.BadInput(err)
-	}
-	return ref, nil
+	return archive.ResolveRun(ctx, s, api)
 }

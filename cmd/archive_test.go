@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -54,7 +53,7 @@ func TestArchiveBadInputExitsTwo(t *testing.T) {
 		{[]string{"archive", "q", "--to", "s3://bucket/x", "--kms-key-id", "k"}, "--sse aws:kms"},
 		{[]string{"archive", "q", "--to", "s3://bucket/x", "--sse", "rot13"}, "--sse"},
 		{[]string{"archive", "q", "--to", "s3://bucket/x", "--class", "nonsense"}, "unknown class"},
-		{[]string{"archive", "verify"}, "one manifest"},
+		{[]string{"archive", "verify"}, "one archive run"},
 		{[]string{"restore", "s3://bucket/m.json"}, "--to QUEUE"},
 		{[]string{"restore", "s3://bucket/m.json", "--to", "q", "--rate", "5", "--ramp", "1,2"}, "--ramp alone"},
 		{[]string{"restore", "/no/such/manifest.json", "--to", "q"}, "not an archive manifest"},
@@ -168,8 +167,8 @@ func TestArchiveVerifyTriageRestoreRoundTrip(t *testing.T) {
 		if v, inflight := settledDepth(t, a.sqs, dlq.URL); v+inflight != 0 {
 			t.Fatalf("%s still holds %d+%d messages after archive --delete", dlq.Name, v, inflight)
 		}
-		wantPrefix := "s3://" + a.bucket + "/incident/" + dlq.Name + "/" + time.Now().UTC().Format("2006/01/02") + "/"
-		if !strings.HasPrefix(sum.Manifest, wantPrefix) || !strings.HasSuffix(sum.Manifest, "/manifest.json") {
+		wantPrefix := "s3://" + a.bucket + "/incident/queue=" + dlq.Name + "/dt=" + sum.Run.StartedAt.UTC().Format("2006-01-02") + "/run=" + sum.Run.RunID + "/"
+		if !strings.HasPrefix(sum.Manifest, wantPrefix) || !strings.HasSuffix(sum.Manifest, "/_manifest.json") {
 			t.Fatalf("manifest %s, want under %s", sum.Manifest, wantPrefix)
 		}
 
@@ -178,12 +177,12 @@ func TestArchiveVerifyTriageRestoreRoundTrip(t *testing.T) {
 			t.Fatalf("verify: exit %d %s", r.Code, r.Stderr)
 		}
 		local := a.download(t, sum.Manifest)
-		if r := runCLI(t, testenv.Env{}, "", "archive", "verify", filepath.Join(local, "manifest.json"), "-o", "json"); r.Code != 0 {
+		if r := runCLI(t, testenv.Env{}, "", "archive", "verify", filepath.Join(local, archive.ManifestName), "-o", "json"); r.Code != 0 {
 			t.Fatalf("verify local copy: exit %d %s", r.Code, r.Stderr)
 		}
 
 		// Offline triage reads the archive like the queue it came from.
-		for _, from := range []string{sum.Manifest, filepath.Join(local, "manifest.json")} {
+		for _, from := range []string{sum.Manifest, filepath.Join(local, archive.ManifestName)} {
 			rep := decodeGroupReport(t, runCLI(t, a.env, "", "group", "--from", from, "--by", "class", "-o", "json"))
 			if rep.Read != len(want) {
 				t.Errorf("group --from %s read %d records, want %d", from, rep.Read, len(want))
@@ -396,4 +395,151 @@ func checkGroupOrder(t *testing.T, recs []queue.Record, want []seed.Seeded) {
 func sampleArchive(t *testing.T, env testenv.Env, from string) []queue.Record {
 	t.Helper()
 	return sampleAll(t, env, "--from="+from, 100000, "--no-redact")
+}
+
+// legacyCopy rewrites the run of manifest (s3://…/_manifest.json) as an
+// older dlqctl wrote it: the same parts under
+// PREFIX/<queue>/<yyyy>/<mm>/<dd>/<run-id>/ and a manifest.json next to
+// them listing those keys. It returns the legacy manifest's URI.
+func (a *archiveFixture) legacyCopy(t *testing.T, manifest, prefix string) string {
+	t.Helper()
+	loc, _ := archive.ParseS3URI(manifest)
+	ref := archive.Ref{Src: archive.S3Source{API: a.s3, Bucket: loc.Bucket}, Key: loc.Key}
+	m, err := archive.ReadManifest(t.Context(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := archive.LegacyRunDir(prefix, m.Queue.Name, m.StartedAt, m.RunID)
+	for i, p := range m.Parts {
+		key := path.Join(dir, path.Base(p.Key))
+		if _, err := a.s3.CopyObject(t.Context(), &s3.CopyObjectInput{Bucket: aws.String(a.bucket), Key: aws.String(key),
+			CopySource: aws.String(a.bucket + "/" + p.Key)}); err != nil {
+			t.Fatal(err)
+		}
+		m.Parts[i].Key = key
+	}
+	m.Prefix = prefix
+	b, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := path.Join(dir, archive.LegacyManifestName)
+	if _, err := a.s3.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(a.bucket), Key: aws.String(key), Body: bytes.NewReader(b)}); err != nil {
+		t.Fatal(err)
+	}
+	return "s3://" + a.bucket + "/" + key
+}
+
+// TestArchiveLayoutIsPartitionedAndOldLayoutStillReads checks the layout
+// query engines read (queue=/dt=/run= folders holding only parts, the
+// manifest named _manifest.json), every form --from takes (a run folder,
+// queue= and dt= prefixes, the archive prefix, local folders), and that a
+// run in the layout older dlqctl versions wrote (…/<queue>/<yyyy>/<mm>/<dd>/
+// <run-id>/manifest.json) still verifies, reads with --from and restores.
+func TestArchiveLayoutIsPartitionedAndOldLayoutStillReads(t *testing.T) {
+	a := newArchiveFixture(t)
+	dlq := a.truth.DLQ
+	want := a.truth.InQueue(dlq.Name)
+	r := runCLI(t, a.env, "", "archive", dlq.Name, "--to", "s3://"+a.bucket+"/lake", "--part-records", "25", "-o", "json")
+	var sum ArchiveSummary
+	if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &sum) != nil {
+		t.Fatalf("archive: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	day := sum.Run.StartedAt.UTC().Format("2006-01-02")
+	runDir := "lake/queue=" + dlq.Name + "/dt=" + day + "/run=" + sum.Run.RunID + "/"
+	for _, k := range a.objects(t) {
+		base := path.Base(k)
+		switch {
+		case !strings.HasPrefix(k, runDir):
+			t.Errorf("object %s is outside the run folder %s", k, runDir)
+		case base == archive.ManifestName:
+		case strings.HasPrefix(base, "part-") && strings.HasSuffix(base, ".ndjson.gz"):
+		default:
+			t.Errorf("object %s in a data folder is neither a record part nor _-prefixed", k)
+		}
+	}
+	if sum.Manifest != "s3://"+a.bucket+"/"+runDir+archive.ManifestName {
+		t.Fatalf("manifest %s, want %s", sum.Manifest, runDir+archive.ManifestName)
+	}
+
+	legacy := a.legacyCopy(t, sum.Manifest, "old")
+	legacyDir := strings.TrimSuffix(legacy, archive.LegacyManifestName)
+	if !strings.Contains(legacy, "/old/"+dlq.Name+"/"+sum.Run.StartedAt.UTC().Format("2006/01/02")+"/"+sum.Run.RunID+"/manifest.json") {
+		t.Fatalf("legacy copy at %s", legacy)
+	}
+	bucket := "s3://" + a.bucket
+	count := func(from string) int {
+		t.Helper()
+		rep := decodeGroupReport(t, runCLI(t, a.env, "", "group", "--from", from, "--by", "class", "-o", "json"))
+		return rep.Read
+	}
+	for from, n := range map[string]int{
+		sum.Manifest:                       len(want), // the run's manifest
+		bucket + "/" + runDir:              len(want), // the run folder
+		bucket + "/lake/queue=" + dlq.Name: len(want), // every run of the queue
+		bucket + "/lake/queue=" + dlq.Name + "/dt=" + day + "/": len(want), // every run of the day
+		legacy:                            len(want),     // the old layout's manifest.json
+		legacyDir:                         len(want),     // its run folder
+		bucket + "/old/" + dlq.Name + "/": len(want),     // its queue prefix
+		bucket:                            2 * len(want), // both runs in the bucket
+	} {
+		if got := count(from); got != n {
+			t.Errorf("group --from %s read %d records, want %d", from, got, n)
+		}
+	}
+	// classify and sample over the old layout see the seeded messages.
+	if r := runCLI(t, a.env, "", "classify", "--from", legacyDir, "--summary", "-o", "json"); r.Code != 0 || !strings.Contains(r.Stdout, `"matched": `) {
+		t.Errorf("classify --from %s: exit %d %s", legacyDir, r.Code, r.Stderr)
+	}
+	checkRecordsAgainstTruth(t, sampleArchive(t, a.env, legacy), want)
+
+	// verify: new and old layout, manifest or folder, S3 or local copy.
+	for _, m := range []string{sum.Manifest, bucket + "/" + runDir, legacy, legacyDir} {
+		if r := runCLI(t, a.env, "", "archive", "verify", m); r.Code != 0 || !strings.Contains(r.Stderr, "archive ok") {
+			t.Errorf("verify %s: exit %d %s", m, r.Code, r.Stderr)
+		}
+	}
+	localNew, localOld := a.download(t, sum.Manifest), a.download(t, legacy)
+	for _, m := range []string{localNew, localOld, filepath.Join(localOld, archive.LegacyManifestName)} {
+		if r := runCLI(t, testenv.Env{}, "", "archive", "verify", m); r.Code != 0 {
+			t.Errorf("verify local %s: exit %d %s", m, r.Code, r.Stderr)
+		}
+		if got := count(m); got != len(want) {
+			t.Errorf("group --from local %s read %d, want %d", m, got, len(want))
+		}
+	}
+	// A folder holding several runs is one input for triage, but verify
+	// and restore need one run: exit 2 naming the choice.
+	parent := t.TempDir()
+	for _, d := range []string{localNew, localOld} {
+		if err := os.Rename(d, filepath.Join(parent, filepath.Base(d))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := count(parent); got != 2*len(want) {
+		t.Errorf("group --from a folder of two local runs read %d, want %d", got, 2*len(want))
+	}
+	if r := runCLI(t, a.env, "", "archive", "verify", bucket); r.Code != 2 || !strings.Contains(r.Stderr, "2 archive runs") {
+		t.Errorf("verify of a prefix with two runs: exit %d %q; want exit 2 asking for one run", r.Code, r.Stderr)
+	}
+	if r := runCLI(t, a.env, "", "group", "--from", bucket+"/nothing-here/", "--by", "class"); r.Code != 2 || !strings.Contains(r.Stderr, "no archive runs") && !strings.Contains(r.Stderr, "does not exist") {
+		t.Errorf("--from an empty prefix: exit %d %q; want exit 2", r.Code, r.Stderr)
+	}
+
+	// restore from the old layout's run folder, then the same run by its
+	// manifest: one restore, refused the second time.
+	out, err := a.sqs.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(dlq.Name + "-old-rec")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stateDir := t.TempDir()
+	r = runCLI(t, a.env, "", "--state-dir", stateDir, "restore", legacyDir, "--to", dlq.Name+"-old-rec", "--yes", "-o", "json")
+	if r.Code != 0 || !strings.Contains(r.Stdout, `"moved": `+itoa(len(want))) {
+		t.Fatalf("restore from the old layout: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	checkRecordsAgainstTruth(t, stripMarker(t, a.readAll(t, aws.ToString(out.QueueUrl))), want)
+	r = runCLI(t, a.env, "", "--state-dir", stateDir, "restore", legacy, "--to", dlq.Name+"-old-rec", "--yes")
+	if r.Code != 2 || !strings.Contains(r.Stderr, "--again") {
+		t.Fatalf("restore of the same run by its manifest after its folder: exit %d %s; want exit 2 pointing at --again", r.Code, r.Stderr)
+	}
 }

@@ -72,3 +72,6 @@ func (f *Factory) ForEachRecord(ctx context.Context, in InputOptions, fn func(re
 	}
 	return &InputResult{Queue: q, Scan: res}, err
 }
+
+// fromFlagHelp is the help of --from on sample, group and classify.
+const fromFlagHelp = "read message records from an NDJSON file (- for stdin) or an archive (s3://… or local: a run folder or _manifest.json, a queue=NAME/ or dt=DAY/ prefix, a part) instead of a queue"

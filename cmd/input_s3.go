@@ -9,28 +9,44 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
-// Archives as offline input: --from s3://…/manifest.json reads every part
-// of the run, --from s3://…/part-00001.ndjson.gz one part, and a local
-// manifest.json reads the parts downloaded next to it. Local parts need no
-// opener (ReadRecords reads gzip NDJSON).
+// Archives as offline input. --from takes:
+//
+//   - a run's manifest (s3://…/_manifest.json, or manifest.json of the
+//     layout before partition folders, or a local copy with the run's parts
+//     next to it): every part of the run, in order;
+//   - a run folder, a queue=<name>/ or dt=<day>/ prefix, the archive's
+//     prefix or a local folder of downloaded runs: every run under it, in
+//     key order (queue, day, run start);
+//   - a part (s3://…/part-00001.ndjson.gz): that part.
+//
+// Local parts and NDJSON files need no opener (ReadRecords reads gzip).
 func init() { inputOpeners = append(inputOpeners, openArchiveInput) }
 
 func openArchiveInput(ctx context.Context, f *Factory, from string, fn func(*queue.Record, any) error) (bool, error) {
-	if archive.IsS3URI(from) {
-		ref, err := archiveRef(ctx, f, from)
-		if err != nil {
-			return true, err
-		}
-		return true, archive.ForEachRecord(ctx, ref, fn)
-	}
-	if from == "-" || !isLocalManifest(from) {
+	if from == "-" {
 		return false, nil
 	}
-	ref, err := archive.ParseRef(from, nil)
+	if !archive.IsS3URI(from) && !isLocalDir(from) && !isLocalManifest(from) {
+		return false, nil
+	}
+	in, err := archiveInput(ctx, f, from)
 	if err != nil {
 		return true, err
 	}
-	return true, archive.ForEachRecord(ctx, ref, fn)
+	return true, archive.ForEachInputRecord(ctx, in, fn)
+}
+
+// archiveInput resolves an s3:// URI or local path of archive objects.
+func archiveInput(ctx context.Context, f *Factory, s string) (*archive.Input, error) {
+	var api archive.S3API
+	if archive.IsS3URI(s) {
+		c, err := f.S3(ctx)
+		if err != nil {
+			return nil, err
+		}
+		api = c
+	}
+	return archive.ResolveInput(ctx, s, api)
 }
 
 // isLocalManifest sniffs the start of a local file for the manifest marker.
@@ -42,4 +58,11 @@ func isLocalManifest(path string) bool {
 	defer fh.Close()
 	head, _ := bufio.NewReaderSize(fh, 4096).Peek(4096)
 	return archive.LooksLikeManifest(head)
+}
+
+// isLocalDir reports whether path is a directory (a downloaded run or
+// several).
+func isLocalDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }

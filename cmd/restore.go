@@ -58,8 +58,13 @@ never changed.
 --canary N sends N messages and watches the destination's own DLQ (its
 RedrivePolicy target) for --verify-for: exit 3 if any comes back.
 
-MANIFEST is s3://BUCKET/…/manifest.json or a local manifest.json with its
-parts next to it. A run needs --yes, or a confirmation on a terminal.
+MANIFEST names one archive run: s3://BUCKET/…/run=<id>/_manifest.json, the
+run's folder s3://BUCKET/…/run=<id>/, or a local copy (the manifest, or the
+folder with the run's parts next to it); runs written by older dlqctl
+versions (…/<yyyy>/<mm>/<dd>/<run-id>/manifest.json) restore the same way.
+A folder is recorded in the journal as the manifest it holds, so both
+spellings are the same restore. A run needs --yes, or a confirmation on a
+terminal.
 
 ` + SelectionHelp
 
@@ -70,10 +75,10 @@ func NewCmdRestore(f *Factory, runF func(context.Context, *RestoreOptions) error
 		Use:   "restore MANIFEST --to QUEUE [--filter EXPR] [--dry-run] [--canary N] [--rate R | --ramp R1,R2,...] [--yes]",
 		Short: "Re-send archived messages to a queue through the redrive pipeline",
 		Long:  withExitCodes(restoreLong),
-		Example: `  dlqctl restore s3://acme-dlq-archive/prod/orders-dlq/2026/11/30/20261130T031500Z-ab12cd34/manifest.json --to orders-recovery --dry-run
-  dlqctl restore s3://acme-dlq-archive/prod/orders-dlq/2026/11/30/20261130T031500Z-ab12cd34/manifest.json --to orders --canary 5 --verify-for 2m --yes
-  dlqctl restore ./incident-42/manifest.json --to orders --filter '.envelope.event_type == "OrderPaid"' --rate 20 --yes`,
-		Args: exactArgs(1, "one archive manifest (s3://BUCKET/…/manifest.json or a local path)"),
+		Example: `  dlqctl restore s3://acme-dlq-archive/prod/queue=orders-dlq/dt=2026-11-30/run=20261130T031500Z-ab12cd34/ --to orders-recovery --dry-run
+  dlqctl restore s3://acme-dlq-archive/prod/queue=orders-dlq/dt=2026-11-30/run=20261130T031500Z-ab12cd34/_manifest.json --to orders --canary 5 --verify-for 2m --yes
+  dlqctl restore ./incident-42/ --to orders --filter '.envelope.event_type == "OrderPaid"' --rate 20 --yes`,
+		Args: exactArgs(1, "one archive run (s3://BUCKET/…/run=<id>/, its _manifest.json, or a local copy)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Manifest = args[0]
 			if err := opts.validate(); err != nil {
@@ -109,8 +114,8 @@ func (o *RestoreOptions) validate() error {
 			return err
 		}
 	}
-	if !archive.IsS3URI(o.Manifest) && !isLocalManifest(o.Manifest) {
-		return errs.BadInputf("%s is not an archive manifest; pass s3://BUCKET/…/manifest.json or a local manifest.json", o.Manifest)
+	if !archive.IsS3URI(o.Manifest) && !isLocalManifest(o.Manifest) && !isLocalDir(o.Manifest) {
+		return errs.BadInputf("%s is not an archive manifest; pass s3://BUCKET/…/run=<id>/ (or its _manifest.json) or a local copy of the run", o.Manifest)
 	}
 	_, err := o.Selection.Selector()
 	return err
@@ -127,6 +132,11 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	ref, err := archiveRef(ctx, f, opts.Manifest)
 	if err != nil {
 		return err
+	}
+	if !archive.IsManifestName(opts.Manifest) && !isLocalManifest(opts.Manifest) {
+		// A run folder: journal it as the manifest it holds, so the folder
+		// and the manifest are one restore (refused the second time).
+		opts.Manifest = ref.Name()
 	}
 	m, err := archive.ReadManifest(ctx, ref)
 	if err != nil {

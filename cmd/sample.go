@@ -82,7 +82,7 @@ card_number, cvv, ssn, … at any depth) are masked in all output by default;
 	fl.StringVar(&opts.Filter, "filter", "", "jq expression over the message record; keep messages where it is true")
 	fl.StringSliceVar(&opts.Redact, "redact", nil, "extra keys or dotted body paths to mask (comma-separated)")
 	fl.BoolVar(&opts.NoRedact, "no-redact", false, "show secret-looking values unmasked")
-	fl.StringVar(&opts.From, "from", "", "read message records from an NDJSON file (- for stdin) instead of a queue")
+	fl.StringVar(&opts.From, "from", "", fromFlagHelp)
 	return c
 }
 

@@ -429,7 +429,8 @@ func classCount(t *testing.T, env testenv.Env, queue, class string) int {
 	return bytes.Count(out, []byte("\n"))
 }
 
-// manifests lists the manifest.json keys under prefix in the bucket.
+// manifests lists the run manifests (_manifest.json; manifest.json in the
+// layout before partition folders) under prefix in the bucket.
 func manifests(t *testing.T, env testenv.Env, bucket, prefix string) []string {
 	t.Helper()
 	out, err := env.S3(t).ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
@@ -438,7 +439,7 @@ func manifests(t *testing.T, env testenv.Env, bucket, prefix string) []string {
 	}
 	var keys []string
 	for _, o := range out.Contents {
-		if strings.HasSuffix(aws.ToString(o.Key), "/manifest.json") {
+		if k := aws.ToString(o.Key); strings.HasSuffix(k, "/_manifest.json") || strings.HasSuffix(k, "/manifest.json") {
 			keys = append(keys, aws.ToString(o.Key))
 		}
 	}

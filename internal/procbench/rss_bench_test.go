@@ -125,7 +125,7 @@ func findManifest(b *testing.B, s3c *s3.Client, bucket, prefix string) string {
 			b.Fatal(err)
 		}
 		for _, o := range page.Contents {
-			if k := aws.ToString(o.Key); strings.HasSuffix(k, "/manifest.json") {
+			if k := aws.ToString(o.Key); strings.HasSuffix(k, "/_manifest.json") {
 				found = append(found, k)
 			}
 		}

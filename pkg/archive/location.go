@@ -3,15 +3,22 @@
 // anything is deleted, describes each run in a manifest, and reads archives
 // back (verify, offline triage, restore).
 //
-// Layout of one run:
+// Layout of one run (Hive-style partition folders, so Athena, DuckDB, Spark
+// and other engines read the parts as a table without help; the manifest's
+// leading "_" makes them skip it):
 //
-//	PREFIX/<queue-name>/<yyyy>/<mm>/<dd>/<run-id>/part-00001.ndjson.gz
-//	PREFIX/<queue-name>/<yyyy>/<mm>/<dd>/<run-id>/manifest.json
+//	PREFIX/queue=<queue-name>/dt=<yyyy-mm-dd>/run=<run-id>/part-00001.ndjson.gz
+//	PREFIX/queue=<queue-name>/dt=<yyyy-mm-dd>/run=<run-id>/_manifest.json
+//
+// Runs written before this layout (PREFIX/<queue-name>/<yyyy>/<mm>/<dd>/
+// <run-id>/ with manifest.json) are read, verified and restored the same way:
+// every reader goes through the manifest, whose part keys are absolute.
 package archive
 
 import (
 	"fmt"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -65,8 +72,16 @@ func validBucket(b string) error {
 }
 
 // RunDir is the key prefix of one archive run:
-// PREFIX/<queue>/<yyyy>/<mm>/<dd>/<run-id>.
+// PREFIX/queue=<queue>/dt=<yyyy-mm-dd>/run=<run-id>. dt is the UTC day the
+// run started.
 func RunDir(prefix, queueName string, started time.Time, runID string) string {
+	return path.Join(strings.Trim(prefix, "/"), "queue="+queueName, "dt="+started.UTC().Format("2006-01-02"), "run="+runID)
+}
+
+// LegacyRunDir is the key prefix runs had before the partitioned layout:
+// PREFIX/<queue>/<yyyy>/<mm>/<dd>/<run-id>. Nothing writes it any more;
+// tests use it to prove such archives still read, verify and restore.
+func LegacyRunDir(prefix, queueName string, started time.Time, runID string) string {
 	t := started.UTC()
 	return path.Join(strings.Trim(prefix, "/"), queueName,
 		fmt.Sprintf("%04d", t.Year()), fmt.Sprintf("%02d", int(t.Month())), fmt.Sprintf("%02d", t.Day()), runID)
@@ -80,8 +95,21 @@ func PartKey(runDir string, n int) string {
 // ManifestKey is the key of the run's manifest in runDir.
 func ManifestKey(runDir string) string { return path.Join(runDir, ManifestName) }
 
-// ManifestName is the file name of every run's manifest.
-const ManifestName = "manifest.json"
+// ManifestName is the file name of every run's manifest. The leading "_"
+// makes query engines (Athena, Hive, Spark, DuckDB globs over *.ndjson.gz)
+// skip it: only record parts are data.
+const ManifestName = "_manifest.json"
+
+// LegacyManifestName is the manifest's name in runs written before the
+// partitioned layout; readers accept both.
+const LegacyManifestName = "manifest.json"
+
+// IsManifestName reports whether a file or key's last element names a run
+// manifest (current or legacy).
+func IsManifestName(key string) bool {
+	b := path.Base(filepath.ToSlash(key))
+	return b == ManifestName || b == LegacyManifestName
+}
 
 // NewRunID returns a sortable run id: UTC time plus random hex.
 func NewRunID(now time.Time, random string) string {

@@ -15,7 +15,8 @@ const Format = "dlqctl-archive/1"
 
 // Manifest describes one archive run. It is written once, at the end of the
 // run (also after a failure or an interrupt, listing the parts that were
-// verified), next to the parts.
+// verified), next to the parts, as _manifest.json (the leading "_" keeps
+// query engines from reading it as data).
 type Manifest struct {
 	Format      string    `json:"format"`
 	ToolVersion string    `json:"tool_version"`
@@ -104,10 +105,10 @@ func DecodeManifest(r io.Reader, name string) (*Manifest, error) {
 	var m Manifest
 	dec := json.NewDecoder(io.LimitReader(r, 256<<20))
 	if err := dec.Decode(&m); err != nil {
-		return nil, errs.BadInputf("%s is not a dlqctl archive manifest (%v); pass the manifest.json of an archive run", name, err)
+		return nil, errs.BadInputf("%s is not a dlqctl archive manifest (%v); pass an archive run's %s or its folder", name, err, ManifestName)
 	}
 	if !strings.HasPrefix(m.Format, "dlqctl-archive/") {
-		return nil, errs.BadInputf("%s is not a dlqctl archive manifest (format %q); pass the manifest.json of an archive run", name, m.Format)
+		return nil, errs.BadInputf("%s is not a dlqctl archive manifest (format %q); pass an archive run's %s or its folder", name, m.Format, ManifestName)
 	}
 	if m.Format != Format {
 		return nil, errs.BadInputf("%s uses archive format %s, this dlqctl reads %s; use a newer dlqctl", name, m.Format, Format)

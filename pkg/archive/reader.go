@@ -3,8 +3,17 @@ package archive
 import (
 	"bufio"
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
@@ -35,6 +44,174 @@ func ParseRef(s string, api S3API) (Ref, error) {
 	}
 	return Ref{Src: DirSource{Dir: filepath.Dir(s)}, Key: filepath.Base(s)}, nil
 }
+
+// Input is what an archive argument names: one object (a manifest, a part,
+// any file of message records) or every run under a folder or key prefix
+// (a run folder, queue=<name>/, dt=<day>/, the whole archive prefix; the
+// layout before partition folders too). Refs are read in order: manifests
+// in key order, which is queue, then day, then run start time.
+type Input struct {
+	Name string // the argument as given
+	Refs []Ref
+	// Runs is true when the argument was a folder or prefix that was
+	// listed: every Ref is then a run manifest.
+	Runs bool
+}
+
+// recordExts are the file names a reader opens as one object without
+// listing a prefix: manifests and files of records.
+var recordExts = []string{".json", ".ndjson", ".jsonl", ".gz"}
+
+func looksLikeObject(key string) bool {
+	k := strings.ToLower(key)
+	for _, e := range recordExts {
+		if strings.HasSuffix(k, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// ResolveInput turns an s3:// URI (with api) or a local path into what it
+// names. An s3:// key ending in .json, .ndjson, .jsonl or .gz (and an
+// existing local file) is one object. Any other s3:// location (the bucket,
+// a prefix, a run folder, with or without a trailing slash) and a local
+// directory are searched for run manifests (_manifest.json, or
+// manifest.json of the older layout); finding none is a bad-input error.
+// An s3:// key without such an extension and without anything under it is
+// opened as an object.
+func ResolveInput(ctx context.Context, s string, api S3API) (*Input, error) {
+	in := &Input{Name: s}
+	if IsS3URI(s) {
+		loc, err := ParseS3URI(s)
+		if err != nil {
+			return nil, err
+		}
+		src := S3Source{API: api, Bucket: loc.Bucket}
+		if loc.Key != "" && !strings.HasSuffix(s, "/") && looksLikeObject(loc.Key) {
+			in.Refs = []Ref{{Src: src, Key: loc.Key}}
+			return in, nil
+		}
+		prefix := loc.Key
+		if prefix != "" {
+			prefix += "/"
+		}
+		keys, others, err := listManifests(ctx, api, loc.Bucket, prefix)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case len(keys) > 0:
+			for _, k := range keys {
+				in.Refs = append(in.Refs, Ref{Src: src, Key: k})
+			}
+			in.Runs = true
+			return in, nil
+		case others > 0:
+			return nil, errs.BadInputf("%s holds %d object(s) but no archive manifest (%s); pass a run's %s, a part, or the folder of a run that finished", s, others, ManifestName, ManifestName)
+		case loc.Key == "":
+			return nil, errs.BadInputf("%s holds no archive runs; pass s3://BUCKET/PREFIX of an archive (the --to of dlqctl archive)", s)
+		}
+		// Nothing under it: an object without a known extension.
+		in.Refs = []Ref{{Src: src, Key: loc.Key}}
+		return in, nil
+	}
+	fi, err := os.Stat(s)
+	if err != nil {
+		return nil, errs.BadInputf("cannot read %s: %v; pass an archive manifest, part, run folder or NDJSON file of message records", s, firstLine(err))
+	}
+	if !fi.IsDir() {
+		in.Refs = []Ref{{Src: DirSource{Dir: filepath.Dir(s)}, Key: filepath.Base(s)}}
+		return in, nil
+	}
+	var found []string
+	err = filepath.WalkDir(s, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && IsManifestName(p) {
+			found = append(found, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, errs.BadInputf("cannot read the folder %s: %v", s, firstLine(err))
+	}
+	if len(found) == 0 {
+		return nil, errs.BadInputf("%s holds no archive manifest (%s); download whole run folders (aws s3 cp --recursive s3://…/run=<id>/ DIR/) or pass a part or NDJSON file", s, ManifestName)
+	}
+	sort.Strings(found)
+	for _, p := range found {
+		in.Refs = append(in.Refs, Ref{Src: DirSource{Dir: filepath.Dir(p)}, Key: filepath.Base(p)})
+	}
+	in.Runs = true
+	return in, nil
+}
+
+// listManifests lists the run manifests under prefix (every page), in key
+// order, and counts the other objects it saw.
+func listManifests(ctx context.Context, api S3API, bucket, prefix string) (keys []string, others int, err error) {
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(bucket)}
+	if prefix != "" {
+		in.Prefix = aws.String(prefix)
+	}
+	p := s3.NewListObjectsV2Paginator(api, in)
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, 0, ctx.Err()
+			}
+			if isNotFound(err) {
+				return nil, 0, errs.BadInputf("S3 bucket %q does not exist (or is not visible to these credentials)", bucket)
+			}
+			if isUnreachable(err) {
+				return nil, 0, errs.BadInputf("cannot reach the S3 endpoint (%v); check --endpoint-url / AWS_ENDPOINT_URL_S3 and your network", firstLine(err))
+			}
+			return nil, 0, fmt.Errorf("listing s3://%s/%s: %w", bucket, prefix, describeS3(err))
+		}
+		for _, o := range out.Contents {
+			if k := aws.ToString(o.Key); IsManifestName(k) {
+				keys = append(keys, k)
+			} else {
+				others++
+			}
+		}
+	}
+	sort.Strings(keys)
+	return keys, others, nil
+}
+
+// ResolveRun resolves an argument that must name exactly one archive run:
+// its manifest, or a folder (s3:// prefix or local directory) holding one
+// run. Several runs are a bad-input error listing how to pick one.
+func ResolveRun(ctx context.Context, s string, api S3API) (Ref, error) {
+	in, err := ResolveInput(ctx, s, api)
+	if err != nil {
+		return Ref{}, err
+	}
+	if len(in.Refs) != 1 {
+		return Ref{}, errs.BadInputf("%s holds %d archive runs; pass one run: its folder (…/run=<id>/) or its %s (first: %s)", s, len(in.Refs), ManifestName, in.Refs[0].Name())
+	}
+	return in.Refs[0], nil
+}
+
+// ForEachInputRecord streams the records of every ref of in to fn, in
+// order (see ForEachRecord).
+func ForEachInputRecord(ctx context.Context, in *Input, fn func(rec *queue.Record, parsed any) error) error {
+	for _, ref := range in.Refs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := ForEachRecord(ctx, ref, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errNotManifest is returned by ReadManifest for objects that are not one.
+var errNotManifest = errors.New("not a dlqctl archive manifest")
 
 // kind of an opened object, from its first bytes.
 type kind int
@@ -67,7 +244,7 @@ func ReadManifest(ctx context.Context, ref Ref) (*Manifest, error) {
 	}
 	defer c.Close()
 	if k != kindManifest {
-		return nil, errs.BadInputf("%s is not a dlqctl archive manifest; pass the manifest.json of an archive run", ref.Name())
+		return nil, errs.BadInput(fmt.Errorf("%s is %w; pass an archive run's %s or its folder", ref.Name(), errNotManifest, ManifestName))
 	}
 	return DecodeManifest(br, ref.Name())
 }

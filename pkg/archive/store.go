@@ -28,6 +28,8 @@ type S3API interface {
 	PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 	HeadObject(context.Context, *s3.HeadObjectInput, ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
 	GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	// ListObjectsV2 finds the runs under a prefix (--from s3://…/queue=X/).
+	ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
 }
 
 // Encryption is the server-side encryption asked for every object.
@@ -168,7 +170,7 @@ type DirSource struct{ Dir string }
 func (d DirSource) Open(_ context.Context, key string) (io.ReadCloser, error) {
 	f, err := os.Open(d.Name(key))
 	if err != nil {
-		return nil, errs.BadInputf("cannot read %s: %v; download the whole run directory next to its manifest.json", d.Name(key), err)
+		return nil, errs.BadInputf("cannot read %s: %v; download the whole run folder next to its %s", d.Name(key), err, ManifestName)
 	}
 	return f, nil
 }
