@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -148,6 +150,26 @@ func (f *Factory) S3(ctx context.Context) (*s3.Client, error) {
 			o.BaseEndpoint = aws.String(f.Opts.EndpointURL)
 		}
 		o.UsePathStyle = f.Opts.PathStyle || custom
+	}), nil
+}
+
+// Logs returns the CloudWatch Logs client for --logs (read-only use:
+// FilterLogEvents). Its endpoint is the SDK's: AWS_ENDPOINT_URL_CLOUDWATCH_LOGS
+// (or AWS_ENDPOINT_URL), not --endpoint-url, which names the SQS/S3
+// endpoint. Throttling is retried with backoff (up to 10 attempts, 20 s
+// apart at most) on top of dlqctl's own rate limit.
+func (f *Factory) Logs(ctx context.Context) (*cloudwatchlogs.Client, error) {
+	cfg, err := f.AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f.Verbosef("cloudwatch logs endpoint %s", endpointOr("", "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS"))
+	return cloudwatchlogs.NewFromConfig(cfg, func(o *cloudwatchlogs.Options) {
+		o.Retryer = retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = 10
+			o.MaxBackoff = 20 * time.Second
+			o.RateLimiter = ratelimit.None
+		})
 	}), nil
 }
 
