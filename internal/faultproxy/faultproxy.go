@@ -251,8 +251,9 @@ func (p *Proxy) pick(action string) (*Fault, time.Duration) {
 	return picked, lat
 }
 
-// actionOf names the SQS action: X-Amz-Target "AmazonSQS.ReceiveMessage"
-// (JSON protocol), else the form body's Action (Query protocol).
+// actionOf names the action: X-Amz-Target "AmazonSQS.ReceiveMessage" (JSON
+// protocols: SQS, CloudWatch Logs), else the form body's Action (Query
+// protocol), else the S3 operation.
 func actionOf(r *http.Request, body []byte) string {
 	if action := r.Header.Get("X-Amz-Target"); action != "" {
 		if i := strings.LastIndexByte(action, '.'); i >= 0 {
@@ -265,7 +266,69 @@ func actionOf(r *http.Request, body []byte) string {
 			return v.Get("Action")
 		}
 	}
-	return r.URL.Query().Get("Action")
+	if a := r.URL.Query().Get("Action"); a != "" {
+		return a
+	}
+	return s3Op(r)
+}
+
+// s3Op names an S3 REST operation (path-style requests, as dlqctl's tests
+// send them): the SDK's ?x-id=Op where it adds one, else from the method,
+// the path (bucket, or bucket and key) and the query.
+func s3Op(r *http.Request) string {
+	q := r.URL.Query()
+	if id := q.Get("x-id"); id != "" {
+		return id
+	}
+	bucket, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	if bucket == "" {
+		if r.Method == http.MethodGet {
+			return "ListBuckets"
+		}
+		return ""
+	}
+	switch r.Method {
+	case http.MethodHead:
+		if key == "" {
+			return "HeadBucket"
+		}
+		return "HeadObject"
+	case http.MethodGet:
+		switch {
+		case key != "":
+			return "GetObject"
+		case q.Get("list-type") == "2":
+			return "ListObjectsV2"
+		case q.Has("location"):
+			return "GetBucketLocation"
+		}
+		return "ListObjects"
+	case http.MethodPut:
+		switch {
+		case key == "":
+			return "CreateBucket"
+		case r.Header.Get("X-Amz-Copy-Source") != "":
+			return "CopyObject"
+		case q.Has("uploadId"):
+			return "UploadPart"
+		}
+		return "PutObject"
+	case http.MethodDelete:
+		if key == "" {
+			return "DeleteBucket"
+		}
+		return "DeleteObject"
+	case http.MethodPost:
+		switch {
+		case q.Has("uploads"):
+			return "CreateMultipartUpload"
+		case q.Has("uploadId"):
+			return "CompleteMultipartUpload"
+		case q.Has("delete"):
+			return "DeleteObjects"
+		}
+	}
+	return ""
 }
 
 // sleep waits d or until the client goes away; false: it went away.

@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -69,7 +70,10 @@ func CheckBucket(ctx context.Context, api S3API, bucket string) error {
 // Put uploads body (size bytes, SHA-256 digest sum) to bucket/key with an
 // explicit SHA-256 checksum (S3 rejects the upload when the bytes it
 // received do not match) and If-None-Match: * (S3 refuses to overwrite an
-// existing key with 412, reported as ErrExists).
+// existing key with 412). A 412 whose object has our SHA-256 and size is
+// our own earlier attempt (the SDK retried a PUT that had landed) and is
+// success; any other object under the key is ErrExists. A 409
+// ConditionalRequestConflict is retried a few times.
 func Put(ctx context.Context, api S3API, bucket, key string, body io.ReadSeeker, size int64, sum []byte, contentType string, enc Encryption) error {
 	in := &s3.PutObjectInput{
 		Bucket:            aws.String(bucket),
@@ -87,11 +91,32 @@ func Put(ctx context.Context, api S3API, bucket, key string, body io.ReadSeeker,
 	if enc.KMSKeyID != "" {
 		in.SSEKMSKeyId = aws.String(enc.KMSKeyID)
 	}
-	_, err := api.PutObject(ctx, in)
-	if err == nil {
-		return nil
+	var err error
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			if _, serr := body.Seek(0, io.SeekStart); serr != nil {
+				return fmt.Errorf("uploading s3://%s/%s: rewinding the part: %w", bucket, key, serr)
+			}
+		}
+		_, err = api.PutObject(ctx, in)
+		if err == nil {
+			return nil
+		}
+		// 409 ConditionalRequestConflict: a concurrent conditional write
+		// to the key is in progress; AWS says to retry.
+		if statusCode(err) == http.StatusConflict && apiCode(err) == "ConditionalRequestConflict" && attempt < 3 && ctx.Err() == nil {
+			time.Sleep(time.Duration(200<<attempt) * time.Millisecond)
+			continue
+		}
+		break
 	}
 	if c := statusCode(err); c == http.StatusPreconditionFailed || c == http.StatusConflict && apiCode(err) == "ConditionalRequestConflict" {
+		// The key exists. When the SDK retried this PUT after an attempt
+		// that did land (its answer lost: a 5xx, a reset), the object is
+		// ours: accept it when its SHA-256 and size are what we wrote.
+		if verr := Verify(ctx, api, bucket, key, size, sum); verr == nil {
+			return nil
+		}
 		return fmt.Errorf("s3://%s/%s: %w", bucket, key, ErrExists)
 	}
 	return fmt.Errorf("uploading s3://%s/%s: %w", bucket, key, describeS3(err))
