@@ -86,7 +86,8 @@ func genericAttrs(d *Decoding) {
 	var buf [64]byte
 	var status []string
 	found := false
-	for name, a := range d.Rec.Attributes {
+	for _, name := range sortedKeys(d.Rec.Attributes) {
+		a := d.Rec.Attributes[name]
 		if a.IsBinary() || name == queue.MarkerAttribute || d.used[name] {
 			continue
 		}
@@ -116,7 +117,8 @@ func genericObject(d *Decoding, path string, m map[string]any, depth int) bool {
 	var buf [64]byte
 	found := false
 	var status []string
-	for k, v := range m {
+	for _, k := range sortedKeys(m) {
+		v := m[k]
 		kind := genericKind(buf[:], k)
 		switch kind {
 		case "":
@@ -206,7 +208,8 @@ func genericValue(d *Decoding, field, kind string, v any, depth int) bool {
 		found := false
 		// A nested error object: its own failure keys, plus the usual
 		// names of an error's parts (any case: "Code", "Message").
-		for k, val := range t {
+		for _, k := range sortedKeys(t) {
+			val := t[k]
 			kind, ok := errorParts[strings.ToLower(k)]
 			if !ok {
 				continue

@@ -24,7 +24,8 @@ func init() {
 func decodeKafkaConnect(d *Decoding) bool {
 	var buf [64]byte
 	found := false
-	for name, a := range d.Rec.Attributes {
+	for _, name := range sortedKeys(d.Rec.Attributes) {
+		a := d.Rec.Attributes[name]
 		if a.IsBinary() {
 			continue
 		}

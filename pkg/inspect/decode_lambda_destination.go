@@ -67,9 +67,9 @@ func decodeLambdaDestination(d *Decoding) bool {
 		}
 		d.SetPayload(p)
 	} else {
-		for k, v := range d.Obj {
+		for _, k := range sortedKeys(d.Obj) {
 			if len(k) > 9 && k[len(k)-9:] == "BatchInfo" {
-				d.SetPayload(v)
+				d.SetPayload(d.Obj[k])
 				break
 			}
 		}

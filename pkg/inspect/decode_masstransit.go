@@ -26,7 +26,8 @@ func init() {
 
 func decodeMassTransit(d *Decoding) bool {
 	headers := map[string]string{}
-	for name, a := range d.Rec.Attributes {
+	for _, name := range sortedKeys(d.Rec.Attributes) {
+		a := d.Rec.Attributes[name]
 		if !a.IsBinary() && len(name) > 3 && strings.EqualFold(name[:3], "MT-") {
 			headers[strings.ToLower(name)] = a.Value
 			d.Use(name)
@@ -41,7 +42,8 @@ func decodeMassTransit(d *Decoding) bool {
 		}
 		if env != nil {
 			if h, ok := env["headers"].(map[string]any); ok {
-				for k, v := range h {
+				for _, k := range sortedKeys(h) {
+					v := h[k]
 					if len(k) > 3 && strings.EqualFold(k[:3], "MT-") {
 						if s := scalarText(v); s != "" {
 							if _, dup := headers[strings.ToLower(k)]; !dup {

@@ -57,8 +57,8 @@ func decodeSNS(d *Decoding) bool {
 	// Failure keys among the SNS message attributes ({"Type", "Value"}).
 	if ma, ok := d.Obj["MessageAttributes"].(map[string]any); ok {
 		var buf [64]byte
-		for k, v := range ma {
-			a, ok := v.(map[string]any)
+		for _, k := range sortedKeys(ma) {
+			a, ok := ma[k].(map[string]any)
 			if !ok {
 				continue
 			}

@@ -25,7 +25,8 @@ func init() {
 func decodeSpringKafka(d *Decoding) bool {
 	var buf [64]byte
 	found := false
-	for name, a := range d.Rec.Attributes {
+	for _, name := range sortedKeys(d.Rec.Attributes) {
+		a := d.Rec.Attributes[name]
 		if a.IsBinary() {
 			continue
 		}
