@@ -1,7 +1,9 @@
 package inspect
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -55,15 +57,26 @@ func CompileExpr(src string) (*Expr, error) {
 // String returns the source of the expression.
 func (e *Expr) String() string { return e.src }
 
+// exprBudget is how long one evaluation of an expression may run on one
+// message. jq can loop forever (repeat, until, recursion); without a bound
+// such a filter would hang a run that holds messages.
+var exprBudget = 5 * time.Second
+
 // Eval returns the first value the expression yields for the input (nil
-// when it yields nothing).
+// when it yields nothing). An evaluation that runs longer than its budget
+// (5 s) is stopped and is an error.
 func (e *Expr) Eval(in map[string]any) (any, error) {
-	it := e.code.Run(in)
+	ctx, cancel := context.WithTimeout(context.Background(), exprBudget)
+	defer cancel()
+	it := e.code.RunWithContext(ctx, in)
 	v, ok := it.Next()
 	if !ok {
 		return nil, nil
 	}
 	if err, isErr := v.(error); isErr {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("expression %q did not finish within %s on one message (an endless repeat, until or recursion?); simplify it", e.src, exprBudget)
+		}
 		return nil, fmt.Errorf("expression %q: %w", e.src, err)
 	}
 	return v, nil
