@@ -219,6 +219,7 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 			Reporter: progressReporter(prog, "restore"),
 		},
 	}
+	opts.PaceFlags.apply(&spec.Move) // this process's share of --rate/--ramp (--rate-share)
 	if opts.Canary > 0 {
 		spec.Canary = &redrive.CanarySpec{Watch: destDLQ, Dests: []*queue.Queue{dest}, Baseline: redrive.Depths(dest),
 			Verify: redrive.VerifyOptions{For: opts.VerifyFor, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: 30 * time.Second},

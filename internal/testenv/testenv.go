@@ -37,6 +37,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
@@ -426,3 +427,20 @@ func firstNonEmpty(vals ...string) string {
 	}
 	return ""
 }
+
+// Logs returns a CloudWatch Logs client for moto_server, the stack's only
+// CloudWatch Logs (e must be the moto Env: RequireMoto). dlqctl itself
+// reaches it through AWS_ENDPOINT_URL_CLOUDWATCH_LOGS (LogsEnviron).
+func (e Env) Logs(t testing.TB) *cloudwatchlogs.Client {
+	t.Helper()
+	if !e.IsMoto() {
+		t.Fatalf("testenv: CloudWatch Logs is served by moto_server only; use RequireMoto")
+	}
+	return cloudwatchlogs.NewFromConfig(e.AWSConfig(t.Context()), func(o *cloudwatchlogs.Options) {
+		o.BaseEndpoint = aws.String(e.SQSEndpoint)
+	})
+}
+
+// EnvLogsEndpoint is the SDK's per-service endpoint variable for CloudWatch
+// Logs; scripts/stack.sh points it at moto_server.
+const EnvLogsEndpoint = "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS"

@@ -9,6 +9,10 @@
 //	      (the bug that filled the DLQ); process the rest
 //	down  fail everything (the dependency is down)
 //
+// With Options.Logs the worker also writes what it did to a CloudWatch Logs
+// group in one of four realistic styles (see LogSink): the failure context
+// that SQS does not keep, for dlqctl --logs to find.
+//
 // A failed message is not deleted; its visibility is set to 0 so it is
 // received again at once, and after maxReceiveCount receives SQS moves it
 // to the dead-letter queue. The mode can be read from a file on every
@@ -60,6 +64,9 @@ type Options struct {
 	OnMessage func(body string, failed bool)
 	// OnError, when set, is called for SQS errors (the worker carries on).
 	OnError func(error)
+	// Logs, when set, receives a log line (in its style) for every message
+	// handled: failures with their error, as a real consumer logs them.
+	Logs *LogSink
 }
 
 // Stats count what the worker did.
@@ -135,6 +142,7 @@ func Run(ctx context.Context, api API, opt Options) Stats {
 	var wg sync.WaitGroup
 	for i := 0; i < opt.Concurrency; i++ {
 		wg.Add(1)
+		loop := i
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
@@ -169,6 +177,13 @@ func Run(ctx context.Context, api API, opt Options) Stats {
 					}
 				}
 				bctx := context.WithoutCancel(ctx)
+				if opt.Logs != nil && len(out.Messages) > 0 {
+					// Logged before the failure is handed back to SQS, as a
+					// consumer does.
+					if err := opt.Logs.Batch(bctx, loop, mode, ok, bad); err != nil && opt.OnError != nil {
+						opt.OnError(fmt.Errorf("writing logs: %w", err))
+					}
+				}
 				if len(ok) > 0 {
 					entries := make([]types.DeleteMessageBatchRequestEntry, len(ok))
 					for i, m := range ok {

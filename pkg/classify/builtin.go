@@ -146,6 +146,9 @@ func familyMatcher(family, none string) funcMatcher {
 }
 
 func noContextWhy(rec *queue.Record) string {
+	if src := logsSearched(rec); src != nil {
+		return "the message carries no failure context and " + src.Note
+	}
 	if rec.Failure != nil && rec.Failure.Format != "" {
 		return "the message carries no failure context (" + rec.Failure.Format + " records no reason)"
 	}

@@ -175,6 +175,15 @@ type Explanation struct {
 // context.
 const NoContextNote = "SQS recorded no reason: a message dead-lettered by a redrive policy carries no failure context (the reason is in the consumer's logs); only body evidence can classify it"
 
+// logsSearched returns the source of a failure whose logs were searched
+// and said nothing (--logs), or nil.
+func logsSearched(rec *queue.Record) *queue.FailureSource {
+	if rec.Failure == nil || rec.Failure.Source == nil || rec.Failure.Source.Note == "" {
+		return nil
+	}
+	return rec.Failure.Source
+}
+
 // Explain classifies rec like Classify and returns every rule evaluated on
 // the way, with the reason each matched or not.
 func (rs *Rules) Explain(rec *queue.Record, parsed any) *Explanation {
@@ -185,6 +194,9 @@ func (rs *Rules) Explain(rec *queue.Record, parsed any) *Explanation {
 	}
 	if !rec.Failure.HasContext() {
 		ex.NoContext = NoContextNote
+		if src := logsSearched(rec); src != nil {
+			ex.NoContext = fmt.Sprintf("%s (searched CloudWatch Logs %s): SQS recorded no reason and the consumer's logs give none; only body evidence can classify it", src.Note, strings.Join(src.LogGroups, ", "))
+		}
 	}
 	for _, r := range rs.Rules {
 		ok, why, err := r.m.match(x)

@@ -19,6 +19,7 @@ type Selector struct {
 	classes  []string
 	classSet map[string]bool
 	filter   *inspect.Filter
+	enrich   func(rec *queue.Record)
 }
 
 // NewSelector builds a selector. rules may be nil; when classes are given
@@ -72,6 +73,9 @@ func (s *Selector) Match(rec *queue.Record, parsed any) bool {
 	if s == nil {
 		return true
 	}
+	if s.enrich != nil {
+		s.enrich(rec)
+	}
 	x := &subject{rec: rec, parsed: parsed}
 	if s.rules != nil {
 		s.rules.classify(x)
@@ -108,4 +112,16 @@ func (s *Selector) Describe() string {
 		parts = append(parts, fmt.Sprintf("filter %s", s.filter.String()))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// Filters reports whether the selector has a --filter expression.
+func (s *Selector) Filters() bool { return s != nil && s.filter != nil }
+
+// SetEnrich sets a function that adds failure context to a record before
+// Match classifies and filters it (--logs: failure context from the
+// consumer's CloudWatch Logs). It must be safe for concurrent use.
+func (s *Selector) SetEnrich(fn func(rec *queue.Record)) {
+	if s != nil {
+		s.enrich = fn
+	}
 }

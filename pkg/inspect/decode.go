@@ -53,6 +53,9 @@ func FormatTitle(name string) string {
 	if name == FormatGeneric {
 		return "generic failure keys in attributes or top-level body fields"
 	}
+	if name == FormatLogs {
+		return "the consumer's CloudWatch Logs: log lines that mention the message id (--logs)"
+	}
 	return ""
 }
 
@@ -244,6 +247,7 @@ func Decode(rec *queue.Record) any {
 	parsed, _ := parseJSON(rec.Body)
 	d := &Decoding{Rec: rec, Parsed: parsed}
 	d.Obj, _ = parsed.(map[string]any)
+	prev := rec.Failure
 	rec.Envelope, rec.Failure, rec.Redrive, rec.Payload = nil, nil, nil, nil
 	format := ""
 	for _, f := range formats {
@@ -272,6 +276,7 @@ func Decode(rec *queue.Record) any {
 		f.Format = format
 		rec.Failure = &f
 	}
+	keepExternalFailure(rec, prev)
 	DecodeMarker(rec)
 	return parsed
 }

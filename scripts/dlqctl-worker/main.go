@@ -5,6 +5,13 @@
 //	go run ./scripts/dlqctl-worker --queue orders --mode-file /tmp/orders.mode
 //	echo bug > /tmp/orders.mode   # null amounts fail again
 //	echo ok  > /tmp/orders.mode   # ship the fix
+//	go run ./scripts/dlqctl-worker --queue orders --log-group /aws/lambda/orders --log-style lambda
+//
+// With --log-group every failure is also logged to CloudWatch Logs
+// (endpoint: AWS_ENDPOINT_URL_CLOUDWATCH_LOGS), in the --log-style of a
+// real consumer: powertools (Python Lambda with AWS Lambda Powertools, JSON),
+// service (a Go service, slog text), java (Spring Boot, exception and stack
+// trace) or lambda (Node.js Lambda runtime lines keyed by request id).
 //
 // AWS settings come from the environment (eval "$(scripts/stack.sh env)").
 package main
@@ -21,6 +28,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/dlqctl/dlqctl/internal/worker"
@@ -31,6 +39,8 @@ func main() {
 	mode := flag.String("mode", worker.ModeOK, "ok, bug (fail null amounts) or down (fail everything)")
 	modeFile := flag.String("mode-file", "", "file holding the mode, re-read on every batch (overrides --mode when readable)")
 	conc := flag.Int("concurrency", 2, "receive loops")
+	logGroup := flag.String("log-group", "", "also log every message handled to this CloudWatch Logs group")
+	logStyle := flag.String("log-style", worker.StylePowertools, "log style: "+strings.Join(worker.LogStyles, ", "))
 	flag.Parse()
 	if *q == "" {
 		fmt.Fprintln(os.Stderr, "worker: --queue is required")
@@ -53,10 +63,20 @@ func main() {
 		}
 		url = aws.ToString(out.QueueUrl)
 	}
+	var sink *worker.LogSink
+	if *logGroup != "" {
+		sink = &worker.LogSink{API: cloudwatchlogs.NewFromConfig(cfg), Group: *logGroup, Style: *logStyle}
+		if err := sink.Ensure(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(2)
+		}
+		fmt.Fprintf(os.Stderr, "worker: logging to %s (%s style)\n", *logGroup, *logStyle)
+	}
 	fmt.Fprintf(os.Stderr, "worker: consuming %s (mode %s)\n", url, worker.ReadMode(*modeFile, *mode))
 	done := make(chan worker.Stats, 1)
 	go func() {
-		done <- worker.Run(ctx, api, worker.Options{QueueURL: url, Mode: *mode, ModeFile: *modeFile, Concurrency: *conc})
+		done <- worker.Run(ctx, api, worker.Options{QueueURL: url, Mode: *mode, ModeFile: *modeFile, Concurrency: *conc, Logs: sink,
+			OnError: func(err error) { fmt.Fprintln(os.Stderr, "worker:", err) }})
 	}()
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
