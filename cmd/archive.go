@@ -206,7 +206,7 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	if err != nil {
 		return err
 	}
-	api, err := f.S3(ctx)
+	api, err := f.S3For(ctx, opts.Dest.Bucket)
 	if err != nil {
 		return err
 	}
@@ -536,7 +536,11 @@ func archiveVerifyRun(ctx context.Context, opts *ArchiveVerifyOptions) error {
 func archiveRef(ctx context.Context, f *Factory, s string) (archive.Ref, error) {
 	var api archive.S3API
 	if archive.IsS3URI(s) {
-		c, err := f.S3(ctx)
+		loc, err := archive.ParseS3URI(s)
+		if err != nil {
+			return archive.Ref{}, err
+		}
+		c, err := f.S3For(ctx, loc.Bucket)
 		if err != nil {
 			return archive.Ref{}, err
 		}

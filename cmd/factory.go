@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/dlqctl/dlqctl/pkg/archive"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/queue"
@@ -34,6 +35,10 @@ type GlobalOptions struct {
 	StateDir    string
 	Verbose     bool
 	PathStyle   bool
+	// BucketOwner and RequesterPays apply to every S3 call (--bucket-owner,
+	// --requester-pays).
+	BucketOwner   string
+	RequesterPays bool
 }
 
 // Factory gives commands what they need without globals: streams, options
@@ -150,7 +155,41 @@ func (f *Factory) S3(ctx context.Context) (*s3.Client, error) {
 			o.BaseEndpoint = aws.String(f.Opts.EndpointURL)
 		}
 		o.UsePathStyle = f.Opts.PathStyle || custom
+		f.bucketAccess().Apply(o)
 	}), nil
+}
+
+// customS3Endpoint: S3 is an S3-compatible server named by --endpoint-url
+// or the environment, not AWS.
+func (f *Factory) customS3Endpoint() bool {
+	return f.Opts.EndpointURL != "" || os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
+}
+
+func (f *Factory) bucketAccess() archive.BucketAccess {
+	return archive.BucketAccess{ExpectedOwner: f.Opts.BucketOwner, RequesterPays: f.Opts.RequesterPays}
+}
+
+// S3For returns an S3 client for bucket's region: aws-sdk-go-v2 does not
+// follow S3's cross-region redirects, so a bucket in another region than
+// the queue's is reached with a client for its own region (asked with
+// HeadBucket). With a custom endpoint the one client is used as it is.
+func (f *Factory) S3For(ctx context.Context, bucket string) (*s3.Client, error) {
+	c, err := f.S3(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if f.customS3Endpoint() {
+		return c, nil
+	}
+	region, err := archive.BucketRegion(ctx, c, bucket)
+	if err != nil {
+		return nil, errs.BadInputf("%v", err)
+	}
+	if region == "" || region == c.Options().Region {
+		return c, nil
+	}
+	f.Verbosef("S3 bucket %s is in %s: using a client for that region", bucket, region)
+	return s3.New(c.Options(), func(o *s3.Options) { o.Region = region }), nil
 }
 
 // Logs returns the CloudWatch Logs client for --logs (read-only use:

@@ -40,7 +40,11 @@ func openArchiveInput(ctx context.Context, f *Factory, from string, fn func(*que
 func archiveInput(ctx context.Context, f *Factory, s string) (*archive.Input, error) {
 	var api archive.S3API
 	if archive.IsS3URI(s) {
-		c, err := f.S3(ctx)
+		loc, err := archive.ParseS3URI(s)
+		if err != nil {
+			return nil, err
+		}
+		c, err := f.S3For(ctx, loc.Bucket)
 		if err != nil {
 			return nil, err
 		}

@@ -101,6 +101,9 @@ is not durably somewhere else.
 			if f.Opts.NoColor {
 				f.IO.Color, f.IO.ErrColor = false, false
 			}
+			if err := f.bucketAccess().Validate(f.customS3Endpoint()); err != nil {
+				return err
+			}
 			if e := f.Opts.EndpointURL; e != "" {
 				if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 					return errs.BadInputf("--endpoint-url %q is not an http(s) URL; pass something like https://sqs.eu-west-1.amazonaws.com or http://127.0.0.1:4566", e)
@@ -123,6 +126,8 @@ is not durably somewhere else.
 	pf.StringVar(&f.Opts.StateDir, "state-dir", "", "where run journals live (default $DLQCTL_STATE_DIR, else $XDG_STATE_HOME/dlqctl)")
 	pf.BoolVarP(&f.Opts.Verbose, "verbose", "v", false, "print resolved queues, endpoints and API details to stderr (never credentials or receipt handles)")
 	pf.BoolVar(&f.Opts.PathStyle, "s3-path-style", false, "use path-style S3 addressing (automatic with a custom endpoint)")
+	pf.StringVar(&f.Opts.BucketOwner, "bucket-owner", "", "12-digit account id that must own the S3 bucket; S3 refuses every call to a bucket owned by anyone else (ExpectedBucketOwner)")
+	pf.BoolVar(&f.Opts.RequesterPays, "requester-pays", false, "accept the request charges of a requester-pays S3 bucket")
 
 	root.AddCommand(NewCmdQueues(f, nil))
 	root.AddCommand(NewCmdSample(f, nil))
