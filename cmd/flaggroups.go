@@ -16,13 +16,55 @@ import (
 // Embedded in a command's Options, their fields are promoted and their JSON
 // names stay flat (the journal stores the options for `redrive resume`).
 
-// PaceFlags are --rate, --ramp, --ramp-every and --concurrency.
+// PaceFlags are --rate, --ramp, --ramp-every, --concurrency and
+// --rate-share. Rate and Ramp are the budget the flags name; a process of
+// a shared run paces itself at its share of them (apply).
 type PaceFlags struct {
-	Rate        float64       `json:"rate,omitempty"`
-	RampRaw     []string      `json:"-"`
-	Ramp        []float64     `json:"ramp,omitempty"`
-	RampEvery   time.Duration `json:"ramp_every,omitempty"`
-	Concurrency int           `json:"concurrency"`
+	Rate         float64       `json:"rate,omitempty"`
+	RampRaw      []string      `json:"-"`
+	Ramp         []float64     `json:"ramp,omitempty"`
+	RampEvery    time.Duration `json:"ramp_every,omitempty"`
+	Concurrency  int           `json:"concurrency"`
+	RateShareRaw string        `json:"-"`
+	// Share is --rate-share I/N (nil: the run is alone).
+	Share *redrive.Share `json:"rate_share,omitempty"`
+}
+
+// rateShareHelp describes --rate-share (redrive, restore and archive).
+const rateShareHelp = "I/N: this process is the I-th of N sharing the run: it paces itself at 1/N of --rate and of every --ramp step (both are per process otherwise), and leaves to its peers the messages they hold (see docs/scale.md)"
+
+// parseRateShare parses --rate-share I/N ("" is a run alone).
+func parseRateShare(raw string) (*redrive.Share, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return nil, nil
+	}
+	is, ns, ok := strings.Cut(raw, "/")
+	i, ierr := strconv.Atoi(strings.TrimSpace(is))
+	n, nerr := strconv.Atoi(strings.TrimSpace(ns))
+	if !ok || ierr != nil || nerr != nil || n < 1 || n > maxRateShare || i < 1 || i > n {
+		return nil, errs.BadInputf("--rate-share %q: use I/N with whole numbers, 1 ≤ I ≤ N ≤ %d (e.g. --rate-share 2/4 on the second of four processes)", raw, maxRateShare)
+	}
+	return &redrive.Share{I: i, N: n}, nil
+}
+
+// maxRateShare bounds N in --rate-share: SQS lets 120,000 messages be in
+// flight per queue, and each process holds up to --concurrency × 10.
+const maxRateShare = 1000
+
+// share is the run's share (the zero Share for a run alone).
+func (p *PaceFlags) share() redrive.Share {
+	if p.Share == nil {
+		return redrive.Share{}
+	}
+	return *p.Share
+}
+
+// apply sets a run's pace: this process's share of the rate and of every
+// ramp step, the ramp interval, the workers, and the share.
+func (p *PaceFlags) apply(o *redrive.Options) {
+	sh := p.share()
+	o.Rate, o.Ramp, o.RampEvery, o.Share = sh.Rate(p.Rate), sh.Ramp(p.Ramp), p.RampEvery, sh
 }
 
 // AddFlags registers the pace flags; concurrencyHelp describes the workers.
@@ -31,6 +73,7 @@ func (p *PaceFlags) AddFlags(fl *pflag.FlagSet, concurrencyHelp string) {
 	fl.StringSliceVar(&p.RampRaw, "ramp", nil, "rate steps, e.g. 5,20,50,100 (messages per second)")
 	fl.DurationVar(&p.RampEvery, "ramp-every", time.Minute, "time at each --ramp step")
 	fl.IntVar(&p.Concurrency, "concurrency", 8, concurrencyHelp)
+	fl.StringVar(&p.RateShareRaw, "rate-share", "", rateShareHelp)
 }
 
 // validate parses --ramp and checks the pace flags.
@@ -55,6 +98,11 @@ func (p *PaceFlags) validate() error {
 	case p.Concurrency < 1 || p.Concurrency > 256:
 		return errs.BadInputf("--concurrency must be between 1 and 256 (got %d)", p.Concurrency)
 	}
+	sh, err := parseRateShare(p.RateShareRaw)
+	if err != nil {
+		return err
+	}
+	p.Share = sh
 	return nil
 }
 

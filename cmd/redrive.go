@@ -91,7 +91,16 @@ it passes (exit 0) when none came back, fails (exit 3) when some did. With
 
 --rate R sends at most R messages per second (a batch of 10 takes 10
 tokens); --ramp R1,R2,... steps the rate every --ramp-every while the guards
-hold. Guards: --max-returns P (share of moved messages seen back in the DLQ,
+hold. Both are per process.
+
+Several processes can share one DLQ (on one host or several), each with its
+own --state-dir: SQS hands each message to one of them. --rate-share I/N on
+the I-th of N processes divides --rate and every --ramp step by N, so the N
+keep to one budget, and tells the run it has peers: it ends when nothing is
+visible for it, and reports the messages its peers hold (in_flight_at_peers)
+instead of waiting for them — unless one of its own receives may have lost
+its answer, which it waits out. The shared redrive is complete when every
+process exits 0. --canary and --engine native run alone. See docs/scale.md. Guards: --max-returns P (share of moved messages seen back in the DLQ,
 e.g. 5%) and --max-dest-backlog N (visible messages in a destination);
 --on-guard abort stops at once, pause holds sending until the condition
 clears or --pause-timeout passes. A tripped guard exits 3.
@@ -180,6 +189,9 @@ func (o *RedriveOptions) validate(c *cobra.Command) error {
 	if err := o.CanaryFlags.validate(o.Max, o.DryRun); err != nil {
 		return err
 	}
+	if o.Canary > 0 && o.Share != nil && o.Share.Shared() {
+		return errs.BadInputf("--canary and --rate-share exclude each other: a canary watches the DLQ for returns, which peers would take first; run the canary alone, then start the peers with --rate-share")
+	}
 	share, err := parseShare(o.MaxReturnsRaw)
 	if err != nil {
 		return errs.BadInputf("--max-returns %q is not a share; use a percentage like 5%% or a fraction like 0.05", o.MaxReturnsRaw)
@@ -213,6 +225,9 @@ func (o *RedriveOptions) validate(c *cobra.Command) error {
 			if c != nil && c.Flags().Changed(name) {
 				bad = append(bad, "--"+name)
 			}
+		}
+		if o.Share != nil && o.Share.Shared() {
+			bad = append(bad, "--rate-share (SQS runs one move task per DLQ)")
 		}
 		if len(bad) > 0 {
 			return errs.BadInputf("--engine native moves the whole DLQ and cannot honour %s; drop them or use --engine dlqctl", strings.Join(bad, ", "))
@@ -316,11 +331,12 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		Source:     dlqSource(c, dlq, opts.Visibility, selector != nil),
 		Move: redrive.Options{
 			Client: c, Router: router, Select: selector, Max: max, MaxRedrives: opts.MaxRedrives,
-			Rate: opts.Rate, Ramp: opts.Ramp, RampEvery: opts.RampEvery, Concurrency: opts.Concurrency,
-			Guards: opts.GuardFlags.guards(opts.MaxReturns), Total: total,
+			Concurrency: opts.Concurrency,
+			Guards:      opts.GuardFlags.guards(opts.MaxReturns), Total: total,
 			Reporter: progressReporter(prog, "redrive"), WaitInFlight: waitInFlight(opts.WaitInFlight),
 		},
 	}
+	opts.PaceFlags.apply(&spec.Move)
 	if opts.Canary > 0 {
 		spec.Canary = &redrive.CanarySpec{Watch: dlq, Dests: candidates, Baseline: redrive.Depths(candidates...),
 			Verify: redrive.VerifyOptions{For: opts.VerifyFor, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: opts.Visibility},
@@ -432,7 +448,24 @@ func printRedriveSummary(f *Factory, prog *output.Progress, dlq *queue.Queue, ro
 	if res.SentNotDeleted > 0 {
 		t.Row("pending", fmt.Sprintf("%d sent but not yet deleted from the DLQ; re-run to finish", res.SentNotDeleted))
 	}
+	sharedRows(t, res)
 	return renderOutcomeRows(t, res, v)
+}
+
+// sharedRows says, for a process of a shared run, which share it was and
+// what its peers still held when it ended.
+func sharedRows(t *output.TablePrinter, res *redrive.Result) {
+	if res.Share == "" {
+		return
+	}
+	peers := "nothing was in flight at its peers when it ended"
+	if res.InFlightAtPeers > 0 || res.LockedByPeers > 0 {
+		peers = fmt.Sprintf("%d message(s) were in flight at its peers when it ended (their runs account for them)", res.InFlightAtPeers)
+		if res.LockedByPeers > 0 {
+			peers += fmt.Sprintf(", %d more wait behind their FIFO groups", res.LockedByPeers)
+		}
+	}
+	t.Row("shared", fmt.Sprintf("process %s: %s; the shared run is complete when every process exits 0", res.Share, peers))
 }
 
 // renderOutcomeRows adds the rows every pipeline summary (redrive, restore)
@@ -489,7 +522,8 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *queue.Queue, ro
 	if err != nil {
 		return err
 	}
-	plan := pl.Plan(opts.Rate, opts.Ramp, opts.RampEvery)
+	sh := opts.PaceFlags.share()
+	plan := pl.Plan(sh.Rate(opts.Rate), sh.Ramp(opts.Ramp), opts.RampEvery)
 	if res.Scan != nil {
 		plan.Complete, plan.Note = res.Scan.Complete, res.Scan.Note
 	}

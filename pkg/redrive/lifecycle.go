@@ -83,6 +83,15 @@ type Outcome struct {
 // input, a refused confirmation) are returned as error with nothing
 // changed.
 func Execute(ctx context.Context, c *queue.Client, spec RunSpec) (*Outcome, error) {
+	if sh := spec.Move.Share; sh.Shared() && spec.Canary != nil {
+		return nil, errs.BadInputf("--canary and --rate-share exclude each other: a canary watches for returns, and peers watching the same queue hide messages from each other; run the canary alone, then start the peers with --rate-share")
+	}
+	if sh := spec.Move.Share; sh.Shared() {
+		// Each process of a shared run has its own journal: a re-run of
+		// process I/N resumes process I/N's run, never a peer's (whose
+		// process may be running on the same state dir).
+		spec.Meta.Fingerprint += "~" + sh.String()
+	}
 	resumeID := spec.ResumeID
 	if resumeID == "" {
 		prev, err := FindUnfinished(spec.StateDir, spec.Meta.Fingerprint)

@@ -117,7 +117,14 @@ type Options struct {
 	// from a source that cannot report its depth (default 2).
 	EmptyReceives int
 	// Total is the expected number of messages (for the ETA; 0 unknown).
-	Total    int
+	Total int
+	// Share is this process's part of a run N processes share (--rate-share
+	// I/N). Rate and Ramp are this process's part already (Share.Rate). On
+	// a queue the run ends when nothing is visible for it, leaving what its
+	// peers hold to them (Result.InFlightAtPeers), and counts the returns of
+	// its peers' moves it sees (the returns guard reads the whole redrive's
+	// share); an archive is partitioned by message id (Share.Mine).
+	Share    Share
 	Reporter Reporter
 }
 
@@ -161,8 +168,17 @@ type Result struct {
 	BlockedGroups []string `json:"blocked_groups,omitempty"`
 	// InFlightElsewhere: messages in flight that the run did not hold at
 	// its end (a receive whose answer was lost, another consumer).
-	InFlightElsewhere int  `json:"in_flight_elsewhere,omitempty"`
-	StoppedAtMax      bool `json:"stopped_at_max,omitempty"`
+	InFlightElsewhere int `json:"in_flight_elsewhere,omitempty"`
+	// Share is "I/N" for a run shared by N processes (--rate-share).
+	Share string `json:"rate_share,omitempty"`
+	// InFlightAtPeers (a shared run): messages in flight that the run did
+	// not hold when it ended and that none of its own receives can have
+	// lost: its peers hold them, and their runs account for them.
+	InFlightAtPeers int `json:"in_flight_at_peers,omitempty"`
+	// LockedByPeers (a shared run, FIFO DLQ): visible messages whose groups
+	// were locked behind messages its peers held; the peers move them.
+	LockedByPeers int  `json:"locked_by_peers,omitempty"`
+	StoppedAtMax  bool `json:"stopped_at_max,omitempty"`
 	// Duplicates: redeliveries of messages the run already held.
 	Duplicates     int         `json:"duplicates,omitempty"`
 	Interrupted    bool        `json:"interrupted"`
@@ -259,6 +275,14 @@ func Run(ctx context.Context, src Source, opt Options) (*Result, error) {
 		Workers: opt.Concurrency, Rate: opt.Rate, Ramp: opt.Ramp, RampEvery: opt.RampEvery,
 		Max: opt.Max, Total: opt.Total, WaitInFlight: opt.WaitInFlight, EmptyReceives: opt.EmptyReceives,
 		Guards: pipeline.Guards{OnGuard: opt.Guards.OnGuard, PauseTimeout: opt.Guards.PauseTimeout, Every: opt.Guards.Every},
+		// A batch's originals are deleted before the worker sends its next
+		// batch: at most one batch per worker is at the destination and
+		// still in the DLQ, which bounds what a peer (or a re-run that is
+		// not a resume) sends again after a kill -9.
+		AckBeforeDeliver: true,
+	}
+	if s.queueShare.Shared() {
+		popt.Peers = s.queueShare.N
 	}
 	if opt.Guards.MaxReturns > 0 {
 		popt.Guards.Check = append(popt.Guards.Check, s.returnsGuard)
@@ -295,11 +319,15 @@ func Run(ctx context.Context, src Source, opt Options) (*Result, error) {
 
 // moveSink sends exact copies to their destinations and journals them.
 type moveSink struct {
-	opt   Options
-	src   Source
-	runID string
-	j     *Journal
-	fifo  bool
+	opt     Options
+	src     Source
+	runID   string
+	created time.Time
+	j       *Journal
+	fifo    bool
+	// queueShare is the share of a queue source (peers split it by
+	// receiving); partition that of a source nobody splits (an archive).
+	queueShare, partition Share
 
 	returned atomic.Int64
 
@@ -325,6 +353,12 @@ func newMoveSink(opt Options, src Source) *moveSink {
 	if qs, ok := src.(interface{ Queue() *queue.Queue }); ok {
 		s.fifo = qs.Queue().FIFO
 	}
+	s.created = opt.Journal.Meta().Created
+	if _, ok := src.(pipeline.Drainer); ok {
+		s.queueShare = opt.Share
+	} else {
+		s.partition = opt.Share
+	}
 	return s
 }
 
@@ -337,7 +371,10 @@ func (s *moveSink) Prepare(ctx context.Context, it Item) (pipeline.Decision, err
 	if _, ok := s.j.WasSent(rec.MessageID); ok {
 		return pipeline.Decision{Verb: pipeline.AckOnly}, nil
 	}
-	if rec.Redrive != nil && rec.Redrive.RunID == s.runID {
+	if !s.partition.Mine(rec) {
+		return pipeline.Decision{Verb: pipeline.Skip, Reason: SkipOtherShare}, nil
+	}
+	if returnedDuring(rec, s.runID, s.created, s.queueShare) {
 		s.returned.Add(1)
 		s.mu.Lock()
 		if len(s.returnedIDs) < 1000 {
@@ -482,8 +519,11 @@ func (s *moveSink) returnsGuard(_ context.Context, snap pipeline.Snapshot, _ boo
 	if share <= s.opt.Guards.MaxReturns {
 		return nil
 	}
-	return &pipeline.GuardEvent{Name: "max-returns", Value: share, Limit: s.opt.Guards.MaxReturns,
-		Detail: fmt.Sprintf("%d of %d moved messages came back to %s", ret, moved, s.src.Name())}
+	detail := fmt.Sprintf("%d of %d moved messages came back to %s", ret, moved, s.src.Name())
+	if s.queueShare.Shared() {
+		detail = fmt.Sprintf("this process (%s) saw %d messages of the shared redrive come back to %s and moved %d itself", s.queueShare, ret, s.src.Name(), moved)
+	}
+	return &pipeline.GuardEvent{Name: "max-returns", Value: share, Limit: s.opt.Guards.MaxReturns, Detail: detail}
 }
 
 func (s *moveSink) backlogGuard(ctx context.Context, _ pipeline.Snapshot, final bool) *pipeline.GuardEvent {
@@ -518,6 +558,7 @@ func (s *moveSink) result(pr *pipeline.Result, src Source) *Result {
 		Returned: int(s.returned.Load()), ReturnedIDs: s.returnedIDs, Skipped: pr.Skipped,
 		Unmarked: s.unmarkedN, ByDestination: s.byDest, ByClass: s.byClass,
 		Complete: pr.Complete, Note: pr.Note, Blocked: pr.Blocked, InFlightElsewhere: pr.InFlightElsewhere,
+		Share: s.opt.Share.String(), InFlightAtPeers: pr.InFlightAtPeers, LockedByPeers: pr.LockedByPeers,
 		StoppedAtMax: pr.StoppedAtMax, Duplicates: pr.Duplicates,
 		Interrupted: pr.Interrupted, Guard: pr.Guard, Errors: pr.Errors,
 		ElapsedSeconds: pr.ElapsedSeconds, Rate: pr.Rate,
