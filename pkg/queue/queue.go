@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"regexp"
 	"strconv"
@@ -168,37 +167,24 @@ func NameFromARN(arn string) string {
 // Resolve turns a queue reference (name, URL or ARN) into a Queue with its
 // attributes loaded. An unknown queue is a bad-input error.
 func (c *Client) Resolve(ctx context.Context, ref string) (*Queue, error) {
-	ref = strings.TrimSpace(ref)
-	if ref == "" {
-		return nil, errs.BadInputf("empty queue reference; pass a queue name, URL or ARN")
+	r, err := ParseRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	ref = r.Raw
+	if r.Kind == RefARN && c.Region != "" && r.Region != "" && r.Region != c.Region {
+		return nil, errs.BadInputf("queue %s is in region %s but dlqctl is using %s; pass --region %s", ref, r.Region, c.Region, r.Region)
 	}
 	var qurl string
-	switch {
-	case strings.HasPrefix(ref, "https://") || strings.HasPrefix(ref, "http://"):
-		u, err := url.Parse(ref)
-		if err != nil || u.Path == "" || u.Path == "/" {
-			return nil, errs.BadInputf("%q is not a queue URL; expected https://sqs.REGION.amazonaws.com/ACCOUNT/NAME", ref)
-		}
-		qurl = ref
-	case strings.HasPrefix(ref, "arn:"):
-		parts := strings.Split(ref, ":")
-		if len(parts) != 6 || parts[2] != "sqs" || parts[5] == "" {
-			return nil, errs.BadInputf("%q is not an SQS queue ARN; expected arn:aws:sqs:REGION:ACCOUNT:NAME", ref)
-		}
-		if c.Region != "" && parts[3] != "" && parts[3] != c.Region {
-			return nil, errs.BadInputf("queue %s is in region %s but dlqctl is using %s; pass --region %s", ref, parts[3], c.Region, parts[3])
-		}
-		in := &sqs.GetQueueUrlInput{QueueName: aws.String(parts[5])}
-		if parts[4] != "" {
-			in.QueueOwnerAWSAccountId = aws.String(parts[4])
+	switch r.Kind {
+	case RefURL:
+		qurl = r.URL
+	default:
+		in := &sqs.GetQueueUrlInput{QueueName: aws.String(r.Name)}
+		if r.Kind == RefARN && r.Account != "" {
+			in.QueueOwnerAWSAccountId = aws.String(r.Account)
 		}
 		out, err := c.API.GetQueueUrl(ctx, in)
-		if err != nil {
-			return nil, c.wrapQueueErr(ref, err)
-		}
-		qurl = aws.ToString(out.QueueUrl)
-	default:
-		out, err := c.API.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(ref)})
 		if err != nil {
 			return nil, c.wrapQueueErr(ref, err)
 		}
