@@ -7,6 +7,10 @@
 #                     stopped around it; KEEP_STACK=1 leaves it running)
 #   make bench        go test -bench against the stack (BENCH=Process: only the
 #                     whole-process benchmarks of internal/procbench, ~15 min)
+#   make fuzz         every native fuzz target for FUZZTIME each (default 30s),
+#                     one at a time with FUZZPARALLEL workers (default 1);
+#                     FUZZ=regexp picks targets. Seed corpora (testdata/fuzz)
+#                     run in make test; new crashers land there too.
 #   make demo         scripts/demo.sh: stack, seeded incident, walkthrough
 #   make seed         seed an incident (PREFIX=demo, SEED_FLAGS="--scale 500 --reset")
 #   make stack-start / stack-stop / stack-status
@@ -28,7 +32,7 @@ WITH_STACK = scripts/tools.sh || exit $$?; \
 	eval "$$stack_env"; \
 	export DLQCTL_REQUIRE_STACK=1;
 
-.PHONY: build test fmt-check vet bench demo seed stack-start stack-stop stack-status clean
+.PHONY: build test fmt-check vet bench fuzz demo seed stack-start stack-stop stack-status clean
 
 build:
 	$(GO) build -o bin/dlqctl .
@@ -53,6 +57,22 @@ BENCH ?= .
 # test's default 10-minute timeout per package.
 bench:
 	@$(WITH_STACK) $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -timeout 60m ./...
+
+FUZZTIME ?= 30s
+FUZZPARALLEL ?= 1
+FUZZ ?= .
+FUZZPKGS ?= ./pkg/...
+
+# go test -fuzz takes one target of one package at a time: list them, run
+# each for FUZZTIME, stop at the first failure (its input is saved under the
+# package's testdata/fuzz/<Target>/ and then runs in make test).
+fuzz:
+	@set -e; for pkg in $$($(GO) list $(FUZZPKGS)); do \
+	  for t in $$($(GO) test -list '^Fuzz' "$$pkg" | grep '^Fuzz' | grep -E '$(FUZZ)' || true); do \
+	    echo "fuzz $$pkg $$t ($(FUZZTIME))" >&2; \
+	    $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -parallel $(FUZZPARALLEL) "$$pkg"; \
+	  done; \
+	done
 
 demo:
 	scripts/demo.sh
