@@ -85,8 +85,11 @@ rule evaluated for one message and why the matching one matched.
 
 Bodies are shown with secret-looking values masked (see 'dlqctl sample').
 
-` + SelectionHelp),
+` + SelectionHelp + `
+
+` + LogsHelp + ` --explain shows the log lines used.`),
 		Example: `  dlqctl classify orders-dlq --summary
+  dlqctl classify orders-dlq --summary --logs /aws/lambda/orders-consumer,/ecs/orders-worker
   dlqctl classify orders-dlq --all --class transient -o ndjson > transient.ndjson
   dlqctl classify orders-dlq --rules rules.yaml --explain 8d3c…
   dlqctl classify --from dlq.ndjson --rules rules.yaml --summary -o json`,
@@ -116,6 +119,7 @@ Bodies are shown with secret-looking values masked (see 'dlqctl sample').
 	c.MarkFlagsMutuallyExclusive("summary", "explain")
 	opts.Read.addFlags(c)
 	opts.Selection.AddFlags(c.Flags())
+	opts.Selection.AddLogsFlags(c.Flags())
 	return c
 }
 
@@ -128,16 +132,20 @@ func classifyRun(ctx context.Context, opts *ClassifyOptions) error {
 	if err != nil {
 		return err
 	}
+	lk, err := newLogsLookup(ctx, opts.F, &opts.Selection.Logs)
+	if err != nil {
+		return err
+	}
 	if opts.Explain != "" {
-		return explainRun(ctx, opts, sel.Rules())
+		return explainRun(ctx, opts, sel.Rules(), lk)
 	}
 	if opts.Summary {
-		return classifySummaryRun(ctx, opts, sel)
+		return classifySummaryRun(ctx, opts, sel, lk)
 	}
-	return classifyListRun(ctx, opts, sel)
+	return classifyListRun(ctx, opts, sel, lk)
 }
 
-func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.Selector) (retErr error) {
+func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.Selector, lk *logsLookup) (retErr error) {
 	f := opts.F
 	var redactor *inspect.Redactor
 	if !opts.NoRedact {
@@ -150,7 +158,7 @@ func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.S
 	}
 	var recs []queue.Record
 	matched := 0
-	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, func(rec *queue.Record, parsed any) error {
+	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *queue.Record, parsed any) error {
 		if !sel.Match(rec, parsed) {
 			return nil
 		}
@@ -206,6 +214,9 @@ func errorCell(r *queue.Record) string {
 	if r.Failure == nil {
 		return ""
 	}
+	if src := r.Failure.Source; src != nil && src.Note != "" && !r.Failure.HasContext() {
+		return "(logs: " + src.Note + ")"
+	}
 	return strings.Trim(strings.TrimSpace(r.Failure.Type+": "+r.Failure.Reason), ": ")
 }
 
@@ -232,7 +243,7 @@ type ClassifyReport struct {
 	Classes   []*ClassSummary `json:"classes"`
 }
 
-func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classify.Selector) (retErr error) {
+func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classify.Selector, lk *logsLookup) (retErr error) {
 	f := opts.F
 	keys, err := inspect.ParseGroupKeys([]string{"class,action"})
 	if err != nil {
@@ -245,7 +256,7 @@ func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classif
 	g := inspect.NewGrouper(keys, now)
 	byRule := map[[2]string]map[string]int{}
 	notes := map[string]string{}
-	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, func(rec *queue.Record, parsed any) error {
+	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *queue.Record, parsed any) error {
 		if !sel.Match(rec, parsed) {
 			return nil
 		}
@@ -340,7 +351,7 @@ type ExplainReport struct {
 	*classify.Explanation
 }
 
-func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rules) (retErr error) {
+func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rules, lk *logsLookup) (retErr error) {
 	f := opts.F
 	read := opts.Read
 	if !read.sampleSet {
@@ -348,14 +359,22 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	}
 	var found *classify.Explanation
 	var rec queue.Record
-	rr, err := readRecords(ctx, f, opts.Queue, &read, func(r *queue.Record, parsed any) error {
+	var lookupErr error
+	rr, err := readRecords(ctx, f, opts.Queue, &read, nil, func(r *queue.Record, parsed any) error {
 		if r.MessageID != opts.Explain {
 			return nil
 		}
-		found = rules.Explain(r, parsed)
 		rec = *r
+		if lookupErr = lk.one(&rec); lookupErr != nil {
+			return errStop
+		}
+		found = rules.Explain(&rec, parsed)
 		return errStop
 	})
+	lk.summary()
+	if err == nil {
+		err = lookupErr
+	}
 	if err != nil {
 		return err
 	}
@@ -392,6 +411,7 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	}
 	fmt.Fprintln(w)
 	writeAnalysis(w, found)
+	writeLogLines(w, &rec)
 	fmt.Fprintf(w, "rules: %s\n", found.Source)
 	for _, s := range found.Steps {
 		mark := "no "
@@ -421,6 +441,32 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	}
 	fmt.Fprintln(w)
 	return nil
+}
+
+// writeLogLines prints where failure context read from the consumer's
+// logs came from and the log lines used (--logs).
+func writeLogLines(w io.Writer, rec *queue.Record) {
+	if rec.Failure == nil || rec.Failure.Source == nil {
+		return
+	}
+	src := rec.Failure.Source
+	switch {
+	case src.Note != "" && len(src.Lines) == 0:
+		fmt.Fprintf(w, "logs: %s (searched %s)\n", src.Note, strings.Join(src.LogGroups, ", "))
+		return
+	case src.Note != "":
+		fmt.Fprintf(w, "logs: %s; the lines that mention it:\n", src.Note)
+	default:
+		via := ""
+		if src.RequestID != "" {
+			via = fmt.Sprintf(", through Lambda request %s", src.RequestID)
+		}
+		fmt.Fprintf(w, "logs: %s, stream %s, at %s%s; lines used:\n", src.LogGroup, src.LogStream, src.Timestamp.UTC().Format(time.RFC3339Nano), via)
+	}
+	for _, l := range src.Lines {
+		msg := strings.ReplaceAll(strings.TrimSpace(l.Message), "\n", "\n      ")
+		fmt.Fprintf(w, "  %s %s  %s\n", l.Timestamp.UTC().Format("15:04:05.000"), l.LogStream, output.Truncate(msg, 400))
+	}
 }
 
 // writeAnalysis prints what the decoders and the failure families found:

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -96,7 +97,10 @@ func (rr *readResult) finish(err error) error {
 // readRecords streams records for triage: it warns about the side effects
 // of peeking, shows progress on a terminal, honours --sample for files too,
 // and reports how much of the queue was read.
-func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, fn func(rec *queue.Record, parsed any) error) (*readResult, error) {
+//
+// With lk (--logs), records without failure context are looked up in the
+// consumer's logs in batches before fn sees them.
+func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *logsLookup, fn func(rec *queue.Record, parsed any) error) (*readResult, error) {
 	if r.From == "" {
 		_, qq, err := f.ResolveQueue(ctx, q)
 		if err != nil {
@@ -111,12 +115,13 @@ func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, fn fun
 	read := 0
 	limitFile := r.From != "" && r.sampleSet && !r.All
 	stoppedEarly := false
+	next, flush := lk.stream(fn)
 	res, err := f.ForEachRecord(ctx, r.input(q), func(rec *queue.Record, parsed any) error {
 		read++
 		if read%100 == 0 {
 			prog.Update(output.Stats{Op: "read", Done: int64(read), Total: int64(depth)}, false)
 		}
-		if err := fn(rec, parsed); err != nil {
+		if err := next(rec, parsed); err != nil {
 			return err
 		}
 		if limitFile && read >= r.Sample {
@@ -126,6 +131,12 @@ func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, fn fun
 		return nil
 	})
 	prog.Done()
+	if err == nil {
+		if err = flush(); errors.Is(err, errStop) {
+			err = nil
+		}
+	}
+	lk.summary()
 	if err != nil {
 		return nil, err
 	}
@@ -214,9 +225,12 @@ queues the read stops short of the in-flight limit and says so.
 
 ` + SelectionHelp + `
 
+` + LogsHelp + `
+
 ` + inspect.ExprHelp),
 		Example: `  dlqctl group orders-dlq --by source,event_type --all
   dlqctl group orders-dlq --by error
+  dlqctl group orders-dlq --by error --logs /aws/lambda/orders-consumer
   dlqctl group orders-dlq --by class,error -o json
   dlqctl group --from dlq.ndjson --by shape,age`,
 		Args: queueOrFromArgs(&opts.Read.From),
@@ -239,6 +253,7 @@ queues the read stops short of the in-flight limit and says so.
 	c.Flags().StringArrayVar(&opts.By, "by", nil, "group keys, comma-separated (named keys or jq expressions)")
 	opts.Read.addFlags(c)
 	opts.Selection.AddFlags(c.Flags())
+	opts.Selection.AddLogsFlags(c.Flags())
 	return c
 }
 
@@ -284,7 +299,11 @@ func groupRun(ctx context.Context, opts *GroupOptions) (retErr error) {
 	if err != nil {
 		return err
 	}
-	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, func(rec *queue.Record, parsed any) error {
+	lk, err := newLogsLookup(ctx, f, &opts.Selection.Logs)
+	if err != nil {
+		return err
+	}
+	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *queue.Record, parsed any) error {
 		if sel.Match(rec, parsed) {
 			g.Add(rec, parsed)
 		}

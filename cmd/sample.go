@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -25,6 +26,7 @@ type SampleOptions struct {
 	Filter     string
 	Redact     []string
 	NoRedact   bool
+	Logs       LogsFlags
 }
 
 // NewCmdSample builds `dlqctl sample`.
@@ -49,10 +51,13 @@ Secret-looking values (password, token, authorization, api_key,
 card_number, cvv, ssn, … at any depth) are masked in all output by default;
 --redact adds key names or dotted body paths, --no-redact shows raw values.
 
+` + LogsHelp + `
+
 ` + inspect.ExprHelp),
 		Example: `  dlqctl sample orders-dlq
   dlqctl sample orders-dlq -n 50 --filter '.envelope.event_type == "OrderPaid"' -o ndjson > paid.ndjson
-  dlqctl sample --from paid.ndjson -o json`,
+  dlqctl sample --from paid.ndjson -o json
+  dlqctl sample orders-dlq -n 20 --logs /aws/lambda/orders-consumer -o ndjson > with-failures.ndjson`,
 		Args: func(c *cobra.Command, args []string) error {
 			if opts.From != "" {
 				return exactArgs(0, "no QUEUE with --from")(c, args)
@@ -69,6 +74,9 @@ card_number, cvv, ssn, … at any depth) are masked in all output by default;
 			if opts.Visibility < 5*time.Second || opts.Visibility > 12*time.Hour {
 				return errs.BadInputf("--visibility must be between 5s and 12h (got %s)", opts.Visibility)
 			}
+			if err := opts.Logs.Validate(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -83,6 +91,7 @@ card_number, cvv, ssn, … at any depth) are masked in all output by default;
 	fl.StringSliceVar(&opts.Redact, "redact", nil, "extra keys or dotted body paths to mask (comma-separated)")
 	fl.BoolVar(&opts.NoRedact, "no-redact", false, "show secret-looking values unmasked")
 	fl.StringVar(&opts.From, "from", "", fromFlagHelp)
+	opts.Logs.AddFlags(fl)
 	return c
 }
 
@@ -123,8 +132,12 @@ func sampleRun(ctx context.Context, opts *SampleOptions) error {
 		}
 		_ = c
 	}
+	lk, err := newLogsLookup(ctx, f, &opts.Logs)
+	if err != nil {
+		return err
+	}
 	var recs []queue.Record
-	res, err := f.ForEachRecord(ctx, in, func(rec *queue.Record, parsed any) error {
+	next, flush := lk.stream(func(rec *queue.Record, parsed any) error {
 		if !filter.Keep(rec, parsed) {
 			return nil
 		}
@@ -138,6 +151,13 @@ func sampleRun(ctx context.Context, opts *SampleOptions) error {
 		}
 		return nil
 	})
+	res, err := f.ForEachRecord(ctx, in, next)
+	if err == nil && len(recs) < opts.N {
+		if err = flush(); errors.Is(err, errStop) {
+			err = nil
+		}
+	}
+	lk.summary()
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,21 @@
 package cmd
 
 import (
+	"context"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/dlqctl/dlqctl/pkg/classify"
+	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/logs"
+	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 // SelectionFlags are the message-selection flags shared by classify,
@@ -15,6 +24,9 @@ type SelectionFlags struct {
 	Filter  string
 	Rules   string
 	Classes []string
+	// Logs is --logs (failure context from CloudWatch Logs); omitted from
+	// JSON when unset so run fingerprints of runs without it do not change.
+	Logs LogsFlags `json:",omitzero"`
 }
 
 // SelectionHelp explains the selection flags for long help texts.
@@ -30,6 +42,10 @@ func (s *SelectionFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&s.Classes, "class", nil, "keep only messages classified as these classes (comma-separated)")
 }
 
+// AddLogsFlags registers --logs, --logs-window and --logs-refresh for the
+// selection (commands that call prepareLogs or read through logsLookup).
+func (s *SelectionFlags) AddLogsFlags(fs *pflag.FlagSet) { s.Logs.AddFlags(fs) }
+
 // Selector compiles the flags: the rules file is loaded and validated, the
 // filter compiled and every class checked against the rules. Errors are
 // bad-input errors (exit 2). It never reads messages.
@@ -38,6 +54,9 @@ func (s *SelectionFlags) Selector() (*classify.Selector, error) { return s.selec
 // selector is Selector; with classifyAlways the messages are classified
 // (built-in rules unless --rules) even without --class.
 func (s *SelectionFlags) selector(classifyAlways bool) (*classify.Selector, error) {
+	if err := s.Logs.Validate(); err != nil {
+		return nil, err
+	}
 	filter, err := inspect.CompileFilter(s.Filter)
 	if err != nil {
 		return nil, err
@@ -56,4 +75,274 @@ func (s *SelectionFlags) selector(classifyAlways bool) (*classify.Selector, erro
 // Active reports whether any selection flag was given.
 func (s *SelectionFlags) Active() bool {
 	return strings.TrimSpace(s.Filter) != "" || strings.TrimSpace(s.Rules) != "" || len(s.Classes) > 0
+}
+
+// LogsFlags are --logs, --logs-window and --logs-refresh: find the failure
+// context of plain dead-letter messages in the consumer's CloudWatch Logs
+// (package logs). sample, group, classify, redrive and archive take them.
+type LogsFlags struct {
+	Groups  []string `json:"logs,omitempty"`
+	Window  string   `json:"logs_window,omitempty"`
+	Refresh bool     `json:"-"`
+}
+
+// LogsHelp explains --logs for long help texts.
+const LogsHelp = `Failure context from the consumer's logs: SQS records no reason when a
+redrive policy dead-letters a message. --logs GROUP[,GROUP] searches those
+CloudWatch Logs groups for lines that mention each message id (many ids per
+FilterLogEvents call, rate-limited, paged, cached under --state-dir) and
+attaches the error they report as failure context (failure.format "logs",
+failure.source: log group, stream, time, lines). For Lambda consumers a
+"processing record" line is followed through its request id to the
+invocation's error lines. Messages the logs do not mention stay unknown
+("no log line mentions this message"). --logs-window: a duration back from
+now (6h, 3d) or FROM..TO in RFC 3339; default from each message's first
+send time minus 15 min (6 h on FIFO queues) to now. Needs
+logs:FilterLogEvents (docs/logs.md); AWS_ENDPOINT_URL_CLOUDWATCH_LOGS sets
+the endpoint.`
+
+// AddFlags registers --logs, --logs-window and --logs-refresh on fs.
+func (l *LogsFlags) AddFlags(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&l.Groups, "logs", nil, "CloudWatch Logs groups of the consumer to search for the failure of messages without failure context (comma-separated)")
+	fs.StringVar(&l.Window, "logs-window", "", "with --logs: time range to search: a duration back from now (6h, 3d) or FROM..TO (RFC 3339); default: each message's first send time minus 15m (6h on FIFO) to now")
+	fs.BoolVar(&l.Refresh, "logs-refresh", false, "with --logs: search again instead of using results cached under --state-dir")
+}
+
+// Active reports whether --logs was given.
+func (l *LogsFlags) Active() bool { return len(l.groups()) > 0 }
+
+func (l *LogsFlags) groups() []string {
+	var out []string
+	for _, g := range l.Groups {
+		for _, p := range strings.Split(g, ",") {
+			if p = strings.TrimSpace(p); p != "" && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// Validate checks the flags without any AWS call (bad input: exit 2).
+func (l *LogsFlags) Validate() error {
+	if !l.Active() {
+		if strings.TrimSpace(l.Window) != "" || l.Refresh {
+			return errs.BadInputf("--logs-window and --logs-refresh need --logs LOG_GROUP")
+		}
+		return nil
+	}
+	for _, g := range l.groups() {
+		if !validLogGroup(g) {
+			return errs.BadInputf("--logs %q is not a CloudWatch Logs group name (1-512 characters: letters, digits, _ - / . # and the group name only, not an ARN or a URL)", g)
+		}
+	}
+	_, err := logs.ParseWindow(l.Window)
+	return err
+}
+
+func validLogGroup(g string) bool {
+	if len(g) == 0 || len(g) > 512 {
+		return false
+	}
+	for _, r := range g {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune("_-/.#", r):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// logsLookup is a --logs session of one command: the finder, the window,
+// and what it attached.
+type logsLookup struct {
+	f      *Factory
+	finder *logs.Finder
+	window logs.Window
+	prog   *output.Progress
+	// memo holds prefetched results (redrive/archive selection).
+	mu   sync.Mutex
+	memo map[string]*queue.Failure
+	ctx  context.Context
+}
+
+// newLogsLookup builds the session, or returns nil without --logs.
+func newLogsLookup(ctx context.Context, f *Factory, l *LogsFlags) (*logsLookup, error) {
+	if !l.Active() {
+		return nil, nil
+	}
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	w, _ := logs.ParseWindow(l.Window)
+	api, err := f.Logs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	groups := l.groups()
+	lk := &logsLookup{f: f, window: w, prog: output.NewProgress(f.IO, output.Table), ctx: ctx}
+	lk.finder = logs.New(api, logs.Options{
+		Groups: groups,
+		Cache:  logs.OpenCache(f.StateDir(), groups, w.Spec, l.Refresh),
+		OnProgress: func(st logs.Stats) {
+			lk.prog.Update(output.Stats{Op: "logs search", Done: int64(st.Messages)}, false)
+		},
+	})
+	return lk, nil
+}
+
+// attach sets rec's failure from a lookup result: failure context found in
+// the logs replaces a failure without context; "nothing found" is
+// recorded in failure.source so classify can say why the message stays
+// unknown.
+func attachLogs(rec *queue.Record, fl *queue.Failure) {
+	if fl == nil || rec.Failure.HasContext() {
+		return
+	}
+	if fl.HasContext() || rec.Failure == nil {
+		rec.Failure = fl
+		return
+	}
+	cp := *rec.Failure // a format that records no reason (SNS, CloudEvents, …)
+	cp.Source = fl.Source
+	rec.Failure = &cp
+}
+
+// stream wraps fn so that records without failure context are looked up
+// in batches before fn sees them; call flush at the end. Order is kept.
+func (lk *logsLookup) stream(fn func(rec *queue.Record, parsed any) error) (wrapped func(rec *queue.Record, parsed any) error, flush func() error) {
+	if lk == nil {
+		return fn, func() error { return nil }
+	}
+	type item struct {
+		rec    queue.Record
+		parsed any
+	}
+	var buf []item
+	need := 0
+	emit := func() error {
+		var reqs []logs.Request
+		now := time.Now()
+		for i := range buf {
+			if !buf[i].rec.Failure.HasContext() {
+				reqs = append(reqs, lk.window.Request(&buf[i].rec, now))
+			}
+		}
+		var res map[string]*queue.Failure
+		if len(reqs) > 0 {
+			var err error
+			if res, err = lk.finder.Lookup(lk.ctx, reqs); err != nil {
+				return err
+			}
+		}
+		items := buf
+		buf, need = nil, 0
+		for i := range items {
+			if !items[i].rec.Failure.HasContext() {
+				attachLogs(&items[i].rec, res[items[i].rec.MessageID])
+			}
+			if err := fn(&items[i].rec, items[i].parsed); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	wrapped = func(rec *queue.Record, parsed any) error {
+		buf = append(buf, item{rec: *rec, parsed: parsed})
+		if !rec.Failure.HasContext() {
+			need++
+		}
+		if need >= logs.DefaultBatch*4 || len(buf) >= 4096 {
+			return emit()
+		}
+		return nil
+	}
+	return wrapped, emit
+}
+
+// one looks up a single record (for --explain and a message a prefetch
+// did not see).
+func (lk *logsLookup) one(rec *queue.Record) error {
+	if lk == nil || rec.Failure.HasContext() {
+		return nil
+	}
+	lk.mu.Lock()
+	fl, ok := lk.memo[rec.MessageID]
+	lk.mu.Unlock()
+	if !ok {
+		res, err := lk.finder.Lookup(lk.ctx, []logs.Request{lk.window.Request(rec, time.Now())})
+		if err != nil {
+			return err
+		}
+		fl = res[rec.MessageID]
+	}
+	attachLogs(rec, fl)
+	return nil
+}
+
+// summary prints what the search did, on stderr.
+func (lk *logsLookup) summary() {
+	if lk == nil {
+		return
+	}
+	lk.prog.Done()
+	st := lk.finder.Stats()
+	if st.Messages == 0 {
+		return
+	}
+	cached := ""
+	if st.Cached > 0 {
+		cached = fmt.Sprintf(" (%d answered from the cache)", st.Cached)
+	}
+	lk.f.IO.Infof("logs: searched %s for %d message(s) without failure context: %d found, %d not found; %d FilterLogEvents call(s)%s",
+		strings.Join(lk.finder.Groups(), ", "), st.Messages, st.Found, st.Messages-st.Found, st.Calls, cached)
+}
+
+// prepareLogs readies --logs for a redrive or archive selection: it reads
+// the queue once (nothing is consumed, as classify does), searches the
+// logs for every message without failure context in batches, and makes
+// the selector attach the results while the run classifies; a message the
+// read did not see is looked up on its own. Without --logs it does
+// nothing.
+func prepareLogs(ctx context.Context, f *Factory, queueRef string, sel *classify.Selector, l *LogsFlags) error {
+	if !l.Active() {
+		return nil
+	}
+	lk, err := newLogsLookup(ctx, f, l)
+	if err != nil {
+		return err
+	}
+	if sel == nil || (!sel.Classifies() && !sel.Filters()) {
+		f.IO.Warnf("--logs has no effect without --class, --filter or --rules: every message is selected anyway")
+		return nil
+	}
+	lk.memo = map[string]*queue.Failure{}
+	var reqs []logs.Request
+	now := time.Now()
+	f.IO.Infof("logs: reading %s once (nothing is consumed) to search the logs for its messages in batches", queue.NameFromARN(queueRef))
+	if _, err := f.ForEachRecord(ctx, InputOptions{Queue: queueRef, Visibility: 30 * time.Second}, func(rec *queue.Record, parsed any) error {
+		if !rec.Failure.HasContext() {
+			reqs = append(reqs, lk.window.Request(rec, now))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	res, err := lk.finder.Lookup(ctx, reqs)
+	if err != nil {
+		return err
+	}
+	lk.memo = res
+	lk.summary()
+	var once sync.Once
+	sel.SetEnrich(func(rec *queue.Record) {
+		if err := lk.one(rec); err != nil {
+			// Such a message stays unclassified (unknown): never selected
+			// by a class on a guess.
+			once.Do(func() { f.IO.Warnf("logs: %v; messages that could not be looked up keep no failure context", err) })
+		}
+	})
+	return nil
 }

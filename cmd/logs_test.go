@@ -1,0 +1,228 @@
+package cmd
+
+// --logs end to end on moto_server (SQS and CloudWatch Logs): plain
+// messages dead-lettered by a real RedrivePolicy while the demo consumer
+// logs its failures in three styles, then classified from those logs.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/dlqctl/dlqctl/internal/testenv"
+	"github.com/dlqctl/dlqctl/internal/worker"
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+// logsIncident is a DLQ on moto fed by three consumers that log their
+// failures to their own log groups, plus one message no consumer ever
+// logged.
+type logsIncident struct {
+	env    testenv.Env
+	dlq    string
+	groups map[string]string // style -> log group
+	ids    map[string]string // message id -> style ("none" for the unlogged one)
+}
+
+func seedLogsIncident(t *testing.T, perStyle int) *logsIncident {
+	t.Helper()
+	env := testenv.RequireMoto(t)
+	t.Setenv(testenv.EnvLogsEndpoint, env.SQSEndpoint)
+	c := env.SQS(t)
+	cwl := env.Logs(t)
+	ctx := t.Context()
+	base := testenv.UniqueName(t, "lg")
+	dlqURL, dlqARN := createQueue(t, c, base+"-dlq", nil)
+	inc := &logsIncident{env: env, dlq: dlqURL, groups: map[string]string{}, ids: map[string]string{}}
+	styles := []struct{ style, mode, group string }{
+		{worker.StylePowertools, worker.ModeDown, "/aws/lambda/" + base + "-payments"},
+		{worker.StyleService, worker.ModeBug, "/ecs/" + base + "-orders"},
+		{worker.StyleLambda, worker.ModeDown, "/aws/lambda/" + base + "-shipping"},
+	}
+	wctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{}, len(styles))
+	defer func() {
+		stop()
+		for range styles {
+			<-done
+		}
+	}()
+	for i, s := range styles {
+		redrive := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"2"}`, dlqARN)
+		url, _ := createQueue(t, c, fmt.Sprintf("%s-src%d", base, i), map[string]string{"RedrivePolicy": redrive})
+		inc.groups[s.style] = s.group
+		for n := 0; n < perStyle; n += 10 {
+			var entries []types.SendMessageBatchRequestEntry
+			for j := n; j < min(n+10, perStyle); j++ {
+				entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(j)),
+					MessageBody: aws.String(fmt.Sprintf(`{"eventType":"OrderPaid","payload":{"order":"o-%d","amount":null}}`, j))})
+			}
+			out, err := c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
+			if err != nil || len(out.Failed) > 0 {
+				t.Fatalf("send: %v %v", err, out)
+			}
+			for _, ok := range out.Successful {
+				inc.ids[aws.ToString(ok.MessageId)] = s.style
+			}
+		}
+		sink := &worker.LogSink{API: cwl, Group: s.group, Style: s.style}
+		go func() {
+			worker.Run(wctx, c, worker.Options{QueueURL: url, Mode: s.mode, Concurrency: 1, Logs: sink,
+				OnError: func(err error) { t.Logf("worker %s: %v", s.style, err) }})
+			done <- struct{}{}
+		}()
+	}
+	// One plain message no consumer ever saw: its logs say nothing.
+	out, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(dlqURL), MessageBody: aws.String(`{"eventType":"OrderPaid","payload":{"order":"o-x"}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc.ids[aws.ToString(out.MessageId)] = "none"
+	want := 3*perStyle + 1
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		v, f := queueDepth(t, c, dlqURL)
+		if v+f >= want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d messages were dead-lettered", v+f, want)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return inc
+}
+
+func (inc *logsIncident) logsFlag() string {
+	return inc.groups[worker.StylePowertools] + "," + inc.groups[worker.StyleService] + "," + inc.groups[worker.StyleLambda]
+}
+
+func TestClassifyWithLogsFindsWhyPlainMessagesFailed(t *testing.T) {
+	inc := seedLogsIncident(t, 12)
+	state := t.TempDir()
+	// Without --logs: SQS recorded no reason, everything is unknown.
+	plain := runCLI(t, inc.env, "", "classify", inc.dlq, "--all", "-o", "json")
+	if plain.Code != 0 {
+		t.Fatalf("classify: %d %s", plain.Code, plain.Stderr)
+	}
+	var recs []queue.Record
+	if err := json.Unmarshal([]byte(plain.Stdout), &recs); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.Class != "unknown" {
+			t.Fatalf("without --logs %s is %s, want unknown", r.MessageID, r.Class)
+		}
+	}
+
+	res := runCLI(t, inc.env, "", "classify", inc.dlq, "--all", "--logs", inc.logsFlag(), "--state-dir", state, "-o", "json")
+	if res.Code != 0 {
+		t.Fatalf("classify --logs: %d %s", res.Code, res.Stderr)
+	}
+	recs = nil
+	if err := json.Unmarshal([]byte(res.Stdout), &recs); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != len(inc.ids) {
+		t.Fatalf("classified %d messages, want %d", len(recs), len(inc.ids))
+	}
+	want := map[string]struct{ class, rule, typ string }{
+		worker.StylePowertools: {"transient", "transient-failure", "ConnectionError"},
+		worker.StyleService:    {"permanent", "permanent-failure", ""},
+		worker.StyleLambda:     {"transient", "transient-failure", ""},
+		"none":                 {"unknown", "default", ""},
+	}
+	for _, r := range recs {
+		style, ok := inc.ids[r.MessageID]
+		if !ok {
+			t.Fatalf("unexpected message %s", r.MessageID)
+		}
+		w := want[style]
+		if r.Class != w.class || r.Rule != w.rule {
+			b, _ := json.Marshal(r.Failure)
+			t.Errorf("%s (%s): class %s rule %s, want %s/%s; failure %s", r.MessageID, style, r.Class, r.Rule, w.class, w.rule, b)
+			continue
+		}
+		f := r.Failure
+		if style == "none" {
+			if f == nil || f.Source == nil || f.Source.Note != "no log line mentions this message" || f.HasContext() {
+				t.Errorf("unlogged message: failure %+v, want only the note that no log line mentions it", f)
+			}
+			continue
+		}
+		if f == nil || f.Format != "logs" || f.Source == nil || f.Source.LogGroup != inc.groups[style] || f.Source.LogStream == "" || f.Source.Timestamp.IsZero() || len(f.Source.Lines) == 0 {
+			t.Errorf("%s (%s): failure %+v, want format logs with its source in %s", r.MessageID, style, f, inc.groups[style])
+			continue
+		}
+		if w.typ != "" && f.Type != w.typ {
+			t.Errorf("%s (%s): failure type %q, want %q", r.MessageID, style, f.Type, w.typ)
+		}
+		if style == worker.StyleLambda && (f.Source.RequestID == "" || !strings.Contains(f.Reason, "Task timed out after")) {
+			t.Errorf("lambda: request id %q reason %q, want the invocation's timeout found through its request id", f.Source.RequestID, f.Reason)
+		}
+	}
+	if !strings.Contains(res.Stderr, "FilterLogEvents call(s)") || strings.Contains(res.Stderr, "from the cache") {
+		t.Errorf("first run stderr: %s", res.Stderr)
+	}
+
+	// A re-run reads the cache: no call at all.
+	again := runCLI(t, inc.env, "", "classify", inc.dlq, "--all", "--logs", inc.logsFlag(), "--state-dir", state, "--summary", "-o", "json")
+	if again.Code != 0 || !strings.Contains(again.Stderr, "0 FilterLogEvents call(s) (37 answered from the cache)") {
+		t.Errorf("re-run: code %d stderr %s", again.Code, again.Stderr)
+	}
+
+	// --explain shows the log lines used (the Lambda one through its request id).
+	var lambdaID, noneID string
+	for id, s := range inc.ids {
+		switch s {
+		case worker.StyleLambda:
+			lambdaID = id
+		case "none":
+			noneID = id
+		}
+	}
+	ex := runCLI(t, inc.env, "", "classify", inc.dlq, "--logs", inc.logsFlag(), "--state-dir", state, "--explain", lambdaID)
+	for _, s := range []string{"format: logs", "through Lambda request", "processing record " + lambdaID, "Task timed out after 3.00 seconds", "=> class transient"} {
+		if !strings.Contains(ex.Stdout, s) {
+			t.Errorf("--explain lacks %q:\n%s", s, ex.Stdout)
+		}
+	}
+	ex = runCLI(t, inc.env, "", "classify", inc.dlq, "--logs", inc.logsFlag(), "--state-dir", state, "--explain", noneID)
+	if !strings.Contains(ex.Stdout, "no log line mentions this message") || !strings.Contains(ex.Stdout, "=> class unknown") {
+		t.Errorf("--explain of the unlogged message:\n%s", ex.Stdout)
+	}
+}
+
+func TestLogsFlagsBadInput(t *testing.T) {
+	env := testenv.RequireMoto(t)
+	t.Setenv(testenv.EnvLogsEndpoint, env.SQSEndpoint)
+	c := env.SQS(t)
+	url, _ := createQueue(t, c, testenv.UniqueName(t, "lgbad"), nil)
+	if _, err := c.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("x")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"classify", url, "--logs", "arn:aws:logs:us-east-1:1:log-group:x"}, "is not a CloudWatch Logs group name"},
+		{[]string{"classify", url, "--logs", "/x", "--logs-window", "yesterday"}, "--logs-window"},
+		{[]string{"group", url, "--by", "error", "--logs-window", "6h"}, "need --logs"},
+		{[]string{"sample", url, "--logs", "/aws/lambda/" + testenv.UniqueName(t, "missing")}, "does not exist"},
+	} {
+		res := runCLI(t, env, "", append(tc.args, "--state-dir", t.TempDir())...)
+		if res.Code != 2 || !strings.Contains(res.Stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, res.Code, res.Stderr, tc.want)
+		}
+	}
+	if v, f := settledDepth(t, c, url); v != 1 || f != 0 {
+		t.Errorf("after the bad runs the queue holds %d visible / %d in flight, want 1 / 0", v, f)
+	}
+}
