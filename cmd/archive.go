@@ -40,6 +40,8 @@ type ArchiveOptions struct {
 	Concurrency int
 	// WaitInFlight waits at the end for messages in flight elsewhere.
 	WaitInFlight bool
+	// RateShareRaw is --rate-share I/N (cmd/flaggroups.go).
+	RateShareRaw string
 }
 
 const archiveLong = `Archive messages of a queue (normally a DLQ) to S3 before anything is
@@ -132,6 +134,7 @@ func NewCmdArchive(f *Factory, runF func(context.Context, *ArchiveOptions) error
 	fl.DurationVar(&opts.Visibility, "visibility", 60*time.Second, "how long held messages stay hidden between heartbeats")
 	fl.IntVar(&opts.Concurrency, "concurrency", 4, "concurrent receivers")
 	fl.BoolVar(&opts.WaitInFlight, "wait-inflight", true, waitInFlightHelp)
+	fl.StringVar(&opts.RateShareRaw, "rate-share", "", rateShareHelp)
 	c.AddCommand(newCmdArchiveVerify(f, nil))
 	return c
 }
@@ -171,6 +174,9 @@ func (o *ArchiveOptions) validate() error {
 	}
 	if o.KMSKeyID != "" && !strings.HasPrefix(o.SSE, "aws:kms") {
 		return errs.BadInputf("--kms-key-id needs --sse aws:kms (or aws:kms:dsse)")
+	}
+	if _, err := parseRateShare(o.RateShareRaw); err != nil {
+		return err
 	}
 	_, err = o.Selection.Selector()
 	return err
@@ -228,7 +234,12 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	if sel != nil {
 		aopts.Select = sel.Match
 	}
-	aopts.Rate = opts.Rate
+	share, _ := parseRateShare(opts.RateShareRaw) // validated
+	if share != nil {
+		aopts.Rate, aopts.Peers = share.Rate(opts.Rate), share.N
+	} else {
+		aopts.Rate = opts.Rate
+	}
 	if opts.WaitInFlight {
 		aopts.WaitInFlight = maxWaitInFlight
 	}

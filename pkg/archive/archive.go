@@ -78,12 +78,15 @@ type Options struct {
 	// WaitInFlight is how long the end of the run waits for messages in
 	// flight elsewhere (a lost receive) to come back (0: do not wait).
 	WaitInFlight time.Duration
-	Encryption   Encryption
-	ToolVersion  string
-	RunID        string           // default: time + random
-	Now          func() time.Time // default time.Now
-	TempDir      string           // for part files; "" = os.TempDir()
-	Reporter     Reporter         // nil = silent
+	// Peers is the number of processes archiving the queue together
+	// (--rate-share I/N; 0 or 1: alone): see pipeline.Options.Peers.
+	Peers       int
+	Encryption  Encryption
+	ToolVersion string
+	RunID       string           // default: time + random
+	Now         func() time.Time // default time.Now
+	TempDir     string           // for part files; "" = os.TempDir()
+	Reporter    Reporter         // nil = silent
 }
 
 func (o *Options) defaults(q *queue.Queue) {
@@ -213,7 +216,7 @@ func Run(ctx context.Context, c *queue.Client, q *queue.Queue, api S3API, opts O
 	}()
 	pr, runErr := pipeline.Run(ctx, src, s, pipeline.Options{
 		Workers: opts.Workers, Rate: opts.Rate, Max: opts.Max, EmptyReceives: opts.EmptyReceives,
-		WaitInFlight: opts.WaitInFlight,
+		WaitInFlight: opts.WaitInFlight, Peers: opts.Peers,
 		Reporter: pipeline.Reporter{Progress: func(p pipeline.Snapshot) {
 			s.progress(p, qs.Duplicates())
 		}},
