@@ -145,6 +145,7 @@ func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error
 	fl := c.Flags()
 	fl.StringVar(&opts.To, "to", "source", "destination: source (each message's source queue) or a queue name, URL or ARN")
 	opts.Selection.AddFlags(fl)
+	opts.Selection.AddLogsFlags(fl)
 	fl.IntVar(&opts.Max, "max", 0, "move at most N messages (0 = all)")
 	fl.IntVar(&opts.MaxRedrives, "max-redrives", 3, "skip messages dlqctl already redrove this many times (0 = no limit)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing; print what would move where, what would be skipped, and how long it would take")
@@ -299,6 +300,9 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		return nativeRun(ctx, opts, c, dlq)
 	}
 	sel, _ := opts.Selection.Selector()
+	if err := prepareLogs(ctx, f, dlq.URL, sel, &opts.Selection.Logs); err != nil {
+		return err
+	}
 	var selector redrive.Selector
 	if sel != nil {
 		selector = sel
