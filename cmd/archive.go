@@ -123,6 +123,7 @@ func NewCmdArchive(f *Factory, runF func(context.Context, *ArchiveOptions) error
 	fl := c.Flags()
 	fl.StringVar(&opts.To, "to", "", "destination s3://BUCKET/PREFIX (required)")
 	opts.Selection.AddFlags(fl)
+	opts.Selection.AddLogsFlags(fl)
 	fl.IntVar(&opts.Max, "max", 0, "archive at most N messages (0 = all)")
 	fl.BoolVar(&opts.Delete, "delete", false, "delete each message from the queue once the part holding it is verified")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing; print how many messages, bytes and parts would be archived")
@@ -210,6 +211,9 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	}
 	sel, err := opts.Selection.Selector()
 	if err != nil {
+		return err
+	}
+	if err := prepareLogs(ctx, f, q.URL, sel, &opts.Selection.Logs); err != nil {
 		return err
 	}
 	api, err := f.S3For(ctx, opts.Dest.Bucket)
