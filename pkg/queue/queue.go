@@ -172,7 +172,9 @@ func (c *Client) Resolve(ctx context.Context, ref string) (*Queue, error) {
 		return nil, err
 	}
 	ref = r.Raw
-	if r.Kind == RefARN && c.Region != "" && r.Region != "" && r.Region != c.Region {
+	// An ARN or an AWS queue URL of another region: SQS would answer that
+	// the queue does not exist, which hides the real problem.
+	if c.Region != "" && r.Region != "" && r.Region != c.Region {
 		return nil, errs.BadInputf("queue %s is in region %s but dlqctl is using %s; pass --region %s", ref, r.Region, c.Region, r.Region)
 	}
 	var qurl string

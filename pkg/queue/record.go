@@ -233,7 +233,11 @@ func FromSQS(queueARN string, m types.Message, retention time.Duration, now time
 		if r.AgeSeconds < 0 {
 			r.AgeSeconds = 0
 		}
-		if retention > 0 {
+		// A standard queue keeps a message's original enqueue time when it
+		// dead-letters, so its retention runs from SentTimestamp; a FIFO
+		// queue resets it on arrival, which SQS does not report: there
+		// expires_at stays empty rather than wrong.
+		if retention > 0 && !strings.HasSuffix(queueARN, ".fifo") {
 			r.ExpiresAt = r.System.SentAt.Add(retention)
 		}
 	}
