@@ -226,3 +226,75 @@ func TestLogsFlagsBadInput(t *testing.T) {
 		t.Errorf("after the bad runs the queue holds %d visible / %d in flight, want 1 / 0", v, f)
 	}
 }
+
+// redrive --class transient --logs moves exactly the messages whose logs
+// name a transient failure; the rest stay in the DLQ.
+func TestRedriveClassTransientWithLogs(t *testing.T) {
+	inc := seedLogsIncident(t, 6)
+	c := inc.env.SQS(t)
+	destURL, _ := createQueue(t, c, testenv.UniqueName(t, "lgdest"), nil)
+	state := t.TempDir()
+	dry := runCLI(t, inc.env, "", "redrive", inc.dlq, "--to", destURL, "--class", "transient", "--logs", inc.logsFlag(), "--state-dir", state, "--dry-run", "-o", "json")
+	if dry.Code != 0 || !strings.Contains(dry.Stderr, "FilterLogEvents call(s)") {
+		t.Fatalf("dry-run: %d\n%s\n%s", dry.Code, dry.Stdout, dry.Stderr)
+	}
+	res := runCLI(t, inc.env, "", "redrive", inc.dlq, "--to", destURL, "--class", "transient", "--logs", inc.logsFlag(), "--state-dir", state, "--yes", "--concurrency", "2")
+	if res.Code != 0 {
+		t.Fatalf("redrive: %d\n%s\n%s", res.Code, res.Stdout, res.Stderr)
+	}
+	if !strings.Contains(res.Stderr, "answered from the cache") {
+		t.Errorf("the redrive searched the logs again instead of using what the dry run cached:\n%s", res.Stderr)
+	}
+	moved := map[string]bool{}
+	for _, b := range receiveAllRecords(t, c, destURL) {
+		moved[b] = true
+	}
+	left := map[string]bool{}
+	for _, b := range receiveAllRecords(t, c, inc.dlq) {
+		left[b] = true
+	}
+	if len(moved) != 12 || len(left) != 7 {
+		t.Fatalf("moved %d, left %d; want the 12 transient ones moved and 7 left", len(moved), len(left))
+	}
+	for id := range moved {
+		if s := inc.ids[id]; s != worker.StylePowertools && s != worker.StyleLambda {
+			t.Errorf("moved %s, whose logs (%s) name no transient failure", id, s)
+		}
+	}
+	for id := range left {
+		if s := inc.ids[id]; s != worker.StyleService && s != "none" {
+			t.Errorf("left %s (%s) in the DLQ although its logs name a transient failure", id, s)
+		}
+	}
+}
+
+// receiveAllRecords drains url and returns the original message ids of
+// what it held (the dlqctl redrive marker names the original of a copy).
+func receiveAllRecords(t *testing.T, c *sqs.Client, url string) []string {
+	t.Helper()
+	var ids []string
+	for empty := 0; empty < 2; {
+		out, err := c.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Messages) == 0 {
+			empty++
+			continue
+		}
+		for _, m := range out.Messages {
+			id := aws.ToString(m.MessageId)
+			if a, ok := m.MessageAttributes[queue.MarkerAttribute]; ok {
+				var mk queue.Marker
+				if json.Unmarshal([]byte(aws.ToString(a.StringValue)), &mk) == nil && mk.OriginalID != "" {
+					id = mk.OriginalID
+				}
+			}
+			ids = append(ids, id)
+			if _, err := c.DeleteMessage(t.Context(), &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return ids
+}
