@@ -1,0 +1,406 @@
+package cmd
+
+// Several dlqctl processes on one DLQ (issue 13, docs/scale.md): the built
+// binary, started N times as separate OS processes, each with its own
+// --state-dir and --rate-share i/N. SQS hands each message to one of them;
+// between them they must move every message exactly once, each process's
+// summary and journal accounting only for its own messages — also when one
+// of them is killed with kill -9 and resumed.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/dlqctl/dlqctl/internal/seed"
+	"github.com/dlqctl/dlqctl/internal/testenv"
+	"github.com/dlqctl/dlqctl/pkg/redrive"
+)
+
+// peerMessages is the size of the shared-DLQ tests: DLQCTL_PEER_N, default
+// 4,000 so the default suite stays short on a 2-core CI machine (about 45 s
+// for the three tests). The issue's 20,000:
+//
+//	DLQCTL_PEER_N=20000 go test -run 'ShareOneDLQ|Kill9OfOneProcess' -v ./cmd/
+//
+// and internal/procbench's BenchmarkProcessSharedRedrive measures 1, 2 and
+// 4 processes on 20,000 with the same checks (make bench BENCH=Process).
+func peerMessages() int {
+	if n, err := strconv.Atoi(strings.ReplaceAll(os.Getenv("DLQCTL_PEER_N"), "_", "")); err == nil && n > 0 {
+		return n
+	}
+	return 4000
+}
+
+const peers = 4
+
+// peerProc is one dlqctl process of a shared run.
+type peerProc struct {
+	i              int
+	state          string
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+	err            error
+}
+
+// startPeer starts `dlqctl ARGS… --rate-share i/N --state-dir DIR -o json`.
+func startPeer(t *testing.T, env testenv.Env, i int, state string, args ...string) *peerProc {
+	t.Helper()
+	p := &peerProc{i: i, state: state}
+	p.cmd = binCmd(t, env, append(args, "--rate-share", fmt.Sprintf("%d/%d", i, peers), "--state-dir", state, "--yes", "-o", "json")...)
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (p *peerProc) wait() int {
+	p.err = p.cmd.Wait()
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// journal is what a run's journal.ndjson records: ids sent and deleted.
+type journalIDs struct {
+	runs          int
+	sent, deleted map[string]bool
+	status        string
+}
+
+// readJournals reads every run journal under state.
+func readJournals(t *testing.T, state string) journalIDs {
+	t.Helper()
+	j := journalIDs{sent: map[string]bool{}, deleted: map[string]bool{}}
+	runs, err := redrive.ListRuns(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.runs = len(runs)
+	for _, r := range runs {
+		j.status = r.Status
+		f, err := os.Open(filepath.Join(redrive.RunsDir(state), r.ID, "journal.ndjson"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			var l struct {
+				T    string   `json:"t"`
+				Orig string   `json:"orig"`
+				IDs  []string `json:"ids"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				t.Fatalf("%s: journal line %q: %v", r.ID, sc.Text(), err)
+			}
+			switch l.T {
+			case "sent":
+				j.sent[l.Orig] = true
+			case "del":
+				for _, id := range l.IDs {
+					j.deleted[id] = true
+				}
+			}
+		}
+		f.Close()
+		if err := sc.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return j
+}
+
+// drainBodies consumes a queue (receive and delete, 8 receivers) and counts
+// each body: the destination's content, once per copy.
+func drainBodies(t *testing.T, c *sqs.Client, url string) map[string]int {
+	t.Helper()
+	got := map[string]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var firstErr error
+	for range 8 {
+		wg.Go(func() {
+			empty := 0
+			for empty < 3 {
+				out, err := c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 300, WaitTimeSeconds: 1})
+				if err != nil {
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+					return
+				}
+				if len(out.Messages) == 0 {
+					empty++
+					continue
+				}
+				empty = 0
+				var del []types.DeleteMessageBatchRequestEntry
+				mu.Lock()
+				for k, m := range out.Messages {
+					got[aws.ToString(m.Body)]++
+					del = append(del, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(k)), ReceiptHandle: m.ReceiptHandle})
+				}
+				mu.Unlock()
+				if _, err := c.DeleteMessageBatch(context.Background(), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: del}); err != nil {
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatal(firstErr)
+	}
+	return got
+}
+
+// peerBody is message i's body (the test's identity of a message).
+func peerBody(i int) string { return fmt.Sprintf(`{"order":"o-%06d","tenant":"t-%02d"}`, i, i%17) }
+
+// checkExactlyOnce checks the destination's bodies against the n seeded:
+// none missing, at most maxDup extra copies. It returns the duplicates.
+func checkExactlyOnce(t *testing.T, got map[string]int, n, maxDup int) int {
+	t.Helper()
+	dups, missing := 0, 0
+	for i := range n {
+		switch c := got[peerBody(i)]; {
+		case c == 0:
+			missing++
+		case c > 1:
+			dups += c - 1
+		}
+	}
+	if len(got) != n-missing {
+		t.Errorf("the destination holds %d bodies that were never in the DLQ", len(got)-(n-missing))
+	}
+	if missing > 0 || dups > maxDup {
+		t.Fatalf("destination: %d of %d messages missing, %d duplicated (bound %d)", missing, n, dups, maxDup)
+	}
+	return dups
+}
+
+// TestFourRedriveProcessesShareOneDLQ: four `dlqctl redrive` processes,
+// each with its own --state-dir and --rate-share i/4, on one DLQ. Every
+// message arrives at the destination exactly once; each process exits 0
+// and moved only its own messages (the four summaries add up to n, the
+// four journals are disjoint, every id journaled as sent also as deleted);
+// nothing is left in the DLQ.
+func TestFourRedriveProcessesShareOneDLQ(t *testing.T) {
+	env := testenv.Require(t)
+	c := env.SQS(t)
+	n := peerMessages()
+	dlq, _ := createQueue(t, c, testenv.UniqueName(t, "peers"), nil)
+	dest, _ := createQueue(t, c, testenv.UniqueName(t, "peersd"), nil)
+	if err := seed.FillDLQ(t.Context(), c, dlq, n, peerBody); err != nil {
+		t.Fatal(err)
+	}
+	var ps []*peerProc
+	for i := 1; i <= peers; i++ {
+		ps = append(ps, startPeer(t, env, i, t.TempDir(), "redrive", dlq, "--to", dest, "--concurrency", "4"))
+	}
+	total, leaseLost := 0, 0
+	journals := make([]journalIDs, peers)
+	for k, p := range ps {
+		if code := p.wait(); code != 0 {
+			t.Fatalf("process %d/%d: exit %d\n%s", p.i, peers, code, p.stderr.String())
+		}
+		var s RedriveSummary
+		if err := json.Unmarshal(p.stdout.Bytes(), &s); err != nil {
+			t.Fatalf("process %d: summary: %v\n%s", p.i, err, p.stdout.String())
+		}
+		if s.Status != redrive.StatusCompleted || s.Share != fmt.Sprintf("%d/%d", p.i, peers) || s.InFlightElsewhere != 0 || s.Failed+s.Unknown+s.SentNotDeleted != 0 {
+			t.Fatalf("process %d: status %q, share %q, in flight elsewhere %d, failed %d, unknown %d, not deleted %d",
+				p.i, s.Status, s.Share, s.InFlightElsewhere, s.Failed, s.Unknown, s.SentNotDeleted)
+		}
+		t.Logf("process %d/%d: moved %d in %.1fs (%.0f/s), %d in flight at peers when it ended", p.i, peers, s.Moved, s.ElapsedSeconds, s.Rate, s.InFlightAtPeers)
+		total += s.Moved
+		leaseLost += s.LeaseLost
+		j := readJournals(t, p.state)
+		if j.runs != 1 || j.status != redrive.StatusCompleted || len(j.sent) != s.Moved || len(j.deleted) != s.Moved {
+			t.Fatalf("process %d: %d run(s), status %q, journal sent %d / deleted %d; summary moved %d", p.i, j.runs, j.status, len(j.sent), len(j.deleted), s.Moved)
+		}
+		for id := range j.sent {
+			if !j.deleted[id] {
+				t.Fatalf("process %d journaled %s as sent, never as deleted", p.i, id)
+			}
+			for _, other := range journals[:k] {
+				if other.sent[id] {
+					t.Fatalf("message %s is in the journals of two processes", id)
+				}
+			}
+		}
+		journals[k] = j
+	}
+	if total != n {
+		t.Fatalf("the four summaries moved %d in all, want %d", total, n)
+	}
+	if v, f := settledDepth(t, c, dlq); v+f != 0 {
+		t.Fatalf("the DLQ still holds %d visible, %d in flight", v, f)
+	}
+	// No crash, no lost lease: SQS (here, the emulator) gave each message
+	// to one process, so not a single duplicate.
+	checkExactlyOnce(t, drainBodies(t, c, dest), n, leaseLost)
+}
+
+// TestSharedRedriveSurvivesKill9OfOneProcess: the same four processes, one
+// of them killed with kill -9 mid-run and started again with the same
+// command and --state-dir (it resumes its run). Every message reaches the
+// destination; duplicates stay within the documented bound (what the
+// killed process had sent and not yet deleted: at most --concurrency × 10);
+// the DLQ is empty; the three others exit 0 on their own.
+func TestSharedRedriveSurvivesKill9OfOneProcess(t *testing.T) {
+	env := testenv.Require(t)
+	c := env.SQS(t)
+	n := peerMessages()
+	const conc = 4
+	dlq, _ := createQueue(t, c, testenv.UniqueName(t, "peerk"), nil)
+	dest, _ := createQueue(t, c, testenv.UniqueName(t, "peerkd"), nil)
+	if err := seed.FillDLQ(t.Context(), c, dlq, n, peerBody); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"redrive", dlq, "--to", dest, "--concurrency", strconv.Itoa(conc), "--visibility", "5s"}
+	var ps []*peerProc
+	for i := 1; i <= peers; i++ {
+		ps = append(ps, startPeer(t, env, i, t.TempDir(), args...))
+	}
+	// Kill process 2 once a tenth of the messages has arrived.
+	victim := ps[1]
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if v, _ := queueDepth(t, c, dest); v >= n/10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nothing arrived at the destination within 3 minutes")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = victim.wait()
+	for _, p := range ps {
+		if p == victim {
+			continue
+		}
+		if code := p.wait(); code != 0 {
+			t.Fatalf("process %d/%d: exit %d\n%s", p.i, peers, code, p.stderr.String())
+		}
+	}
+	// The killed process, started again with the same command and state
+	// dir, resumes its own run: it waits for what it held to be visible
+	// again, deletes what its journal says was sent, moves the rest.
+	again := startPeer(t, env, victim.i, victim.state, args...)
+	if code := again.wait(); code != 0 {
+		t.Fatalf("the resumed process: exit %d\n%s", code, again.stderr.String())
+	}
+	if !strings.Contains(again.stderr.String(), "resuming unfinished run") {
+		t.Fatalf("the re-run did not resume the killed run:\n%s", again.stderr.String())
+	}
+	j := readJournals(t, victim.state)
+	if j.runs != 1 || j.status != redrive.StatusCompleted {
+		t.Fatalf("the killed process's state dir holds %d run(s), status %q; want its one run completed", j.runs, j.status)
+	}
+	// Journaled as sent and never deleted by this process: a peer received
+	// it after the kill (its visibility ended) and moved it again. A worker
+	// deletes a batch before it sends the next, so the kill left at most
+	// one such batch per worker.
+	notDeleted := 0
+	for id := range j.sent {
+		if !j.deleted[id] {
+			notDeleted++
+		}
+	}
+	if notDeleted > conc*10 {
+		t.Fatalf("the killed process had %d message(s) sent and not deleted; a worker deletes a batch before it sends the next (bound %d)", notDeleted, conc*10)
+	}
+	if v, f := settledDepth(t, c, dlq); v+f != 0 {
+		t.Fatalf("the DLQ still holds %d visible, %d in flight", v, f)
+	}
+	dups := checkExactlyOnce(t, drainBodies(t, c, dest), n, conc*10)
+	t.Logf("kill -9 of process %d: %d duplicate(s) (bound %d)", victim.i, dups, conc*10)
+}
+
+// TestFourArchiveProcessesShareOneDLQ: four `dlqctl archive --delete`
+// processes with --rate-share i/4 archive one DLQ into one prefix, each as
+// its own run. Between them the runs hold every message exactly once, each
+// manifest counts only its own records, and the DLQ is empty.
+func TestFourArchiveProcessesShareOneDLQ(t *testing.T) {
+	env := testenv.Require(t)
+	c := env.SQS(t)
+	n := peerMessages() / 2
+	dlq, _ := createQueue(t, c, testenv.UniqueName(t, "peera"), nil)
+	if err := seed.FillDLQ(t.Context(), c, dlq, n, peerBody); err != nil {
+		t.Fatal(err)
+	}
+	bucket := strings.ToLower(strings.ReplaceAll(testenv.UniqueName(t, "peera"), "_", "-"))
+	if _, err := env.S3(t).CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	var ps []*peerProc
+	for i := 1; i <= peers; i++ {
+		ps = append(ps, startPeer(t, env, i, t.TempDir(), "archive", dlq, "--to", "s3://"+bucket+"/dlq", "--delete", "--part-records", "500"))
+	}
+	total := 0
+	for _, p := range ps {
+		if code := p.wait(); code != 0 {
+			t.Fatalf("process %d/%d: exit %d\n%s", p.i, peers, code, p.stderr.String())
+		}
+		var s struct {
+			Status string `json:"status"`
+			Stats  struct {
+				Archived int `json:"archived"`
+				Deleted  int `json:"deleted"`
+			} `json:"stats"`
+		}
+		if err := json.Unmarshal(p.stdout.Bytes(), &s); err != nil {
+			t.Fatalf("process %d: summary: %v\n%s", p.i, err, p.stdout.String())
+		}
+		if s.Stats.Deleted != s.Stats.Archived {
+			t.Fatalf("process %d: archived %d, deleted %d (%s)", p.i, s.Stats.Archived, s.Stats.Deleted, s.Status)
+		}
+		t.Logf("process %d/%d: archived %d (%s)", p.i, peers, s.Stats.Archived, s.Status)
+		total += s.Stats.Archived
+	}
+	if total != n {
+		t.Fatalf("the four summaries archived %d in all, want %d", total, n)
+	}
+	if v, f := settledDepth(t, c, dlq); v+f != 0 {
+		t.Fatalf("the DLQ still holds %d visible, %d in flight", v, f)
+	}
+	// Read every run under the prefix back, as a user would.
+	r := runCLI(t, env, "", "sample", "--from", "s3://"+bucket+"/dlq/", "-n", strconv.Itoa(2*n), "--no-redact", "-o", "ndjson")
+	if r.Code != 0 {
+		t.Fatalf("sample --from the archive: exit %d\n%s", r.Code, r.Stderr)
+	}
+	got := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
+		var rec struct {
+			Body string `json:"body"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("record %q: %v", line, err)
+		}
+		got[rec.Body]++
+	}
+	checkExactlyOnce(t, got, n, 0)
+}
