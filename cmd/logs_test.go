@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/dlqctl/dlqctl/internal/faultproxy"
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/internal/worker"
 	"github.com/dlqctl/dlqctl/pkg/queue"
@@ -176,6 +177,32 @@ func TestClassifyWithLogsFindsWhyPlainMessagesFailed(t *testing.T) {
 	again := runCLI(t, inc.env, "", "classify", inc.dlq, "--all", "--logs", inc.logsFlag(), "--state-dir", state, "--summary", "-o", "json")
 	if again.Code != 0 || !strings.Contains(again.Stderr, "0 FilterLogEvents call(s) (37 answered from the cache)") {
 		t.Errorf("re-run: code %d stderr %s", again.Code, again.Stderr)
+	}
+
+	// Throttled searches are retried: through a proxy that answers every
+	// second FilterLogEvents with ThrottlingException (3 times), a fresh
+	// search gives the same answer.
+	proxy, err := faultproxy.New(inc.env.SQSEndpoint, faultproxy.Fault{Action: "FilterLogEvents", Kind: faultproxy.Throttle, Every: 2, Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	t.Setenv(testenv.EnvLogsEndpoint, proxy.URL)
+	thr := runCLI(t, inc.env, "", "classify", inc.dlq, "--all", "--logs", inc.logsFlag(), "--state-dir", state, "--logs-refresh", "--summary", "-o", "json")
+	t.Setenv(testenv.EnvLogsEndpoint, inc.env.SQSEndpoint)
+	if thr.Code != 0 || proxy.Stats().Fired[faultproxy.Throttle] != 3 {
+		t.Fatalf("throttled run: code %d, throttles %d\n%s", thr.Code, proxy.Stats().Fired[faultproxy.Throttle], thr.Stderr)
+	}
+	var sum ClassifyReport
+	if err := json.Unmarshal([]byte(thr.Stdout), &sum); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, c := range sum.Classes {
+		counts[c.Class] = c.Count
+	}
+	if counts["transient"] != 24 || counts["permanent"] != 12 || counts["unknown"] != 1 {
+		t.Errorf("throttled run classified %v, want 24 transient, 12 permanent, 1 unknown", counts)
 	}
 
 	// --explain shows the log lines used (the Lambda one through its request id).
