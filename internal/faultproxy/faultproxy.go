@@ -196,6 +196,13 @@ func (p *Proxy) Stats() Stats {
 	return s
 }
 
+// ResetStats zeroes the counters (the faults keep their state).
+func (p *Proxy) ResetStats() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stats = Stats{Requests: map[string]int{}, Fired: map[string]int{}}
+}
+
 // newReverseProxy forwards to target without changing the request: the
 // Host header stays what the client signed, no X-Forwarded-For is added (a
 // Director-based proxy would add one), and the transport neither asks for
