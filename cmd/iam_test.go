@@ -117,7 +117,7 @@ func TestEveryCommandCallsExactlyTheDocumentedActions(t *testing.T) {
 	type scenario struct {
 		doc  string   // the docs/iam.md row
 		args []string // the command run
-		code int // wanted exit code; -1: a verdict either way (0 or 3)
+		code int      // wanted exit code; -1: a verdict either way (0 or 3)
 		post func(stdout string)
 	}
 	scenarios := []scenario{
