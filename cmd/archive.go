@@ -49,7 +49,8 @@ discarded, and verify the archive.
 
 Messages are streamed into parts: gzip-compressed NDJSON of message records
 (the exact body, every attribute — binary ones as base64 — the system
-attributes, and the class when --rules/--class are given). A part closes at
+attributes, the class, action and rule — built-in rules unless --rules —
+and the error fingerprint; docs/archive.md has the record contract). A part closes at
 --part-size (compressed) or --part-records, whichever comes first, so the
 messages dlqctl holds stay far from SQS's 12 h visibility ceiling and its
 in-flight limit. Keys (Hive-style partition folders that Athena, DuckDB
@@ -209,7 +210,10 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	if err != nil {
 		return err
 	}
-	sel, err := opts.Selection.Selector()
+	// Every archived record carries its class, action and rule (the
+	// built-in rules unless --rules), so the archive can be queried by
+	// class (docs/archive-queries.md) without classifying again.
+	sel, err := opts.Selection.selector(true)
 	if err != nil {
 		return err
 	}

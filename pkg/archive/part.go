@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
@@ -67,8 +68,11 @@ func newPartWriter(dir string, discard bool) (*partWriter, error) {
 	return p, nil
 }
 
-// Write appends one record as a line of NDJSON.
+// Write appends one record as a line of NDJSON, with its error
+// fingerprint (what `group --by error` counts by), so query engines can
+// group by it without dlqctl's normalisation.
 func (p *partWriter) Write(rec *queue.Record) error {
+	rec.ErrorFingerprint = inspect.ErrorFingerprint(rec)
 	if err := p.enc.Encode(rec); err != nil {
 		return err
 	}

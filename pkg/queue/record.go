@@ -1,9 +1,11 @@
 package queue
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +42,77 @@ type Record struct {
 	Class   string  `json:"class,omitempty"`
 	Action  string  `json:"action,omitempty"`
 	Rule    string  `json:"rule,omitempty"`
+	// ErrorFingerprint is the normalised failure (what `group --by error`
+	// counts by; "(no failure context)" when there is none). Archives
+	// write it on every record so query engines can group by it; other
+	// outputs omit it.
+	ErrorFingerprint string `json:"error_fingerprint,omitempty"`
+}
+
+// TimeFormat is the one format of every timestamp dlqctl writes in a
+// record: UTC, RFC 3339 with exactly three fractional digits (SQS
+// timestamps are milliseconds), e.g. "2026-11-30T03:15:00.000Z". A fixed
+// width keeps query engines' timestamp parsers (Athena's
+// from_iso8601_timestamp, DuckDB's TIMESTAMPTZ) on one pattern. Readers
+// accept any RFC 3339 time, so records written before are read as well.
+const TimeFormat = "2006-01-02T15:04:05.000Z"
+
+// recordTime renders a timestamp in TimeFormat ("" for the zero time,
+// which omitzero leaves out).
+type recordTime time.Time
+
+func (t recordTime) IsZero() bool { return time.Time(t).IsZero() }
+
+func (t recordTime) MarshalJSON() ([]byte, error) {
+	u := time.Time(t).UTC()
+	if y := u.Year(); y < 0 || y > 9999 {
+		// Only a hand-written time at the edge of RFC 3339's four-digit
+		// years leaves them when moved to UTC: keep it as it was read.
+		return time.Time(t).MarshalJSON()
+	}
+	return []byte(`"` + u.Format(TimeFormat) + `"`), nil
+}
+
+// MarshalJSON writes the record with its stable shapes: every timestamp in
+// TimeFormat and attributes always an object ({} when there are none), so
+// a JSON reader sees one type per field in every record.
+func (r Record) MarshalJSON() ([]byte, error) {
+	type plain Record // no methods: no recursion
+	attrs := r.Attributes
+	if attrs == nil {
+		attrs = map[string]Attribute{}
+	}
+	var mk *markerJSON
+	if r.Redrive != nil {
+		mk = &markerJSON{RunID: r.Redrive.RunID, OriginalID: r.Redrive.OriginalID, Count: r.Redrive.Count, At: recordTime(r.Redrive.At)}
+	}
+	return marshalNoEscape(struct {
+		plain
+		Attributes map[string]Attribute `json:"attributes"`
+		ExpiresAt  recordTime           `json:"expires_at,omitzero"`
+		Redrive    *markerJSON          `json:"redrive,omitempty"`
+	}{plain(r), attrs, recordTime(r.ExpiresAt), mk})
+}
+
+// markerJSON is Marker as written in a record (the marker attribute itself
+// keeps Marker's own encoding).
+type markerJSON struct {
+	RunID      string     `json:"run"`
+	OriginalID string     `json:"orig"`
+	Count      int        `json:"n"`
+	At         recordTime `json:"at"`
+}
+
+// marshalNoEscape is json.Marshal without HTML escaping (<, >, & stay as
+// they are in bodies and reasons, as the record encoders write them).
+func marshalNoEscape(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // Attribute is one message attribute. Type is the full SQS DataType
@@ -63,6 +136,16 @@ type System struct {
 	MessageGroupID  string    `json:"message_group_id,omitempty"`
 	DeduplicationID string    `json:"deduplication_id,omitempty"`
 	SequenceNumber  string    `json:"sequence_number,omitempty"`
+}
+
+// MarshalJSON writes the system attributes with timestamps in TimeFormat.
+func (s System) MarshalJSON() ([]byte, error) {
+	type plain System
+	return marshalNoEscape(struct {
+		plain
+		SentAt          recordTime `json:"sent_at,omitzero"`
+		FirstReceivedAt recordTime `json:"first_received_at,omitzero"`
+	}{plain(s), recordTime(s.SentAt), recordTime(s.FirstReceivedAt)})
 }
 
 // Envelope is the decoded retry envelope of a body (eventId, eventType, …).

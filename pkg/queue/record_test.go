@@ -2,7 +2,9 @@ package queue
 
 import (
 	"encoding/json"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,4 +75,73 @@ func TestNameFromARN(t *testing.T) {
 	if NameFromARN("arn:aws:sqs:us-east-1:123:orders.fifo") != "orders.fifo" || NameFromARN("nope") != "" {
 		t.Fatal("NameFromARN")
 	}
+}
+
+// TestRecordJSONHasOneShapePerField pins what query engines rely on (the
+// archive record contract in docs/archive.md): every timestamp in one
+// fixed-width UTC format, attributes always an object, the same JSON type
+// for a field in every record, HTML characters unescaped — and that records
+// written before (other RFC 3339 precisions, null attributes) still read.
+func TestRecordJSONHasOneShapePerField(t *testing.T) {
+	sent := time.Date(2026, 11, 30, 3, 15, 0, 0, time.UTC)
+	recs := []Record{
+		{MessageID: "a", Body: "<b>&</b>", System: System{ReceiveCount: 1, SentAt: sent, FirstReceivedAt: sent.Add(1500 * time.Millisecond)}, ExpiresAt: sent.Add(time.Hour)},
+		{MessageID: "b", Body: "x", Attributes: map[string]Attribute{"n": {Type: "Number", Value: "4"}}, System: System{SentAt: sent.Add(123456789 * time.Nanosecond)},
+			Redrive: &Marker{RunID: "r", OriginalID: "a", Count: 1, At: sent}},
+	}
+	timeRe := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
+	for _, r := range recs {
+		// As sample -o json/ndjson and archive parts write records.
+		b, err := marshalNoEscape(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := m["attributes"].(map[string]any); !ok {
+			t.Errorf("%s: attributes is %T, want an object: %s", r.MessageID, m["attributes"], b)
+		}
+		sys := m["system"].(map[string]any)
+		for _, v := range []any{sys["sent_at"], sys["first_received_at"], m["expires_at"]} {
+			if v != nil && !timeRe.MatchString(v.(string)) {
+				t.Errorf("%s: timestamp %q is not in %s", r.MessageID, v, TimeFormat)
+			}
+		}
+		if rd, ok := m["redrive"].(map[string]any); ok && !timeRe.MatchString(rd["at"].(string)) {
+			t.Errorf("%s: redrive.at %q is not in %s", r.MessageID, rd["at"], TimeFormat)
+		}
+		if _, ok := sys["receive_count"].(float64); !ok {
+			t.Errorf("%s: receive_count is %T, want a number", r.MessageID, sys["receive_count"])
+		}
+		if strings.Contains(string(b), `\u003c`) {
+			t.Errorf("%s: HTML characters escaped in %s", r.MessageID, b)
+		}
+		var back Record
+		if err := json.Unmarshal(b, &back); err != nil || !back.System.SentAt.Equal(r.System.SentAt.Truncate(time.Millisecond)) || back.Body != r.Body {
+			t.Errorf("%s: round trip %+v err %v", r.MessageID, back, err)
+		}
+	}
+	if got := string(mustJSON(t, recs[0].System)); !strings.Contains(got, `"sent_at":"2026-11-30T03:15:00.000Z"`) || !strings.Contains(got, `"first_received_at":"2026-11-30T03:15:01.500Z"`) {
+		t.Errorf("system JSON %s", got)
+	}
+	// Records written by earlier versions: any RFC 3339 precision, null
+	// attributes.
+	var old Record
+	if err := json.Unmarshal([]byte(`{"message_id":"o","body":"x","attributes":null,"system":{"receive_count":2,"sent_at":"2026-11-30T03:15:00Z"},"expires_at":"2026-12-14T03:15:00.123456Z"}`), &old); err != nil || !old.System.SentAt.Equal(sent) || old.ExpiresAt.Nanosecond() != 123456000 {
+		t.Fatalf("old record: %+v %v", old, err)
+	}
+	if b := mustJSON(t, old); !strings.Contains(string(b), `"attributes":{}`) || !strings.Contains(string(b), `"expires_at":"2026-12-14T03:15:00.123Z"`) {
+		t.Errorf("old record re-written: %s", b)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
