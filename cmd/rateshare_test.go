@@ -1,0 +1,144 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/dlqctl/dlqctl/internal/seed"
+	"github.com/dlqctl/dlqctl/internal/testenv"
+	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/redrive"
+)
+
+// TestRateShareDividesTheBudget: --rate-share 2/4 with --rate 100 paces the
+// process at 25/s; with --ramp every step is divided; the share is kept
+// in the options the journal stores (a resume paces the same).
+func TestRateShareDividesTheBudget(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		rate     float64
+		ramp     string
+		shareStr string
+	}{
+		{[]string{"--rate", "100", "--rate-share", "2/4"}, 25, "[]", "2/4"},
+		{[]string{"--ramp", "8,40,200", "--rate-share", "1/4"}, 0, "[2 10 50]", "1/4"},
+		{[]string{"--rate", "100"}, 100, "[]", ""},
+		{[]string{"--rate", "100", "--rate-share", "1/1"}, 100, "[]", ""},
+	} {
+		var got *RedriveOptions
+		f := &Factory{IO: output.Test(nil, io.Discard, io.Discard, false)}
+		c := NewCmdRedrive(f, func(_ context.Context, o *RedriveOptions) error { got = o; return nil })
+		c.SetArgs(append([]string{"orders-dlq"}, tc.args...))
+		if err := c.Execute(); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		var mo redrive.Options
+		got.PaceFlags.apply(&mo)
+		if mo.Rate != tc.rate || fmt.Sprint(mo.Ramp) != tc.ramp || mo.Share.String() != tc.shareStr {
+			t.Errorf("%v: rate %g, ramp %v, share %q; want %g, %s, %q", tc.args, mo.Rate, mo.Ramp, mo.Share, tc.rate, tc.ramp, tc.shareStr)
+		}
+		// What the journal stores, read back as `redrive resume` does.
+		raw, _ := json.Marshal(got)
+		var back RedriveOptions
+		if err := json.Unmarshal(raw, &back); err != nil {
+			t.Fatal(err)
+		}
+		var mb redrive.Options
+		back.PaceFlags.apply(&mb)
+		if mb.Rate != mo.Rate || fmt.Sprint(mb.Ramp) != fmt.Sprint(mo.Ramp) || mb.Share != mo.Share {
+			t.Errorf("%v: resumed from the journal the pace is %g %v %q, want %g %v %q", tc.args, mb.Rate, mb.Ramp, mb.Share, mo.Rate, mo.Ramp, mo.Share)
+		}
+	}
+}
+
+// TestRateShareBadValuesExitTwo: a malformed --rate-share, or one combined
+// with what cannot be shared, is refused with one sentence and exit 2 by
+// redrive, restore and archive, before anything is touched.
+func TestRateShareBadValuesExitTwo(t *testing.T) {
+	env := testenv.Require(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"redrive", "whatever-dlq", "--rate-share", "0/4"}, "1 ≤ I ≤ N"},
+		{[]string{"redrive", "whatever-dlq", "--rate-share", "5/4"}, "1 ≤ I ≤ N"},
+		{[]string{"redrive", "whatever-dlq", "--rate-share", "4"}, "use I/N"},
+		{[]string{"redrive", "whatever-dlq", "--rate-share", "a/b"}, "use I/N"},
+		{[]string{"redrive", "whatever-dlq", "--rate-share", "1/0"}, "use I/N"},
+		{[]string{"redrive", "whatever-dlq", "--rate-share", "1/100000"}, "N ≤ 1000"},
+		{[]string{"redrive", "whatever-dlq", "--rate-share", "1/2", "--canary", "5"}, "--canary and --rate-share"},
+		{[]string{"redrive", "whatever-dlq", "--rate-share", "1/2", "--engine", "native"}, "--rate-share"},
+		{[]string{"restore", "s3://some-bucket/p/_manifest.json", "--to", "q", "--rate-share", "3/2"}, "1 ≤ I ≤ N"},
+		{[]string{"archive", "whatever-dlq", "--to", "s3://some-bucket/p", "--rate-share", "x"}, "use I/N"},
+	} {
+		r := runCLI(t, env, "", append(tc.args, "--yes", "--state-dir", t.TempDir())...)
+		if r.Code != 2 || !strings.Contains(r.Stderr, tc.want) || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line mentioning %q", tc.args, r.Code, r.Stderr, tc.want)
+		}
+	}
+}
+
+// TestSharedRestoreSplitsTheArchive: an archive is not a queue — nobody
+// hands a record to one process only — so --rate-share I/N on a restore
+// takes the I-th share of the records. Two processes restoring the same
+// archive send every message exactly once between them, each journal and
+// summary holding only its share, the rest skipped as the other's.
+func TestSharedRestoreSplitsTheArchive(t *testing.T) {
+	env := testenv.Require(t)
+	c := env.SQS(t)
+	const n = 300
+	dlq, _ := createQueue(t, c, testenv.UniqueName(t, "rsh"), nil)
+	destName := testenv.UniqueName(t, "rshd")
+	dest, _ := createQueue(t, c, destName, nil)
+	if err := seed.FillDLQ(t.Context(), c, dlq, n, peerBody); err != nil {
+		t.Fatal(err)
+	}
+	bucket := strings.ToLower(strings.ReplaceAll(testenv.UniqueName(t, "rsh"), "_", "-"))
+	if _, err := env.S3(t).CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, env, "", "archive", dlq, "--to", "s3://"+bucket+"/a", "--yes", "-o", "json")
+	var as ArchiveSummary
+	if err := json.Unmarshal([]byte(r.Stdout), &as); r.Code != 0 || err != nil || as.Manifest == "" {
+		t.Fatalf("archive: exit %d, %v\n%s", r.Code, err, r.Stderr)
+	}
+	moved, skipped := 0, 0
+	for i := 1; i <= 2; i++ {
+		r := runCLI(t, env, "", "restore", as.Manifest, "--to", destName, "--rate-share", fmt.Sprintf("%d/2", i), "--yes", "-o", "json", "--state-dir", t.TempDir())
+		if r.Code != 0 {
+			t.Fatalf("restore %d/2: exit %d\n%s", i, r.Code, r.Stderr)
+		}
+		var s struct {
+			Moved   int            `json:"moved"`
+			Skipped map[string]int `json:"skipped"`
+			Share   string         `json:"rate_share"`
+		}
+		if err := json.Unmarshal([]byte(r.Stdout), &s); err != nil {
+			t.Fatal(err)
+		}
+		if s.Share != fmt.Sprintf("%d/2", i) || s.Moved == 0 || s.Moved == n || s.Moved+s.Skipped[redrive.SkipOtherShare] != n {
+			t.Fatalf("restore %d/2: share %q, sent %d, skipped %v; want a part of %d, the rest skipped as the other's", i, s.Share, s.Moved, s.Skipped, n)
+		}
+		moved += s.Moved
+		skipped += s.Skipped[redrive.SkipOtherShare]
+	}
+	if moved != n || skipped != n {
+		t.Fatalf("the two restores sent %d and skipped %d as the other's; want %d each", moved, skipped, n)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if v, _ := queueDepth(t, c, dest); v == n || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	checkExactlyOnce(t, drainBodies(t, c, dest), n, 0)
+}
