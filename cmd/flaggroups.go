@@ -147,12 +147,16 @@ type CanaryFlags struct {
 	VerifyFor   time.Duration `json:"verify_for,omitempty"`
 	VerifyDrain bool          `json:"verify_drain,omitempty"`
 	VerifyPoll  time.Duration `json:"verify_poll,omitempty"`
+	// verifySet: --verify-for was given (else the window is derived from
+	// the destination's redrive policy, see canaryWindow).
+	verifySet func() bool
 }
 
 // AddFlags registers the canary flags; what says what a canary does.
 func (c *CanaryFlags) AddFlags(fl *pflag.FlagSet, what string) {
 	fl.IntVar(&c.Canary, "canary", 0, what)
-	fl.DurationVar(&c.VerifyFor, "verify-for", 2*time.Minute, "how long a canary is watched")
+	fl.DurationVar(&c.VerifyFor, "verify-for", 2*time.Minute, "how long a canary is watched (default: maxReceiveCount × the destination's visibility timeout + 30s, the time a poison message needs to come back; 2m when the destination has no redrive policy)")
+	c.verifySet = func() bool { return fl.Changed("verify-for") }
 	fl.BoolVar(&c.VerifyDrain, "verify-drain", false, "a canary passes only if the destination also consumed it")
 	fl.DurationVar(&c.VerifyPoll, "verify-poll", 5*time.Second, "how often a canary checks the DLQ depth")
 }

@@ -87,7 +87,11 @@ estimated duration at --rate / --ramp.
 
 --canary N moves N matching messages, then watches the DLQ for --verify-for:
 it passes (exit 0) when none came back, fails (exit 3) when some did. With
---verify-drain the destination must also have consumed them.
+--verify-drain the destination must also have consumed them. Without
+--verify-for the watch lasts as long as a message that always fails needs to
+be dead-lettered again: maxReceiveCount × the destination's visibility
+timeout, + 30 s (2m when the destination has no redrive policy); a shorter
+--verify-for is warned about, since its PASS proves less.
 
 --rate R sends at most R messages per second (a batch of 10 takes 10
 tokens); --ramp R1,R2,... steps the rate every --ramp-every while the guards
@@ -342,10 +346,11 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 	}
 	opts.PaceFlags.apply(&spec.Move)
 	if opts.Canary > 0 {
+		window := opts.CanaryFlags.canaryWindow(f, candidates, dlq)
 		spec.Canary = &redrive.CanarySpec{Watch: dlq, Dests: candidates, Baseline: redrive.Depths(candidates...),
-			Verify: redrive.VerifyOptions{For: opts.VerifyFor, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: opts.Visibility},
+			Verify: redrive.VerifyOptions{For: window, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: opts.Visibility},
 			OnStart: func(moved int) {
-				f.IO.Infof("canary: moved %d message(s); watching %s for %s", moved, dlq.Name, opts.VerifyFor)
+				f.IO.Infof("canary: moved %d message(s); watching %s for %s", moved, dlq.Name, window)
 			}}
 	}
 	out, err := redrive.Execute(ctx, c, spec)

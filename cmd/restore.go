@@ -221,10 +221,11 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	}
 	opts.PaceFlags.apply(&spec.Move) // this process's share of --rate/--ramp (--rate-share)
 	if opts.Canary > 0 {
+		window := opts.CanaryFlags.canaryWindow(f, []*queue.Queue{dest}, destDLQ)
 		spec.Canary = &redrive.CanarySpec{Watch: destDLQ, Dests: []*queue.Queue{dest}, Baseline: redrive.Depths(dest),
-			Verify: redrive.VerifyOptions{For: opts.VerifyFor, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: 30 * time.Second},
+			Verify: redrive.VerifyOptions{For: window, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: 30 * time.Second},
 			OnStart: func(moved int) {
-				f.IO.Infof("canary: sent %d message(s); watching %s for %s", moved, destDLQ.Name, opts.VerifyFor)
+				f.IO.Infof("canary: sent %d message(s); watching %s for %s", moved, destDLQ.Name, window)
 			}}
 	}
 	out, err := redrive.Execute(ctx, c, spec)
