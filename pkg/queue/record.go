@@ -75,23 +75,44 @@ func (t recordTime) MarshalJSON() ([]byte, error) {
 
 // MarshalJSON writes the record with its stable shapes: every timestamp in
 // TimeFormat and attributes always an object ({} when there are none), so
-// a JSON reader sees one type per field in every record.
+// a JSON reader sees one type per field in every record. Fields keep the
+// order of Record.
 func (r Record) MarshalJSON() ([]byte, error) {
-	type plain Record // no methods: no recursion
-	attrs := r.Attributes
-	if attrs == nil {
-		attrs = map[string]Attribute{}
+	out := recordJSON{
+		MessageID: r.MessageID, Queue: r.Queue, Body: r.Body, BodySHA256: r.BodySHA256, SizeBytes: r.SizeBytes,
+		Attributes: r.Attributes, System: r.System, AgeSeconds: r.AgeSeconds, ExpiresAt: recordTime(r.ExpiresAt),
+		Envelope: r.Envelope, Failure: r.Failure, Payload: r.Payload,
+		Class: r.Class, Action: r.Action, Rule: r.Rule, ErrorFingerprint: r.ErrorFingerprint,
 	}
-	var mk *markerJSON
-	if r.Redrive != nil {
-		mk = &markerJSON{RunID: r.Redrive.RunID, OriginalID: r.Redrive.OriginalID, Count: r.Redrive.Count, At: recordTime(r.Redrive.At)}
+	if out.Attributes == nil {
+		out.Attributes = map[string]Attribute{}
 	}
-	return marshalNoEscape(struct {
-		plain
-		Attributes map[string]Attribute `json:"attributes"`
-		ExpiresAt  recordTime           `json:"expires_at,omitzero"`
-		Redrive    *markerJSON          `json:"redrive,omitempty"`
-	}{plain(r), attrs, recordTime(r.ExpiresAt), mk})
+	if m := r.Redrive; m != nil {
+		out.Redrive = &markerJSON{RunID: m.RunID, OriginalID: m.OriginalID, Count: m.Count, At: recordTime(m.At)}
+	}
+	return marshalNoEscape(out)
+}
+
+// recordJSON is Record as written (TestRecordJSONMirrorsRecord keeps the
+// two in step: same fields, same JSON names, same order).
+type recordJSON struct {
+	MessageID        string               `json:"message_id"`
+	Queue            string               `json:"queue"`
+	Body             string               `json:"body"`
+	BodySHA256       string               `json:"body_sha256"`
+	SizeBytes        int                  `json:"size_bytes"`
+	Attributes       map[string]Attribute `json:"attributes"`
+	System           System               `json:"system"`
+	AgeSeconds       int64                `json:"age_seconds"`
+	ExpiresAt        recordTime           `json:"expires_at,omitzero"`
+	Envelope         *Envelope            `json:"envelope,omitempty"`
+	Failure          *Failure             `json:"failure,omitempty"`
+	Payload          any                  `json:"payload,omitempty"`
+	Redrive          *markerJSON          `json:"redrive,omitempty"`
+	Class            string               `json:"class,omitempty"`
+	Action           string               `json:"action,omitempty"`
+	Rule             string               `json:"rule,omitempty"`
+	ErrorFingerprint string               `json:"error_fingerprint,omitempty"`
 }
 
 // markerJSON is Marker as written in a record (the marker attribute itself
@@ -138,14 +159,24 @@ type System struct {
 	SequenceNumber  string    `json:"sequence_number,omitempty"`
 }
 
-// MarshalJSON writes the system attributes with timestamps in TimeFormat.
+// MarshalJSON writes the system attributes with timestamps in TimeFormat,
+// in the order of System.
 func (s System) MarshalJSON() ([]byte, error) {
-	type plain System
-	return marshalNoEscape(struct {
-		plain
-		SentAt          recordTime `json:"sent_at,omitzero"`
-		FirstReceivedAt recordTime `json:"first_received_at,omitzero"`
-	}{plain(s), recordTime(s.SentAt), recordTime(s.FirstReceivedAt)})
+	return marshalNoEscape(systemJSON{
+		ReceiveCount: s.ReceiveCount, SentAt: recordTime(s.SentAt), FirstReceivedAt: recordTime(s.FirstReceivedAt),
+		SourceQueueARN: s.SourceQueueARN, MessageGroupID: s.MessageGroupID, DeduplicationID: s.DeduplicationID, SequenceNumber: s.SequenceNumber,
+	})
+}
+
+// systemJSON is System as written (kept in step by TestRecordJSONMirrorsRecord).
+type systemJSON struct {
+	ReceiveCount    int        `json:"receive_count"`
+	SentAt          recordTime `json:"sent_at,omitzero"`
+	FirstReceivedAt recordTime `json:"first_received_at,omitzero"`
+	SourceQueueARN  string     `json:"source_queue_arn,omitempty"`
+	MessageGroupID  string     `json:"message_group_id,omitempty"`
+	DeduplicationID string     `json:"deduplication_id,omitempty"`
+	SequenceNumber  string     `json:"sequence_number,omitempty"`
 }
 
 // Envelope is the decoded retry envelope of a body (eventId, eventType, …).

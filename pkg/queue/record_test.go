@@ -2,7 +2,9 @@ package queue
 
 import (
 	"encoding/json"
+	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -144,4 +146,25 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestRecordJSONMirrorsRecord: the types Record and System are written
+// through must have every field of them, with the same JSON name, in the
+// same order — a field added to Record but not to recordJSON would silently
+// disappear from every record dlqctl writes.
+func TestRecordJSONMirrorsRecord(t *testing.T) {
+	for _, pair := range [][2]reflect.Type{{reflect.TypeOf(Record{}), reflect.TypeOf(recordJSON{})}, {reflect.TypeOf(System{}), reflect.TypeOf(systemJSON{})}} {
+		var a, b []string
+		for i := range pair[0].NumField() {
+			if tag := pair[0].Field(i).Tag.Get("json"); tag != "-" {
+				a = append(a, pair[0].Field(i).Name+" "+strings.Split(tag, ",")[0])
+			}
+		}
+		for i := range pair[1].NumField() {
+			b = append(b, pair[1].Field(i).Name+" "+strings.Split(pair[1].Field(i).Tag.Get("json"), ",")[0])
+		}
+		if !slices.Equal(a, b) {
+			t.Errorf("%s fields %v\n%s fields %v", pair[0].Name(), a, pair[1].Name(), b)
+		}
+	}
 }
