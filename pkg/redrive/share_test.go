@@ -1,0 +1,133 @@
+package redrive_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/dlqctl/dlqctl/internal/sqsfake"
+	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/redrive"
+)
+
+// TestShareRateAndRamp: the I-th of N paces itself at 1/N of the budget.
+func TestShareRateAndRamp(t *testing.T) {
+	sh := redrive.Share{I: 3, N: 4}
+	if sh.Rate(100) != 25 || sh.Rate(0) != 0 || fmt.Sprint(sh.Ramp([]float64{4, 40, 400})) != "[1 10 100]" || sh.String() != "3/4" {
+		t.Fatalf("share %s: rate %g, ramp %v", sh, sh.Rate(100), sh.Ramp([]float64{4, 40, 400}))
+	}
+	alone := redrive.Share{}
+	if alone.Rate(100) != 100 || alone.Shared() || alone.String() != "" || (redrive.Share{I: 1, N: 1}).Shared() {
+		t.Fatal("a run alone must keep the whole budget")
+	}
+}
+
+// TestShareSplitsAnArchive: every record falls into exactly one of the N
+// shares, each share gets a fair part, and a FIFO group stays whole (one
+// process sends it, in archive order).
+func TestShareSplitsAnArchive(t *testing.T) {
+	const n, N = 4000, 4
+	per := make([]int, N)
+	for k := range n {
+		r := &queue.Record{MessageID: fmt.Sprintf("0c5c1f2e-%08d", k)}
+		owners := 0
+		for i := 1; i <= N; i++ {
+			if (redrive.Share{I: i, N: N}).Mine(r) {
+				owners++
+				per[i-1]++
+			}
+		}
+		if owners != 1 {
+			t.Fatalf("%s falls into %d shares", r.MessageID, owners)
+		}
+	}
+	for i, c := range per {
+		if c < n/N*8/10 || c > n/N*12/10 {
+			t.Fatalf("share %d/%d holds %d of %d records: %v", i+1, N, c, n, per)
+		}
+	}
+	for g := range 50 {
+		var owner int
+		for k := range 20 {
+			r := &queue.Record{MessageID: fmt.Sprintf("m-%d-%d", g, k), System: queue.System{MessageGroupID: fmt.Sprintf("tenant-%d", g)}}
+			for i := 1; i <= N; i++ {
+				if (redrive.Share{I: i, N: N}).Mine(r) {
+					if k > 0 && owner != i {
+						t.Fatalf("group tenant-%d is split between shares %d and %d", g, owner, i)
+					}
+					owner = i
+				}
+			}
+		}
+	}
+}
+
+// TestSharedRunCountsPeersReturns: a DLQ holds 20 messages, 5 of them
+// moved a moment ago by a peer of the run (another run id) and back, one
+// moved an hour ago by an earlier run. A process of a shared run keeps the
+// peers' 5 as returned during this redrive (it does not move them again,
+// and its returns guard counts them: each peer sees about 1/N of the
+// returns); the old one and the rest it moves. The same run alone moves
+// all 20: only its own run's markers are its returns.
+func TestSharedRunCountsPeersReturns(t *testing.T) {
+	for _, share := range []redrive.Share{{I: 1, N: 2}, {}} {
+		t.Run("share="+share.String(), func(t *testing.T) {
+			f := sqsfake.New(sqsfake.Options{})
+			c := queue.New(f, "us-east-1")
+			c.CountsIncludeInFlight = false
+			dlqURL := f.AddQueue("orders-dlq", false, nil)
+			destURL := f.AddQueue("orders", false, nil)
+			marker := func(run string, at time.Time) map[string]types.MessageAttributeValue {
+				b, _ := json.Marshal(queue.Marker{RunID: run, OriginalID: "orig", Count: 1, At: at.UTC().Truncate(time.Second)})
+				return map[string]types.MessageAttributeValue{queue.MarkerAttribute: {DataType: aws.String("String"), StringValue: aws.String(string(b))}}
+			}
+			var msgs []sqsfake.Message
+			for i := range 20 {
+				m := sqsfake.Message{ID: fmt.Sprintf("id-%02d", i), Body: fmt.Sprintf(`{"n":%d}`, i)}
+				switch {
+				case i < 5:
+					m.Attributes = marker("20261201T050000-peer01", time.Now())
+				case i == 5:
+					m.Attributes = marker("20261201T030000-old001", time.Now().Add(-time.Hour))
+				}
+				msgs = append(msgs, m)
+			}
+			f.Send(dlqURL, msgs...)
+			ctx := context.Background()
+			dlq, err := c.Resolve(ctx, dlqURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dest, err := c.Resolve(ctx, destURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j, err := redrive.CreateJournal(t.TempDir(), redrive.RunMeta{ID: redrive.NewRunID(time.Now()), Kind: "redrive", Source: dlq.ARN, Created: time.Now()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			src := redrive.NewUnselectedQueueSource(c, dlq, 30*time.Second, time.Second)
+			res, err := redrive.Run(ctx, src, redrive.Options{Client: c, Journal: j, Router: redrive.ToQueue(dest), Share: share, Concurrency: 2})
+			_ = src.Close(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if share.Shared() {
+				if res.Moved != 15 || res.Returned != 5 || res.Skipped[redrive.SkipReturned] != 5 || res.Share != "1/2" {
+					t.Fatalf("shared run: moved %d, returned %d, skipped %v; want 15 moved and the peer's 5 kept as returns", res.Moved, res.Returned, res.Skipped)
+				}
+			} else if res.Moved != 20 || res.Returned != 0 {
+				t.Fatalf("single run: moved %d, returned %d; want all 20 moved", res.Moved, res.Returned)
+			}
+			if got := f.Counts(destURL).Visible; got != res.Moved {
+				t.Fatalf("destination holds %d, moved %d", got, res.Moved)
+			}
+		})
+	}
+}
