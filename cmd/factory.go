@@ -109,6 +109,20 @@ func (f *Factory) AWSConfig(ctx context.Context) (aws.Config, error) {
 		}
 		if f.cfg.Region == "" {
 			f.cfgErr = errs.BadInputf("no AWS region configured; pass --region or set AWS_REGION")
+			return
+		}
+		// Get the credentials now (the SDK caches them for every client):
+		// a failure here is told as what it is — none configured, an
+		// expired SSO session, a refused AssumeRole, an unreachable IMDS —
+		// instead of surfacing inside the first API call.
+		if f.cfg.Credentials != nil {
+			if _, err := f.cfg.Credentials.Retrieve(ctx); err != nil {
+				if ctx.Err() != nil {
+					f.cfgErr = ctx.Err()
+				} else {
+					f.cfgErr = credentialError(err, profileInUse(f.Opts.Profile))
+				}
+			}
 		}
 	})
 	return f.cfg, f.cfgErr

@@ -260,6 +260,8 @@ func WrapAWSError(err error) error {
 	case strings.Contains(msg, "failed to retrieve credentials"), strings.Contains(msg, "no EC2 IMDS role found"),
 		strings.Contains(msg, "static credentials are empty"), strings.Contains(msg, "AnonymousCredentials"):
 		return errs.BadInputf("no AWS credentials found; set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE or pass --profile")
+	case strings.Contains(msg, "ExpiredToken"), strings.Contains(msg, "RequestExpired") && strings.Contains(msg, "token"):
+		return errs.BadInputf("the AWS session credentials have expired (%s); refresh them (`aws sso login`, assume the role again, or new AWS_SESSION_TOKEN) and re-run", firstLine(msg))
 	case strings.Contains(msg, "InvalidClientTokenId"), strings.Contains(msg, "UnrecognizedClientException"), strings.Contains(msg, "SignatureDoesNotMatch"):
 		return errs.BadInputf("AWS rejected the credentials (%s); check --profile or the AWS_* credential variables", firstLine(msg))
 	case strings.Contains(msg, "Invalid region"), strings.Contains(msg, "could not resolve endpoint"):
@@ -268,10 +270,51 @@ func WrapAWSError(err error) error {
 		return errs.BadInputf("cannot reach the SQS endpoint (%s); check --endpoint-url / AWS_ENDPOINT_URL_SQS and your network", firstLine(msg))
 	}
 	var ae smithy.APIError
-	if errors.As(err, &ae) && ae.ErrorCode() == "AccessDenied" {
-		return errs.BadInputf("access denied: %s; the credentials in use lack the SQS permission named above", ScrubReceiptHandles(ae.ErrorMessage()))
+	if errors.As(err, &ae) {
+		switch code := ae.ErrorCode(); {
+		case code == "AccessDenied" || code == "AccessDeniedException":
+			return accessDenied(err, ae)
+		case strings.HasPrefix(code, "KMS.") || code == "KmsAccessDenied":
+			return errs.BadInputf("the queue is encrypted with a KMS key these credentials may not use (%s: %s); grant kms:GenerateDataKey (to send) and kms:Decrypt (to receive) on that key — see docs/iam.md", code, firstLine(ScrubReceiptHandles(ae.ErrorMessage())))
+		}
 	}
 	return err
+}
+
+// notAuthorized reads the action and resource out of AWS's AccessDenied
+// text ("User: … is not authorized to perform: sqs:receivemessage on
+// resource: arn:aws:sqs:…:orders-dlq because …").
+var notAuthorized = regexp.MustCompile(`(?i)perform:\s*([a-z0-9-]+:[A-Za-z0-9*]+)\s+on resource:\s*(\S+)`)
+
+// accessDenied names the IAM action that was refused (from the operation:
+// batch calls are authorized as their single-message action, and AWS's
+// text spells actions in lower case) and the resource, and points to
+// docs/iam.md.
+func accessDenied(err error, ae smithy.APIError) error {
+	msg := ScrubReceiptHandles(ae.ErrorMessage())
+	action, resource := "", "the queue"
+	if m := notAuthorized.FindStringSubmatch(msg); m != nil {
+		action, resource = m[1], strings.TrimRight(m[2], ".,;")
+	}
+	var op *smithy.OperationError
+	if errors.As(err, &op) && op.OperationName != "" {
+		action = IAMAction(op.ServiceID, op.OperationName)
+	}
+	if action == "" {
+		action = "the SQS action"
+	}
+	return errs.BadInputf("access denied: the credentials in use may not call %s on %s (AWS: %s); grant it to the role or user — docs/iam.md lists the actions each command needs", action, resource, firstLine(msg))
+}
+
+// IAMAction is the IAM action that authorizes an API operation of an AWS
+// service: "sqs:DeleteMessage" for SQS DeleteMessageBatch (batch calls are
+// authorized as their single-message action).
+func IAMAction(serviceID, operation string) string {
+	prefix := strings.ToLower(strings.ReplaceAll(serviceID, " ", ""))
+	if prefix == "sqs" {
+		operation = strings.TrimSuffix(operation, "Batch")
+	}
+	return prefix + ":" + operation
 }
 
 // ScrubbedHandle replaces receipt handles in error texts.
