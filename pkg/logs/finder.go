@@ -69,6 +69,8 @@ type Options struct {
 	Cache *Cache
 	// OnProgress is called after every call with the totals so far.
 	OnProgress func(Stats)
+	// PageLimit caps the events per page (default: the API's 10,000).
+	PageLimit int32
 }
 
 // Stats count what a finder did.
@@ -145,23 +147,38 @@ func (f *Finder) Lookup(ctx context.Context, reqs []Request) (map[string]*queue.
 		byID[r.MessageID] = r
 		ids[i] = r.MessageID
 	}
+	// First every batch of ids, then — across all of them, so a batch of
+	// request ids is as full as a batch of message ids — the Lambda
+	// invocations to follow.
+	p := &followPass{follow: map[string][]string{}, group: map[string]string{}, mentions: map[string][]Event{}}
+	res := map[string]*queue.Failure{}
 	for _, batch := range Batches(ids, f.opt.Batch) {
-		res, err := f.lookupBatch(ctx, batch, byID)
-		if err != nil {
+		if err := f.lookupBatch(ctx, batch, byID, p, res); err != nil {
 			return out, err
 		}
-		for _, id := range batch {
-			fl := res[id]
-			out[id] = fl
-			if fl.HasContext() {
-				f.stats.Found++
-			}
-			if err := f.opt.Cache.put(id, fl); err != nil {
-				return out, err
-			}
+	}
+	if err := f.resolveFollows(ctx, p, ids, res); err != nil {
+		return out, err
+	}
+	for _, id := range ids {
+		fl := res[id]
+		out[id] = fl
+		if fl.HasContext() {
+			f.stats.Found++
+		}
+		if err := f.opt.Cache.put(id, fl); err != nil {
+			return out, err
 		}
 	}
 	return out, nil
+}
+
+// followPass collects the Lambda request ids to follow.
+type followPass struct {
+	follow   map[string][]string // request id -> message ids
+	group    map[string]string   // request id -> log group
+	mentions map[string][]Event  // message id -> its lines
+	from, to time.Time           // the processing lines' times
 }
 
 // window returns the union of the requests' windows.
@@ -178,7 +195,7 @@ func window(ids []string, byID map[string]Request) (from, to time.Time) {
 	return from, to
 }
 
-func (f *Finder) lookupBatch(ctx context.Context, batch []string, byID map[string]Request) (map[string]*queue.Failure, error) {
+func (f *Finder) lookupBatch(ctx context.Context, batch []string, byID map[string]Request, p *followPass, out map[string]*queue.Failure) error {
 	mentions := map[string][]Event{}
 	pending := slices.Clone(batch)
 	from, to := window(batch, byID)
@@ -188,7 +205,7 @@ func (f *Finder) lookupBatch(ctx context.Context, batch []string, byID map[strin
 		}
 		events, err := f.filter(ctx, g, Pattern(termsOf(pending)), from, to, "")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, e := range events {
 			for _, id := range pending {
@@ -199,12 +216,8 @@ func (f *Finder) lookupBatch(ctx context.Context, batch []string, byID map[strin
 		}
 		pending = slices.DeleteFunc(pending, func(id string) bool { return len(mentions[id]) > 0 })
 	}
-	out := map[string]*queue.Failure{}
 	// Lambda: the id is only on a "processing record" line; follow its
-	// request id to the invocation's error lines.
-	follow := map[string][]string{} // request id -> message ids
-	followGroup := map[string]string{}
-	var followWin [2]time.Time
+	// request id to the invocation's error lines (resolveFollows).
 	for _, id := range batch {
 		evs := mentions[id]
 		if len(evs) == 0 {
@@ -224,15 +237,16 @@ func (f *Finder) lookupBatch(ctx context.Context, batch []string, byID map[strin
 		rid := ""
 		for _, e := range evs {
 			if rid = requestIDOf(e); rid != "" {
-				if len(follow[rid]) == 0 {
-					followGroup[rid] = e.Group
+				if len(p.follow[rid]) == 0 {
+					p.group[rid] = e.Group
 				}
-				follow[rid] = append(follow[rid], id)
-				if followWin[0].IsZero() || e.Timestamp.Before(followWin[0]) {
-					followWin[0] = e.Timestamp
+				p.follow[rid] = append(p.follow[rid], id)
+				p.mentions[id] = evs
+				if p.from.IsZero() || e.Timestamp.Before(p.from) {
+					p.from = e.Timestamp
 				}
-				if e.Timestamp.After(followWin[1]) {
-					followWin[1] = e.Timestamp
+				if e.Timestamp.After(p.to) {
+					p.to = e.Timestamp
 				}
 				break
 			}
@@ -241,32 +255,43 @@ func (f *Finder) lookupBatch(ctx context.Context, batch []string, byID map[strin
 			out[id] = f.none(NoErrorNote, evs)
 		}
 	}
-	if len(follow) == 0 {
-		return out, nil
+	return nil
+}
+
+// resolveFollows finds the invocations of the collected request ids and
+// gives each message its invocation's error lines.
+func (f *Finder) resolveFollows(ctx context.Context, p *followPass, ids []string, out map[string]*queue.Failure) error {
+	if len(p.follow) == 0 {
+		return nil
 	}
 	// The invocation began before its processing line (START) and ends at
 	// most LambdaMaxTimeout later (REPORT).
-	inv, err := f.invocations(ctx, follow, followGroup, followWin[0].Add(-LambdaMaxTimeout), followWin[1].Add(LambdaMaxTimeout+time.Minute))
+	inv, err := f.invocations(ctx, p.follow, p.group, p.from.Add(-LambdaMaxTimeout), p.to.Add(LambdaMaxTimeout+time.Minute))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	for rid, ids := range follow {
-		errEvs := inv[rid]
-		for _, id := range ids {
+	for rid, mids := range p.follow {
+		for _, id := range mids {
+			var errEvs []Event
+			for _, e := range inv[rid] {
+				if aboutOnly(e, id, ids) {
+					errEvs = append(errEvs, e)
+				}
+			}
 			if len(errEvs) == 0 {
-				out[id] = f.none(NoErrorNote, mentions[id])
+				out[id] = f.none(NoErrorNote, p.mentions[id])
 				continue
 			}
 			fl := extract(errEvs, rid)
 			// Show the line that ties the message to the invocation first.
-			fl.Source.Lines = append([]queue.LogLine{mentions[id][0].line()}, fl.Source.Lines...)
+			fl.Source.Lines = append([]queue.LogLine{p.mentions[id][0].line()}, fl.Source.Lines...)
 			if len(fl.Source.Lines) > maxUsedLines {
 				fl.Source.Lines = fl.Source.Lines[:maxUsedLines]
 			}
 			out[id] = fl
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // invocations returns the error events of each Lambda invocation: the
@@ -326,6 +351,25 @@ func (f *Finder) invocations(ctx context.Context, follow map[string][]string, gr
 	return out, nil
 }
 
+// aboutOnly reports whether an invocation's error event can be the
+// failure of message id: not when it names another record (a structured
+// line whose messageId is another id, or a line that mentions another of
+// the ids looked up) — with partial batch responses one record's error is
+// not another's.
+func aboutOnly(e Event, id string, ids []string) bool {
+	if obj := jsonObject(e.Message); obj != nil {
+		if other := str(obj, "messageId", "message_id", "MessageId", "messageID"); other != "" && other != id {
+			return false
+		}
+	}
+	for _, o := range ids {
+		if o != id && strings.Contains(e.Message, o) {
+			return false
+		}
+	}
+	return true
+}
+
 // hasCause reports whether error events say more than a REPORT status.
 func hasCause(evs []Event) bool {
 	for _, e := range evs {
@@ -365,6 +409,9 @@ func (f *Finder) filter(ctx context.Context, group, pattern string, from, to tim
 	}
 	if stream != "" {
 		in.LogStreamNames = []string{stream}
+	}
+	if f.opt.PageLimit > 0 {
+		in.Limit = aws.Int32(f.opt.PageLimit)
 	}
 	var out []Event
 	for page := 0; ; page++ {
