@@ -22,7 +22,9 @@ func logGroup(t testing.TB, api *cwl.Client) string {
 	if _, err := api.CreateLogGroup(context.Background(), &cwl.CreateLogGroupInput{LogGroupName: aws.String(g)}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = api.DeleteLogGroup(context.Background(), &cwl.DeleteLogGroupInput{LogGroupName: aws.String(g)}) })
+	t.Cleanup(func() {
+		_, _ = api.DeleteLogGroup(context.Background(), &cwl.DeleteLogGroupInput{LogGroupName: aws.String(g)})
+	})
 	return g
 }
 
