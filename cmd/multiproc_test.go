@@ -28,6 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/dlqctl/dlqctl/internal/faultproxy"
 	"github.com/dlqctl/dlqctl/internal/seed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
@@ -403,4 +404,32 @@ func TestFourArchiveProcessesShareOneDLQ(t *testing.T) {
 		got[rec.Body]++
 	}
 	checkExactlyOnce(t, got, n, 0)
+}
+
+// TestSharedRunWaitsForItsOwnLostReceives: a process of a shared run does
+// not wait for messages in flight at its peers — but when one of its own
+// receives reached SQS and lost its answer (the SDK retried it), the
+// messages in flight with nobody holding them may be its own: it waits for
+// them like a run alone and moves them. Alone on the DLQ here, it must move
+// everything and exit 0, not call the lost messages a peer's.
+func TestSharedRunWaitsForItsOwnLostReceives(t *testing.T) {
+	env := testenv.Require(t)
+	c := env.SQS(t)
+	const n = 1010
+	dlq, _ := createQueue(t, c, testenv.UniqueName(t, "plost"), nil)
+	dest, _ := createQueue(t, c, testenv.UniqueName(t, "plostd"), nil)
+	if err := seed.FillDLQ(t.Context(), c, dlq, n, peerBody); err != nil {
+		t.Fatal(err)
+	}
+	penv, p := proxied(t, env, faultproxy.LostReceives(9, 3))
+	r := runCLI(t, penv, "", "redrive", dlq, "--to", dest, "--yes", "--visibility", "5s", "--rate-share", "1/2", "-o", "json", "--state-dir", t.TempDir())
+	lost := p.Stats().LostReceivedMessages
+	if lost == 0 {
+		t.Fatal("the proxy lost no received message; the test proves nothing")
+	}
+	s := summaryOf(t, r)
+	if r.Code != 0 || s.Moved != n || s.InFlightAtPeers != 0 {
+		t.Fatalf("exit %d, moved %d of %d, in flight at peers %d (%d lost in receives); want all moved\n%s", r.Code, s.Moved, n, s.InFlightAtPeers, lost, r.Stderr)
+	}
+	checkExactlyOnce(t, drainBodies(t, c, dest), n, 0)
 }
