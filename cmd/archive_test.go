@@ -5,12 +5,19 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -541,5 +548,274 @@ func TestArchiveLayoutIsPartitionedAndOldLayoutStillReads(t *testing.T) {
 	r = runCLI(t, a.env, "", "--state-dir", stateDir, "restore", legacy, "--to", dlq.Name+"-old-rec", "--yes")
 	if r.Code != 2 || !strings.Contains(r.Stderr, "--again") {
 		t.Fatalf("restore of the same run by its manifest after its folder: exit %d %s; want exit 2 pointing at --again", r.Code, r.Stderr)
+	}
+}
+
+// duckdbRunner returns the path of scripts/duckdb/run.mjs once node and the
+// pinned @duckdb/node-api (scripts/tools.sh installs them) are there. In
+// CI (or with the stack required) their absence fails the test.
+func duckdbRunner(t *testing.T) string {
+	t.Helper()
+	runner, _ := filepath.Abs(filepath.Join("..", "scripts", "duckdb", "run.mjs"))
+	_, nodeErr := exec.LookPath("node")
+	_, modErr := os.Stat(filepath.Join(filepath.Dir(runner), "node_modules", "@duckdb", "node-api", "package.json"))
+	if nodeErr != nil || modErr != nil {
+		msg := "the DuckDB engine is not installed (node and scripts/duckdb/node_modules); run scripts/tools.sh"
+		if os.Getenv("CI") != "" || os.Getenv("DLQCTL_REQUIRE_STACK") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return runner
+}
+
+// docQueries returns the ```sql duckdb blocks of a markdown document by
+// their "-- name: X" first line.
+func docQueries(t *testing.T, doc string) (map[string]string, []string) {
+	t.Helper()
+	md, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := map[string]string{}
+	var order []string
+	for _, m := range regexp.MustCompile("(?ms)^```sql duckdb\n(.*?)^```").FindAllStringSubmatch(string(md), -1) {
+		first, _, _ := strings.Cut(m[1], "\n")
+		name, ok := strings.CutPrefix(strings.TrimSpace(first), "-- name: ")
+		if !ok {
+			t.Fatalf("%s: a duckdb block does not start with '-- name: …': %q", doc, first)
+		}
+		blocks[name] = m[1]
+		order = append(order, name)
+	}
+	return blocks, order
+}
+
+// duckResult is one block's result from run.mjs.
+type duckResult struct {
+	Columns []string `json:"columns"`
+	Rows    [][]any  `json:"rows"`
+}
+
+// rows returns the result as maps by column name, values as strings.
+func (d duckResult) maps() []map[string]string {
+	var out []map[string]string
+	for _, r := range d.Rows {
+		m := map[string]string{}
+		for i, c := range d.Columns {
+			if r[i] != nil {
+				m[c] = fmt.Sprint(r[i])
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func runDuckDB(t *testing.T, runner, dir string, blocks []string) []duckResult {
+	t.Helper()
+	in, _ := json.Marshal(map[string]any{"dir": dir, "blocks": blocks})
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", runner)
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("duckdb: %v\n%s", err, stderr.String())
+	}
+	var res []duckResult
+	if err := json.Unmarshal(out, &res); err != nil || len(res) != len(blocks) {
+		t.Fatalf("duckdb output (%v): %s", err, out)
+	}
+	return res
+}
+
+// downloadPrefix copies every object under prefix to dir, keeping the key
+// below prefix as the relative path (partition folders included).
+func (a *archiveFixture) downloadPrefix(t *testing.T, prefix, dir string) {
+	t.Helper()
+	p := s3.NewListObjectsV2Paginator(a.s3, &s3.ListObjectsV2Input{Bucket: aws.String(a.bucket), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range page.Contents {
+			obj, err := a.s3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(a.bucket), Key: o.Key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(obj.Body)
+			obj.Body.Close()
+			dst := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(aws.ToString(o.Key), prefix)))
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(dst, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// groupCounts runs group --from with one key and returns count by value.
+func groupCounts(t *testing.T, from, by string) map[string]int {
+	t.Helper()
+	rep := decodeGroupReport(t, runCLI(t, testenv.Env{}, "", "group", "--from", from, "--by", by, "-o", "json"))
+	out := map[string]int{}
+	for _, g := range rep.Groups {
+		out[g.Key[by]] += g.Count
+	}
+	return out
+}
+
+// TestArchiveQueriesDocRunInDuckDB runs the DuckDB queries of
+// docs/archive-queries.md exactly as written, with the real engine
+// (@duckdb/node-api), over a local copy of an archive of two DLQs, and
+// checks every answer against dlqctl group/classify --from on the same
+// copy: counts by class and by source per day and queue, the top error
+// fingerprints, and the message ids of one tenant. The archive includes
+// envelopes whose event_version is a string ("v0", "2.1") next to numeric
+// ones, which the declared schema reads as it is.
+func TestArchiveQueriesDocRunInDuckDB(t *testing.T) {
+	runner := duckdbRunner(t)
+	blocks, order := docQueries(t, filepath.Join("..", "docs", "archive-queries.md"))
+	for _, n := range []string{"view", "counts-by-class", "counts-by-source", "top-error-fingerprints", "tenant-message-ids"} {
+		if blocks[n] == "" {
+			t.Fatalf("docs/archive-queries.md has no duckdb block named %q (has %v)", n, order)
+		}
+	}
+	if order[0] != "view" {
+		t.Fatalf("the first duckdb block must be the view, not %q", order[0])
+	}
+	a := newArchiveFixture(t)
+	for _, body := range []string{
+		`{"version":"0","id":"eb-1","detail-type":"OrderShipped","source":"acme.shipping","time":"2026-11-30T03:00:00Z","detail":{"orderId":"o-9","tenantId":"t-acme"}}`,
+		`{"eventId":"ev-21","eventType":"OrderCreated","eventVersion":"2.1","tenantId":"t-acme","payload":{"orderId":"o-21"}}`,
+		`{"eventId":"ev-22","eventType":"OrderCreated","eventVersion":"v0","payload":{"orderId":"o-22"}}`,
+	} {
+		if _, err := a.sqs.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(a.truth.DLQ.URL), MessageBody: aws.String(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	days := map[string]bool{}
+	for _, args := range [][]string{{a.truth.DLQ.Name}, {a.truth.FIFODLQ.Name, "--delete", "--yes"}} {
+		r := runCLI(t, a.env, "", append([]string{"archive", "--to", "s3://" + a.bucket + "/lake", "--part-records", "20", "-o", "json"}, args...)...)
+		var sum ArchiveSummary
+		if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &sum) != nil || sum.Status != "completed" {
+			t.Fatalf("archive %v: exit %d\n%s\n%s", args, r.Code, r.Stdout, r.Stderr)
+		}
+		days[sum.Run.StartedAt.UTC().Format("2006-01-02")] = true
+	}
+	local := t.TempDir()
+	a.downloadPrefix(t, "lake/", local)
+
+	// Every doc block in order (the view first), plus one check of the
+	// mixed-type event versions over the doc's view.
+	var sqls []string
+	for _, n := range order {
+		sqls = append(sqls, blocks[n])
+	}
+	sqls = append(sqls, `SELECT envelope.event_version AS v, count(*) AS n FROM dlq WHERE envelope.event_version IS NOT NULL GROUP BY ALL ORDER BY v`)
+	res := runDuckDB(t, runner, local, sqls)
+	byName := map[string]duckResult{}
+	for i, n := range order {
+		byName[n] = res[i]
+	}
+
+	queues := []string{a.truth.DLQ.Name, a.truth.FIFODLQ.Name}
+	for _, key := range []struct{ block, col, by string }{{"counts-by-class", "class", "class"}, {"counts-by-source", "source", "source"}} {
+		got := map[string]map[string]int{}
+		for _, row := range byName[key.block].maps() {
+			if !days[row["dt"]] {
+				t.Errorf("%s: dt %q is not the day the runs started (%v)", key.block, row["dt"], days)
+			}
+			if got[row["queue"]] == nil {
+				got[row["queue"]] = map[string]int{}
+			}
+			n, _ := strconv.Atoi(row["messages"])
+			got[row["queue"]][row[key.col]] += n
+		}
+		for _, q := range queues {
+			want := groupCounts(t, filepath.Join(local, "queue="+q), key.by)
+			if !maps.Equal(got[q], want) {
+				t.Errorf("%s for %s: duckdb %v, dlqctl group --by %s %v", key.block, q, got[q], key.by, want)
+			}
+		}
+	}
+	// Class counts over both queues agree with classify --summary too.
+	var summary struct {
+		Classes []struct {
+			Class string `json:"class"`
+			Count int    `json:"count"`
+		} `json:"classes"`
+	}
+	r := runCLI(t, testenv.Env{}, "", "classify", "--from", local, "--summary", "-o", "json")
+	if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &summary) != nil {
+		t.Fatalf("classify --from %s --summary: exit %d %s", local, r.Code, r.Stderr)
+	}
+	duckClasses, classified := map[string]int{}, map[string]int{}
+	for _, row := range byName["counts-by-class"].maps() {
+		n, _ := strconv.Atoi(row["messages"])
+		duckClasses[row["class"]] += n
+	}
+	for _, c := range summary.Classes {
+		classified[c.Class] += c.Count
+	}
+	if !maps.Equal(duckClasses, classified) || len(classified) < 3 {
+		t.Errorf("classes: duckdb %v, dlqctl classify --summary %v", duckClasses, classified)
+	}
+
+	// Top error fingerprints: the 20 largest groups of group --by error.
+	errs := groupCounts(t, local, "error")
+	fps := byName["top-error-fingerprints"].maps()
+	if len(fps) != min(20, len(errs)) || len(fps) < 3 {
+		t.Errorf("top-error-fingerprints returned %d rows; dlqctl group --by error has %d groups", len(fps), len(errs))
+	}
+	last := int(^uint(0) >> 1)
+	for _, row := range fps {
+		n, _ := strconv.Atoi(row["messages"])
+		if errs[row["error_fingerprint"]] != n || n > last {
+			t.Errorf("fingerprint %q: duckdb %d (after %d), dlqctl group --by error %d", row["error_fingerprint"], n, last, errs[row["error_fingerprint"]])
+		}
+		last = n
+	}
+
+	// The tenant's message ids: the same set classify --filter selects,
+	// as many as group --by tenant counts.
+	var duckIDs []string
+	for _, row := range byName["tenant-message-ids"].maps() {
+		duckIDs = append(duckIDs, row["message_id"])
+	}
+	r = runCLI(t, testenv.Env{}, "", "classify", "--from", local, "-o", "ndjson", "--filter",
+		`(.envelope.tenant_id // .attributes.tenant.value // .attributes.tenantId.value // .attributes.tenant_id.value) == "t-acme"`)
+	if r.Code != 0 {
+		t.Fatalf("classify --from --filter: exit %d %s", r.Code, r.Stderr)
+	}
+	var dlqIDs []string
+	for _, line := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
+		var rec struct {
+			MessageID string `json:"message_id"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("classify ndjson line %q: %v", line, err)
+		}
+		dlqIDs = append(dlqIDs, rec.MessageID)
+	}
+	slices.Sort(dlqIDs)
+	if !slices.Equal(duckIDs, dlqIDs) || len(duckIDs) != groupCounts(t, local, "tenant")["t-acme"] || len(duckIDs) < 3 {
+		t.Errorf("tenant t-acme: duckdb %d ids %v\ndlqctl classify --filter %d ids %v", len(duckIDs), duckIDs, len(dlqIDs), dlqIDs)
+	}
+
+	// event_version: numbers and strings side by side, read as text.
+	versions := map[string]int{}
+	for _, row := range res[len(res)-1].maps() {
+		n, _ := strconv.Atoi(row["n"])
+		versions[row["v"]] = n
+	}
+	if versions["v0"] != 1 || versions["2.1"] != 1 || versions["2"] == 0 {
+		t.Errorf("event versions read by duckdb: %v; want the string versions v0 and 2.1 next to the numeric 2", versions)
 	}
 }
