@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,15 +27,21 @@ import (
 
 // GlobalOptions are the persistent flags every command shares.
 type GlobalOptions struct {
-	Region      string
-	Profile     string
-	EndpointURL string
-	Output      string
-	NoColor     bool
-	Yes         bool
-	StateDir    string
-	Verbose     bool
-	PathStyle   bool
+	Region  string
+	Profile string
+	// EndpointURL (--endpoint-url) is the endpoint of a local stack that
+	// serves both SQS and S3; SQSEndpointURL and S3EndpointURL
+	// (--sqs-endpoint-url, --s3-endpoint-url) override one service each
+	// and win over it.
+	EndpointURL    string
+	SQSEndpointURL string
+	S3EndpointURL  string
+	Output         string
+	NoColor        bool
+	Yes            bool
+	StateDir       string
+	Verbose        bool
+	PathStyle      bool
 	// BucketOwner and RequesterPays apply to every S3 call (--bucket-owner,
 	// --requester-pays).
 	BucketOwner   string
@@ -144,39 +151,92 @@ func (f *Factory) SQS(ctx context.Context) (*queue.Client, error) {
 	f.sqsOnce.Do(func() {
 		api := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
 			o.Retryer = newRetryer()
-			if f.Opts.EndpointURL != "" {
-				o.BaseEndpoint = aws.String(f.Opts.EndpointURL)
+			if e := f.sqsEndpointFlag(); e != "" {
+				o.BaseEndpoint = aws.String(e)
 			}
 		})
 		f.sqsC = queue.New(api, cfg.Region)
-		f.Verbosef("region %s, sqs endpoint %s", cfg.Region, endpointOr(f.Opts.EndpointURL, "AWS_ENDPOINT_URL_SQS"))
+		f.Verbosef("region %s, sqs endpoint %s", cfg.Region, endpointOr(f.sqsEndpointFlag(), "AWS_ENDPOINT_URL_SQS"))
 	})
 	return f.sqsC, nil
 }
 
 // S3 returns an S3 client (with its own retryer). Path-style addressing is
-// used with --path-style and whenever a custom endpoint is set, which is
-// what S3-compatible servers expect.
+// used with --s3-path-style and whenever S3 is an S3-compatible server (a
+// custom endpoint that is not AWS's), which is what such servers expect;
+// never by itself for AWS's own S3 endpoints (FIPS, VPC endpoints), where
+// virtual-hosted addressing is the documented form.
 func (f *Factory) S3(ctx context.Context) (*s3.Client, error) {
 	cfg, err := f.AWSConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	custom := f.Opts.EndpointURL != "" || os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
-	return s3.NewFromConfig(cfg, func(o *s3.Options) {
+	pathStyle := f.Opts.PathStyle || f.customS3Endpoint()
+	c := s3.NewFromConfig(cfg, func(o *s3.Options) {
 		o.Retryer = newRetryer()
-		if f.Opts.EndpointURL != "" {
-			o.BaseEndpoint = aws.String(f.Opts.EndpointURL)
+		if e := f.s3EndpointFlag(); e != "" {
+			o.BaseEndpoint = aws.String(e)
 		}
-		o.UsePathStyle = f.Opts.PathStyle || custom
+		o.UsePathStyle = pathStyle
 		f.bucketAccess().Apply(o)
-	}), nil
+	})
+	f.Verbosef("s3 endpoint %s%s", endpointOr(f.s3EndpointFlag(), "AWS_ENDPOINT_URL_S3"), map[bool]string{true: " (path-style)", false: ""}[pathStyle])
+	return c, nil
 }
 
-// customS3Endpoint: S3 is an S3-compatible server named by --endpoint-url
-// or the environment, not AWS.
+// sqsEndpointFlag is the SQS endpoint given by flags ("" leaves it to the
+// SDK: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, else AWS's regional one).
+func (f *Factory) sqsEndpointFlag() string {
+	if f.Opts.SQSEndpointURL != "" {
+		return f.Opts.SQSEndpointURL
+	}
+	return f.Opts.EndpointURL
+}
+
+// s3EndpointFlag is the S3 endpoint given by flags ("" leaves it to the
+// SDK: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS's regional one).
+func (f *Factory) s3EndpointFlag() string {
+	if f.Opts.S3EndpointURL != "" {
+		return f.Opts.S3EndpointURL
+	}
+	return f.Opts.EndpointURL
+}
+
+// s3EndpointOverride is the S3 endpoint in effect when it is not AWS's
+// default: the flags, else AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL.
+func (f *Factory) s3EndpointOverride() string {
+	if e := f.s3EndpointFlag(); e != "" {
+		return e
+	}
+	if e := os.Getenv("AWS_ENDPOINT_URL_S3"); e != "" {
+		return e
+	}
+	return os.Getenv("AWS_ENDPOINT_URL")
+}
+
+// customS3Endpoint: S3 is an S3-compatible server (versitygw, MinIO, a
+// local stack) named by a flag or the environment, not one of AWS's own
+// endpoints.
 func (f *Factory) customS3Endpoint() bool {
-	return f.Opts.EndpointURL != "" || os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
+	e := f.s3EndpointOverride()
+	return e != "" && !isAWSEndpoint(e)
+}
+
+// isAWSEndpoint reports whether an endpoint URL names one of AWS's own
+// hosts (commercial, China, dual-stack, GovCloud/FIPS, VPC endpoints, the
+// ISO partitions).
+func isAWSEndpoint(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	h := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	for _, d := range []string{".amazonaws.com", ".amazonaws.com.cn", ".api.aws", ".c2s.ic.gov", ".sc2s.sgov.gov", ".cloud.adc-e.uk", ".csp.hci.ic.gov"} {
+		if strings.HasSuffix(h, d) {
+			return true
+		}
+	}
+	return false
 }
 
 func (f *Factory) bucketAccess() archive.BucketAccess {
@@ -192,7 +252,7 @@ func (f *Factory) S3For(ctx context.Context, bucket string) (*s3.Client, error) 
 	if err != nil {
 		return nil, err
 	}
-	if f.customS3Endpoint() {
+	if f.s3EndpointOverride() != "" {
 		return c, nil
 	}
 	region, err := archive.BucketRegion(ctx, c, bucket)

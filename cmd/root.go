@@ -104,10 +104,20 @@ is not durably somewhere else.
 			if err := f.bucketAccess().Validate(f.customS3Endpoint()); err != nil {
 				return err
 			}
-			if e := f.Opts.EndpointURL; e != "" {
-				if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-					return errs.BadInputf("--endpoint-url %q is not an http(s) URL; pass something like https://sqs.eu-west-1.amazonaws.com or http://127.0.0.1:4566", e)
+			for _, e := range []struct{ flag, value, example string }{
+				{"--endpoint-url", f.Opts.EndpointURL, "http://127.0.0.1:4566"},
+				{"--sqs-endpoint-url", f.Opts.SQSEndpointURL, "https://sqs-fips.us-east-1.amazonaws.com"},
+				{"--s3-endpoint-url", f.Opts.S3EndpointURL, "https://s3.eu-west-1.amazonaws.com or http://127.0.0.1:9000"},
+			} {
+				if e.value == "" {
+					continue
 				}
+				if u, err := url.Parse(e.value); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return errs.BadInputf("%s %q is not an http(s) URL; pass something like %s", e.flag, e.value, e.example)
+				}
+			}
+			if e := f.Opts.EndpointURL; e != "" && isAWSEndpoint(e) {
+				return errs.BadInputf("--endpoint-url sets both the SQS and the S3 endpoint and is meant for local stacks; %s is an AWS endpoint: pass it as --sqs-endpoint-url or --s3-endpoint-url", e)
 			}
 			return nil
 		},
@@ -119,13 +129,15 @@ is not durably somewhere else.
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.Opts.Region, "region", "", "AWS region (default from AWS_REGION / profile)")
 	pf.StringVar(&f.Opts.Profile, "profile", "", "AWS shared config profile")
-	pf.StringVar(&f.Opts.EndpointURL, "endpoint-url", "", "override the SQS and S3 endpoint (AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_S3 also work)")
+	pf.StringVar(&f.Opts.EndpointURL, "endpoint-url", "", "endpoint of a local stack serving both SQS and S3 (not for AWS endpoints: use --sqs-endpoint-url / --s3-endpoint-url)")
+	pf.StringVar(&f.Opts.SQSEndpointURL, "sqs-endpoint-url", "", "SQS endpoint only, e.g. a FIPS or VPC endpoint (AWS_ENDPOINT_URL_SQS also works)")
+	pf.StringVar(&f.Opts.S3EndpointURL, "s3-endpoint-url", "", "S3 endpoint only; path-style addressing when it is not AWS's (AWS_ENDPOINT_URL_S3 also works)")
 	pf.StringVarP(&f.Opts.Output, "output", "o", "table", "output format: table, json or ndjson")
 	pf.BoolVar(&f.Opts.NoColor, "no-color", false, "no colour on a terminal (also NO_COLOR=1 or TERM=dumb; never coloured when piped)")
 	pf.BoolVar(&f.Opts.Yes, "yes", false, "do not ask for confirmation (scripts)")
 	pf.StringVar(&f.Opts.StateDir, "state-dir", "", "where run journals live (default $DLQCTL_STATE_DIR, else $XDG_STATE_HOME/dlqctl)")
 	pf.BoolVarP(&f.Opts.Verbose, "verbose", "v", false, "print resolved queues, endpoints and API details to stderr (never credentials or receipt handles)")
-	pf.BoolVar(&f.Opts.PathStyle, "s3-path-style", false, "use path-style S3 addressing (automatic with a custom endpoint)")
+	pf.BoolVar(&f.Opts.PathStyle, "s3-path-style", false, "use path-style S3 addressing (automatic with a non-AWS S3 endpoint)")
 	pf.StringVar(&f.Opts.BucketOwner, "bucket-owner", "", "12-digit account id that must own the S3 bucket; S3 refuses every call to a bucket owned by anyone else (ExpectedBucketOwner)")
 	pf.BoolVar(&f.Opts.RequesterPays, "requester-pays", false, "accept the request charges of a requester-pays S3 bucket")
 

@@ -240,7 +240,7 @@ func (c *Client) wrapQueueErr(ref string, err error) error {
 		if region == "" {
 			region = "the configured region"
 		}
-		return errs.BadInputf("queue %q does not exist in %s; check the name, --region and --endpoint-url (`dlqctl queues` lists DLQs)", ref, region)
+		return errs.BadInputf("queue %q does not exist in %s; check the name, --region and --sqs-endpoint-url (`dlqctl queues` lists DLQs)", ref, region)
 	}
 	return WrapAWSError(err)
 }
@@ -267,7 +267,7 @@ func WrapAWSError(err error) error {
 	case strings.Contains(msg, "Invalid region"), strings.Contains(msg, "could not resolve endpoint"):
 		return errs.BadInputf("no usable AWS region; pass --region or set AWS_REGION")
 	case strings.Contains(msg, "connection refused") || strings.Contains(msg, "no such host"):
-		return errs.BadInputf("cannot reach the SQS endpoint (%s); check --endpoint-url / AWS_ENDPOINT_URL_SQS and your network", firstLine(msg))
+		return errs.BadInputf("cannot reach the SQS endpoint (%s); check --sqs-endpoint-url / --endpoint-url / AWS_ENDPOINT_URL_SQS and your network", firstLine(msg))
 	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
