@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlqctl/dlqctl/internal/faultproxy"
 	"github.com/dlqctl/dlqctl/internal/testenv"
 )
 
@@ -17,7 +18,11 @@ import (
 // (default 20,000) straight to the emulator, starts P `dlqctl redrive DLQ
 // --to DEST --rate-share i/P --concurrency W --yes -o json` processes at
 // once (W from DLQCTL_BENCH_WORKERS' first value, default 8), each with
-// its own --state-dir, and waits for all of them. Every process must exit
+// its own --state-dir, and waits for all of them. DLQCTL_BENCH_PEER_LATENCY
+// (e.g. 20ms; default none) adds that latency to every SQS call of the
+// processes (internal/faultproxy), as AWS's round trips do: one process is
+// then bound by round trips, and several add up until the emulator's CPU
+// is the limit. Every process must exit
 // 0, their summaries must add up to N moved, the DLQ must be empty and DEST
 // hold exactly N.
 //
@@ -38,20 +43,35 @@ func BenchmarkProcessSharedRedrive(b *testing.B) {
 	if err != nil || workers < 1 {
 		b.Fatalf("DLQCTL_BENCH_WORKERS: %v", envList("DLQCTL_BENCH_WORKERS", "8"))
 	}
+	var lat time.Duration
+	if v := envList("DLQCTL_BENCH_PEER_LATENCY", "0s")[0]; v != "0" {
+		if lat, err = time.ParseDuration(v); err != nil {
+			b.Fatalf("DLQCTL_BENCH_PEER_LATENCY: %v", err)
+		}
+	}
 	for _, s := range envList("DLQCTL_BENCH_PEERS", "1,2,4") {
 		p, err := strconv.Atoi(s)
 		if err != nil || p < 1 {
 			b.Fatalf("DLQCTL_BENCH_PEERS: bad %q", s)
 		}
-		b.Run(fmt.Sprintf("processes=%d", p), func(b *testing.B) {
-			benchPeers(b, env, dlqctl, launch, n, p, workers)
+		b.Run(fmt.Sprintf("latency=%dms/workers=%d/processes=%d", lat.Milliseconds(), workers, p), func(b *testing.B) {
+			benchPeers(b, env, dlqctl, launch, n, p, workers, lat)
 		})
 	}
 }
 
-func benchPeers(b *testing.B, env testenv.Env, dlqctl, launch string, n, peers, workers int) {
+func benchPeers(b *testing.B, env testenv.Env, dlqctl, launch string, n, peers, workers int, lat time.Duration) {
 	api := env.SQS(b)
-	environ := env.Environ()
+	child := env
+	if lat > 0 {
+		px, err := faultproxy.New(env.SQSEndpoint, faultproxy.Fault{Kind: faultproxy.Latency, Delay: lat})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer px.Close()
+		child.SQSEndpoint = px.URL // the processes' SQS calls; seeding and checks go direct
+	}
+	environ := child.Environ()
 	var rates, cpus, rss []float64
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -67,11 +87,11 @@ func benchPeers(b *testing.B, env testenv.Env, dlqctl, launch string, n, peers, 
 		results := make([]procResult, peers)
 		var wg sync.WaitGroup
 		for k := range peers {
-			wg.Go(func() {
-				results[k] = runProc(b, launch, environ, dlqctl, "redrive", dlqName, "--to", destName, "--yes",
-					"--concurrency", strconv.Itoa(workers), "--rate-share", fmt.Sprintf("%d/%d", k+1, peers),
-					"-o", "json", "--state-dir", states[k])
-			})
+			args := []string{"redrive", dlqName, "--to", destName, "--yes", "--concurrency", strconv.Itoa(workers), "-o", "json", "--state-dir", states[k]}
+			if peers > 1 { // a process alone runs as before --rate-share existed (DLQCTL_BENCH_BIN may be older)
+				args = append(args, "--rate-share", fmt.Sprintf("%d/%d", k+1, peers))
+			}
+			wg.Go(func() { results[k] = runProc(b, launch, environ, append([]string{dlqctl}, args...)...) })
 		}
 		wg.Wait()
 		wall := time.Since(start).Seconds()
@@ -102,6 +122,6 @@ func benchPeers(b *testing.B, env testenv.Env, dlqctl, launch string, n, peers, 
 	b.ReportMetric(mean(rates), "msgs/s")
 	b.ReportMetric(mean(cpus), "cpu-s")
 	b.ReportMetric(maxOf(rss), "peak-RSS-MB")
-	b.Logf("%d msgs, %d process(es) × %d workers: %s msgs/s (group, wall), CPU %s s (all processes), peak RSS %.0f MB per process",
-		n, peers, workers, fmtAll("%.0f", rates), fmtAll("%.1f", cpus), maxOf(rss))
+	b.Logf("%d msgs, +%v/call, %d process(es) × %d workers: %s msgs/s (group, wall), CPU %s s (all processes), peak RSS %.0f MB per process",
+		n, lat, peers, workers, fmtAll("%.0f", rates), fmtAll("%.1f", cpus), maxOf(rss))
 }

@@ -202,11 +202,22 @@ func openJournal(dir string, meta RunMeta) (*Journal, error) {
 	j.dir, j.meta = dir, meta
 	j.cond = sync.NewCond(&j.mu)
 	path := filepath.Join(dir, "journal.ndjson")
-	if err := j.load(path); err != nil {
-		return nil, err
-	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
+		return nil, err
+	}
+	// One process per run: two writing one journal would each miss what
+	// the other sent (processes sharing a DLQ and a --state-dir resume only
+	// their own runs; this catches the same command started twice).
+	if err := lockJournal(f); err != nil {
+		f.Close()
+		if errors.Is(err, errRunLocked) {
+			return nil, errs.BadInputf("run %s is in use by another dlqctl process (%s); wait for it to end, or give each process its own --state-dir or --rate-share number", meta.ID, dir)
+		}
+		return nil, fmt.Errorf("locking the journal of run %s: %w", meta.ID, err)
+	}
+	if err := j.load(path); err != nil {
+		f.Close()
 		return nil, err
 	}
 	j.f = f

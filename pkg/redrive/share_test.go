@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dlqctl/dlqctl/internal/sqsfake"
+	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/queue"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
@@ -130,4 +132,29 @@ func TestSharedRunCountsPeersReturns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestARunIsUsedByOneProcessAtATime: while a process has a run's journal
+// open, another cannot open it (the same command started twice on one
+// --state-dir would otherwise resume a live run: two writers, each missing
+// what the other sent) — a clear bad-input error; once the first closes it
+// (or dies: the kernel drops the lock), it can.
+func TestARunIsUsedByOneProcessAtATime(t *testing.T) {
+	dir := t.TempDir()
+	j, err := redrive.CreateJournal(dir, redrive.RunMeta{ID: "20261201T050000-aaaaaa", Kind: "redrive", Fingerprint: "fp", Created: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = redrive.OpenJournal(dir, "20261201T050000-aaaaaa")
+	if err == nil || errs.Code(err) != errs.ExitUsage || !strings.Contains(err.Error(), "in use by another dlqctl process") {
+		t.Fatalf("opening a run in use: %v; want exit 2 saying it is in use", err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	j2, err := redrive.OpenJournal(dir, "20261201T050000-aaaaaa")
+	if err != nil {
+		t.Fatalf("after the first closed it: %v", err)
+	}
+	j2.Close()
 }
