@@ -52,6 +52,7 @@ var runbookFiles = []string{
 	"fifo-redrive.md",
 	"redrive-storm.md",
 	"retention-emergency.md",
+	"big-incident.md",
 }
 
 // onMoto lists the runbooks that run against moto_server instead of
@@ -476,10 +477,11 @@ func manifestRecords(t *testing.T, env testenv.Env, bucket, key string) int {
 }
 
 // archivedBodies reads every record of an archive with the built binary
-// (sample --from, unredacted) and returns the bodies in archive order.
-func archivedBodies(t *testing.T, env testenv.Env, manifest string) []string {
+// (sample --from, unredacted; extra flags such as --filter narrow it) and
+// returns the bodies in archive order.
+func archivedBodies(t *testing.T, env testenv.Env, manifest string, extra ...string) []string {
 	t.Helper()
-	cmd := exec.Command(testenv.BuildBinary(t), "sample", "--from", manifest, "-n", "100000", "--no-redact", "-o", "ndjson")
+	cmd := exec.Command(testenv.BuildBinary(t), append([]string{"sample", "--from", manifest, "-n", "100000", "--no-redact", "-o", "ndjson"}, extra...)...)
 	cmd.Env = env.Environ()
 	out, err := cmd.Output()
 	if err != nil {
@@ -639,6 +641,39 @@ var after = map[string]func(t *testing.T, env testenv.Env, inc *incident){
 		}
 		if left := classCount(t, env, inc.truth.DLQ.Name, "transient"); left == 0 {
 			t.Errorf("the guard did not stop the run: no transient message left in the DLQ")
+		}
+	},
+	// The whole DLQ archived (complete, every message once, deleted after
+	// verification); exactly the transient messages restored, each to the
+	// source it came from, once; nothing else left anywhere.
+	"big-incident.md": func(t *testing.T, env testenv.Env, inc *incident) {
+		c := env.SQS(t)
+		if d := depth(t, c, inc.truth.DLQ.Name); d != 0 {
+			t.Errorf("the DLQ still holds %d messages; the runbook archives (and deletes) all %d", d, inc.dlqStart)
+		}
+		keys := manifests(t, env, inc.bucket, "incidents/")
+		if len(keys) != 1 || !strings.HasSuffix(keys[0], "/_manifest.json") || !strings.Contains(keys[0], "incidents/queue="+inc.truth.DLQ.Name+"/dt=") {
+			t.Fatalf("manifests under incidents/: %v, want one run under queue=%s/dt=…/", keys, inc.truth.DLQ.Name)
+		}
+		m := readManifest(t, env, inc.bucket, keys[0])
+		if !m.Complete || m.Totals.Records != inc.dlqStart || m.Totals.Deleted != inc.dlqStart {
+			t.Errorf("archive manifest: complete=%v records=%d deleted=%d; want complete, %d, %d", m.Complete, m.Totals.Records, m.Totals.Deleted, inc.dlqStart, inc.dlqStart)
+		}
+		run := "s3://" + inc.bucket + "/" + keys[0]
+		if all := archivedBodies(t, env, run); len(all) != inc.dlqStart {
+			t.Errorf("the archive reads back %d records, want %d", len(all), inc.dlqStart)
+		}
+		for _, src := range []seed.Queue{inc.truth.Orders, inc.truth.Payments} {
+			want := archivedBodies(t, env, run, "--filter", `.class == "transient" and .system.source_queue == "`+src.Name+`"`)
+			if len(want) == 0 {
+				t.Errorf("the archive holds no transient message from %s; the incident should have some", src.Name)
+			}
+			got := drainBodies(t, c, src.URL, len(want))
+			slices.Sort(want)
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s holds %d messages after the restore, want exactly its %d archived transient ones, once each", src.Name, len(got), len(want))
+			}
 		}
 	},
 	"retention-emergency.md": func(t *testing.T, env testenv.Env, inc *incident) {
