@@ -254,7 +254,9 @@ func (lk *logsLookup) stream(fn func(rec *queue.Record, parsed any) error) (wrap
 		if !rec.Failure.HasContext() {
 			need++
 		}
-		if need >= logs.DefaultBatch*4 || len(buf) >= 4096 {
+		// 1,024 messages per lookup: 16 full batches of ids, and the
+		// Lambda request ids of all of them in as few calls as possible.
+		if need >= logs.DefaultBatch*16 || len(buf) >= 4096 {
 			return emit()
 		}
 		return nil
