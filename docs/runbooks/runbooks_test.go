@@ -42,6 +42,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/internal/seed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
+	"github.com/dlqctl/dlqctl/internal/worker"
 )
 
 // The runbooks the issue asks for; README.md must link each one.
@@ -300,6 +301,19 @@ func setup(t *testing.T, env testenv.Env) *incident {
 		"RAMP_EVERY":     "1s",
 		"WATCH_INTERVAL": "1s",
 		"HOURS":          "24",
+	}
+	// --logs (issue 14): the consumer's log group on moto's CloudWatch Logs,
+	// with a connection-refused line for each plain envelope in the DLQ.
+	moto := testenv.RequireMoto(t)
+	inc.vars["LOG_GROUP"], inc.vars[testenv.EnvLogsEndpoint] = "/ecs/"+prefix+"-orders", moto.SQSEndpoint
+	var plain []types.Message
+	for _, m := range truth.InQueue(truth.DLQ.Name) {
+		if m.Kind == seed.KindEnvelope && m.Class == seed.ClassUnknown {
+			plain = append(plain, types.Message{MessageId: aws.String(m.MessageID)})
+		}
+	}
+	if err := (&worker.LogSink{API: moto.Logs(t), Group: inc.vars["LOG_GROUP"], Style: worker.StyleService}).Batch(ctx, 0, worker.ModeDown, nil, plain); err != nil {
+		t.Fatal(err)
 	}
 	if env.IsMoto() {
 		return inc
