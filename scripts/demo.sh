@@ -2,7 +2,8 @@
 # dlqctl demo: the on-call path from alert to closed incident, on the local
 # stack. Starts the stack (idempotent), builds bin/dlqctl, seeds a realistic
 # incident under a fresh prefix, triages it (queues, sample, group,
-# classify), ships the consumers' fix, redrives the transient part (canary,
+# classify), shows a plain DLQ going from unknown to classified with
+# --logs (the consumer's CloudWatch Logs on moto), ships the consumers' fix, redrives the transient part (canary,
 # then a ramped run with guards) and archives the permanent part to S3 as a
 # verified copy before deleting it. Runs unattended in about a minute;
 # leaves the stack running (it prints how to stop it).
@@ -49,6 +50,46 @@ run bin/dlqctl group "$dlq" --by source,error
 
 heading "7. What is safe to replay? (built-in rules; --rules FILE for your own)"
 run bin/dlqctl classify "$dlq" --summary
+
+heading "7b. A plain DLQ: SQS recorded no reason, the consumer's logs did"
+# A Lambda-style consumer of $prefix-shipping fails every message (its
+# dependency times out) and logs only "processing record <id>" plus the
+# runtime's "Task timed out" line keyed by the request id, to CloudWatch
+# Logs (moto_server: AWS_ENDPOINT_URL_CLOUDWATCH_LOGS). After 2 receives
+# the RedrivePolicy moves each message to $prefix-shipping-dlq, with no reason.
+sqs_call() { # ACTION JSON -> response JSON (SQS JSON protocol)
+  curl -sS -X POST "$AWS_ENDPOINT_URL_SQS/" -H "X-Amz-Target: AmazonSQS.$1" \
+    -H 'Content-Type: application/x-amz-json-1.0' \
+    --aws-sigv4 "aws:amz:${AWS_REGION:-us-east-1}:sqs" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" -d "$2"
+}
+json_get() { node -e 'let v=JSON.parse(process.argv[1]); for (const k of process.argv.slice(2)) v=v[k]; console.log(v)' "$@"; }
+ship_dlq_url="$(json_get "$(sqs_call CreateQueue "{\"QueueName\":\"$prefix-shipping-dlq\"}")" QueueUrl)"
+ship_dlq_arn="$(json_get "$(sqs_call GetQueueAttributes "{\"QueueUrl\":\"$ship_dlq_url\",\"AttributeNames\":[\"QueueArn\"]}")" Attributes QueueArn)"
+redrive="{\\\"deadLetterTargetArn\\\":\\\"$ship_dlq_arn\\\",\\\"maxReceiveCount\\\":\\\"2\\\"}"
+ship_url="$(json_get "$(sqs_call CreateQueue "{\"QueueName\":\"$prefix-shipping\",\"Attributes\":{\"RedrivePolicy\":\"$redrive\"}}")" QueueUrl)"
+entries="$(node -e 'console.log(JSON.stringify(Array.from({length: 10}, (_, i) => ({Id: String(i), MessageBody: JSON.stringify({eventType: "ShipmentRequested", eventVersion: 2, payload: {order: "o-" + (2000 + i)}})}))))')"
+sqs_call SendMessageBatch "{\"QueueUrl\":\"$ship_url\",\"Entries\":$entries}" >/dev/null
+log_group="/aws/lambda/$prefix-shipping"
+shipwork="${TMPDIR:-/tmp}/dlqctl-demo/$prefix-shipping-worker"
+mkdir -p "$(dirname "$shipwork")"
+go build -o "$shipwork" ./scripts/dlqctl-worker
+"$shipwork" --queue "$ship_url" --mode down --log-group "$log_group" --log-style lambda 2>>"${TMPDIR:-/tmp}/dlqctl-demo/$prefix-shipping-worker.log" &
+ship_pid=$!
+for _ in $(seq 1 300); do
+  n="$(json_get "$(sqs_call GetQueueAttributes "{\"QueueUrl\":\"$ship_dlq_url\",\"AttributeNames\":[\"ApproximateNumberOfMessages\"]}")" Attributes ApproximateNumberOfMessages)"
+  [[ "$n" -ge 10 ]] && break
+  sleep 0.2
+done
+kill "$ship_pid" 2>/dev/null || true; wait "$ship_pid" 2>/dev/null || true
+echo "10 messages dead-lettered from $prefix-shipping; the consumer logged to $log_group"
+run bin/dlqctl group "$prefix-shipping-dlq" --by error
+run bin/dlqctl classify "$prefix-shipping-dlq" --summary
+echo "Everything is unknown: SQS recorded no reason. Search the consumer's logs:"
+shipstate="${TMPDIR:-/tmp}/dlqctl-demo/$prefix-logs-state"
+run bin/dlqctl classify "$prefix-shipping-dlq" --summary --logs "$log_group" --state-dir "$shipstate"
+run bin/dlqctl group "$prefix-shipping-dlq" --by error --logs "$log_group" --state-dir "$shipstate"
+ship_id="$(bin/dlqctl classify "$prefix-shipping-dlq" --logs "$log_group" --state-dir "$shipstate" -o ndjson 2>/dev/null | node -e 'const l=require("fs").readFileSync(0,"utf8").trim().split("\n"); console.log(JSON.parse(l[0]).message_id)')"
+run bin/dlqctl classify "$prefix-shipping-dlq" --logs "$log_group" --state-dir "$shipstate" --explain "$ship_id"
 
 work="${TMPDIR:-/tmp}/dlqctl-demo/$prefix"
 state="$work/state"
