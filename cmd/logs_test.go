@@ -8,6 +8,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -203,6 +205,31 @@ func TestClassifyWithLogsFindsWhyPlainMessagesFailed(t *testing.T) {
 	}
 	if counts["transient"] != 24 || counts["permanent"] != 12 || counts["unknown"] != 1 {
 		t.Errorf("throttled run classified %v, want 24 transient, 12 permanent, 1 unknown", counts)
+	}
+
+	// sample --logs writes records that keep what was found: classify
+	// --from needs no --logs (and no CloudWatch Logs) to say the same.
+	file := filepath.Join(t.TempDir(), "dlq.ndjson")
+	smp := runCLI(t, inc.env, "", "sample", inc.dlq, "-n", "100", "--logs", inc.logsFlag(), "--state-dir", state, "-o", "ndjson")
+	if smp.Code != 0 || strings.Count(smp.Stdout, "\n") != len(inc.ids) {
+		t.Fatalf("sample --logs: %d, %d lines\n%s", smp.Code, strings.Count(smp.Stdout, "\n"), smp.Stderr)
+	}
+	if err := os.WriteFile(file, []byte(smp.Stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(testenv.EnvLogsEndpoint, "http://127.0.0.1:9") // nothing listens: offline must not need it
+	off := runCLI(t, testenv.Env{}, "", "classify", "--from", file, "--summary", "-o", "json")
+	t.Setenv(testenv.EnvLogsEndpoint, inc.env.SQSEndpoint)
+	sum = ClassifyReport{}
+	if err := json.Unmarshal([]byte(off.Stdout), &sum); off.Code != 0 || err != nil {
+		t.Fatalf("classify --from: %d %v\n%s", off.Code, err, off.Stderr)
+	}
+	offCounts := map[string]int{}
+	for _, c := range sum.Classes {
+		offCounts[c.Class] = c.Count
+	}
+	if offCounts["transient"] != 24 || offCounts["permanent"] != 12 || offCounts["unknown"] != 1 {
+		t.Errorf("classify --from the sampled records: %v, want what --logs found (24 transient, 12 permanent, 1 unknown)", offCounts)
 	}
 
 	// --explain shows the log lines used (the Lambda one through its request id).
