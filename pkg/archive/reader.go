@@ -3,7 +3,6 @@ package archive
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -29,21 +28,6 @@ type Ref struct {
 
 // Name renders the reference for messages.
 func (r Ref) Name() string { return r.Src.Name(r.Key) }
-
-// ParseRef turns s3://BUCKET/KEY (with api) or a local path into a Ref.
-func ParseRef(s string, api S3API) (Ref, error) {
-	if IsS3URI(s) {
-		loc, err := ParseS3URI(s)
-		if err != nil {
-			return Ref{}, err
-		}
-		if loc.Key == "" {
-			return Ref{}, errs.BadInputf("%s names a bucket, not an object; pass s3://BUCKET/…/manifest.json or a part", s)
-		}
-		return Ref{Src: S3Source{API: api, Bucket: loc.Bucket}, Key: loc.Key}, nil
-	}
-	return Ref{Src: DirSource{Dir: filepath.Dir(s)}, Key: filepath.Base(s)}, nil
-}
 
 // Input is what an archive argument names: one object (a manifest, a part,
 // any file of message records) or every run under a folder or key prefix
@@ -210,9 +194,6 @@ func ForEachInputRecord(ctx context.Context, in *Input, fn func(rec *queue.Recor
 	return nil
 }
 
-// errNotManifest is returned by ReadManifest for objects that are not one.
-var errNotManifest = errors.New("not a dlqctl archive manifest")
-
 // kind of an opened object, from its first bytes.
 type kind int
 
@@ -244,7 +225,7 @@ func ReadManifest(ctx context.Context, ref Ref) (*Manifest, error) {
 	}
 	defer c.Close()
 	if k != kindManifest {
-		return nil, errs.BadInput(fmt.Errorf("%s is %w; pass an archive run's %s or its folder", ref.Name(), errNotManifest, ManifestName))
+		return nil, errs.BadInputf("%s is not a dlqctl archive manifest; pass an archive run's %s or its folder", ref.Name(), ManifestName)
 	}
 	return DecodeManifest(br, ref.Name())
 }
