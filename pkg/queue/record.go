@@ -44,8 +44,9 @@ type Record struct {
 	Rule    string  `json:"rule,omitempty"`
 	// ErrorFingerprint is the normalised failure (what `group --by error`
 	// counts by; "(no failure context)" when there is none). Archives
-	// write it on every record so query engines can group by it; other
-	// outputs omit it.
+	// write it on every record so query engines can group by it; records
+	// read from a live queue leave it out, records read back from an
+	// archive keep it.
 	ErrorFingerprint string `json:"error_fingerprint,omitempty"`
 }
 
