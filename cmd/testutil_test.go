@@ -24,7 +24,8 @@ type cliResult struct {
 	Code           int
 }
 
-// runCLI runs dlqctl in-process against the local stack (non-TTY streams).
+// runCLI runs dlqctl in-process against the local stack (non-TTY streams)
+// and checks its -o json/ndjson output against docs/schema.
 // It sets the AWS_* variables of env (unless env is the zero Env) for the duration of the test, so tests
 // using it must not call t.Parallel.
 func runCLI(t testing.TB, env testenv.Env, stdin string, args ...string) cliResult {
@@ -36,7 +37,11 @@ func runCLI(t testing.TB, env testenv.Env, stdin string, args ...string) cliResu
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	code := Run(ctx, output.Test(strings.NewReader(stdin), &out, &errOut, false), args)
-	return cliResult{Stdout: out.String(), Stderr: errOut.String(), Code: code}
+	res := cliResult{Stdout: out.String(), Stderr: errOut.String(), Code: code}
+	// Every -o json / -o ndjson output the suite produces must follow
+	// its schema in docs/schema (see schema_test.go).
+	checkOutputContract(t, args, res)
+	return res
 }
 
 func setStackEnv(t testing.TB, env testenv.Env) {

@@ -1,0 +1,290 @@
+package cmd
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// The JSON Schemas of docs/schema are the contract of dlqctl's -o json and
+// -o ndjson output for scripts. runCLI checks every such output the cmd
+// tests produce against them (checkOutputContract), so a renamed field, a
+// type change or a missing core field fails the test that printed it.
+
+const schemaBase = "https://github.com/dlqctl/dlqctl/docs/schema/"
+
+var (
+	schemaOnce sync.Once
+	schemas    map[string]*jsonschema.Schema
+	schemaErr  error
+)
+
+// schemaRefs are the schemas (and subschemas) outputs are checked against.
+var schemaRefs = []string{
+	"message-record.schema.json",
+	"redrive-summary.schema.json",
+	"restore-summary.schema.json",
+	"archive-summary.schema.json",
+	"progress-event.schema.json",
+	"group-report.schema.json",
+	"group-report.schema.json#/$defs/group",
+	"classify-summary.schema.json",
+	"classify-summary.schema.json#/$defs/class",
+	"native-task.schema.json",
+}
+
+func loadSchemas(t testing.TB) map[string]*jsonschema.Schema {
+	t.Helper()
+	schemaOnce.Do(func() {
+		c := jsonschema.NewCompiler()
+		c.DefaultDraft(jsonschema.Draft2020)
+		c.AssertFormat()
+		files, err := filepath.Glob(filepath.Join("..", "docs", "schema", "*.schema.json"))
+		if err != nil || len(files) == 0 {
+			schemaErr = err
+			if schemaErr == nil {
+				schemaErr = os.ErrNotExist
+			}
+			return
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				schemaErr = err
+				return
+			}
+			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+			if err != nil {
+				schemaErr = err
+				return
+			}
+			if err := c.AddResource(schemaBase+filepath.Base(f), doc); err != nil {
+				schemaErr = err
+				return
+			}
+		}
+		schemas = map[string]*jsonschema.Schema{}
+		for _, ref := range schemaRefs {
+			s, err := c.Compile(schemaBase + ref)
+			if err != nil {
+				schemaErr = err
+				return
+			}
+			schemas[ref] = s
+		}
+	})
+	if schemaErr != nil {
+		t.Fatalf("docs/schema: %v", schemaErr)
+	}
+	return schemas
+}
+
+// outputContract says which schema an invocation's stdout follows: json
+// is the schema of the whole document ("[]"+ref: an array of them),
+// ndjson the schema of each line; "" means no schema (only well-formed
+// JSON is checked). summary is the schema of the NDJSON summary event.
+type outputContract struct {
+	format                string
+	json, ndjson, summary string
+}
+
+// contractFor reads the command, subcommand, -o and modes from args.
+func contractFor(args []string) outputContract {
+	valueFlags := map[string]bool{"-o": true, "--output": true, "--region": true, "--profile": true, "--endpoint-url": true,
+		"--sqs-endpoint-url": true, "--s3-endpoint-url": true, "--state-dir": true, "--bucket-owner": true}
+	commands := map[string]bool{"sample": true, "group": true, "classify": true, "redrive": true, "restore": true, "archive": true,
+		"queues": true, "audit": true, "check": true, "watch": true, "runs": true}
+	var c outputContract
+	c.format = "table"
+	cmd, sub, engine := "", "", ""
+	has := map[string]bool{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-o" || a == "--output":
+			if i+1 < len(args) {
+				c.format = args[i+1]
+			}
+			i++
+		case strings.HasPrefix(a, "--output="):
+			c.format = strings.TrimPrefix(a, "--output=")
+		case strings.HasPrefix(a, "-o") && len(a) > 2 && !strings.HasPrefix(a, "--"):
+			c.format = strings.TrimPrefix(a[2:], "=")
+		case strings.HasPrefix(a, "-"):
+			name, val, eq := strings.Cut(a, "=")
+			has[name] = true
+			if name == "--engine" {
+				if !eq && i+1 < len(args) {
+					val = args[i+1]
+					i++
+				}
+				engine = val
+			}
+			if valueFlags[a] {
+				i++
+			}
+		case cmd == "" && commands[a]:
+			cmd = a
+		case cmd != "" && sub == "":
+			sub = a
+		}
+	}
+	if has["--dry-run"] || has["--explain"] {
+		return c // plans and explanations: well-formed JSON only
+	}
+	switch cmd {
+	case "sample":
+		c.json, c.ndjson = "[]message-record.schema.json", "message-record.schema.json"
+	case "classify":
+		if has["--summary"] {
+			c.json, c.ndjson = "classify-summary.schema.json", "classify-summary.schema.json#/$defs/class"
+		} else {
+			c.json, c.ndjson = "[]message-record.schema.json", "message-record.schema.json"
+		}
+	case "group":
+		c.json, c.ndjson = "group-report.schema.json", "group-report.schema.json#/$defs/group"
+	case "redrive":
+		if sub == "status" || sub == "cancel" || sub == "resume" {
+			return c
+		}
+		if has["--engine"] && engine == "native" {
+			c.json, c.ndjson, c.summary = "native-task.schema.json", "progress-event.schema.json", "native-task.schema.json"
+			return c
+		}
+		c.json, c.ndjson, c.summary = "redrive-summary.schema.json", "progress-event.schema.json", "redrive-summary.schema.json"
+	case "restore":
+		c.json, c.ndjson, c.summary = "restore-summary.schema.json", "progress-event.schema.json", "restore-summary.schema.json"
+	case "archive":
+		if sub == "verify" {
+			return c
+		}
+		c.json, c.ndjson, c.summary = "archive-summary.schema.json", "progress-event.schema.json", "archive-summary.schema.json"
+	}
+	return c
+}
+
+// checkOutputContract validates the stdout of one dlqctl invocation
+// against its schema (see contractFor). Table output is not checked.
+func checkOutputContract(t testing.TB, args []string, res cliResult) {
+	t.Helper()
+	c := contractFor(args)
+	out := strings.TrimSpace(res.Stdout)
+	if out == "" || (c.format != "json" && c.format != "ndjson") {
+		return
+	}
+	s := loadSchemas(t)
+	check := func(ref, doc, where string) {
+		t.Helper()
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(doc))
+		if err != nil {
+			t.Errorf("dlqctl %s: %s is not JSON (%v):\n%s", strings.Join(args, " "), where, err, clip(doc))
+			return
+		}
+		if ref == "" {
+			return
+		}
+		if strings.HasPrefix(ref, "[]") {
+			arr, ok := inst.([]any)
+			if !ok {
+				t.Errorf("dlqctl %s: %s is not an array (%s):\n%s", strings.Join(args, " "), where, ref, clip(doc))
+				return
+			}
+			for i, el := range arr {
+				if err := s[ref[2:]].Validate(el); err != nil {
+					t.Errorf("dlqctl %s: %s element %d breaks docs/schema/%s: %v", strings.Join(args, " "), where, i, ref[2:], err)
+				}
+			}
+			return
+		}
+		if err := s[ref].Validate(inst); err != nil {
+			t.Errorf("dlqctl %s: %s breaks docs/schema/%s: %v\n%s", strings.Join(args, " "), where, ref, err, clip(doc))
+		}
+	}
+	if c.format == "json" {
+		check(c.json, out, "stdout")
+		return
+	}
+	for i, line := range strings.Split(out, "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		where := "stdout line " + strconv.Itoa(i+1)
+		check(c.ndjson, line, where)
+		if c.summary != "" && strings.HasPrefix(line, `{"type":"summary"`) {
+			check(c.summary, line, where+" (summary event)")
+		}
+	}
+}
+
+func clip(s string) string {
+	if len(s) > 2000 {
+		return s[:2000] + "…"
+	}
+	return s
+}
+
+// The schemas compile, accept what dlqctl writes, and catch what a script
+// would trip over: a renamed or missing core field, a changed type.
+func TestSchemasCatchContractBreaks(t *testing.T) {
+	s := loadSchemas(t)
+	good := `{"message_id":"m1","queue":"arn:aws:sqs:us-east-1:123456789012:dlq","body":"{}","body_sha256":"44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","size_bytes":2,` +
+		`"attributes":{"t":{"type":"String","value":"x"}},"system":{"receive_count":3,"sent_at":"2026-11-30T03:15:00.000Z"},"age_seconds":5,` +
+		`"failure":{"format":"logs","reason":"timeout","evidence":[{"field":"logs","kind":"message","text":"timeout"}],"source":{"log_group":"/aws/lambda/x"}},` +
+		`"error_fingerprint":"timeout","class":"transient","action":"redrive","rule":"r"}`
+	rec := s["message-record.schema.json"]
+	validate := func(sch *jsonschema.Schema, doc string) error {
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sch.Validate(inst)
+	}
+	if err := validate(rec, good); err != nil {
+		t.Fatalf("a good record (with fields added later: failure.source, error_fingerprint) is refused: %v", err)
+	}
+	for name, bad := range map[string]string{
+		"receive_count as a string": strings.Replace(good, `"receive_count":3`, `"receive_count":"3"`, 1),
+		"message_id renamed":        strings.Replace(good, `"message_id"`, `"messageId"`, 1),
+		"attributes missing":        strings.Replace(good, `"attributes":{"t":{"type":"String","value":"x"}},`, ``, 1),
+		"attributes null":           strings.Replace(good, `"attributes":{"t":{"type":"String","value":"x"}}`, `"attributes":null`, 1),
+		"sent_at not a time":        strings.Replace(good, `"2026-11-30T03:15:00.000Z"`, `"yesterday"`, 1),
+		"unknown action":            strings.Replace(good, `"action":"redrive"`, `"action":"replay"`, 1),
+		"failure.format a number":   strings.Replace(good, `"format":"logs",`, `"format":2,`, 1),
+		"size as a float string":    strings.Replace(good, `"size_bytes":2`, `"size_bytes":"2"`, 1),
+	} {
+		if validate(rec, bad) == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	ev := s["progress-event.schema.json"]
+	if err := validate(ev, `{"type":"progress","op":"redrive","done":3,"skipped":0,"failed":0,"rate":1.5,"elapsed_seconds":2}`); err != nil {
+		t.Errorf("progress event refused: %v", err)
+	}
+	if validate(ev, `{"type":"progress","op":"redrive","done":"3","skipped":0,"failed":0,"rate":1.5,"elapsed_seconds":2}`) == nil {
+		t.Error("progress event with done as a string accepted")
+	}
+	if validate(ev, `{"type":"guard","name":"max-returns","state":"tripped"}`) == nil {
+		t.Error("guard event without value and limit accepted")
+	}
+	if validate(ev, `{"type":"tick"}`) == nil {
+		t.Error("unknown event type accepted")
+	}
+	if c := contractFor([]string{"--region", "us-east-1", "classify", "q", "--summary", "-ondjson"}); c.format != "ndjson" || c.ndjson != "classify-summary.schema.json#/$defs/class" {
+		t.Errorf("contractFor: %+v", c)
+	}
+	if c := contractFor([]string{"redrive", "q", "--engine=native", "-o", "json"}); c.json != "native-task.schema.json" {
+		t.Errorf("contractFor native: %+v", c)
+	}
+	if c := contractFor([]string{"--state-dir", "/tmp/x", "restore", "m.json", "--to", "q", "-o", "json"}); c.json != "restore-summary.schema.json" {
+		t.Errorf("contractFor restore: %+v", c)
+	}
+	if c := contractFor([]string{"redrive", "q", "--dry-run", "-o", "json"}); c.json != "" {
+		t.Errorf("dry-run plans have no schema yet: %+v", c)
+	}
+}
