@@ -184,6 +184,10 @@ type engine struct {
 	// (unix nanoseconds).
 	lastDrainCheck atomic.Int64
 
+	// srcCounts: the source adds received items to processing itself
+	// (ReceiveCounter).
+	srcCounts bool
+
 	mu  sync.Mutex
 	res *Result
 	// notAcked: durable at the sink but not removed from the source (yet).
@@ -238,6 +242,10 @@ func Run(ctx context.Context, src Source, sink Sink, opt Options) (*Result, erro
 		res: &Result{Skipped: map[string]int{}}, pauseCh: make(chan struct{})}
 	close(e.pauseCh)
 	e.drain, _ = src.(Drainer)
+	if rc, ok := src.(ReceiveCounter); ok {
+		rc.CountReceived(func(n int) { e.processing.Add(int64(n)) })
+		e.srcCounts = true
+	}
 	first := opt.Rate
 	if len(opt.Ramp) > 0 {
 		first = opt.Ramp[0]
@@ -490,7 +498,15 @@ func (e *engine) worker(runCtx context.Context, w int, ack *acker) {
 			return
 		}
 		items, err := e.src.Next(runCtx, queue.MaxBatchEntries)
+		// From here until they are processed or given back, the items
+		// count as processing: a source that counts them itself does so
+		// before the queue's counts can be read again (ReceiveCounter).
+		if len(items) > 0 && !e.srcCounts {
+			e.processing.Add(int64(len(items)))
+		}
+		inHand := int64(len(items))
 		if errors.Is(err, ErrSourceDone) {
+			e.processing.Add(-inHand)
 			e.sourceDone.Store(true)
 			e.endWith(func() {})
 			return
@@ -505,6 +521,7 @@ func (e *engine) worker(runCtx context.Context, w int, ack *acker) {
 		}
 		if err != nil {
 			_ = e.src.Release(context.WithoutCancel(runCtx), items)
+			e.processing.Add(-inHand)
 			if runCtx.Err() != nil {
 				return
 			}
@@ -521,12 +538,12 @@ func (e *engine) worker(runCtx context.Context, w int, ack *acker) {
 		e.mu.Unlock()
 		if runCtx.Err() != nil {
 			e.releaseItems(context.WithoutCancel(runCtx), items, "")
+			e.processing.Add(-inHand)
 			return
 		}
 		if len(items) > 0 {
-			e.processing.Add(int64(len(items)))
 			e.process(runCtx, w, items, ack)
-			e.processing.Add(-int64(len(items)))
+			e.processing.Add(-inHand)
 		}
 		if e.drain == nil {
 			if len(items) == 0 {

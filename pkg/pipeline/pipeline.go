@@ -99,6 +99,16 @@ type Remaining struct {
 	LostUntil time.Time
 }
 
+// ReceiveCounter is a Source that reports the items a Next returns before
+// the queue's counts can be read again (a Settler's counts): the engine
+// then knows that messages missing from the counts are in its hands, not
+// locked or lost, even in the instant between a receive and its
+// processing (on a FIFO queue, a group taken by another worker's receive
+// is not "blocked").
+type ReceiveCounter interface {
+	CountReceived(func(n int))
+}
+
 // Drainer is a Source that can tell what is left (a queue).
 type Drainer interface {
 	Remaining(ctx context.Context) (Remaining, error)

@@ -64,6 +64,10 @@ type QueueSource struct {
 	// there until its wait is over, so a release before then could hand
 	// the released messages to a poll nobody reads (invisible for the
 	// visibility timeout, with nobody holding them).
+	// onReceived is called with the number of items a Next returns, while
+	// it still holds gate (ReceiveCounter).
+	onReceived func(int)
+
 	pollMu  sync.Mutex
 	pollSeq int
 	pending map[int]time.Time
@@ -198,8 +202,15 @@ func (s *QueueSource) Next(ctx context.Context, max int) ([]Item, error) {
 		}
 		items = append(items, Item{Record: &m.Record, Parsed: parsed, Handle: slims[i]})
 	}
+	if s.onReceived != nil && len(items) > 0 {
+		s.onReceived(len(items))
+	}
 	return items, nil
 }
+
+// CountReceived registers f, called with the number of items each Next
+// returns before Settle can read the queue's counts again.
+func (s *QueueSource) CountReceived(f func(n int)) { s.onReceived = f }
 
 func handles(items []Item) []*queue.Message {
 	msgs := make([]*queue.Message, 0, len(items))
