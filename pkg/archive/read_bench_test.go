@@ -2,6 +2,7 @@ package archive
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/pkg/queue"
@@ -23,6 +27,9 @@ import (
 //	group --from DIR --by class,source,error -o json
 //	classify --from DIR --summary -o json
 //	classify --from DIR -o ndjson --no-redact (every record printed, stdout discarded)
+//	group --from s3://BUCKET/…/run=<id>/ --by class,source,error -o json
+//	                                          (the same archive uploaded to the
+//	                                          local stack's S3; needs the stack)
 //
 // and reports, per command, the peak RSS at each size and big/small (flat
 // memory means a ratio near 1: reading streams one record at a time). The
@@ -58,7 +65,7 @@ func BenchmarkReadArchiveRSS(b *testing.B) {
 				var peak int64
 				var elapsed time.Duration
 				for range b.N {
-					kb, d := runPeak(b, bin, append([]string{"--from", dirs[i]}, c.args...))
+					kb, d := runPeak(b, bin, nil, append([]string{"--from", dirs[i]}, c.args...))
 					peak, elapsed = max(peak, kb), elapsed+d
 				}
 				peaks = append(peaks, peak)
@@ -68,6 +75,61 @@ func BenchmarkReadArchiveRSS(b *testing.B) {
 			b.ReportMetric(float64(peaks[1])/float64(peaks[0]), "RSS-big/small")
 		})
 	}
+	b.Run("group-s3", func(b *testing.B) {
+		env := testenv.Require(b)
+		api := env.S3(b)
+		bucket := testenv.BucketName(b, "rdrss")
+		if _, err := api.CreateBucket(b.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+			b.Fatal(err)
+		}
+		var peaks []int64
+		for i, n := range sizes {
+			run := uploadDir(b, api, bucket, dirs[i])
+			var peak int64
+			var elapsed time.Duration
+			for range b.N {
+				kb, d := runPeak(b, bin, env.Environ(), []string{"group", "--from", "s3://" + bucket + "/" + run, "--by", "class,source,error", "-o", "json"})
+				peak, elapsed = max(peak, kb), elapsed+d
+			}
+			peaks = append(peaks, peak)
+			b.ReportMetric(float64(peak)/1024, fmt.Sprintf("peakRSS-MB@%d", n))
+			b.ReportMetric(float64(n)*float64(b.N)/elapsed.Seconds(), fmt.Sprintf("records/s@%d", n))
+		}
+		b.ReportMetric(float64(peaks[1])/float64(peaks[0]), "RSS-big/small")
+	})
+}
+
+// uploadDir puts every file under dir into bucket with its relative path as
+// key and returns the key prefix of the run folder it holds.
+func uploadDir(b *testing.B, api *s3.Client, bucket, dir string) string {
+	b.Helper()
+	var run string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		key := filepath.ToSlash(rel)
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if _, err := api.PutObject(b.Context(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: f}); err != nil {
+			return err
+		}
+		b.Cleanup(func() {
+			_, _ = api.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		})
+		if IsManifestName(key) {
+			run = strings.TrimSuffix(key, ManifestName)
+		}
+		return nil
+	})
+	if err != nil || run == "" {
+		b.Fatalf("uploading %s: %v (run %q)", dir, err, run)
+	}
+	return run
 }
 
 func envSize(name string, def int) int {
@@ -78,10 +140,12 @@ func envSize(name string, def int) int {
 	return def
 }
 
-// runPeak runs the binary and returns its peak RSS (KiB) and duration.
-func runPeak(b *testing.B, bin string, args []string) (int64, time.Duration) {
+// runPeak runs the binary (with environ, when set) and returns its peak
+// RSS (KiB) and duration.
+func runPeak(b *testing.B, bin string, environ []string, args []string) (int64, time.Duration) {
 	b.Helper()
 	cmd := exec.Command(bin, args...)
+	cmd.Env = environ
 	cmd.Stdout = io.Discard
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
