@@ -247,6 +247,41 @@ type LogLine struct {
 	Message   string    `json:"message"`
 }
 
+// MarshalJSON writes the source with its timestamp in TimeFormat, in the
+// order of FailureSource.
+func (s FailureSource) MarshalJSON() ([]byte, error) {
+	return marshalNoEscape(failureSourceJSON{
+		LogGroup: s.LogGroup, LogStream: s.LogStream, Timestamp: recordTime(s.Timestamp), RequestID: s.RequestID,
+		LogGroups: s.LogGroups, Note: s.Note, Lines: s.Lines,
+	})
+}
+
+// failureSourceJSON is FailureSource as written (kept in step by
+// TestRecordJSONMirrorsRecord).
+type failureSourceJSON struct {
+	LogGroup  string     `json:"log_group,omitempty"`
+	LogStream string     `json:"log_stream,omitempty"`
+	Timestamp recordTime `json:"timestamp,omitzero"`
+	RequestID string     `json:"request_id,omitempty"`
+	LogGroups []string   `json:"log_groups,omitempty"`
+	Note      string     `json:"note,omitempty"`
+	Lines     []LogLine  `json:"lines,omitempty"`
+}
+
+// MarshalJSON writes the log line with its timestamp in TimeFormat.
+func (l LogLine) MarshalJSON() ([]byte, error) {
+	return marshalNoEscape(logLineJSON{LogGroup: l.LogGroup, LogStream: l.LogStream, Timestamp: recordTime(l.Timestamp), Message: l.Message})
+}
+
+// logLineJSON is LogLine as written (kept in step by
+// TestRecordJSONMirrorsRecord).
+type logLineJSON struct {
+	LogGroup  string     `json:"log_group"`
+	LogStream string     `json:"log_stream"`
+	Timestamp recordTime `json:"timestamp"`
+	Message   string     `json:"message"`
+}
+
 // HasContext reports whether f carries any failure text (a format alone
 // is not a reason).
 func (f *Failure) HasContext() bool {

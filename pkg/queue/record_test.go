@@ -125,6 +125,10 @@ func TestRecordJSONHasOneShapePerField(t *testing.T) {
 			t.Errorf("%s: round trip %+v err %v", r.MessageID, back, err)
 		}
 	}
+	src := FailureSource{LogGroup: "/aws/lambda/orders", Timestamp: sent, Lines: []LogLine{{LogGroup: "/aws/lambda/orders", LogStream: "s", Timestamp: sent.Add(7 * time.Millisecond), Message: "ERROR <boom>"}}}
+	if got := string(mustJSON(t, Record{MessageID: "c", Failure: &Failure{Format: "logs", Source: &src}})); !strings.Contains(got, `"source":{"log_group":"/aws/lambda/orders","timestamp":"2026-11-30T03:15:00.000Z","lines":[{"log_group":"/aws/lambda/orders","log_stream":"s","timestamp":"2026-11-30T03:15:00.007Z","message":"ERROR <boom>"}]}`) {
+		t.Errorf("failure source JSON %s", got)
+	}
 	if got := string(mustJSON(t, recs[0].System)); !strings.Contains(got, `"sent_at":"2026-11-30T03:15:00.000Z"`) || !strings.Contains(got, `"first_received_at":"2026-11-30T03:15:01.500Z"`) {
 		t.Errorf("system JSON %s", got)
 	}
@@ -139,9 +143,10 @@ func TestRecordJSONHasOneShapePerField(t *testing.T) {
 	}
 }
 
+// mustJSON writes v as dlqctl's record writers do (no HTML escaping).
 func mustJSON(t *testing.T, v any) []byte {
 	t.Helper()
-	b, err := json.Marshal(v)
+	b, err := marshalNoEscape(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +158,8 @@ func mustJSON(t *testing.T, v any) []byte {
 // same order — a field added to Record but not to recordJSON would silently
 // disappear from every record dlqctl writes.
 func TestRecordJSONMirrorsRecord(t *testing.T) {
-	for _, pair := range [][2]reflect.Type{{reflect.TypeOf(Record{}), reflect.TypeOf(recordJSON{})}, {reflect.TypeOf(System{}), reflect.TypeOf(systemJSON{})}} {
+	for _, pair := range [][2]reflect.Type{{reflect.TypeOf(Record{}), reflect.TypeOf(recordJSON{})}, {reflect.TypeOf(System{}), reflect.TypeOf(systemJSON{})},
+		{reflect.TypeOf(FailureSource{}), reflect.TypeOf(failureSourceJSON{})}, {reflect.TypeOf(LogLine{}), reflect.TypeOf(logLineJSON{})}} {
 		var a, b []string
 		for i := range pair[0].NumField() {
 			if tag := pair[0].Field(i).Tag.Get("json"); tag != "-" {
