@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -291,6 +292,20 @@ func TestRedriveClassTransientWithLogs(t *testing.T) {
 	dry := runCLI(t, inc.env, "", "redrive", inc.dlq, "--to", destURL, "--class", "transient", "--logs", inc.logsFlag(), "--state-dir", state, "--dry-run", "-o", "json")
 	if dry.Code != 0 || !strings.Contains(dry.Stderr, "FilterLogEvents call(s)") {
 		t.Fatalf("dry-run: %d\n%s\n%s", dry.Code, dry.Stdout, dry.Stderr)
+	}
+	// archive selects by the same evidence: the 6 whose logs name a
+	// validation error are the permanent ones.
+	bucket := testenv.BucketName(t, "lg")
+	if _, err := inc.env.S3(t).CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	arch := runCLI(t, inc.env, "", "archive", inc.dlq, "--to", "s3://"+bucket+"/dlq", "--class", "permanent", "--logs", inc.logsFlag(), "--state-dir", state, "--dry-run", "-o", "json")
+	var plan struct {
+		Selected int `json:"selected"`
+		Scanned  int `json:"scanned"`
+	}
+	if err := json.Unmarshal([]byte(arch.Stdout), &plan); arch.Code != 0 || err != nil || plan.Selected != 6 || plan.Scanned != 19 {
+		t.Fatalf("archive --class permanent --logs --dry-run: code %d, plan %+v (%v), want 6 of 19\n%s", arch.Code, plan, err, arch.Stderr)
 	}
 	res := runCLI(t, inc.env, "", "redrive", inc.dlq, "--to", destURL, "--class", "transient", "--logs", inc.logsFlag(), "--state-dir", state, "--yes", "--concurrency", "2")
 	if res.Code != 0 {
