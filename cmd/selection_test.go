@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,5 +71,37 @@ func TestSelectionFlagsBadInput(t *testing.T) {
 	s := parseSelection(t, "--rules", rules, "--class", "mine")
 	if _, err := s.Selector(); err != nil {
 		t.Errorf("class from the rules file rejected: %v", err)
+	}
+}
+
+func TestLogsFlags(t *testing.T) {
+	var l LogsFlags
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	l.AddFlags(fs)
+	if err := fs.Parse([]string{"--logs", "/aws/lambda/a, /ecs/b", "--logs", "/aws/lambda/a", "--logs-window", "2024-05-01T00:00:00Z.."}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(l.groups(), "|"); got != "/aws/lambda/a|/ecs/b" {
+		t.Errorf("groups %q, want each group once, in order", got)
+	}
+	if err := l.Validate(); err != nil {
+		t.Errorf("valid flags rejected: %v", err)
+	}
+	for _, bad := range []LogsFlags{
+		{Groups: []string{"arn:aws:logs:us-east-1:1:log-group:x"}},
+		{Groups: []string{"/x"}, Window: "last tuesday"},
+		{Window: "6h"},
+		{Refresh: true},
+	} {
+		err := bad.Validate()
+		if err == nil || errs.Code(err) != errs.ExitUsage {
+			t.Errorf("%+v: %v, want a bad-input error (exit 2)", bad, err)
+		}
+	}
+	// Unset --logs leaves the selection's JSON (and so run fingerprints)
+	// as it was before --logs existed.
+	b, _ := json.Marshal(SelectionFlags{Classes: []string{"transient"}})
+	if strings.Contains(string(b), "logs") {
+		t.Errorf("selection JSON without --logs mentions logs: %s", b)
 	}
 }

@@ -175,18 +175,24 @@ func (s *LogSink) Batch(ctx context.Context, i int, mode string, ok, bad []types
 				add(fmt.Sprintf("%s %s Task timed out after 3.00 seconds", ts(now), rid))
 				status = "\tStatus: timeout"
 			case failed:
-				inv, _ := json.Marshal(map[string]any{
-					"errorType":    "TypeError",
-					"errorMessage": "Cannot read properties of null (reading 'toFixed')",
-					"stack": []string{"TypeError: Cannot read properties of null (reading 'toFixed')",
-						"    at chargeOrder (/var/task/index.js:27:31)", "    at Runtime.handler (/var/task/index.js:12:13)"},
-				})
+				// The Node.js runtime's order: errorType, errorMessage, stack.
+				inv, _ := json.Marshal(struct {
+					ErrorType    string   `json:"errorType"`
+					ErrorMessage string   `json:"errorMessage"`
+					Stack        []string `json:"stack"`
+				}{"TypeError", "Cannot read properties of null (reading 'toFixed')", []string{
+					"TypeError: Cannot read properties of null (reading 'toFixed')",
+					"    at chargeOrder (/var/task/index.js:27:31)", "    at Runtime.handler (/var/task/index.js:12:13)"}})
 				add(fmt.Sprintf("%s\t%s\tERROR\tInvoke Error \t%s", ts(now), rid, inv))
 				status = "\tStatus: error\tError Type: Runtime.HandlerError"
 			}
+			ms := 42 // a processed batch; a failed one ran into the 3 s timeout or failed late
+			if failed {
+				ms = 3000
+			}
 			add(fmt.Sprintf("END RequestId: %s", rid))
 			add(fmt.Sprintf("REPORT RequestId: %s\tDuration: %d.00 ms\tBilled Duration: %d ms\tMemory Size: 128 MB\tMax Memory Used: 71 MB%s",
-				rid, 3000, 3000, status))
+				rid, ms, ms, status))
 		}
 	case StylePowertools:
 		rid := uuid()
