@@ -94,27 +94,33 @@ func (c *Cache) get(id string) (*queue.Failure, bool) {
 	return e.Failure, true
 }
 
-func (c *Cache) put(id string, f *queue.Failure) error {
-	if c == nil {
+// putAll appends results in one write.
+func (c *Cache) putAll(res map[string]*queue.Failure) error {
+	if c == nil || len(res) == 0 {
 		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_ = c.load()
-	e := cacheEntry{ID: id, At: c.now().UTC(), Failure: f}
-	c.entries[id] = e
+	at := c.now().UTC()
+	var buf []byte
+	for id, f := range res {
+		e := cacheEntry{ID: id, At: at, Failure: f}
+		c.entries[id] = e
+		b, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		buf = append(append(buf, b...), '\n')
+	}
 	if err := os.MkdirAll(filepath.Dir(c.path), 0o700); err != nil {
 		return fmt.Errorf("logs cache: %w", err)
-	}
-	b, err := json.Marshal(e)
-	if err != nil {
-		return err
 	}
 	fh, err := os.OpenFile(c.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("logs cache: %w", err)
 	}
-	_, err = fh.Write(append(b, '\n'))
+	_, err = fh.Write(buf)
 	if cerr := fh.Close(); err == nil {
 		err = cerr
 	}

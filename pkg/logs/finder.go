@@ -166,11 +166,8 @@ func (f *Finder) Lookup(ctx context.Context, reqs []Request) (map[string]*queue.
 		if fl.HasContext() {
 			f.stats.Found++
 		}
-		if err := f.opt.Cache.put(id, fl); err != nil {
-			return out, err
-		}
 	}
-	return out, nil
+	return out, f.opt.Cache.putAll(res)
 }
 
 // followPass collects the Lambda request ids to follow.
