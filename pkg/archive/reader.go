@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -151,6 +152,9 @@ func listManifests(ctx context.Context, api S3API, bucket, prefix string) (keys 
 			}
 			if isUnreachable(err) {
 				return nil, 0, errs.BadInputf("cannot reach the S3 endpoint (%v); check --endpoint-url / AWS_ENDPOINT_URL_S3 and your network", firstLine(err))
+			}
+			if statusCode(err) == http.StatusForbidden || apiCode(err) == "AccessDenied" {
+				return nil, 0, errs.BadInputf("listing s3://%s/%s was denied: reading a folder or prefix needs s3:ListBucket on arn:aws:s3:::%s; or pass the run's %s (s3:GetObject only)", bucket, prefix, bucket, ManifestName)
 			}
 			return nil, 0, fmt.Errorf("listing s3://%s/%s: %w", bucket, prefix, describeS3(err))
 		}
