@@ -285,6 +285,15 @@ func stackEvidence(d *inspect.Decoding, field, body string) {
 			return
 		}
 	}
+	if n == 0 && strings.HasPrefix(strings.TrimSpace(body), "Traceback") {
+		// Python: the last line is the exception, whatever its name
+		// ("psycopg2.errors.SerializationFailure: could not serialize …").
+		lines := strings.Split(strings.TrimSpace(body), "\n")
+		if typ, msg := inspect.SplitTypeMessage(strings.TrimSpace(lines[len(lines)-1])); typ != "" {
+			d.Evidence(field, queue.EvidenceType, typ)
+			d.Evidence(field, queue.EvidenceMessage, msg)
+		}
+	}
 	d.StackEvidence(field, body)
 }
 
