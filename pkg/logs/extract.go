@@ -3,6 +3,7 @@ package logs
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -186,6 +187,19 @@ var logfmtRE = regexp.MustCompile(`\b(err|error|exception|cause|reason|msg|messa
 // events (in time order). requestID is set when the events were found by
 // following a Lambda request id.
 func extract(errEvents []Event, requestID string) *queue.Failure {
+	// A REPORT line only summarises the invocation (Status, Error Type):
+	// the lines that say what failed come first.
+	errEvents = slices.Clone(errEvents)
+	slices.SortStableFunc(errEvents, func(a, b Event) int {
+		ra, rb := strings.HasPrefix(a.Message, "REPORT RequestId: "), strings.HasPrefix(b.Message, "REPORT RequestId: ")
+		switch {
+		case ra == rb:
+			return 0
+		case rb:
+			return -1
+		}
+		return 1
+	})
 	f := inspect.BuildFailure(inspect.FormatLogs, func(d *inspect.Decoding) {
 		for _, e := range errEvents {
 			evidenceOf(d, e)

@@ -95,8 +95,18 @@ func TestFinderOnMoto(t *testing.T) {
 	if err := (&worker.LogSink{API: api, Group: fn, Style: worker.StyleLambda}).Batch(ctx, 0, worker.ModeBug, nil, lambdaMsgs); err != nil {
 		t.Fatal(err)
 	}
+	// A Python Lambda: the runtime's error line carries no request id; it
+	// is found in the invocation's stream between START and END.
+	pyRID, pyID := "0d9c8b7a-6f5e-4d3c-8b2a-1f0e9d8c7b6a", uuidFor(150)
+	put(t, api, fn, "2024/05/01/[$LATEST]python",
+		"START RequestId: "+pyRID+" Version: $LATEST",
+		"[INFO]\t2024-05-01T12:00:00.000Z\t"+pyRID+"\tprocessing record "+pyID,
+		"[ERROR] KeyError: 'orderId'\nTraceback (most recent call last):\n  File \"/var/task/app.py\", line 9, in handler\n    order = body['orderId']",
+		"END RequestId: "+pyRID,
+		"REPORT RequestId: "+pyRID+"\tDuration: 12.00 ms\tBilled Duration: 12 ms\tMemory Size: 128 MB\tMax Memory Used: 40 MB\tStatus: error\tError Type: Runtime.Unknown")
 	var reqs []Request
 	now := time.Now()
+	reqs = append(reqs, Request{MessageID: pyID, From: now.Add(-time.Hour), To: now.Add(time.Minute)})
 	for i := 0; i < 150; i++ { // 10 ids nobody logged
 		reqs = append(reqs, Request{MessageID: uuidFor(i), From: now.Add(-time.Hour), To: now.Add(time.Minute)})
 	}
@@ -124,8 +134,11 @@ func TestFinderOnMoto(t *testing.T) {
 			}
 		}
 	}
+	if py := res[pyID]; !py.HasContext() || py.Type != "KeyError" || py.Source.RequestID != pyRID {
+		t.Errorf("python invocation: %+v, want KeyError from the invocation's stream", py)
+	}
 	st := f.Stats()
-	if st.Found != 140 || st.Messages != 150 {
+	if st.Found != 141 || st.Messages != 151 {
 		t.Errorf("stats %+v", st)
 	}
 	// 150 ids: 3 batches. moto ignores the OR pattern, so each search pages
@@ -139,7 +152,7 @@ func TestFinderOnMoto(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st2 := f2.Stats(); st2.Calls != 0 || st2.Cached != 150 || res2[uuidFor(3)].Reason != res[uuidFor(3)].Reason {
+	if st2 := f2.Stats(); st2.Calls != 0 || st2.Cached != 151 || res2[uuidFor(3)].Reason != res[uuidFor(3)].Reason {
 		t.Errorf("cached lookup: %+v", st2)
 	}
 }
