@@ -221,7 +221,7 @@ func (lk *logsLookup) stream(fn func(rec *queue.Record, parsed any) error) (wrap
 		parsed any
 	}
 	var buf []item
-	need := 0
+	need, size := 0, 0
 	emit := func() error {
 		var reqs []logs.Request
 		now := time.Now()
@@ -238,7 +238,7 @@ func (lk *logsLookup) stream(fn func(rec *queue.Record, parsed any) error) (wrap
 			}
 		}
 		items := buf
-		buf, need = nil, 0
+		buf, need, size = nil, 0, 0
 		for i := range items {
 			if !items[i].rec.Failure.HasContext() {
 				attachLogs(&items[i].rec, res[items[i].rec.MessageID])
@@ -251,12 +251,14 @@ func (lk *logsLookup) stream(fn func(rec *queue.Record, parsed any) error) (wrap
 	}
 	wrapped = func(rec *queue.Record, parsed any) error {
 		buf = append(buf, item{rec: *rec, parsed: parsed})
+		size += len(rec.Body)
 		if !rec.Failure.HasContext() {
 			need++
 		}
 		// 1,024 messages per lookup: 16 full batches of ids, and the
-		// Lambda request ids of all of them in as few calls as possible.
-		if need >= logs.DefaultBatch*16 || len(buf) >= 4096 {
+		// Lambda request ids of all of them in as few calls as possible;
+		// fewer when the bodies held back would take more than 64 MiB.
+		if need >= logs.DefaultBatch*16 || len(buf) >= 4096 || size >= 64<<20 {
 			return emit()
 		}
 		return nil
