@@ -33,7 +33,11 @@ type SelectionFlags struct {
 const SelectionHelp = `Selecting messages: --class C[,C] keeps messages the rules put in those
 classes (the built-in rules unless --rules FILE is given; see 'dlqctl
 classify --help' and docs/rules.md); --filter EXPR keeps messages for which
-the jq expression is true (it also sees .class, .action and .rule).`
+the jq expression is true (it also sees .class, .action and .rule).
+classify, group, redrive and archive also take --logs GROUP[,GROUP]: messages
+without failure context of their own are classified by what the consumer's
+CloudWatch Logs say about them (docs/logs.md); redrive and archive first
+read the queue once, without consuming it, to search the logs in batches.`
 
 // AddFlags registers --filter, --rules and --class on fs.
 func (s *SelectionFlags) AddFlags(fs *pflag.FlagSet) {
