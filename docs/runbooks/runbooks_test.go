@@ -301,6 +301,7 @@ func setup(t *testing.T, env testenv.Env) *incident {
 		"RAMP_EVERY":     "1s",
 		"WATCH_INTERVAL": "1s",
 		"HOURS":          "24",
+		"INCIDENT":       "inc-4711", // the bucket is the test's own
 	}
 	// --logs (issue 14): the consumer's log group on moto's CloudWatch Logs,
 	// with a connection-refused line for each plain envelope in the DLQ.
@@ -666,8 +667,8 @@ var after = map[string]func(t *testing.T, env testenv.Env, inc *incident){
 			t.Errorf("the DLQ still holds %d messages; the runbook archives (and deletes) all %d", d, inc.dlqStart)
 		}
 		keys := manifests(t, env, inc.bucket, "incidents/")
-		if len(keys) != 1 || !strings.HasSuffix(keys[0], "/_manifest.json") || !strings.Contains(keys[0], "incidents/queue="+inc.truth.DLQ.Name+"/dt=") {
-			t.Fatalf("manifests under incidents/: %v, want one run under queue=%s/dt=…/", keys, inc.truth.DLQ.Name)
+		if want := "incidents/incident=" + inc.vars["INCIDENT"] + "/queue=" + inc.truth.DLQ.Name + "/dt="; len(keys) != 1 || !strings.HasSuffix(keys[0], "/_manifest.json") || !strings.HasPrefix(keys[0], want) {
+			t.Fatalf("manifests under incidents/: %v, want one run under %s…/", keys, want)
 		}
 		m := readManifest(t, env, inc.bucket, keys[0])
 		if !m.Complete || m.Totals.Records != inc.dlqStart || m.Totals.Deleted != inc.dlqStart {
