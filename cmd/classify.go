@@ -411,7 +411,11 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	}
 	fmt.Fprintln(w)
 	writeAnalysis(w, found)
-	writeLogLines(w, &rec)
+	shown := rec
+	if !opts.NoRedact {
+		shown = inspect.NewRedactor(opts.Redact).Record(rec)
+	}
+	writeLogLines(w, &shown)
 	fmt.Fprintf(w, "rules: %s\n", found.Source)
 	for _, s := range found.Steps {
 		mark := "no "

@@ -106,6 +106,16 @@ func (r *Redactor) Record(rec queue.Record) queue.Record {
 			e.Text = r.Body(e.Text)
 			c.Evidence[i] = e
 		}
+		if src := f.Source; src != nil && len(src.Lines) > 0 {
+			// Log lines found by --logs print payloads and headers too.
+			sc := *src
+			sc.Lines = make([]queue.LogLine, len(src.Lines))
+			for i, l := range src.Lines {
+				l.Message = r.Body(l.Message)
+				sc.Lines[i] = l
+			}
+			c.Source = &sc
+		}
 		rec.Failure = &c
 	}
 	return rec

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/classify"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
@@ -214,5 +215,21 @@ func TestParseWindow(t *testing.T) {
 		if _, err := ParseWindow(bad); err == nil {
 			t.Errorf("ParseWindow(%q) accepted", bad)
 		}
+	}
+}
+
+// Log lines attached as failure context are masked like the rest of the
+// record: consumers log payloads and headers.
+func TestLogLinesAreRedacted(t *testing.T) {
+	f := extract([]Event{ev(`{"level":"ERROR","message":"charge failed","messageId":"` + mid + `","request":{"card_number":"4111111111111111","password":"hunter2"},"error":"card declined"}`),
+		ev(`time=x level=ERROR msg="auth failed" message_id=` + mid + ` password=hunter2 err="invalid token"`)}, "")
+	rec := inspect.NewRedactor(nil).Record(queue.Record{MessageID: mid, Failure: f})
+	for _, l := range rec.Failure.Source.Lines {
+		if strings.Contains(l.Message, "4111111111111111") || strings.Contains(l.Message, "hunter2") {
+			t.Errorf("a secret survived redaction: %s", l.Message)
+		}
+	}
+	if !strings.Contains(f.Source.Lines[0].Message, "hunter2") {
+		t.Error("redaction changed the record it was given, not a copy")
 	}
 }
