@@ -73,7 +73,7 @@ func newPartWriter(dir string, discard bool) (*partWriter, error) {
 // group by it without dlqctl's normalisation.
 func (p *partWriter) Write(rec *queue.Record) error {
 	rec.ErrorFingerprint = inspect.ErrorFingerprint(rec)
-	if err := p.enc.Encode(rec); err != nil {
+	if err := p.enc.Encode(rec.JSONForm()); err != nil {
 		return err
 	}
 	p.records++

@@ -78,10 +78,16 @@ func (t recordTime) MarshalJSON() ([]byte, error) {
 // TimeFormat and attributes always an object ({} when there are none), so
 // a JSON reader sees one type per field in every record. Fields keep the
 // order of Record.
-func (r Record) MarshalJSON() ([]byte, error) {
+func (r Record) MarshalJSON() ([]byte, error) { return marshalNoEscape(r.JSONForm()) }
+
+// JSONForm is r as it is written (what MarshalJSON encodes). A hot writer
+// (archive parts) encodes it directly: encoding/json re-scans the output of
+// every MarshalJSON to validate it, which costs about as much again as the
+// encoding itself.
+func (r Record) JSONForm() any {
 	out := recordJSON{
 		MessageID: r.MessageID, Queue: r.Queue, Body: r.Body, BodySHA256: r.BodySHA256, SizeBytes: r.SizeBytes,
-		Attributes: r.Attributes, System: r.System, AgeSeconds: r.AgeSeconds, ExpiresAt: recordTime(r.ExpiresAt),
+		Attributes: r.Attributes, System: r.System.jsonView(), AgeSeconds: r.AgeSeconds, ExpiresAt: recordTime(r.ExpiresAt),
 		Envelope: r.Envelope, Failure: r.Failure, Payload: r.Payload,
 		Class: r.Class, Action: r.Action, Rule: r.Rule, ErrorFingerprint: r.ErrorFingerprint,
 	}
@@ -91,7 +97,7 @@ func (r Record) MarshalJSON() ([]byte, error) {
 	if m := r.Redrive; m != nil {
 		out.Redrive = &markerJSON{RunID: m.RunID, OriginalID: m.OriginalID, Count: m.Count, At: recordTime(m.At)}
 	}
-	return marshalNoEscape(out)
+	return out
 }
 
 // recordJSON is Record as written (TestRecordJSONMirrorsRecord keeps the
@@ -103,7 +109,7 @@ type recordJSON struct {
 	BodySHA256       string               `json:"body_sha256"`
 	SizeBytes        int                  `json:"size_bytes"`
 	Attributes       map[string]Attribute `json:"attributes"`
-	System           System               `json:"system"`
+	System           systemJSON           `json:"system"`
 	AgeSeconds       int64                `json:"age_seconds"`
 	ExpiresAt        recordTime           `json:"expires_at,omitzero"`
 	Envelope         *Envelope            `json:"envelope,omitempty"`
@@ -162,11 +168,16 @@ type System struct {
 
 // MarshalJSON writes the system attributes with timestamps in TimeFormat,
 // in the order of System.
-func (s System) MarshalJSON() ([]byte, error) {
-	return marshalNoEscape(systemJSON{
+func (s System) MarshalJSON() ([]byte, error) { return marshalNoEscape(s.jsonView()) }
+
+// jsonView is s as written. Record's MarshalJSON embeds it directly: a
+// nested MarshalJSON would have its output re-scanned by every encoder
+// above it.
+func (s System) jsonView() systemJSON {
+	return systemJSON{
 		ReceiveCount: s.ReceiveCount, SentAt: recordTime(s.SentAt), FirstReceivedAt: recordTime(s.FirstReceivedAt),
 		SourceQueueARN: s.SourceQueueARN, MessageGroupID: s.MessageGroupID, DeduplicationID: s.DeduplicationID, SequenceNumber: s.SequenceNumber,
-	})
+	}
 }
 
 // systemJSON is System as written (kept in step by TestRecordJSONMirrorsRecord).
