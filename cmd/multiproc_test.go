@@ -558,3 +558,63 @@ func TestSharedArchiveSurvivesKill9OfOneProcess(t *testing.T) {
 	dups := checkExactlyOnce(t, got, n, conc*partRecords)
 	t.Logf("kill -9 of process %d: %d part(s) in all, %d run(s) without a manifest, %d message(s) in two parts", victim.i, parts, orphans, dups)
 }
+
+// TestTwoRedriveProcessesShareAGroupLockingFIFODLQ: on a server that locks
+// FIFO message groups as AWS does (moto), two processes share a FIFO DLQ.
+// While one holds a group the other gets nothing of it; a process that has
+// nothing left it can read ends with the rest reported as its peer's
+// (in flight at peers, locked by peers), exit 0 — not "blocked", exit 4 —
+// and between them every message reaches the FIFO destination exactly once.
+func TestTwoRedriveProcessesShareAGroupLockingFIFODLQ(t *testing.T) {
+	env := testenv.RequireMoto(t)
+	c := env.SQS(t)
+	const groups, per = 8, 25
+	dlq, _ := fifoDLQ(t, c, testenv.UniqueName(t, "pf"), groups, per)
+	dest, _ := createQueue(t, c, testenv.UniqueName(t, "pfd")+".fifo", map[string]string{"FifoQueue": "true"})
+	var ps []*peerProc
+	for i := 1; i <= 2; i++ {
+		p := &peerProc{i: i, state: t.TempDir()}
+		// One worker each: moto can split a group between concurrent
+		// receives (docs/emulators.md row 22), which AWS never does.
+		p.cmd = binCmd(t, env, "redrive", dlq, "--to", dest, "--concurrency", "1", "--rate-share", fmt.Sprintf("%d/2", i),
+			"--state-dir", p.state, "--yes", "-o", "json")
+		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	total := 0
+	for _, p := range ps {
+		if code := p.wait(); code != 0 {
+			t.Fatalf("process %d/2: exit %d\n%s\n%s", p.i, code, p.stdout.String(), p.stderr.String())
+		}
+		var s RedriveSummary
+		if err := json.Unmarshal(p.stdout.Bytes(), &s); err != nil {
+			t.Fatal(err)
+		}
+		if s.Status != redrive.StatusCompleted || s.Blocked != 0 {
+			t.Fatalf("process %d/2: status %q, blocked %d; want completed", p.i, s.Status, s.Blocked)
+		}
+		t.Logf("process %d/2: moved %d, %d in flight at peers, %d locked by peers", p.i, s.Moved, s.InFlightAtPeers, s.LockedByPeers)
+		total += s.Moved
+	}
+	if total != groups*per {
+		t.Fatalf("the two processes moved %d, want %d", total, groups*per)
+	}
+	if v, f := settledDepth(t, c, dlq); v+f != 0 {
+		t.Fatalf("the FIFO DLQ still holds %d visible, %d in flight", v, f)
+	}
+	got := map[string]int{}
+	for _, b := range receiveAll(t, c, dest) {
+		got[b]++
+	}
+	if len(got) != groups*per {
+		t.Fatalf("the destination holds %d distinct messages, want %d", len(got), groups*per)
+	}
+	for b, n := range got {
+		if n != 1 {
+			t.Fatalf("%s arrived %d times", b, n)
+		}
+	}
+}
