@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -195,11 +194,7 @@ func printRecords(f *Factory, recs []queue.Record) error {
 				event += fmt.Sprintf(" v%v", r.Envelope.EventVersion)
 			}
 		}
-		errText := ""
-		if r.Failure != nil {
-			errText = strings.TrimSpace(r.Failure.Type + ": " + r.Failure.Reason)
-			errText = strings.Trim(errText, ": ")
-		}
+		errText := errorCell(&r) // also "(logs: no log line mentions this message)"
 		src := queue.NameFromARN(r.System.SourceQueueARN)
 		if r.System.MessageGroupID != "" {
 			src += " [" + r.System.MessageGroupID + "]"
