@@ -306,6 +306,10 @@ func (lk *logsLookup) summary() {
 	}
 	lk.f.IO.Infof("logs: searched %s for %d message(s) without failure context: %d found, %d not found; %d FilterLogEvents call(s)%s",
 		strings.Join(lk.finder.Groups(), ", "), st.Messages, st.Found, st.Messages-st.Found, st.Calls, cached)
+	if st.Found == 0 && st.Messages >= 10 {
+		lk.f.IO.Warnf("no log line in %s mentions any of the %d messages: check that these are the consumer's log groups (--logs), that the failures were logged in the window searched (--logs-window; default from each message's send time), and that the consumer logs the SQS message id",
+			strings.Join(lk.finder.Groups(), ", "), st.Messages)
+	}
 }
 
 // prepareLogs readies --logs for a redrive or archive selection: it reads
