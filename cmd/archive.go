@@ -468,15 +468,18 @@ whose body matches its body_sha256, and the record count and first/last
 message ids equal the manifest's. Exit 0 when everything matches, 3 with the
 list of what is wrong otherwise.
 
-MANIFEST names one run: s3://BUCKET/…/run=<id>/_manifest.json or the run's
+MANIFEST names a run: s3://BUCKET/…/run=<id>/_manifest.json or the run's
 folder s3://BUCKET/…/run=<id>/, or a local copy (the manifest, or the
-folder with the run's parts downloaded next to it). A run written by an
-older dlqctl (…/<yyyy>/<mm>/<dd>/<run-id>/manifest.json) verifies the same
-way.`),
+folder with the run's parts downloaded next to it). A folder or prefix
+holding several runs (…/queue=<name>/, …/dt=<day>/, PREFIX/) verifies every
+run under it: -o json prints {"ok", "runs": [one report per run]}, -o ndjson
+one summary event per run. A run written by an older dlqctl
+(…/<yyyy>/<mm>/<dd>/<run-id>/manifest.json) verifies the same way.`),
 		Example: `  dlqctl archive verify s3://acme-dlq-archive/prod/queue=orders-dlq/dt=2026-11-30/run=20261130T031500Z-ab12cd34/
   dlqctl archive verify s3://acme-dlq-archive/prod/queue=orders-dlq/dt=2026-11-30/run=20261130T031500Z-ab12cd34/_manifest.json
+  dlqctl archive verify s3://acme-dlq-archive/prod/queue=orders-dlq/      # every run of the queue
   dlqctl archive verify ./restore-me/ -o json`,
-		Args: exactArgs(1, "one archive run (s3://BUCKET/…/run=<id>/, its _manifest.json, or a local copy)"),
+		Args: exactArgs(1, "one archive run or folder of runs (s3://BUCKET/…/run=<id>/, its _manifest.json, a queue=/dt= prefix, or a local copy)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Manifest = args[0]
 			if runF != nil {
@@ -489,7 +492,7 @@ way.`),
 
 func archiveVerifyRun(ctx context.Context, opts *ArchiveVerifyOptions) error {
 	f := opts.F
-	ref, err := archiveRef(ctx, f, opts.Manifest)
+	in, err := archiveInput(ctx, f, opts.Manifest)
 	if err != nil {
 		return err
 	}
@@ -498,56 +501,101 @@ func archiveVerifyRun(ctx context.Context, opts *ArchiveVerifyOptions) error {
 	if format == output.NDJSON {
 		nd = output.NewNDJSON(f.IO.Out)
 	}
-	rep, err := archive.VerifyArchive(ctx, ref, func(pc archive.PartCheck) {
-		if nd != nil {
-			_ = nd.Write(struct {
-				Type string `json:"type"`
-				archive.PartCheck
-			}{"part", pc})
+	var reps []*archive.VerifyReport
+	for _, ref := range in.Refs {
+		rep, err := archive.VerifyArchive(ctx, ref, func(pc archive.PartCheck) {
+			if nd != nil {
+				_ = nd.Write(struct {
+					Type string `json:"type"`
+					archive.PartCheck
+				}{"part", pc})
+			}
+		})
+		if err != nil {
+			return err
 		}
-	})
-	if err != nil {
-		return err
+		reps = append(reps, rep)
+		if nd != nil {
+			// One summary per run (each names its manifest).
+			if err := nd.Write(struct {
+				Type string `json:"type"`
+				*archive.VerifyReport
+			}{"summary", rep}); err != nil {
+				return err
+			}
+		}
 	}
 	switch format {
 	case output.JSON:
-		if err := output.WriteJSON(f.IO.Out, rep); err != nil {
+		var v any = reps[0]
+		if len(reps) > 1 {
+			v = ArchiveVerifyRuns{OK: allOK(reps), Runs: reps}
+		}
+		if err := output.WriteJSON(f.IO.Out, v); err != nil {
 			return err
 		}
 	case output.NDJSON:
-		if err := nd.Write(struct {
-			Type string `json:"type"`
-			*archive.VerifyReport
-		}{"summary", rep}); err != nil {
-			return err
-		}
 	default:
 		t := output.NewTable(f.IO, "PART", "RECORDS", "BYTES", "SHA256", "STATUS")
-		for _, pc := range rep.Parts {
-			st := "ok"
-			if !pc.OK {
-				st = "FAIL: " + strings.Join(pc.Problems, "; ")
+		for _, rep := range reps {
+			for _, pc := range rep.Parts {
+				st := "ok"
+				if !pc.OK {
+					st = "FAIL: " + strings.Join(pc.Problems, "; ")
+				}
+				t.Row(pc.Key, strconv.Itoa(pc.Records), strconv.FormatInt(pc.Bytes, 10), output.Truncate(pc.SHA256, 16), st)
 			}
-			t.Row(pc.Key, strconv.Itoa(pc.Records), strconv.FormatInt(pc.Bytes, 10), output.Truncate(pc.SHA256, 16), st)
 		}
 		if err := t.Render(); err != nil {
 			return err
 		}
-		for _, p := range rep.Problems {
-			f.IO.Warnf("%s", p)
-		}
-	}
-	if !rep.OK {
-		bad := 0
-		for _, pc := range rep.Parts {
-			if !pc.OK {
-				bad++
+		for _, rep := range reps {
+			for _, p := range rep.Problems {
+				f.IO.Warnf("%s: %s", rep.Manifest, p)
 			}
 		}
-		return errs.Verdictf("archive %s failed verification: %d of %d part(s) do not match the manifest%s", ref.Name(), bad, len(rep.Parts), map[bool]string{true: " and its totals are wrong", false: ""}[len(rep.Problems) > 0])
 	}
-	f.IO.Infof("archive ok: %d part(s), %d record(s), every SHA-256 matches", len(rep.Parts), rep.Records)
+	parts, records := 0, 0
+	var failed []string
+	for i, rep := range reps {
+		parts, records = parts+len(rep.Parts), records+rep.Records
+		if !rep.OK {
+			bad := 0
+			for _, pc := range rep.Parts {
+				if !pc.OK {
+					bad++
+				}
+			}
+			failed = append(failed, fmt.Sprintf("%s: %d of %d part(s) do not match the manifest%s", in.Refs[i].Name(), bad, len(rep.Parts), map[bool]string{true: " and its totals are wrong", false: ""}[len(rep.Problems) > 0]))
+		}
+	}
+	switch {
+	case len(failed) > 0 && len(reps) == 1:
+		return errs.Verdictf("archive %s failed verification: %s", in.Refs[0].Name(), strings.SplitN(failed[0], ": ", 2)[1])
+	case len(failed) > 0:
+		return errs.Verdictf("%d of %d archive runs under %s failed verification: %s", len(failed), len(reps), opts.Manifest, strings.Join(failed, "; "))
+	case len(reps) == 1:
+		f.IO.Infof("archive ok: %d part(s), %d record(s), every SHA-256 matches", parts, records)
+	default:
+		f.IO.Infof("archive ok: %d runs, %d part(s), %d record(s), every SHA-256 matches", len(reps), parts, records)
+	}
 	return nil
+}
+
+// ArchiveVerifyRuns is the JSON of `archive verify` over a folder holding
+// several runs (one run prints its VerifyReport alone).
+type ArchiveVerifyRuns struct {
+	OK   bool                    `json:"ok"`
+	Runs []*archive.VerifyReport `json:"runs"`
+}
+
+func allOK(reps []*archive.VerifyReport) bool {
+	for _, r := range reps {
+		if !r.OK {
+			return false
+		}
+	}
+	return true
 }
 
 // archiveRef resolves an argument naming one archive run: an s3:// URI or

@@ -526,8 +526,14 @@ func TestArchiveLayoutIsPartitionedAndOldLayoutStillReads(t *testing.T) {
 	if got := count(parent); got != 2*len(want) {
 		t.Errorf("group --from a folder of two local runs read %d, want %d", got, 2*len(want))
 	}
-	if r := runCLI(t, a.env, "", "archive", "verify", bucket); r.Code != 2 || !strings.Contains(r.Stderr, "2 archive runs") {
-		t.Errorf("verify of a prefix with two runs: exit %d %q; want exit 2 asking for one run", r.Code, r.Stderr)
+	// verify of a prefix checks every run under it; restore needs one run.
+	r = runCLI(t, a.env, "", "archive", "verify", bucket, "-o", "json")
+	var runs ArchiveVerifyRuns
+	if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &runs) != nil || !runs.OK || len(runs.Runs) != 2 || runs.Runs[0].Records+runs.Runs[1].Records != 2*len(want) {
+		t.Errorf("verify of a prefix with two runs: exit %d\n%s\n%s; want both runs verified", r.Code, r.Stdout, r.Stderr)
+	}
+	if r := runCLI(t, a.env, "", "--state-dir", t.TempDir(), "restore", bucket, "--to", dlq.Name, "--yes"); r.Code != 2 || !strings.Contains(r.Stderr, "2 archive runs") {
+		t.Errorf("restore of a prefix with two runs: exit %d %q; want exit 2 asking for one run", r.Code, r.Stderr)
 	}
 	if r := runCLI(t, a.env, "", "group", "--from", bucket+"/nothing-here/", "--by", "class"); r.Code != 2 || !strings.Contains(r.Stderr, "no archive runs") && !strings.Contains(r.Stderr, "does not exist") {
 		t.Errorf("--from an empty prefix: exit %d %q; want exit 2", r.Code, r.Stderr)
