@@ -367,3 +367,27 @@ func receiveAllRecords(t *testing.T, c *sqs.Client, url string) []string {
 	}
 	return ids
 }
+
+// A search that finds nothing for any message says what to check instead
+// of leaving the user with a wall of unknowns.
+func TestLogsNothingFoundSaysWhatToCheck(t *testing.T) {
+	env := testenv.RequireMoto(t)
+	t.Setenv(testenv.EnvLogsEndpoint, env.SQSEndpoint)
+	c := env.SQS(t)
+	url, _ := createQueue(t, c, testenv.UniqueName(t, "lgnone"), nil)
+	var entries []types.SendMessageBatchRequestEntry
+	for i := 0; i < 10; i++ {
+		entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), MessageBody: aws.String(`{"n":1}`)})
+	}
+	if _, err := c.SendMessageBatch(t.Context(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries}); err != nil {
+		t.Fatal(err)
+	}
+	group := "/aws/lambda/" + testenv.UniqueName(t, "quiet")
+	if err := (&worker.LogSink{API: env.Logs(t), Group: group, Style: worker.StyleService}).Ensure(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	res := runCLI(t, env, "", "classify", url, "--summary", "--logs", group, "--state-dir", t.TempDir())
+	if res.Code != 0 || !strings.Contains(res.Stderr, "mentions any of the 10 messages") || !strings.Contains(res.Stdout, "unknown") {
+		t.Errorf("exit %d\nstdout %s\nstderr %s", res.Code, res.Stdout, res.Stderr)
+	}
+}
