@@ -631,3 +631,48 @@ func TestTwoRedriveProcessesShareAGroupLockingFIFODLQ(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedRunGuardsStopEveryProcess: --max-dest-backlog reads the
+// destination's depth, the same queue metric in every process, so when the
+// destination backs up every process of a shared run trips (exit 3), gives
+// back what it held, and nothing is lost: the DLQ and the destination
+// together hold every message, none in flight, and the destination exactly
+// what the processes say they moved.
+func TestSharedRunGuardsStopEveryProcess(t *testing.T) {
+	env := testenv.Require(t)
+	c := env.SQS(t)
+	const n = 600
+	dlq, _ := createQueue(t, c, testenv.UniqueName(t, "pg"), nil)
+	dest, _ := createQueue(t, c, testenv.UniqueName(t, "pgd"), nil)
+	if err := seed.FillDLQ(t.Context(), c, dlq, n, peerBody); err != nil {
+		t.Fatal(err)
+	}
+	var ps []*peerProc
+	for i := 1; i <= 2; i++ {
+		p := &peerProc{i: i, state: t.TempDir()}
+		p.cmd = binCmd(t, env, "redrive", dlq, "--to", dest, "--rate", "100", "--rate-share", fmt.Sprintf("%d/2", i),
+			"--max-dest-backlog", "60", "--guard-interval", "200ms", "--state-dir", p.state, "--yes", "-o", "json")
+		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	moved := 0
+	for _, p := range ps {
+		code := p.wait()
+		var s RedriveSummary
+		if err := json.Unmarshal(p.stdout.Bytes(), &s); err != nil {
+			t.Fatalf("process %d/2: exit %d, summary: %v\n%s", p.i, code, err, p.stderr.String())
+		}
+		if code != 3 || s.Guard == nil || s.Guard.Name != "max-dest-backlog" {
+			t.Fatalf("process %d/2: exit %d, guard %+v; want exit 3 from max-dest-backlog\n%s", p.i, code, s.Guard, p.stderr.String())
+		}
+		moved += s.Moved
+	}
+	dv, df := settledDepth(t, c, dlq)
+	rv, rf := queueDepth(t, c, dest)
+	if df != 0 || dv+rv+rf != n || rv != moved || moved >= n {
+		t.Fatalf("after both tripped: DLQ %d (+%d in flight), destination %d (+%d); moved %d; want %d in all, nothing held, the destination = moved < %d", dv, df, rv, rf, moved, n, n)
+	}
+}
