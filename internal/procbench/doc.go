@@ -1,13 +1,16 @@
 // Package procbench holds the whole-process benchmarks: they run the built
 // dlqctl binary as a subprocess against the local stack (scripts/stack.sh)
-// and compare it with a bare receive→send→delete loop (./bareloop), and
-// measure the peak RSS of archive, restore and redrive at two queue sizes.
+// and compare it with a bare receive→send→delete loop (./bareloop), measure
+// the peak RSS of archive, restore and redrive at two queue sizes, and the
+// throughput of 1, 2 and 4 processes sharing one DLQ (--rate-share,
+// docs/scale.md).
 // Programs run under ./launch, which reports their own ru_maxrss and CPU
 // time. Everything else is in the _test.go files.
 //
 //	go test -run '^$' -bench ProcessRedriveVsBareLoop -benchtime 1x -timeout 60m ./internal/procbench/   (~6 min)
 //	go test -run '^$' -bench ProcessRSS -benchtime 1x -timeout 60m ./internal/procbench/                 (~8 min)
-//	make bench BENCH=Process                                                                              (both)
+//	go test -run '^$' -bench ProcessSharedRedrive -benchtime 1x -timeout 60m ./internal/procbench/       (~4 min)
+//	make bench BENCH=Process                                                                              (all three)
 //
 // The machines are small and shared, so wall-clock rates are noisy: the
 // order bare, dlqctl, dlqctl, bare (ABBA) cancels drift, not noise; use
@@ -27,4 +30,9 @@
 //	DLQCTL_BENCH_RSS_BIG      big size of BenchmarkProcessRSS (default 80000)
 //	DLQCTL_BENCH_BIN          benchmark this dlqctl binary instead of building
 //	                          the working tree
+//	DLQCTL_BENCH_PEERS        process counts of BenchmarkProcessSharedRedrive
+//	                          (default 1,2,4; it uses DLQCTL_BENCH_N and the
+//	                          first of DLQCTL_BENCH_WORKERS, default 8)
+//	DLQCTL_BENCH_PEER_LATENCY per-call latency added to its processes' SQS
+//	                          calls (default none; docs/scale.md uses 20ms)
 package procbench
