@@ -566,12 +566,14 @@ func archiveVerifyRun(ctx context.Context, opts *ArchiveVerifyOptions) error {
 					bad++
 				}
 			}
-			failed = append(failed, fmt.Sprintf("%s: %d of %d part(s) do not match the manifest%s", in.Refs[i].Name(), bad, len(rep.Parts), map[bool]string{true: " and its totals are wrong", false: ""}[len(rep.Problems) > 0]))
+			what := fmt.Sprintf("%d of %d part(s) do not match the manifest%s", bad, len(rep.Parts), map[bool]string{true: " and its totals are wrong", false: ""}[len(rep.Problems) > 0])
+			if len(reps) == 1 {
+				return errs.Verdictf("archive %s failed verification: %s", in.Refs[i].Name(), what)
+			}
+			failed = append(failed, in.Refs[i].Name()+": "+what)
 		}
 	}
 	switch {
-	case len(failed) > 0 && len(reps) == 1:
-		return errs.Verdictf("archive %s failed verification: %s", in.Refs[0].Name(), strings.SplitN(failed[0], ": ", 2)[1])
 	case len(failed) > 0:
 		return errs.Verdictf("%d of %d archive runs under %s failed verification: %s", len(failed), len(reps), opts.Manifest, strings.Join(failed, "; "))
 	case len(reps) == 1:
