@@ -2,15 +2,20 @@ package cmd
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
+	cwltypes "github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/dlqctl/dlqctl/internal/faultproxy"
 	"github.com/dlqctl/dlqctl/internal/testenv"
@@ -180,5 +185,66 @@ func TestEveryCommandCallsExactlyTheDocumentedActions(t *testing.T) {
 		if strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Errorf("`%s` calls %v; docs/iam.md documents %v", sc.doc, got, want)
 		}
+	}
+}
+
+// TestLogsLookupCallsOnlyTheDocumentedActions: `classify --logs` (on
+// moto, the stack's CloudWatch Logs) needs the classify row's SQS actions
+// and logs:FilterLogEvents, nothing else.
+func TestLogsLookupCallsOnlyTheDocumentedActions(t *testing.T) {
+	env := testenv.RequireMoto(t)
+	sqsP, err := faultproxy.New(env.SQSEndpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sqsP.Close()
+	logsP, err := faultproxy.New(env.SQSEndpoint) // moto serves every API on one port
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logsP.Close()
+	t.Setenv(testenv.EnvLogsEndpoint, logsP.URL)
+	via := env
+	via.SQSEndpoint = sqsP.URL
+
+	c := env.SQS(t)
+	name := testenv.UniqueName(t, "iamlogs")
+	url, _ := createQueue(t, c, name, nil)
+	out, err := c.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(`{"order":"o-1"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	group, stream := "/ecs/"+name, "orders/1"
+	cwl := env.Logs(t)
+	if _, err := cwl.CreateLogGroup(t.Context(), &cloudwatchlogs.CreateLogGroupInput{LogGroupName: aws.String(group)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cwl.CreateLogStream(t.Context(), &cloudwatchlogs.CreateLogStreamInput{LogGroupName: aws.String(group), LogStreamName: aws.String(stream)}); err != nil {
+		t.Fatal(err)
+	}
+	line := fmt.Sprintf("2026-12-01T03:00:00.000Z ERROR processing message %s failed: dial tcp 10.0.0.7:5432: connect: connection refused", aws.ToString(out.MessageId))
+	if _, err := cwl.PutLogEvents(t.Context(), &cloudwatchlogs.PutLogEventsInput{LogGroupName: aws.String(group), LogStreamName: aws.String(stream),
+		LogEvents: []cwltypes.InputLogEvent{{Message: aws.String(line), Timestamp: aws.Int64(time.Now().UnixMilli())}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	r := runCLI(t, via, "", "classify", name, "--logs", group, "--state-dir", t.TempDir(), "-o", "json")
+	if r.Code != 0 {
+		t.Fatalf("classify --logs: exit %d: %s", r.Code, r.Stderr)
+	}
+	if !strings.Contains(r.Stdout, "transient") {
+		t.Fatalf("the logged connection refusal did not classify the message as transient:\n%s", r.Stdout)
+	}
+	seen := map[string]bool{}
+	actionsOf(sqsP.Stats(), "sqs", seen)
+	actionsOf(logsP.Stats(), "logs", seen)
+	got := make([]string, 0, len(seen))
+	for a := range seen {
+		got = append(got, a)
+	}
+	sort.Strings(got)
+	want := documentedActions(t)["dlqctl classify --logs"]
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("`classify --logs` calls %v; docs/iam.md documents %v", got, want)
 	}
 }
