@@ -82,6 +82,10 @@ type Decoding struct {
 	// used are the attributes the format read (not scanned again for
 	// generic failure keys).
 	used map[string]bool
+	// attrNames caches the attribute names in sorted order (sortedAttrs),
+	// in attrBuf when they fit (SQS allows 10 attributes).
+	attrNames []string
+	attrBuf   [10]string
 }
 
 // Use marks attributes as read by the format.

@@ -86,7 +86,7 @@ func genericAttrs(d *Decoding) {
 	var buf [64]byte
 	var status []string
 	found := false
-	for _, name := range sortedKeys(d.Rec.Attributes) {
+	for _, name := range d.sortedAttrs() {
 		a := d.Rec.Attributes[name]
 		if a.IsBinary() || name == queue.MarkerAttribute || d.used[name] {
 			continue
@@ -117,7 +117,8 @@ func genericObject(d *Decoding, path string, m map[string]any, depth int) bool {
 	var buf [64]byte
 	found := false
 	var status []string
-	for _, k := range sortedKeys(m) {
+	var kb [8]string
+	for _, k := range failureKeys(kb[:0], m, buf[:]) {
 		v := m[k]
 		kind := genericKind(buf[:], k)
 		switch kind {

@@ -26,7 +26,7 @@ func init() {
 
 func decodeMassTransit(d *Decoding) bool {
 	headers := map[string]string{}
-	for _, name := range sortedKeys(d.Rec.Attributes) {
+	for _, name := range d.sortedAttrs() {
 		a := d.Rec.Attributes[name]
 		if !a.IsBinary() && len(name) > 3 && strings.EqualFold(name[:3], "MT-") {
 			headers[strings.ToLower(name)] = a.Value

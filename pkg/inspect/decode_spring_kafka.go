@@ -25,7 +25,7 @@ func init() {
 func decodeSpringKafka(d *Decoding) bool {
 	var buf [64]byte
 	found := false
-	for _, name := range sortedKeys(d.Rec.Attributes) {
+	for _, name := range d.sortedAttrs() {
 		a := d.Rec.Attributes[name]
 		if a.IsBinary() {
 			continue
