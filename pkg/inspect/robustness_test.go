@@ -120,3 +120,37 @@ func TestReadRecordsBoundsLineLength(t *testing.T) {
 		t.Fatalf("readLine across buffer refills: %d bytes, %v", len(line), err)
 	}
 }
+
+// Evaluations share one budget context per epoch (no allocation per
+// evaluation), and an evaluation started late in an epoch still gets at
+// least its budget.
+func TestExpressionBudgetIsSharedAndStillHolds(t *testing.T) {
+	defer func(b time.Duration) { exprBudget = b }(exprBudget)
+	exprBudget = 500 * time.Millisecond
+	a, b := evalContext(), evalContext()
+	if a != b {
+		t.Fatal("two evaluations in one epoch got different contexts")
+	}
+	dl, ok := a.Deadline()
+	if !ok || time.Until(dl) < exprBudget {
+		t.Fatalf("deadline %v is less than a budget away", time.Until(dl))
+	}
+	e, err := CompileExpr(`.a == 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]any{"a": 1}
+	if allocs := testing.AllocsPerRun(100, func() { evalContext() }); allocs != 0 {
+		t.Errorf("evalContext allocates %.0f times per evaluation", allocs)
+	}
+	if ok, err := e.Match(in); !ok || err != nil {
+		t.Fatalf("match = %v, %v", ok, err)
+	}
+	<-a.Done()
+	if a.Err() == nil {
+		t.Fatal("a done budget context has no error")
+	}
+	if c := evalContext(); c == a || c.Err() != nil {
+		t.Fatal("a new evaluation got an expired context")
+	}
+}
