@@ -38,7 +38,7 @@ is not JSON) and .payload (the original event: an SNS Message, a Lambda
 destination's requestPayload, an EventBridge detail, ...; the parsed body
 when the body is the event). A message
 matches when the expression yields true (or any value but false/null).
-One evaluation may run at most 5 s on one message; a slower one (an
+One evaluation may run 5 s (6 s at most) on one message; a slower one (an
 endless repeat, until or recursion) is stopped and is an error (no match).
 Examples: '.envelope.event_type == "OrderCreated"',
 '(.failure.reason // "") | test("timeout"; "i")', '.json == null'.`
