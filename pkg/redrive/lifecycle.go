@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
@@ -87,6 +88,13 @@ func Execute(ctx context.Context, c *queue.Client, spec RunSpec) (*Outcome, erro
 		return nil, errs.BadInputf("--canary and --rate-share exclude each other: a canary watches for returns, and peers watching the same queue hide messages from each other; run the canary alone, then start the peers with --rate-share")
 	}
 	if sh := spec.Move.Share; sh.Shared() {
+		// The processes of a shared run on a queue give a message the same
+		// FIFO deduplication id (the command is theirs in common, the run
+		// id is not). Not for an archive: its processes split the records,
+		// and `restore --again` must send them again.
+		if _, onQueue := spec.Source.(pipeline.Drainer); onQueue && spec.Move.DedupKey == "" {
+			spec.Move.DedupKey = "shared\x00" + spec.Meta.Fingerprint
+		}
 		// Each process of a shared run has its own journal: a re-run of
 		// process I/N resumes process I/N's run, never a peer's (whose
 		// process may be running on the same state dir).

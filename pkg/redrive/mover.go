@@ -124,7 +124,13 @@ type Options struct {
 	// peers hold to them (Result.InFlightAtPeers), and counts the returns of
 	// its peers' moves it sees (the returns guard reads the whole redrive's
 	// share); an archive is partitioned by message id (Share.Mine).
-	Share    Share
+	Share Share
+	// DedupKey, when set, replaces the run id in the FIFO deduplication ids
+	// of the copies (DedupID(DedupKey, original id)): Execute sets it for a
+	// shared run to the command's fingerprint, so every process of the run
+	// gives a message the same id, and a FIFO destination drops a copy that
+	// a peer sends again within 5 minutes (after a kill -9).
+	DedupKey string
 	Reporter Reporter
 }
 
@@ -397,6 +403,9 @@ func (s *moveSink) Prepare(ctx context.Context, it Item) (pipeline.Decision, err
 	dest, cp, reason, err := decide(ctx, it, s.runID, s.opt.Select, s.opt.Router, s.opt.MaxRedrives, time.Now())
 	if err != nil {
 		return pipeline.Decision{}, fmt.Errorf("routing %s: %w", rec.MessageID, err)
+	}
+	if s.opt.DedupKey != "" && cp.Entry.DedupID != "" {
+		cp.Entry.DedupID = DedupID(s.opt.DedupKey, rec.MessageID)
 	}
 	if reason != "" {
 		if s.fifo && group != "" {

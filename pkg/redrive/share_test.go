@@ -158,3 +158,51 @@ func TestARunIsUsedByOneProcessAtATime(t *testing.T) {
 	}
 	j2.Close()
 }
+
+// TestSharedRunsGiveAMessageOneFIFODedupID: after a kill -9, a peer may
+// receive a message that the dead process had already sent and send it
+// again. The processes of a shared run share the deduplication key (the
+// command's fingerprint, set by Execute), so a FIFO destination drops the
+// second copy within its 5-minute window; runs with their own keys (the run
+// ids) would both be delivered.
+func TestSharedRunsGiveAMessageOneFIFODedupID(t *testing.T) {
+	for _, shared := range []bool{true, false} {
+		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
+			f := sqsfake.New(sqsfake.Options{})
+			c := queue.New(f, "us-east-1")
+			c.CountsIncludeInFlight = false
+			destURL := f.AddQueue("orders.fifo", true, nil)
+			ctx := context.Background()
+			dest, _ := c.Resolve(ctx, destURL)
+			for attempt := range 2 { // the same DLQ message (id m-1), moved by two processes
+				// (the fake cannot put a deleted id back: each attempt reads
+				// its own copy of the DLQ)
+				dlqURL := f.AddQueue(fmt.Sprintf("orders-dlq-%d.fifo", attempt), true, nil)
+				dlq, _ := c.Resolve(ctx, dlqURL)
+				f.Send(dlqURL, sqsfake.Message{ID: "m-1", Body: `{"n":1}`, GroupID: "g1"})
+				j, err := redrive.CreateJournal(t.TempDir(), redrive.RunMeta{ID: redrive.NewRunID(time.Now()), Kind: "redrive", Created: time.Now()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				opt := redrive.Options{Client: c, Journal: j, Router: redrive.ToQueue(dest), Concurrency: 1}
+				if shared {
+					opt.Share, opt.DedupKey = redrive.Share{I: attempt + 1, N: 2}, "shared\x00fingerprint"
+				}
+				src := redrive.NewUnselectedQueueSource(c, dlq, 30*time.Second, time.Second)
+				res, err := redrive.Run(ctx, src, opt)
+				_ = src.Close(ctx)
+				j.Close()
+				if err != nil || res.Moved != 1 {
+					t.Fatalf("process %d: moved %d, %v", attempt+1, res.Moved, err)
+				}
+			}
+			want := 2
+			if shared {
+				want = 1
+			}
+			if got := f.Counts(destURL).Visible; got != want {
+				t.Fatalf("the FIFO destination holds %d copies, want %d", got, want)
+			}
+		})
+	}
+}
