@@ -37,6 +37,9 @@ var schemaRefs = []string{
 	"classify-summary.schema.json",
 	"classify-summary.schema.json#/$defs/class",
 	"native-task.schema.json",
+	"dry-run-plan.schema.json#/$defs/redrive",
+	"dry-run-plan.schema.json#/$defs/restore",
+	"dry-run-plan.schema.json#/$defs/archive",
 }
 
 func loadSchemas(t testing.TB) map[string]*jsonschema.Schema {
@@ -135,8 +138,16 @@ func contractFor(args []string) outputContract {
 			sub = a
 		}
 	}
-	if has["--dry-run"] || has["--explain"] {
-		return c // plans and explanations: well-formed JSON only
+	if has["--explain"] {
+		return c // explanations: well-formed JSON only
+	}
+	if has["--dry-run"] {
+		switch cmd {
+		case "redrive", "restore", "archive":
+			plan := "dry-run-plan.schema.json#/$defs/" + cmd
+			c.json, c.ndjson, c.summary = plan, "progress-event.schema.json", plan
+		}
+		return c
 	}
 	switch cmd {
 	case "sample":
@@ -284,7 +295,10 @@ func TestSchemasCatchContractBreaks(t *testing.T) {
 	if c := contractFor([]string{"--state-dir", "/tmp/x", "restore", "m.json", "--to", "q", "-o", "json"}); c.json != "restore-summary.schema.json" {
 		t.Errorf("contractFor restore: %+v", c)
 	}
-	if c := contractFor([]string{"redrive", "q", "--dry-run", "-o", "json"}); c.json != "" {
-		t.Errorf("dry-run plans have no schema yet: %+v", c)
+	if c := contractFor([]string{"redrive", "q", "--dry-run", "-o", "json"}); c.json != "dry-run-plan.schema.json#/$defs/redrive" {
+		t.Errorf("contractFor redrive --dry-run: %+v", c)
+	}
+	if c := contractFor([]string{"classify", "q", "--explain", "m1", "-o", "json"}); c.json != "" {
+		t.Errorf("classify --explain has no schema: %+v", c)
 	}
 }
