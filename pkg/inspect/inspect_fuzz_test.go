@@ -137,7 +137,7 @@ var fuzzFilterRecords = func() []*queue.Record {
 // within its time budget.
 func FuzzFilter(f *testing.F) {
 	defer func(b time.Duration) { exprBudget = b }(exprBudget)
-	exprBudget = 250 * time.Millisecond
+	exprBudget = 100 * time.Millisecond
 	f.Fuzz(func(t *testing.T, src string) {
 		flt, err := CompileFilter(src)
 		if err != nil {

@@ -94,7 +94,7 @@ func ReadRecords(r io.Reader, name string, fn func(rec *queue.Record, parsed any
 // (up to 6 MiB JSON-escaped) plus its decoded payload and attributes, far
 // below this. Without a bound a file without newlines (or a gzip bomb)
 // would be read into memory whole.
-const maxRecordLine = 64 << 20
+var maxRecordLine = 64 << 20
 
 var errLineTooLong = errors.New("line too long")
 
