@@ -60,6 +60,11 @@ them skip it — see docs/archive-queries.md):
   PREFIX/queue=<queue>/dt=<yyyy-mm-dd>/run=<run-id>/part-00001.ndjson.gz
   PREFIX/queue=<queue>/dt=<yyyy-mm-dd>/run=<run-id>/_manifest.json
 
+With --delete, a checkpoint manifest (_manifest-checkpoint-NNNNN.json, all
+parts verified so far) is written after each part and before any of its
+messages is deleted: a run killed before its end is still read, verified and
+restored through its newest checkpoint.
+
 Every part is uploaded with a SHA-256 checksum (S3 refuses bytes that do not
 match it) and If-None-Match: * (an existing object is never overwritten),
 then read back with HeadObject: its stored SHA-256 and size must equal what

@@ -34,6 +34,7 @@ import (
 	"github.com/dlqctl/dlqctl/internal/seed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/pkg/archive"
+	"github.com/dlqctl/dlqctl/pkg/queue"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
@@ -569,7 +570,35 @@ func TestSharedArchiveSurvivesKill9OfOneProcess(t *testing.T) {
 	}
 	got, parts, orphans := archivedBodies(t, env, bucket, "dlq/")
 	dups := checkExactlyOnce(t, got, n, conc*partRecords)
-	t.Logf("kill -9 of process %d: %d part(s) in all, %d run(s) without a manifest, %d message(s) in two parts", victim.i, parts, orphans, dups)
+	t.Logf("kill -9 of process %d: %d part(s) in all, %d run(s) without a final manifest, %d message(s) in two parts", victim.i, parts, orphans, dups)
+
+	// What a user reads: --from the prefix finds the killed run through its
+	// newest checkpoint manifest (written after each verified part, before
+	// any of its messages was deleted), so every message that left the DLQ
+	// is read back — none only in parts that no manifest names.
+	in, err := archive.ResolveInput(t.Context(), "s3://"+bucket+"/dlq/", env.S3(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaFrom := map[string]bool{}
+	if err := archive.ForEachInputRecord(t.Context(), in, func(rec *queue.Record, _ any) error {
+		viaFrom[rec.Body] = true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for b := range got {
+		if !viaFrom[b] {
+			t.Fatalf("a message archived and deleted from the DLQ is not read by --from s3://%s/dlq/ (%d of %d read; the killed run's parts are not named by any manifest): %.80q", bucket, len(viaFrom), len(got), b)
+		}
+	}
+	r := runCLI(t, env, "", "group", "--from", "s3://"+bucket+"/dlq/", "--by", "class", "-o", "json")
+	var rep struct {
+		Read int `json:"read"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); r.Code != 0 || err != nil || rep.Read < n {
+		t.Fatalf("group --from the prefix after a kill -9: exit %d, read %d of at least %d: %v\n%s", r.Code, rep.Read, n, err, r.Stderr)
+	}
 }
 
 // TestTwoRedriveProcessesShareAGroupLockingFIFODLQ: on a server that locks

@@ -500,6 +500,19 @@ func (s *partSink) flushLocked(ctx context.Context) error {
 		Key: key, Records: p.records, Bytes: p.compressedLen, SHA256: p.sha256Hex,
 		UncompressedBytes: p.raw.n, FirstMessageID: p.first, LastMessageID: p.last,
 	}
+	if s.opts.Delete {
+		// Before any of this part's messages is deleted, a checkpoint
+		// manifest lists it: a run killed before its end still leaves a
+		// manifest naming every part whose messages may be gone.
+		cp := *s.man
+		cp.Parts = append(append([]Part(nil), s.man.Parts...), part)
+		cp.Complete = false
+		cp.Note = fmt.Sprintf("checkpoint written after part %d was verified, before any of its messages was deleted; the run's %s replaces it when the run ends (a run without one was stopped before its end: kill -9, a lost host)", n, ManifestName)
+		cp.Sum()
+		if err := s.putManifestDoc(ctx, CheckpointKey(s.runDir, n), &cp); err != nil {
+			return fail(errs.Partial(fmt.Errorf("part %d: its checkpoint manifest could not be written (%v); its %d message(s) were released, nothing of it was deleted", n, err, p.records)))
+		}
+	}
 	p.Discard()
 	s.part = nil
 	s.man.Parts = append(s.man.Parts, part)
@@ -616,7 +629,11 @@ func idHash(id string) idDigest {
 }
 
 func (s *partSink) putManifest(ctx context.Context, key string) error {
-	b, err := s.man.Marshal()
+	return s.putManifestDoc(ctx, key, s.man)
+}
+
+func (s *partSink) putManifestDoc(ctx context.Context, key string, m *Manifest) error {
+	b, err := m.Marshal()
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -109,6 +110,46 @@ const LegacyManifestName = "manifest.json"
 func IsManifestName(key string) bool {
 	b := path.Base(filepath.ToSlash(key))
 	return b == ManifestName || b == LegacyManifestName
+}
+
+// CheckpointKey is the key of the checkpoint manifest archive --delete
+// writes after part n is verified and before any of its messages is
+// deleted: a run killed before its end (kill -9, a lost host) leaves its
+// newest checkpoint, which lists every part whose messages may be gone
+// from the queue, with their checksums. Readers take a run's final
+// manifest, else its newest checkpoint.
+func CheckpointKey(runDir string, n int) string {
+	return path.Join(runDir, fmt.Sprintf("_manifest-checkpoint-%05d.json", n))
+}
+
+// IsCheckpointName reports whether a file or key's last element names a
+// checkpoint manifest.
+func IsCheckpointName(key string) bool {
+	b := path.Base(filepath.ToSlash(key))
+	return strings.HasPrefix(b, "_manifest-checkpoint-") && strings.HasSuffix(b, ".json")
+}
+
+// pickManifests keeps one manifest per run folder: its final manifest
+// (current or legacy name), else its newest checkpoint. Keys come back
+// sorted.
+func pickManifests(finals, checkpoints []string) []string {
+	dir := func(k string) string { return path.Dir(filepath.ToSlash(k)) }
+	hasFinal := map[string]bool{}
+	for _, k := range finals {
+		hasFinal[dir(k)] = true
+	}
+	newest := map[string]string{}
+	for _, k := range checkpoints {
+		if d := dir(k); !hasFinal[d] && k > newest[d] {
+			newest[d] = k
+		}
+	}
+	out := append([]string(nil), finals...)
+	for _, k := range newest {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // NewRunID returns a sortable run id: UTC time plus random hex.

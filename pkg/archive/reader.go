@@ -109,16 +109,21 @@ func ResolveInput(ctx context.Context, s string, api S3API) (*Input, error) {
 		in.Refs = []Ref{{Src: DirSource{Dir: filepath.Dir(s)}, Key: filepath.Base(s)}}
 		return in, nil
 	}
-	var found []string
+	var found, checkpoints []string
 	err = filepath.WalkDir(s, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() && IsManifestName(p) {
+		switch {
+		case d.IsDir():
+		case IsManifestName(p):
 			found = append(found, p)
+		case IsCheckpointName(p):
+			checkpoints = append(checkpoints, p)
 		}
 		return nil
 	})
+	found = pickManifests(found, checkpoints)
 	if err != nil {
 		return nil, errs.BadInputf("cannot read the folder %s: %v", s, firstLine(err))
 	}
@@ -134,8 +139,10 @@ func ResolveInput(ctx context.Context, s string, api S3API) (*Input, error) {
 }
 
 // listManifests lists the run manifests under prefix (every page), in key
-// order, and counts the other objects it saw.
+// order — per run its final manifest, else its newest checkpoint (a run
+// killed before its end) — and counts the other objects it saw.
 func listManifests(ctx context.Context, api S3API, bucket, prefix string) (keys []string, others int, err error) {
+	var checkpoints []string
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(bucket)}
 	if prefix != "" {
 		in.Prefix = aws.String(prefix)
@@ -159,15 +166,17 @@ func listManifests(ctx context.Context, api S3API, bucket, prefix string) (keys 
 			return nil, 0, fmt.Errorf("listing s3://%s/%s: %w", bucket, prefix, describeS3(err))
 		}
 		for _, o := range out.Contents {
-			if k := aws.ToString(o.Key); IsManifestName(k) {
+			switch k := aws.ToString(o.Key); {
+			case IsManifestName(k):
 				keys = append(keys, k)
-			} else {
+			case IsCheckpointName(k):
+				checkpoints = append(checkpoints, k)
+			default:
 				others++
 			}
 		}
 	}
-	sort.Strings(keys)
-	return keys, others, nil
+	return pickManifests(keys, checkpoints), others, nil
 }
 
 // ResolveRun resolves an argument that must name exactly one archive run:
