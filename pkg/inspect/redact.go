@@ -26,6 +26,11 @@ type Redactor struct {
 	keys  map[string]bool
 	paths [][]string
 	re    *regexp.Regexp
+	// needles are the key names as normKey makes them: a text that holds
+	// none of them once normalized the same way (lower case, without '_',
+	// '-' and ' ') has no secret key to mask, and is returned as it is
+	// without being parsed or matched (the slow part).
+	needles []string
 }
 
 // NewRedactor returns a redactor for the default secret keys plus extra,
@@ -38,6 +43,7 @@ func NewRedactor(extra []string) *Redactor {
 	for _, k := range DefaultSecretKeys {
 		r.keys[k] = true
 		names = append(names, k)
+		r.needles = append(r.needles, k)
 	}
 	for _, e := range extra {
 		e = strings.TrimSpace(e)
@@ -50,15 +56,59 @@ func NewRedactor(extra []string) *Redactor {
 		}
 		r.keys[normKey(e)] = true
 		names = append(names, regexp.QuoteMeta(e))
+		r.needles = append(r.needles, normKey(e))
 	}
 	// Fallback for bodies that are not JSON: key=value, key: value, "key":"value".
 	r.re = regexp.MustCompile(`(?i)("?(?:` + strings.Join(names, "|") + `)"?\s*[:=]\s*"?)([^"&\s,;}]+)`)
 	return r
 }
 
+// normKey lower-cases k and drops '_', '-' and ' ' (allocation-free when
+// k is already in that form).
 func normKey(k string) string {
+	clean := true
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c >= 'A' && c <= 'Z' || c == '_' || c == '-' || c == ' ' || c >= 0x80 {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return k
+	}
 	k = strings.ToLower(k)
-	return strings.NewReplacer("_", "", "-", "", " ", "").Replace(k)
+	var b strings.Builder
+	b.Grow(len(k))
+	for _, c := range k {
+		if c != '_' && c != '-' && c != ' ' {
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
+}
+
+// mayHoldSecret reports whether s can contain a secret key: a key name
+// occurs in it (compared as normKey compares keys), or dotted paths are
+// masked (they name keys of any spelling).
+func (r *Redactor) mayHoldSecret(s string) bool {
+	if len(r.paths) > 0 || strings.Contains(s, `\u`) {
+		return true // paths name keys of any spelling; a JSON escape can spell a key
+	}
+	norm := normKey(s)
+	for _, n := range r.needles {
+		if strings.Contains(norm, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// maskText masks "key=value"-style secrets in free text.
+func (r *Redactor) maskText(s string) string {
+	if s == "" || !r.mayHoldSecret(s) {
+		return s
+	}
+	return r.re.ReplaceAllString(s, "${1}"+Mask)
 }
 
 func (r *Redactor) secretKey(k string) bool { return r.keys[normKey(k)] }
@@ -81,7 +131,7 @@ func (r *Redactor) Record(rec queue.Record) queue.Record {
 				}
 			} else if !a.IsBinary() {
 				// Failure attributes quote secrets ("password=… rejected").
-				a.Value = r.re.ReplaceAllString(a.Value, "${1}"+Mask)
+				a.Value = r.maskText(a.Value)
 			}
 			attrs[k] = a
 		}
@@ -132,6 +182,9 @@ func (r *Redactor) attrPath(name string) bool {
 
 // Body masks secrets in a body, keeping JSON key order.
 func (r *Redactor) Body(body string) string {
+	if !r.mayHoldSecret(body) {
+		return body
+	}
 	t := strings.TrimSpace(body)
 	if t != "" && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t)) {
 		var out bytes.Buffer
@@ -141,7 +194,7 @@ func (r *Redactor) Body(body string) string {
 			return out.String()
 		}
 	}
-	return r.re.ReplaceAllString(body, "${1}"+Mask)
+	return r.maskText(body)
 }
 
 // value copies one JSON value from dec to out, masking where needed.
