@@ -39,17 +39,28 @@ var iamAction = map[string]string{
 	"PutObject":                    "s3:PutObject",
 }
 
-func actionsOf(st faultproxy.Stats, service string, into map[string]bool) {
-	for op, n := range st.Requests {
-		if n == 0 || op == "" {
-			continue
+// recordedActions are the IAM actions of the calls the proxies (by
+// service prefix) forwarded, sorted.
+func recordedActions(proxies map[string]*faultproxy.Proxy) []string {
+	seen := map[string]bool{}
+	for service, p := range proxies {
+		for op, n := range p.Stats().Requests {
+			if n == 0 || op == "" {
+				continue
+			}
+			if a, ok := iamAction[op]; ok {
+				seen[a] = true
+				continue
+			}
+			seen[service+":"+op] = true
 		}
-		if a, ok := iamAction[op]; ok {
-			into[a] = true
-			continue
-		}
-		into[service+":"+op] = true
 	}
+	got := make([]string, 0, len(seen))
+	for a := range seen {
+		got = append(got, a)
+	}
+	sort.Strings(got)
+	return got
 }
 
 // documentedActions reads docs/iam.md's "Actions per command" table: the
@@ -169,14 +180,7 @@ func TestEveryCommandCallsExactlyTheDocumentedActions(t *testing.T) {
 		if sc.post != nil {
 			sc.post(r.Stdout)
 		}
-		seen := map[string]bool{}
-		actionsOf(sqsP.Stats(), "sqs", seen)
-		actionsOf(s3P.Stats(), "s3", seen)
-		got := make([]string, 0, len(seen))
-		for a := range seen {
-			got = append(got, a)
-		}
-		sort.Strings(got)
+		got := recordedActions(map[string]*faultproxy.Proxy{"sqs": sqsP, "s3": s3P})
 		want, ok := documented[sc.doc]
 		if !ok {
 			t.Errorf("docs/iam.md has no row for `%s`; it calls %v", sc.doc, got)
@@ -235,14 +239,7 @@ func TestLogsLookupCallsOnlyTheDocumentedActions(t *testing.T) {
 	if !strings.Contains(r.Stdout, "transient") {
 		t.Fatalf("the logged connection refusal did not classify the message as transient:\n%s", r.Stdout)
 	}
-	seen := map[string]bool{}
-	actionsOf(sqsP.Stats(), "sqs", seen)
-	actionsOf(logsP.Stats(), "logs", seen)
-	got := make([]string, 0, len(seen))
-	for a := range seen {
-		got = append(got, a)
-	}
-	sort.Strings(got)
+	got := recordedActions(map[string]*faultproxy.Proxy{"sqs": sqsP, "logs": logsP})
 	want := documentedActions(t)["dlqctl classify --logs"]
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("`classify --logs` calls %v; docs/iam.md documents %v", got, want)
