@@ -302,28 +302,11 @@ func TestSharedRedriveSurvivesKill9OfOneProcess(t *testing.T) {
 	// the messages has arrived (on a loaded machine a process can start
 	// late: the kill must land in the middle of its run).
 	victim := ps[1]
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		if v, _ := queueDepth(t, c, dest); v >= n/10 && journaledSends(victim.state) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("nothing arrived at the destination within 3 minutes")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = victim.wait()
-	for _, p := range ps {
-		if p == victim {
-			continue
-		}
-		if code := p.wait(); code != 0 {
-			t.Fatalf("process %d/%d: exit %d\n%s", p.i, peers, code, p.stderr.String())
-		}
-	}
+	killWhen(t, victim, "nothing arrived at the destination within 3 minutes", func() bool {
+		v, _ := queueDepth(t, c, dest)
+		return v >= n/10 && journaledSends(victim.state)
+	})
+	waitOthers(t, ps, victim)
 	// The killed process, started again with the same command and state
 	// dir, resumes its own run: it waits for what it held to be visible
 	// again, deletes what its journal says was sent, moves the rest.
@@ -537,27 +520,11 @@ func TestSharedArchiveSurvivesKill9OfOneProcess(t *testing.T) {
 		ps = append(ps, startPeer(t, env, i, t.TempDir(), args...))
 	}
 	victim := ps[1]
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		if v, f := queueDepth(t, c, dlq); v-f <= n/2 { // local-aws-sqs counts in-flight as visible
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the DLQ did not shrink within 3 minutes")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = victim.wait()
-	for _, p := range ps {
-		if p != victim {
-			if code := p.wait(); code != 0 {
-				t.Fatalf("process %d/%d: exit %d\n%s", p.i, peers, code, p.stderr.String())
-			}
-		}
-	}
+	killWhen(t, victim, "the DLQ did not shrink within 3 minutes", func() bool {
+		v, f := queueDepth(t, c, dlq)
+		return v-f <= n/2 // local-aws-sqs counts in-flight as visible
+	})
+	waitOthers(t, ps, victim)
 	// The killed process's command, again: it archives what is left (the
 	// messages it held are visible again after their 5 s visibility).
 	time.Sleep(6 * time.Second)
@@ -703,5 +670,35 @@ func TestSharedRunGuardsStopEveryProcess(t *testing.T) {
 	rv, rf := queueDepth(t, c, dest)
 	if df != 0 || dv+rv+rf != n || rv != moved || moved >= n {
 		t.Fatalf("after both tripped: DLQ %d (+%d in flight), destination %d (+%d); moved %d; want %d in all, nothing held, the destination = moved < %d", dv, df, rv, rf, moved, n, n)
+	}
+}
+
+// killWhen kills victim with SIGKILL once ready reports true (checked every
+// 20 ms for up to 3 minutes; failing with stuck otherwise) and reaps it.
+func killWhen(t *testing.T, victim *peerProc, stuck string, ready func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for !ready() {
+		if time.Now().After(deadline) {
+			t.Fatal(stuck)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = victim.wait()
+}
+
+// waitOthers waits for every process but victim; each must exit 0.
+func waitOthers(t *testing.T, ps []*peerProc, victim *peerProc) {
+	t.Helper()
+	for _, p := range ps {
+		if p == victim {
+			continue
+		}
+		if code := p.wait(); code != 0 {
+			t.Fatalf("process %d/%d: exit %d\n%s", p.i, len(ps), code, p.stderr.String())
+		}
 	}
 }
