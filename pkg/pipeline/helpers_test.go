@@ -116,17 +116,7 @@ func (s *recSink) bodies() (delivered, accepted []string) {
 // run still holds), as every command does.
 func run(t *testing.T, src *pipeline.QueueSource, sink pipeline.Sink, opt pipeline.Options) *pipeline.Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := pipeline.Run(ctx, src, sink, opt)
-	if cerr := src.Close(context.Background()); cerr != nil {
-		t.Errorf("Close: %v", cerr)
-	}
-	if err != nil {
-		t.Fatalf("Run: %v (result %+v)", err, res)
-	}
-	checkAccounting(t, res)
-	return res
+	return runSrc(t, src, sink, opt)
 }
 
 // checkAccounting: every message received ends in exactly one bucket.
