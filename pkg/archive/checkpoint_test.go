@@ -1,8 +1,12 @@
 package archive
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/dlqctl/dlqctl/pkg/errs"
 )
 
 // TestPickManifestsPrefersTheFinalThenTheNewestCheckpoint: per run folder
@@ -35,5 +39,21 @@ func TestPickManifestsPrefersTheFinalThenTheNewestCheckpoint(t *testing.T) {
 	}
 	if k := CheckpointKey("p/run=b", 12); k != "p/run=b/_manifest-checkpoint-00012.json" {
 		t.Fatalf("CheckpointKey = %s", k)
+	}
+}
+
+// TestLocalPartKeyMustNameAFile: a damaged manifest whose part key is "..",
+// "." or a folder is bad input (exit 2), never a read of the folder or of
+// a path outside the run.
+func TestLocalPartKeyMustNameAFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"..", ".", "run/..", "sub"} {
+		_, err := DirSource{Dir: dir}.Open(t.Context(), key)
+		if errs.Code(err) != errs.ExitUsage {
+			t.Fatalf("part key %q: %v (exit %d); want a bad-input error", key, err, errs.Code(err))
+		}
 	}
 }

@@ -158,7 +158,7 @@ func listManifests(ctx context.Context, api S3API, bucket, prefix string) (keys 
 				return nil, 0, errs.BadInputf("S3 bucket %q does not exist (or is not visible to these credentials)", bucket)
 			}
 			if isUnreachable(err) {
-				return nil, 0, errs.BadInputf("cannot reach the S3 endpoint (%v); check --endpoint-url / AWS_ENDPOINT_URL_S3 and your network", firstLine(err))
+				return nil, 0, errs.BadInputf("cannot reach the S3 endpoint (%v); check --s3-endpoint-url / AWS_ENDPOINT_URL_S3 and your network", firstLine(err))
 			}
 			if statusCode(err) == http.StatusForbidden || apiCode(err) == "AccessDenied" {
 				return nil, 0, errs.BadInputf("listing s3://%s/%s was denied: reading a folder or prefix needs s3:ListBucket on arn:aws:s3:::%s; or pass the run's %s (s3:GetObject only)", bucket, prefix, bucket, ManifestName)

@@ -62,7 +62,7 @@ func CheckBucket(ctx context.Context, api S3API, bucket string) error {
 	case statusCode(err) == http.StatusForbidden || apiCode(err) == "AccessDenied":
 		return errs.BadInputf("access to S3 bucket %q denied; the credentials in use need s3:ListBucket, s3:PutObject and s3:GetObject on it (see docs/iam.md), and with --bucket-owner the bucket must belong to that account", bucket)
 	case isUnreachable(err):
-		return errs.BadInputf("cannot reach the S3 endpoint (%v); check --endpoint-url / AWS_ENDPOINT_URL_S3 and your network", firstLine(err))
+		return errs.BadInputf("cannot reach the S3 endpoint (%v); check --s3-endpoint-url / AWS_ENDPOINT_URL_S3 and your network", firstLine(err))
 	}
 	return fmt.Errorf("checking S3 bucket %q: %w", bucket, err)
 }
@@ -197,7 +197,7 @@ func (s S3Source) Open(ctx context.Context, key string) (io.ReadCloser, error) {
 			return nil, errs.BadInputf("%s does not exist; check the bucket and key", s.Name(key))
 		}
 		if isUnreachable(err) {
-			return nil, errs.BadInputf("cannot reach the S3 endpoint (%v); check --endpoint-url / AWS_ENDPOINT_URL_S3 and your network", firstLine(err))
+			return nil, errs.BadInputf("cannot reach the S3 endpoint (%v); check --s3-endpoint-url / AWS_ENDPOINT_URL_S3 and your network", firstLine(err))
 		}
 		if isAccessDenied(err) {
 			return nil, fmt.Errorf("reading %s: access denied (%v); the credentials need s3:GetObject on arn:aws:s3:::%s/*, and kms:Decrypt on the KMS key if the archive was written with --sse aws:kms (see docs/iam.md)", s.Name(key), describeS3(err), s.Bucket)
@@ -216,7 +216,20 @@ type DirSource struct{ Dir string }
 
 // Open opens the file for key.
 func (d DirSource) Open(_ context.Context, key string) (io.ReadCloser, error) {
+	switch path.Base(key) {
+	case ".", "..", "/":
+		// A part key must name a file of the run: a manifest naming "..",
+		// "." or a folder would otherwise open a directory (or, joined, a
+		// path outside the run folder).
+		return nil, errs.BadInputf("%s names part %q, which is not a file of the run; the manifest is damaged — re-download it or verify the run on S3", d.Dir, key)
+	}
 	f, err := os.Open(d.Name(key))
+	if err == nil {
+		if fi, serr := f.Stat(); serr == nil && fi.IsDir() {
+			f.Close()
+			return nil, errs.BadInputf("%s is a folder, not a part of the run; the manifest is damaged — re-download it or verify the run on S3", d.Name(key))
+		}
+	}
 	if err != nil {
 		return nil, errs.BadInputf("cannot read %s: %v; download the whole run folder next to its %s", d.Name(key), err, ManifestName)
 	}
