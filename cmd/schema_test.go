@@ -40,6 +40,14 @@ var schemaRefs = []string{
 	"dry-run-plan.schema.json#/$defs/redrive",
 	"dry-run-plan.schema.json#/$defs/restore",
 	"dry-run-plan.schema.json#/$defs/archive",
+	"health.schema.json#/$defs/queues",
+	"health.schema.json#/$defs/dlq",
+	"health.schema.json#/$defs/audit",
+	"health.schema.json#/$defs/finding",
+	"health.schema.json#/$defs/check",
+	"health.schema.json#/$defs/tick",
+	"health.schema.json#/$defs/runs",
+	"health.schema.json#/$defs/run",
 }
 
 func loadSchemas(t testing.TB) map[string]*jsonschema.Schema {
@@ -171,6 +179,20 @@ func contractFor(args []string) outputContract {
 		c.json, c.ndjson, c.summary = "redrive-summary.schema.json", "progress-event.schema.json", "redrive-summary.schema.json"
 	case "restore":
 		c.json, c.ndjson, c.summary = "restore-summary.schema.json", "progress-event.schema.json", "restore-summary.schema.json"
+	case "queues":
+		c.json, c.ndjson = "health.schema.json#/$defs/queues", "health.schema.json#/$defs/dlq"
+	case "audit":
+		c.json, c.ndjson = "health.schema.json#/$defs/audit", "health.schema.json#/$defs/finding"
+	case "check":
+		c.json, c.ndjson = "health.schema.json#/$defs/check", "health.schema.json#/$defs/check"
+	case "watch":
+		// one tick per line in both formats
+		c.json, c.ndjson = "health.schema.json#/$defs/tick", "health.schema.json#/$defs/tick"
+		if c.format == "json" {
+			c.format = "ndjson"
+		}
+	case "runs":
+		c.json, c.ndjson = "health.schema.json#/$defs/runs", "health.schema.json#/$defs/run"
 	case "archive":
 		if sub == "verify" {
 			return c
