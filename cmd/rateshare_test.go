@@ -112,6 +112,19 @@ func TestSharedRestoreSplitsTheArchive(t *testing.T) {
 	}
 	moved, skipped := 0, 0
 	for i := 1; i <= 2; i++ {
+		// The dry run plans this process's share, at its share of the rate.
+		dr := runCLI(t, env, "", "restore", as.Manifest, "--to", destName, "--rate-share", fmt.Sprintf("%d/2", i), "--rate", "20", "--dry-run", "-o", "json")
+		var plan struct {
+			WouldMove int            `json:"would_move"`
+			Skipped   map[string]int `json:"skipped"`
+			Seconds   float64        `json:"estimated_seconds"`
+		}
+		if err := json.Unmarshal([]byte(dr.Stdout), &plan); dr.Code != 0 || err != nil {
+			t.Fatalf("restore --dry-run %d/2: exit %d, %v\n%s", i, dr.Code, err, dr.Stderr)
+		}
+		if plan.WouldMove == 0 || plan.WouldMove == n || plan.WouldMove+plan.Skipped[redrive.SkipOtherShare] != n || plan.Seconds < float64(plan.WouldMove)/10*0.9 {
+			t.Fatalf("restore --dry-run %d/2: would send %d, skipped %v, %.0f s; want its share of %d at 10/s (half of --rate 20)", i, plan.WouldMove, plan.Skipped, plan.Seconds, n)
+		}
 		r := runCLI(t, env, "", "restore", as.Manifest, "--to", destName, "--rate-share", fmt.Sprintf("%d/2", i), "--yes", "-o", "json", "--state-dir", t.TempDir())
 		if r.Code != 0 {
 			t.Fatalf("restore %d/2: exit %d\n%s", i, r.Code, r.Stderr)

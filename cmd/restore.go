@@ -300,7 +300,8 @@ func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *
 	f := opts.F
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
-	p := &redrive.Planner{RunID: "dry-run", Router: router, Select: sel, Max: opts.Max}
+	share := opts.PaceFlags.share()
+	p := &redrive.Planner{RunID: "dry-run", Router: router, Select: sel, Max: opts.Max, Partition: share}
 	err := archive.ForEachManifestRecord(ctx, ref.Src, m, func(_ int, rec *queue.Record, parsed any) error {
 		ev, err := p.Add(ctx, rec, parsed)
 		if err != nil {
@@ -312,7 +313,7 @@ func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *
 	if err != nil {
 		return err
 	}
-	pl := p.Plan(opts.Rate, opts.Ramp, opts.RampEvery)
+	pl := p.Plan(share.Rate(opts.Rate), share.Ramp(opts.Ramp), opts.RampEvery) // this process's pace
 	pl.Complete = true
 	desc := "all messages"
 	if sel != nil {

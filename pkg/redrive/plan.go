@@ -31,6 +31,9 @@ type Planner struct {
 	Select      Selector
 	MaxRedrives int
 	Max         int
+	// Partition: a shared restore plans only this process's records
+	// (--rate-share I/N); the rest are skipped as SkipOtherShare.
+	Partition Share
 
 	plan Plan
 }
@@ -44,6 +47,11 @@ func (p *Planner) Add(ctx context.Context, rec *queue.Record, parsed any) (Messa
 	}
 	p.plan.Scanned++
 	ev := MessageEvent{MessageID: rec.MessageID, Class: rec.Class}
+	if !p.Partition.Mine(rec) {
+		p.plan.Skipped[SkipOtherShare]++
+		ev.Action, ev.Reason = "skipped", SkipOtherShare
+		return ev, nil
+	}
 	dest, cp, reason, err := decide(ctx, Item{Record: rec, Parsed: parsed}, p.RunID, p.Select, p.Router, p.MaxRedrives, time.Now())
 	if err != nil {
 		return ev, err
