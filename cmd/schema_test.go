@@ -48,6 +48,8 @@ var schemaRefs = []string{
 	"health.schema.json#/$defs/tick",
 	"health.schema.json#/$defs/runs",
 	"health.schema.json#/$defs/run",
+	"archive-verify.schema.json",
+	"archive-verify.schema.json#/$defs/event",
 }
 
 func loadSchemas(t testing.TB) map[string]*jsonschema.Schema {
@@ -195,6 +197,7 @@ func contractFor(args []string) outputContract {
 		c.json, c.ndjson = "health.schema.json#/$defs/runs", "health.schema.json#/$defs/run"
 	case "archive":
 		if sub == "verify" {
+			c.json, c.ndjson = "archive-verify.schema.json", "archive-verify.schema.json#/$defs/event"
 			return c
 		}
 		c.json, c.ndjson, c.summary = "archive-summary.schema.json", "progress-event.schema.json", "archive-summary.schema.json"
