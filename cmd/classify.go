@@ -14,6 +14,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // ClassifyOptions are the inputs of `dlqctl classify`.
@@ -156,9 +157,9 @@ func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.S
 	if format == output.NDJSON {
 		nd = output.NewNDJSON(f.IO.Out)
 	}
-	var recs []queue.Record
+	var recs []record.Record
 	matched := 0
-	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *queue.Record, parsed any) error {
+	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) error {
 		if !sel.Match(rec, parsed) {
 			return nil
 		}
@@ -183,7 +184,7 @@ func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.S
 		return nil
 	case output.JSON:
 		if recs == nil {
-			recs = []queue.Record{}
+			recs = []record.Record{}
 		}
 		return output.WriteJSON(f.IO.Out, recs)
 	}
@@ -199,7 +200,7 @@ func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.S
 	return t.Render()
 }
 
-func eventCell(r *queue.Record) string {
+func eventCell(r *record.Record) string {
 	if r.Envelope == nil {
 		return ""
 	}
@@ -210,7 +211,7 @@ func eventCell(r *queue.Record) string {
 	return s
 }
 
-func errorCell(r *queue.Record) string {
+func errorCell(r *record.Record) string {
 	if r.Failure == nil {
 		return ""
 	}
@@ -256,7 +257,7 @@ func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classif
 	g := inspect.NewGrouper(keys, now)
 	byRule := map[[2]string]map[string]int{}
 	notes := map[string]string{}
-	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *queue.Record, parsed any) error {
+	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) error {
 		if !sel.Match(rec, parsed) {
 			return nil
 		}
@@ -358,9 +359,9 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 		read.All = true // look until the message is found
 	}
 	var found *classify.Explanation
-	var rec queue.Record
+	var rec record.Record
 	var lookupErr error
-	rr, err := readRecords(ctx, f, opts.Queue, &read, nil, func(r *queue.Record, parsed any) error {
+	rr, err := readRecords(ctx, f, opts.Queue, &read, nil, func(r *record.Record, parsed any) error {
 		if r.MessageID != opts.Explain {
 			return nil
 		}
@@ -449,7 +450,7 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 
 // writeLogLines prints where failure context read from the consumer's
 // logs came from and the log lines used (--logs).
-func writeLogLines(w io.Writer, rec *queue.Record) {
+func writeLogLines(w io.Writer, rec *record.Record) {
 	if rec.Failure == nil || rec.Failure.Source == nil {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // errStop ends a record stream early without being an error.
@@ -30,11 +31,11 @@ type InputResult struct {
 }
 
 // openers for non-file inputs (s3:// archives) register here.
-var inputOpeners []func(ctx context.Context, f *Factory, from string, fn func(*queue.Record, any) error) (handled bool, err error)
+var inputOpeners []func(ctx context.Context, f *Factory, from string, fn func(*record.Record, any) error) (handled bool, err error)
 
 // ForEachRecord streams records from the input to fn. Returning errStop
 // from fn ends the stream cleanly.
-func (f *Factory) ForEachRecord(ctx context.Context, in InputOptions, fn func(rec *queue.Record, parsed any) error) (*InputResult, error) {
+func (f *Factory) ForEachRecord(ctx context.Context, in InputOptions, fn func(rec *record.Record, parsed any) error) (*InputResult, error) {
 	if in.From != "" {
 		for _, open := range inputOpeners {
 			handled, err := open(ctx, f, in.From, fn)

@@ -17,6 +17,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
@@ -446,7 +447,7 @@ func printRedriveSummary(f *Factory, prog *output.Progress, dlq *queue.Queue, ro
 		t.Row("skipped", fmt.Sprintf("%d %s", res.Skipped[r], r))
 	}
 	if res.Unmarked > 0 {
-		t.Row("unmarked", fmt.Sprintf("%d moved without the %s attribute (10 attributes already); the journal records them", res.Unmarked, queue.MarkerAttribute))
+		t.Row("unmarked", fmt.Sprintf("%d moved without the %s attribute (10 attributes already); the journal records them", res.Unmarked, record.MarkerAttribute))
 	}
 	if res.Failed > 0 {
 		t.Row("failed", fmt.Sprintf("%d refused by the destination; still in the DLQ", res.Failed))
@@ -520,7 +521,7 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *queue.Queue, ro
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
 	pl := &redrive.Planner{RunID: "dry-run", Router: router, Select: sel, MaxRedrives: opts.MaxRedrives, Max: opts.Max}
-	res, err := f.ForEachRecord(ctx, InputOptions{Queue: opts.DLQ, Visibility: opts.Visibility}, func(rec *queue.Record, parsed any) error {
+	res, err := f.ForEachRecord(ctx, InputOptions{Queue: opts.DLQ, Visibility: opts.Visibility}, func(rec *record.Record, parsed any) error {
 		ev, err := pl.Add(ctx, rec, parsed)
 		if err != nil {
 			return err
@@ -566,7 +567,7 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *queue.Queue, ro
 	}
 	f.IO.Infof("would move %d of %d scanned messages from %s to %s (%s); estimated duration: %s", plan.WouldMove, plan.Scanned, dlq.Name, router.Describe(), desc, est)
 	if plan.Unmarked > 0 {
-		f.IO.Infof("%d message(s) already carry 10 attributes and would move without the %s marker (the journal records them)", plan.Unmarked, queue.MarkerAttribute)
+		f.IO.Infof("%d message(s) already carry 10 attributes and would move without the %s marker (the journal records them)", plan.Unmarked, record.MarkerAttribute)
 	}
 	if plan.Note != "" && !plan.Complete {
 		f.IO.Warnf("%s", plan.Note)

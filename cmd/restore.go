@@ -15,6 +15,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
@@ -302,7 +303,7 @@ func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *
 	prog := output.NewProgress(f.IO, format)
 	share := opts.PaceFlags.share()
 	p := &redrive.Planner{RunID: "dry-run", Router: router, Select: sel, Max: opts.Max, Partition: share}
-	err := archive.ForEachManifestRecord(ctx, ref.Src, m, func(_ int, rec *queue.Record, parsed any) error {
+	err := archive.ForEachManifestRecord(ctx, ref.Src, m, func(_ int, rec *record.Record, parsed any) error {
 		ev, err := p.Add(ctx, rec, parsed)
 		if err != nil {
 			return err

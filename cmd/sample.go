@@ -12,6 +12,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // SampleOptions are the inputs of `dlqctl sample`.
@@ -135,8 +136,8 @@ func sampleRun(ctx context.Context, opts *SampleOptions) error {
 	if err != nil {
 		return err
 	}
-	var recs []queue.Record
-	next, flush := lk.stream(func(rec *queue.Record, parsed any) error {
+	var recs []record.Record
+	next, flush := lk.stream(func(rec *record.Record, parsed any) error {
 		if !filter.Keep(rec, parsed) {
 			return nil
 		}
@@ -174,9 +175,9 @@ func sampleRun(ctx context.Context, opts *SampleOptions) error {
 	return printRecords(f, recs)
 }
 
-func printRecords(f *Factory, recs []queue.Record) error {
+func printRecords(f *Factory, recs []record.Record) error {
 	if recs == nil {
-		recs = []queue.Record{}
+		recs = []record.Record{}
 	}
 	if done, err := writeStructured(f, recs, recs); done {
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Defaults of Options.
@@ -26,7 +27,7 @@ const (
 
 // SelectFunc decides whether a message is archived. It may annotate the
 // record (class, action, rule) before it is written. nil selects everything.
-type SelectFunc func(rec *queue.Record, parsed any) bool
+type SelectFunc func(rec *record.Record, parsed any) bool
 
 // Reporter receives progress from a run, always from one goroutine.
 type Reporter interface {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // DefaultInvestigationWindow is how long a dead-lettered message should
@@ -281,7 +282,7 @@ type ExpirySample struct {
 }
 
 // ExpiringWithin counts the records that expire before now+horizon.
-func ExpiringWithin(recs []queue.Record, now time.Time, horizon time.Duration) ExpirySample {
+func ExpiringWithin(recs []record.Record, now time.Time, horizon time.Duration) ExpirySample {
 	s := ExpirySample{Sampled: len(recs)}
 	for _, r := range recs {
 		if r.ExpiresAt.IsZero() {
@@ -320,7 +321,7 @@ func sampleExpiry(ctx context.Context, c *queue.Client, g *Graph, opts AuditOpti
 		if opts.OnSample != nil {
 			opts.OnSample(n.Q, opts.SampleMax)
 		}
-		var recs []queue.Record
+		var recs []record.Record
 		_, err := inspect.Scan(ctx, c, n.Q, inspect.ScanOptions{Max: opts.SampleMax, Visibility: opts.SampleVisibility},
 			func(m *queue.Message, _ any) error {
 				recs = append(recs, m.Record)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 const acct = "arn:aws:sqs:us-east-1:123456789012:"
@@ -194,7 +195,7 @@ func TestSortAndFailOn(t *testing.T) {
 
 func TestExpiringWithin(t *testing.T) {
 	now := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
-	recs := []queue.Record{{ExpiresAt: now.Add(3 * time.Hour)}, {ExpiresAt: now.Add(30 * time.Hour)}, {}, {ExpiresAt: now.Add(23 * time.Hour)}}
+	recs := []record.Record{{ExpiresAt: now.Add(3 * time.Hour)}, {ExpiresAt: now.Add(30 * time.Hour)}, {}, {ExpiresAt: now.Add(23 * time.Hour)}}
 	s := ExpiringWithin(recs, now, 24*time.Hour)
 	if s.Sampled != 4 || s.Expiring != 2 || !s.Earliest.Equal(now.Add(3*time.Hour)) {
 		t.Errorf("ExpiringWithin = %+v", s)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // redeliverSource offers ids once; the first removal of "m-3" fails as a
@@ -34,7 +35,7 @@ func (s *redeliverSource) Next(context.Context, int) ([]pipeline.Item, error) {
 	}
 	id := s.queue[0]
 	s.queue = s.queue[1:]
-	return []pipeline.Item{{Record: &queue.Record{MessageID: id, Body: id}}}, nil
+	return []pipeline.Item{{Record: &record.Record{MessageID: id, Body: id}}}, nil
 }
 
 func (s *redeliverSource) Ack(_ context.Context, items []pipeline.Item) []error {

@@ -36,14 +36,14 @@ import (
 	"errors"
 	"time"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Item is one message offered by a Source.
 type Item struct {
 	// Record is the message record (body, attributes, system attributes),
 	// decoded (Envelope, Failure, Redrive) by the source.
-	Record *queue.Record
+	Record *record.Record
 	// Parsed is the decoded JSON body (nil when the body is not JSON).
 	Parsed any
 	// Handle is the source's own reference to the message (an SQS receipt,

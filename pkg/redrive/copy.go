@@ -11,6 +11,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 func isBadInput(err error) bool { return errs.Code(err) == errs.ExitUsage }
@@ -52,13 +53,13 @@ type Copy struct {
 // deterministic deduplication id (FIFO destinations), and the redrive marker
 // attribute. It returns a skip reason instead when the copy cannot be made
 // without changing the message.
-func BuildCopy(rec *queue.Record, runID string, dest *queue.Queue, now time.Time) (Copy, string) {
-	attrs := make(map[string]queue.Attribute, len(rec.Attributes)+1)
+func BuildCopy(rec *record.Record, runID string, dest *queue.Queue, now time.Time) (Copy, string) {
+	attrs := make(map[string]record.Attribute, len(rec.Attributes)+1)
 	prev := 0
 	orig := rec.MessageID
 	for k, v := range rec.Attributes {
-		if k == queue.MarkerAttribute {
-			var m queue.Marker
+		if k == record.MarkerAttribute {
+			var m record.Marker
 			if json.Unmarshal([]byte(v.Value), &m) == nil {
 				prev = m.Count
 				if m.OriginalID != "" {
@@ -78,12 +79,12 @@ func BuildCopy(rec *queue.Record, runID string, dest *queue.Queue, now time.Time
 	}
 	marked := false
 	if len(attrs) < queue.MaxAttributes {
-		mk, _ := json.Marshal(queue.Marker{RunID: runID, OriginalID: orig, Count: prev + 1, At: now.UTC().Truncate(time.Second)})
-		attrs[queue.MarkerAttribute] = queue.Attribute{Type: "String", Value: string(mk)}
+		mk, _ := json.Marshal(record.Marker{RunID: runID, OriginalID: orig, Count: prev + 1, At: now.UTC().Truncate(time.Second)})
+		attrs[record.MarkerAttribute] = record.Attribute{Type: "String", Value: string(mk)}
 		if queue.MessageSize(rec.Body, attrs) <= limit {
 			marked = true
 		} else {
-			delete(attrs, queue.MarkerAttribute)
+			delete(attrs, record.MarkerAttribute)
 		}
 	}
 	sqsAttrs, err := queue.SQSAttributes(attrs)
@@ -112,7 +113,7 @@ func maxMessageBytes(q *queue.Queue) int {
 
 // Router picks the destination of a message: a queue, or a skip reason.
 type Router interface {
-	Route(ctx context.Context, rec *queue.Record) (*queue.Queue, string, error)
+	Route(ctx context.Context, rec *record.Record) (*queue.Queue, string, error)
 	// Describe names the destination for plans and prompts.
 	Describe() string
 }
@@ -122,7 +123,7 @@ type fixedRouter struct{ q *queue.Queue }
 // ToQueue routes every message to q (a recovery queue).
 func ToQueue(q *queue.Queue) Router { return fixedRouter{q} }
 
-func (r fixedRouter) Route(context.Context, *queue.Record) (*queue.Queue, string, error) {
+func (r fixedRouter) Route(context.Context, *record.Record) (*queue.Queue, string, error) {
 	return r.q, "", nil
 }
 func (r fixedRouter) Describe() string { return r.q.Name }
@@ -174,7 +175,7 @@ func (r *SourceRouter) Describe() string {
 func (r *SourceRouter) Fallback() *queue.Queue { return r.fallback }
 
 // Route resolves the message's source queue (cached by ARN).
-func (r *SourceRouter) Route(ctx context.Context, rec *queue.Record) (*queue.Queue, string, error) {
+func (r *SourceRouter) Route(ctx context.Context, rec *record.Record) (*queue.Queue, string, error) {
 	arn := rec.System.SourceQueueARN
 	if arn == "" {
 		if r.fallback != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
@@ -125,7 +126,7 @@ func move(t *testing.T, c *queue.Client, dlq *queue.Queue, stateDir string, cfg 
 func attrsOf(m types.Message) map[string]types.MessageAttributeValue {
 	out := map[string]types.MessageAttributeValue{}
 	for k, v := range m.MessageAttributes {
-		if k != queue.MarkerAttribute {
+		if k != record.MarkerAttribute {
 			out[k] = v
 		}
 	}
@@ -192,7 +193,7 @@ func TestRedriveToSourceMakesExactCopiesAcrossSourcesAndFIFO(t *testing.T) {
 			lastSeq := map[string]int{}
 			for _, m := range drain(t, api, src.URL) {
 				body := aws.ToString(m.Body)
-				s, ok := bySHA[queue.SHA256Hex(body)]
+				s, ok := bySHA[record.SHA256Hex(body)]
 				if !ok {
 					t.Fatalf("%s received a body that was not in the DLQ: %.80q", src.Name, body)
 				}
@@ -204,8 +205,8 @@ func TestRedriveToSourceMakesExactCopiesAcrossSourcesAndFIFO(t *testing.T) {
 					t.Fatalf("message %s went to %s, its source is %s", s.MessageID, src.Name, s.SourceName)
 				}
 				sameAttrs(t, s.MessageID, s.Attributes, attrsOf(m))
-				var mk queue.Marker
-				if err := json.Unmarshal([]byte(aws.ToString(m.MessageAttributes[queue.MarkerAttribute].StringValue)), &mk); err != nil && len(s.Attributes) < 10 {
+				var mk record.Marker
+				if err := json.Unmarshal([]byte(aws.ToString(m.MessageAttributes[record.MarkerAttribute].StringValue)), &mk); err != nil && len(s.Attributes) < 10 {
 					t.Fatalf("message %s has no readable marker: %v", s.MessageID, err)
 				} else if err == nil && (mk.RunID != runID || mk.OriginalID != s.MessageID || mk.Count != 1) {
 					t.Fatalf("marker %+v, want run %s orig %s count 1", mk, runID, s.MessageID)
@@ -255,7 +256,7 @@ func TestRedriveToRecoveryQueueMovesOnlySelected(t *testing.T) {
 		t.Fatalf("recovery queue got %d, run moved %d, want %d", len(got), res.Moved, len(want))
 	}
 	for _, m := range got {
-		if !want[queue.SHA256Hex(aws.ToString(m.Body))] {
+		if !want[record.SHA256Hex(aws.ToString(m.Body))] {
 			t.Fatalf("moved a message that was not selected: %.80q", aws.ToString(m.Body))
 		}
 	}

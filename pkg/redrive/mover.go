@@ -13,6 +13,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Item, Source and ErrSourceDone are the pipeline's: a redrive reads any
@@ -28,7 +29,7 @@ var ErrSourceDone = pipeline.ErrSourceDone
 // Selector decides which messages a run moves; *classify.Selector
 // satisfies it. A nil Selector selects everything.
 type Selector interface {
-	Match(rec *queue.Record, parsed any) bool
+	Match(rec *record.Record, parsed any) bool
 	Describe() string
 }
 
@@ -237,7 +238,7 @@ func fmtNum(f float64) string {
 	return fmt.Sprintf("%.2f", f)
 }
 
-func classOf(rec *queue.Record) string {
+func classOf(rec *record.Record) string {
 	if rec.Class != "" {
 		return rec.Class
 	}

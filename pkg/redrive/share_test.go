@@ -14,6 +14,7 @@ import (
 	"github.com/dlqctl/dlqctl/internal/sqsfake"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
@@ -36,7 +37,7 @@ func TestShareSplitsAnArchive(t *testing.T) {
 	const n, N = 4000, 4
 	per := make([]int, N)
 	for k := range n {
-		r := &queue.Record{MessageID: fmt.Sprintf("0c5c1f2e-%08d", k)}
+		r := &record.Record{MessageID: fmt.Sprintf("0c5c1f2e-%08d", k)}
 		owners := 0
 		for i := 1; i <= N; i++ {
 			if (redrive.Share{I: i, N: N}).Mine(r) {
@@ -56,7 +57,7 @@ func TestShareSplitsAnArchive(t *testing.T) {
 	for g := range 50 {
 		var owner int
 		for k := range 20 {
-			r := &queue.Record{MessageID: fmt.Sprintf("m-%d-%d", g, k), System: queue.System{MessageGroupID: fmt.Sprintf("tenant-%d", g)}}
+			r := &record.Record{MessageID: fmt.Sprintf("m-%d-%d", g, k), System: record.System{MessageGroupID: fmt.Sprintf("tenant-%d", g)}}
 			for i := 1; i <= N; i++ {
 				if (redrive.Share{I: i, N: N}).Mine(r) {
 					if k > 0 && owner != i {
@@ -85,8 +86,8 @@ func TestSharedRunCountsPeersReturns(t *testing.T) {
 			dlqURL := f.AddQueue("orders-dlq", false, nil)
 			destURL := f.AddQueue("orders", false, nil)
 			marker := func(run string, at time.Time) map[string]types.MessageAttributeValue {
-				b, _ := json.Marshal(queue.Marker{RunID: run, OriginalID: "orig", Count: 1, At: at.UTC().Truncate(time.Second)})
-				return map[string]types.MessageAttributeValue{queue.MarkerAttribute: {DataType: aws.String("String"), StringValue: aws.String(string(b))}}
+				b, _ := json.Marshal(record.Marker{RunID: run, OriginalID: "orig", Count: 1, At: at.UTC().Truncate(time.Second)})
+				return map[string]types.MessageAttributeValue{record.MarkerAttribute: {DataType: aws.String("String"), StringValue: aws.String(string(b))}}
 			}
 			var msgs []sqsfake.Message
 			for i := range 20 {
