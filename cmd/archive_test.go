@@ -21,14 +21,14 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/dlqctl/dlqctl/internal/seed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/pkg/archive"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -79,7 +79,7 @@ type archiveFixture struct {
 	env    testenv.Env
 	truth  *seed.Truth
 	s3     *s3.Client
-	sqs    *sqs.Client
+	sqs    *awssqs.Client
 	bucket string
 }
 
@@ -215,7 +215,7 @@ func TestArchiveVerifyTriageRestoreRoundTrip(t *testing.T) {
 		if dlq.FIFO {
 			recovery = strings.TrimSuffix(dlq.Name, ".fifo") + "-recovery.fifo"
 		}
-		in := &sqs.CreateQueueInput{QueueName: aws.String(recovery)}
+		in := &awssqs.CreateQueueInput{QueueName: aws.String(recovery)}
 		if dlq.FIFO {
 			in.Attributes = map[string]string{"FifoQueue": "true"}
 		}
@@ -275,7 +275,7 @@ func TestVerifyAndRestoreRefuseATamperedArchive(t *testing.T) {
 	if r.Code != 3 || !strings.Contains(r.Stdout, "FAIL") || !strings.Contains(r.Stderr, "1 of 3 part(s)") {
 		t.Fatalf("verify of a tampered part: exit %d\n%s\n%s; want exit 3 naming the part", r.Code, r.Stdout, r.Stderr)
 	}
-	out, err := a.sqs.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(dlq.Name + "-rec")})
+	out, err := a.sqs.CreateQueue(t.Context(), &awssqs.CreateQueueInput{QueueName: aws.String(dlq.Name + "-rec")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,13 +314,13 @@ func (a *archiveFixture) download(t *testing.T, manifest string) string {
 // readAll reads every message of a queue in receive order (non-destructive).
 func (a *archiveFixture) readAll(t *testing.T, url string) []record.Record {
 	t.Helper()
-	c := queue.New(a.sqs, a.env.Region)
+	c := sqs.New(a.sqs, a.env.Region)
 	q, err := c.Resolve(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var recs []record.Record
-	if _, err := inspect.Scan(t.Context(), c, q, inspect.ScanOptions{Workers: 1}, func(m *queue.Message, _ any) error {
+	if _, err := inspect.Scan(t.Context(), c, q, inspect.ScanOptions{Workers: 1}, func(m *sqs.Message, _ any) error {
 		recs = append(recs, m.Record)
 		return nil
 	}); err != nil {
@@ -334,7 +334,7 @@ func (a *archiveFixture) readAll(t *testing.T, url string) []record.Record {
 func stripMarker(t *testing.T, recs []record.Record) []record.Record {
 	t.Helper()
 	for i := range recs {
-		if _, ok := recs[i].Attributes[record.MarkerAttribute]; !ok && len(recs[i].Attributes) < queue.MaxAttributes {
+		if _, ok := recs[i].Attributes[record.MarkerAttribute]; !ok && len(recs[i].Attributes) < sqs.MaxAttributes {
 			t.Errorf("restored copy %s has no %s attribute", recs[i].MessageID, record.MarkerAttribute)
 		}
 		delete(recs[i].Attributes, record.MarkerAttribute)
@@ -542,7 +542,7 @@ func TestArchiveLayoutIsPartitionedAndOldLayoutStillReads(t *testing.T) {
 
 	// restore from the old layout's run folder, then the same run by its
 	// manifest: one restore, refused the second time.
-	out, err := a.sqs.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(dlq.Name + "-old-rec")})
+	out, err := a.sqs.CreateQueue(t.Context(), &awssqs.CreateQueueInput{QueueName: aws.String(dlq.Name + "-old-rec")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -703,7 +703,7 @@ func TestArchiveQueriesDocRunInDuckDB(t *testing.T) {
 		`{"eventId":"ev-21","eventType":"OrderCreated","eventVersion":"2.1","tenantId":"t-acme","payload":{"orderId":"o-21"}}`,
 		`{"eventId":"ev-22","eventType":"OrderCreated","eventVersion":"v0","payload":{"orderId":"o-22"}}`,
 	} {
-		if _, err := a.sqs.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(a.truth.DLQ.URL), MessageBody: aws.String(body)}); err != nil {
+		if _, err := a.sqs.SendMessage(t.Context(), &awssqs.SendMessageInput{QueueUrl: aws.String(a.truth.DLQ.URL), MessageBody: aws.String(body)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,11 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -194,7 +194,7 @@ func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.S
 	}
 	t := output.NewTable(f.IO, "ID", "CLASS", "ACTION", "RULE", "SOURCE", "EVENT", "ERROR")
 	for _, r := range recs {
-		t.Row(r.MessageID, r.Class, r.Action, r.Rule, queue.NameFromARN(r.System.SourceQueueARN), eventCell(&r),
+		t.Row(r.MessageID, r.Class, r.Action, r.Rule, sqs.NameFromARN(r.System.SourceQueueARN), eventCell(&r),
 			output.Truncate(errorCell(&r), 60))
 	}
 	return t.Render()
@@ -398,7 +398,7 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	w := f.IO.Out
 	fmt.Fprintf(w, "message %s", rec.MessageID)
 	var ctxParts []string
-	if s := queue.NameFromARN(rec.System.SourceQueueARN); s != "" {
+	if s := sqs.NameFromARN(rec.System.SourceQueueARN); s != "" {
 		ctxParts = append(ctxParts, "from "+s)
 	}
 	if e := eventCell(&rec); e != "" {

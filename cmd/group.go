@@ -9,11 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -75,7 +75,7 @@ func queueOrFromArgs(from *string) cobra.PositionalArgs {
 
 // readResult is what a triage read saw.
 type readResult struct {
-	Queue    *queue.Queue
+	Queue    *sqs.Queue
 	Read     int  // records read
 	Complete bool // the whole queue (or file) was read
 	Depth    int  // queue depth at the start (0: unknown)

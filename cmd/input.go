@@ -6,9 +6,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -26,7 +26,7 @@ type InputOptions struct {
 
 // InputResult describes what was read.
 type InputResult struct {
-	Queue *queue.Queue        // nil for offline input
+	Queue *sqs.Queue          // nil for offline input
 	Scan  *inspect.ScanResult // nil for offline input
 }
 
@@ -67,7 +67,7 @@ func (f *Factory) ForEachRecord(ctx context.Context, in InputOptions, fn func(re
 		return nil, err
 	}
 	res, err := inspect.Scan(ctx, c, q, inspect.ScanOptions{Max: in.Max, Visibility: in.Visibility},
-		func(m *queue.Message, parsed any) error { return fn(&m.Record, parsed) })
+		func(m *sqs.Message, parsed any) error { return fn(&m.Record, parsed) })
 	if errors.Is(err, errStop) {
 		err = nil
 	}

@@ -14,9 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
@@ -270,7 +270,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		return err
 	}
 	var router redrive.Router
-	var candidates []*queue.Queue // destinations, for canary baselines
+	var candidates []*sqs.Queue // destinations, for canary baselines
 	if strings.EqualFold(opts.To, "source") {
 		sr, err := redrive.ToSource(ctx, c, dlq)
 		if err != nil {
@@ -282,7 +282,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 			return err
 		}
 		for _, u := range urls {
-			q := &queue.Queue{URL: u}
+			q := &sqs.Queue{URL: u}
 			if c.Refresh(ctx, q) == nil {
 				candidates = append(candidates, q)
 			}
@@ -299,7 +299,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 			f.IO.Warnf("%s is FIFO but %s is not: messages without a message group will be skipped", dest.Name, dlq.Name)
 		}
 		router = redrive.ToQueue(dest)
-		candidates = []*queue.Queue{dest}
+		candidates = []*sqs.Queue{dest}
 	}
 	if opts.Engine == "native" {
 		return nativeRun(ctx, opts, c, dlq)
@@ -372,7 +372,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 }
 
 // dlqSource reads the DLQ; without a selection the bodies are not decoded.
-func dlqSource(c *queue.Client, dlq *queue.Queue, visibility time.Duration, selecting bool) redrive.Source {
+func dlqSource(c *sqs.Client, dlq *sqs.Queue, visibility time.Duration, selecting bool) redrive.Source {
 	if selecting {
 		return redrive.NewQueueSource(c, dlq, visibility, time.Second)
 	}
@@ -385,7 +385,7 @@ func waitHeldInfo(f *Factory, runID string, wait time.Duration) {
 	f.IO.Infof("run %s did not stop cleanly: waiting %s for the messages it held to become visible again", runID, wait.Round(time.Second))
 }
 
-func confirmRedrive(f *Factory, dlq *queue.Queue, router redrive.Router, sel interface{ Describe() string }, opts *RedriveOptions) error {
+func confirmRedrive(f *Factory, dlq *sqs.Queue, router redrive.Router, sel interface{ Describe() string }, opts *RedriveOptions) error {
 	what := "all messages"
 	if sel != nil {
 		what = sel.Describe()
@@ -424,7 +424,7 @@ type RedriveSummary struct {
 	Canary *redrive.Verdict `json:"canary,omitempty"`
 }
 
-func printRedriveSummary(f *Factory, prog *output.Progress, dlq *queue.Queue, router redrive.Router, res *redrive.Result, v *redrive.Verdict, status string) error {
+func printRedriveSummary(f *Factory, prog *output.Progress, dlq *sqs.Queue, router redrive.Router, res *redrive.Result, v *redrive.Verdict, status string) error {
 	sum := RedriveSummary{Result: res, Status: status, DLQ: dlq.Name, To: router.Describe(), Canary: v}
 	format, _ := f.Format()
 	switch format {
@@ -516,7 +516,7 @@ type RedrivePlanOutput struct {
 	Ramp      []float64 `json:"ramp,omitempty"`
 }
 
-func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *queue.Queue, router redrive.Router, sel redrive.Selector) error {
+func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, router redrive.Router, sel redrive.Selector) error {
 	f := opts.F
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
@@ -575,7 +575,7 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *queue.Queue, ro
 	return nil
 }
 
-func nativeRun(ctx context.Context, opts *RedriveOptions, c *queue.Client, dlq *queue.Queue) error {
+func nativeRun(ctx context.Context, opts *RedriveOptions, c *sqs.Client, dlq *sqs.Queue) error {
 	f := opts.F
 	destARN := ""
 	if !strings.EqualFold(opts.To, "source") {
@@ -702,7 +702,7 @@ func newCmdRedriveStatus(f *Factory) *cobra.Command {
 			}
 			t := output.NewTable(f.IO, "STATUS", "MOVED", "TO MOVE", "RATE", "DESTINATION", "STARTED", "FAILURE")
 			for _, k := range tasks {
-				dest := queue.NameFromARN(k.Destination)
+				dest := sqs.NameFromARN(k.Destination)
 				if dest == "" {
 					dest = "source"
 				}

@@ -8,10 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -96,11 +96,11 @@ card_number, cvv, ssn, … at any depth) are masked in all output by default;
 }
 
 // SideEffectWarnings returns the warnings to show before peeking at q.
-func SideEffectWarnings(q *queue.Queue) []string {
+func SideEffectWarnings(q *sqs.Queue) []string {
 	var w []string
 	if rp := q.RedrivePolicy(); rp != nil {
 		w = append(w, fmt.Sprintf("%s has its own RedrivePolicy (maxReceiveCount %d): each receive by dlqctl counts toward moving its messages to %s",
-			q.Name, rp.MaxReceiveCount, queue.NameFromARN(rp.DeadLetterTargetARN)))
+			q.Name, rp.MaxReceiveCount, sqs.NameFromARN(rp.DeadLetterTargetARN)))
 	}
 	if q.FIFO {
 		w = append(w, fmt.Sprintf("%s is FIFO: a peeked message blocks its message group until dlqctl releases it", q.Name))
@@ -196,7 +196,7 @@ func printRecords(f *Factory, recs []record.Record) error {
 			}
 		}
 		errText := errorCell(&r) // also "(logs: no log line mentions this message)"
-		src := queue.NameFromARN(r.System.SourceQueueARN)
+		src := sqs.NameFromARN(r.System.SourceQueueARN)
 		if r.System.MessageGroupID != "" {
 			src += " [" + r.System.MessageGroupID + "]"
 		}

@@ -10,12 +10,12 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/logs"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -334,7 +334,7 @@ func prepareLogs(ctx context.Context, f *Factory, queueRef string, sel *classify
 	lk.memo = map[string]*record.Failure{}
 	var reqs []logs.Request
 	now := time.Now()
-	f.IO.Infof("logs: reading %s once (nothing is consumed) to search the logs for its messages in batches", queue.NameFromARN(queueRef))
+	f.IO.Infof("logs: reading %s once (nothing is consumed) to search the logs for its messages in batches", sqs.NameFromARN(queueRef))
 	if _, err := f.ForEachRecord(ctx, InputOptions{Queue: queueRef, Visibility: 30 * time.Second}, func(rec *record.Record, parsed any) error {
 		if !rec.Failure.HasContext() {
 			reqs = append(reqs, lk.window.Request(rec, now))

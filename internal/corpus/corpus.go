@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -122,7 +122,7 @@ func (m Message) Record() (record.Record, error) {
 	body := m.BodyText()
 	return record.Record{
 		MessageID: m.ID, Queue: "arn:aws:sqs:eu-west-1:111122223333:corpus-dlq",
-		Body: body, BodySHA256: record.SHA256Hex(body), SizeBytes: queue.MessageSize(body, attrs),
+		Body: body, BodySHA256: record.SHA256Hex(body), SizeBytes: sqs.MessageSize(body, attrs),
 		Attributes: attrs,
 	}, nil
 }

@@ -19,19 +19,19 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/dlqctl/dlqctl/internal/seed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 type fixture struct {
 	env    testenv.Env
-	qc     *queue.Client
+	qc     *sqs.Client
 	s3     *s3.Client
 	bucket string
 }
@@ -39,12 +39,12 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	env := testenv.Require(t)
-	f := &fixture{env: env, qc: queue.New(env.SQS(t), env.Region), s3: env.S3(t)}
+	f := &fixture{env: env, qc: sqs.New(env.SQS(t), env.Region), s3: env.S3(t)}
 	f.bucket = newBucket(t, f.s3)
 	return f
 }
 
-func (f *fixture) resolve(t *testing.T, ref string) *queue.Queue {
+func (f *fixture) resolve(t *testing.T, ref string) *sqs.Queue {
 	t.Helper()
 	q, err := f.qc.Resolve(t.Context(), ref)
 	if err != nil {
@@ -54,11 +54,11 @@ func (f *fixture) resolve(t *testing.T, ref string) *queue.Queue {
 }
 
 // fillQueue creates a standard queue holding n small messages.
-func (f *fixture) fillQueue(t *testing.T, n int) *queue.Queue {
+func (f *fixture) fillQueue(t *testing.T, n int) *sqs.Queue {
 	t.Helper()
 	api := f.env.SQS(t)
 	name := testenv.UniqueName(t, "arc")
-	out, err := api.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(name)})
+	out, err := api.CreateQueue(t.Context(), &awssqs.CreateQueueInput{QueueName: aws.String(name)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,10 +72,10 @@ func (f *fixture) fillQueue(t *testing.T, n int) *queue.Queue {
 
 // remaining receives every message left in q (non-destructively) and returns
 // their ids.
-func (f *fixture) remaining(t *testing.T, q *queue.Queue) map[string]bool {
+func (f *fixture) remaining(t *testing.T, q *sqs.Queue) map[string]bool {
 	t.Helper()
 	ids := map[string]bool{}
-	_, err := inspect.Scan(t.Context(), f.qc, q, inspect.ScanOptions{Visibility: 20 * time.Second}, func(m *queue.Message, _ any) error {
+	_, err := inspect.Scan(t.Context(), f.qc, q, inspect.ScanOptions{Visibility: 20 * time.Second}, func(m *sqs.Message, _ any) error {
 		ids[m.MessageID] = true
 		return nil
 	})

@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/dlqctl/dlqctl/internal/testenv"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -257,6 +257,6 @@ func benchRecord(rng *rand.Rand, i int, now time.Time) record.Record {
 		AgeSeconds: int64(now.Sub(sent) / time.Second), ExpiresAt: sent.Add(14 * 24 * time.Hour),
 		Class: f.class,
 	}
-	rec.SizeBytes = queue.MessageSize(rec.Body, rec.Attributes)
+	rec.SizeBytes = sqs.MessageSize(rec.Body, rec.Attributes)
 	return rec
 }

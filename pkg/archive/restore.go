@@ -10,9 +10,9 @@ import (
 	"io"
 	"sync"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
@@ -49,8 +49,8 @@ func (s *RestoreSource) Name() string {
 func (s *RestoreSource) Next(ctx context.Context, max int) ([]redrive.Item, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if max <= 0 || max > queue.MaxBatchEntries {
-		max = queue.MaxBatchEntries
+	if max <= 0 || max > sqs.MaxBatchEntries {
+		max = sqs.MaxBatchEntries
 	}
 	var items []redrive.Item
 	for len(items) < max {

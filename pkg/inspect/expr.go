@@ -11,8 +11,8 @@ import (
 
 	"github.com/itchyny/gojq"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -178,7 +178,7 @@ func Input(rec *record.Record, parsed any) map[string]any {
 		"sent_at":           timeStr(s.SentAt),
 		"first_received_at": timeStr(s.FirstReceivedAt),
 		"source_queue_arn":  s.SourceQueueARN,
-		"source_queue":      queue.NameFromARN(s.SourceQueueARN),
+		"source_queue":      sqs.NameFromARN(s.SourceQueueARN),
 		"message_group_id":  s.MessageGroupID,
 		"deduplication_id":  s.DeduplicationID,
 		"sequence_number":   s.SequenceNumber,

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -56,7 +56,7 @@ var namedKeys = map[string]struct {
 	fn   func(c *groupCtx) string
 }{
 	"source": {"the queue the message was dead-lettered from", func(c *groupCtx) string {
-		return orNone(queue.NameFromARN(c.rec.System.SourceQueueARN))
+		return orNone(sqs.NameFromARN(c.rec.System.SourceQueueARN))
 	}},
 	"event_type": {"envelope event type", func(c *groupCtx) string {
 		if e := c.rec.Envelope; e != nil {

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -56,7 +56,7 @@ func benchNDJSON(b *testing.B, n int) []byte {
 			}
 		}
 		rec.BodySHA256 = record.SHA256Hex(rec.Body)
-		rec.SizeBytes = queue.MessageSize(rec.Body, rec.Attributes)
+		rec.SizeBytes = sqs.MessageSize(rec.Body, rec.Attributes)
 		line, err := inspect.MarshalRecord(rec)
 		if err != nil {
 			b.Fatal(err)

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -45,7 +45,7 @@ func (s *redeliverSource) Ack(_ context.Context, items []pipeline.Item) []error 
 	for i, it := range items {
 		if it.Record.MessageID == "m-3" && !s.failed {
 			s.failed = true
-			out[i] = fmt.Errorf("%w: lease ran out", queue.ErrLeaseLost)
+			out[i] = fmt.Errorf("%w: lease ran out", sqs.ErrLeaseLost)
 			s.queue = append(s.queue, "m-3") // received again later
 			continue
 		}

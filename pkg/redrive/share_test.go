@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dlqctl/dlqctl/internal/sqsfake"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
@@ -81,7 +81,7 @@ func TestSharedRunCountsPeersReturns(t *testing.T) {
 	for _, share := range []redrive.Share{{I: 1, N: 2}, {}} {
 		t.Run("share="+share.String(), func(t *testing.T) {
 			f := sqsfake.New(sqsfake.Options{})
-			c := queue.New(f, "us-east-1")
+			c := sqs.New(f, "us-east-1")
 			c.CountsIncludeInFlight = false
 			dlqURL := f.AddQueue("orders-dlq", false, nil)
 			destURL := f.AddQueue("orders", false, nil)
@@ -170,7 +170,7 @@ func TestSharedRunsGiveAMessageOneFIFODedupID(t *testing.T) {
 	for _, shared := range []bool{true, false} {
 		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
 			f := sqsfake.New(sqsfake.Options{})
-			c := queue.New(f, "us-east-1")
+			c := sqs.New(f, "us-east-1")
 			c.CountsIncludeInFlight = false
 			destURL := f.AddQueue("orders.fifo", true, nil)
 			ctx := context.Background()

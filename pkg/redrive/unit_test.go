@@ -13,7 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -31,7 +31,7 @@ func TestBuildCopyKeepsEverythingAndAddsTheMarker(t *testing.T) {
 		"sig":       {Type: "Binary", Base64: base64.StdEncoding.EncodeToString([]byte{0, 1, 2, 255})},
 	}
 	r := rec("m-1", "héllo ✓ {\"a\":null}", attrs)
-	std := &queue.Queue{Name: "orders"}
+	std := &sqs.Queue{Name: "orders"}
 	now := time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
 	cp, skip := BuildCopy(r, "run-1", std, now)
 	if skip != "" || !cp.Marked {
@@ -64,7 +64,7 @@ func TestBuildCopyKeepsEverythingAndAddsTheMarker(t *testing.T) {
 func TestBuildCopyFIFOGetsGroupAndDeterministicDedupID(t *testing.T) {
 	r := rec("m-1", "x", nil)
 	r.System.MessageGroupID = "order-7"
-	fifo := &queue.Queue{Name: "orders.fifo", FIFO: true}
+	fifo := &sqs.Queue{Name: "orders.fifo", FIFO: true}
 	a, _ := BuildCopy(r, "run-1", fifo, time.Now())
 	b, _ := BuildCopy(r, "run-1", fifo, time.Now().Add(time.Minute))
 	c, _ := BuildCopy(r, "run-2", fifo, time.Now())
@@ -82,7 +82,7 @@ func TestBuildCopySkipsInsteadOfChanging(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		ten[fmt.Sprintf("a%d", i)] = record.Attribute{Type: "String", Value: "v"}
 	}
-	cp, skip := BuildCopy(rec("m", "body", ten), "run", &queue.Queue{}, time.Now())
+	cp, skip := BuildCopy(rec("m", "body", ten), "run", &sqs.Queue{}, time.Now())
 	if skip != "" || cp.Marked || len(cp.Entry.Attributes) != 10 {
 		t.Fatalf("10 attributes: skip %q marked %v attrs %d; want sent unmarked", skip, cp.Marked, len(cp.Entry.Attributes))
 	}
@@ -90,10 +90,10 @@ func TestBuildCopySkipsInsteadOfChanging(t *testing.T) {
 	for k, v := range ten {
 		eleven[k] = v
 	}
-	if _, skip := BuildCopy(rec("m", "body", eleven), "run", &queue.Queue{}, time.Now()); skip != SkipTooManyAttrs {
+	if _, skip := BuildCopy(rec("m", "body", eleven), "run", &sqs.Queue{}, time.Now()); skip != SkipTooManyAttrs {
 		t.Fatalf("11 attributes: skip %q", skip)
 	}
-	small := &queue.Queue{Attrs: map[string]string{"MaximumMessageSize": "1024"}}
+	small := &sqs.Queue{Attrs: map[string]string{"MaximumMessageSize": "1024"}}
 	if _, skip := BuildCopy(rec("m", strings.Repeat("x", 1025), nil), "run", small, time.Now()); skip != SkipTooLarge {
 		t.Fatalf("too large: skip %q", skip)
 	}
