@@ -141,24 +141,27 @@ is not durably somewhere else.
 	pf.StringVar(&f.Opts.BucketOwner, "bucket-owner", "", "12-digit account id that must own the S3 bucket; S3 refuses every call to a bucket owned by anyone else (ExpectedBucketOwner)")
 	pf.BoolVar(&f.Opts.RequesterPays, "requester-pays", false, "accept the request charges of a requester-pays S3 bucket")
 
-	root.AddCommand(NewCmdQueues(f, nil))
-	root.AddCommand(NewCmdSample(f, nil))
-	root.AddCommand(&cobra.Command{
-		Use:   "filters",
-		Short: "How --filter and rule expressions work",
-		Long:  inspect.ExprHelp,
-	})
-	for _, add := range extraCommands {
-		root.AddCommand(add(f))
-	}
+	// Every command, added here explicitly (no init() registration).
+	root.AddCommand(
+		NewCmdQueues(f, nil),
+		NewCmdSample(f, nil),
+		NewCmdGroup(f, nil),
+		NewCmdClassify(f, nil),
+		NewCmdRedrive(f, nil),
+		NewCmdArchive(f, nil),
+		NewCmdRestore(f, nil),
+		NewCmdRuns(f, nil),
+		NewCmdAudit(f, nil),
+		NewCmdCheck(f, nil),
+		NewCmdWatch(f, nil),
+		&cobra.Command{
+			Use:   "filters",
+			Short: "How --filter and rule expressions work",
+			Long:  inspect.ExprHelp,
+		},
+	)
 	return root
 }
-
-// extraCommands lets each command file register itself without editing the
-// root (keeps parallel work on separate commands from colliding).
-var extraCommands []func(*Factory) *cobra.Command
-
-func register(fn func(*Factory) *cobra.Command) { extraCommands = append(extraCommands, fn) }
 
 // withExitCodes appends the exit code table to a command's long help.
 func withExitCodes(long string) string { return strings.TrimSpace(long) + "\n\n" + errs.ExitCodesHelp }

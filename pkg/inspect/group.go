@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
@@ -56,7 +55,7 @@ var namedKeys = map[string]struct {
 	fn   func(c *groupCtx) string
 }{
 	"source": {"the queue the message was dead-lettered from", func(c *groupCtx) string {
-		return orNone(sqs.NameFromARN(c.rec.System.SourceQueueARN))
+		return orNone(c.rec.SourceQueue())
 	}},
 	"event_type": {"envelope event type", func(c *groupCtx) string {
 		if e := c.rec.Envelope; e != nil {
