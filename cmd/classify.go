@@ -51,8 +51,11 @@ context: SQS records no reason.
 Without --rules the built-in rules apply, in this order:
   redrive-loop        carries the dlqctl-redrive marker (redriven before and
                       back again)                    -> redrive-loop/investigate
-  body-not-json       body is malformed JSON or plain text, and no failure
-                      evidence names a cause         -> permanent/archive
+  body-not-json       body starts like JSON and does not parse, or is not
+                      what a rules file's sources: says its consumer
+                      expects; no failure evidence names a cause (XML, CSV,
+                      text, base64 or binary alone are not evidence)
+                                                     -> permanent/archive
   schema-mismatch     failure names an unsupported version/schema, unknown
                       type or no handler; or, without failure evidence, an
                       event schema version not in 1, 2, 3 (configurable) or
@@ -483,6 +486,13 @@ func writeAnalysis(w io.Writer, ex *classify.Explanation) {
 		fmt.Fprintf(w, "format: %s\n", ex.Format)
 	default:
 		fmt.Fprintf(w, "format: none recognised (a plain message)\n")
+	}
+	if p := ex.Payload; p != nil {
+		declared := ""
+		if p.Declared != "" {
+			declared = fmt.Sprintf(" (content type declared: %s)", p.Declared)
+		}
+		fmt.Fprintf(w, "payload: %s — %s%s\n", p.Encoding, p.Description, declared)
 	}
 	v := ex.Verdict
 	if ex.NoContext != "" || v == nil || len(v.Readings) == 0 {

@@ -324,15 +324,17 @@ func plan(prefix string, now time.Time, scale int) []Seeded {
 	p.addAttrFailure(orders, p.envelope("OrderCreated", 2, "t-acme", 45*time.Minute, orderCreated("o-1088", "c-2311", 88.0, "SKU-1200")), dbTimeout(1204, "o-1088"))
 	p.addAttrFailure(orders, p.envelope("OrderPaid", 1, "t-globex", 44*time.Minute, orderPaid("o-1091", "p-7950", 31.0)), cancelled("o-1091"))
 
-	// --- orders: malformed JSON and plain text.
+	// --- orders: malformed JSON (evidence: its consumer cannot parse it)
+	// and plain text (no evidence: text is what some consumers read, and
+	// SQS records no reason, so it is unknown until a look says more).
 	p.addText(orders, KindMalformed, ClassPermanent,
 		fmt.Sprintf(`{"eventId":"%s","eventType":"OrderCreated","eventVersion":2,"payload":{"orderId":"o-1101","items":[{"sku":"SKU-4411","qty":2}`, p.uid("malformed")),
 		attrs{"eventType": str("OrderCreated")})
 	p.addText(orders, KindMalformed, ClassPermanent,
 		`{"eventType": "OrderCreated", "payload": {"orderId": "o-1102", "total": 12.5,}}`, nil)
-	p.addText(orders, KindPlaintext, ClassPermanent,
+	p.addText(orders, KindPlaintext, ClassUnknown,
 		"legacy-batch: could not map row 4411 (customer c-2290) to an order", nil)
-	p.addText(orders, KindPlaintext, ClassPermanent,
+	p.addText(orders, KindPlaintext, ClassUnknown,
 		"PING healthcheck from orders-canary run 20931", attrs{"source": str("orders-canary")})
 
 	// --- orders: unicode.
@@ -342,7 +344,7 @@ func plan(prefix string, now time.Time, scale int) []Seeded {
 		e := p.envelope("OrderCreated", 2, "t-acme", 40*time.Minute, pl)
 		p.addEnvelope(orders, KindUnicode, ClassUnknown, e, withAttrs(envAttrs(e), attrs{"customer": str("Jürgen Müller 😀")}))
 	}
-	p.addText(orders, KindUnicode, ClassPermanent, "Заказ o-1151 не найден ✗ 注文 o-1151 が見つかりません 🚫", nil)
+	p.addText(orders, KindUnicode, ClassUnknown, "Заказ o-1151 не найден ✗ 注文 o-1151 が見つかりません 🚫", nil)
 	{
 		e := p.envelope("OrderPaid", 1, "t-globex", 38*time.Minute, orderPaid("o-1152", "p-7960", 9.99))
 		f := cancelled("o-1152")
@@ -425,7 +427,7 @@ func plan(prefix string, now time.Time, scale int) []Seeded {
 	p.addAttrFailure(payments, p.envelope("PaymentCaptured", 1, "t-acme", 28*time.Minute, paymentCaptured("p-7841", "o-1611", 12.0)),
 		failure{"rate exceeded: 429 from psp-adyen for payment p-7841", "Throttling", "", ClassTransient})
 	p.addText(payments, KindMalformed, ClassPermanent, `{"paymentId": "p-7850", "amount": 19.99, "currency": "EU`, nil)
-	p.addText(payments, KindPlaintext, ClassPermanent, "payment p-7851 callback received with status=UNKNOWN", nil)
+	p.addText(payments, KindPlaintext, ClassUnknown, "payment p-7851 callback received with status=UNKNOWN", nil)
 
 	// --- extra transient messages (Options.Scale).
 	for i := range scale {

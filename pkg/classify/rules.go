@@ -162,6 +162,8 @@ type Explanation struct {
 	// message), FormatTitle what that format is.
 	Format      string `json:"format,omitempty"`
 	FormatTitle string `json:"format_title,omitempty"`
+	// Payload is what the body is: its payload_encoding and a description.
+	Payload *inspect.PayloadInfo `json:"payload,omitempty"`
 	// Verdict is what the failure evidence says, read by the built-in
 	// failure families (also when a rules file decides).
 	Verdict *Verdict `json:"verdict,omitempty"`
@@ -189,6 +191,8 @@ func logsSearched(rec *queue.Record) *queue.FailureSource {
 func (rs *Rules) Explain(rec *queue.Record, parsed any) *Explanation {
 	x := &subject{rec: rec, parsed: parsed}
 	ex := &Explanation{Source: rs.Source, Verdict: x.verdict()}
+	p := inspect.DetectPayload(rec, parsed)
+	ex.Payload = &p
 	if f := rec.Failure; f != nil {
 		ex.Format, ex.FormatTitle = f.Format, inspect.FormatTitle(f.Format)
 	}

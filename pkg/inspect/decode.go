@@ -71,6 +71,11 @@ type Decoding struct {
 	// it is a JSON object.
 	Parsed any
 	Obj    map[string]any
+	// Payload is what the body is (its payload_encoding). When the body is
+	// base64, gzip or zlib around JSON, Parsed and Obj are that inner JSON
+	// (Layered is true), so formats read what the body decodes to.
+	Payload PayloadInfo
+	Layered bool
 
 	env     *queue.Envelope
 	payload any
@@ -249,10 +254,14 @@ func truncUTF8(s string, n int) string {
 // reason.
 func Decode(rec *queue.Record) any {
 	parsed, _ := parseJSON(rec.Body)
-	d := &Decoding{Rec: rec, Parsed: parsed}
-	d.Obj, _ = parsed.(map[string]any)
+	d := &Decoding{Rec: rec, Parsed: parsed, Payload: DetectPayload(rec, parsed)}
+	if parsed == nil && d.Payload.Inner != nil {
+		d.Parsed, d.Layered = d.Payload.Inner, true
+	}
+	d.Obj, _ = d.Parsed.(map[string]any)
 	prev := rec.Failure
 	rec.Envelope, rec.Failure, rec.Redrive, rec.Payload = nil, nil, nil, nil
+	rec.PayloadEncoding = d.Payload.Encoding
 	format := ""
 	for _, f := range formats {
 		if f.Decode(d) {
@@ -263,6 +272,10 @@ func Decode(rec *queue.Record) any {
 	}
 	if format == "" && d.Obj != nil {
 		d.env = EnvelopeOf(d.Obj)
+	}
+	if d.Layered && !d.wrapped {
+		// The body is encoded JSON: what it decodes to is the payload.
+		d.SetPayload(d.Parsed)
 	}
 	genericAttrs(d)
 	if d.Obj != nil && !d.bodyHandled {
