@@ -509,7 +509,11 @@ func writeAnalysis(w io.Writer, ex *classify.Explanation) {
 			}
 			reading = fmt.Sprintf("%s/%s (%q, %s)", r.Family, r.Group, r.Signal, strength)
 		}
-		fmt.Fprintf(w, "  %s [%s] → %q: %s\n", r.Field, r.Kind, output.Truncate(r.Text, 100), reading)
+		kind := r.Kind
+		if r.Weak {
+			kind += ", by its look"
+		}
+		fmt.Fprintf(w, "  %s [%s] → %q: %s\n", r.Field, kind, output.Truncate(r.Text, 100), reading)
 	}
 	switch v.Family {
 	case "":

@@ -178,32 +178,12 @@ func (d *Decoding) Evidence(field, kind, text string) {
 	}
 }
 
-// StackEvidence records the root-cause lines of a stack trace ("Caused
-// by: …" in Java and .NET, "---> X: …" inner exceptions, the last
-// exception line of a Python traceback) as cause evidence. Frames are not
-// evidence: they name code, not failures.
-func (d *Decoding) StackEvidence(field, trace string) {
-	n := 0
-	lines := strings.Split(trace, "\n")
-	for i, l := range lines {
-		l = strings.TrimSpace(l)
-		var cause string
-		switch {
-		case strings.HasPrefix(l, "Caused by:"):
-			cause = strings.TrimSpace(strings.TrimPrefix(l, "Caused by:"))
-		case strings.HasPrefix(l, "---> "):
-			cause = strings.TrimSpace(strings.TrimPrefix(l, "---> "))
-		case i == len(lines)-1 && i > 0 && strings.HasPrefix(strings.TrimSpace(lines[0]), "Traceback"):
-			cause = l
-		}
-		if cause != "" {
-			d.Evidence(field, queue.EvidenceCause, cause)
-			if n++; n == 3 {
-				return
-			}
-		}
-	}
-}
+// StackEvidence records what a stack trace says: its head exception, the
+// causes it chains ("Caused by: …" in Java, "---> X: …" inner exceptions
+// in .NET, chained Python tracebacks, PHP's "Next", anyhow's "Caused
+// by:") and the root cause (kind root_cause). Frames are not evidence:
+// they name code, not failures.
+func (d *Decoding) StackEvidence(field, trace string) { d.TextEvidence(field, "stack", trace) }
 
 // Attempts records the attempt count when it parses and none is known.
 func (d *Decoding) Attempts(s string) {
@@ -280,6 +260,9 @@ func Decode(rec *queue.Record) any {
 	genericAttrs(d)
 	if d.Obj != nil && !d.bodyHandled {
 		genericBody(d)
+	}
+	if !d.fail.HasContext() {
+		scanValues(d)
 	}
 	if format == "" && d.fail.HasContext() {
 		format = FormatGeneric

@@ -79,6 +79,9 @@ func genericKind(buf []byte, k string) string {
 			}
 		}
 	}
+	if mayNameFailure(n) {
+		return wordKind(k)
+	}
 	return ""
 }
 
@@ -109,7 +112,10 @@ func genericAttrs(d *Decoding) {
 	}
 }
 
-func genericBody(d *Decoding) { genericObject(d, "body", d.Obj, 0) }
+func genericBody(d *Decoding) {
+	genericObject(d, "body", d.Obj, 0)
+	nestedFailureKeys(d, "body", d.Obj, 0)
+}
 
 // genericObject reads the failure keys of one JSON object (the body's top
 // level, or a nested error object).
@@ -159,14 +165,10 @@ func genericValue(d *Decoding, field, kind string, v any, depth int) bool {
 		}
 		switch kind {
 		case "stack":
-			if !strings.Contains(t, "\n") {
-				if !strings.Contains(t, "Error") && !strings.Contains(t, "Exception") {
-					return false // a trace id, not a stack trace
-				}
-				d.Evidence(field, queue.EvidenceCause, t)
-				return true
+			if !strings.Contains(t, "\n") && !looksLikeFailureText(t) {
+				return false // a trace id, not a stack trace
 			}
-			d.StackEvidence(field, t)
+			d.TextEvidence(field, "stack", t)
 		case "attempts":
 			d.Attempts(t)
 			return false
@@ -176,17 +178,8 @@ func genericValue(d *Decoding, field, kind string, v any, depth int) bool {
 		case "failedat":
 			d.FailedAt(t)
 			return false
-		case queue.EvidenceType, queue.EvidenceMessage:
-			typ, msg := splitTypeMessage(t)
-			switch {
-			case kind == queue.EvidenceMessage && typ == "" && isTypeName(t):
-				d.Evidence(field, queue.EvidenceType, t)
-			case typ != "" && kind == queue.EvidenceMessage:
-				d.Evidence(field, queue.EvidenceType, typ)
-				d.Evidence(field, queue.EvidenceMessage, msg)
-			default:
-				d.Evidence(field, kind, t)
-			}
+		case queue.EvidenceType, queue.EvidenceMessage, queue.EvidenceCause:
+			d.TextEvidence(field, kind, t)
 		default:
 			d.Evidence(field, kind, t)
 		}
@@ -207,6 +200,12 @@ func genericValue(d *Decoding, field, kind string, v any, depth int) bool {
 			return false
 		}
 		found := false
+		if root := innermostCause(t); root != "" {
+			// The chain's innermost cause (Node's cause, .NET's
+			// InnerException) is the root cause.
+			d.Evidence(field+".cause", queue.EvidenceRootCause, root)
+			found = true
+		}
 		// A nested error object: its own failure keys, plus the usual
 		// names of an error's parts (any case: "Code", "Message").
 		for _, k := range sortedKeys(t) {

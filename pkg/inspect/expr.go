@@ -203,7 +203,11 @@ func Input(rec *queue.Record, parsed any) map[string]any {
 	if f := rec.Failure; f != nil {
 		ev := make([]any, len(f.Evidence))
 		for i, e := range f.Evidence {
-			ev[i] = map[string]any{"field": e.Field, "kind": e.Kind, "text": e.Text}
+			em := map[string]any{"field": e.Field, "kind": e.Kind, "text": e.Text}
+			if e.Weak {
+				em["weak"] = true
+			}
+			ev[i] = em
 		}
 		m["failure"] = map[string]any{
 			"reason": f.Reason, "type": f.Type, "error_class": f.ErrorClass,

@@ -313,9 +313,15 @@ type Evidence struct {
 	// Kind says what the text is: type (an exception or error type), code
 	// (an error code), status (an HTTP status), message, cause (a nested or
 	// root-cause exception), class (the consumer's own label) or condition
-	// (why the platform gave up, e.g. RetriesExhausted).
+	// (why the platform gave up, e.g. RetriesExhausted) or root_cause (the
+	// innermost cause of a chain: Java's last "Caused by:", .NET's
+	// innermost "--->", …).
 	Kind string `json:"kind"`
 	Text string `json:"text"`
+	// Weak marks evidence found by its look (a value that reads like an
+	// exception or a stack trace in a field not named as failure
+	// context): a hint, weighed below evidence from failure fields.
+	Weak bool `json:"weak,omitempty"`
 }
 
 // Evidence kinds.
@@ -327,6 +333,7 @@ const (
 	EvidenceCause     = "cause"
 	EvidenceClass     = "class"
 	EvidenceCondition = "condition"
+	EvidenceRootCause = "root_cause"
 )
 
 // Marker is the dlqctl redrive marker carried in the MarkerAttribute message

@@ -1,0 +1,332 @@
+package inspect
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/dlqctl/dlqctl/pkg/queue"
+)
+
+// Failure evidence beyond the list of generic keys: keys whose words name
+// an error, exception, fault, failure, reason, traceback, stack or cause
+// (any case and separators: "rbs2-error-details", "lastFailureMessage",
+// "exc_traceback"), in nested objects too, and values that read like an
+// exception, a traceback or a stack trace wherever they are.
+
+// failureNouns are the words that make a key a failure key.
+var failureNouns = map[string]bool{"error": true, "errors": true, "err": true, "exception": true, "exceptions": true,
+	"exc": true, "fault": true, "faults": true, "failure": true, "failures": true, "reason": true, "reasons": true,
+	"traceback": true, "backtrace": true, "stacktrace": true, "stack": true, "cause": true, "causes": true}
+
+// notEvidenceWords make a failure-ish key something else: a count, a
+// setting, an id, a time ("errorCount", "maxExceptions", "errorQueue",
+// "failureThreshold", "errorId", "failedAt").
+var notEvidenceWords = map[string]bool{"count": true, "counter": true, "counts": true, "threshold": true, "limit": true,
+	"max": true, "min": true, "total": true, "rate": true, "ratio": true, "percent": true, "enabled": true, "disabled": true,
+	"flag": true, "policy": true, "strategy": true, "handler": true, "handling": true, "queue": true, "topic": true,
+	"url": true, "uri": true, "endpoint": true, "id": true, "ids": true, "at": true, "time": true, "timestamp": true,
+	"date": true, "ts": true, "on": true, "if": true, "retry": true, "retries": true, "ignore": true, "ignored": true,
+	"allowed": true, "mode": true, "level": true, "channel": true, "exchange": true, "routing": true, "key": true,
+	"injection": true, "rate_limit": true, "budget": true, "window": true, "config": true, "settings": true}
+
+// keyWords splits a key into lower-case words: camelCase, snake_case,
+// kebab-case, dots, colons.
+func keyWords(k string) []string {
+	return tokens(lowerWords(k), nil)
+}
+
+// lowerWords lower-cases k and puts a space between words.
+func lowerWords(k string) string {
+	var b strings.Builder
+	b.Grow(len(k) + 4)
+	var prev byte
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			lowerNext := i+1 < len(k) && k[i+1] >= 'a' && k[i+1] <= 'z'
+			if prev >= 'a' && prev <= 'z' || (lowerNext && prev >= 'A' && prev <= 'Z') {
+				b.WriteByte(' ')
+			}
+			b.WriteByte(c + ('a' - 'A'))
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+			b.WriteByte(c)
+		default:
+			b.WriteByte(' ')
+		}
+		prev = c
+	}
+	return b.String()
+}
+
+// tokens splits space-separated text into words of letters and digits.
+func tokens(c string, out []string) []string {
+	start := -1
+	for i := 0; i <= len(c); i++ {
+		alnum := i < len(c) && (c[i] >= 'a' && c[i] <= 'z' || c[i] >= '0' && c[i] <= '9')
+		switch {
+		case alnum && start < 0:
+			start = i
+		case !alnum && start >= 0:
+			out = append(out, c[start:i])
+			start = -1
+		}
+	}
+	return out
+}
+
+// mayNameFailure is a quick test on a normalised key (lower case, no
+// separators) before splitting it into words.
+func mayNameFailure(n []byte) bool {
+	s := string(n)
+	for _, sub := range [...]string{"err", "exc", "fault", "fail", "reason", "trace", "stack", "cause"} {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// wordKind returns the evidence kind of a key by its words ("" when the
+// key names no failure context).
+func wordKind(k string) string {
+	words := keyWords(k)
+	noun := false
+	for _, w := range words {
+		if notEvidenceWords[w] {
+			return ""
+		}
+		if failureNouns[w] {
+			noun = true
+		}
+	}
+	if !noun {
+		return ""
+	}
+	kind := queue.EvidenceMessage
+	for _, w := range words {
+		switch w {
+		case "traceback", "backtrace", "stacktrace", "stack", "trace":
+			return "stack"
+		case "type", "class", "name", "kind", "fqcn":
+			kind = queue.EvidenceType
+		case "code", "errno":
+			if kind == queue.EvidenceMessage {
+				kind = queue.EvidenceCode
+			}
+		case "cause", "causes":
+			if kind == queue.EvidenceMessage {
+				kind = queue.EvidenceCause
+			}
+		}
+	}
+	return kind
+}
+
+// payloadKeys hold the message's own data: failure-looking keys and
+// values inside them describe the business event (a refund's "reason"),
+// not why the message failed, so they are not searched for keys and only
+// give weak evidence by value.
+var payloadKeys = map[string]bool{"payload": true, "data": true, "detail": true, "details": true, "args": true,
+	"arguments": true, "kwargs": true, "body": true, "message": true, "msg": true, "record": true, "records": true,
+	"items": true, "event": true, "events": true, "request": true, "requestpayload": true, "originalpayload": true,
+	"original": true, "input": true, "params": true, "parameters": true, "command": true, "content": true,
+	"order": true, "entity": true, "object": true, "value": true, "values": true, "attributes": true, "properties": true,
+	"result": true, "response": true, "responsepayload": true, "document": true, "doc": true, "state": true, "job": true}
+
+// metaKeys hold metadata about the message's delivery and processing,
+// where failure keys are failure context ({"headers": {"x-error": …}}).
+func isPayloadKey(buf []byte, k string) bool {
+	if len(k) > 40 {
+		return true
+	}
+	return payloadKeys[string(failureKeyNorm(buf, k))]
+}
+
+// nestedFailureKeys reads failure keys in the nested objects of m (not in
+// payload containers), up to depth 3, and failure keys of JSON objects
+// held in strings. It reports whether any was found.
+func nestedFailureKeys(d *Decoding, path string, m map[string]any, depth int) bool {
+	if depth >= 3 {
+		return false
+	}
+	var buf [64]byte
+	found := false
+	var keys []string
+	for k, v := range m {
+		switch t := v.(type) {
+		case map[string]any:
+			if len(t) == 0 {
+				continue
+			}
+		case string:
+			if len(t) < 8 || t[0] != '{' {
+				continue
+			}
+		default:
+			continue
+		}
+		if genericKind(buf[:], k) != "" || isPayloadKey(buf[:], k) {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		var obj map[string]any
+		switch t := m[k].(type) {
+		case map[string]any:
+			obj = t
+		case string:
+			if !mayHoldFailure(t) {
+				continue
+			}
+			p, ok := parseJSON(t)
+			if !ok {
+				continue
+			}
+			obj, _ = p.(map[string]any)
+		}
+		if obj == nil {
+			continue
+		}
+		if genericObject(d, path+"."+k, obj, 0) {
+			found = true
+		}
+		if nestedFailureKeys(d, path+"."+k, obj, depth+1) {
+			found = true
+		}
+	}
+	return found
+}
+
+// mayHoldFailure is a quick test for text that could name a failure.
+func mayHoldFailure(s string) bool {
+	return strings.Contains(s, "rror") || strings.Contains(s, "xception") || strings.Contains(s, "ault") ||
+		strings.Contains(s, "ailure") || strings.Contains(s, "eason") || strings.Contains(s, "race")
+}
+
+// looksLikeFailureText reports whether a value reads like an exception, a
+// traceback or a stack trace: a traceback header, Go panic, Elixir "**
+// (Type)", a line "pkg.SomeException: message", or several frames.
+func looksLikeFailureText(s string) bool {
+	if len(s) < 12 {
+		return false
+	}
+	if strings.Contains(s, "Traceback (most recent call last)") || strings.HasPrefix(s, "panic: ") ||
+		strings.HasPrefix(s, "** (") || strings.HasPrefix(s, "PHP Fatal error") {
+		return true
+	}
+	first := s
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		first = s[:i]
+		if frames(s) >= 2 {
+			return true
+		}
+	}
+	first = headLine(strings.TrimSpace(first))
+	typ, _ := splitTypeMessage(first)
+	if typ == "" {
+		typ = strings.TrimSpace(first)
+		if !isTypeName(typ) {
+			return false
+		}
+	}
+	return exceptionTypeName(typ)
+}
+
+// exceptionTypeName reports whether typ names an exception or error type:
+// ends in Exception, Error, Fault, Timeout, or is an Errno:: constant.
+func exceptionTypeName(typ string) bool {
+	last := typ
+	if i := strings.LastIndexAny(last, ".:\\"); i >= 0 {
+		last = last[i+1:]
+	}
+	for _, suf := range [...]string{"Exception", "Error", "Fault", "Timeout", "Failure", "Rejection"} {
+		if strings.HasSuffix(last, suf) {
+			return true
+		}
+	}
+	return strings.HasPrefix(typ, "Errno::") || strings.Contains(typ, "errors.") || strings.Contains(typ, "exceptions.")
+}
+
+// frames counts stack frame lines (up to 2).
+func frames(s string) int {
+	n := 0
+	for len(s) > 0 && n < 2 {
+		i := strings.IndexByte(s, '\n')
+		l := s
+		if i >= 0 {
+			l, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		if isFrame(strings.TrimSpace(l)) {
+			n++
+		}
+	}
+	return n
+}
+
+// valueHit is a failure-looking value found while scanning.
+type valueHit struct {
+	path string
+	text string
+	weak bool
+}
+
+// scanValues looks for values that read like an exception, a traceback
+// or a stack trace anywhere in the body (and string attributes): only
+// when nothing else gave failure context. Values inside payload
+// containers are weak hints; elsewhere they count as failure text.
+func scanValues(d *Decoding) {
+	var hits []valueHit
+	var buf [64]byte
+	var walk func(v any, path []string, inPayload bool, depth int)
+	walk = func(v any, path []string, inPayload bool, depth int) {
+		if depth > 6 || len(hits) >= 8 {
+			return
+		}
+		switch t := v.(type) {
+		case string:
+			if len(t) >= 12 && strings.IndexByte(t, ':') >= 0 && looksLikeFailureText(t) {
+				hits = append(hits, valueHit{path: strings.Join(path, "."), text: t, weak: inPayload})
+			}
+		case map[string]any:
+			for k, e := range t {
+				switch e.(type) {
+				case string, map[string]any, []any:
+				default:
+					continue
+				}
+				walk(e, append(path, k), inPayload || isPayloadKey(buf[:], k), depth+1)
+			}
+		case []any:
+			for i, e := range t {
+				if i == 20 {
+					break
+				}
+				walk(e, path, inPayload, depth+1)
+			}
+		}
+	}
+	if d.Parsed != nil {
+		walk(d.Parsed, []string{"body"}, d.bodyHandled, 0)
+	}
+	for _, name := range d.sortedAttrs() {
+		a := d.Rec.Attributes[name]
+		if a.IsBinary() || d.used[name] || name == queue.MarkerAttribute {
+			continue
+		}
+		if len(a.Value) >= 12 && looksLikeFailureText(a.Value) {
+			hits = append(hits, valueHit{path: "attributes." + name, text: a.Value})
+		}
+	}
+	if len(hits) == 0 {
+		return
+	}
+	slices.SortStableFunc(hits, func(a, b valueHit) int { return strings.Compare(a.path, b.path) })
+	for _, h := range hits {
+		d.textEvidence(h.path, queue.EvidenceMessage, h.text, h.weak)
+	}
+}
