@@ -53,7 +53,7 @@ var signalDefs = []struct {
 		"ServerException", "CannotConnectError", "exception while connecting", "network related", "server selection",
 		"MongoNetworkError", "CannotGetJdbcConnectionException", "CannotCreateTransactionException", "JDBCConnectionException",
 		"ConnectionNotEstablished", "could not obtain a connection", "EndpointConnectionError", "ServiceRequestError",
-		"ServiceResponseError", "BrokenPipeError", "ConnectionResetError", "ConnectionRefusedError", "ConnectionAbortedError"}},
+		"ServiceResponseError", "could not resolve host", "BrokenPipeError", "ConnectionResetError", "ConnectionRefusedError", "ConnectionAbortedError"}},
 	{FamilyTransient, "network", false, []string{"connection closed", "network error", "socket exception", "circuit breaker",
 		"name resolution", "getaddrinfo", "eof while reading", "unexpected eof", "GOAWAY", "reset by peer"}},
 	// --- transient: timeouts
@@ -107,7 +107,7 @@ var signalDefs = []struct {
 	{FamilyPermanent, "validation", true, []string{"validation*", "ConstraintViolationException", "constraint violation",
 		"FormatException", "NumberFormatException", "InvalidCastException", "ClassCastException", "ArgumentNullException",
 		"ArgumentException", "ArgumentOutOfRangeException", "IllegalArgumentException", "ValueError", "KeyError",
-		"TypeError", "AttributeError", "IndexError", "NullPointerException", "NullReferenceException",
+		"TypeError", "AttributeError", "IndexError", "NullPointerException", "NullReferenceException", "nil pointer dereference",
 		"cannot read properties of undefined", "cannot read properties of null", "cannot read property",
 		"is not a function", "undefined is not", "is not defined", "missing required", "required field", "missing field",
 		"missing property", "missing attribute", "field required", "is a required property", "is required",
@@ -134,7 +134,8 @@ var signalDefs = []struct {
 		"no listener", "could not resolve type", "InvalidTypeIdException", "invalid type id", "could not find a concrete type",
 		"could not determine the message type", "could not determine type", "type not registered", "message type not registered",
 		"not registered for message type", "no mapping for message type", "skipped: no consumer", "unknown discriminator",
-		"no subtype", "not a known message type", "could not load type", "TypeLoadException"}},
+		"no subtype", "not a known message type", "could not load type", "TypeLoadException",
+		"could not be dispatched to any handlers", "MessageCouldNotBeDispatchedToAnyHandlersException", "NotRegistered"}},
 
 	// --- business rejections (kept from the original taxonomy)
 	{FamilyBusiness, "rejection", true, []string{"business", "rule violation", "policy violation", "insufficient funds",

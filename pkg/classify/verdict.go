@@ -151,6 +151,9 @@ func readEvidence(ev []queue.Evidence) *Verdict {
 				strong = false // the consumer's own label is a hint
 			}
 			hits[k].strong = strong
+			if e.Weak {
+				continue // a hint by its look in the message's data: shown, never decides
+			}
 			cands = append(cands, candidate{family: h.family, strong: strong, tier: tier, idx: i, pos: h.pos, reading: len(v.Readings), root: e.Kind == queue.EvidenceRootCause})
 			if best < 0 || better(hits[k], hits[best]) {
 				best = k
@@ -275,8 +278,6 @@ func (v *Verdict) why() string {
 	}
 	strength := ""
 	switch {
-	case d.Weak:
-		strength = ", found by its look outside the failure fields: a hint nothing outweighs"
 	case !d.Strong:
 		strength = ", a weak signal nothing outweighs"
 	case d.Kind == queue.EvidenceRootCause:

@@ -306,6 +306,9 @@ func goChain(l string) string {
 	if typ, rest := splitTypeMessage(l); typ != "" {
 		msg = rest
 	}
+	if strings.ContainsAny(msg, "{}") {
+		return "" // a debug dump ({kind: Request, url: …}), not a wrapped error
+	}
 	parts := strings.Split(msg, ": ")
 	if len(parts) < 3 {
 		return ""

@@ -127,7 +127,7 @@ func wordKind(k string) string {
 // values inside them describe the business event (a refund's "reason"),
 // not why the message failed, so they are not searched for keys and only
 // give weak evidence by value.
-var payloadKeys = map[string]bool{"payload": true, "data": true, "detail": true, "details": true, "args": true,
+var payloadKeys = map[string]bool{"payload": true, "data": true, "detail": true, "args": true,
 	"arguments": true, "kwargs": true, "body": true, "message": true, "msg": true, "record": true, "records": true,
 	"items": true, "event": true, "events": true, "request": true, "requestpayload": true, "originalpayload": true,
 	"original": true, "input": true, "params": true, "parameters": true, "command": true, "content": true,
