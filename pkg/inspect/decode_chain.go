@@ -306,7 +306,7 @@ func goChain(l string) string {
 	if typ, rest := splitTypeMessage(l); typ != "" {
 		msg = rest
 	}
-	if strings.ContainsAny(msg, "{}") {
+	if strings.Count(msg, ": ") < 2 || strings.ContainsAny(msg, "{}") {
 		return "" // a debug dump ({kind: Request, url: …}), not a wrapped error
 	}
 	parts := strings.Split(msg, ": ")

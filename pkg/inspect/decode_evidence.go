@@ -281,36 +281,32 @@ type valueHit struct {
 // containers are weak hints; elsewhere they count as failure text.
 func scanValues(d *Decoding) {
 	var hits []valueHit
-	var buf [64]byte
-	var walk func(v any, path []string, inPayload bool, depth int)
-	walk = func(v any, path []string, inPayload bool, depth int) {
-		if depth > 6 || len(hits) >= 8 {
-			return
-		}
-		switch t := v.(type) {
-		case string:
-			if len(t) >= 12 && strings.IndexByte(t, ':') >= 0 && looksLikeFailureText(t) {
-				hits = append(hits, valueHit{path: strings.Join(path, "."), text: t, weak: inPayload})
+	if d.Parsed != nil && anyFailureText(d.Parsed, 0) {
+		// Rare: walk again, now building paths.
+		var buf [64]byte
+		var walk func(v any, path []string, inPayload bool, depth int)
+		walk = func(v any, path []string, inPayload bool, depth int) {
+			if depth > 6 || len(hits) >= 8 {
+				return
 			}
-		case map[string]any:
-			for k, e := range t {
-				switch e.(type) {
-				case string, map[string]any, []any:
-				default:
-					continue
+			switch t := v.(type) {
+			case string:
+				if len(t) >= 12 && strings.IndexByte(t, ':') >= 0 && looksLikeFailureText(t) {
+					hits = append(hits, valueHit{path: strings.Join(path, "."), text: t, weak: inPayload})
 				}
-				walk(e, append(path, k), inPayload || isPayloadKey(buf[:], k), depth+1)
-			}
-		case []any:
-			for i, e := range t {
-				if i == 20 {
-					break
+			case map[string]any:
+				for k, e := range t {
+					walk(e, append(path[:len(path):len(path)], k), inPayload || isPayloadKey(buf[:], k), depth+1)
 				}
-				walk(e, path, inPayload, depth+1)
+			case []any:
+				for i, e := range t {
+					if i == 20 {
+						break
+					}
+					walk(e, path, inPayload, depth+1)
+				}
 			}
 		}
-	}
-	if d.Parsed != nil {
 		walk(d.Parsed, []string{"body"}, d.bodyHandled, 0)
 	}
 	for _, name := range d.sortedAttrs() {
@@ -329,4 +325,32 @@ func scanValues(d *Decoding) {
 	for _, h := range hits {
 		d.textEvidence(h.path, queue.EvidenceMessage, h.text, h.weak)
 	}
+}
+
+// anyFailureText reports whether some string in v reads like a failure
+// (the allocation-free first pass of scanValues).
+func anyFailureText(v any, depth int) bool {
+	if depth > 6 {
+		return false
+	}
+	switch t := v.(type) {
+	case string:
+		return len(t) >= 12 && strings.IndexByte(t, ':') >= 0 && looksLikeFailureText(t)
+	case map[string]any:
+		for _, e := range t {
+			if anyFailureText(e, depth+1) {
+				return true
+			}
+		}
+	case []any:
+		for i, e := range t {
+			if i == 20 {
+				break
+			}
+			if anyFailureText(e, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -459,24 +459,33 @@ func protobufFields(b []byte) int {
 // declaredContentType returns the content type a String message attribute
 // declares (contentType, Content-Type, content_type, …), or "".
 func declaredContentType(attrs map[string]queue.Attribute) string {
-	if len(attrs) == 0 {
-		return ""
-	}
 	var buf [64]byte
-	for _, name := range sortedKeys(attrs) {
-		a := attrs[name]
-		if a.IsBinary() || len(name) > 40 {
+	best, val := "", ""
+	for name, a := range attrs { // no sort: the smallest matching name wins
+		if a.IsBinary() || len(name) > 40 || len(name) < 11 {
 			continue
 		}
-		n := string(failureKeyNorm(buf[:], name))
-		if n == "contenttype" || n == "xcontenttype" || strings.HasSuffix(n, "contenttype") {
-			return strings.TrimSpace(a.Value)
+		if n := failureKeyNorm(buf[:], name); !bytes.HasSuffix(n, []byte("contenttype")) {
+			continue
+		}
+		if best == "" || name < best {
+			best, val = name, strings.TrimSpace(a.Value)
 		}
 	}
-	return ""
+	return val
 }
 
 func binaryAttrNames(attrs map[string]queue.Attribute) string {
+	any := false
+	for _, a := range attrs {
+		if a.IsBinary() {
+			any = true
+			break
+		}
+	}
+	if !any {
+		return ""
+	}
 	var names []string
 	for _, name := range sortedKeys(attrs) {
 		if attrs[name].IsBinary() {
