@@ -43,8 +43,8 @@ as with 'dlqctl group'.
 
 Messages are decoded first: the DLQ format (Lambda async DLQ or
 destination record, EventBridge, SNS, CloudEvents, MassTransit,
-NServiceBus, Spring Kafka, Kafka Connect, Celery, Rebus, Laravel, Sidekiq,
-Faktory, ActiveJob, enriched wrapper, generic failure
+NServiceBus, Spring Kafka, Kafka Connect, Celery, Dramatiq, Rebus, Laravel,
+Sidekiq, Faktory, ActiveJob, enriched wrapper, generic failure
 keys) gives failure.format, the failure evidence and the original payload.
 A plain message dead-lettered by an SQS redrive policy has no failure
 context: SQS records no reason.

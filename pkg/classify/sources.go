@@ -31,7 +31,7 @@ type SourceExpectation struct {
 
 // ExpectEncodings are the encodings a `sources:` entry may expect (layers
 // such as base64/json are accepted too).
-var ExpectEncodings = []string{inspect.EncodingJSON, inspect.EncodingXML, inspect.EncodingCSV, inspect.EncodingText,
+var ExpectEncodings = []string{inspect.EncodingJSON, inspect.EncodingNDJSON, inspect.EncodingXML, inspect.EncodingHTML, inspect.EncodingCSV, inspect.EncodingText,
 	inspect.EncodingBinary, inspect.EncodingAvro, inspect.EncodingProtobuf, "any"}
 
 // validExpect reports whether e is a known encoding, optionally under

@@ -261,6 +261,9 @@ func Decode(rec *queue.Record) any {
 	if d.Obj != nil && !d.bodyHandled {
 		genericBody(d)
 	}
+	if len(d.Payload.xmlFailure) > 0 {
+		xmlEvidence(d)
+	}
 	if !d.fail.HasContext() {
 		scanValues(d)
 	}

@@ -172,6 +172,13 @@ func headLine(l string) string {
 	l = strings.TrimPrefix(l, "panic: ")
 	l = strings.TrimPrefix(l, "Uncaught ")
 	l = strings.TrimPrefix(l, "PHP Fatal error:  Uncaught ")
+	if strings.HasPrefix(l, "{%") || strings.HasPrefix(l, "%") && len(l) > 1 && l[1] >= 'A' && l[1] <= 'Z' {
+		// Elixir: %Jason.DecodeError{position: 0, …} (or in a {reason, stack} tuple)
+		r := strings.TrimPrefix(strings.TrimPrefix(l, "{"), "%")
+		if i := strings.IndexByte(r, '{'); i > 0 && !strings.ContainsAny(r[:i], " ,") {
+			return r[:i] + ": " + strings.TrimSpace(r[i+1:])
+		}
+	}
 	if strings.HasPrefix(l, "** (") {
 		if i := strings.Index(l, ") "); i > 4 {
 			return l[4:i] + ": " + strings.TrimSpace(l[i+2:])
@@ -203,6 +210,10 @@ func pythonChain(lines []string) Chain {
 			last = ""
 		}
 	}
+	// The exception line is the first line after a traceback's frames that
+	// is not indented; the lines after it continue its message (pydantic
+	// prints its errors there).
+	inFrames := false
 	for _, raw := range lines {
 		l := strings.TrimSpace(raw)
 		switch {
@@ -210,10 +221,12 @@ func pythonChain(lines []string) Chain {
 		case strings.HasPrefix(l, "The above exception was the direct cause") || strings.HasPrefix(l, "During handling of the above exception"):
 			flush()
 		case strings.HasPrefix(l, "Traceback (most recent call last)"):
+			flush()
+			inFrames = true
 		case raw != "" && (raw[0] == ' ' || raw[0] == '\t'):
-			// frames, source lines, markers
-		default:
-			last = l
+			// frames, source lines, markers, message continuations
+		case inFrames || last == "":
+			last, inFrames = l, false
 		}
 	}
 	flush()

@@ -41,7 +41,8 @@ var genericKeys = map[string]string{
 	"responsestatus": queue.EvidenceStatus, "status": queue.EvidenceStatus,
 	// context
 	"attemptcount": "attempts", "attempts": "attempts", "retrycount": "attempts", "retries": "attempts",
-	"deliveryattempts": "attempts", "deliverycount": "attempts",
+	"deliveryattempts": "attempts", "deliverycount": "attempts", "attemptsmade": "attempts", "attemptnumber": "attempts",
+	"numattempts": "attempts", "tries": "attempts",
 	"consumerversion": "consumer", "failedat": "failedat", "failuretime": "failedat", "timeoffailure": "failedat",
 }
 
@@ -65,10 +66,18 @@ func failureKeyNorm(buf []byte, k string) []byte {
 // genericKind returns the kind of failure key k ("" when it is none).
 // status keys only count next to other failure keys (see genericObject).
 func genericKind(buf []byte, k string) string {
-	if len(k) > 48 {
+	if len(k) > 160 {
 		return ""
 	}
 	n := failureKeyNorm(buf, k)
+	if len(k) > 48 {
+		// Long keys (Symfony's "X-Message-Stamp-…ErrorDetailsStamp")
+		// only by their words.
+		if mayNameFailure(n) {
+			return wordKind(k)
+		}
+		return ""
+	}
 	if kind, ok := genericKeys[string(n)]; ok {
 		return kind
 	}
@@ -96,6 +105,20 @@ func genericAttrs(d *Decoding) {
 		}
 		kind := genericKind(buf[:], name)
 		if kind == "" {
+			// An attribute holding a JSON object of headers (Symfony's
+			// X-Symfony-Messenger, a JSON "headers" attribute).
+			if v := a.Value; len(v) > 8 && v[0] == '{' && mayHoldFailure(v) {
+				if p, ok := parseJSON(v); ok {
+					if m, ok := p.(map[string]any); ok {
+						if genericObject(d, "attributes."+name, m, 0) {
+							found = true
+						}
+						if nestedFailureKeys(d, "attributes."+name, m, 0) {
+							found = true
+						}
+					}
+				}
+			}
 			continue
 		}
 		if kind == queue.EvidenceStatus {

@@ -30,6 +30,12 @@ func init() {
 		Decode:   decodeCelery,
 	})
 	RegisterFormat(Format{
+		Name:     "dramatiq",
+		Title:    "Dramatiq message (actor_name, message_id, args, kwargs, options.retries, options.traceback)",
+		Priority: 46,
+		Decode:   decodeDramatiq,
+	})
+	RegisterFormat(Format{
 		Name:     "rebus",
 		Title:    "Rebus transport message ({\"headers\": {\"rbs2-…\"}, \"body\": base64}; rbs2-error-details on failure)",
 		Priority: 41,
@@ -178,6 +184,39 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// --- Dramatiq
+
+// decodeDramatiq reads a Dramatiq message: {"queue_name", "actor_name",
+// "args", "kwargs", "options": {"retries", "max_retries", "traceback",
+// …}, "message_id", "message_timestamp"}. The Retries middleware keeps
+// the last exception's traceback in options.traceback.
+func decodeDramatiq(d *Decoding) bool {
+	m := d.Obj
+	if m == nil {
+		return false
+	}
+	actor := str(m, "actor_name")
+	if actor == "" || str(m, "message_id") == "" {
+		return false
+	}
+	if _, ok := m["args"]; !ok {
+		return false
+	}
+	d.BodyHandled()
+	if o, ok := m["options"].(map[string]any); ok {
+		if n, ok := o["retries"].(float64); ok && n > 0 {
+			d.Attempts(strconv.Itoa(int(n) + 1))
+		}
+		if tb := str(o, "traceback"); tb != "" {
+			d.TextEvidence("body.options.traceback", "stack", tb)
+		}
+		genericObject(d, "body.options", o, 0)
+	}
+	d.SetEnvelope(&queue.Envelope{EventID: str(m, "message_id"), EventType: actor, OccurredAt: epochOrText(m["message_timestamp"])})
+	d.SetPayload(map[string]any{"args": m["args"], "kwargs": m["kwargs"]})
+	return true
 }
 
 // --- Rebus

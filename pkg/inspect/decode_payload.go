@@ -23,9 +23,11 @@ import (
 // decompresses to JSON.
 const (
 	EncodingJSON          = "json"
+	EncodingNDJSON        = "ndjson"         // several JSON values, one a line
 	EncodingMalformedJSON = "malformed-json" // starts like JSON and does not parse (cut short, edited by hand)
 	EncodingXML           = "xml"
 	EncodingMalformedXML  = "malformed-xml"
+	EncodingHTML          = "html" // an HTML page (a proxy's error page, say)
 	EncodingCSV           = "csv"  // delimited text: comma, semicolon, tab or pipe separated fields
 	EncodingText          = "text" // any other UTF-8 text
 	EncodingEmpty         = "empty"
@@ -49,7 +51,13 @@ type PayloadInfo struct {
 	// Inner is the decoded JSON under base64/gzip/zlib layers (nil when
 	// there are no layers or they do not end in JSON).
 	Inner any `json:"-"`
+	// xmlFailure are the texts of XML elements and attributes named as
+	// failure context (<faultstring>, <error>, error="…").
+	xmlFailure []xmlText
 }
+
+// xmlText is the text of one failure-named XML element or attribute.
+type xmlText struct{ name, kind, text string }
 
 // Innermost returns the last layer of an encoding: "json" for
 // "base64/gzip/json".
@@ -96,7 +104,12 @@ func detectText(s, declared string, depth int) PayloadInfo {
 		if err == nil {
 			return PayloadInfo{Encoding: EncodingJSON, Description: "JSON", Inner: v}
 		}
+		if n := ndjsonLines(t); n > 1 {
+			return PayloadInfo{Encoding: EncodingNDJSON, Description: fmt.Sprintf("newline-delimited JSON (%d values)", n)}
+		}
 		return PayloadInfo{Encoding: EncodingMalformedJSON, Description: malformedJSONWhy(t, err)}
+	case t[0] == '<' && isHTML(t):
+		return PayloadInfo{Encoding: EncodingHTML, Description: "an HTML page" + htmlTitle(t)}
 	case t[0] == '<':
 		return detectXML(t)
 	}
@@ -218,11 +231,50 @@ func jsonStart(t string) bool {
 	return false
 }
 
+func isHTML(t string) bool {
+	h := strings.ToLower(t[:min(len(t), 15)])
+	return strings.HasPrefix(h, "<!doctype html") || strings.HasPrefix(h, "<html")
+}
+
+// htmlTitle returns " (title …)" from an HTML page's <title>, or "".
+func htmlTitle(t string) string {
+	l := strings.ToLower(t)
+	i := strings.Index(l, "<title>")
+	if i < 0 {
+		return ""
+	}
+	j := strings.Index(l[i:], "</title>")
+	if j < 0 || j > 200 {
+		return ""
+	}
+	return " (title " + strings.TrimSpace(t[i+7:i+j]) + ")"
+}
+
+// ndjsonLines returns how many lines of t are JSON values when every
+// non-empty line is one (0 otherwise).
+func ndjsonLines(t string) int {
+	if !strings.Contains(t, "\n") {
+		return 0
+	}
+	n := 0
+	for _, l := range strings.Split(t, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		if !json.Valid([]byte(l)) {
+			return 0
+		}
+		n++
+	}
+	return n
+}
+
 // LooksLikeBrokenJSON reports whether body starts like JSON and does not
 // parse.
 func LooksLikeBrokenJSON(body string) bool {
 	t := strings.TrimSpace(body)
-	return t != "" && jsonStart(t) && !json.Valid([]byte(t))
+	return t != "" && jsonStart(t) && !json.Valid([]byte(t)) && ndjsonLines(t) < 2
 }
 
 func malformedJSONWhy(t string, err error) string {
@@ -240,13 +292,19 @@ func detectXML(t string) PayloadInfo {
 	dec := xml.NewDecoder(strings.NewReader(t))
 	dec.Strict = true
 	root, depth, roots := "", 0, 0
+	var buf [64]byte
+	var fails []xmlText
+	// stack of element names and their failure kinds ("" when not one)
+	type elem struct{ name, kind string }
+	var stack []elem
+	var text strings.Builder
 	for {
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return PayloadInfo{Encoding: EncodingMalformedXML, Description: "text that starts like XML and is not well-formed (" + err.Error() + ")"}
+			return PayloadInfo{Encoding: EncodingMalformedXML, Description: "text that starts like XML and is not well-formed (" + err.Error() + ")", xmlFailure: fails}
 		}
 		switch e := tok.(type) {
 		case xml.StartElement:
@@ -257,17 +315,62 @@ func detectXML(t string) PayloadInfo {
 				}
 			}
 			depth++
+			kind := genericKind(buf[:], e.Name.Local)
+			if kind == queue.EvidenceStatus {
+				kind = ""
+			}
+			stack = append(stack, elem{e.Name.Local, kind})
+			for _, a := range e.Attr {
+				if k := genericKind(buf[:], a.Name.Local); k != "" && k != queue.EvidenceStatus && len(fails) < 8 {
+					fails = append(fails, xmlText{e.Name.Local + "@" + a.Name.Local, k, a.Value})
+				}
+			}
+			text.Reset()
+		case xml.CharData:
+			if text.Len() < maxEvidence {
+				text.Write(e)
+			}
 		case xml.EndElement:
 			depth--
+			if n := len(stack); n > 0 {
+				// the element itself, or its parent (SOAP 1.2 <Reason><Text>)
+				name, kind := stack[n-1].name, stack[n-1].kind
+				if kind == "" && n > 1 {
+					name, kind = stack[n-2].name+"/"+name, stack[n-2].kind
+				}
+				if txt := strings.TrimSpace(text.String()); kind != "" && txt != "" && len(fails) < 8 {
+					fails = append(fails, xmlText{name, kind, txt})
+				}
+				stack = stack[:n-1]
+			}
+			text.Reset()
 		}
 	}
 	switch {
 	case roots == 0:
 		return PayloadInfo{Encoding: EncodingMalformedXML, Description: "text that starts like XML and has no element"}
 	case depth != 0:
-		return PayloadInfo{Encoding: EncodingMalformedXML, Description: "XML cut short (an element is not closed)"}
+		return PayloadInfo{Encoding: EncodingMalformedXML, Description: "XML cut short (an element is not closed)", xmlFailure: fails}
 	}
-	return PayloadInfo{Encoding: EncodingXML, Description: fmt.Sprintf("an XML document (root element <%s>)", root)}
+	return PayloadInfo{Encoding: EncodingXML, Description: fmt.Sprintf("an XML document (root element <%s>)", root), xmlFailure: fails}
+}
+
+// xmlEvidence records the failure-named elements of an XML body.
+func xmlEvidence(d *Decoding) {
+	for _, x := range d.Payload.xmlFailure {
+		switch x.kind {
+		case "attempts":
+			d.Attempts(x.text)
+		case "failedat":
+			d.FailedAt(x.text)
+		case "consumer":
+			d.ConsumerVersion(x.text)
+		case queue.EvidenceCode, queue.EvidenceClass:
+			d.Evidence("body<"+x.name+">", x.kind, x.text)
+		default:
+			d.TextEvidence("body<"+x.name+">", x.kind, x.text)
+		}
+	}
 }
 
 // base64Body decodes t when it is base64 text (standard or URL-safe

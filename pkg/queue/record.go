@@ -36,8 +36,8 @@ type Record struct {
 	// original_payload, ...). It is omitted when the body itself is the
 	// event. Expressions see it as .payload (the parsed body when omitted).
 	Payload any `json:"payload,omitempty"`
-	// PayloadEncoding says what the body is: json, malformed-json, xml,
-	// malformed-xml, csv, text, empty, binary, avro or protobuf, under
+	// PayloadEncoding says what the body is: json, ndjson, malformed-json, xml,
+	// malformed-xml, html, csv, text, empty, binary, avro or protobuf, under
 	// any base64, gzip and zlib layers written outermost first
 	// ("base64/gzip/json"). Set by decoding; see docs/triage.md.
 	PayloadEncoding string `json:"payload_encoding,omitempty"`
