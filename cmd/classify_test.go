@@ -82,8 +82,10 @@ func TestClassifySeededIncidentWithBuiltinRules(t *testing.T) {
 		classes[key][rec["class"].(string)+"/"+rec["action"].(string)] = true
 	}
 	for key, want := range map[string]string{
-		"malformed":           "permanent/archive",
-		"plaintext":           "permanent/archive",
+		"malformed": "permanent/archive",
+		// Text is not evidence of a bad message (issue 20: it was
+		// permanent/archive).
+		"plaintext":           "unknown/investigate",
 		"enriched-db-timeout": "transient/redrive",
 		"unsupported-version": "schema-mismatch/redrive-to-recovery",
 	} {
