@@ -53,7 +53,8 @@ var signalDefs = []struct {
 		"ServerException", "CannotConnectError", "exception while connecting", "network related", "server selection",
 		"MongoNetworkError", "CannotGetJdbcConnectionException", "CannotCreateTransactionException", "JDBCConnectionException",
 		"ConnectionNotEstablished", "could not obtain a connection", "EndpointConnectionError", "ServiceRequestError",
-		"ServiceResponseError", "could not resolve host", "BrokenPipeError", "ConnectionResetError", "ConnectionRefusedError", "ConnectionAbortedError"}},
+		"ServiceResponseError", "could not resolve host", "can't reach", "cannot reach", "unable to reach", "could not reach",
+		"failed to establish a new connection", "BrokenPipeError", "ConnectionResetError", "ConnectionRefusedError", "ConnectionAbortedError"}},
 	{FamilyTransient, "network", false, []string{"connection closed", "network error", "socket exception", "circuit breaker",
 		"name resolution", "getaddrinfo", "eof while reading", "unexpected eof", "GOAWAY", "reset by peer"}},
 	// --- transient: timeouts
@@ -125,8 +126,9 @@ var signalDefs = []struct {
 		"check violation", "InvalidChangesetError", "ConstraintError", "CastError", "Ecto.ChangeError", "FunctionClauseError",
 		"ArgumentError", "NoMethodError", "MatchError", "UniqueViolation", "NotNullViolation", "ForeignKeyViolation",
 		"InvalidTextRepresentation", "duplicate entry", "integrity constraint violation", "InvalidArgumentException",
-		"ValidationException", "UnprocessableEntity"}},
-	{FamilyPermanent, "validation", false, []string{"invalid*", "permanent", "type error", "illegal", "unsupported"}},
+		"ValidationException", "UnprocessableEntity", "UnknownAttributeError", "unknown attribute", "must be positive", "must be greater than", "must be less than",
+		"must be a valid", "must be one of", "must match", "must be a number", "must be an integer", "is not a valid"}},
+	{FamilyPermanent, "validation", false, []string{"invalid*", "permanent", "type error", "illegal", "unsupported", "validat*"}},
 
 	// --- schema mismatch: unknown versions, types, handlers
 	{FamilySchema, "version", true, schemaPhrases()},

@@ -140,24 +140,32 @@ func readEvidence(ev []queue.Evidence) *Verdict {
 		}
 		tier := kindTier(e.Kind)
 		best := -1
+		// An exception type or error code is specific: its words count as
+		// strong, unless it also holds a specific phrase, which then
+		// decides over its generic words (TimeoutRejectedException is a
+		// timeout, not a "rejected" business outcome).
+		native := false
+		for _, h := range hits {
+			native = native || h.strong
+		}
 		for k, h := range hits {
 			strong := h.strong
 			switch {
 			case e.Weak:
-				strong = false // found by its look outside failure fields: a hint
+				strong = false // found by its look in the message's data: a hint
 			case tier == 0:
-				strong = true // an exception type or error code is specific
+				strong = strong || !native
 			case tier == 3:
 				strong = false // the consumer's own label is a hint
 			}
 			hits[k].strong = strong
-			if e.Weak {
-				continue // a hint by its look in the message's data: shown, never decides
-			}
-			cands = append(cands, candidate{family: h.family, strong: strong, tier: tier, idx: i, pos: h.pos, reading: len(v.Readings), root: e.Kind == queue.EvidenceRootCause})
 			if best < 0 || better(hits[k], hits[best]) {
 				best = k
 			}
+			if e.Weak {
+				continue // a hint: shown, never decides
+			}
+			cands = append(cands, candidate{family: h.family, strong: strong, tier: tier, idx: i, pos: h.pos, reading: len(v.Readings), root: e.Kind == queue.EvidenceRootCause})
 		}
 		if best >= 0 {
 			h := hits[best]

@@ -266,6 +266,12 @@ func Decode(rec *queue.Record) any {
 	}
 	if !d.fail.HasContext() {
 		scanValues(d)
+		if d.Parsed == nil && len(d.Payload.xmlFailure) == 0 && looksLikeFailureText(rec.Body) {
+			// A text body that reads like an exception or a stack trace
+			// (a log line, an error report): the message's own data, so
+			// a hint only.
+			d.textEvidence("body", queue.EvidenceMessage, rec.Body, true)
+		}
 	}
 	if format == "" && d.fail.HasContext() {
 		format = FormatGeneric

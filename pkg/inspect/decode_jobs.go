@@ -431,8 +431,8 @@ func decodeActiveJob(d *Decoding) bool {
 	if n, ok := m["executions"].(float64); ok && n > 0 {
 		d.Attempts(strconv.Itoa(int(n)))
 	}
-	d.BodyHandled()
 	// retry_on counts executions per exception list: {"[Net::OpenTimeout]": 3}.
+	// Other failure keys next to the job's own are read by the generic scan.
 	if ee, ok := m["exception_executions"].(map[string]any); ok {
 		for _, k := range sortedKeys(ee) {
 			if n, _ := ee[k].(float64); n <= 0 {
