@@ -84,7 +84,8 @@ var signalDefs = []struct {
 	// --- transient: database
 	{FamilyTransient, "database", true, []string{"deadlock*", "lock wait timeout", "serialization failure", "could not serialize access",
 		"database is locked", "the database system is starting up", "the database system is shutting down", "pool exhausted",
-		"connection pool", "terminating connection due to administrator command", "too many connections",
+		"connection pool exhausted", "connection pool timeout", "connection pool is full", "pool timeout",
+		"timed out waiting for a connection", "connection from the pool", "terminating connection due to administrator command", "too many connections",
 		"SQLTransientException", "SQLTransientConnectionException", "SQLRecoverableException", "CannotAcquireLockException",
 		"TransientDataAccessException", "OptimisticLock*", "ConcurrencyFailureException", "lock request time out"}},
 

@@ -289,6 +289,14 @@ func phpLine(l string) string {
 // "a: b: c", Go "a: b: c".
 func oneLineChain(l string) Chain {
 	c := Chain{Head: l}
+	// urllib3: "…: Max retries exceeded with url: /x (Caused by NewConnectionError(…))"
+	if i := strings.LastIndex(l, "(Caused by "); i > 0 {
+		root := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(l[i+len("(Caused by "):]), ")"))
+		if root != "" {
+			c.Head, c.Root = strings.TrimSpace(l[:i]), root
+			return c
+		}
+	}
 	for _, sep := range [...]string{"--->", "; nested exception is ", "nested exception is ", " Caused by: ", " caused by: ", "; caused by: ", "[cause]: "} {
 		if i := strings.LastIndex(l, sep); i > 0 {
 			root := strings.TrimSpace(l[i+len(sep):])
