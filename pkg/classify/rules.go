@@ -64,6 +64,9 @@ type subject struct {
 	parsed any
 	in     map[string]any
 	v      *Verdict
+	// explaining: the reasons are shown (Explain), so matchers may spend
+	// time on describing them; Classify only needs the answer.
+	explaining bool
 }
 
 func (x *subject) input() map[string]any {
@@ -189,7 +192,7 @@ func logsSearched(rec *queue.Record) *queue.FailureSource {
 // Explain classifies rec like Classify and returns every rule evaluated on
 // the way, with the reason each matched or not.
 func (rs *Rules) Explain(rec *queue.Record, parsed any) *Explanation {
-	x := &subject{rec: rec, parsed: parsed}
+	x := &subject{rec: rec, parsed: parsed, explaining: true}
 	ex := &Explanation{Source: rs.Source, Verdict: x.verdict()}
 	p := inspect.DetectPayload(rec, parsed)
 	ex.Payload = &p

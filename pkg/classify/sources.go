@@ -117,7 +117,7 @@ func bodyMatcher(srcs []SourceExpectation) funcMatcher {
 		}
 		if src := sourceFor(srcs, x.rec); src != nil {
 			if !src.accepts(enc) {
-				return true, fmt.Sprintf("the body is %s, but the rules file (line %d) says the consumer of %s expects %s", encodingPhrase(x.rec, x.parsed, enc), src.Line, src.Queue, strings.Join(src.Expects, " or ")), nil
+				return true, fmt.Sprintf("the body is %s, but the rules file (line %d) says the consumer of %s expects %s", encodingPhrase(x.rec, x.parsed, enc, x.explaining), src.Line, src.Queue, strings.Join(src.Expects, " or ")), nil
 			}
 			if inspect.PayloadUnparseable(x.rec) {
 				return true, "the original payload the body wraps looks like JSON but does not parse", nil
@@ -125,22 +125,28 @@ func bodyMatcher(srcs []SourceExpectation) funcMatcher {
 			return false, fmt.Sprintf("the body is %s, which the consumer of %s expects (rules file line %d)", enc, src.Queue, src.Line), nil
 		}
 		if inspect.Innermost(enc) == inspect.EncodingMalformedJSON {
+			if !x.explaining {
+				return true, "the body starts like JSON and does not parse", nil
+			}
 			return true, "the body starts like JSON and does not parse: " + inspect.DescribePayload(x.rec).Description, nil
 		}
 		if inspect.PayloadUnparseable(x.rec) {
 			return true, "the original payload the body wraps looks like JSON but does not parse", nil
 		}
 		if inspect.Innermost(enc) == inspect.EncodingJSON {
-			return false, "the body is " + encodingPhrase(x.rec, x.parsed, enc), nil
+			return false, "the body is " + encodingPhrase(x.rec, x.parsed, enc, x.explaining), nil
 		}
-		return false, fmt.Sprintf("the body is %s, not broken JSON; nothing says its consumer expects JSON (a rules file's sources: can say so)", encodingPhrase(x.rec, x.parsed, enc)), nil
+		return false, fmt.Sprintf("the body is %s, not broken JSON; nothing says its consumer expects JSON (a rules file's sources: can say so)", encodingPhrase(x.rec, x.parsed, enc, x.explaining)), nil
 	}
 }
 
 // encodingPhrase describes the body for explanations.
-func encodingPhrase(rec *queue.Record, parsed any, enc string) string {
+func encodingPhrase(rec *queue.Record, parsed any, enc string, explaining bool) string {
 	if enc == inspect.EncodingJSON {
 		return "JSON"
+	}
+	if !explaining {
+		return enc
 	}
 	return inspect.DetectPayload(rec, parsed).Description + " (" + enc + ")"
 }
