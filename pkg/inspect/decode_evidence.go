@@ -127,7 +127,7 @@ func wordKind(k string) string {
 // values inside them describe the business event (a refund's "reason"),
 // not why the message failed, so they are not searched for keys and only
 // give weak evidence by value.
-var payloadKeys = map[string]bool{"payload": true, "data": true, "detail": true, "args": true,
+var payloadKeys = map[string]bool{"payload": true, "data": true, "args": true,
 	"arguments": true, "kwargs": true, "body": true, "message": true, "msg": true, "record": true, "records": true,
 	"items": true, "event": true, "events": true, "request": true, "requestpayload": true, "originalpayload": true,
 	"original": true, "input": true, "params": true, "parameters": true, "command": true, "content": true,
@@ -141,6 +141,16 @@ func isPayloadKey(buf []byte, k string) bool {
 		return true
 	}
 	return payloadKeys[string(failureKeyNorm(buf, k))]
+}
+
+// isPayloadKeyIn is isPayloadKey for key k of object m: an EventBridge
+// event's "detail" is its data, another object's "detail" describes it.
+func isPayloadKeyIn(buf []byte, m map[string]any, k string) bool {
+	if k == "detail" {
+		_, eb := m["detail-type"]
+		return eb
+	}
+	return isPayloadKey(buf, k)
 }
 
 // nestedFailureKeys reads failure keys in the nested objects of m (not in
@@ -166,7 +176,7 @@ func nestedFailureKeys(d *Decoding, path string, m map[string]any, depth int) bo
 		default:
 			continue
 		}
-		if genericKind(buf[:], k) != "" || isPayloadKey(buf[:], k) {
+		if genericKind(buf[:], k) != "" || isPayloadKeyIn(buf[:], m, k) {
 			continue
 		}
 		keys = append(keys, k)
@@ -284,30 +294,35 @@ func scanValues(d *Decoding) {
 	if d.Parsed != nil && anyFailureText(d.Parsed, 0) {
 		// Rare: walk again, now building paths.
 		var buf [64]byte
-		var walk func(v any, path []string, inPayload bool, depth int)
-		walk = func(v any, path []string, inPayload bool, depth int) {
+		var walk func(v any, path []string, inPayload, failed bool, depth int)
+		walk = func(v any, path []string, inPayload, failed bool, depth int) {
 			if depth > 6 || len(hits) >= 8 {
 				return
 			}
 			switch t := v.(type) {
 			case string:
 				if len(t) >= 12 && strings.IndexByte(t, ':') >= 0 && looksLikeFailureText(t) {
-					hits = append(hits, valueHit{path: strings.Join(path, "."), text: t, weak: inPayload})
+					// A stack trace or traceback is sure; a one-line
+					// "Type: message" is sure only next to a status that
+					// says it failed ({"status": "failed", "detail": …}).
+					sure := failed || strings.Contains(t, "\n") || strings.HasPrefix(t, "panic: ") || strings.HasPrefix(t, "** (")
+					hits = append(hits, valueHit{path: strings.Join(path, "."), text: t, weak: inPayload || !sure})
 				}
 			case map[string]any:
+				failed := failedStatus(t)
 				for k, e := range t {
-					walk(e, append(path[:len(path):len(path)], k), inPayload || isPayloadKey(buf[:], k), depth+1)
+					walk(e, append(path[:len(path):len(path)], k), inPayload || isPayloadKeyIn(buf[:], t, k), failed, depth+1)
 				}
 			case []any:
 				for i, e := range t {
 					if i == 20 {
 						break
 					}
-					walk(e, path, inPayload, depth+1)
+					walk(e, path, inPayload, failed, depth+1)
 				}
 			}
 		}
-		walk(d.Parsed, []string{"body"}, d.bodyHandled, 0)
+		walk(d.Parsed, []string{"body"}, d.bodyHandled, false, 0)
 	}
 	for _, name := range d.sortedAttrs() {
 		a := d.Rec.Attributes[name]
@@ -325,6 +340,22 @@ func scanValues(d *Decoding) {
 	for _, h := range hits {
 		d.textEvidence(h.path, queue.EvidenceMessage, h.text, h.weak)
 	}
+}
+
+// failedStatus reports whether an object says it failed: a status,
+// state, result, outcome or level of failed, failure, error, fatal, …
+func failedStatus(m map[string]any) bool {
+	for _, k := range [...]string{"status", "state", "result", "outcome", "level", "severity", "Status", "State", "Result", "Outcome", "Level"} {
+		v, ok := m[k].(string)
+		if !ok {
+			continue
+		}
+		switch strings.ToLower(v) {
+		case "failed", "failure", "fail", "error", "errored", "fatal", "critical", "dead", "poisoned", "aborted", "crashed", "exception":
+			return true
+		}
+	}
+	return false
 }
 
 // anyFailureText reports whether some string in v reads like a failure
