@@ -289,6 +289,12 @@ func phpLine(l string) string {
 // "a: b: c", Go "a: b: c".
 func oneLineChain(l string) Chain {
 	c := Chain{Head: l}
+	if !strings.Contains(l, "aused by") && !strings.Contains(l, "--->") && !strings.Contains(l, "nested exception is") && !strings.Contains(l, "[cause]") {
+		if r := goChain(l); r != "" {
+			c.Root = r
+		}
+		return c
+	}
 	// urllib3: "…: Max retries exceeded with url: /x (Caused by NewConnectionError(…))"
 	if i := strings.LastIndex(l, "(Caused by "); i > 0 {
 		root := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(l[i+len("(Caused by "):]), ")"))
