@@ -194,7 +194,7 @@ func logsSearched(rec *queue.Record) *queue.FailureSource {
 func (rs *Rules) Explain(rec *queue.Record, parsed any) *Explanation {
 	x := &subject{rec: rec, parsed: parsed, explaining: true}
 	ex := &Explanation{Source: rs.Source, Verdict: x.verdict()}
-	p := inspect.DetectPayload(rec, parsed)
+	p := inspect.DescribePayload(rec)
 	ex.Payload = &p
 	if f := rec.Failure; f != nil {
 		ex.Format, ex.FormatTitle = f.Format, inspect.FormatTitle(f.Format)

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 
@@ -78,10 +79,33 @@ func tokens(c string, out []string) []string {
 // mayNameFailure is a quick test on a normalised key (lower case, no
 // separators) before splitting it into words.
 func mayNameFailure(n []byte) bool {
-	s := string(n)
-	for _, sub := range [...]string{"err", "exc", "fault", "fail", "reason", "trace", "stack", "cause"} {
-		if strings.Contains(s, sub) {
-			return true
+	for i := 0; i < len(n); i++ {
+		r := n[i:]
+		switch n[i] {
+		case 'e':
+			if bytes.HasPrefix(r, []byte("err")) || bytes.HasPrefix(r, []byte("exc")) {
+				return true
+			}
+		case 'f':
+			if bytes.HasPrefix(r, []byte("fault")) || bytes.HasPrefix(r, []byte("fail")) {
+				return true
+			}
+		case 'r':
+			if bytes.HasPrefix(r, []byte("reason")) {
+				return true
+			}
+		case 't':
+			if bytes.HasPrefix(r, []byte("trace")) {
+				return true
+			}
+		case 's':
+			if bytes.HasPrefix(r, []byte("stack")) {
+				return true
+			}
+		case 'c':
+			if bytes.HasPrefix(r, []byte("cause")) {
+				return true
+			}
 		}
 	}
 	return false

@@ -78,7 +78,9 @@ func DetectPayload(rec *queue.Record, parsed any) PayloadInfo {
 	if parsed != nil {
 		return PayloadInfo{Encoding: EncodingJSON, Description: "JSON", Declared: declared}
 	}
-	p := detectText(rec.Body, declared, 0)
+	// Decode already tried the body as JSON: do not parse it again to
+	// learn that it is broken (DescribePayload says how, for --explain).
+	p := detectText(rec.Body, declared, depthParsed)
 	p.Declared = declared
 	if bin := binaryAttrNames(rec.Attributes); bin != "" {
 		p.Description += "; the message also carries Binary attributes (" + bin + ")"
@@ -86,8 +88,17 @@ func DetectPayload(rec *queue.Record, parsed any) PayloadInfo {
 	return p
 }
 
+// depthParsed is detectText's depth for a body Decode already failed to
+// parse as JSON (below 0: the layers are counted from 0 after it).
+const depthParsed = -1
+
 // detectText looks at a body as text.
 func detectText(s, declared string, depth int) PayloadInfo {
+	if depth < 0 {
+		if ts := strings.TrimSpace(s); ts == "" || !jsonStart(ts) {
+			depth = 0
+		}
+	}
 	t := strings.TrimSpace(strings.TrimPrefix(s, "\ufeff"))
 	switch {
 	case t == "":
@@ -98,6 +109,11 @@ func detectText(s, declared string, depth int) PayloadInfo {
 			return detectBytes(b, declared, depth+1)
 		}
 		return detectBinary(b, declared, "bytes that are not UTF-8 text")
+	case jsonStart(t) && depth == depthParsed && len(t) > 0 && t == strings.TrimSpace(s):
+		if n := ndjsonLines(t); n > 1 {
+			return PayloadInfo{Encoding: EncodingNDJSON, Description: fmt.Sprintf("newline-delimited JSON (%d values)", n)}
+		}
+		return PayloadInfo{Encoding: EncodingMalformedJSON, Description: "text that starts like JSON and does not parse"}
 	case jsonStart(t):
 		var v any
 		err := json.Unmarshal([]byte(t), &v)
@@ -602,5 +618,14 @@ func binaryAttrNames(attrs map[string]queue.Attribute) string {
 // (detected again when the record does not carry it) and a description.
 func DescribePayload(rec *queue.Record) PayloadInfo {
 	parsed, _ := parseJSON(rec.Body)
-	return DetectPayload(rec, parsed)
+	if parsed != nil {
+		return DetectPayload(rec, parsed)
+	}
+	declared := declaredContentType(rec.Attributes)
+	p := detectText(rec.Body, declared, 0) // parses again to say how it is broken
+	p.Declared = declared
+	if bin := binaryAttrNames(rec.Attributes); bin != "" {
+		p.Description += "; the message also carries Binary attributes (" + bin + ")"
+	}
+	return p
 }
