@@ -64,7 +64,7 @@ var signalDefs = []struct {
 		"lock wait timeout", "query timeout", "timeout after", "timeout of", "timeout expired", "timeout exceeded",
 		"timeout elapsed", "execution timeout", "Task timed out after", "TaskCanceledException", "operation was canceled",
 		"open timeout", "OpenTimeout", "ReadTimeout", "WriteTimeout", "ConnectTimeout", "PoolTimeout", "TimeoutRejectedException",
-		"ConnectionTimeoutError", "operation timed out", "ServiceTimeout", "OperationTimedOut", "request was dropped from queue"}},
+		"ConnectionTimeoutError", "operation timed out", "time limit exceeded", "TimeLimitExceeded", "SoftTimeLimitExceeded", "ServiceTimeout", "OperationTimedOut", "request was dropped from queue"}},
 	{FamilyTransient, "timeout", false, []string{"timeout", "time out", "operation was aborted", "context canceled"}},
 	// --- transient: throttling
 	{FamilyTransient, "throttling", true, []string{"throttl*", "rate exceeded", "rate limit*", "ratelimit*", "too many requests",
@@ -127,7 +127,8 @@ var signalDefs = []struct {
 		"check violation", "InvalidChangesetError", "ConstraintError", "CastError", "Ecto.ChangeError", "FunctionClauseError",
 		"ArgumentError", "NoMethodError", "MatchError", "UniqueViolation", "NotNullViolation", "ForeignKeyViolation",
 		"InvalidTextRepresentation", "duplicate entry", "integrity constraint violation", "InvalidArgumentException",
-		"ValidationException", "UnprocessableEntity", "UnknownAttributeError", "unknown attribute", "must be positive", "must be greater than", "must be less than",
+		"ValidationException", "UnprocessableEntity", "UnknownAttributeError", "unknown attribute", "undefined array key", "undefined index",
+		"undefined offset", "undefined variable", "undefined property", "undefined method", "must be positive", "must be greater than", "must be less than",
 		"must be a valid", "must be one of", "must match", "must be a number", "must be an integer", "is not a valid"}},
 	{FamilyPermanent, "validation", false, []string{"invalid*", "permanent", "type error", "illegal", "unsupported", "validat*"}},
 
