@@ -516,10 +516,16 @@ func writeAnalysis(w io.Writer, ex *classify.Explanation) {
 		}
 		fmt.Fprintf(w, "  %s [%s] → %q: %s\n", r.Field, kind, output.Truncate(r.Text, 100), reading)
 	}
-	switch v.Family {
-	case "":
+	hints := false
+	for _, r := range v.Readings {
+		hints = hints || r.Weak && r.Family != ""
+	}
+	switch {
+	case v.Family == "" && hints:
+		fmt.Fprintf(w, "family: none — only hints found by their look in the message's own data name one, and hints never decide\n")
+	case v.Family == "":
 		fmt.Fprintf(w, "family: none — no evidence names a transient, permanent, schema, business or configuration failure\n")
-	case classify.FamilyConflict:
+	case v.Family == classify.FamilyConflict:
 		fmt.Fprintf(w, "family: conflict — transient (%s) and %s (%s) are both named specifically\n", v.Decisive.Field, v.Against.Family, v.Against.Field)
 	default:
 		fmt.Fprintf(w, "family: %s, decided by %s (%q)\n", v.Family, v.Decisive.Field, v.Decisive.Signal)
