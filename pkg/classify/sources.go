@@ -113,6 +113,9 @@ func bodyMatcher(srcs []SourceExpectation) funcMatcher {
 			enc = inspect.DetectPayload(x.rec, x.parsed).Encoding
 		}
 		if v := x.verdict(); v.Family != "" {
+			if !x.explaining {
+				return false, "the failure context decides, not the body", nil
+			}
 			return false, "the failure context names " + v.familyPhrase() + "; that decides, not the body", nil
 		}
 		if src := sourceFor(srcs, x.rec); src != nil {
@@ -132,6 +135,9 @@ func bodyMatcher(srcs []SourceExpectation) funcMatcher {
 		}
 		if inspect.PayloadUnparseable(x.rec) {
 			return true, "the original payload the body wraps looks like JSON but does not parse", nil
+		}
+		if enc == inspect.EncodingJSON {
+			return false, "the body is JSON", nil
 		}
 		if inspect.Innermost(enc) == inspect.EncodingJSON {
 			return false, "the body is " + encodingPhrase(x.rec, x.parsed, enc, x.explaining), nil
