@@ -177,10 +177,27 @@ func isPayloadKeyIn(buf []byte, m map[string]any, k string) bool {
 	return isPayloadKey(buf, k)
 }
 
-// nestedFailureKeys reads failure keys in the nested objects of m (not in
-// payload containers), up to depth 3, and failure keys of JSON objects
-// held in strings. It reports whether any was found.
-func nestedFailureKeys(d *Decoding, path string, m map[string]any, depth int) bool {
+// metaKeys hold metadata about the message's delivery and processing
+// ({"headers": {"x-error": …}}, {"meta": {"lastFailure": …}}): failure keys
+// in them are failure context. Other nested objects of a body are the
+// message's own entities ({"device": {"lastError": …}} is data).
+var metaKeys = map[string]bool{"headers": true, "header": true, "meta": true, "metadata": true, "metainfo": true,
+	"context": true, "ctx": true, "envelope": true, "dlq": true, "deadletter": true, "deadletterinfo": true,
+	"processing": true, "processinginfo": true, "delivery": true, "deliveryinfo": true, "diagnostics": true,
+	"diagnostic": true, "debug": true, "status": true, "statusinfo": true, "outcome": true, "lastattempt": true,
+	"attempt": true, "retry": true, "retryinfo": true, "redrive": true, "consumer": true, "handler": true,
+	"worker": true, "system": true, "sys": true, "properties": true, "props": true, "annotations": true,
+	"extensions": true, "options": true, "opts": true, "info": true, "audit": true, "execution": true}
+
+func isMetaKey(buf []byte, k string) bool {
+	return len(k) <= 40 && metaKeys[string(failureKeyNorm(buf, k))]
+}
+
+// nestedFailureKeys reads failure keys in the nested metadata objects of
+// m (at the body's top level only those named as metadata, see metaKeys;
+// inside them any but payload containers), up to depth 3, and failure
+// keys of JSON objects held in strings. It reports whether any was found.
+func nestedFailureKeys(d *Decoding, path string, m map[string]any, depth int, meta bool) bool {
 	if depth >= 3 {
 		return false
 	}
@@ -200,7 +217,7 @@ func nestedFailureKeys(d *Decoding, path string, m map[string]any, depth int) bo
 		default:
 			continue
 		}
-		if genericKind(buf[:], k) != "" || isPayloadKeyIn(buf[:], m, k) {
+		if genericKind(buf[:], k) != "" || isPayloadKeyIn(buf[:], m, k) || !meta && !isMetaKey(buf[:], k) {
 			continue
 		}
 		keys = append(keys, k)
@@ -227,7 +244,7 @@ func nestedFailureKeys(d *Decoding, path string, m map[string]any, depth int) bo
 		if genericObject(d, path+"."+k, obj, 0) {
 			found = true
 		}
-		if nestedFailureKeys(d, path+"."+k, obj, depth+1) {
+		if nestedFailureKeys(d, path+"."+k, obj, depth+1, true) {
 			found = true
 		}
 	}
@@ -335,7 +352,16 @@ func scanValues(d *Decoding) {
 			case map[string]any:
 				failed := failedStatus(t)
 				for k, e := range t {
-					walk(e, append(path[:len(path):len(path)], k), inPayload || isPayloadKeyIn(buf[:], t, k), failed, depth+1)
+					payload := inPayload || isPayloadKeyIn(buf[:], t, k)
+					if depth == 0 && !payload {
+						// The body's own nested objects are entities
+						// unless named as metadata.
+						switch e.(type) {
+						case map[string]any, []any:
+							payload = !isMetaKey(buf[:], k)
+						}
+					}
+					walk(e, append(path[:len(path):len(path)], k), payload, failed, depth+1)
 				}
 			case []any:
 				for i, e := range t {

@@ -113,7 +113,7 @@ func genericAttrs(d *Decoding) {
 						if genericObject(d, "attributes."+name, m, 0) {
 							found = true
 						}
-						if nestedFailureKeys(d, "attributes."+name, m, 0) {
+						if nestedFailureKeys(d, "attributes."+name, m, 0, true) {
 							found = true
 						}
 					}
@@ -137,7 +137,7 @@ func genericAttrs(d *Decoding) {
 
 func genericBody(d *Decoding) {
 	genericObject(d, "body", d.Obj, 0)
-	nestedFailureKeys(d, "body", d.Obj, 0)
+	nestedFailureKeys(d, "body", d.Obj, 0, false)
 }
 
 // genericObject reads the failure keys of one JSON object (the body's top
