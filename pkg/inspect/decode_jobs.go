@@ -92,8 +92,8 @@ func decodeCelery(d *Decoding) bool {
 			raw = string(b)
 		}
 	}
-	if c := str(headers, "compression"); c != "" {
-		raw = decompress(raw, c)
+	if str(headers, "compression") != "" {
+		raw = decompress(raw)
 	}
 	var task any
 	if strings.Contains(ctype, "json") || ctype == "" {
@@ -151,9 +151,10 @@ func decodeCelery(d *Decoding) bool {
 	return true
 }
 
-// decompress inflates a kombu-compressed body (zlib, gzip; kombu's
-// "application/x-gzip" is zlib).
-func decompress(raw, method string) string {
+// decompress inflates a kombu-compressed body, zlib or gzip by its magic
+// bytes (kombu's "application/x-gzip" is zlib); other methods (bzip2,
+// lzma, zstd) are left as they are.
+func decompress(raw string) string {
 	var r io.ReadCloser
 	var err error
 	b := []byte(raw)
@@ -173,7 +174,6 @@ func decompress(raw, method string) string {
 	if err != nil && len(out) == 0 {
 		return raw
 	}
-	_ = method
 	return string(out)
 }
 
