@@ -234,7 +234,13 @@ func truncUTF8(s string, n int) string {
 // reason.
 func Decode(rec *queue.Record) any {
 	parsed, _ := parseJSON(rec.Body)
-	d := &Decoding{Rec: rec, Parsed: parsed, Payload: DetectPayload(rec, parsed)}
+	return decodeParsed(rec, parsed)
+}
+
+// decodeParsed is Decode with the body already parsed (nil: not JSON).
+func decodeParsed(rec *queue.Record, parsed any) any {
+	d := &Decoding{Rec: rec, Parsed: parsed}
+	d.Payload = DetectPayload(rec, parsed)
 	if parsed == nil && d.Payload.Inner != nil {
 		d.Parsed, d.Layered = d.Payload.Inner, true
 	}
