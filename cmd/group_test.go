@@ -52,8 +52,10 @@ func TestGroupSeededIncidentCountsExactly(t *testing.T) {
 	rep := decodeGroupReport(t, r)
 	want := map[string]int{}
 	for _, m := range truth.InQueue(truth.DLQ.Name) {
+		// A body that is not JSON has no event type, unless it decodes
+		// to one (a Celery task: base64 of a kombu envelope).
 		et := m.EventType
-		if json.Valid([]byte(m.Body)) == false || et == "" {
+		if et == "" || !json.Valid([]byte(m.Body)) && m.EventID == "" {
 			et = inspect.None
 		}
 		want[m.SourceName+"|"+et]++

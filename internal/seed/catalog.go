@@ -3,6 +3,7 @@ package seed
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -428,6 +429,17 @@ func plan(prefix string, now time.Time, scale int) []Seeded {
 		failure{"rate exceeded: 429 from psp-adyen for payment p-7841", "Throttling", "", ClassTransient})
 	p.addText(payments, KindMalformed, ClassPermanent, `{"paymentId": "p-7850", "amount": 19.99, "currency": "EU`, nil)
 	p.addText(payments, KindPlaintext, ClassUnknown, "payment p-7851 callback received with status=UNKNOWN", nil)
+	// Bodies that are not JSON and are fine for their consumers: an XML
+	// document and a Celery task (kombu writes base64 to SQS). Not
+	// evidence of a bad message: unknown until a look says more.
+	p.addText(orders, KindPlaintext, ClassUnknown,
+		`<?xml version="1.0" encoding="UTF-8"?><Order xmlns="urn:acme:orders:v2" id="o-1160"><Customer id="c-2290"/><Line sku="SKU-4411" qty="1" price="19.95"/><Total currency="EUR">19.95</Total></Order>`,
+		attrs{"contentType": str("application/xml")})
+	{
+		id := p.uid("celery")
+		p.add(Seeded{Kind: KindPlaintext, Class: ClassUnknown, SourceName: payments, EventType: "payments.tasks.send_receipt", EventID: id,
+			Body: celeryTask("payments.tasks.send_receipt", id, "('p-7852',)", []any{"p-7852"})})
+	}
 
 	// --- extra transient messages (Options.Scale).
 	for i := range scale {
@@ -480,3 +492,19 @@ func plan(prefix string, now time.Time, scale int) []Seeded {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// celeryTask is a Celery protocol 2 task message as kombu's SQS transport
+// sends it: base64 of the kombu envelope, whose body is base64 of
+// [args, kwargs, embed].
+func celeryTask(task, id, argsrepr string, args []any) string {
+	body := base64.StdEncoding.EncodeToString([]byte(marshal([]any{args, map[string]any{}, map[string]any{"callbacks": nil, "errbacks": nil, "chain": nil, "chord": nil}})))
+	msg := map[string]any{
+		"body": body, "content-encoding": "utf-8", "content-type": "application/json",
+		"headers": map[string]any{"lang": "py", "task": task, "id": id, "root_id": id, "parent_id": nil, "group": nil,
+			"retries": 0, "eta": nil, "expires": nil, "timelimit": []any{nil, nil}, "argsrepr": argsrepr, "kwargsrepr": "{}",
+			"origin": "gen1@payments-web-1", "ignore_result": false},
+		"properties": map[string]any{"correlation_id": id, "delivery_mode": 2, "priority": 0, "body_encoding": "base64",
+			"delivery_info": map[string]any{"exchange": "", "routing_key": "payments"}, "delivery_tag": id},
+	}
+	return base64.StdEncoding.EncodeToString([]byte(marshal(msg)))
+}
