@@ -101,7 +101,8 @@ var signalDefs = []struct {
 		"invalid utf-8", "invalid byte sequence", "unterminated string", "unexpected end of file", "is not valid JSON",
 		"value converter", "key converter", "header converter", "DataException", "XmlException",
 		// Rust serde, Ruby JSON, Elixir Jason/Poison, PHP json, protobuf
-		"eof while parsing", "expected value at line", "trailing characters at line", "invalid type", "unknown variant",
+		"DecodingFailure", "decoding failure", "decoding failed", "failed to decode", "could not decode", "unable to decode",
+		"cannot decode", "eof while parsing", "expected value at line", "trailing characters at line", "invalid type", "unknown variant",
 		"unknown field", "key must be a string", "ParserError", "DecodeError", "unexpected byte at position",
 		"Poison.SyntaxError", "Poison.ParseError", "json_decode", "InvalidProtocolBufferException"}},
 	{FamilyPermanent, "parse", false, []string{"unmarshal*", "syntax error", "converter"}},
