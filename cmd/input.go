@@ -37,6 +37,10 @@ type InputResult struct {
 // openers for non-file inputs (s3:// archives) register here.
 var inputOpeners []func(ctx context.Context, f *Factory, from string, opt inspect.ReadOptions, fn recordFunc) (handled bool, err error)
 
+// referenceReader makes --from read with the sequential encoding/json
+// reader (inspect.ReadOptions.Reference): tests compare outputs of both.
+var referenceReader = false
+
 // recordFunc gets each record with its parsed body and what
 // InputOptions.Prepare returned for it.
 type recordFunc = func(rec *queue.Record, parsed, prepared any) error
@@ -49,7 +53,7 @@ func (f *Factory) ForEachRecord(ctx context.Context, in InputOptions, fn func(re
 
 // ForEachPrepared is ForEachRecord with in.Prepare's result passed to fn.
 func (f *Factory) ForEachPrepared(ctx context.Context, in InputOptions, fn recordFunc) (*InputResult, error) {
-	opt := inspect.ReadOptions{Prepare: in.Prepare}
+	opt := inspect.ReadOptions{Prepare: in.Prepare, Reference: referenceReader}
 	if in.From != "" {
 		for _, open := range inputOpeners {
 			handled, err := open(ctx, f, in.From, opt, fn)

@@ -250,6 +250,11 @@ func truncUTF8(s string, n int) string {
 // reason.
 func Decode(rec *queue.Record) any {
 	parsed, _ := parseJSON(rec.Body)
+	return decodeParsed(rec, parsed)
+}
+
+// decodeParsed is Decode with the body already parsed (nil: not JSON).
+func decodeParsed(rec *queue.Record, parsed any) any {
 	d := &Decoding{Rec: rec, Parsed: parsed}
 	d.Obj, _ = parsed.(map[string]any)
 	prev := rec.Failure

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"strconv"
 	"unicode"
@@ -338,55 +339,69 @@ func fastString(val []byte, dst *string) bool {
 func unquote(s []byte) string {
 	out := make([]byte, 0, len(s))
 	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '\\':
-			switch s[i+1] {
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r := hex4(s[i+2 : i+6])
-				i += 6
-				if utf16.IsSurrogate(r) {
-					r2 := rune(-1)
-					if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
-						r2 = hex4(s[i+2 : i+6])
-					}
-					if d := utf16.DecodeRune(r, r2); d != unicode.ReplacementChar {
-						r = d
-						i += 6
-					} else {
-						r = unicode.ReplacementChar
-					}
-				}
-				out = utf8.AppendRune(out, r)
-				continue
-			default: // '"', '\\', '/'
-				out = append(out, s[i+1])
+		// Copy the run up to the next escape at once when it is valid
+		// UTF-8 (almost always).
+		if j := bytes.IndexByte(s[i:], '\\'); j != 0 {
+			if j < 0 {
+				j = len(s) - i
 			}
-			i += 2
-		case c < utf8.RuneSelf:
-			out = append(out, c)
-			i++
-		default:
-			r, n := utf8.DecodeRune(s[i:])
-			if r == utf8.RuneError && n == 1 {
-				out = utf8.AppendRune(out, unicode.ReplacementChar)
-			} else {
-				out = append(out, s[i:i+n]...)
-			}
-			i += n
+			out = appendUTF8(out, s[i:i+j])
+			i += j
+			continue
 		}
+		// An escape.
+		switch s[i+1] {
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r := hex4(s[i+2 : i+6])
+			i += 6
+			if utf16.IsSurrogate(r) {
+				r2 := rune(-1)
+				if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
+					r2 = hex4(s[i+2 : i+6])
+				}
+				if d := utf16.DecodeRune(r, r2); d != unicode.ReplacementChar {
+					r = d
+					i += 6
+				} else {
+					r = unicode.ReplacementChar
+				}
+			}
+			out = utf8.AppendRune(out, r)
+			continue
+		default: // '"', '\\', '/'
+			out = append(out, s[i+1])
+		}
+		i += 2
 	}
 	return string(out)
+}
+
+// appendUTF8 appends run (text without escapes) with each byte of invalid
+// UTF-8 replaced by U+FFFD.
+func appendUTF8(out, run []byte) []byte {
+	if utf8.Valid(run) {
+		return append(out, run...)
+	}
+	for i := 0; i < len(run); {
+		r, n := utf8.DecodeRune(run[i:])
+		if r == utf8.RuneError && n == 1 {
+			out = utf8.AppendRune(out, unicode.ReplacementChar)
+		} else {
+			out = append(out, run[i:i+n]...)
+		}
+		i += n
+	}
+	return out
 }
 
 // hex4 decodes 4 hex digits (validated by scanString).
@@ -423,7 +438,13 @@ func skipWS(b []byte, i int) int {
 func scanString(b []byte, i int) (end int, escaped, ok bool) {
 	i++
 	for i < len(b) {
-		// The common run: plain bytes.
+		// The common run: plain bytes, eight at a time.
+		for i+8 <= len(b) && !specialByte(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
 		c := b[i]
 		switch {
 		case c == '"':
@@ -451,6 +472,17 @@ func scanString(b []byte, i int) (end int, escaped, ok bool) {
 		}
 	}
 	return 0, false, false
+}
+
+// specialByte reports whether one of the 8 bytes of x ends a plain run of a
+// JSON string: '"', '\\' or a control byte (< 0x20). (A word has a zero
+// byte where (x-0x01…)&^x&0x80… is set; the test may also flag bytes >=
+// 0x80 next to such a byte, which only ends the fast run early.)
+func specialByte(x uint64) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	quote := x ^ (lo * '"')
+	backslash := x ^ (lo * '\\')
+	return ((quote-lo)&^quote|(backslash-lo)&^backslash|(x-lo*0x20)&^x)&hi != 0
 }
 
 func isHexDigit(c byte) bool {

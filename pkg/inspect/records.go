@@ -2,12 +2,14 @@ package inspect
 
 import (
 	"bufio"
+	"bytes"
 	"compress/flate"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/queue"
@@ -37,6 +39,11 @@ type ReadOptions struct {
 	// the per-record work of a command (classification, group keys) then
 	// runs in parallel too. Prepare may change the record.
 	Prepare func(rec *queue.Record, parsed any) any
+	// Reference reads NDJSON the way ReadRecords did before it read in
+	// parallel: one line at a time on the calling goroutine, each record
+	// and body with encoding/json. It is slower and gives the same
+	// results; tests compare the two.
+	Reference bool
 }
 
 // ReadRecordsWith is ReadRecords with options; fn also gets what
@@ -87,7 +94,61 @@ func ReadRecordsWith(r io.Reader, name string, opt ReadOptions, fn func(rec *que
 		}
 		break
 	}
+	if opt.Reference {
+		return readNDJSONReference(br, name, readErr, opt.Prepare, fn)
+	}
 	return readNDJSON(br, name, readErr, opt, fn)
+}
+
+// readNDJSONReference is the sequential encoding/json reader (see
+// ReadOptions.Reference).
+func readNDJSONReference(br *bufio.Reader, name string, readErr func(error) error, prepare func(*queue.Record, any) any, fn func(rec *queue.Record, parsed, prepared any) error) error {
+	line := 0
+	for {
+		raw, err := readLine(br, maxRecordLine)
+		if err == errLineTooLong {
+			return errs.BadInputf("%s:%d: a line longer than %d MiB is not a message record (SQS bodies are at most 1 MiB); pass NDJSON message records", name, line+1, maxRecordLine>>20)
+		}
+		if err != nil && err != io.EOF {
+			return readErr(err)
+		}
+		if len(raw) > 0 {
+			line++
+			if raw = bytes.TrimSpace(raw); len(raw) > 0 {
+				var rec queue.Record
+				if jerr := json.Unmarshal(raw, &rec); jerr != nil {
+					return errs.BadInputf("%s:%d: not a message record (%v); pass NDJSON as written by `dlqctl sample -o ndjson` or an archive part", name, line, jerr)
+				}
+				if rec.MessageID == "" && rec.Body == "" {
+					return errs.BadInputf("%s:%d: record has neither message_id nor body; pass NDJSON message records", name, line)
+				}
+				fill(&rec)
+				parsed := decodeReference(&rec)
+				var prep any
+				if prepare != nil {
+					prep = prepare(&rec, parsed)
+				}
+				if ferr := fn(&rec, parsed, prep); ferr != nil {
+					return ferr
+				}
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+	}
+}
+
+// decodeReference is Decode with the body parsed by encoding/json (and
+// handed to Decode's formats as that tree).
+func decodeReference(rec *queue.Record) any {
+	var parsed any
+	if t := strings.TrimSpace(rec.Body); t != "" && (t[0] == '{' || t[0] == '[') {
+		if json.Unmarshal([]byte(t), &parsed) != nil {
+			parsed = nil
+		}
+	}
+	return decodeParsed(rec, parsed)
 }
 
 // maxRecordLine bounds one NDJSON line: a record holds at most a 1 MiB body
