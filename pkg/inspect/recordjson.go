@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/dlqctl/dlqctl/pkg/queue"
 )
@@ -171,7 +172,9 @@ func setField(rec *queue.Record, n int, val []byte) bool {
 		// Derived again too, except failure context found in the
 		// consumer's logs (failure.source, see --logs), which Decode
 		// keeps.
-		if !bytes.Contains(val, []byte(`"source"`)) {
+		// (`source"` starts with a rarer byte than `"source"`; a key
+		// merely ending in "source" only costs the decoding.)
+		if !bytes.Contains(val, []byte(`source"`)) {
 			return true
 		}
 		return json.Unmarshal(val, &rec.Failure) == nil
@@ -341,12 +344,13 @@ func unquote(s []byte) string {
 	for i := 0; i < len(s); {
 		// Copy the run up to the next escape at once when it is valid
 		// UTF-8 (almost always).
-		if j := bytes.IndexByte(s[i:], '\\'); j != 0 {
-			if j < 0 {
-				j = len(s) - i
+		// (Runs are short in escaped JSON: a loop beats IndexByte's call.)
+		if j := i; s[j] != '\\' {
+			for j < len(s) && s[j] != '\\' {
+				j++
 			}
-			out = appendUTF8(out, s[i:i+j])
-			i += j
+			out = appendUTF8(out, s[i:j])
+			i = j
 			continue
 		}
 		// An escape.
@@ -383,7 +387,11 @@ func unquote(s []byte) string {
 		}
 		i += 2
 	}
-	return string(out)
+	if len(out) == 0 {
+		return ""
+	}
+	// out is not used again: the string can share its bytes.
+	return unsafe.String(&out[0], len(out))
 }
 
 // appendUTF8 appends run (text without escapes) with each byte of invalid
