@@ -16,8 +16,8 @@ import (
 // costs nothing next to decoding it, small enough that the few in flight
 // per worker keep memory flat.
 const (
-	batchLines = 256
-	batchBytes = 1 << 20
+	batchLines = 128
+	batchBytes = 512 << 10
 )
 
 // lineBatch is a run of consecutive NDJSON lines and, once decoded, their
