@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -117,14 +115,6 @@ func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *lo
 		for _, w := range SideEffectWarnings(qq) {
 			f.IO.Warnf("%s", w)
 		}
-	}
-	if r.From != "" && os.Getenv("GOGC") == "" {
-		// Offline reads are CPU-bound and allocate ~6 KB a record (the
-		// parsed bodies) while keeping only the few batches in flight
-		// live: collecting half as often saves ~10% CPU for ~10 MB more
-		// peak RSS, still flat (measured on 100k records:
-		// BenchmarkProcessTriageFrom). GOGC, when set, decides.
-		defer debug.SetGCPercent(debug.SetGCPercent(200))
 	}
 	prog := output.NewProgress(f.IO, output.Table)
 	depth := 0
