@@ -30,8 +30,7 @@ func ReadRecords(r io.Reader, name string, fn func(rec *queue.Record, parsed any
 // ReadOptions tune ReadRecordsWith.
 type ReadOptions struct {
 	// Workers is how many goroutines decode NDJSON lines in parallel
-	// (default GOMAXPROCS; 1 decodes on the calling goroutine, reading
-	// ahead on one other).
+	// (default GOMAXPROCS).
 	Workers int
 	// Prepare, when set, runs on the decoding goroutines right after a
 	// record is decoded, concurrently for different records (it must be
