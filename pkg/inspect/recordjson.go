@@ -352,10 +352,16 @@ func unquote(s []byte) string {
 		// UTF-8 (almost always).
 		// (Runs are short in escaped JSON: a loop beats IndexByte's call.)
 		if j := i; s[j] != '\\' {
+			var high byte
 			for j < len(s) && s[j] != '\\' {
+				high |= s[j]
 				j++
 			}
-			out = appendUTF8(out, s[i:j])
+			if high < utf8.RuneSelf {
+				out = append(out, s[i:j]...)
+			} else {
+				out = appendUTF8(out, s[i:j])
+			}
 			i = j
 			continue
 		}
