@@ -44,8 +44,16 @@ var batchBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // readNDJSON is the NDJSON half of ReadRecordsWith: a reader goroutine cuts
 // br into batches, opt.Workers goroutines decode them, and the calling
-// goroutine passes the records to fn in order.
-func readNDJSON(br *bufio.Reader, name string, readErr func(error) error, opt ReadOptions, fn func(rec *queue.Record, parsed, prepared any) error) error {
+// goroutine passes the records to fn in order. done is called by the
+// reader goroutine when it stops reading.
+//
+// When the read ends early (fn returns an error, a bad line), readNDJSON
+// returns once the decoders have stopped, without waiting for the reader:
+// it may be blocked reading a pipe that has more to come (`tail -f … |
+// dlqctl classify --from - --sample 10`), as the one-line-at-a-time reader
+// never was. It stops at its next hand-over; the caller may close r
+// meanwhile (files and HTTP bodies allow Close during Read).
+func readNDJSON(br *bufio.Reader, name string, readErr func(error) error, opt ReadOptions, done func(), fn func(rec *queue.Record, parsed, prepared any) error) error {
 	workers := opt.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -53,30 +61,33 @@ func readNDJSON(br *bufio.Reader, name string, readErr func(error) error, opt Re
 	quit := make(chan struct{})
 	order := make(chan *lineBatch, 2*workers)
 	work := make(chan *lineBatch, 2*workers)
-	var wg sync.WaitGroup
-	wg.Add(1 + workers)
 	go func() {
-		defer wg.Done()
 		defer close(order)
 		defer close(work)
+		defer done()
 		readBatches(br, name, readErr, quit, order, work)
 	}()
+	var wg sync.WaitGroup
+	wg.Add(workers)
 	for range workers {
 		go func() {
 			defer wg.Done()
-			for b := range work {
-				decodeBatch(b, name, opt.Prepare)
-				close(b.done)
+			for {
+				select {
+				case b, ok := <-work:
+					if !ok {
+						return
+					}
+					decodeBatch(b, name, opt.Prepare)
+					close(b.done)
+				case <-quit:
+					return
+				}
 			}
 		}()
 	}
 	err := deliver(order, fn)
 	close(quit)
-	// Let the reader and the workers finish (the reader may be blocked
-	// handing over a batch: quit frees it) before the caller closes r.
-	for b := range order {
-		<-b.done
-	}
 	wg.Wait()
 	return err
 }
@@ -115,6 +126,11 @@ func readBatches(br *bufio.Reader, name string, readErr func(error) error, quit 
 		b.buf = (*batchBufs.Get().(*[]byte))[:0]
 		eof := false
 		for len(b.spans) < batchLines && len(b.buf) < batchBytes {
+			if len(b.spans) > 0 && br.Buffered() == 0 {
+				// Reading on would wait for input (a pipe, a slow
+				// download): hand over what is here first.
+				break
+			}
 			start := len(b.buf)
 			var err error
 			b.buf, err = appendLine(b.buf, br, maxRecordLine)

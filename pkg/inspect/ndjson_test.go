@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"strings"
 	"testing"
@@ -91,6 +92,36 @@ func TestReadRecordsInOrder(t *testing.T) {
 	err = ReadRecordsWith(bytes.NewReader(cut), "part.gz", ReadOptions{}, func(*queue.Record, any, any) error { seen++; return nil })
 	if seen == 0 || seen >= n || err == nil || !strings.Contains(err.Error(), "damaged or cut short") {
 		t.Fatalf("cut gzip: %d records, %v", seen, err)
+	}
+
+	// A pipe with more to come (tail -f … | dlqctl … --from -): stopping
+	// after 5 records, or at a bad line, returns at once although the
+	// reading goroutine is blocked reading; it ends when the pipe does.
+	for _, c := range []struct {
+		lines, badAt int
+		stopAt       int
+	}{{lines: 10, stopAt: 5}, {lines: 10, badAt: 3}} {
+		pr, pw := io.Pipe()
+		go pw.Write(numberedNDJSON(c.lines, c.badAt))
+		errc := make(chan error, 1)
+		seen := 0
+		go func() {
+			errc <- ReadRecordsWith(pr, "stdin", ReadOptions{}, func(*queue.Record, any, any) error {
+				if seen++; seen == c.stopAt {
+					return stop
+				}
+				return nil
+			})
+		}()
+		select {
+		case err := <-errc:
+			if c.stopAt > 0 && (err != stop || seen != c.stopAt) || c.badAt > 0 && (seen != c.badAt-1 || err == nil || !strings.Contains(err.Error(), "stdin:3: not a message record")) {
+				t.Fatalf("pipe %+v: %d records, %v", c, seen, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("pipe %+v: still reading after %d records: the read waits for input it does not need", c, seen)
+		}
+		pw.Close()
 	}
 
 	deadline := time.Now().Add(5 * time.Second)

@@ -58,15 +58,25 @@ type ReadOptions struct {
 func ReadRecordsWith(r io.Reader, name string, opt ReadOptions, fn func(rec *queue.Record, parsed, prepared any) error) error {
 	br := bufio.NewReaderSize(r, 1<<20)
 	zipped := false
+	// closeGzip releases the gzip reader; the parallel NDJSON reader's
+	// reading goroutine calls it (it may outlive this call, see
+	// readNDJSON).
+	closeGzip := func() {}
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
 			return errs.BadInputf("%s: not a readable gzip file (%v); pass an NDJSON file of message records", name, err)
 		}
-		defer gz.Close()
+		closeGzip = func() { gz.Close() }
 		br = bufio.NewReaderSize(gz, 1<<20)
 		zipped = true
 	}
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			closeGzip()
+		}
+	}()
 	// readErr names the input; damaged compressed data is bad input (a
 	// truncated download, a cut-off part), not an internal error.
 	readErr := func(err error) error {
@@ -96,7 +106,8 @@ func ReadRecordsWith(r io.Reader, name string, opt ReadOptions, fn func(rec *que
 	if opt.Reference {
 		return readNDJSONReference(br, name, readErr, opt.Prepare, fn)
 	}
-	return readNDJSON(br, name, readErr, opt, fn)
+	handedOver = true
+	return readNDJSON(br, name, readErr, opt, closeGzip, fn)
 }
 
 // readNDJSONReference is the sequential encoding/json reader (see
