@@ -27,9 +27,9 @@ import (
 //
 // unmarshalRecord is a lazy reader for the record contract: it walks the
 // line's top-level object once, validating every value as encoding/json
-// does, reads the message fields directly, hands the small typed objects
-// (attributes, system, envelope, failure, redrive) to encoding/json, and
-// only validates the payload. Anything out of the ordinary — a field of an
+// does, reads the message's own fields directly, and only validates what
+// Decode derives again (envelope, payload, payload_encoding, redrive, and
+// failure unless it carries context from the consumer's logs). Anything out of the ordinary — a field of an
 // unexpected JSON type, a key that matches a record field only
 // case-insensitively, a repeated key, invalid JSON — goes to
 // json.Unmarshal, so the result (and every error message) is exactly what
@@ -66,7 +66,7 @@ func unmarshalRecord(line []byte, rec *queue.Record) error {
 // recordFields are the record's JSON names (queue.Record's tags); a key
 // equal to one of them only case-insensitively is left to encoding/json.
 var recordFields = []string{"message_id", "queue", "body", "body_sha256", "size_bytes", "attributes", "system",
-	"age_seconds", "expires_at", "envelope", "failure", "payload", "redrive", "class", "action", "rule", "error_fingerprint"}
+	"age_seconds", "expires_at", "envelope", "failure", "payload", "payload_encoding", "redrive", "class", "action", "rule", "error_fingerprint"}
 
 // fastRecord reads line into rec and reports whether it could; false
 // means json.Unmarshal must decide (rec is then in an unspecified state).
@@ -170,7 +170,7 @@ func setField(rec *queue.Record, n int, val []byte) bool {
 		v, err := strconv.ParseInt(string(val), 10, 64)
 		rec.AgeSeconds = v
 		return err == nil
-	case "payload", "envelope", "redrive":
+	case "payload", "payload_encoding", "envelope", "redrive":
 		// Decode derives these from the body and attributes again: they
 		// are validated as JSON (skipValue) but not decoded.
 		return true

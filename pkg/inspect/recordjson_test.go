@@ -18,7 +18,7 @@ import (
 var recordJSONSeeds = []string{
 	`{"message_id":"m-1","queue":"arn:aws:sqs:us-east-1:1:q","body":"{\"a\":1}","body_sha256":"x","size_bytes":12,"attributes":{"t":{"type":"String","value":"v"}},"system":{"receive_count":3,"sent_at":"2026-11-30T03:15:00.000Z"},"age_seconds":60,"expires_at":"2026-12-14T03:15:00.000Z","envelope":{"event_id":"e","event_version":3},"failure":{"format":"generic","reason":"r","source":{"note":"n"}},"payload":{"a":[1,2,{"b":null}]},"redrive":{"run":"r","orig":"o","n":1,"at":"2026-11-30T03:15:00.000Z"},"class":"c","action":"a","rule":"r","error_fingerprint":"f"}`,
 	`{}`, ` { } `, `{"body":null,"message_id":null,"size_bytes":null}`, `[]`, `null`, `"x"`, `{"body":"x"} x`, `{"body":"x",}`,
-	`{"Body":"case"}`, `{"MESSAGE_ID":"m"}`, `{"body":"a","body":"b"}`, `{"attributes":{"a":{"type":"String"}},"attributes":{"b":{"type":"String"}}}`,
+	`{"Body":"case"}`, `{"payload_encoding":"base64/json","body":"x"}`, `{"payload_encoding":5}`, `{"Payload_Encoding":"json"}`, `{"MESSAGE_ID":"m"}`, `{"body":"a","body":"b"}`, `{"attributes":{"a":{"type":"String"}},"attributes":{"b":{"type":"String"}}}`,
 	`{"size_bytes":1.5}`, `{"size_bytes":"12"}`, `{"size_bytes":1e3}`, `{"size_bytes":99999999999999999999}`, `{"age_seconds":-0}`,
 	`{"body":"\u00e9\ud83d\ude00 \ud800 \udc00x \ud800\u0041 \"q\" \\ \/ \b\f\n\r\t"}`, "{\"body\":\"\xff\xfe bad utf8 \xc3\"}", "{\"body\":\"a\x01b\"}",
 	`{"body":"\u12"}`, `{"body":"\x"}`, `{"payload":[1,2,]}`, `{"payload":{"a":1,}}`, `{"payload":01}`, `{"payload":-}`, `{"payload":1.}`, `{"payload":1e}`,
@@ -34,6 +34,7 @@ type derivedRecord struct {
 	Envelope json.RawMessage `json:"envelope"`
 	Failure  json.RawMessage `json:"failure"`
 	Payload  json.RawMessage `json:"payload"`
+	Encoding json.RawMessage `json:"payload_encoding"`
 	Redrive  json.RawMessage `json:"redrive"`
 }
 
