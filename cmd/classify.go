@@ -71,8 +71,8 @@ Without --rules the built-in rules apply, in this order:
 Explicit failure evidence beats body and envelope heuristics; a version
 counts only when the decoder vouches it is the event's schema version
 (never EventBridge "version" or CloudEvents "specversion"). See
-docs/triage.md for the formats and families. A rules file (YAML,
-docs/rules.md) lists its own rules and can include the built-ins
+'dlqctl help triage' for the formats and families. A rules file (YAML,
+'dlqctl help rules') lists its own rules and can include the built-ins
 ('- include: builtin'); .failure.format and .payload let a rule target one
 format. It is checked before any message is read: an invalid file exits 2
 naming file, line and reason.

@@ -31,7 +31,7 @@ type PaceFlags struct {
 }
 
 // rateShareHelp describes --rate-share (redrive, restore and archive).
-const rateShareHelp = "I/N: this process is the I-th of N sharing the run: it paces itself at 1/N of --rate and of every --ramp step (both are per process otherwise), and leaves to its peers the messages they hold (see docs/scale.md)"
+const rateShareHelp = "I/N: this process is the I-th of N sharing the run: it paces itself at 1/N of --rate and of every --ramp step (both are per process otherwise), and leaves to its peers the messages they hold (see 'dlqctl help scale')"
 
 // parseRateShare parses --rate-share I/N ("" is a run alone).
 func parseRateShare(raw string) (*redrive.Share, error) {

@@ -104,7 +104,7 @@ keep to one budget, and tells the run it has peers: it ends when nothing is
 visible for it, and reports the messages its peers hold (in_flight_at_peers)
 instead of waiting for them — unless one of its own receives may have lost
 its answer, which it waits out. The shared redrive is complete when every
-process exits 0. --canary and --engine native run alone. See docs/scale.md. Guards: --max-returns P (share of moved messages seen back in the DLQ,
+process exits 0. --canary and --engine native run alone. See 'dlqctl help scale'. Guards: --max-returns P (share of moved messages seen back in the DLQ,
 e.g. 5%) and --max-dest-backlog N (visible messages in a destination);
 --on-guard abort stops at once, pause holds sending until the condition
 clears or --pause-timeout passes. A tripped guard exits 3.

@@ -141,6 +141,7 @@ is not durably somewhere else.
 	pf.StringVar(&f.Opts.BucketOwner, "bucket-owner", "", "12-digit account id that must own the S3 bucket; S3 refuses every call to a bucket owned by anyone else (ExpectedBucketOwner)")
 	pf.BoolVar(&f.Opts.RequesterPays, "requester-pays", false, "accept the request charges of a requester-pays S3 bucket")
 
+	root.SetHelpCommand(newHelpCmd(root))
 	root.AddCommand(NewCmdQueues(f, nil))
 	root.AddCommand(NewCmdSample(f, nil))
 	root.AddCommand(&cobra.Command{
