@@ -378,10 +378,11 @@ func runRunbook(t *testing.T, env testenv.Env, name string, inc *incident) strin
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
+	rec := startRecording(t, env, inc, bin, dir)
 	cmd := exec.CommandContext(ctx, "bash", path)
 	cmd.Dir = dir
 	cmd.Env = append(env.Environ(),
-		"PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"PATH="+rec.shimDir+string(os.PathListSeparator)+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
 	)
 	keys := make([]string, 0, len(inc.vars))
@@ -392,6 +393,8 @@ func runRunbook(t *testing.T, env testenv.Env, name string, inc *incident) strin
 	for _, k := range keys {
 		cmd.Env = append(cmd.Env, k+"="+inc.vars[k])
 	}
+	cmd.Env = append(cmd.Env, rec.environ()...)
+	defer rec.check(t, name)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

@@ -24,6 +24,20 @@ const DeniedPrincipal = "arn:aws:sts::123456789012:assumed-role/dlqctl-test/deni
 type Call struct {
 	Action   string
 	Resource string
+	// AppID is the caller's SDK application id (the "app/ID" token of the
+	// User-Agent, set by AWS_SDK_UA_APP_ID), so a test can tell which
+	// process made the call.
+	AppID string
+}
+
+// appID reads the "app/ID" token of an AWS SDK User-Agent.
+func appID(ua string) string {
+	for _, f := range strings.Fields(ua) {
+		if id, ok := strings.CutPrefix(f, "app/"); ok {
+			return id
+		}
+	}
+	return ""
 }
 
 // maxCalls bounds the call log (long benchmarks go through proxies too).
@@ -38,7 +52,7 @@ func (p *Proxy) Calls() []Call {
 }
 
 func (p *Proxy) logCall(action string, r *http.Request, body []byte) {
-	c := Call{Action: action, Resource: resourceOf(r, body)}
+	c := Call{Action: action, Resource: resourceOf(r, body), AppID: appID(r.Header.Get("User-Agent"))}
 	p.mu.Lock()
 	if len(p.calls) < maxCalls {
 		p.calls = append(p.calls, c)

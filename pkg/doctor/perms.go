@@ -357,7 +357,7 @@ func (p *Prober) queue(ctx context.Context, ref string, has func(string, string)
 		r.Add(c)
 	}
 	var unproven []string
-	for _, a := range []string{"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:StartMessageMoveTask"} {
+	for _, a := range []string{"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:StartMessageMoveTask", "sqs:CancelMessageMoveTask"} {
 		if has(a, OnDLQ) {
 			unproven = append(unproven, a)
 		}
@@ -412,6 +412,14 @@ func (p *Prober) dest(ctx context.Context, ref string, has func(string, string) 
 	}
 	if has("sqs:GetQueueAttributes", OnDest) {
 		r.Add(p.result("sqs:GetQueueAttributes", OnDest, arn, "GetQueueAttributes", err, ""))
+	}
+	if has("sqs:ListMessageMoveTasks", OnDest) {
+		_, err := p.SQS.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(arn), MaxResults: aws.Int32(1)})
+		c := p.result("sqs:ListMessageMoveTasks", OnDest, arn, "ListMessageMoveTasks", err, "")
+		if err != nil && !denied(err) {
+			c.Status, c.Detail, c.Fix = OK, "allowed (ListMessageMoveTasks answered: "+short(err)+")", ""
+		}
+		r.Add(c)
 	}
 	if has("sqs:SendMessage", OnDest) {
 		r.Add(Check{Name: "sqs:SendMessage", Status: NotChecked, Action: "sqs:SendMessage", Resource: arn, Roles: p.rolesNeeding("sqs:SendMessage", OnDest),
