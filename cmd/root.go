@@ -152,6 +152,7 @@ is not durably somewhere else.
 	for _, add := range extraCommands {
 		root.AddCommand(add(f))
 	}
+	documentPipedColumns(root)
 	return root
 }
 
