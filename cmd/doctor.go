@@ -20,6 +20,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/doctor"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 func init() { register(func(f *Factory) *cobra.Command { return NewCmdDoctor(f, nil) }) }
@@ -94,8 +95,16 @@ Exit 0 when no check fails, 3 when one does, 2 on bad flags.`),
 				return errs.BadInputf("--role %q: pass read-only, operator, archivist (a comma list) or all", role)
 			}
 			opts.Roles = roles
-			if opts.Archive != "" && !strings.HasPrefix(opts.Archive, "s3://") {
+			if opts.Archive != "" && (!strings.HasPrefix(opts.Archive, "s3://") || len(opts.Archive) <= len("s3://")) {
 				return errs.BadInputf("--archive %q is not an S3 location; pass s3://BUCKET/PREFIX", opts.Archive)
+			}
+			for _, q := range append(append([]string{}, opts.Queues...), opts.To) {
+				if q == "" {
+					continue
+				}
+				if _, err := queue.ParseRef(q); err != nil {
+					return err
+				}
 			}
 			if runF != nil {
 				return runF(c.Context(), opts)

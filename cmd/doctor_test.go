@@ -157,6 +157,12 @@ func TestDoctorOnABadShell(t *testing.T) {
 			t.Errorf("exit %d:\n%s", r.Code, r.Stdout)
 		}
 	})
+	t.Run("bad queue reference", func(t *testing.T) {
+		r := runCLI(t, env, "", "doctor", "arn:aws:sqs:nonsense")
+		if r.Code != 2 {
+			t.Errorf("exit %d: %s", r.Code, r.Stderr)
+		}
+	})
 	t.Run("bad role", func(t *testing.T) {
 		r := runCLI(t, env, "", "doctor", "--role", "admin")
 		if r.Code != 2 || !strings.Contains(r.Stderr, "read-only, operator, archivist") {
