@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
@@ -63,10 +64,12 @@ says what to fix:
                 (ListObjectsV2) and s3:GetObject (HeadObject); with --logs
                 logs:FilterLogEvents. Receive, visibility, delete, send,
                 move tasks and PutObject can only be proven by changing
-                something (a receive increments ApproximateReceiveCount),
-                so they are "not-checked", with the policy statement to
-                verify and the aws iam simulate-principal-policy command
-                for your role
+                something (a receive increments ApproximateReceiveCount):
+                doctor asks IAM's policy simulator about them
+                (iam:SimulatePrincipalPolicy, for the role or user STS
+                named; identity policies only), and when it may not, they
+                are "not-checked", with the policy statement to verify and
+                the aws iam simulate-principal-policy command for your role
   state-dir     run journals (redrive resume, restore, runs): writable, and
                 whether they outlive this process: a warning on tmpfs and
                 on a container's or pod's own filesystem
@@ -207,6 +210,11 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 			}
 		})
 		p := &doctor.Prober{SQS: sqsC, Region: region, Roles: opts.Roles, Principal: rep.Principal}
+		if rep.Principal != "" {
+			// IAM's policy simulator, for what no harmless call proves
+			// (AWS_ENDPOINT_URL_IAM is honoured by the SDK).
+			p.IAM = iam.NewFromConfig(cfg, func(o *iam.Options) { o.Retryer = retry.AddWithMaxAttempts(retry.NewStandard(), 3) })
+		}
 		t := doctor.Targets{Queues: opts.Queues, To: opts.To, LogGroups: opts.Logs}
 		if opts.Archive != "" {
 			bucket, prefix, _ := strings.Cut(strings.TrimPrefix(opts.Archive, "s3://"), "/")
@@ -301,7 +309,7 @@ func printDoctor(f *Factory, rep *doctor.Report) error {
 		return err
 	}
 	if len(fixes) > 0 {
-		fmt.Fprintln(f.IO.Out, "\nTo fix:")
+		fmt.Fprintln(f.IO.Out, "\nTo fix (fail, warn) or verify (not-checked):")
 		for _, x := range fixes {
 			fmt.Fprintln(f.IO.Out, "  "+x)
 		}

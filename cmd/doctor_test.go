@@ -221,7 +221,7 @@ func TestDoctorNamesDeniedPermissions(t *testing.T) {
 
 	// The same on a terminal: the table, then the fixes.
 	tty := runDoctorTTY(t, via, dlq)
-	if !strings.Contains(tty, "To fix:") || !strings.Contains(tty, "grant sqs:ListDeadLetterSourceQueues") {
+	if !strings.Contains(tty, "To fix (fail, warn)") || !strings.Contains(tty, "grant sqs:ListDeadLetterSourceQueues") {
 		t.Errorf("terminal output lacks the fixes:\n%s", tty)
 	}
 }

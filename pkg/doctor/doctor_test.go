@@ -1,10 +1,16 @@
 package doctor
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
+	"github.com/aws/smithy-go"
 )
 
 func TestEnvironmentCheckIsLoudAboutMismatchedWorlds(t *testing.T) {
@@ -132,5 +138,68 @@ func TestRoleARNAndRoles(t *testing.T) {
 		case "sqs:DeleteMessage", "sqs:SendMessage", "s3:PutObject", "sqs:StartMessageMoveTask":
 			t.Errorf("read-only needs %s", p.Action)
 		}
+	}
+}
+
+// fakeIAM answers SimulatePrincipalPolicy from a table (pure logic: the
+// mapping of the simulator's decisions to checks).
+type fakeIAM struct {
+	decisions map[string]string
+	err       error
+	asked     *iam.SimulatePrincipalPolicyInput
+}
+
+func (f *fakeIAM) SimulatePrincipalPolicy(_ context.Context, in *iam.SimulatePrincipalPolicyInput, _ ...func(*iam.Options)) (*iam.SimulatePrincipalPolicyOutput, error) {
+	f.asked = in
+	if f.err != nil {
+		return nil, f.err
+	}
+	out := &iam.SimulatePrincipalPolicyOutput{}
+	for _, a := range in.ActionNames {
+		if d, ok := f.decisions[a]; ok {
+			out.EvaluationResults = append(out.EvaluationResults, iamtypes.EvaluationResult{EvalActionName: aws.String(a), EvalDecision: iamtypes.PolicyEvaluationDecisionType(d)})
+		}
+	}
+	return out, nil
+}
+
+func TestUnprovenActionsGoToTheSimulatorWhenAllowed(t *testing.T) {
+	arn := "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
+	actions := []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:StartMessageMoveTask"}
+	fake := &fakeIAM{decisions: map[string]string{"sqs:ReceiveMessage": "allowed", "sqs:DeleteMessage": "implicitDeny"}}
+	p := &Prober{IAM: fake, Roles: AllRoles, Principal: "arn:aws:sts::123456789012:assumed-role/dlq-operator/alice"}
+	var r Report
+	p.unproven(t.Context(), &r, "orders-dlq", actions, arn, OnDLQ, "it would change the queue")
+	if got := aws.ToString(fake.asked.PolicySourceArn); got != "arn:aws:iam::123456789012:role/dlq-operator" {
+		t.Errorf("simulated for %s, want the session's role", got)
+	}
+	want := map[string]Status{"sqs:ReceiveMessage": OK, "sqs:DeleteMessage": Fail, "sqs:StartMessageMoveTask": NotChecked}
+	if len(r.Checks) != 3 {
+		t.Fatalf("checks: %+v", r.Checks)
+	}
+	for _, c := range r.Checks {
+		if c.Status != want[c.Name] {
+			t.Errorf("%s: %s (%s), want %s", c.Name, c.Status, c.Detail, want[c.Name])
+		}
+		if c.Status == Fail && !strings.Contains(c.Fix, `"Action": "sqs:DeleteMessage"`) {
+			t.Errorf("a denied action's fix lacks the statement: %s", c.Fix)
+		}
+	}
+
+	// The simulator itself denied: one not-checked line that says so.
+	fake = &fakeIAM{err: &smithy.GenericAPIError{Code: "AccessDenied", Message: "not authorized to perform: iam:SimulatePrincipalPolicy"}}
+	p.IAM = fake
+	r = Report{}
+	p.unproven(t.Context(), &r, "orders-dlq", actions, arn, OnDLQ, "it would change the queue")
+	if len(r.Checks) != 1 || r.Checks[0].Status != NotChecked || !strings.Contains(r.Checks[0].Detail, "iam:SimulatePrincipalPolicy is not allowed") {
+		t.Errorf("simulator denied: %+v", r.Checks)
+	}
+	// No principal (the local stack, where STS is not asked): not asked.
+	p.Principal = ""
+	fake.asked = nil
+	r = Report{}
+	p.unproven(t.Context(), &r, "orders-dlq", actions, arn, OnDLQ, "it would change the queue")
+	if fake.asked != nil || len(r.Checks) != 1 || r.Checks[0].Status != NotChecked {
+		t.Errorf("without a principal: asked=%v checks=%+v", fake.asked != nil, r.Checks)
 	}
 }

@@ -72,9 +72,12 @@ type Targets struct {
 
 // Prober checks permissions with calls that change nothing.
 type Prober struct {
-	SQS    SQSAPI
-	S3     S3API   // nil: no bucket to check
-	Logs   LogsAPI // nil: no log group to check
+	SQS  SQSAPI
+	S3   S3API   // nil: no bucket to check
+	Logs LogsAPI // nil: no log group to check
+	// IAM, when set, is asked (SimulatePrincipalPolicy) about the actions
+	// no harmless call proves; its own refusal leaves them not checked.
+	IAM    IAMAPI
 	Region string
 	Roles  []string
 	// Principal is the caller's ARN (for the simulate-principal-policy
@@ -363,9 +366,7 @@ func (p *Prober) queue(ctx context.Context, ref string, has func(string, string)
 		}
 	}
 	if len(unproven) > 0 {
-		r.Add(Check{Name: "sqs: moving messages", Status: NotChecked, Resource: arn, Action: strings.Join(unproven, ","), Roles: p.rolesFor(unproven, OnDLQ),
-			Detail: strings.Join(unproven, ", ") + " not checked: proving them would change the queue (every receive increments ApproximateReceiveCount and can push a message on to the next DLQ)",
-			Fix:    p.verifyHint(unproven, arn)})
+		p.unproven(ctx, r, pr.Name, unproven, arn, OnDLQ, "proving them would change the queue (every receive increments ApproximateReceiveCount and can push a message on to the next DLQ)")
 	}
 	return sources
 }
@@ -422,9 +423,7 @@ func (p *Prober) dest(ctx context.Context, ref string, has func(string, string) 
 		r.Add(c)
 	}
 	if has("sqs:SendMessage", OnDest) {
-		r.Add(Check{Name: "sqs:SendMessage", Status: NotChecked, Action: "sqs:SendMessage", Resource: arn, Roles: p.rolesNeeding("sqs:SendMessage", OnDest),
-			Detail: "not checked: proving it would send a message to " + pr.Name,
-			Fix:    p.verifyHint([]string{"sqs:SendMessage"}, arn)})
+		p.unproven(ctx, r, pr.Name, []string{"sqs:SendMessage"}, arn, OnDest, "proving it would send a message to "+pr.Name)
 	}
 }
 
@@ -461,8 +460,7 @@ func (p *Prober) bucket(ctx context.Context, bucket, prefix string, has func(str
 		r.Add(c)
 	}
 	if has("s3:PutObject", OnObjects) {
-		r.Add(Check{Name: "s3:PutObject", Status: NotChecked, Action: "s3:PutObject", Resource: objARN, Roles: p.rolesNeeding("s3:PutObject", OnObjects),
-			Detail: "not checked: proving it would write an object", Fix: p.verifyHint([]string{"s3:PutObject"}, objARN)})
+		p.unproven(ctx, r, bucket, []string{"s3:PutObject"}, objARN, OnObjects, "proving it would write an object")
 	}
 }
 
