@@ -61,3 +61,24 @@ func TestLocalHelpersRefuseAWS(t *testing.T) {
 		})
 	}
 }
+
+// TestStackUnenvUndoesEnv: `eval "$(scripts/stack.sh unenv)"` unsets
+// every variable `env` exported, so the shell is back to its own AWS
+// configuration.
+func TestStackUnenvUndoesEnv(t *testing.T) {
+	dir := t.TempDir()
+	env := "export AWS_ENDPOINT_URL_SQS=http://127.0.0.1:1\nexport AWS_ACCESS_KEY_ID=dlqctl-local\nexport SOME_LOCAL_VAR=1\n# a comment\nunset AWS_PROFILE\n"
+	if err := os.WriteFile(filepath.Join(dir, "env"), []byte(env), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := "eval \"$(DLQCTL_STACK_DIR=" + dir + " ./stack.sh env 2>/dev/null || cat " + filepath.Join(dir, "env") + ")\"\n" +
+		"eval \"$(DLQCTL_STACK_DIR=" + dir + " ./stack.sh unenv)\"\n" +
+		"echo \"${AWS_ENDPOINT_URL_SQS-unset} ${AWS_ACCESS_KEY_ID-unset} ${SOME_LOCAL_VAR-unset}\"\n"
+	out, err := exec.Command("bash", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); got != "unset unset unset" {
+		t.Fatalf("after unenv: %q, want every variable unset", got)
+	}
+}
