@@ -70,9 +70,11 @@ says what to fix:
                 named; identity policies only), and when it may not, they
                 are "not-checked", with the policy statement to verify and
                 the aws iam simulate-principal-policy command for your role
-  state-dir     run journals (redrive resume, restore, runs): writable, and
-                whether they outlive this process: a warning on tmpfs and
-                on a container's or pod's own filesystem
+  state-dir     run journals (redrive resume, restore, runs): writable (it
+                creates the directory when missing, as any run would, and
+                writes and removes one probe file), and whether they
+                outlive this process: a warning on tmpfs and on a
+                container's or pod's own filesystem
   tool jq       the runbooks pipe JSON through jq
 
 --role read-only|operator|archivist (comma list, default all): the roles of
@@ -128,7 +130,7 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 	rep := &doctor.Report{}
 
 	// Region, and where it came from.
-	region, regionSource := regionInUse(f.Opts.Region, f.Opts.Profile)
+	region, regionSource := regionInUse(ctx, f.Opts.Region, f.Opts.Profile)
 	cfg, cfgErr := f.AWSConfig(ctx)
 	if cfgErr == nil {
 		region = cfg.Region
@@ -347,7 +349,7 @@ func firstSet(vs ...string) string {
 
 // regionInUse is the region the SDK will use and where it comes from:
 // --region, AWS_REGION, AWS_DEFAULT_REGION, else the profile's config.
-func regionInUse(flag, profileFlag string) (string, string) {
+func regionInUse(ctx context.Context, flag, profileFlag string) (string, string) {
 	switch {
 	case flag != "":
 		return flag, "--region"
@@ -356,13 +358,11 @@ func regionInUse(flag, profileFlag string) (string, string) {
 	case os.Getenv("AWS_DEFAULT_REGION") != "":
 		return os.Getenv("AWS_DEFAULT_REGION"), "AWS_DEFAULT_REGION"
 	}
-	p := profileInUse(profileFlag)
-	var opts []func(*config.LoadSharedConfigOptions)
-	name := p
+	name := profileInUse(profileFlag)
 	if name == "" {
 		name = "default"
 	}
-	sc, err := config.LoadSharedConfigProfile(context.Background(), name, opts...)
+	sc, err := config.LoadSharedConfigProfile(ctx, name)
 	if err == nil && sc.Region != "" {
 		return sc.Region, "profile " + name + " (" + configFile() + ")"
 	}

@@ -90,6 +90,10 @@ replay it without a second incident (redrive), and how to get rid of what can
 never succeed (archive, restore). Nothing dlqctl does deletes a message that
 is not durably somewhere else.
 
+In a new shell or account, start with 'dlqctl doctor QUEUE': identity,
+region, endpoints, IAM permissions, state directory. The documentation —
+IAM policies per role, on-call runbooks — is built in: 'dlqctl help topics'.
+
 ` + errs.ExitCodesHelp,
 		Version:       Version(),
 		SilenceUsage:  true,
