@@ -362,7 +362,16 @@ func regionInUse(ctx context.Context, flag, profileFlag string) (string, string)
 	if name == "" {
 		name = "default"
 	}
-	sc, err := config.LoadSharedConfigProfile(ctx, name)
+	sc, err := config.LoadSharedConfigProfile(ctx, name, func(o *config.LoadSharedConfigOptions) {
+		// The files the SDK itself reads (LoadSharedConfigProfile alone
+		// ignores these variables).
+		if p := os.Getenv("AWS_CONFIG_FILE"); p != "" {
+			o.ConfigFiles = []string{p}
+		}
+		if p := os.Getenv("AWS_SHARED_CREDENTIALS_FILE"); p != "" {
+			o.CredentialsFiles = []string{p}
+		}
+	})
 	if err == nil && sc.Region != "" {
 		return sc.Region, "profile " + name + " (" + configFile() + ")"
 	}

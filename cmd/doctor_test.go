@@ -3,6 +3,8 @@ package cmd
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -155,6 +157,24 @@ func TestDoctorOnABadShell(t *testing.T) {
 		r := runCLI(t, env, "", "doctor", "no-such-queue-"+dlq, "--state-dir", t.TempDir())
 		if r.Code != 3 || !strings.Contains(r.Stdout, "does not exist") {
 			t.Errorf("exit %d:\n%s", r.Code, r.Stdout)
+		}
+	})
+	t.Run("region from the profile", func(t *testing.T) {
+		setStackEnv(t, env)
+		cfgFile := filepath.Join(t.TempDir(), "config")
+		if err := os.WriteFile(cfgFile, []byte("[profile oncall]\nregion = eu-west-1\naws_access_key_id = "+env.AccessKey+"\naws_secret_access_key = "+env.SecretKey+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("AWS_CONFIG_FILE", cfgFile)
+		t.Setenv("AWS_REGION", "")
+		t.Setenv("AWS_DEFAULT_REGION", "")
+		r := runCLI(t, testenv.Env{}, "", "doctor", "--profile", "oncall", "--state-dir", t.TempDir(), "-o", "json")
+		rep := doctorReport(t, r)
+		if rep.Region != "eu-west-1" || !strings.HasPrefix(rep.RegionSource, "profile oncall") {
+			t.Errorf("region %q from %q, want eu-west-1 from profile oncall", rep.Region, rep.RegionSource)
+		}
+		if c, _ := findCheck(rep, "credentials", ""); c.Status != doctor.OK || !strings.Contains(c.Detail, "profile oncall") {
+			t.Errorf("credentials: %+v", c)
 		}
 	})
 	t.Run("bad queue reference", func(t *testing.T) {
