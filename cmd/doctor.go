@@ -211,7 +211,7 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 				o.BaseEndpoint = aws.String(e)
 			}
 		})
-		p := &doctor.Prober{SQS: sqsC, Region: region, Roles: opts.Roles, Principal: rep.Principal}
+		p := &doctor.Prober{SQS: sqsC, Region: region, Roles: opts.Roles, Principal: rep.Principal, Parse: parseQueueRef}
 		if rep.Principal != "" {
 			// IAM's policy simulator, for what no harmless call proves
 			// (AWS_ENDPOINT_URL_IAM is honoured by the SDK).
@@ -396,4 +396,18 @@ func stateDirSource(flag string) string {
 		return "XDG_STATE_HOME"
 	}
 	return "the default, ~/.local/state/dlqctl"
+}
+
+// parseQueueRef gives doctor the SQS package's reading of a queue
+// reference (every AWS URL form, ARNs, names).
+func parseQueueRef(ref string) (doctor.QueueRef, error) {
+	r, err := queue.ParseRef(ref)
+	if err != nil {
+		return doctor.QueueRef{}, err
+	}
+	out := doctor.QueueRef{Name: r.Name, Account: r.Account, Region: r.Region}
+	if r.Kind == queue.RefURL {
+		out.URL = r.URL
+	}
+	return out, nil
 }

@@ -16,8 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
-
-	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 // SQSAPI is the part of SQS doctor calls: reads only.
@@ -61,6 +59,16 @@ func Identity(ctx context.Context, api STSAPI, r *Report) Check {
 	return c
 }
 
+// QueueRef is a parsed queue reference (name, URL or ARN), from the
+// caller's parser (cmd uses the SQS package's, which knows every AWS URL
+// form).
+type QueueRef struct {
+	Name    string
+	URL     string // set when the reference is a URL
+	Account string // when the reference says it
+	Region  string // when the reference says it
+}
+
 // Targets are the resources to check permissions on.
 type Targets struct {
 	Queues    []string // DLQ references: name, URL or ARN
@@ -80,6 +88,8 @@ type Prober struct {
 	IAM    IAMAPI
 	Region string
 	Roles  []string
+	// Parse parses a queue reference (required when Targets has queues).
+	Parse func(ref string) (QueueRef, error)
 	// Principal is the caller's ARN (for the simulate-principal-policy
 	// command in fixes); "" when unknown.
 	Principal string
@@ -102,13 +112,15 @@ func denied(err error) bool {
 }
 
 func notFound(err error) bool {
-	if queue.IsNotFound(err) {
+	var nf *types.QueueDoesNotExist
+	if errors.As(err, &nf) {
 		return true
 	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
 		switch ae.ErrorCode() {
-		case "NoSuchBucket", "NotFound", "NoSuchKey", "ResourceNotFoundException":
+		case "AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist", "NonExistentQueue",
+			"NoSuchBucket", "NotFound", "NoSuchKey", "ResourceNotFoundException":
 			return true
 		}
 	}
@@ -125,7 +137,8 @@ func short(err error) string {
 			s += ": " + m
 		}
 	}
-	s = strings.Join(strings.Fields(queue.ScrubReceiptHandles(s)), " ")
+	// doctor never receives, so no receipt handle can be in these texts.
+	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 240 {
 		s = s[:240] + "…"
 	}
@@ -209,6 +222,9 @@ func (p *Prober) result(action, on, resource, call string, err error, fix string
 
 // Run adds the permission checks for t to r.
 func (p *Prober) Run(ctx context.Context, t Targets, r *Report) {
+	if p.Parse == nil {
+		p.Parse = plainRef
+	}
 	perms := needed(p.Roles)
 	has := func(action, on string) bool {
 		for _, x := range perms {
@@ -278,7 +294,7 @@ func accountOf(principal string) string {
 
 // queue checks one DLQ and returns its source queues' URLs.
 func (p *Prober) queue(ctx context.Context, ref string, has func(string, string) bool, r *Report) []string {
-	pr, err := queue.ParseRef(ref)
+	pr, err := p.Parse(ref)
 	if err != nil {
 		r.Add(Check{Name: "queue " + ref, Status: Fail, Detail: err.Error()})
 		return nil
@@ -290,7 +306,7 @@ func (p *Prober) queue(ctx context.Context, ref string, has func(string, string)
 	arnGuess := fmt.Sprintf("arn:aws:sqs:%s:%s:%s", p.Region, firstNonEmpty(pr.Account, accountOf(p.Principal)), pr.Name)
 	url := pr.URL
 	urlChecked := false
-	if pr.Kind != queue.RefURL {
+	if pr.URL == "" {
 		in := &sqs.GetQueueUrlInput{QueueName: aws.String(pr.Name)}
 		if pr.Account != "" {
 			in.QueueOwnerAWSAccountId = aws.String(pr.Account)
@@ -388,14 +404,14 @@ func (p *Prober) rolesFor(actions []string, on string) []string {
 }
 
 func (p *Prober) dest(ctx context.Context, ref string, has func(string, string) bool, r *Report) {
-	pr, err := queue.ParseRef(ref)
+	pr, err := p.Parse(ref)
 	if err != nil {
 		r.Add(Check{Name: "destination " + ref, Status: Fail, Detail: err.Error()})
 		return
 	}
 	url := pr.URL
 	arn := fmt.Sprintf("arn:aws:sqs:%s:%s:%s", p.Region, firstNonEmpty(pr.Account, accountOf(p.Principal)), pr.Name)
-	if pr.Kind != queue.RefURL {
+	if pr.URL == "" {
 		out, err := p.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(pr.Name)})
 		if err != nil {
 			c := p.result("sqs:GetQueueUrl", OnDest, arn, "GetQueueUrl", err, "")
@@ -471,4 +487,23 @@ func firstNonEmpty(ss ...string) string {
 		}
 	}
 	return ""
+}
+
+// plainRef reads a reference without the SQS package's knowledge of AWS
+// URL forms: a URL (its last path segment names the queue), an ARN
+// (arn:PARTITION:sqs:REGION:ACCOUNT:NAME) or a name.
+func plainRef(ref string) (QueueRef, error) {
+	switch {
+	case strings.Contains(ref, "://"):
+		return QueueRef{Name: ref[strings.LastIndex(strings.TrimRight(ref, "/"), "/")+1:], URL: ref}, nil
+	case strings.HasPrefix(ref, "arn:"):
+		parts := strings.Split(ref, ":")
+		if len(parts) != 6 || parts[2] != "sqs" || parts[5] == "" {
+			return QueueRef{}, fmt.Errorf("%q is not an SQS queue ARN (arn:aws:sqs:REGION:ACCOUNT:NAME)", ref)
+		}
+		return QueueRef{Name: parts[5], Account: parts[4], Region: parts[3]}, nil
+	case ref == "":
+		return QueueRef{}, fmt.Errorf("empty queue reference")
+	}
+	return QueueRef{Name: ref}, nil
 }
