@@ -140,6 +140,11 @@ func count(calls []faultproxy.Call, action, resourceHas string) int {
 //   - canary-redrive: the ramped redrive is killed after its first
 //     deletes; step 5 (`redrive resume --dlq`) finishes it from the
 //     journal in $DLQCTL_STATE_DIR.
+// The DLQ is given as its ARN (canary-redrive) and its URL (big-incident),
+// as a reader may paste it: names derived from it (the archive's queue=
+// folder) and the run found by `redrive resume --dlq` must not depend on
+// the form.
+//
 //   - big-incident: one of the two archive processes is killed after its
 //     parts were verified and its messages deleted, before its final
 //     manifest (S3 writes are slowed so the kill lands there): it printed
@@ -173,6 +178,11 @@ func TestRunbooksSurviveAKilledProcess(t *testing.T) {
 			t.Parallel()
 			env := testenv.Require(t)
 			inc := setup(t, env)
+			if name == "big-incident.md" {
+				inc.vars["DLQ"] = inc.truth.DLQ.URL
+			} else {
+				inc.vars["DLQ"] = inc.truth.DLQ.ARN
+			}
 			runRunbookKilling(t, env, name, inc, k)
 			if k.killedCommand() == "" {
 				t.Fatalf("no process was killed: the test proved nothing (the kill condition was never met)")
