@@ -92,8 +92,8 @@ Bodies are shown with secret-looking values masked (see 'dlqctl sample').
 Exit 4 with --all when the queue could not be read whole (FIFO groups
 locked behind held messages, messages in flight elsewhere, the in-flight
 limit): the result covers what was read and says what was not. Exit 2 on bad
-rules or keys, no credentials or region, or AccessDenied (naming the IAM
-action).`),
+rules or keys, no credentials or region, or AccessDenied on the queue
+(naming the IAM action); a --logs group that may not be searched is exit 1.`),
 		Example: `  dlqctl classify orders-dlq --summary
   dlqctl classify orders-dlq --summary --logs /aws/lambda/orders-consumer,/ecs/orders-worker
   dlqctl classify orders-dlq --all --class transient -o ndjson > transient.ndjson
