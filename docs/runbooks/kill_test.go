@@ -140,6 +140,7 @@ func count(calls []faultproxy.Call, action, resourceHas string) int {
 //   - canary-redrive: the ramped redrive is killed after its first
 //     deletes; step 5 (`redrive resume --dlq`) finishes it from the
 //     journal in $DLQCTL_STATE_DIR.
+//
 // The DLQ is given as its ARN (canary-redrive) and its URL (big-incident),
 // as a reader may paste it: names derived from it (the archive's queue=
 // folder) and the run found by `redrive resume --dlq` must not depend on

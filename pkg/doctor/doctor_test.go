@@ -208,7 +208,7 @@ func TestPlainRef(t *testing.T) {
 	for ref, want := range map[string]QueueRef{
 		"orders-dlq": {Name: "orders-dlq"},
 		"https://sqs.eu-west-1.amazonaws.com/123456789012/orders-dlq": {Name: "orders-dlq", URL: "https://sqs.eu-west-1.amazonaws.com/123456789012/orders-dlq"},
-		"arn:aws:sqs:eu-west-1:123456789012:orders-dlq.fifo":         {Name: "orders-dlq.fifo", Account: "123456789012", Region: "eu-west-1"},
+		"arn:aws:sqs:eu-west-1:123456789012:orders-dlq.fifo":          {Name: "orders-dlq.fifo", Account: "123456789012", Region: "eu-west-1"},
 	} {
 		if got, err := plainRef(ref); err != nil || got != want {
 			t.Errorf("plainRef(%s) = %+v, %v; want %+v", ref, got, err, want)
