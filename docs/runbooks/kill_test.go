@@ -141,16 +141,16 @@ func count(calls []faultproxy.Call, action, resourceHas string) int {
 //     deletes; step 5 (`redrive resume --dlq`) finishes it from the
 //     journal in $DLQCTL_STATE_DIR.
 //
-// The DLQ is given as its ARN (canary-redrive) and its URL (big-incident),
-// as a reader may paste it: names derived from it (the archive's queue=
-// folder) and the run found by `redrive resume --dlq` must not depend on
-// the form.
-//
 //   - big-incident: one of the two archive processes is killed after its
 //     parts were verified and its messages deleted, before its final
 //     manifest (S3 writes are slowed so the kill lands there): it printed
 //     nothing, only its checkpoint manifest is in S3; step 3 finds its run
 //     in the archive and steps 5–6 restore it with the others.
+//
+// The DLQ is given as its ARN (canary-redrive) and its URL (big-incident),
+// as a reader may paste it: names derived from it (the archive's queue=
+// folder) and the run found by `redrive resume --dlq` must not depend on
+// the form.
 func TestRunbooksSurviveAKilledProcess(t *testing.T) {
 	testenv.BuildBinary(t)
 	cases := map[string]*killSpec{
