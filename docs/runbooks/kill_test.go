@@ -141,13 +141,17 @@ func count(calls []faultproxy.Call, action, resourceHas string) int {
 //     deletes; step 5 (`redrive resume --dlq`) finishes it from the
 //     journal in $DLQCTL_STATE_DIR.
 //
+//   - archive-and-discard: step 3's archive --delete is killed the same
+//     way (after its deletes, before its final manifest); step 4 finds the
+//     run in the archive and step 6 restores every message of it.
+//
 //   - big-incident: one of the two archive processes is killed after its
 //     parts were verified and its messages deleted, before its final
 //     manifest (S3 writes are slowed so the kill lands there): it printed
 //     nothing, only its checkpoint manifest is in S3; step 3 finds its run
 //     in the archive and steps 5–6 restore it with the others.
 //
-// The DLQ is given as its ARN (canary-redrive) and its URL (big-incident),
+// The DLQ is given as its ARN (canary-redrive) and its URL (the others),
 // as a reader may paste it: names derived from it (the archive's queue=
 // folder) and the run found by `redrive resume --dlq` must not depend on
 // the form.
@@ -159,6 +163,16 @@ func TestRunbooksSurviveAKilledProcess(t *testing.T) {
 			block: "--ramp",
 			when: func(sqs, _ []faultproxy.Call) bool {
 				return count(sqs, "DeleteMessageBatch", "") >= 1
+			},
+		},
+		"archive-and-discard.md": {
+			match: []string{"archive", "--class permanent", "--delete"},
+			block: "--class permanent --delete",
+			when: func(_, s3 []faultproxy.Call) bool {
+				return count(s3, "PutObject", "_manifest-checkpoint-") >= 1 && count(s3, "PutObject", "/_manifest.json") >= 1
+			},
+			setup: func(r *recording) {
+				r.s3.SetFaults(faultproxy.Fault{Action: "PutObject", Kind: faultproxy.Slow, Delay: time.Second})
 			},
 		},
 		"big-incident.md": {
@@ -179,20 +193,21 @@ func TestRunbooksSurviveAKilledProcess(t *testing.T) {
 			t.Parallel()
 			env := testenv.Require(t)
 			inc := setup(t, env)
-			if name == "big-incident.md" {
-				inc.vars["DLQ"] = inc.truth.DLQ.URL
-			} else {
+			if name == "canary-redrive.md" {
 				inc.vars["DLQ"] = inc.truth.DLQ.ARN
+			} else {
+				inc.vars["DLQ"] = inc.truth.DLQ.URL
 			}
 			runRunbookKilling(t, env, name, inc, k)
 			if k.killedCommand() == "" {
 				t.Fatalf("no process was killed: the test proved nothing (the kill condition was never met)")
 			}
 			after[name](t, env, inc)
-			if name == "big-incident.md" {
+			if name != "canary-redrive.md" {
 				// The killed process's run has only checkpoints: no
 				// manifest of its own, yet its messages were restored.
-				out, err := env.S3(t).ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(inc.bucket), Prefix: aws.String("incidents/")})
+				prefix := map[string]string{"big-incident.md": "incidents/", "archive-and-discard.md": "dlq-archive/"}[name]
+				out, err := env.S3(t).ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(inc.bucket), Prefix: aws.String(prefix)})
 				if err != nil {
 					t.Fatal(err)
 				}
