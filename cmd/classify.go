@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -168,19 +169,38 @@ func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.S
 	}
 	var recs []queue.Record
 	matched := 0
-	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *queue.Record, parsed any) error {
+	// Classification, redaction and (for NDJSON) encoding run on the
+	// decoding goroutines; records are printed in input order.
+	type listed struct {
+		rec  queue.Record
+		line json.RawMessage
+		err  error
+	}
+	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *queue.Record, parsed any) any {
 		if !sel.Match(rec, parsed) {
 			return nil
 		}
-		matched++
-		r := *rec
+		l := &listed{rec: *rec}
 		if redactor != nil {
-			r = redactor.Record(r)
+			l.rec = redactor.Record(l.rec)
 		}
 		if nd != nil {
-			return nd.Write(r)
+			l.line, l.err = l.rec.MarshalJSON()
 		}
-		recs = append(recs, r)
+		return l
+	}, func(_ *queue.Record, _, prepared any) error {
+		l, ok := prepared.(*listed)
+		if !ok {
+			return nil
+		}
+		matched++
+		if nd != nil {
+			if l.err != nil {
+				return l.err
+			}
+			return nd.Write(l.line)
+		}
+		recs = append(recs, l.rec)
 		return nil
 	})
 	if err != nil {
@@ -266,8 +286,10 @@ func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classif
 	g := inspect.NewGrouper(keys, now)
 	byRule := map[[2]string]map[string]int{}
 	notes := map[string]string{}
-	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *queue.Record, parsed any) error {
-		if !sel.Match(rec, parsed) {
+	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *queue.Record, parsed any) any {
+		return sel.Match(rec, parsed) // on the decoding goroutines
+	}, func(rec *queue.Record, parsed, matched any) error {
+		if matched != true {
 			return nil
 		}
 		g.Add(rec, parsed)
@@ -370,7 +392,7 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	var found *classify.Explanation
 	var rec queue.Record
 	var lookupErr error
-	rr, err := readRecords(ctx, f, opts.Queue, &read, nil, func(r *queue.Record, parsed any) error {
+	rr, err := readRecords(ctx, f, opts.Queue, &read, nil, nil, func(r *queue.Record, parsed, _ any) error {
 		if r.MessageID != opts.Explain {
 			return nil
 		}
