@@ -50,12 +50,12 @@ discarded, and verify the archive.
 Messages are streamed into parts: gzip-compressed NDJSON of message records
 (the exact body, every attribute — binary ones as base64 — the system
 attributes, the class, action and rule — built-in rules unless --rules —
-and the error fingerprint; docs/archive.md has the record contract). A part
+and the error fingerprint; 'dlqctl help archive.md' has the record contract). A part
 closes at --part-size (compressed) or --part-records, whichever comes first,
 so the messages dlqctl holds stay far from SQS's 12 h visibility ceiling and
 its in-flight limit. Keys (Hive-style partition folders that Athena, DuckDB
 and Spark read as a table as they are; the manifest's leading "_" makes
-them skip it — see docs/archive-queries.md):
+them skip it — see 'dlqctl help archive-queries'):
 
   PREFIX/queue=<queue>/dt=<yyyy-mm-dd>/run=<run-id>/part-00001.ndjson.gz
   PREFIX/queue=<queue>/dt=<yyyy-mm-dd>/run=<run-id>/_manifest.json

@@ -61,7 +61,11 @@ uses --max-visible 0: any visible message is a breach.
                      unknown, unless --growth-sample D is given: then check
                      takes a second reading after D and scales that change.
 
--o json prints the report as one JSON document for machines.`),
+-o json prints the report as one JSON document for machines.
+
+Exit 3 is a breach. Exit 2 means check could not look: no credentials or
+region, an unknown queue, or AccessDenied (the message names the IAM action,
+'dlqctl help iam'); exit 1 an error. A monitor should alert on those too.`),
 		Example: `  dlqctl check orders-dlq                       # any message is a breach
   dlqctl check orders-dlq --max-visible 100 --max-age 2h --max-growth 50/5m
   */5 * * * * dlqctl check orders-dlq --max-growth 20/5m -o json || page-oncall`,

@@ -324,6 +324,11 @@ func checkRef(raw string) (broker.Ref, error) {
 		return ref, err
 	}
 	switch ref.Broker {
+	case broker.SQS:
+		// The shape of a URL or ARN is checked now, before any call.
+		if _, err := sqs.ParseRef(ref.Target); err != nil {
+			return ref, err
+		}
 	case broker.AMQP:
 		return ref, errs.BadInputf("%s is a RabbitMQ queue, and this dlqctl does not read RabbitMQ yet; pass an SQS queue (a name, URL, ARN or sqs://NAME)", ref)
 	case broker.Kafka:

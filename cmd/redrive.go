@@ -107,10 +107,16 @@ keep to one budget, and tells the run it has peers: it ends when nothing is
 visible for it, and reports the messages its peers hold (in_flight_at_peers)
 instead of waiting for them — unless one of its own receives may have lost
 its answer, which it waits out. The shared redrive is complete when every
-process exits 0. --canary and --engine native run alone. See docs/scale.md. Guards: --max-returns P (share of moved messages seen back in the DLQ,
+process exits 0. --canary and --engine native run alone. See 'dlqctl help scale'. Guards: --max-returns P (share of moved messages seen back in the DLQ,
 e.g. 5%) and --max-dest-backlog N (visible messages in a destination);
 --on-guard abort stops at once, pause holds sending until the condition
 clears or --pause-timeout passes. A tripped guard exits 3.
+
+Exit 1 is an error the run could not go on after (SQS or S3 still failing
+after retries, the journal not writable): what it moved is in its journal —
+'dlqctl runs', then 'dlqctl redrive resume'. Exit 2: bad flags, no
+credentials or region, or AccessDenied (naming the IAM action), nothing
+changed. Exit 4: some messages refused, unknown or not yet deleted.
 
 Every run has an id and a journal. After a crash or kill, 'dlqctl redrive
 resume RUN_ID' (or running the same command again) deletes what was already
@@ -133,7 +139,7 @@ func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error
 		Short: "Move messages from a DLQ back to their sources or a recovery queue, with nothing lost",
 		Long:  withExitCodes(redriveLong),
 		Example: `  dlqctl redrive orders-dlq --dry-run
-  dlqctl redrive orders-dlq --class transient --canary 10 --verify-for 2m --yes
+  dlqctl redrive orders-dlq --class transient --canary 10 --yes
   dlqctl redrive orders-dlq --class transient --ramp 5,20,50,100 --ramp-every 1m --max-returns 5% --yes
   dlqctl redrive orders-dlq --to orders-recovery --filter '.envelope.event_type == "OrderPaid"' --yes
   dlqctl redrive resume 20261130T031500-ab12cd --yes`,
@@ -661,18 +667,40 @@ func orDash(s string) string {
 }
 
 func newCmdRedriveResume(f *Factory, runF func(context.Context, *RedriveOptions) error) *cobra.Command {
-	return &cobra.Command{
-		Use:   "resume RUN_ID",
+	var dlqRef string
+	c := &cobra.Command{
+		Use:   "resume RUN_ID | --dlq DLQ",
 		Short: "Finish a redrive run that was interrupted or killed",
 		Long: withExitCodes(`Continue a run from its journal: messages the run already sent are deleted
 from the DLQ without being sent again, the rest are moved with the run's
 original options. After a crash, resume first waits for the messages the
-run held to become visible again. 'dlqctl runs' lists run ids.`),
+run held to become visible again. 'dlqctl runs' lists run ids.
+
+--dlq DLQ resumes the newest unfinished redrive run (running — left by a
+killed process —, interrupted or partial) of that DLQ, never one of another
+DLQ and never a canary-failed or guard-tripped one (those stopped for a
+reason); with none, it says so and exits 0. The journals are read from
+--state-dir: use the same (persistent) directory as the run.`),
 		Example: `  dlqctl runs
-  dlqctl redrive resume 20261130T031500-ab12cd --yes`,
-		Args: exactArgs(1, "one RUN_ID (see 'dlqctl runs')"),
+  dlqctl redrive resume 20261130T031500-ab12cd --yes
+  dlqctl redrive resume --dlq orders-dlq --yes --state-dir /var/lib/dlqctl`,
+		Args: func(c *cobra.Command, args []string) error {
+			if (len(args) == 1) == (dlqRef != "") || len(args) > 1 {
+				return errs.BadInputf("redrive resume expects one RUN_ID or --dlq DLQ (not both); see 'dlqctl runs'")
+			}
+			return nil
+		},
 		RunE: func(c *cobra.Command, args []string) error {
-			j, err := redrive.OpenJournal(f.StateDir(), args[0])
+			id := ""
+			if len(args) == 1 {
+				id = args[0]
+			} else {
+				var err error
+				if id, err = newestUnfinishedRedrive(c.Context(), f, dlqRef); err != nil || id == "" {
+					return err
+				}
+			}
+			j, err := redrive.OpenJournal(f.StateDir(), id)
 			if err != nil {
 				return err
 			}
@@ -697,6 +725,8 @@ run held to become visible again. 'dlqctl runs' lists run ids.`),
 			return redriveRun(c.Context(), opts)
 		},
 	}
+	c.Flags().StringVar(&dlqRef, "dlq", "", "resume the newest unfinished redrive run of this DLQ (name, URL or ARN)")
+	return c
 }
 
 func newCmdRedriveStatus(f *Factory) *cobra.Command {

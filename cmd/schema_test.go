@@ -50,6 +50,8 @@ var schemaRefs = []string{
 	"health.schema.json#/$defs/run",
 	"archive-verify.schema.json",
 	"archive-verify.schema.json#/$defs/event",
+	"doctor.schema.json",
+	"doctor.schema.json#/$defs/check",
 }
 
 func loadSchemas(t testing.TB) map[string]*jsonschema.Schema {
@@ -112,7 +114,7 @@ func contractFor(args []string) outputContract {
 	valueFlags := map[string]bool{"-o": true, "--output": true, "--region": true, "--profile": true, "--endpoint-url": true,
 		"--sqs-endpoint-url": true, "--s3-endpoint-url": true, "--state-dir": true, "--bucket-owner": true}
 	commands := map[string]bool{"sample": true, "group": true, "classify": true, "redrive": true, "restore": true, "archive": true,
-		"queues": true, "audit": true, "check": true, "watch": true, "runs": true}
+		"queues": true, "audit": true, "check": true, "watch": true, "runs": true, "doctor": true}
 	var c outputContract
 	c.format = "table"
 	cmd, sub, engine := "", "", ""
@@ -195,6 +197,8 @@ func contractFor(args []string) outputContract {
 		}
 	case "runs":
 		c.json, c.ndjson = "health.schema.json#/$defs/runs", "health.schema.json#/$defs/run"
+	case "doctor":
+		c.json, c.ndjson = "doctor.schema.json", "doctor.schema.json#/$defs/check"
 	case "archive":
 		if sub == "verify" {
 			c.json, c.ndjson = "archive-verify.schema.json", "archive-verify.schema.json#/$defs/event"

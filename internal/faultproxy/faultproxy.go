@@ -145,6 +145,7 @@ type Proxy struct {
 	mu     sync.Mutex
 	faults []*Fault
 	stats  Stats
+	calls  []Call
 }
 
 // New starts a proxy to target (the SQS endpoint URL).
@@ -204,6 +205,7 @@ func (p *Proxy) ResetStats() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats = Stats{Requests: map[string]int{}, Fired: map[string]int{}}
+	p.calls = nil
 }
 
 // newReverseProxy forwards to target without changing the request: the
@@ -363,6 +365,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	action := actionOf(r, body)
+	p.logCall(action, r, body)
 	f, lat := p.pick(action)
 	if lat > 0 {
 		// Half on the way in, half on the way out.
@@ -400,6 +403,8 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	case EntryFail:
 		p.entryFail(w, r, body, f)
+	case Deny:
+		writeDenied(w, r, action)
 	default:
 		p.forward(w, r, body)
 	}

@@ -611,7 +611,7 @@ func (s *moveSink) result(pr *pipeline.Result, src Source) *Result {
 		if len(r.BlockedGroups) > 20 {
 			r.BlockedGroups = r.BlockedGroups[:20]
 		}
-		r.Note = fmt.Sprintf("%d message(s) could not be read: they wait behind unselected messages of FIFO group(s) %s, which this run left in the DLQ; select whole groups, or archive the DLQ with --delete first and restore the groups you want (docs/runbooks/fifo-redrive.md)", r.Blocked, strings.Join(r.BlockedGroups, ", "))
+		r.Note = fmt.Sprintf("%d message(s) could not be read: they wait behind unselected messages of FIFO group(s) %s, which this run left in the DLQ; select whole groups, or archive the DLQ with --delete first and restore the groups you want ('dlqctl help fifo-redrive')", r.Blocked, strings.Join(r.BlockedGroups, ", "))
 	}
 	for _, d := range s.dests {
 		r.Destinations = append(r.Destinations, d)

@@ -270,7 +270,7 @@ func WrapAWSError(err error) error {
 		case code == "AccessDenied" || code == "AccessDeniedException":
 			return accessDenied(err, ae)
 		case strings.HasPrefix(code, "KMS.") || code == "KmsAccessDenied":
-			return errs.BadInputf("the queue is encrypted with a KMS key these credentials may not use (%s: %s); grant kms:GenerateDataKey (to send) and kms:Decrypt (to receive) on that key — see docs/iam.md", code, firstLine(ScrubReceiptHandles(ae.ErrorMessage())))
+			return errs.BadInputf("the queue is encrypted with a KMS key these credentials may not use (%s: %s); grant kms:GenerateDataKey (to send) and kms:Decrypt (to receive) on that key — see 'dlqctl help iam'", code, firstLine(ScrubReceiptHandles(ae.ErrorMessage())))
 		}
 	}
 	return err
@@ -298,7 +298,7 @@ func accessDenied(err error, ae smithy.APIError) error {
 	if action == "" {
 		action = "the SQS action"
 	}
-	return errs.BadInputf("access denied: the credentials in use may not call %s on %s (AWS: %s); grant it to the role or user — docs/iam.md lists the actions each command needs", action, resource, firstLine(msg))
+	return errs.BadInputf("access denied: the credentials in use may not call %s on %s (AWS: %s); grant it to the role or user — 'dlqctl help iam' lists the actions each command needs", action, resource, firstLine(msg))
 }
 
 // IAMAction is the IAM action that authorizes an API operation of an AWS
