@@ -287,11 +287,12 @@ func (k keepSource) Ack(_ context.Context, items []pipeline.Item) []error {
 	return make([]error, len(items))
 }
 
-// AbandonReceives does nothing: everything this source archived is held
-// until the end and then released, and an abandoned poll could take it.
-func (k keepSource) AbandonReceives() {}
+// EndReading never abandons receives: everything this source archived is
+// held until the end and then released, and an abandoned poll could take
+// it.
+func (k keepSource) EndReading(bool) { k.QueueSource.EndReading(true) }
 
-var _ pipeline.Drainer = keepSource{}
+var _ pipeline.Ender = keepSource{}
 
 // partSink writes delivered records into gzip NDJSON parts; a part's
 // commit resolves when the part is uploaded and verified.

@@ -360,7 +360,7 @@ func newMoveSink(opt Options, src Source) *moveSink {
 		s.fifo = qs.Queue().FIFO
 	}
 	s.created = opt.Journal.Meta().Created
-	if _, ok := src.(pipeline.Drainer); ok {
+	if _, ok := src.(pipeline.Ender); ok {
 		s.queueShare = opt.Share
 	} else {
 		s.partition = opt.Share
