@@ -2,7 +2,8 @@
 // that injects faults: throttling errors, 500/503, connection resets
 // (before or after the request reached the server), answers lost after the
 // server acted, network latency, slow responses, and per-entry failures
-// inside SendMessageBatch / DeleteMessageBatch. Tests put it in front of
+// inside SendMessageBatch / DeleteMessageBatch, and queue counts that trail
+// the truth (SetCountLag, see countlag.go). Tests put it in front of
 // local-aws-sqs or moto_server to check that dlqctl's accounting stays exact
 // when SQS misbehaves or is far away.
 //
@@ -142,6 +143,8 @@ type Proxy struct {
 	mu     sync.Mutex
 	faults []*Fault
 	stats  Stats
+
+	lag countLag
 }
 
 // New starts a proxy to target (the SQS endpoint URL).
@@ -165,7 +168,7 @@ func New(target string, faults ...Fault) (*Proxy, error) {
 }
 
 // Close stops the proxy.
-func (p *Proxy) Close() { p.srv.CloseClientConnections(); p.srv.Close() }
+func (p *Proxy) Close() { p.stopCountPolls(); p.srv.CloseClientConnections(); p.srv.Close() }
 
 // SetFaults replaces the fault rules (e.g. to stop injecting).
 func (p *Proxy) SetFaults(faults ...Fault) {
@@ -369,6 +372,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		w = &delayedWriter{ResponseWriter: w, r: r, delay: lat - lat/2}
 	}
 	if f == nil {
+		if action == "GetQueueAttributes" && p.countLagOn() && p.serveLaggedCounts(w, r, body) {
+			return
+		}
 		p.forward(w, r, body)
 		return
 	}
