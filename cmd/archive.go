@@ -339,7 +339,10 @@ type ArchiveSummary struct {
 	Stats      archive.Stats           `json:"stats"`
 	NotDeleted []archive.FailedMessage `json:"not_deleted,omitempty"`
 	Error      string                  `json:"error,omitempty"`
-	Run        *archive.Manifest       `json:"run"`
+	// CountsNote: the queue's approximate counts at the end, when they
+	// disagreed with what the run saw (advisory).
+	CountsNote string            `json:"counts_note,omitempty"`
+	Run        *archive.Manifest `json:"run"`
 }
 
 func printArchiveSummary(f *Factory, prog *output.Progress, format output.Format, res *archive.Result, runErr error) error {
@@ -355,7 +358,7 @@ func printArchiveSummary(f *Factory, prog *output.Progress, format output.Format
 	case !m.Complete:
 		status = "stopped"
 	}
-	sum := ArchiveSummary{Status: status, Stats: res.Stats, NotDeleted: res.NotDeleted, Run: m}
+	sum := ArchiveSummary{Status: status, Stats: res.Stats, NotDeleted: res.NotDeleted, Run: m, CountsNote: res.CountsNote}
 	if res.ManifestKey != "" {
 		sum.Manifest = archive.Location{Bucket: m.Bucket, Key: res.ManifestKey}.String()
 	}
@@ -396,6 +399,9 @@ func printArchiveSummary(f *Factory, prog *output.Progress, format output.Format
 	}
 	if m.Note != "" {
 		t.Row("note", m.Note)
+	}
+	if sum.CountsNote != "" {
+		t.Row("counts", sum.CountsNote)
 	}
 	return t.Render()
 }

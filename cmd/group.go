@@ -158,12 +158,10 @@ func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *lo
 			}
 		case strings.Contains(res.Scan.Note, "in-flight"):
 			f.IO.Warnf("%s: read %d of about %d messages; the results are a bounded sample", res.Scan.Note, read, out.Depth)
-		case out.Complete && read < out.Depth:
-			// Messages in flight elsewhere (and, on real SQS, FIFO groups
-			// blocked behind the messages dlqctl holds) cannot be read.
-			f.IO.Warnf("%s held about %d messages when the read began but only %d could be read (messages in flight elsewhere, or FIFO groups blocked behind held messages, are not readable); treat the results as a sample",
-				res.Queue.Name, out.Depth, read)
-			out.Complete = false
+		case res.Scan.CountsNote != "":
+			// The read is complete (it read until SQS had nothing more to
+			// give); the counts are advisory and say so.
+			f.IO.Warnf("%s", res.Scan.CountsNote)
 		}
 		f.Verbosef("read %d distinct messages from %s (depth at start: %d); all released", res.Scan.Seen, res.Queue.Name, out.Depth)
 	}

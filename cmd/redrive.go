@@ -16,6 +16,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/queue"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
@@ -458,7 +459,16 @@ func printRedriveSummary(f *Factory, prog *output.Progress, dlq *queue.Queue, ro
 		t.Row("pending", fmt.Sprintf("%d sent but not yet deleted from the DLQ; re-run to finish", res.SentNotDeleted))
 	}
 	sharedRows(t, res)
+	countsRow(t, res.Counts)
 	return renderOutcomeRows(t, res, v)
+}
+
+// countsRow shows what the queue's approximate counts said at the end when
+// they disagreed with what the run saw (advisory).
+func countsRow(t *output.TablePrinter, c *pipeline.CountsNote) {
+	if c != nil {
+		t.Row("counts", c.Note)
+	}
 }
 
 // sharedRows says, for a process of a shared run, which share it was and

@@ -54,6 +54,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -221,6 +222,9 @@ func newReverseProxy(target *url.URL) *httputil.ReverseProxy {
 			pr.Out.Host = pr.In.Host
 		},
 		Transport: tr,
+		// Abandoned long polls are expected; their cancellations are not
+		// news.
+		ErrorLog: log.New(io.Discard, "", 0),
 	}
 }
 

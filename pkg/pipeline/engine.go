@@ -117,7 +117,7 @@ type Result struct {
 	LockedByPeers   int `json:"locked_by_peers,omitempty"`
 	// Counts is what the broker's approximate counts said at the end when
 	// they disagreed with what the run saw (advisory; never a failure).
-	Counts *CountsNote `json:"counts,omitempty"`
+	Counts *CountsNote `json:"approximate_counts,omitempty"`
 	// HeldLimit: the run stopped at the queue's in-flight limit.
 	HeldLimit bool `json:"held_limit,omitempty"`
 	// StoppedAtMax: the run stopped at Options.Max or StopWhen.

@@ -172,9 +172,13 @@ type Result struct {
 	// groups (up to 20).
 	Blocked       int      `json:"blocked,omitempty"`
 	BlockedGroups []string `json:"blocked_groups,omitempty"`
-	// InFlightElsewhere: messages in flight that the run did not hold at
-	// its end (a receive whose answer was lost, another consumer).
+	// InFlightElsewhere: at most this many messages were taken by a
+	// receive whose answer was lost and had not come back at the run's end.
 	InFlightElsewhere int `json:"in_flight_elsewhere,omitempty"`
+	// Counts: what the DLQ's approximate counts said at the end when they
+	// disagreed with what the run saw (advisory: they trail by up to a
+	// minute on AWS; never a failure).
+	Counts *pipeline.CountsNote `json:"approximate_counts,omitempty"`
 	// Share is "I/N" for a run shared by N processes (--rate-share).
 	Share string `json:"rate_share,omitempty"`
 	// InFlightAtPeers (a shared run): messages in flight that the run did
@@ -568,7 +572,7 @@ func (s *moveSink) result(pr *pipeline.Result, src Source) *Result {
 		Unmarked: s.unmarkedN, ByDestination: s.byDest, ByClass: s.byClass,
 		Complete: pr.Complete, Note: pr.Note, Blocked: pr.Blocked, InFlightElsewhere: pr.InFlightElsewhere,
 		Share: s.opt.Share.String(), InFlightAtPeers: pr.InFlightAtPeers, LockedByPeers: pr.LockedByPeers,
-		StoppedAtMax: pr.StoppedAtMax, Duplicates: pr.Duplicates,
+		StoppedAtMax: pr.StoppedAtMax, Duplicates: pr.Duplicates, Counts: pr.Counts,
 		Interrupted: pr.Interrupted, Guard: pr.Guard, Errors: pr.Errors,
 		ElapsedSeconds: pr.ElapsedSeconds, Rate: pr.Rate,
 	}
