@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/dlqctl/dlqctl/internal/faultproxy"
 	"github.com/dlqctl/dlqctl/internal/testenv"
 )
 
@@ -226,5 +227,64 @@ func waitDepth(t *testing.T, c *sqs.Client, url string, n int) {
 			t.Fatalf("%s shows %d visible, want %d", url, v, n)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRedriveReportsPossibleDuplicates: a SendMessageBatch whose answer is
+// lost after SQS enqueued it is sent again by the SDK, and the standard
+// destination holds those messages twice. The redrive still completes (exit
+// 0: nothing is lost, every message moved) and says how many may have been
+// delivered twice — in -o json (maybe_twice, maybe_twice_ids), in the run's
+// journal (`runs -o json`), and in the table — at least as many as the
+// destination received twice.
+func TestRedriveReportsPossibleDuplicates(t *testing.T) {
+	env := testenv.Require(t)
+	c := env.SQS(t)
+	const n = 100
+	dlq, _ := createQueue(t, c, testenv.UniqueName(t, "twice"), nil)
+	dest, _ := createQueue(t, c, testenv.UniqueName(t, "twiced"), nil)
+	sendBodies(t, c, dlq, n)
+	penv, p := proxied(t, env, faultproxy.Fault{Action: "SendMessageBatch", Kind: faultproxy.ResetAfter, Every: 3, Limit: 2})
+	state := t.TempDir()
+	r := runCLI(t, penv, "", "redrive", dlq, "--to", dest, "--yes", "--state-dir", state, "-o", "json")
+	var sum struct {
+		Status     string   `json:"status"`
+		Moved      int      `json:"moved"`
+		MaybeTwice int      `json:"maybe_twice"`
+		IDs        []string `json:"maybe_twice_ids"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &sum); r.Code != 0 || err != nil || sum.Moved != n || sum.Status != "completed" {
+		t.Fatalf("redrive: exit %d, status %q, moved %d of %d (%v)\n%s", r.Code, sum.Status, sum.Moved, n, err, r.Stderr)
+	}
+	copies := map[string]int{}
+	doubled := 0
+	for _, b := range receiveAll(t, c, dest) {
+		if copies[b]++; copies[b] == 2 {
+			doubled++
+		}
+	}
+	if len(copies) != n {
+		t.Fatalf("the destination holds %d distinct messages, want %d", len(copies), n)
+	}
+	if p.Stats().Fired[faultproxy.ResetAfter] != 2 || doubled == 0 {
+		t.Fatalf("the proxy lost %d send answers and the destination holds %d messages twice; the test proves nothing", p.Stats().Fired[faultproxy.ResetAfter], doubled)
+	}
+	if sum.MaybeTwice < doubled || len(sum.IDs) != sum.MaybeTwice {
+		t.Fatalf("maybe_twice %d (%d ids); the destination received %d messages twice", sum.MaybeTwice, len(sum.IDs), doubled)
+	}
+	t.Logf("maybe twice: %d reported, %d doubled in the destination", sum.MaybeTwice, doubled)
+
+	runs := runCLI(t, env, "", "runs", "--state-dir", state, "-o", "json")
+	if runs.Code != 0 || !strings.Contains(runs.Stdout, fmt.Sprintf(`"maybe_twice": %d`, sum.MaybeTwice)) {
+		t.Errorf("runs -o json does not carry the journal's maybe_twice %d:\n%s\n%s", sum.MaybeTwice, runs.Stdout, runs.Stderr)
+	}
+
+	// The table says it in words.
+	dlq2, _ := createQueue(t, c, testenv.UniqueName(t, "twice2"), nil)
+	sendBodies(t, c, dlq2, 30)
+	p.SetFaults(faultproxy.Fault{Action: "SendMessageBatch", Kind: faultproxy.ResetAfter, Limit: 1})
+	r = runCLI(t, penv, "", "redrive", dlq2, "--to", dest, "--yes", "--state-dir", t.TempDir())
+	if r.Code != 0 || !strings.Contains(r.Stdout+r.Stderr, "may have been delivered twice: the send's answer was lost") {
+		t.Errorf("redrive table: exit %d, no word of possible duplicates:\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 }

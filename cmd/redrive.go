@@ -463,6 +463,11 @@ func printRedriveSummary(f *Factory, prog *output.Progress, dlq *queue.Queue, ro
 	return renderOutcomeRows(t, res, v)
 }
 
+// maybeTwiceNote says that n copies may have been delivered twice.
+func maybeTwiceNote(n int) string {
+	return fmt.Sprintf("%d message(s) may have been delivered twice: the send's answer was lost and the SDK sent it again; the destination's consumer should handle them idempotently (-o json lists them as maybe_twice_ids; the run's journal marks them maybe_twice)", n)
+}
+
 // countsRow shows what the queue's approximate counts said at the end when
 // they disagreed with what the run saw (advisory).
 func countsRow(t *output.TablePrinter, c *pipeline.CountsNote) {
@@ -490,6 +495,9 @@ func sharedRows(t *output.TablePrinter, res *redrive.Result) {
 // renderOutcomeRows adds the rows every pipeline summary (redrive, restore)
 // ends with — tripped guard, canary verdict, errors — and renders the table.
 func renderOutcomeRows(t *output.TablePrinter, res *redrive.Result, v *redrive.Verdict) error {
+	if res.MaybeTwice > 0 {
+		t.Row("maybe twice", maybeTwiceNote(res.MaybeTwice))
+	}
 	if res.Guard != nil {
 		t.Row("guard", fmt.Sprintf("%s tripped: %s", res.Guard.Name, res.Guard.Detail))
 	}

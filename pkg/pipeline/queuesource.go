@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 
@@ -519,15 +517,9 @@ func (w *receiveWatch) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessag
 	out, err := w.API.ReceiveMessage(ctx, in, opts...)
 	lost := 0
 	if out != nil {
-		if ar, ok := retry.GetAttemptResults(out.ResultMetadata); ok {
-			for _, a := range ar.Results {
-				if a.Err != nil && mayHaveActed(a.Err) {
-					lost++
-				}
-			}
-		}
+		lost = queue.AttemptsThatMayHaveActed(out.ResultMetadata)
 	}
-	if err != nil && ctx.Err() == nil && mayHaveActed(err) {
+	if err != nil && ctx.Err() == nil && queue.MayHaveActed(err) {
 		lost++ // the last attempt may have reached SQS before it failed
 	}
 	if lost > 0 {
@@ -567,18 +559,6 @@ func (w *receiveWatch) unknownAfter(emptySince time.Time) (int, time.Time) {
 	}
 	w.lost = keep
 	return n, until
-}
-
-// mayHaveActed reports whether a failed attempt may have been carried out
-// by SQS: anything but an error answer SQS gave before acting (a 4xx:
-// throttling, a bad request). A 5xx, a reset or a timeout may come after
-// SQS acted.
-func mayHaveActed(err error) bool {
-	var re *awshttp.ResponseError
-	if errors.As(err, &re) && re.HTTPStatusCode() >= 400 && re.HTTPStatusCode() < 500 {
-		return false
-	}
-	return true
 }
 
 // isOverLimit reports whether err is SQS's OverLimit error (too many
