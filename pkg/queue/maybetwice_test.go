@@ -22,10 +22,10 @@ import (
 func TestSendBatchMarksEntriesAnAmbiguousRetryMayHaveDoubled(t *testing.T) {
 	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
 		for _, tc := range []struct {
-			name      string
-			fault     faultproxy.Fault
-			fifo      bool
-			twice     bool
+			name       string
+			fault      faultproxy.Fault
+			fifo       bool
+			twice      bool
 			wantCopies int
 		}{
 			{"reset-after", faultproxy.Fault{Action: "SendMessageBatch", Kind: faultproxy.ResetAfter, Limit: 1}, false, true, 8},
