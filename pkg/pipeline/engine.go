@@ -206,6 +206,7 @@ type engine struct {
 	drainedEnd    bool // reading ended because the source was drained
 	releasedSince time.Time
 	waitSince     time.Time
+	lastFlush     time.Time
 	sourceDone    atomic.Bool
 	heldLimit     atomic.Bool
 	stoppedAtMx   atomic.Bool
@@ -403,7 +404,7 @@ func (e *engine) reconcileLocked(r *Result) {
 	case r.Blocked > 0:
 		r.Note = fmt.Sprintf("%d message(s) could not be read: a FIFO group's later messages cannot be received while an earlier message of the group is held", r.Blocked)
 	case r.InFlightElsewhere > 0:
-		r.Note = fmt.Sprintf("up to %d message(s) may have been taken by a receive whose answer was lost and had not come back when the run ended; they become visible again within %s — re-run then (or run with --wait-inflight)", r.InFlightElsewhere, r.ReturnAfter.Round(time.Second))
+		r.Note = fmt.Sprintf("up to %d message(s) were in flight elsewhere when the run ended: a receive whose answer was lost may have taken them, and nobody holds them; they become visible again within %s — re-run then (or run with --wait-inflight)", r.InFlightElsewhere, r.ReturnAfter.Round(time.Second))
 	case len(e.released) > 0:
 		r.Note = fmt.Sprintf("%d message(s) were given back to the source during the run and not read again; re-run to process them", len(e.released))
 	}
@@ -561,6 +562,18 @@ func (e *engine) worker(runCtx context.Context, w int, ack *acker) {
 	}
 }
 
+// flushEvery spaces the flushes of a sink's buffered deliveries that empty
+// receives ask for (endMu is held).
+const flushEvery = 200 * time.Millisecond
+
+func (e *engine) flushDue() bool {
+	if time.Since(e.lastFlush) < flushEvery {
+		return false
+	}
+	e.lastFlush = time.Now()
+	return true
+}
+
 // endReading ends reading because the source is drained (endMu is held)
 // and tells the source, which may end its pending receives early when the
 // run will give nothing back at its end (nothing skipped or refused is
@@ -608,7 +621,7 @@ func (e *engine) emptyReceive(ctx context.Context) bool {
 	if e.ended {
 		return true
 	}
-	if e.pendingAcks.Load() > 0 {
+	if e.pendingAcks.Load() > 0 && e.flushDue() {
 		// Deliveries a sink buffers (an open archive part) become durable
 		// now, so their removals can land — on a FIFO queue, unlocking
 		// their groups' next messages.

@@ -104,8 +104,8 @@ func TestSharedRunStillWaitsForItsOwnLostReceive(t *testing.T) {
 // fake's lost receives as the real source reports what the SDK's retry
 // metadata tells it (the fake has no retryer): up to 10 messages may be out
 // until the lost receive's messages are back and an empty long poll begun
-// after that. The real source's detection runs on the stack
-// (TestLostReceiveOnTheStack).
+// after that. The real source's detection runs on the stack, through
+// internal/faultproxy (cmd's TestLostReceivesAreWaitedForOrReported).
 type unknownSource struct {
 	*pipeline.QueueSource
 	f      *sqsfake.SQS

@@ -57,8 +57,18 @@ type QueueSource struct {
 	// load) would lose the group's order; End then reads the receives'
 	// outcomes with none half done. fifoDone (set once reading is over)
 	// makes later receives return nothing.
-	recvMu   sync.Mutex
+	recvMu   prioLock
 	fifoDone atomic.Bool
+	// fifoBusy: the run last said it had messages in hand (End). Its own
+	// messages then lock their groups and unlock them any moment: a FIFO
+	// queue is polled briefly (WaitTimeSeconds 0, shortPollGap apart after
+	// an empty answer) instead of long-polled, because a long poll may not
+	// see a group unlocked while it waits (moto decides the locked groups
+	// when the poll begins) and its empty answer would prove nothing while
+	// the run holds messages. Once the run has nothing in hand, a long poll
+	// decides the end. shortEmpty (recvMu): the last short poll was empty.
+	fifoBusy   atomic.Bool
+	shortEmpty bool
 	// polls ends long polls that can only come back empty (see
 	// EndReading).
 	polls       context.Context
@@ -94,6 +104,48 @@ type QueueSource struct {
 	distinct  atomic.Int64
 	startSeen queue.Counts
 }
+
+// prioLock is a mutex whose priority holders (End) go ahead of the others
+// waiting (the receives), so that End waits for the receive under way only,
+// not for every worker's receive queued behind it.
+type prioLock struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	held bool
+	prio int
+}
+
+func (l *prioLock) lock(prio bool) {
+	l.mu.Lock()
+	if l.cond == nil {
+		l.cond = sync.NewCond(&l.mu)
+	}
+	if prio {
+		l.prio++
+	}
+	for l.held || (!prio && l.prio > 0) {
+		l.cond.Wait()
+	}
+	if prio {
+		l.prio--
+	}
+	l.held = true
+	l.mu.Unlock()
+}
+
+func (l *prioLock) unlock() {
+	l.mu.Lock()
+	l.held = false
+	c := l.cond
+	l.mu.Unlock()
+	if c != nil {
+		c.Broadcast()
+	}
+}
+
+// shortPollGap spaces a FIFO queue's brief polls after an empty answer
+// while the run has messages in hand (fifoBusy).
+const shortPollGap = 50 * time.Millisecond
 
 // abandonGrace is how long past its wait an abandoned long poll is assumed
 // to still take messages on the server (local-aws-sqs: about 40 ms; AWS
@@ -160,14 +212,27 @@ func (s *QueueSource) LeasesLost() int { return s.lease.Lost() }
 // messages it returned invisible with nobody holding them.
 func (s *QueueSource) Next(ctx context.Context, max int) ([]Item, error) {
 	if s.q.FIFO {
-		s.recvMu.Lock()
-		defer s.recvMu.Unlock()
+		s.recvMu.lock(false)
+		defer s.recvMu.unlock()
 		if s.fifoDone.Load() {
 			return nil, nil
 		}
 	}
 	if s.lease.Len()+max > s.opt.MaxHeld {
 		return nil, fmt.Errorf("%w: %d messages held", ErrHeldLimit, s.lease.Len())
+	}
+	wait := s.opt.Wait
+	if s.q.FIFO && s.fifoBusy.Load() {
+		wait = 0
+		if s.shortEmpty {
+			t := time.NewTimer(shortPollGap)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, nil
+			}
+		}
 	}
 	s.pollMu.Lock()
 	if s.polls.Err() != nil {
@@ -179,8 +244,8 @@ func (s *QueueSource) Next(ctx context.Context, max int) ([]Item, error) {
 	start := time.Now()
 	s.pending[seq] = start
 	s.pollMu.Unlock()
-	rctx, cancel := context.WithTimeout(s.polls, s.opt.Wait+60*time.Second)
-	msgs, err := s.rc.Receive(rctx, s.q, max, s.opt.Visibility, s.opt.Wait)
+	rctx, cancel := context.WithTimeout(s.polls, wait+60*time.Second)
+	msgs, err := s.rc.Receive(rctx, s.q, max, s.opt.Visibility, wait)
 	cancel()
 	s.pollMu.Lock()
 	delete(s.pending, seq)
@@ -188,11 +253,14 @@ func (s *QueueSource) Next(ctx context.Context, max int) ([]Item, error) {
 	if err == nil && !abandoned {
 		if len(msgs) > 0 {
 			s.lastItems = time.Now()
-		} else if start.After(s.lastEmpty) {
-			s.lastEmpty = start
+		} else if wait > 0 && start.After(s.lastEmpty) {
+			s.lastEmpty = start // only a long poll's empty answer counts
 		}
 	}
 	s.pollMu.Unlock()
+	if s.q.FIFO {
+		s.shortEmpty = wait == 0 && err == nil && len(msgs) == 0
+	}
 	if err != nil && abandoned {
 		return nil, nil // abandoned: the queue was drained
 	}
@@ -401,12 +469,15 @@ func (s *QueueSource) Close(ctx context.Context) error {
 // note.
 func (s *QueueSource) End(ctx context.Context, run RunState, final bool) (EndState, error) {
 	if s.q.FIFO && !final {
-		s.recvMu.Lock()
-		defer s.recvMu.Unlock()
+		s.recvMu.lock(true) // ahead of the receives waiting: at most the one under way
+		defer s.recvMu.unlock()
 	}
 	s.pollMu.Lock()
 	lastItems, lastEmpty := s.lastItems, s.lastEmpty
 	s.pollMu.Unlock()
+	if s.q.FIFO && !final {
+		s.fifoBusy.Store(run.Busy > 0)
+	}
 	st := EndState{Ordered: s.q.FIFO}
 	st.Drained = !lastEmpty.IsZero() && !lastEmpty.Before(lastItems)
 	if s.q.FIFO && st.Drained && !final {
