@@ -291,7 +291,6 @@ func TestFIFOWithDefaultConcurrencyDrainsEveryGroupInOrder(t *testing.T) {
 	const n = groups * per
 	for i := range rounds {
 		t.Run(fmt.Sprintf("archive-delete/%02d", i), func(t *testing.T) {
-			t.Parallel() // two at a time on 2 cores: more contention, not less
 			url, _ := fifoDLQ(t, c, testenv.UniqueName(t, "fr"), groups, per)
 			bucket := motoBucket(t, env)
 			r := runCLI(t, env, "", "archive", url, "--to", "s3://"+bucket+"/p", "--delete", "--yes", "-o", "json")
@@ -315,7 +314,6 @@ func TestFIFOWithDefaultConcurrencyDrainsEveryGroupInOrder(t *testing.T) {
 			checkOrderPerGroup(t, bodies)
 		})
 		t.Run(fmt.Sprintf("redrive-to-source/%02d", i), func(t *testing.T) {
-			t.Parallel()
 			dlq, dlqARN := fifoDLQ(t, c, testenv.UniqueName(t, "frd"), groups, per)
 			src, _ := createQueue(t, c, testenv.UniqueName(t, "frs")+".fifo", map[string]string{
 				"FifoQueue": "true", "RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"3"}`, dlqARN),

@@ -34,7 +34,7 @@ const DefaultSample = 1000
 func (r *ReadFlags) addFlags(c *cobra.Command) {
 	fl := c.Flags()
 	fl.IntVar(&r.Sample, "sample", DefaultSample, "read at most N messages (estimates scale groups to the queue depth)")
-	fl.BoolVar(&r.All, "all", false, "read the whole queue (every message once, held invisible until the end, then released); exit 4 when it cannot be read whole (FIFO groups locked behind held messages on AWS, messages in flight elsewhere)")
+	fl.BoolVar(&r.All, "all", false, "read the whole queue (every message once, held invisible until the end, then released); exit 4 when it cannot be read whole (FIFO groups locked behind held messages on AWS, messages a receive whose answer was lost took)")
 	fl.StringVar(&r.From, "from", "", fromFlagHelp)
 	fl.DurationVar(&r.Visibility, "visibility", 30*time.Second, "how long read messages stay hidden between heartbeats")
 	c.MarkFlagsMutuallyExclusive("sample", "all")

@@ -69,10 +69,14 @@ recovery queue), safely:
     the rest (visibility 0), print the summary, exit 130.
 
 The run says "completed" (exit 0) only when the DLQ was drained and
-nothing is left that it did not account for. Messages in flight elsewhere
-at the end (a receive whose answer was lost, another consumer) are waited
-for up to their visibility timeout and moved (--wait-inflight, default on;
---wait-inflight=false reports them, exit 4). On a FIFO DLQ a message the
+nothing is left that it did not account for: SQS had nothing more to give
+it (an empty long poll), never the queue's approximate counts, which trail
+by up to a minute (when they disagree at the end, the summary notes it;
+exit 0). Messages a receive whose answer was lost may have taken are
+waited for up to their visibility timeout and moved (--wait-inflight,
+default on; --wait-inflight=false reports them, exit 4). A send whose
+answer was lost and that the SDK sent again may have delivered its
+messages twice: the summary counts them (maybe_twice). On a FIFO DLQ a message the
 selection skips is held until the end, so SQS hands out nothing more of its
 group: later messages of that group are not moved ahead of it, and the run
 exits 4 naming the blocked groups. A message whose lease was lost is never

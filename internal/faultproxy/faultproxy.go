@@ -34,9 +34,9 @@
 // ReceiveMessage simply returns other messages (or none), and the messages
 // handed out in the lost answer stay in flight, invisible to everyone, until
 // their visibility timeout expires; then they come back with
-// ApproximateReceiveCount one higher. Nothing in the successful response
-// tells the caller that this happened; only the queue's
-// ApproximateNumberOfMessagesNotVisible shows it. For SendMessage(Batch) the
+// ApproximateReceiveCount one higher. Only the response's retry metadata
+// (retry.GetAttemptResults: more than one attempt) tells the caller that
+// this may have happened. For SendMessage(Batch) the
 // retry sends the messages again (duplicates on a standard queue; a FIFO
 // queue drops them by deduplication id within 5 minutes). ResetAfter has
 // the same effect at the server, but the client sees a connection error
