@@ -66,9 +66,12 @@ type QueueSource struct {
 	// see a group unlocked while it waits (moto decides the locked groups
 	// when the poll begins) and its empty answer would prove nothing while
 	// the run holds messages. Once the run has nothing in hand, a long poll
-	// decides the end. shortEmpty (recvMu): the last short poll was empty.
+	// decides the end. shortEmpty (recvMu): the last short poll was empty;
+	// lastGot (recvMu): the last receive returned messages (the run has them
+	// in hand now, though End has not said so yet).
 	fifoBusy   atomic.Bool
 	shortEmpty bool
+	lastGot    bool
 	// polls ends long polls that can only come back empty (see
 	// EndReading).
 	polls       context.Context
@@ -222,7 +225,7 @@ func (s *QueueSource) Next(ctx context.Context, max int) ([]Item, error) {
 		return nil, fmt.Errorf("%w: %d messages held", ErrHeldLimit, s.lease.Len())
 	}
 	wait := s.opt.Wait
-	if s.q.FIFO && s.fifoBusy.Load() {
+	if s.q.FIFO && (s.fifoBusy.Load() || s.lastGot) {
 		wait = 0
 		if s.shortEmpty {
 			t := time.NewTimer(shortPollGap)
@@ -260,6 +263,7 @@ func (s *QueueSource) Next(ctx context.Context, max int) ([]Item, error) {
 	s.pollMu.Unlock()
 	if s.q.FIFO {
 		s.shortEmpty = wait == 0 && err == nil && len(msgs) == 0
+		s.lastGot = err == nil && len(msgs) > 0
 	}
 	if err != nil && abandoned {
 		return nil, nil // abandoned: the queue was drained
