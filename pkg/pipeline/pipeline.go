@@ -142,7 +142,8 @@ type EndState struct {
 type CountsNote struct {
 	// Visible messages the counts still show, and InFlight messages in
 	// flight that the run did not hold (other consumers, peers of a shared
-	// run — or counts that trail).
+	// run — or counts that trail). Both 0: the note is about what the
+	// counts could not confirm (FIFO groups held to the end).
 	Visible  int `json:"visible"`
 	InFlight int `json:"in_flight"`
 	// Note says it in one sentence.

@@ -253,12 +253,8 @@ func (s *QueueSource) Next(ctx context.Context, max int) ([]Item, error) {
 	s.pollMu.Lock()
 	delete(s.pending, seq)
 	abandoned := s.polls.Err() != nil
-	if err == nil && !abandoned {
-		if len(msgs) > 0 {
-			s.lastItems = time.Now()
-		} else if wait > 0 && start.After(s.lastEmpty) {
-			s.lastEmpty = start // only a long poll's empty answer counts
-		}
+	if err == nil && !abandoned && len(msgs) == 0 && wait > 0 && start.After(s.lastEmpty) {
+		s.lastEmpty = start // only a long poll's empty answer counts
 	}
 	s.pollMu.Unlock()
 	if s.q.FIFO {
@@ -309,6 +305,13 @@ func (s *QueueSource) Next(ctx context.Context, max int) ([]Item, error) {
 		fresh = append(fresh, m)
 	}
 	s.distinct.Add(int64(len(items)))
+	if len(items) > 0 {
+		// Handed out now (redeliveries of messages the run already holds
+		// are not: the run has them in hand already).
+		s.pollMu.Lock()
+		s.lastItems = time.Now()
+		s.pollMu.Unlock()
+	}
 	if s.q.FIFO && len(items) > 0 {
 		s.gmu.Lock()
 		for _, it := range items {
@@ -537,7 +540,7 @@ func (s *QueueSource) report(ctx context.Context, st EndState) (EndState, error)
 	if st.Blocked > 0 {
 		shownVisible = 0 // already reported as blocked
 	}
-	if shownVisible > 0 || other > 0 {
+	if shownVisible > 0 || other > 0 || n.Delayed > 0 {
 		var parts []string
 		if shownVisible > 0 {
 			parts = append(parts, fmt.Sprintf("%d visible", shownVisible))
@@ -545,9 +548,15 @@ func (s *QueueSource) report(ctx context.Context, st EndState) (EndState, error)
 		if other > 0 {
 			parts = append(parts, fmt.Sprintf("%d in flight that this run did not hold", other))
 		}
+		if n.Delayed > 0 {
+			parts = append(parts, fmt.Sprintf("%d delayed (not yet receivable)", n.Delayed))
+		}
 		st.Counts = &CountsNote{Visible: shownVisible, InFlight: other, Note: fmt.Sprintf(
 			"the queue's approximate counts still show %s, although this run's receives found it empty; SQS's counts can trail by up to a minute%s",
 			strings.Join(parts, " and "), otherNote(other))}
+	} else if st.BlockedGroups > 0 && st.Blocked == 0 {
+		st.Counts = &CountsNote{Note: fmt.Sprintf(
+			"this run held messages of %d FIFO group(s) to its end, and SQS hands out nothing more of a group while one of its messages is held; the queue's approximate counts show nothing waiting behind them, but they can trail by up to a minute — to be sure to see every message, archive with --delete and work from the archive", st.BlockedGroups)}
 	}
 	return st, nil
 }
