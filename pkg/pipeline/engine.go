@@ -203,7 +203,8 @@ type engine struct {
 	// end detection
 	endMu         sync.Mutex
 	ended         bool
-	drainedEnd    bool // reading ended because the source was drained
+	drainedEnd    bool   // reading ended because the source was drained
+	endNote       string // the source's sentence on what is left (EndState.Note)
 	releasedSince time.Time
 	waitSince     time.Time
 	lastFlush     time.Time
@@ -335,6 +336,7 @@ func (e *engine) finalEnd(ctx context.Context, clean bool) {
 	defer e.mu.Unlock()
 	r := e.res
 	r.Blocked, r.BlockedGroups = st.Blocked, st.BlockedGroups
+	e.endNote = st.Note
 	r.InFlightElsewhere, r.ReturnAfter = 0, 0
 	if !st.UnknownUntil.IsZero() {
 		r.InFlightElsewhere = max(1, st.Unknown)
@@ -401,10 +403,12 @@ func (e *engine) reconcileLocked(r *Result) {
 		r.Note = "stopped at the queue's in-flight limit: the run holds as many messages as SQS lets one queue have in flight; run again (a run that removes what it processed continues where this one ended)"
 	case r.StoppedAtMax:
 		r.Note = "stopped at the requested maximum"
+	case (r.Blocked > 0 || r.InFlightElsewhere > 0) && e.endNote != "":
+		r.Note = e.endNote
 	case r.Blocked > 0:
-		r.Note = fmt.Sprintf("%d message(s) could not be read: a FIFO group's later messages cannot be received while an earlier message of the group is held", r.Blocked)
+		r.Note = fmt.Sprintf("%d message(s) could not be read: they wait behind messages the run held to its end in their ordering group", r.Blocked)
 	case r.InFlightElsewhere > 0:
-		r.Note = fmt.Sprintf("up to %d message(s) were in flight elsewhere when the run ended: a receive whose answer was lost may have taken them, and nobody holds them; they become visible again within %s — re-run then (or run with --wait-inflight)", r.InFlightElsewhere, r.ReturnAfter.Round(time.Second))
+		r.Note = fmt.Sprintf("up to %d message(s) were in flight elsewhere when the run ended: a call whose outcome is unknown may have taken them, and nobody holds them; they are back within %s — re-run then (or wait for them)", r.InFlightElsewhere, r.ReturnAfter.Round(time.Second))
 	case len(e.released) > 0:
 		r.Note = fmt.Sprintf("%d message(s) were given back to the source during the run and not read again; re-run to process them", len(e.released))
 	}

@@ -131,6 +131,10 @@ type EndState struct {
 	// Ordered: the source keeps ordering groups (FIFO), so messages can
 	// wait behind others.
 	Ordered bool
+	// Note (final) says in one sentence, in the broker's words, what
+	// Blocked and Unknown count and what to do (the run's note when it is
+	// partial because of them); empty: the engine says it in general terms.
+	Note string
 	// Counts (final) are the broker's own counts, advisory: nil when the
 	// broker has none or they agree with what the run saw.
 	Counts *CountsNote

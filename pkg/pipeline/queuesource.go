@@ -533,6 +533,15 @@ func (s *QueueSource) report(ctx context.Context, st EndState) (EndState, error)
 	if !st.UnknownUntil.IsZero() && countsErr == nil && other > 0 {
 		st.Unknown = min(st.Unknown, other)
 	}
+	var notes []string
+	if st.Blocked > 0 {
+		notes = append(notes, fmt.Sprintf("%d message(s) could not be read: a FIFO group's later messages cannot be received while an earlier message of the group is held", st.Blocked))
+	}
+	if !st.UnknownUntil.IsZero() {
+		notes = append(notes, fmt.Sprintf("up to %d message(s) were in flight elsewhere when the run ended: a receive whose answer was lost may have taken them, and nobody holds them; they become visible again within %s — re-run then (or run with --wait-inflight)",
+			max(1, st.Unknown), max(0, time.Until(st.UnknownUntil)).Round(time.Second)))
+	}
+	st.Note = strings.Join(notes, "; ")
 	if countsErr != nil {
 		return st, nil // the counts only add a note
 	}
