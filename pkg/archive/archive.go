@@ -296,7 +296,7 @@ func (k keepSource) Ack(_ context.Context, items []pipeline.Item) []error {
 // EndReading never abandons receives: everything this source archived is
 // held until the end and then released, and an abandoned poll could take
 // it.
-func (k keepSource) EndReading(bool) { k.QueueSource.EndReading(true) }
+func (k keepSource) EndReading(bool) { k.QueueSource.EndReading(false) }
 
 var _ pipeline.Ender = keepSource{}
 

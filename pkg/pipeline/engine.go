@@ -579,17 +579,22 @@ func (e *engine) flushDue() bool {
 }
 
 // endReading ends reading because the source is drained (endMu is held)
-// and tells the source, which may end its pending receives early when the
-// run will give nothing back at its end (nothing skipped or refused is
-// held, nothing released, no failure): then an abandoned receive can only
-// take a message that arrived after the drain.
-func (e *engine) endReading() {
+// and tells the source, which may end its pending receives early when no
+// message can become visible that the run would not read again: the run
+// gives nothing back at its end (nothing skipped or refused is held,
+// nothing released, no failure), no peer shares the source, no call with
+// an unknown outcome is pending. Then an abandoned receive can only take a
+// message that arrived after the drain.
+func (e *engine) endReading(unknownPending bool) {
 	e.ended, e.drainedEnd = true, true
 	e.mu.Lock()
 	safe := e.stopErr == nil && e.res.Unknown == 0 && e.res.Released == 0
 	e.mu.Unlock()
-	giveBack := !safe || e.skipped.Load() > 0 || e.failed.Load() > 0
-	e.ender.EndReading(giveBack)
+	// Peers' messages (a peer killed mid-run) and those of a lost receive
+	// become visible at any moment: a poll abandoned then would hide them
+	// for a visibility timeout with nobody holding them.
+	mayAbandon := safe && e.skipped.Load() == 0 && e.failed.Load() == 0 && e.opt.Peers <= 1 && !unknownPending
+	e.ender.EndReading(mayAbandon)
 }
 
 // awaitReleased reports whether messages the run gave back during the run
@@ -659,13 +664,13 @@ func (e *engine) emptyReceive(ctx context.Context) bool {
 		if e.opt.WaitInFlight > 0 && now.Sub(e.waitSince) < e.opt.WaitInFlight {
 			return false
 		}
-		e.endReading()
+		e.endReading(true)
 		return true
 	}
 	if e.awaitReleased() {
 		return false // a release of this run is landing: read it again
 	}
-	e.endReading()
+	e.endReading(false)
 	return true
 }
 

@@ -92,11 +92,13 @@ type Ender interface {
 	// when reading ended because the source was drained) the source also
 	// fills the report fields (Blocked, Counts) and may call the broker.
 	End(ctx context.Context, run RunState, final bool) (EndState, error)
-	// EndReading tells the source that reading is over. giveBack says the
-	// run will give messages back (release them) at its end. A source may
-	// then end its pending receives early — unless giveBack, when a receive
-	// abandoned mid-flight could take a message the run gives back.
-	EndReading(giveBack bool)
+	// EndReading tells the source that reading is over. mayAbandon says
+	// that no message can become readable that the run would not read
+	// again (it gives nothing back at its end, no peer shares the source,
+	// no call with an unknown outcome is pending): the source may then end
+	// its pending receives early. Otherwise a receive abandoned mid-flight
+	// could take such a message and hide it with nobody holding it.
+	EndReading(mayAbandon bool)
 }
 
 // RunState is what the engine tells an Ender about the run.

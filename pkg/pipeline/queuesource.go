@@ -432,16 +432,16 @@ func (s *QueueSource) waitQuiet(ctx context.Context) {
 }
 
 // EndReading makes later receives of a FIFO queue return nothing and,
-// unless the run gives messages back (giveBack), ends the long polls under
-// way: a poll abandoned mid-flight goes on at the server until its wait is
-// over and may still take a message there (it stays invisible for the
-// run's visibility timeout, then is back — nothing is lost). If the run
-// releases after all (a guard trips, an interrupt), Release and Close first
-// wait until those polls have surely ended, so they cannot take what is
-// given back. It saves up to one long-poll wait at the end of every run.
-func (s *QueueSource) EndReading(giveBack bool) {
+// when mayAbandon, ends the long polls under way: a poll abandoned
+// mid-flight goes on at the server until its wait is over and may still
+// take a message there (it stays invisible for the run's visibility
+// timeout, then is back — nothing is lost). If the run releases after all
+// (a guard trips, an interrupt), Release and Close first wait until those
+// polls have surely ended, so they cannot take what is given back. It
+// saves up to one long-poll wait at the end of a run.
+func (s *QueueSource) EndReading(mayAbandon bool) {
 	s.fifoDone.Store(true)
-	if !giveBack {
+	if mayAbandon {
 		s.abandonPoll()
 	}
 }
@@ -481,12 +481,20 @@ func (s *QueueSource) End(ctx context.Context, run RunState, final bool) (EndSta
 	}
 	s.pollMu.Lock()
 	lastItems, lastEmpty := s.lastItems, s.lastEmpty
+	// A receive begun before the empty one and still under way may have
+	// taken messages before the empty one began: its answer decides.
+	earlier := false
+	for _, start := range s.pending {
+		if start.Before(lastEmpty) {
+			earlier = true
+		}
+	}
 	s.pollMu.Unlock()
 	if s.q.FIFO && !final {
 		s.fifoBusy.Store(run.Busy > 0)
 	}
 	st := EndState{Ordered: s.q.FIFO}
-	st.Drained = !lastEmpty.IsZero() && !lastEmpty.Before(lastItems)
+	st.Drained = !lastEmpty.IsZero() && !lastEmpty.Before(lastItems) && (final || !earlier)
 	if s.q.FIFO && st.Drained && !final {
 		st.Drained = run.Busy == 0 && !run.QuietSince.Before(lastItems) && !lastEmpty.Before(run.QuietSince)
 	}
