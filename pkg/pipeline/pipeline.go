@@ -19,8 +19,8 @@
 //     lease lost), and the run is "complete" only when the end-of-run
 //     reconciliation found nothing left that it did not account for;
 //   - the end of the run: a source that can always be sent more (an
-//     Ender: a queue) is asked whether reading is over once receives come
-//     back short. It answers from what it knows — empty answers, calls
+//     Ender: a queue) is asked whether reading is over when a receive comes
+//     back empty. It answers from what it knows — empty answers, calls
 //     whose outcome is unknown (waited for, or reported), ordering groups
 //     locked behind messages the run holds (reported as blocked) — never
 //     from a broker's approximate counts, which only add a note;
@@ -79,7 +79,7 @@ type Source interface {
 
 // Ender is a Source that never says "nothing more, ever" (a queue: it can
 // always be sent more, and it may hand out again what it handed out). After
-// a receive comes back short the engine asks it whether reading is over;
+// a receive comes back empty the engine asks it whether reading is over;
 // the source answers from what it knows of its own calls — for SQS: empty
 // long polls, receives the SDK retried after a lost answer, FIFO groups
 // the run itself locks — never from a broker's approximate counts, which
