@@ -59,6 +59,12 @@ type QueueSource struct {
 	// makes later receives return nothing.
 	recvMu   prioLock
 	fifoDone atomic.Bool
+	// gate orders a standard queue's receives against End: a receive holds
+	// it shared for its whole call; End takes it exclusively (ahead of new
+	// receives), so it decides with no receive under way — an empty answer
+	// proves nothing while a concurrent receive may still bring the last
+	// messages (the server may have handled that one first).
+	gate sync.RWMutex
 	// fifoBusy: the run last said it had messages in hand (End). Its own
 	// messages then lock their groups and unlock them any moment: a FIFO
 	// queue is polled briefly (WaitTimeSeconds 0, shortPollGap apart after
@@ -220,6 +226,9 @@ func (s *QueueSource) Next(ctx context.Context, max int) ([]Item, error) {
 		if s.fifoDone.Load() {
 			return nil, nil
 		}
+	} else {
+		s.gate.RLock()
+		defer s.gate.RUnlock()
 	}
 	if s.lease.Len()+max > s.opt.MaxHeld {
 		return nil, fmt.Errorf("%w: %d messages held", ErrHeldLimit, s.lease.Len())
@@ -475,26 +484,23 @@ func (s *QueueSource) Close(ctx context.Context) error {
 // visible on local-aws-sqs) are read only for the final report's advisory
 // note.
 func (s *QueueSource) End(ctx context.Context, run RunState, final bool) (EndState, error) {
-	if s.q.FIFO && !final {
+	switch {
+	case final:
+	case s.q.FIFO:
 		s.recvMu.lock(true) // ahead of the receives waiting: at most the one under way
 		defer s.recvMu.unlock()
+	default:
+		s.gate.Lock() // waits for the receives under way (one long poll at most)
+		defer s.gate.Unlock()
 	}
 	s.pollMu.Lock()
 	lastItems, lastEmpty := s.lastItems, s.lastEmpty
-	// A receive begun before the empty one and still under way may have
-	// taken messages before the empty one began: its answer decides.
-	earlier := false
-	for _, start := range s.pending {
-		if start.Before(lastEmpty) {
-			earlier = true
-		}
-	}
 	s.pollMu.Unlock()
 	if s.q.FIFO && !final {
 		s.fifoBusy.Store(run.Busy > 0)
 	}
 	st := EndState{Ordered: s.q.FIFO}
-	st.Drained = !lastEmpty.IsZero() && !lastEmpty.Before(lastItems) && (final || !earlier)
+	st.Drained = !lastEmpty.IsZero() && !lastEmpty.Before(lastItems)
 	if s.q.FIFO && st.Drained && !final {
 		st.Drained = run.Busy == 0 && !run.QuietSince.Before(lastItems) && !lastEmpty.Before(run.QuietSince)
 	}
