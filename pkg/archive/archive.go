@@ -148,6 +148,9 @@ type Result struct {
 	Note              string
 	Blocked           int
 	InFlightElsewhere int
+	// CountsNote: what the queue's approximate counts said at the end when
+	// they disagreed with what the run saw (advisory; never a failure).
+	CountsNote string
 }
 
 // FailedMessage is a message that could not be processed, and why.
@@ -245,6 +248,9 @@ func Run(ctx context.Context, c *queue.Client, q *queue.Queue, api S3API, opts O
 	}
 	res.Complete, res.Note = s.man.Complete, s.man.Note
 	res.Blocked, res.InFlightElsewhere = pr.Blocked, pr.InFlightElsewhere
+	if pr.Counts != nil {
+		res.CountsNote = pr.Counts.Note
+	}
 	if len(s.man.Parts) > 0 {
 		key := ManifestKey(s.runDir)
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
@@ -287,11 +293,12 @@ func (k keepSource) Ack(_ context.Context, items []pipeline.Item) []error {
 	return make([]error, len(items))
 }
 
-// AbandonReceives does nothing: everything this source archived is held
-// until the end and then released, and an abandoned poll could take it.
-func (k keepSource) AbandonReceives() {}
+// EndReading never abandons receives: everything this source archived is
+// held until the end and then released, and an abandoned poll could take
+// it.
+func (k keepSource) EndReading(bool) { k.QueueSource.EndReading(false) }
 
-var _ pipeline.Drainer = keepSource{}
+var _ pipeline.Ender = keepSource{}
 
 // partSink writes delivered records into gzip NDJSON parts; a part's
 // commit resolves when the part is uploaded and verified.

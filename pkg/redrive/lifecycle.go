@@ -92,7 +92,7 @@ func Execute(ctx context.Context, c *queue.Client, spec RunSpec) (*Outcome, erro
 		// FIFO deduplication id (the command is theirs in common, the run
 		// id is not). Not for an archive: its processes split the records,
 		// and `restore --again` must send them again.
-		if _, onQueue := spec.Source.(pipeline.Drainer); onQueue && spec.Move.DedupKey == "" {
+		if _, onQueue := spec.Source.(pipeline.Ender); onQueue && spec.Move.DedupKey == "" {
 			spec.Move.DedupKey = "shared\x00" + spec.Meta.Fingerprint
 		}
 		// Each process of a shared run has its own journal: a re-run of
