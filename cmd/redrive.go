@@ -20,6 +20,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
@@ -71,10 +72,14 @@ recovery queue), safely:
     the rest (visibility 0), print the summary, exit 130.
 
 The run says "completed" (exit 0) only when the DLQ was drained and
-nothing is left that it did not account for. Messages in flight elsewhere
-at the end (a receive whose answer was lost, another consumer) are waited
-for up to their visibility timeout and moved (--wait-inflight, default on;
---wait-inflight=false reports them, exit 4). On a FIFO DLQ a message the
+nothing is left that it did not account for: SQS had nothing more to give
+it (an empty long poll), never the queue's approximate counts, which trail
+by up to a minute (when they disagree at the end, the summary notes it;
+exit 0). Messages a receive whose answer was lost may have taken are
+waited for up to their visibility timeout and moved (--wait-inflight,
+default on; --wait-inflight=false reports them, exit 4). A send whose
+answer was lost and that the SDK sent again may have delivered its
+messages twice: the summary counts them (maybe_twice). On a FIFO DLQ a message the
 selection skips is held until the end, so SQS hands out nothing more of its
 group: later messages of that group are not moved ahead of it, and the run
 exits 4 naming the blocked groups. A message whose lease was lost is never
@@ -497,7 +502,21 @@ func printRedriveSummary(f *Factory, prog *output.Progress, dlq *sqs.Queue, rout
 		t.Row("pending", fmt.Sprintf("%d sent but not yet deleted from the DLQ; re-run to finish", res.SentNotDeleted))
 	}
 	sharedRows(t, res)
+	countsRow(t, res.Counts)
 	return renderOutcomeRows(t, res, v)
+}
+
+// maybeTwiceNote says that n copies may have been delivered twice.
+func maybeTwiceNote(n int) string {
+	return fmt.Sprintf("%d message(s) may have been delivered twice: the send's answer was lost and the SDK sent it again; the destination's consumer should handle them idempotently (-o json lists them as maybe_twice_ids; the run's journal marks them maybe_twice)", n)
+}
+
+// countsRow shows what the queue's approximate counts said at the end when
+// they disagreed with what the run saw (advisory).
+func countsRow(t *output.TablePrinter, c *pipeline.CountsNote) {
+	if c != nil {
+		t.Row("counts", c.Note)
+	}
 }
 
 // sharedRows says, for a process of a shared run, which share it was and
@@ -519,6 +538,9 @@ func sharedRows(t *output.TablePrinter, res *redrive.Result) {
 // renderOutcomeRows adds the rows every pipeline summary (redrive, restore)
 // ends with — tripped guard, canary verdict, errors — and renders the table.
 func renderOutcomeRows(t *output.TablePrinter, res *redrive.Result, v *redrive.Verdict) error {
+	if res.MaybeTwice > 0 {
+		t.Row("maybe twice", maybeTwiceNote(res.MaybeTwice))
+	}
 	if res.Guard != nil {
 		t.Row("guard", fmt.Sprintf("%s tripped: %s", res.Guard.Name, res.Guard.Detail))
 	}

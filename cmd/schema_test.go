@@ -315,6 +315,25 @@ func TestSchemasCatchContractBreaks(t *testing.T) {
 	if validate(ev, `{"type":"tick"}`) == nil {
 		t.Error("unknown event type accepted")
 	}
+	// A redrive summary reports possible duplicates (a send whose answer
+	// was lost and was retried) and what the counts said (advisory).
+	sum := s["redrive-summary.schema.json"]
+	goodSum := `{"run_id":"r1","received":10,"moved":10,"resumed":0,"sent_not_deleted":0,"failed":0,"unknown_outcome":0,"returned":0,` +
+		`"skipped":{},"unmarked":0,"complete":true,"interrupted":false,"elapsed_seconds":1.5,"rate":6.6,"status":"completed","dlq":"d","to":"q",` +
+		`"maybe_twice":3,"maybe_twice_ids":["m1","m2","m3"],` +
+		`"approximate_counts":{"visible":10,"in_flight":0,"note":"the queue's approximate counts still show 10 visible"}}`
+	if err := validate(sum, goodSum); err != nil {
+		t.Errorf("a redrive summary with maybe_twice and approximate_counts is refused: %v", err)
+	}
+	for name, bad := range map[string]string{
+		"maybe_twice as a string":           strings.Replace(goodSum, `"maybe_twice":3`, `"maybe_twice":"3"`, 1),
+		"maybe_twice negative":              strings.Replace(goodSum, `"maybe_twice":3`, `"maybe_twice":-1`, 1),
+		"approximate_counts without a note": strings.Replace(goodSum, `,"note":"the queue's approximate counts still show 10 visible"`, ``, 1),
+	} {
+		if validate(sum, bad) == nil {
+			t.Errorf("redrive summary, %s: accepted", name)
+		}
+	}
 	if c := contractFor([]string{"--region", "us-east-1", "classify", "q", "--summary", "-ondjson"}); c.format != "ndjson" || c.ndjson != "classify-summary.schema.json#/$defs/class" {
 		t.Errorf("contractFor: %+v", c)
 	}

@@ -277,9 +277,6 @@ export AWS_DEFAULT_REGION=$region
 export DLQCTL_MOTO_ENDPOINT=$3
 # CloudWatch Logs (dlqctl --logs, the demo worker's log group): only moto has it.
 export AWS_ENDPOINT_URL_CLOUDWATCH_LOGS=$3
-# local-aws-sqs counts in-flight messages in ApproximateNumberOfMessages (AWS
-# and moto do not); dlqctl subtracts them when this is set (docs/emulators.md).
-export DLQCTL_SQS_COUNTS_INCLUDE_INFLIGHT=1
 unset AWS_PROFILE AWS_DEFAULT_PROFILE AWS_SESSION_TOKEN AWS_ENDPOINT_URL
 EOF
   mv "$tmp" "$stack_dir/env"

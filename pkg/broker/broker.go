@@ -251,6 +251,11 @@ type Result struct {
 	// (the message stays at its source); any other error means the outcome
 	// is unknown.
 	Err error
+	// MaybeTwice: an earlier attempt of the call whose answer was lost may
+	// have published this entry already (a standard SQS queue does not
+	// deduplicate): a copy may exist twice, or — with Err — once although
+	// the entry was refused in the end. Runs count and report them.
+	MaybeTwice bool
 }
 
 // Publisher sends copies. Methods may be called from several goroutines.

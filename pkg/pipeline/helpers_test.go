@@ -18,13 +18,11 @@ import (
 // same behaviours run against local-aws-sqs and moto in the integration
 // tests of the commands; these pin them without the stack.
 
-// newFake returns a fake and a client on it that reads counts as AWS
-// reports them (visible only), whatever the environment says.
+// newFake returns a fake and a client on it.
 func newFake(t *testing.T) (*sqsfake.SQS, *sqs.Client) {
 	t.Helper()
 	f := sqsfake.New(sqsfake.Options{})
 	c := sqs.New(f, "us-east-1")
-	c.CountsIncludeInFlight = false
 	return f, c
 }
 

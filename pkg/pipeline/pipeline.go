@@ -18,11 +18,12 @@
 //     (delivered, resumed, skipped, refused, unknown outcome, not acked,
 //     lease lost), and the run is "complete" only when the end-of-run
 //     reconciliation found nothing left that it did not account for;
-//   - the end of the run: a source that can report what it still holds
-//     (Drainer) is asked whether anything is left once receives come back
-//     short — messages in flight elsewhere (a receive whose answer was lost,
-//     another consumer) are waited for, FIFO groups locked behind messages
-//     the run holds are reported as blocked;
+//   - the end of the run: a source that can always be sent more (an
+//     Ender: a queue) is asked whether reading is over when a receive comes
+//     back empty. It answers from what it knows — empty answers, calls
+//     whose outcome is unknown (waited for, or reported), ordering groups
+//     locked behind messages the run holds (reported as blocked) — never
+//     from a broker's approximate counts, which only add a note;
 //   - progress, guard and message events.
 //
 // The queue-specific parts — leases, receipt handles, message groups,
@@ -51,57 +52,83 @@ var ErrSourceDone = broker.ErrSourceDone
 // methods may be called from several goroutines.
 type Source = broker.Source
 
-// Remaining is what a Drainer source still has beyond what the run holds.
-type Remaining struct {
-	// Visible messages the run could still receive (approximate).
-	Visible int
-	// InFlightElsewhere are messages in flight that the run does not hold:
-	// a receive whose answer was lost, or another consumer.
-	InFlightElsewhere int
-	// Held is what the run holds (received and not yet acked or released).
-	Held int
-	// ReturnAfter is how long a message in flight elsewhere can stay
-	// invisible (the queue's visibility timeout, or the longest visibility
-	// the run itself received with).
-	ReturnAfter time.Duration
-	// Groups is true for a FIFO queue: visible messages that cannot be
-	// received are locked behind held messages of their group.
-	Groups bool
-	// LostUntil is set when one of the run's own receives may have lost
-	// its answer (the SDK retried it, so the first attempt may have taken
-	// messages nobody got): until then, messages in flight elsewhere may be
-	// those, and a shared run waits for them like a single run does.
-	LostUntil time.Time
+// Ender is a Source that never says "nothing more, ever" (a queue: it can
+// always be sent more, and it may hand out again what it handed out). After
+// a receive comes back empty the engine asks it whether reading is over;
+// the source answers from what it knows of its own calls — for SQS: empty
+// long polls, receives the SDK retried after a lost answer, FIFO groups
+// the run itself locks — never from a broker's approximate counts, which
+// are advisory only (EndState.Counts). What "empty", "unknown outcome" and
+// "locked" mean for a broker stays in its source; the engine reads the
+// neutral EndState.
+type Ender interface {
+	// End reports the source's end of reading. run is what the engine still
+	// has in hand. With final set (once, after the workers stopped and only
+	// when reading ended because the source was drained) the source also
+	// fills the report fields (Blocked, Counts) and may call the broker.
+	End(ctx context.Context, run RunState, final bool) (EndState, error)
+	// EndReading tells the source that reading is over. mayAbandon says
+	// that no message can become readable that the run would not read
+	// again (it gives nothing back at its end, no peer shares the source,
+	// no call with an unknown outcome is pending): the source may then end
+	// its pending receives early. Otherwise a receive abandoned mid-flight
+	// could take such a message and hide it with nobody holding it.
+	EndReading(mayAbandon bool)
 }
 
-// ReceiveCounter is a Source that reports the items a Next returns before
-// the queue's counts can be read again (a Settler's counts): the engine
-// then knows that messages missing from the counts are in its hands, not
-// locked or lost, even in the instant between a receive and its
-// processing (on a FIFO queue, a group taken by another worker's receive
-// is not "blocked").
-type ReceiveCounter interface {
-	CountReceived(func(n int))
+// RunState is what the engine tells an Ender about the run.
+type RunState struct {
+	// Busy counts items received and still being decided, delivered or
+	// removed: they leave the source soon (or are given back). Until then
+	// they may hold back others (a FIFO group's later messages).
+	Busy int64
+	// QuietSince is when Busy last became 0 (zero while Busy > 0, or when it
+	// never was above 0).
+	QuietSince time.Time
 }
 
-// Drainer is a Source that can tell what is left (a queue).
-type Drainer interface {
-	Remaining(ctx context.Context) (Remaining, error)
+// EndState is an Ender's account of its end, in broker-neutral terms.
+type EndState struct {
+	// Drained: every message the source could hand this run was handed
+	// out; only what Unknown, Blocked or other consumers hold is left.
+	Drained bool
+	// Unknown is an upper bound of the messages calls with an unknown
+	// outcome may have taken (a receive whose answer was lost): nobody
+	// holds them until UnknownUntil, when they are back. Zero time: no such
+	// call is pending. A run waiting for in-flight messages keeps reading
+	// until the source stops reporting them.
+	Unknown      int
+	UnknownUntil time.Time
+	// Blocked (final): messages the run could not read because they wait
+	// behind messages it holds to the end in their ordering group (a FIFO
+	// group whose earlier message was skipped, or a read that consumes
+	// nothing); an estimate. BlockedGroups is the number of such groups.
+	Blocked       int
+	BlockedGroups int
+	// Ordered: the source keeps ordering groups (FIFO), so messages can
+	// wait behind others.
+	Ordered bool
+	// Note (final) says in one sentence, in the broker's words, what
+	// Blocked and Unknown count and what to do (the run's note when it is
+	// partial because of them); empty: the engine says it in general terms.
+	Note string
+	// Counts (final) are the broker's own counts, advisory: nil when the
+	// broker has none or they agree with what the run saw.
+	Counts *CountsNote
 }
 
-// Settler is a Drainer whose counts can be read with no receive half done
-// (its messages already taken on the server, not yet held by the run):
-// the engine decides the end of a run on settled counts.
-type Settler interface {
-	Settle(ctx context.Context) (Remaining, error)
-}
-
-// Abandoner is a source whose pending receives can be ended early once it
-// is drained (AbandonReceives); the engine calls it only when the run will
-// release nothing at its end, so an abandoned receive cannot take back a
-// message the run gives back.
-type Abandoner interface {
-	AbandonReceives()
+// CountsNote is what a broker's approximate counts said at the end of a
+// run when they disagreed with what the run saw. It never decides the end
+// of a run or its exit code.
+type CountsNote struct {
+	// Visible messages the counts still show, and InFlight messages in
+	// flight that the run did not hold (other consumers, peers of a shared
+	// run — or counts that trail). Both 0: the note is about what the
+	// counts could not confirm (FIFO groups held to the end).
+	Visible  int `json:"visible"`
+	InFlight int `json:"in_flight"`
+	// Note says it in one sentence.
+	Note string `json:"note"`
 }
 
 // Verb says what the engine does with an item.
@@ -235,7 +262,6 @@ type Snapshot struct {
 	Total     int64
 	Skipped   int64
 	Failed    int64
-	Returned  int64
 	Rate      float64 // recent deliveries per second
 	Target    float64 // current rate step; 0 = unlimited
 	Elapsed   time.Duration

@@ -25,11 +25,11 @@ type peekSource struct{ *QueueSource }
 
 func (peekSource) Ack(_ context.Context, items []Item) []error { return make([]error, len(items)) }
 
-// AbandonReceives does nothing: everything a peek read is held until the
-// end and then released, and an abandoned poll could take it.
-func (peekSource) AbandonReceives() {}
+// EndReading never abandons receives: everything a peek read is held
+// until the end and then released, and an abandoned poll could take it.
+func (p peekSource) EndReading(bool) { p.QueueSource.EndReading(false) }
 
 var (
 	_ queue.SourceOpener = OpenQueueSource
-	_ Drainer            = peekSource{}
+	_ Ender              = peekSource{}
 )

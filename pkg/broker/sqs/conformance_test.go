@@ -64,7 +64,6 @@ func (h *sqsHarness) client(t *testing.T, faults ...faultproxy.Fault) (*sqs.Clie
 	t.Cleanup(p.Close)
 	api := awssqs.NewFromConfig(h.env.AWSConfig(context.Background()), func(o *awssqs.Options) { o.BaseEndpoint = aws.String(p.URL) })
 	c := sqs.New(api, "us-east-1")
-	c.CountsIncludeInFlight = h.env.CountsIncludeInFlight()
 	return c, p
 }
 

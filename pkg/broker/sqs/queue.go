@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -58,22 +57,12 @@ type Client struct {
 	// BatchConcurrency bounds the batch calls (visibility changes, deletes)
 	// in flight at once for one operation; 0 means DefaultBatchConcurrency.
 	BatchConcurrency int
-	// CountsIncludeInFlight says that the server's ApproximateNumberOfMessages
-	// also counts in-flight messages (local-aws-sqs does; AWS and moto do
-	// not). Set from DLQCTL_SQS_COUNTS_INCLUDE_INFLIGHT, which
-	// scripts/stack.sh exports for the local emulator.
-	CountsIncludeInFlight bool
 }
 
 // New returns a Client over api.
 func New(api API, region string) *Client {
-	inc, _ := strconv.ParseBool(os.Getenv(CountsIncludeInFlightEnv))
-	return &Client{API: api, Region: region, CountsIncludeInFlight: inc}
+	return &Client{API: api, Region: region}
 }
-
-// CountsIncludeInFlightEnv names the environment variable that sets
-// Client.CountsIncludeInFlight (an emulator compatibility switch).
-const CountsIncludeInFlightEnv = "DLQCTL_SQS_COUNTS_INCLUDE_INFLIGHT"
 
 // Queue is a resolved queue reference.
 type Queue struct {
