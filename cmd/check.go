@@ -13,7 +13,6 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/pipeline"
 )
 
 // CheckOptions are the inputs of `dlqctl check`.
@@ -132,7 +131,6 @@ func checkRun(ctx context.Context, opts *CheckOptions) error {
 	}
 	stateDir := filepath.Join(f.StateDir(), "check")
 	rep, err := health.Check(ctx, c, q, health.CheckOptions{
-		Open:       pipeline.OpenQueueSource,
 		Thresholds: opts.Thresholds, SampleMax: opts.Sample, SampleVisibility: opts.Visibility,
 		History: health.FileHistory{Dir: stateDir}, GrowthSample: opts.GrowthSample,
 		OnSample: func(q *sqs.Queue, n int) {

@@ -24,7 +24,6 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/pipeline"
 )
 
 // GlobalOptions are the persistent flags every command shares.
@@ -357,7 +356,7 @@ func (f *Factory) sqsEndpoint(ctx context.Context, ref broker.Ref) (*sqs.Endpoin
 	if err != nil {
 		return nil, err
 	}
-	ep, err := sqs.Open(ctx, c, ref, pipeline.OpenQueueSource)
+	ep, err := sqs.Open(ctx, c, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -368,7 +367,7 @@ func (f *Factory) sqsEndpoint(ctx context.Context, ref broker.Ref) (*sqs.Endpoin
 // SQSQueue makes an SQS queue resolved some other way (a source queue, a
 // destination read from a journal) an endpoint.
 func (f *Factory) SQSQueue(c *sqs.Client, q *sqs.Queue) *sqs.Endpoint {
-	return sqs.NewEndpoint(c, q, pipeline.OpenQueueSource)
+	return sqs.NewEndpoint(c, q)
 }
 
 // ResolveQueue resolves a reference that must name an SQS queue and prints

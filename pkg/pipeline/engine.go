@@ -11,13 +11,20 @@ import (
 
 	"golang.org/x/time/rate"
 
-	queue "github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/broker"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // ErrHeldLimit is returned (wrapped) by Source.Next when the source cannot
 // hand out more without exceeding the queue's in-flight limit (the run's own
 // cap, or SQS answering OverLimit). The engine ends the run as partial.
-var ErrHeldLimit = errors.New("in-flight limit reached")
+var ErrHeldLimit = broker.ErrHeldLimit
+
+// Default batch bounds (Options.BatchEntries, BatchBytes).
+const (
+	DefaultBatchEntries = 10
+	DefaultBatchBytes   = 1 << 20
+)
 
 // releasePatience is how long a run keeps reading for messages it gave back
 // during the run (and that a continuing run must read again).
@@ -27,6 +34,11 @@ const releasePatience = 30 * time.Second
 type Options struct {
 	// Workers receive, decide and deliver concurrently (default 8).
 	Workers int
+	// BatchEntries and BatchBytes bound one read and one delivery (default
+	// 10 entries and 1 MiB of Decision.Size: SQS's batch limits, which the
+	// other brokers' batches fit).
+	BatchEntries int
+	BatchBytes   int
 	// Rate is the delivery rate in messages per second (0 = unlimited).
 	// Ramp, when set, replaces it: the rate starts at Ramp[0] and steps to
 	// the next value every RampEvery (default 1m) while no guard pauses.
@@ -230,6 +242,12 @@ func Run(ctx context.Context, src Source, sink Sink, opt Options) (*Result, erro
 	if opt.EmptyReceives <= 0 {
 		opt.EmptyReceives = 2
 	}
+	if opt.BatchEntries <= 0 {
+		opt.BatchEntries = DefaultBatchEntries
+	}
+	if opt.BatchBytes <= 0 {
+		opt.BatchBytes = DefaultBatchBytes
+	}
 	if opt.Guards.Every <= 0 {
 		opt.Guards.Every = 10 * time.Second
 	}
@@ -246,8 +264,8 @@ func Run(ctx context.Context, src Source, sink Sink, opt Options) (*Result, erro
 	}
 	e.target.Store(first)
 	if first > 0 {
-		e.limiter = rate.NewLimiter(rate.Limit(first), queue.MaxBatchEntries)
-		e.limiter.AllowN(time.Now(), queue.MaxBatchEntries) // start empty: no burst above the rate
+		e.limiter = rate.NewLimiter(rate.Limit(first), opt.BatchEntries)
+		e.limiter.AllowN(time.Now(), opt.BatchEntries) // start empty: no burst above the rate
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	e.cancelRun = cancel
@@ -503,7 +521,7 @@ func (e *engine) worker(runCtx context.Context, w int, ack *acker) {
 		if e.maxReached() {
 			return
 		}
-		items, err := e.src.Next(runCtx, queue.MaxBatchEntries)
+		items, err := e.src.Next(runCtx, e.opt.BatchEntries)
 		// From here until they are processed or given back, the items
 		// count as busy (RunState.Busy).
 		inHand := int64(len(items))
@@ -748,7 +766,7 @@ func (e *engine) process(runCtx context.Context, w int, items []Item, ack *acker
 		ps := groups[key]
 		for len(ps) > 0 {
 			n, size := 0, 0
-			for n < len(ps) && n < queue.MaxBatchEntries && (n == 0 || size+ps[n].dec.Size <= queue.MaxBatchBytes) {
+			for n < len(ps) && n < e.opt.BatchEntries && (n == 0 || size+ps[n].dec.Size <= e.opt.BatchBytes) {
 				size += ps[n].dec.Size
 				n++
 			}
@@ -843,7 +861,7 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 func slimItems(items []Item) []Item {
 	out := make([]Item, len(items))
 	for i, it := range items {
-		out[i] = Item{Record: &queue.Record{MessageID: it.Record.MessageID, Class: it.Record.Class}, Handle: it.Handle}
+		out[i] = Item{Record: &record.Record{MessageID: it.Record.MessageID, Class: it.Record.Class}, Handle: it.Handle}
 	}
 	return out
 }
@@ -959,7 +977,7 @@ func (e *engine) ack(j ackJob) {
 			if e.notAcked == nil {
 				e.notAcked = map[string]notAckedItem{}
 			}
-			e.notAcked[id] = notAckedItem{reason: err.Error(), leaseLost: errors.Is(err, queue.ErrLeaseLost)}
+			e.notAcked[id] = notAckedItem{reason: err.Error(), leaseLost: errors.Is(err, broker.ErrLeaseLost)}
 			e.addErrorLocked(fmt.Sprintf("removing a processed message from %s: %v", e.src.Name(), err))
 			continue
 		}

@@ -296,7 +296,7 @@ func TestAccountingEveryBucket(t *testing.T) {
 // handleSpy records each received message's receipt handle (the fake's
 // hooks see handles, the test names messages by id).
 type handleSpy struct {
-	*pipeline.QueueSource
+	*sqs.QueueSource
 	record func(id, handle string)
 }
 

@@ -64,8 +64,8 @@ func standardDLQ(t *testing.T, f *sqsfake.SQS, c *sqs.Client, n int) *sqs.Queue 
 
 // newSource reads q through a lease; each receive long-polls 1 s (10 ms on
 // the fake).
-func newSource(c *sqs.Client, q *sqs.Queue) *pipeline.QueueSource {
-	return pipeline.NewQueueSource(c, q, pipeline.QueueSourceOptions{Visibility: 30 * time.Second, Wait: time.Second})
+func newSource(c *sqs.Client, q *sqs.Queue) *sqs.QueueSource {
+	return sqs.NewQueueSource(c, q, sqs.QueueSourceOptions{Visibility: 30 * time.Second, Wait: time.Second})
 }
 
 // recSink is the test sink: it decides with decide (default: deliver
@@ -112,7 +112,7 @@ func (s *recSink) bodies() (delivered, accepted []string) {
 
 // run runs the pipeline on src and closes the source (releasing what the
 // run still holds), as every command does.
-func run(t *testing.T, src *pipeline.QueueSource, sink pipeline.Sink, opt pipeline.Options) *pipeline.Result {
+func run(t *testing.T, src *sqs.QueueSource, sink pipeline.Sink, opt pipeline.Options) *pipeline.Result {
 	t.Helper()
 	return runSrc(t, src, sink, opt)
 }

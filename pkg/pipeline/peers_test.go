@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dlqctl/dlqctl/internal/sqsfake"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
 )
 
@@ -107,7 +108,7 @@ func TestSharedRunStillWaitsForItsOwnLostReceive(t *testing.T) {
 // after that. The real source's detection runs on the stack, through
 // internal/faultproxy (cmd's TestLostReceivesAreWaitedForOrReported).
 type unknownSource struct {
-	*pipeline.QueueSource
+	*sqs.QueueSource
 	f      *sqsfake.SQS
 	hidden time.Duration
 
@@ -116,7 +117,7 @@ type unknownSource struct {
 	lastEmpty time.Time
 }
 
-func newUnknownSource(f *sqsfake.SQS, s *pipeline.QueueSource, hidden time.Duration) *unknownSource {
+func newUnknownSource(f *sqsfake.SQS, s *sqs.QueueSource, hidden time.Duration) *unknownSource {
 	return &unknownSource{QueueSource: s, f: f, hidden: hidden}
 }
 

@@ -108,7 +108,7 @@ func BenchmarkEndOfRunTail(b *testing.B) {
 					b.Fatal(err)
 				}
 				sink := &lastSink{}
-				src := pipeline.NewQueueSource(c, q, pipeline.QueueSourceOptions{Visibility: 30 * time.Second})
+				src := sqs.NewQueueSource(c, q, sqs.QueueSourceOptions{Visibility: 30 * time.Second})
 				b.StartTimer()
 				start := time.Now()
 				res, err := pipeline.Run(context.Background(), src, sink, pipeline.Options{})

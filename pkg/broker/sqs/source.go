@@ -1,4 +1,4 @@
-package pipeline
+package sqs
 
 import (
 	"context"
@@ -9,10 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
-
-	queue "github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 )
 
 // In-flight limits of SQS (120,000 per queue, standard and FIFO). A run
@@ -36,18 +35,18 @@ type QueueSourceOptions struct {
 	MaxHeld int
 	// Decode decodes a received record (envelope, failure, marker) and
 	// returns the parsed body; nil leaves records as received.
-	Decode func(*queue.Record) any
+	Decode func(*Record) any
 }
 
 // QueueSource is an SQS queue read through a lease: received messages are
 // held invisible with a heartbeat until they are acked (deleted with their
 // newest receipt handle) or released, and Close releases what is left. It
-// is an Ender: it decides the end of reading from what it saw, never from
+// is an broker.Ender: it decides the end of reading from what it saw, never from
 // the queue's approximate counts (see End).
 type QueueSource struct {
-	c     *queue.Client
-	q     *queue.Queue
-	lease *queue.Lease
+	c     *Client
+	q     *Queue
+	lease *Lease
 	opt   QueueSourceOptions
 	stop  context.CancelFunc
 	dups  atomic.Int64
@@ -100,18 +99,18 @@ type QueueSource struct {
 	// rc receives through recv, which notes receives the SDK retried: the
 	// first attempt may have taken messages on the server whose answer
 	// never arrived.
-	rc   *queue.Client
+	rc   *Client
 	recv *receiveWatch
 
 	// FIFO: the groups of the messages held (groupOf, held), and whether
 	// the server handed out a message of a group while the run held an
 	// earlier one (it does not lock groups: local-aws-sqs).
 	gmu       sync.Mutex
-	groupOf   map[*queue.Message]string
+	groupOf   map[*Message]string
 	held      map[string]int
 	noLock    bool
 	distinct  atomic.Int64
-	startSeen queue.Counts
+	startSeen Counts
 }
 
 // prioLock is a mutex whose priority holders (End) go ahead of the others
@@ -162,7 +161,7 @@ const shortPollGap = 50 * time.Millisecond
 const abandonGrace = 500 * time.Millisecond
 
 // NewQueueSource starts a lease heartbeat on q; call Close when done.
-func NewQueueSource(c *queue.Client, q *queue.Queue, opt QueueSourceOptions) *QueueSource {
+func NewQueueSource(c *Client, q *Queue, opt QueueSourceOptions) *QueueSource {
 	if opt.Visibility <= 0 {
 		opt.Visibility = 60 * time.Second
 	}
@@ -172,9 +171,9 @@ func NewQueueSource(c *queue.Client, q *queue.Queue, opt QueueSourceOptions) *Qu
 	if opt.MaxHeld <= 0 {
 		opt.MaxHeld = InFlightLimit - InFlightHeadroom
 	}
-	s := &QueueSource{c: c, q: q, opt: opt, lease: queue.NewLease(c, q, opt.Visibility)}
+	s := &QueueSource{c: c, q: q, opt: opt, lease: NewLease(c, q, opt.Visibility)}
 	s.pending = map[int]time.Time{}
-	s.groupOf, s.held = map[*queue.Message]string{}, map[string]int{}
+	s.groupOf, s.held = map[*Message]string{}, map[string]int{}
 	s.startSeen = q.Counts()
 	s.recv = &receiveWatch{API: c.API, hidden: opt.Visibility}
 	rc := *c
@@ -202,7 +201,7 @@ func NewQueueSource(c *queue.Client, q *queue.Queue, opt QueueSourceOptions) *Qu
 }
 
 // Queue is the queue read.
-func (s *QueueSource) Queue() *queue.Queue { return s.q }
+func (s *QueueSource) Queue() *Queue { return s.q }
 
 // Name is the queue name.
 func (s *QueueSource) Name() string { return s.q.Name }
@@ -219,7 +218,7 @@ func (s *QueueSource) LeasesLost() int { return s.lease.Lost() }
 // Next receives up to max messages and holds them. The receive itself is
 // not cut short by ctx: a long poll abandoned mid-flight could leave the
 // messages it returned invisible with nobody holding them.
-func (s *QueueSource) Next(ctx context.Context, max int) ([]Item, error) {
+func (s *QueueSource) Next(ctx context.Context, max int) ([]broker.Message, error) {
 	if s.q.FIFO {
 		s.recvMu.lock(false)
 		defer s.recvMu.unlock()
@@ -231,7 +230,7 @@ func (s *QueueSource) Next(ctx context.Context, max int) ([]Item, error) {
 		defer s.gate.RUnlock()
 	}
 	if s.lease.Len()+max > s.opt.MaxHeld {
-		return nil, fmt.Errorf("%w: %d messages held", ErrHeldLimit, s.lease.Len())
+		return nil, fmt.Errorf("%w: %d messages held", broker.ErrHeldLimit, s.lease.Len())
 	}
 	wait := s.opt.Wait
 	if s.q.FIFO && (s.fifoBusy.Load() || s.lastGot) {
@@ -275,7 +274,7 @@ func (s *QueueSource) Next(ctx context.Context, max int) ([]Item, error) {
 	}
 	if err != nil {
 		if isOverLimit(err) {
-			return nil, fmt.Errorf("%w: %s answered OverLimit", ErrHeldLimit, s.q.Name)
+			return nil, fmt.Errorf("%w: %s answered OverLimit", broker.ErrHeldLimit, s.q.Name)
 		}
 		return nil, err
 	}
@@ -284,21 +283,21 @@ func (s *QueueSource) Next(ctx context.Context, max int) ([]Item, error) {
 	}
 	// The lease holds slim copies (id and receipt handle): held messages do
 	// not keep their bodies in memory.
-	slims := make([]*queue.Message, len(msgs))
+	slims := make([]*Message, len(msgs))
 	for i, m := range msgs {
-		slims[i] = &queue.Message{Record: queue.Record{MessageID: m.MessageID}, ReceiptHandle: m.ReceiptHandle, ReceivedAt: m.ReceivedAt}
+		slims[i] = &Message{Record: Record{MessageID: m.MessageID}, ReceiptHandle: m.ReceiptHandle, ReceivedAt: m.ReceivedAt}
 	}
 	redelivered := s.lease.Add(slims...)
-	var dup map[*queue.Message]bool
+	var dup map[*Message]bool
 	if len(redelivered) > 0 {
-		dup = make(map[*queue.Message]bool, len(redelivered))
+		dup = make(map[*Message]bool, len(redelivered))
 		for _, m := range redelivered {
 			dup[m] = true
 		}
 		s.dups.Add(int64(len(redelivered)))
 	}
-	items := make([]Item, 0, len(msgs))
-	var fresh []*queue.Message
+	items := make([]broker.Message, 0, len(msgs))
+	var fresh []*Message
 	for i, m := range msgs {
 		if dup[slims[i]] {
 			// A redelivery of a message this run already holds (its lease
@@ -310,7 +309,7 @@ func (s *QueueSource) Next(ctx context.Context, max int) ([]Item, error) {
 		if s.opt.Decode != nil {
 			parsed = s.opt.Decode(&m.Record)
 		}
-		items = append(items, Item{Record: &m.Record, Parsed: parsed, Handle: slims[i]})
+		items = append(items, broker.Message{Record: &m.Record, Parsed: parsed, Handle: slims[i]})
 		fresh = append(fresh, m)
 	}
 	s.distinct.Add(int64(len(items)))
@@ -332,7 +331,7 @@ func (s *QueueSource) Next(ctx context.Context, max int) ([]Item, error) {
 		}
 		for _, it := range items {
 			g := it.Record.System.MessageGroupID
-			s.groupOf[it.Handle.(*queue.Message)] = g
+			s.groupOf[it.Handle.(*Message)] = g
 			s.held[g]++
 		}
 		s.gmu.Unlock()
@@ -341,7 +340,7 @@ func (s *QueueSource) Next(ctx context.Context, max int) ([]Item, error) {
 }
 
 // unhold notes that msgs are no longer held (removed or given back).
-func (s *QueueSource) unhold(msgs []*queue.Message) {
+func (s *QueueSource) unhold(msgs []*Message) {
 	if !s.q.FIFO {
 		return
 	}
@@ -359,10 +358,10 @@ func (s *QueueSource) unhold(msgs []*queue.Message) {
 	}
 }
 
-func handles(items []Item) []*queue.Message {
-	msgs := make([]*queue.Message, 0, len(items))
+func handles(items []broker.Message) []*Message {
+	msgs := make([]*Message, 0, len(items))
 	for _, it := range items {
-		if m, ok := it.Handle.(*queue.Message); ok {
+		if m, ok := it.Handle.(*Message); ok {
 			msgs = append(msgs, m)
 		}
 	}
@@ -371,16 +370,16 @@ func handles(items []Item) []*queue.Message {
 
 // Ack deletes the items from the queue with their newest receipt handles.
 // An item whose lease was lost is not deleted (deleting with a superseded
-// handle can succeed without deleting); it fails with queue.ErrLeaseLost
+// handle can succeed without deleting); it fails with ErrLeaseLost
 // and is processed again when it is received again.
-func (s *QueueSource) Ack(ctx context.Context, items []Item) []error {
+func (s *QueueSource) Ack(ctx context.Context, items []broker.Message) []error {
 	msgs := handles(items)
 	failed := s.lease.Delete(ctx, msgs)
 	// A message received again while its delete was in flight is held
 	// under its new receipt handle: delete it once more with that one.
-	var again []*queue.Message
+	var again []*Message
 	for m, err := range failed {
-		if errors.Is(err, queue.ErrReceivedAgain) {
+		if errors.Is(err, ErrReceivedAgain) {
 			again = append(again, m)
 		}
 	}
@@ -395,9 +394,9 @@ func (s *QueueSource) Ack(ctx context.Context, items []Item) []error {
 		}
 	}
 	out := make([]error, len(items))
-	var gone []*queue.Message
+	var gone []*Message
 	for i, it := range items {
-		m, ok := it.Handle.(*queue.Message)
+		m, ok := it.Handle.(*Message)
 		if !ok {
 			out[i] = errors.New("item was not received from this queue")
 			continue
@@ -413,7 +412,7 @@ func (s *QueueSource) Ack(ctx context.Context, items []Item) []error {
 
 // Release makes the items visible again, once no abandoned long poll can
 // take them on the server.
-func (s *QueueSource) Release(ctx context.Context, items []Item) error {
+func (s *QueueSource) Release(ctx context.Context, items []broker.Message) error {
 	if len(items) == 0 {
 		return nil
 	}
@@ -483,7 +482,7 @@ func (s *QueueSource) Close(ctx context.Context) error {
 // (which trail by up to a minute on AWS, and count in-flight messages as
 // visible on local-aws-sqs) are read only for the final report's advisory
 // note.
-func (s *QueueSource) End(ctx context.Context, run RunState, final bool) (EndState, error) {
+func (s *QueueSource) End(ctx context.Context, run broker.RunState, final bool) (broker.EndState, error) {
 	switch {
 	case final:
 	case s.q.FIFO:
@@ -499,7 +498,7 @@ func (s *QueueSource) End(ctx context.Context, run RunState, final bool) (EndSta
 	if s.q.FIFO && !final {
 		s.fifoBusy.Store(run.Busy > 0)
 	}
-	st := EndState{Ordered: s.q.FIFO}
+	st := broker.EndState{Ordered: s.q.FIFO}
 	st.Drained = !lastEmpty.IsZero() && !lastEmpty.Before(lastItems)
 	if s.q.FIFO && st.Drained && !final {
 		st.Drained = run.Busy == 0 && !run.QuietSince.Before(lastItems) && !lastEmpty.Before(run.QuietSince)
@@ -514,10 +513,10 @@ func (s *QueueSource) End(ctx context.Context, run RunState, final bool) (EndSta
 	return s.report(ctx, st)
 }
 
-// report fills the final EndState: what waits behind the FIFO groups the
+// report fills the final broker.EndState: what waits behind the FIFO groups the
 // run held to its end, and the queue's counts where they disagree with
 // what the run saw (advisory).
-func (s *QueueSource) report(ctx context.Context, st EndState) (EndState, error) {
+func (s *QueueSource) report(ctx context.Context, st broker.EndState) (broker.EndState, error) {
 	cp := *s.q
 	countsErr := s.c.Refresh(ctx, &cp)
 	n := cp.Counts()
@@ -574,11 +573,11 @@ func (s *QueueSource) report(ctx context.Context, st EndState) (EndState, error)
 		if n.Delayed > 0 {
 			parts = append(parts, fmt.Sprintf("%d delayed (not yet receivable)", n.Delayed))
 		}
-		st.Counts = &CountsNote{Visible: shownVisible, InFlight: other, Note: fmt.Sprintf(
+		st.Counts = &broker.CountsNote{Visible: shownVisible, InFlight: other, Note: fmt.Sprintf(
 			"the queue's approximate counts still show %s, although this run's receives found it empty; SQS's counts can trail by up to a minute%s",
 			strings.Join(parts, " and "), otherNote(other))}
 	} else if st.BlockedGroups > 0 && st.Blocked == 0 {
-		st.Counts = &CountsNote{Note: fmt.Sprintf(
+		st.Counts = &broker.CountsNote{Note: fmt.Sprintf(
 			"this run held messages of %d FIFO group(s) to its end, and SQS hands out nothing more of a group while one of its messages is held; the queue's approximate counts show nothing waiting behind them, but they can trail by up to a minute — to be sure to see every message, archive with --delete and work from the archive", st.BlockedGroups)}
 	}
 	return st, nil
@@ -601,7 +600,7 @@ func (s *QueueSource) RetriedReceives() int { return int(s.recv.retried.Load()) 
 // messages in flight that nobody holds until their visibility ends. It
 // notes until when such messages may be out, and how many at most.
 type receiveWatch struct {
-	queue.API
+	API
 	hidden  time.Duration
 	retried atomic.Int64
 	mu      sync.Mutex
@@ -619,14 +618,14 @@ type lostWindow struct {
 // lost are surely visible again.
 const lostGrace = 2 * time.Second
 
-func (w *receiveWatch) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+func (w *receiveWatch) ReceiveMessage(ctx context.Context, in *awssqs.ReceiveMessageInput, opts ...func(*awssqs.Options)) (*awssqs.ReceiveMessageOutput, error) {
 	start := time.Now()
 	out, err := w.API.ReceiveMessage(ctx, in, opts...)
 	lost := 0
 	if out != nil {
-		lost = queue.AttemptsThatMayHaveActed(out.ResultMetadata)
+		lost = AttemptsThatMayHaveActed(out.ResultMetadata)
 	}
-	if err != nil && ctx.Err() == nil && queue.MayHaveActed(err) {
+	if err != nil && ctx.Err() == nil && MayHaveActed(err) {
 		lost++ // the last attempt may have reached SQS before it failed
 	}
 	if lost > 0 {
@@ -676,6 +675,6 @@ func isOverLimit(err error) bool {
 }
 
 var (
-	_ Source = (*QueueSource)(nil)
-	_ Ender  = (*QueueSource)(nil)
+	_ broker.Source = (*QueueSource)(nil)
+	_ broker.Ender  = (*QueueSource)(nil)
 )
