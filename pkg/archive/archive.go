@@ -600,7 +600,7 @@ func (s *partSink) report(f func(Reporter)) {
 func (s *partSink) stats(p *pipeline.Result, dups int) Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Stats{Received: p.Received, Selected: s.selected, Duplicates: dups + p.Duplicates, Deleted: 0}
+	st := Stats{Received: p.Received, Selected: s.selected, Duplicates: dups, Deleted: 0}
 	for _, part := range s.man.Parts {
 		st.Parts++
 		st.Archived += part.Records

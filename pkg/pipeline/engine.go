@@ -81,8 +81,7 @@ type Options struct {
 // Result is the accounting of a run: every item received ends in exactly
 // one of Delivered, Resumed, Skipped, Released, Refused, Unknown, NotAcked.
 type Result struct {
-	Received   int `json:"received"`
-	Duplicates int `json:"duplicates"`
+	Received int `json:"received"`
 	// Delivered: durable at the sink and removed from the source.
 	Delivered int `json:"delivered"`
 	// Resumed: already durable (an earlier attempt), removed from the source.
@@ -558,7 +557,7 @@ func (e *engine) worker(runCtx context.Context, w int, ack *acker) {
 		}
 		e.mu.Unlock()
 		if runCtx.Err() != nil {
-			e.releaseItems(context.WithoutCancel(runCtx), items, "")
+			e.releaseItems(context.WithoutCancel(runCtx), items)
 			e.unbusy(&e.processing, inHand)
 			return
 		}
@@ -692,7 +691,7 @@ func (e *engine) emptyReceive(ctx context.Context) bool {
 	return true
 }
 
-func (e *engine) releaseItems(ctx context.Context, items []Item, reason string) {
+func (e *engine) releaseItems(ctx context.Context, items []Item) {
 	if len(items) == 0 {
 		return
 	}
@@ -710,7 +709,6 @@ func (e *engine) releaseItems(ctx context.Context, items []Item, reason string) 
 	if err := e.src.Release(ctx, items); err != nil {
 		e.addError(fmt.Sprintf("releasing %d message(s) failed (%v); they become visible again when their visibility timeout ends", len(items), err))
 	}
-	_ = reason
 }
 
 type pendingItem struct {
@@ -757,7 +755,7 @@ func (e *engine) process(runCtx context.Context, w int, items []Item, ack *acker
 			groups[dec.Key] = append(groups[dec.Key], pendingItem{it: it, dec: dec})
 		}
 	}
-	e.releaseItems(fin, release, "")
+	e.releaseItems(fin, release)
 	if len(ackOnly) > 0 {
 		e.pendingAcks.Add(int64(len(ackOnly)))
 		ack.push(ackJob{items: slimItems(ackOnly), resumed: true})
@@ -797,7 +795,7 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 		payloads[i] = p.dec.Payload
 	}
 	if !e.waitTokens(runCtx, len(batch)) {
-		e.releaseItems(fin, items, "stopping")
+		e.releaseItems(fin, items)
 		return
 	}
 	if e.opt.AckBeforeDeliver {
@@ -840,14 +838,14 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 		}
 	}
 	if len(notSent) > 0 {
-		e.releaseItems(fin, notSent, "not sent")
+		e.releaseItems(fin, notSent)
 		e.stop(notSentErr)
 	}
 	if len(unknown) > 0 {
 		e.mu.Lock()
 		e.res.Unknown += len(unknown)
 		e.mu.Unlock()
-		e.releaseItems(fin, unknown, "unknown")
+		e.releaseItems(fin, unknown)
 		e.stop(fmt.Errorf("delivering to %s failed: %w", batch[0].dec.Label, unknownErr))
 	}
 	if len(accepted) > 0 {

@@ -634,7 +634,7 @@ func (s *moveSink) result(pr *pipeline.Result, src Source) *Result {
 		Unmarked: s.unmarkedN, ByDestination: s.byDest, ByClass: s.byClass,
 		Complete: pr.Complete, Note: pr.Note, Blocked: pr.Blocked, InFlightElsewhere: pr.InFlightElsewhere,
 		Share: s.opt.Share.String(), InFlightAtPeers: pr.InFlightAtPeers, LockedByPeers: pr.LockedByPeers,
-		StoppedAtMax: pr.StoppedAtMax, Duplicates: pr.Duplicates, Counts: pr.Counts,
+		StoppedAtMax: pr.StoppedAtMax, Counts: pr.Counts,
 		MaybeTwice: s.twice, MaybeTwiceIDs: append([]string(nil), s.twiceIDs...),
 		Interrupted: pr.Interrupted, Guard: pr.Guard, Errors: pr.Errors,
 		ElapsedSeconds: pr.ElapsedSeconds, Rate: pr.Rate,
