@@ -119,7 +119,6 @@ func (r *rig) drain(t *testing.T, q string) []amqp091.Delivery {
 	}
 }
 
-
 func msgIDs(ms []amqp.Message) []string {
 	var out []string
 	for _, m := range ms {
