@@ -189,7 +189,6 @@ func Seed(ctx context.Context, conn *amqp091.Connection, o Options) (Names, erro
 		p.Headers["x-exception-stacktrace"] = "org.springframework.amqp.rabbit.support.ListenerExecutionFailedException: Listener threw exception\n\tat org.springframework.amqp.rabbit.listener.AbstractMessageListenerContainer.wrapToListenerExecutionFailedExceptionIfNeeded(AbstractMessageListenerContainer.java:1762)\nCaused by: java.lang.IllegalStateException: order has no customer\n\tat com.acme.orders.OrderListener.onOrder(OrderListener.java:42)\n"
 		p.Headers["x-original-exchange"] = n.Exchange
 		p.Headers["x-original-routingKey"] = n.SpringKey
-		p.Headers["x-exception-fqcn"] = "org.springframework.amqp.rabbit.support.ListenerExecutionFailedException"
 		if err := publishConfirmed(ctx, ch, n.DLX, n.SpringKey, p); err != nil {
 			return n, err
 		}

@@ -217,6 +217,9 @@ type AMQPSystem struct {
 	// FirstDeath and LastDeath are x-first-death-* and x-last-death-*.
 	FirstDeath *AMQPDeathRef `json:"first_death,omitempty"`
 	LastDeath  *AMQPDeathRef `json:"last_death,omitempty"`
+	// BodyEncoding is "base64" when the body is not valid UTF-8 and
+	// Record.Body holds its base64 (AMQP bodies are bytes); "" otherwise.
+	BodyEncoding string `json:"body_encoding,omitempty"`
 }
 
 // AMQPProperties are the basic properties of an AMQP message.

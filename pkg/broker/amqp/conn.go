@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"net"
 	"os"
 	"strings"
@@ -107,8 +108,9 @@ func Dial(ctx context.Context, r Ref, o ConnOptions) (*amqp091.Connection, error
 	return conn, nil
 }
 
-// ErrAuth is a login refused by the broker.
-var ErrAuth = errors.New("RabbitMQ refused the login")
+// ErrAuth is a login or an operation the broker refused for the user
+// (wraps broker.ErrAccessDenied).
+var ErrAuth = fmt.Errorf("RabbitMQ refused access (%w)", broker.ErrAccessDenied)
 
 func dialError(r Ref, err error) error {
 	var ae *amqp091.Error

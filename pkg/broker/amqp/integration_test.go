@@ -462,3 +462,7 @@ func TestManagementDescribesQueues(t *testing.T) {
 		t.Errorf("wrong password (AMQP): %v", err)
 	}
 }
+
+func amqp091Publishing(body string) amqp091.Publishing {
+	return amqp091.Publishing{Body: []byte(body), ContentType: "text/plain"}
+}

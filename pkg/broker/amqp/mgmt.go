@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"io"
 	"net"
 	"net/http"
@@ -26,8 +27,8 @@ type Management struct {
 // ErrManagementUnavailable: the management API did not answer.
 var ErrManagementUnavailable = errors.New("RabbitMQ management API unreachable")
 
-// ErrNotFound: the management API answered 404 for a queue or exchange.
-var ErrNotFound = errors.New("not found")
+// ErrNotFound: the queue or exchange does not exist (broker.ErrNotFound).
+var ErrNotFound = broker.ErrNotFound
 
 // DefaultManagementURL is http://HOST:15672 for r.
 func DefaultManagementURL(r Ref) string {

@@ -8,18 +8,24 @@ import (
 	"time"
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Headers dlqctl writes on a republished message.
 const (
 	// MarkerHeader is the redrive marker, the same JSON as SQS's
 	// dlqctl-redrive attribute: {"run","orig","n","at"}.
-	MarkerHeader = "dlqctl-redrive"
+	MarkerHeader = record.MarkerAttribute
 	// DeathHistoryHeader keeps the x-death history (JSON array of Death,
 	// newest first; earlier redrives' history appended) that the republish
 	// strips: RabbitMQ 4.x ignores x-death set by clients, and a kept
 	// x-death would merge the old deaths into the next one on 3.x.
 	DeathHistoryHeader = "dlqctl-death-history"
+	// MaxDeathHistory bounds the entries kept in DeathHistoryHeader (a
+	// message redriven into a dead-letter cycle again and again must not
+	// outgrow the broker's frame size).
+	MaxDeathHistory = 32
 )
 
 // Route is where "to source" sends a dead-lettered message: the exchange
@@ -60,35 +66,17 @@ type RepublishOptions struct {
 	Now   time.Time
 }
 
-// Marker is the redrive marker (same fields as the SQS attribute).
-type Marker struct {
-	RunID      string    `json:"run"`
-	OriginalID string    `json:"orig"`
-	Count      int       `json:"n"`
-	At         time.Time `json:"at"`
-}
-
 // ReadMarker decodes the dlqctl redrive marker header.
-func ReadMarker(h amqp091.Table) (Marker, bool) {
+func ReadMarker(h amqp091.Table) (record.Marker, bool) {
 	s, ok := asString(h[MarkerHeader])
 	if !ok {
-		return Marker{}, false
+		return record.Marker{}, false
 	}
-	var mk Marker
+	var mk record.Marker
 	if json.Unmarshal([]byte(s), &mk) != nil {
-		return Marker{}, false
+		return record.Marker{}, false
 	}
 	return mk, true
-}
-
-// MessageKey identifies a message across redeliveries and redrives: its
-// message-id property when set, else the SHA-256 of its body (the caller
-// passes it).
-func MessageKey(m Message, bodySHA string) string {
-	if m.MessageId != "" {
-		return m.MessageId
-	}
-	return "sha256:" + bodySHA
 }
 
 // Republish builds the copy of m for route: the same body and properties,
@@ -115,6 +103,9 @@ func Republish(m Message, route Route, origID string, o RepublishOptions) (Publi
 			hist = append(hist, prev...)
 		}
 	}
+	if len(hist) > MaxDeathHistory {
+		hist = hist[:MaxDeathHistory] // newest first: the oldest go
+	}
 	if len(hist) > 0 {
 		b, err := json.Marshal(hist)
 		if err != nil {
@@ -122,7 +113,7 @@ func Republish(m Message, route Route, origID string, o RepublishOptions) (Publi
 		}
 		h[DeathHistoryHeader] = string(b)
 	}
-	mk := Marker{RunID: o.RunID, OriginalID: origID, Count: 1, At: o.Now.UTC().Truncate(time.Millisecond)}
+	mk := record.Marker{RunID: o.RunID, OriginalID: origID, Count: 1, At: o.Now.UTC().Truncate(time.Millisecond)}
 	if prev, ok := ReadMarker(m.Headers); ok {
 		mk.Count = prev.Count + 1
 		if prev.OriginalID != "" {
