@@ -29,17 +29,17 @@ type Source struct {
 	opt  broker.SourceOptions
 	conn *amqp091.Connection
 
-	mu     sync.Mutex
-	c      *Consumer
-	gen    int
-	held   map[uint64]bool // delivery tags held in the current generation
+	mu   sync.Mutex
+	c    *Consumer
+	gen  int
+	held map[uint64]bool // delivery tags held in the current generation
 	// released: deliveries given back by Release, returned to the queue at
 	// Close (a requeue now would hand them to this run again).
 	released map[uint64]bool
-	read   int
-	limit  int // peek: the ready count at the start (read no further)
-	done   bool
-	closed bool
+	read     int
+	limit    int // peek: the ready count at the start (read no further)
+	done     bool
+	closed   bool
 }
 
 var _ broker.Source = (*Source)(nil)
