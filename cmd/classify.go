@@ -52,6 +52,8 @@ context: SQS records no reason.
 Without --rules the built-in rules apply, in this order:
   redrive-loop        carries the dlqctl-redrive marker (redriven before and
                       back again)                    -> redrive-loop/investigate
+  broker-capacity     RabbitMQ dead-lettered it for a TTL (expired) or a
+                      length limit (maxlen)          -> transient/redrive
   body-not-json       body is malformed JSON or plain text, and no failure
                       evidence names a cause         -> permanent/archive
   schema-mismatch     failure names an unsupported version/schema, unknown

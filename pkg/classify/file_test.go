@@ -17,7 +17,7 @@ func TestLoadValidRulesFile(t *testing.T) {
 	for _, r := range rs.Rules {
 		names = append(names, r.Name)
 	}
-	want := "card-declined healthchecks redrive-loop body-not-json schema-mismatch conflicting-signals transient-failure business-rejection permanent-failure configuration-error"
+	want := "card-declined healthchecks redrive-loop broker-capacity body-not-json schema-mismatch conflicting-signals transient-failure business-rejection permanent-failure configuration-error"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("rule order = %q, want %q", got, want)
 	}
@@ -27,7 +27,7 @@ func TestLoadValidRulesFile(t *testing.T) {
 	if rs.Default.Class != "unsorted" || rs.Default.Action != ActionInvestigate {
 		t.Errorf("default = %+v", rs.Default)
 	}
-	if got := strings.Join(rs.Classes(), ","); got != "business,noise,redrive-loop,permanent,schema-mismatch,unknown,transient,unsorted" {
+	if got := strings.Join(rs.Classes(), ","); got != "business,noise,redrive-loop,transient,permanent,schema-mismatch,unknown,unsorted" {
 		t.Errorf("classes = %s", got)
 	}
 	// builtin.event_versions [1, 2] makes version 3 a schema mismatch.
