@@ -225,8 +225,8 @@ func Audit(t *Topology, o AuditOptions, display func(queue string) string) []hea
 		mlb, hasMLB := q.MaxLengthBytes()
 		limit, hasLimit := q.DeliveryLimit()
 		policyFix := func(key, value string) health.Fix {
-			return health.Fix{Attribute: key, Value: value,
-				Command: fmt.Sprintf(`rabbitmqctl set_policy -p %s --apply-to queues %s-dlx '^%s$' '{"%s":%s}'`, shellQuote(t.VHost), policySafe(q.Name), regexpQuote(q.Name), key, value)}
+			return health.Fix{Text: fmt.Sprintf("set %s %s on the queue with a policy (a queue argument needs the queue re-declared)", key, value),
+				Command: fmt.Sprintf(`rabbitmqctl set_policy -p %s --apply-to queues %s-%s '^%s$' '{"%s":%s}'`, shellQuote(t.VHost), policySafe(q.Name), key, regexpQuote(q.Name), key, value)}
 		}
 		if hasDLX {
 			targets := t.dlqTargets(q)
@@ -250,7 +250,7 @@ func Audit(t *Topology, o AuditOptions, display func(queue string) string) []hea
 				case strategy == "at-most-once" && (hasLimit || hasTTL || hasML):
 					add(health.SevInfo, CheckAtMostOnce, q, dlx, "dead-lettering is at-most-once (the default)",
 						"a dead letter is dropped if the DLQ is unavailable or refuses it at that moment; quorum queues can guarantee it with at-least-once",
-						health.Fix{Attribute: "dead-letter-strategy", Value: `"at-least-once"`, Text: "set dead-letter-strategy at-least-once and overflow reject-publish (quorum queues, RabbitMQ 3.10+)"})
+						health.Fix{Text: "set dead-letter-strategy at-least-once and overflow reject-publish with a policy (quorum queues, RabbitMQ 3.10+)"})
 				}
 			} else if q.DeadLetterStrategy() == "at-least-once" {
 				add(health.SevWarn, CheckAtLeastOnceIneffect, q, dlx, "dead-letter-strategy at-least-once is set on a "+q.Type+" queue, which ignores it",
@@ -324,7 +324,7 @@ func Audit(t *Topology, o AuditOptions, display func(queue string) string) []hea
 		add(health.SevWarn, CheckCycleWithoutTTL, q, strings.Join(cyc[1:], " -> "),
 			"dead-letter cycle without a TTL: "+strings.Join(append(cyc, cyc[0]), " -> "),
 			"a retry loop without a delay sends a failing message round at full speed; RabbitMQ drops it instead when the loop has no rejection in it",
-			health.Fix{Attribute: "message-ttl", Value: "30000", Text: "put a message TTL on the retry (wait) queue of the cycle, or remove the cycle"})
+			health.Fix{Text: "put a message TTL on the retry (wait) queue of the cycle (a message-ttl policy), or remove the cycle"})
 	}
 	health.Sort(fs)
 	if fs == nil {
@@ -412,4 +412,32 @@ func regexpQuote(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// DLQ is a queue some queue's dead letters reach, with those sources.
+type DLQ struct {
+	Queue   QueueInfo
+	Sources []string
+}
+
+// DeadLetterQueues lists the vhost's dead-letter queues (queues of a
+// dead-letter cycle included: retry queues are listed too), by name.
+func DeadLetterQueues(t *Topology) []DLQ {
+	src := map[string][]string{}
+	for _, q := range t.Queues {
+		for _, d := range t.dlqTargets(q) {
+			if d != q.Name && !slices.Contains(src[d], q.Name) {
+				src[d] = append(src[d], q.Name)
+			}
+		}
+	}
+	var out []DLQ
+	for _, q := range t.Queues {
+		if s, ok := src[q.Name]; ok {
+			slices.Sort(s)
+			out = append(out, DLQ{Queue: q, Sources: s})
+		}
+	}
+	slices.SortFunc(out, func(a, b DLQ) int { return strings.Compare(a.Queue.Name, b.Queue.Name) })
+	return out
 }

@@ -179,3 +179,28 @@ func Redact(s string) string {
 	}
 	return s
 }
+
+// ParseVHostRef parses a reference to a vhost, amqp://HOST/VHOST/ (or
+// amqp://HOST/ for the default vhost), or to a queue in it (Queue set).
+func ParseVHostRef(raw string, getenv func(string) string) (Ref, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return Ref{}, fmt.Errorf("%w %q: not a URL", ErrBadRef, Redact(raw))
+	}
+	p := u.EscapedPath()
+	switch {
+	case p == "" || p == "/":
+		p = "/%2f/_"
+	case strings.HasSuffix(p, "/") && strings.Count(p, "/") == 2:
+		p += "_"
+	}
+	u.Path, u.RawPath = "", ""
+	r, err := ParseRef(strings.TrimSuffix(u.String(), "/")+p, getenv)
+	if err != nil {
+		return Ref{}, err
+	}
+	if strings.HasSuffix(p, "/_") {
+		r.Queue = ""
+	}
+	return r, nil
+}
