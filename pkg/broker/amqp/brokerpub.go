@@ -78,7 +78,7 @@ func (p *BrokerPublisher) Publish(ctx context.Context, dest broker.Destination, 
 	for i, r := range res {
 		switch {
 		case r.Err == nil:
-		case errors.Is(r.Err, ErrUnroutable), errors.Is(r.Err, ErrNacked), errors.Is(r.Err, ErrNotFound), errors.Is(r.Err, ErrAuth):
+		case errors.Is(r.Err, ErrUnroutable), errors.Is(r.Err, ErrNacked), errors.Is(r.Err, ErrBadMessage), errors.Is(r.Err, ErrNotFound), errors.Is(r.Err, ErrAuth):
 			out[i].Err = broker.Rejected(r.Err)
 		default:
 			out[i].Err = r.Err

@@ -28,6 +28,9 @@ type ConnOptions struct {
 	ConnectionName string
 	// DialTimeout bounds the TCP + AMQP handshake (default 15 s).
 	DialTimeout time.Duration
+	// onConn, when set, is given the TCP connection (tests end it as a
+	// killed process would).
+	onConn func(net.Conn)
 }
 
 // TLSConfig returns the TLS configuration for r: the system roots plus
@@ -98,6 +101,9 @@ func Dial(ctx context.Context, r Ref, o ConnOptions) (*amqp091.Connection, error
 			// The handshake must finish within the timeout too; amqp091
 			// clears the deadline once the connection is open.
 			_ = c.SetDeadline(time.Now().Add(timeout))
+			if o.onConn != nil {
+				o.onConn(c)
+			}
 			return c, nil
 		},
 	}

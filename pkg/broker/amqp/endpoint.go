@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -170,7 +171,11 @@ func OpenEndpoint(ctx context.Context, bref broker.Ref, cfg Config) (*Endpoint, 
 }
 
 func (e *Endpoint) dial(ctx context.Context, purpose string) (*amqp091.Connection, error) {
-	c, err := Dial(ctx, e.ref, ConnOptions{CAFile: e.cfg.CAFile, ConnectionName: "dlqctl " + purpose})
+	return e.dialWith(ctx, purpose, nil)
+}
+
+func (e *Endpoint) dialWith(ctx context.Context, purpose string, onConn func(net.Conn)) (*amqp091.Connection, error) {
+	c, err := Dial(ctx, e.ref, ConnOptions{CAFile: e.cfg.CAFile, ConnectionName: "dlqctl " + purpose, onConn: onConn})
 	if err != nil {
 		if errors.Is(err, ErrBadRef) {
 			return nil, errs.BadInput(err)

@@ -31,6 +31,10 @@ var ErrUnroutable = errors.New("unroutable: no queue is bound for it")
 // queue with overflow reject-publish.
 var ErrNacked = errors.New("the broker refused the message (negative publisher confirm)")
 
+// ErrBadMessage: the message cannot be sent as it is (a header of a type
+// AMQP 0-9-1 cannot carry); it was not published.
+var ErrBadMessage = errors.New("the message cannot be published")
+
 // ErrNotConfirmed: the channel closed before the broker confirmed the
 // message; it may or may not have been routed.
 var ErrNotConfirmed = errors.New("no publisher confirm before the channel closed (delivery unknown)")
@@ -120,6 +124,11 @@ func (p *Publisher) publishWindow(ctx context.Context, entries []Publishing, res
 	}
 	dcs := make([]*amqp091.DeferredConfirmation, len(entries))
 	for i, e := range entries {
+		if err := e.Msg.Headers.Validate(); err != nil {
+			// A header the protocol cannot carry: this entry only.
+			res[i].Err = fmt.Errorf("%w: %v", ErrBadMessage, err)
+			continue
+		}
 		dc, err := p.ch.PublishWithDeferredConfirmWithContext(ctx, e.Exchange, e.RoutingKey, true, false, e.Msg)
 		if err != nil {
 			for j := i; j < len(entries); j++ {

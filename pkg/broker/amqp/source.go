@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -28,6 +29,7 @@ type Source struct {
 	mode broker.Mode
 	opt  broker.SourceOptions
 	conn *amqp091.Connection
+	raw  net.Conn // the TCP connection under conn
 
 	mu   sync.Mutex
 	c    *Consumer
@@ -65,11 +67,12 @@ func (e *Endpoint) OpenReader(ctx context.Context, opt broker.SourceOptions) (*S
 	} else if e.info.Type == TypeStream {
 		return nil, errs.BadInputf("queue %q is a stream: reading a stream removes nothing, so RabbitMQ cannot move or discard its messages; sample, group and classify read it by offset, and redrive --dry-run or archive without --delete copy nothing out of it either: publish from it with a stream consumer of your own", e.ref.Queue)
 	}
-	conn, err := e.dial(ctx, "source")
+	var raw net.Conn
+	conn, err := e.dialWith(ctx, "source", func(c net.Conn) { raw = c })
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{ep: e, mode: opt.Mode, opt: opt, conn: conn, held: map[uint64]bool{}, released: map[uint64]bool{}}
+	s := &Source{ep: e, mode: opt.Mode, opt: opt, conn: conn, raw: raw, held: map[uint64]bool{}, released: map[uint64]bool{}}
 	if opt.Mode == broker.Peek && e.info.Type != TypeStream {
 		n, err := readyCount(conn, e.ref.Queue)
 		if err != nil {
