@@ -310,3 +310,99 @@ func rejectAll(ctx context.Context, conn *amqp091.Connection, queue string, want
 		}
 	}
 }
+
+// Bulk dead-letters n small rejected messages into PREFIX.dlq fast: a
+// windowed confirmed publish to PREFIX.orders, then one consumer that
+// rejects (requeue=false) in batches with basic.nack multiple. For
+// benchmarks; Topology must have been declared (Seed with zero counts).
+func Bulk(ctx context.Context, conn *amqp091.Connection, prefix string, n int) error {
+	names := NamesFor(prefix)
+	ch, err := conn.Channel()
+	if err != nil {
+		return err
+	}
+	defer ch.Close()
+	if err := ch.Confirm(false); err != nil {
+		return err
+	}
+	const window = 500
+	var pending []*amqp091.DeferredConfirmation
+	flush := func() error {
+		for _, dc := range pending {
+			ok, err := dc.WaitContext(ctx)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("bulk: publish nacked")
+			}
+		}
+		pending = pending[:0]
+		return nil
+	}
+	for i := 0; i < n; i++ {
+		body := Body(prefix, "bulk", i)
+		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, names.Exchange, names.OrdersKey, false, false, amqp091.Publishing{
+			ContentType: "application/json", DeliveryMode: amqp091.Persistent, MessageId: fmt.Sprintf("%s-bulk-%d", prefix, i),
+			Headers: amqp091.Table{"eventType": "OrderCreated", "tenant": "acme"}, Body: body,
+		})
+		if err != nil {
+			return err
+		}
+		pending = append(pending, dc)
+		if len(pending) == window {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	cc, err := conn.Channel()
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	if err := cc.Qos(1000, 0, false); err != nil {
+		return err
+	}
+	ds, err := cc.ConsumeWithContext(ctx, names.Orders, "", false, false, false, false, nil)
+	if err != nil {
+		return err
+	}
+	got := 0
+	for got < n {
+		select {
+		case d, ok := <-ds:
+			if !ok {
+				return fmt.Errorf("bulk: consumer closed after %d", got)
+			}
+			got++
+			if got%250 == 0 || got == n {
+				if err := d.Nack(true, false); err != nil {
+					return err
+				}
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(30 * time.Second):
+			return fmt.Errorf("bulk: rejected %d of %d", got, n)
+		}
+	}
+	// Wait until the DLQ holds them.
+	for {
+		q, err := ch.QueueDeclarePassive(names.DLQ, true, false, false, false, nil)
+		if err != nil {
+			return err
+		}
+		if q.Messages >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

@@ -14,8 +14,9 @@ import (
 // BrokerPublisher is the broker.Publisher of a RabbitMQ endpoint: its own
 // connection, a confirm-mode channel, mandatory publishes.
 type BrokerPublisher struct {
-	ep  *Endpoint
-	pub *Publisher
+	ep   *Endpoint
+	pub  *Publisher
+	conn *amqp091.Connection
 }
 
 var _ broker.Publisher = (*BrokerPublisher)(nil)
@@ -31,7 +32,7 @@ func (e *Endpoint) OpenPublisher(ctx context.Context) (broker.Publisher, error) 
 		conn.Close()
 		return nil, err
 	}
-	return &BrokerPublisher{ep: e, pub: p}, nil
+	return &BrokerPublisher{ep: e, pub: p, conn: conn}, nil
 }
 
 // Prepare builds the copy of rec for dest: body and properties as they
@@ -90,7 +91,7 @@ func (p *BrokerPublisher) Publish(ctx context.Context, dest broker.Destination, 
 // Close closes the channel and the connection.
 func (p *BrokerPublisher) Close(ctx context.Context) error {
 	err := p.pub.Close()
-	if cerr := p.pub.conn.Close(); err == nil && cerr != nil && !errors.Is(cerr, amqp091.ErrClosed) {
+	if cerr := p.conn.Close(); err == nil && cerr != nil && !errors.Is(cerr, amqp091.ErrClosed) {
 		err = cerr
 	}
 	return err

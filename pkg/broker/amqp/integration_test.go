@@ -26,7 +26,7 @@ type rig struct {
 	ref  amqp.Ref
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	t.Helper()
 	env := testenv.RequireRabbitMQ(t)
 	ref, err := amqp.ParseRef(env.QueueRef("x"), nil)

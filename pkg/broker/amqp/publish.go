@@ -39,18 +39,26 @@ var ErrBadMessage = errors.New("the message cannot be published")
 // message; it may or may not have been routed.
 var ErrNotConfirmed = errors.New("no publisher confirm before the channel closed (delivery unknown)")
 
-// Publisher publishes with mandatory routing and publisher confirms on its
-// own channel, Window messages outstanding at most. A message counts as
-// published only when the broker confirmed it and did not return it.
+// Publisher publishes with mandatory routing and publisher confirms,
+// Window messages outstanding at most per call. Concurrent calls use
+// channels of their own (a pool), so one call's wait for confirms never
+// holds up another's. A message counts as published only when the broker
+// confirmed it and did not return it.
 type Publisher struct {
 	conn   *amqp091.Connection
 	window int
 
-	mu      sync.Mutex
+	mu     sync.Mutex
+	free   []*pubChannel
+	closed bool
+}
+
+// pubChannel is one confirm-mode channel with its returns.
+type pubChannel struct {
 	ch      *amqp091.Channel
 	returns chan amqp091.Return
 	closed  chan *amqp091.Error
-	// closeErr is the reason the current channel closed (once read).
+	// closeErr is the reason the channel closed (once read).
 	closeErr *amqp091.Error
 }
 
@@ -60,43 +68,75 @@ func NewPublisher(conn *amqp091.Connection, window int) (*Publisher, error) {
 		window = 256
 	}
 	p := &Publisher{conn: conn, window: window}
-	if err := p.open(); err != nil {
+	c, err := p.open()
+	if err != nil {
 		return nil, err
 	}
+	p.free = append(p.free, c)
 	return p, nil
 }
 
-func (p *Publisher) open() error {
+func (p *Publisher) open() (*pubChannel, error) {
 	ch, err := p.conn.Channel()
 	if err != nil {
-		return fmt.Errorf("opening a channel: %w", err)
+		return nil, fmt.Errorf("opening a channel: %w", err)
 	}
 	if err := ch.Confirm(false); err != nil {
 		_ = ch.Close()
-		return fmt.Errorf("enabling publisher confirms: %w", err)
+		return nil, fmt.Errorf("enabling publisher confirms: %w", err)
 	}
 	// Returns are read after the confirms of their window: the buffer
 	// holds a whole window, so the connection's reader never blocks on it.
-	p.returns = ch.NotifyReturn(make(chan amqp091.Return, p.window+1))
-	p.closed = ch.NotifyClose(make(chan *amqp091.Error, 1))
-	p.closeErr = nil
-	p.ch = ch
-	return nil
+	return &pubChannel{ch: ch,
+		returns: ch.NotifyReturn(make(chan amqp091.Return, p.window+1)),
+		closed:  ch.NotifyClose(make(chan *amqp091.Error, 1)),
+	}, nil
 }
 
-// Close closes the channel.
+func (p *Publisher) get() (*pubChannel, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errors.New("publisher closed")
+	}
+	for len(p.free) > 0 {
+		c := p.free[len(p.free)-1]
+		p.free = p.free[:len(p.free)-1]
+		if !c.ch.IsClosed() {
+			p.mu.Unlock()
+			return c, nil
+		}
+	}
+	p.mu.Unlock()
+	return p.open()
+}
+
+func (p *Publisher) put(c *pubChannel) {
+	if c == nil || c.ch.IsClosed() {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		_ = c.ch.Close()
+		return
+	}
+	p.free = append(p.free, c)
+}
+
+// Close closes the publisher's channels.
 func (p *Publisher) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.ch == nil {
-		return nil
+	p.closed = true
+	var first error
+	for _, c := range p.free {
+		if err := c.ch.Close(); err != nil && first == nil && !errors.Is(err, amqp091.ErrClosed) {
+			first = err
+		}
 	}
-	err := p.ch.Close()
-	p.ch = nil
-	if errors.Is(err, amqp091.ErrClosed) {
-		return nil
-	}
-	return err
+	p.free = nil
+	return first
 }
 
 // Publish publishes every entry, Window at a time, and reports one result
@@ -104,24 +144,25 @@ func (p *Publisher) Close() error {
 // report ErrNotConfirmed (they may still arrive).
 func (p *Publisher) Publish(ctx context.Context, entries []Publishing) []PublishResult {
 	res := make([]PublishResult, len(entries))
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	var c *pubChannel
 	for start := 0; start < len(entries); start += p.window {
 		end := min(start+p.window, len(entries))
-		p.publishWindow(ctx, entries[start:end], res[start:end])
+		if c == nil || c.ch.IsClosed() {
+			var err error
+			if c, err = p.get(); err != nil {
+				for i := start; i < len(entries); i++ {
+					res[i].Err = err
+				}
+				return res
+			}
+		}
+		c.publishWindow(ctx, entries[start:end], res[start:end])
 	}
+	p.put(c)
 	return res
 }
 
-func (p *Publisher) publishWindow(ctx context.Context, entries []Publishing, res []PublishResult) {
-	if p.ch == nil || p.ch.IsClosed() {
-		if err := p.open(); err != nil {
-			for i := range res {
-				res[i].Err = err
-			}
-			return
-		}
-	}
+func (c *pubChannel) publishWindow(ctx context.Context, entries []Publishing, res []PublishResult) {
 	dcs := make([]*amqp091.DeferredConfirmation, len(entries))
 	for i, e := range entries {
 		if err := e.Msg.Headers.Validate(); err != nil {
@@ -129,7 +170,7 @@ func (p *Publisher) publishWindow(ctx context.Context, entries []Publishing, res
 			res[i].Err = fmt.Errorf("%w: %v", ErrBadMessage, err)
 			continue
 		}
-		dc, err := p.ch.PublishWithDeferredConfirmWithContext(ctx, e.Exchange, e.RoutingKey, true, false, e.Msg)
+		dc, err := c.ch.PublishWithDeferredConfirmWithContext(ctx, e.Exchange, e.RoutingKey, true, false, e.Msg)
 		if err != nil {
 			for j := i; j < len(entries); j++ {
 				res[j].Err = fmt.Errorf("publishing to exchange %q: %w", e.Exchange, err)
@@ -146,8 +187,8 @@ func (p *Publisher) publishWindow(ctx context.Context, entries []Publishing, res
 		switch {
 		case err != nil:
 			res[i].Err = fmt.Errorf("%w: %v", ErrNotConfirmed, err)
-		case !ack && p.ch.IsClosed():
-			res[i].Err = p.closedError(entries[i])
+		case !ack && c.ch.IsClosed():
+			res[i].Err = c.closedError(entries[i])
 		case !ack:
 			res[i].Err = ErrNacked
 		}
@@ -159,7 +200,7 @@ func (p *Publisher) publishWindow(ctx context.Context, entries []Publishing, res
 	for {
 		var r amqp091.Return
 		select {
-		case rr, ok := <-p.returns:
+		case rr, ok := <-c.returns:
 			if !ok {
 				return // the channel closed
 			}
@@ -180,37 +221,28 @@ func (p *Publisher) publishWindow(ctx context.Context, entries []Publishing, res
 	}
 }
 
-func (p *Publisher) closedError(e Publishing) error {
+func (c *pubChannel) closedError(e Publishing) error {
 	// A channel exception (404: the exchange does not exist; 403) closes
 	// the channel: say which.
-	if err := p.channelCloseReason(); err != nil {
-		return fmt.Errorf("publishing to exchange %q: %w", e.Exchange, err)
-	}
-	return ErrNotConfirmed
-}
-
-func (p *Publisher) channelCloseReason() error {
-	if p.closeErr == nil {
+	if c.closeErr == nil {
 		select {
-		case e, ok := <-p.closed:
+		case e, ok := <-c.closed:
 			if ok && e != nil {
-				p.closeErr = e
+				c.closeErr = e
 			}
 		default:
 		}
 	}
-	if e := p.closeErr; e != nil {
-		{
-			if e.Code == amqp091.NotFound {
-				return fmt.Errorf("%w: %s", ErrNotFound, e.Reason)
-			}
-			if e.Code == amqp091.AccessRefused {
-				return fmt.Errorf("%w: %s", ErrAuth, e.Reason)
-			}
-			return e
+	if ce := c.closeErr; ce != nil {
+		switch ce.Code {
+		case amqp091.NotFound:
+			return fmt.Errorf("publishing to exchange %q: %w: %s", e.Exchange, ErrNotFound, ce.Reason)
+		case amqp091.AccessRefused:
+			return fmt.Errorf("publishing to exchange %q: %w: %s", e.Exchange, ErrAuth, ce.Reason)
 		}
+		return fmt.Errorf("publishing to exchange %q: %w", e.Exchange, ce)
 	}
-	return nil
+	return ErrNotConfirmed
 }
 
 // CheckExchange verifies that exchange exists (passive declare on a

@@ -125,56 +125,74 @@ func (s *Source) consumer(ctx context.Context) (*Consumer, error) {
 // nothing (peek: when everything ready at the start was read).
 func (s *Source) Next(ctx context.Context, max int) ([]broker.Message, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return nil, errors.New("source closed")
 	}
 	if s.done || (s.mode == broker.Peek && s.read >= s.limit) {
 		s.done = true
+		s.mu.Unlock()
 		return nil, broker.ErrSourceDone
 	}
 	c, err := s.consumer(ctx)
 	if err != nil {
+		s.mu.Unlock()
 		return nil, err
 	}
+	gen := s.gen
 	if s.mode == broker.Peek {
 		max = min(max, s.limit-s.read)
 	}
+	s.mu.Unlock()
+	// Wait without the lock: other workers ack and release meanwhile.
 	wait := s.opt.Wait
 	if wait <= 0 {
 		wait = s.ep.cfg.Idle
 	}
-	var out []broker.Message
-	for len(out) < max {
+	var got []Message
+	var recvErr error
+	for len(got) < max {
 		d := wait
-		if len(out) > 0 {
-			d = 0
+		if len(got) > 0 {
+			// What has arrived, and what arrives within a short linger:
+			// deliveries stream in behind the first one.
+			d = lingerFor
 		}
-		m, ok, err := c.nextOrNow(ctx, d)
+		m, ok, err := c.Next(ctx, d)
 		if err != nil {
-			if len(out) > 0 {
-				return out, nil // handed out; the error comes back next call
-			}
-			if errors.Is(err, ErrConsumerCancelled) && s.mode == broker.Consume {
-				return nil, nil // a new channel next call; held handles are stale
-			}
-			return nil, err
+			recvErr = err
+			break
 		}
 		if !ok {
 			break
 		}
+		got = append(got, m)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]broker.Message, 0, len(got))
+	for _, m := range got {
 		s.read++
 		if c.stream {
 			_ = c.Ack(m.DeliveryTag) // stream credit: removes nothing
-		} else {
+		} else if gen == s.gen {
 			s.held[m.DeliveryTag] = true
 		}
 		rec := ToRecord(m, s.ep.ID(), s.ep.info.Type, s.ep.cfg.Now())
-		bm := broker.Message{Record: rec, Handle: handle{gen: s.gen, tag: m.DeliveryTag}}
+		bm := broker.Message{Record: rec, Handle: handle{gen: gen, tag: m.DeliveryTag}}
 		if s.opt.Decode != nil {
 			bm.Parsed = s.opt.Decode(rec)
 		}
 		out = append(out, bm)
+	}
+	if recvErr != nil {
+		if len(out) > 0 {
+			return out, nil // handed out; the error comes back next call
+		}
+		if errors.Is(recvErr, ErrConsumerCancelled) && s.mode == broker.Consume {
+			return nil, nil // a new channel next call; held handles are stale
+		}
+		return nil, recvErr
 	}
 	if len(out) == 0 {
 		n, err := readyCount(s.conn, s.ep.ref.Queue)
@@ -194,24 +212,8 @@ func (s *Source) Next(ctx context.Context, max int) ([]broker.Message, error) {
 	return out, nil
 }
 
-// nextOrNow is Next with a zero wait meaning "only what has arrived".
-func (c *Consumer) nextOrNow(ctx context.Context, wait time.Duration) (Message, bool, error) {
-	if wait > 0 {
-		return c.Next(ctx, wait)
-	}
-	select {
-	case d, ok := <-c.deliveries:
-		if !ok {
-			return Message{}, false, c.closeReason()
-		}
-		c.mu.Lock()
-		c.lastTag = d.DeliveryTag
-		c.mu.Unlock()
-		return newMessage(d), true, nil
-	default:
-		return Message{}, false, nil
-	}
-}
+// lingerFor is how long a read waits for more deliveries after the first.
+const lingerFor = 2 * time.Millisecond
 
 // Ack removes messages (consume mode). A delivery of a channel that has
 // since closed went back to the queue: ErrLeaseLost, not removed.
