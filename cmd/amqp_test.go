@@ -9,6 +9,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/internal/amqpseed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/amqp"
 )
 
@@ -75,4 +76,98 @@ func TestAMQPQueuesAndAudit(t *testing.T) {
 	if res.Code != 1 || !strings.Contains(res.Stderr, "--amqp-management-url") || strings.Contains(res.Stderr, env.Password) {
 		t.Fatalf("unreachable: exit %d %s", res.Code, res.Stderr)
 	}
+}
+
+func TestAMQPSampleGroupClassify(t *testing.T) {
+	o := amqpseed.Default(rabbitPrefix(t))
+	env, n := seedRabbit(t, o)
+	q := env.QueueRef(n.DLQ)
+	res := runCLI(t, testenv.Env{}, "", "sample", q, "-n", "100", "-o", "ndjson")
+	if res.Code != 0 {
+		t.Fatalf("sample: %d %s", res.Code, res.Stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	if len(lines) != o.Total() {
+		t.Fatalf("sample printed %d records, want %d", len(lines), o.Total())
+	}
+	reasons := map[string]int{}
+	for _, l := range lines {
+		var rec struct {
+			Broker string `json:"broker"`
+			Queue  string `json:"queue"`
+			System struct {
+				AMQP struct {
+					Deaths []struct {
+						Reason      string   `json:"reason"`
+						RoutingKeys []string `json:"routing_keys"`
+					} `json:"deaths"`
+				} `json:"amqp"`
+			} `json:"system"`
+		}
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Broker != "amqp" || !strings.HasSuffix(rec.Queue, "/"+n.DLQ) {
+			t.Errorf("record broker %q queue %q", rec.Broker, rec.Queue)
+		}
+		if len(rec.System.AMQP.Deaths) > 0 {
+			reasons[rec.System.AMQP.Deaths[0].Reason]++
+		}
+	}
+	if reasons["rejected"] != o.Rejected || reasons["expired"] != o.Expired+o.PerMessageTTL || reasons["maxlen"] != o.MaxLen || reasons["delivery_limit"] != o.DeliveryLimit {
+		t.Errorf("death reasons %v", reasons)
+	}
+	for _, out := range []string{res.Stdout, res.Stderr} {
+		if strings.Contains(out, env.Password) {
+			t.Fatal("password in sample output")
+		}
+	}
+	res = runCLI(t, testenv.Env{}, "", "group", q, "--by", "reason", "-o", "json")
+	if res.Code != 0 {
+		t.Fatalf("group: %d %s", res.Code, res.Stderr)
+	}
+	for _, want := range []string{`"rejected"`, `"expired"`, `"maxlen"`, `"delivery_limit"`, `"recoverer"`} {
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("group --by reason lacks %s: %s", want, res.Stdout)
+		}
+	}
+	res = runCLI(t, testenv.Env{}, "", "classify", q, "-o", "ndjson")
+	if res.Code != 0 {
+		t.Fatalf("classify: %d %s", res.Code, res.Stderr)
+	}
+	if got := strings.Count(res.Stdout, `"rule":"broker-capacity"`); got != o.Expired+o.PerMessageTTL+o.MaxLen {
+		t.Errorf("broker-capacity classified %d, want %d", got, o.Expired+o.PerMessageTTL+o.MaxLen)
+	}
+	// Three reads later the queue holds everything, in its order.
+	ep := openTestEndpoint(t, env, n.DLQ)
+	d, err := ep.Depth(context.Background())
+	if err != nil || d.Ready != int64(o.Total()) {
+		t.Fatalf("depth after reads %+v %v", d, err)
+	}
+}
+
+func TestAMQPPeekRefusesQuorumDeliveryLimit(t *testing.T) {
+	o := amqpseed.Options{Prefix: rabbitPrefix(t), Rejected: 2, QuorumDLQ: true, DLQDeliveryLimit: 4}
+	env, n := seedRabbit(t, o)
+	res := runCLI(t, testenv.Env{}, "", "sample", env.QueueRef(n.DLQ))
+	if res.Code != 2 || !strings.Contains(res.Stderr, "delivery limit 4") || strings.Count(strings.TrimSpace(res.Stderr), "\n") != 0 {
+		t.Fatalf("exit %d: %q", res.Code, res.Stderr)
+	}
+	res = runCLI(t, testenv.Env{}, "", "check", env.QueueRef(n.DLQ))
+	if res.Code != 2 || !strings.Contains(res.Stderr, "RabbitMQ") {
+		t.Fatalf("check on RabbitMQ: exit %d %q", res.Code, res.Stderr)
+	}
+}
+
+func openTestEndpoint(t *testing.T, env testenv.RabbitMQ, queue string) *amqp.Endpoint {
+	t.Helper()
+	ref, err := broker.ParseRef(env.QueueRef(queue))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := amqp.OpenEndpoint(context.Background(), ref, amqp.Config{ManagementURL: env.ManagementURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep
 }

@@ -255,3 +255,39 @@ func amqpQueuesRun(ctx context.Context, opts *QueuesOptions, raw string) error {
 	f.IO.Infof("counts from the management API (they trail the queues by its statistics interval, 5 s by default)")
 	return nil
 }
+
+// warnPeekSideEffects prints what reading queue without consuming it
+// changes (before reading): SQS's receive counts and FIFO group locks,
+// RabbitMQ's redelivered flag and quorum delivery counts.
+func warnPeekSideEffects(ctx context.Context, f *Factory, queue string) error {
+	if !isAMQPRef(queue) {
+		_, q, err := f.ResolveQueue(ctx, queue)
+		if err != nil {
+			return err
+		}
+		for _, w := range SideEffectWarnings(q) {
+			f.IO.Warnf("%s", w)
+		}
+		return nil
+	}
+	ep, err := f.Endpoint(ctx, queue)
+	if err != nil {
+		return err
+	}
+	a, ok := ep.(*amqp.Endpoint)
+	if !ok {
+		return nil
+	}
+	if err := amqp.CheckPeekSafe(a.Info()); err != nil {
+		return errs.BadInput(err)
+	}
+	switch a.Info().Type {
+	case amqp.TypeQuorum:
+		f.IO.Warnf("%s is a quorum queue: each message read is returned with a requeue, which counts as a delivery attempt (x-delivery-count) and may change the order", a.Name())
+	case amqp.TypeClassic:
+		f.Verbosef("%s is a classic queue: messages read are returned in place (they are marked redelivered)", a.Name())
+	case amqp.TypeStream:
+		f.Verbosef("%s is a stream: it is read by offset, nothing changes", a.Name())
+	}
+	return nil
+}

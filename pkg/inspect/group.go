@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
@@ -56,7 +55,10 @@ var namedKeys = map[string]struct {
 	fn   func(c *groupCtx) string
 }{
 	"source": {"the queue the message was dead-lettered from", func(c *groupCtx) string {
-		return orNone(sqs.NameFromARN(c.rec.System.SourceQueueARN))
+		return orNone(c.rec.SourceQueue())
+	}},
+	"reason": {"why the broker dead-lettered it (RabbitMQ: the newest x-death reason — rejected, expired, maxlen, delivery_limit; a Spring recoverer's copy: recoverer)", func(c *groupCtx) string {
+		return orNone(c.rec.DeadLetterReason())
 	}},
 	"event_type": {"envelope event type", func(c *groupCtx) string {
 		if e := c.rec.Envelope; e != nil {

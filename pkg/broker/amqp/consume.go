@@ -172,20 +172,26 @@ func (c *Consumer) AckUpTo(tag uint64) error { return c.ch.Ack(tag, true) }
 func (c *Consumer) Nack(tag uint64, requeue bool) error { return c.ch.Nack(tag, false, requeue) }
 
 // ReleaseAll returns every delivery still held to the queue with one
-// explicit basic.nack(multiple, requeue=true) and stops the consumer. A
-// classic queue puts them back where they were.
-func (c *Consumer) ReleaseAll() error {
+// explicit basic.nack(multiple, requeue=true) up to tag upTo (0: the last
+// delivery received, when none was acknowledged since) and closes the
+// channel, which returns anything delivered after it. upTo must be a
+// delivery not yet acknowledged. A classic queue puts them back where they
+// were.
+func (c *Consumer) ReleaseAll(upTo uint64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.done {
 		return nil
 	}
 	c.done = true
+	if upTo == 0 {
+		upTo = c.lastTag
+	}
 	// Stop deliveries first so nothing new arrives after the nack.
 	_ = c.ch.Cancel(c.tag, false)
 	var err error
-	if c.lastTag > 0 && !c.stream { // a stream read removes nothing: no nack
-		err = c.ch.Nack(c.lastTag, true, true)
+	if upTo > 0 && !c.stream { // a stream read removes nothing: no nack
+		err = c.ch.Nack(upTo, true, true)
 	}
 	// Deliveries that raced the cancel are returned by closing the channel.
 	if cerr := c.ch.Close(); err == nil && cerr != nil && !errors.Is(cerr, amqp091.ErrClosed) {

@@ -106,7 +106,7 @@ func Peek(ctx context.Context, conn *amqp091.Connection, info QueueInfo, o PeekO
 		return res, err
 	}
 	defer func() {
-		if rerr := c.ReleaseAll(); rerr != nil && err == nil {
+		if rerr := c.ReleaseAll(0); rerr != nil && err == nil {
 			err = fmt.Errorf("returning peeked messages to %q: %w (unacknowledged deliveries return to the queue when the connection closes)", info.Name, rerr)
 			return
 		}

@@ -224,12 +224,13 @@ func (s *Source) Ack(ctx context.Context, msgs []broker.Message) []error {
 	for i, m := range msgs {
 		h, ok := m.Handle.(handle)
 		switch {
-		case s.mode == broker.Peek:
-			errsOut[i] = errors.New("a peek does not remove messages")
 		case !ok:
 			errsOut[i] = errors.New("not a RabbitMQ delivery")
 		case s.c == nil || h.gen != s.gen || s.c.ch.IsClosed() || !s.held[h.tag]:
 			errsOut[i] = fmt.Errorf("message %s: its channel closed, the delivery went back to the queue: %w", m.Record.MessageID, broker.ErrLeaseLost)
+		case s.mode == broker.Peek:
+			// A peek removes nothing: the message stays held until Close
+			// gives it back.
 		default:
 			if err := s.c.Ack(h.tag); err != nil {
 				errsOut[i] = fmt.Errorf("message %s: %v: %w", m.Record.MessageID, err, broker.ErrLeaseLost)
@@ -270,7 +271,19 @@ func (s *Source) Close(ctx context.Context) error {
 	s.closed = true
 	var err error
 	if s.c != nil {
-		err = s.c.ReleaseAll()
+		// Up to the newest delivery still outstanding: acknowledged ones
+		// are gone (a nack naming one is a channel error).
+		var upTo uint64
+		for _, m := range []map[uint64]bool{s.held, s.released} {
+			for tag := range m {
+				upTo = max(upTo, tag)
+			}
+		}
+		if upTo == 0 {
+			err = s.c.Close()
+		} else {
+			err = s.c.ReleaseAll(upTo)
+		}
 		if s.mode == broker.Peek && err == nil && s.ep.info.Type != TypeStream {
 			waitReady(context.WithoutCancel(ctx), s.conn, s.ep.ref.Queue, s.limit, 5*time.Second)
 		}
