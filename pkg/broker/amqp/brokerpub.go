@@ -66,6 +66,9 @@ func (p *BrokerPublisher) Prepare(rec *record.Record, dest broker.Destination, o
 // negative confirm or a missing exchange; any other error is an unknown
 // outcome.
 func (p *BrokerPublisher) Publish(ctx context.Context, dest broker.Destination, batch []broker.Outgoing) ([]broker.Result, error) {
+	if p.pub == nil {
+		return nil, errors.New("amqp: a dry run's publisher does not publish")
+	}
 	pubs := make([]Publishing, len(batch))
 	for i, o := range batch {
 		pp, ok := o.Native.(Publishing)
@@ -79,6 +82,13 @@ func (p *BrokerPublisher) Publish(ctx context.Context, dest broker.Destination, 
 	for i, r := range res {
 		switch {
 		case r.Err == nil:
+			// RabbitMQ assigns no id to a message: the journal records the
+			// copy's message-id (or record id) and its confirm.
+			id := pubs[i].Msg.MessageId
+			if id == "" {
+				id = "confirm"
+			}
+			out[i].ID = fmt.Sprintf("%s#%d", id, r.Seq)
 		case errors.Is(r.Err, ErrUnroutable), errors.Is(r.Err, ErrNacked), errors.Is(r.Err, ErrBadMessage), errors.Is(r.Err, ErrNotFound), errors.Is(r.Err, ErrAuth):
 			out[i].Err = broker.Rejected(r.Err)
 		default:
@@ -90,9 +100,35 @@ func (p *BrokerPublisher) Publish(ctx context.Context, dest broker.Destination, 
 
 // Close closes the channel and the connection.
 func (p *BrokerPublisher) Close(ctx context.Context) error {
+	if p.pub == nil {
+		return nil
+	}
 	err := p.pub.Close()
 	if cerr := p.conn.Close(); err == nil && cerr != nil && !errors.Is(cerr, amqp091.ErrClosed) {
 		err = cerr
 	}
 	return err
+}
+
+// Preparer is a publisher that only prepares copies (a dry run's plan):
+// Publish fails, nothing is connected.
+func (e *Endpoint) Preparer() broker.Publisher { return &BrokerPublisher{ep: e} }
+
+// DestinationDepth is a destination's depth: a queue's (reached through
+// the default exchange); an exchange has none (broker.ErrUnsupported).
+func (e *Endpoint) DestinationDepth(ctx context.Context, d broker.Destination) (broker.Depth, error) {
+	r, ok := d.Target.(Route)
+	if !ok || r.Exchange != "" || len(r.RoutingKeys) == 0 {
+		return broker.Depth{}, fmt.Errorf("%s: %w (an exchange has no depth)", d.Label, broker.ErrUnsupported)
+	}
+	conn, err := e.dial(ctx, "depth")
+	if err != nil {
+		return broker.Depth{}, err
+	}
+	defer conn.Close()
+	n, err := readyCount(conn, r.RoutingKeys[0])
+	if err != nil {
+		return broker.Depth{}, err
+	}
+	return broker.Depth{Ready: int64(n), Exact: true}, nil
 }

@@ -22,6 +22,9 @@ type PublishResult struct {
 	// Err is nil when the broker confirmed the message and did not return
 	// it. Returned messages wrap ErrUnroutable, negative confirms ErrNacked.
 	Err error
+	// Seq is the publish's sequence number on its channel (the delivery
+	// tag of its confirm); 0 when it was not published.
+	Seq uint64
 }
 
 // ErrUnroutable: a mandatory publish matched no queue (basic.return).
@@ -178,6 +181,7 @@ func (c *pubChannel) publishWindow(ctx context.Context, entries []Publishing, re
 			break
 		}
 		dcs[i] = dc
+		res[i].Seq = dc.DeliveryTag
 	}
 	for i, dc := range dcs {
 		if dc == nil {

@@ -112,8 +112,25 @@ func ToRecord(m Message, id, queueType string, now time.Time) *record.Record {
 	}
 	if rec.MessageID == "" {
 		rec.MessageID = SyntheticID(bodySum[:], m.Deaths)
+	} else if mk, ok := m.Headers[MarkerHeader]; ok {
+		// A copy dlqctl redrove that died again keeps its message-id: tell
+		// this occurrence apart from the one that was redriven (a run's
+		// journal knows that one as sent), by the marker and the new death.
+		rec.MessageID += "~" + occurrence(mk, m.Deaths)
 	}
 	return rec
+}
+
+// occurrence is 8 hex digits of the SHA-256 of a redriven copy's marker
+// and its newest death.
+func occurrence(marker any, d DeathInfo) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%v", marker)
+	if len(d.Deaths) > 0 {
+		e := d.Deaths[0]
+		fmt.Fprintf(h, "\x00%s\x00%s\x00%d\x00%d", e.Queue, e.Reason, e.Count, e.Time.UnixMilli())
+	}
+	return hex.EncodeToString(h.Sum(nil))[:8]
 }
 
 // SyntheticID identifies a message without a message-id property: the
