@@ -211,6 +211,9 @@ func parseSize(s string) (int64, error) {
 }
 
 func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
+	if isAMQPRef(opts.Queue) {
+		return amqpArchiveRun(ctx, opts)
+	}
 	f := opts.F
 	c, q, err := f.ResolveQueue(ctx, opts.Queue)
 	if err != nil {

@@ -91,8 +91,10 @@ func (s *Source) Name() string { return s.ep.display }
 
 func (s *Source) prefetch() int {
 	p := s.ep.cfg.Prefetch
-	if s.opt.MaxHeld > 0 && s.opt.MaxHeld < p {
-		p = s.opt.MaxHeld
+	if s.opt.MaxHeld > 0 {
+		// The run's own cap: lower (a small sample) or higher (an archive
+		// that holds everything it reads until its parts are verified).
+		p = min(s.opt.MaxHeld, 65535)
 	}
 	if s.mode == broker.Peek && s.limit > 0 && s.limit < p {
 		p = s.limit
