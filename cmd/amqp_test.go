@@ -257,7 +257,9 @@ func TestAMQPRedriveKill9AndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = victim.Wait()
-	// The broker returned what the killed process held.
+	// The broker returns what the killed process held as it notices the
+	// connection is gone: wait until nothing is unacknowledged.
+	waitNoUnacked(t, env, names.DLQ)
 	second := run()
 	out, err := second.Output()
 	if err != nil {
@@ -345,9 +347,26 @@ func TestAMQPArchiveDeleteKill9AndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = victim.Wait()
-	out, err := run().CombinedOutput()
-	if err != nil {
-		t.Fatalf("second run: %v\n%s", err, out)
+	// The broker returns what the killed process held as it notices the
+	// connection is gone: wait until nothing is unacknowledged.
+	waitNoUnacked(t, env, names.DLQ)
+	second := run()
+	var sout, serr bytes.Buffer
+	second.Stdout, second.Stderr = &sout, &serr
+	if err := second.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- second.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("second run: %v\n%s\n%s", err, sout.String(), serr.String())
+		}
+	case <-time.After(2 * time.Minute):
+		_ = second.Process.Signal(syscall.SIGQUIT)
+		<-done
+		t.Fatalf("second run did not finish:\n%s\n%s", sout.String(), serr.String())
 	}
 	if left := readyOf(t, env, names.DLQ); left != 0 {
 		t.Fatalf("%d messages left in the DLQ", left)
@@ -381,4 +400,39 @@ func TestAMQPArchiveDeleteKill9AndResume(t *testing.T) {
 	if dups > 2*1000 {
 		t.Errorf("%d duplicates", dups)
 	}
+	// Restore the archive to the orders queue: each message once, with the
+	// redrive marker; a second restore is refused.
+	res = runCLI(t, senv, "", "restore", "s3://"+bucket+"/dlq/", "--to", env.QueueRef(names.Orders), "--yes", "-o", "json")
+	if res.Code != 0 {
+		t.Fatalf("restore: exit %d %s", res.Code, res.Stderr)
+	}
+	back := drainIDs(t, env, names.Orders)
+	if len(back) != n {
+		t.Fatalf("restored %d distinct messages, want %d", len(back), n)
+	}
+	for id, c := range back {
+		if c != 1+got[id]-1 && c != 1 {
+			t.Errorf("%s restored %d times", id, c)
+		}
+	}
+	res = runCLI(t, senv, "", "restore", "s3://"+bucket+"/dlq/", "--to", env.QueueRef(names.Orders), "--yes")
+	if res.Code != 2 || !strings.Contains(res.Stderr, "already restored") {
+		t.Fatalf("second restore: exit %d %s", res.Code, res.Stderr)
+	}
+}
+
+// waitNoUnacked waits until the management API reports no unacknowledged
+// messages in queue (its counts trail by the statistics interval).
+func waitNoUnacked(t *testing.T, env testenv.RabbitMQ, queue string) {
+	t.Helper()
+	ep := openTestEndpoint(t, env, queue)
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		q, err := ep.Management().Queue(context.Background(), "/", queue)
+		if err == nil && q.Unacked == 0 && q.Consumers == 0 {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s still has unacknowledged messages a minute after the kill", queue)
 }

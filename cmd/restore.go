@@ -142,6 +142,9 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	if err != nil {
 		return err
 	}
+	if isAMQPRef(opts.To) {
+		return amqpRestoreRun(ctx, opts, ref, m)
+	}
 	c, dest, err := f.ResolveQueue(ctx, opts.To)
 	if err != nil {
 		return err

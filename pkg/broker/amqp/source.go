@@ -263,7 +263,9 @@ func (s *Source) Release(ctx context.Context, msgs []broker.Message) error {
 
 // Close returns everything held (one basic.nack multiple, requeue) and
 // closes the connection; the broker returns whatever a broken connection
-// still held.
+// still held. It never waits more than closeTimeout for the broker's
+// answers: past it the TCP connection is cut, which returns everything
+// held just the same.
 func (s *Source) Close(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -271,6 +273,23 @@ func (s *Source) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
+	done := make(chan error, 1)
+	go func() { done <- s.closeLocked(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(closeTimeout):
+		if s.raw != nil {
+			_ = s.raw.Close()
+		}
+		return fmt.Errorf("RabbitMQ did not answer the close of %s within %s: the connection was cut, so the broker returns every message this run held", s.ep.ref.Queue, closeTimeout)
+	}
+}
+
+// closeTimeout bounds Close.
+const closeTimeout = 15 * time.Second
+
+func (s *Source) closeLocked(ctx context.Context) error {
 	var err error
 	if s.c != nil {
 		// Up to the newest delivery still outstanding: acknowledged ones
@@ -282,6 +301,7 @@ func (s *Source) Close(ctx context.Context) error {
 			}
 		}
 		if upTo == 0 {
+			_ = s.c.ch.Cancel(s.c.tag, false)
 			err = s.c.Close()
 		} else {
 			err = s.c.ReleaseAll(upTo)
