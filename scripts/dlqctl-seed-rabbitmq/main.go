@@ -13,6 +13,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/dlqctl/dlqctl/internal/amqpseed"
 	"github.com/dlqctl/dlqctl/pkg/broker/amqp"
 )
@@ -24,11 +28,29 @@ func main() {
 	bulk := flag.Int("bulk", 0, "also dead-letter this many rejected messages (benchmarks)")
 	quorumDLQ := flag.Bool("quorum-dlq", false, "make the DLQ a quorum queue")
 	reset := flag.Bool("reset", false, "delete PREFIX's queues and exchanges first")
+	bucket := flag.String("bucket", "", "also create this S3 bucket (the AWS_* / AWS_ENDPOINT_URL_S3 environment: the local stack's S3) for archive demos")
 	flag.Parse()
+	if *bucket != "" {
+		if err := createBucket(*bucket); err != nil {
+			fmt.Fprintln(os.Stderr, "dlqctl-seed-rabbitmq:", err)
+			os.Exit(1)
+		}
+	}
 	if err := run(*url, *prefix, *scale, *bulk, *quorumDLQ, *reset); err != nil {
 		fmt.Fprintln(os.Stderr, "dlqctl-seed-rabbitmq:", err)
 		os.Exit(1)
 	}
+}
+
+func createBucket(name string) error {
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return err
+	}
+	c := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+	_, err = c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)})
+	return err
 }
 
 func run(url, prefix string, scale, bulk int, quorumDLQ, reset bool) error {
