@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	amqp091 "github.com/rabbitmq/amqp091-go"
 	"os"
 	"os/exec"
 	"strings"
@@ -435,4 +436,62 @@ func waitNoUnacked(t *testing.T, env testenv.RabbitMQ, queue string) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Fatalf("%s still has unacknowledged messages a minute after the kill", queue)
+}
+
+func TestAMQPRedriveDryRunCanaryAndTo(t *testing.T) {
+	o := amqpseed.Default(rabbitPrefix(t))
+	env, n := seedRabbit(t, o)
+	t.Setenv("DLQCTL_STATE_DIR", t.TempDir())
+	q := env.QueueRef(n.DLQ)
+	res := runCLI(t, testenv.Env{}, "", "redrive", q, "--to", "source", "--dry-run", "-o", "json")
+	if res.Code != 0 || !strings.Contains(res.Stdout, `"would_move": 12`) || strings.Contains(res.Stdout+res.Stderr, env.Password) {
+		t.Fatalf("dry run: %d %s %s", res.Code, res.Stdout, res.Stderr)
+	}
+	if got := readyOf(t, env, n.DLQ); got != o.Total() {
+		t.Fatalf("dry run changed the DLQ: %d", got)
+	}
+	// Capacity dead letters go back to the TTL queue and expire again: the
+	// canary sees them come back.
+	res = runCLI(t, testenv.Env{}, "", "redrive", q, "--to", "source", "--filter", `.system.amqp.last_death.reason == "expired"`, "--canary", "1", "--verify-for", "3s", "--yes")
+	if res.Code != 3 || !strings.Contains(res.Stdout+res.Stderr, "FAIL") {
+		t.Fatalf("canary of a capacity dead letter: exit %d\n%s\n%s", res.Code, res.Stdout, res.Stderr)
+	}
+	// --to a recovery queue.
+	rec := n.DLQ + ".recovery"
+	ch := openTestChannel(t, env)
+	if _, err := ch.QueueDeclare(rec, true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = ch.QueueDelete(rec, false, false, false) })
+	res = runCLI(t, testenv.Env{}, "", "redrive", q, "--to", env.QueueRef(rec), "--filter", `.system.amqp.last_death.reason == "rejected"`, "--yes", "-o", "json")
+	if res.Code != 0 {
+		t.Fatalf("--to: exit %d %s", res.Code, res.Stderr)
+	}
+	if got := drainIDs(t, env, rec); len(got) != o.Rejected {
+		t.Fatalf("recovery queue got %v, want the %d rejected", got, o.Rejected)
+	}
+	// Flags RabbitMQ cannot honour: one sentence naming it, exit 2.
+	res = runCLI(t, testenv.Env{}, "", "redrive", q, "--to", "source", "--engine", "native", "--yes")
+	if res.Code != 2 || !strings.Contains(res.Stderr, "RabbitMQ") {
+		t.Fatalf("--engine native: exit %d %s", res.Code, res.Stderr)
+	}
+	res = runCLI(t, testenv.Env{}, "", "redrive", q, "--to", "source", "--visibility", "60s", "--yes")
+	if res.Code != 2 || !strings.Contains(res.Stderr, "RabbitMQ") {
+		t.Fatalf("--visibility: exit %d %s", res.Code, res.Stderr)
+	}
+}
+
+func openTestChannel(t *testing.T, env testenv.RabbitMQ) *amqp091.Channel {
+	t.Helper()
+	ref, _ := amqp.ParseVHostRef(env.URL, nil)
+	conn, err := amqp.Dial(context.Background(), ref, amqp.ConnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
 }
