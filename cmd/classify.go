@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -44,7 +45,8 @@ as with 'dlqctl group'.
 
 Messages are decoded first: the DLQ format (Lambda async DLQ or
 destination record, EventBridge, SNS, CloudEvents, MassTransit,
-NServiceBus, Spring Kafka, Kafka Connect, enriched wrapper, generic failure
+NServiceBus, Spring Kafka, Kafka Connect, Celery, Dramatiq, Rebus, Laravel,
+Sidekiq, Faktory, ActiveJob, enriched wrapper, generic failure
 keys) gives failure.format, the failure evidence and the original payload.
 A plain message dead-lettered by an SQS redrive policy has no failure
 context: SQS records no reason.
@@ -54,8 +56,11 @@ Without --rules the built-in rules apply, in this order:
                       back again)                    -> redrive-loop/investigate
   broker-capacity     RabbitMQ dead-lettered it for a TTL (expired) or a
                       length limit (maxlen)          -> transient/redrive
-  body-not-json       body is malformed JSON or plain text, and no failure
-                      evidence names a cause         -> permanent/archive
+  body-not-json       body starts like JSON and does not parse, or is not
+                      what a rules file's sources: says its consumer
+                      expects; no failure evidence names a cause (XML, CSV,
+                      text, base64 or binary alone are not evidence)
+                                                     -> permanent/archive
   schema-mismatch     failure names an unsupported version/schema, unknown
                       type or no handler; or, without failure evidence, an
                       event schema version not in 1, 2, 3 (configurable) or
@@ -157,19 +162,38 @@ func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.S
 	}
 	var recs []record.Record
 	matched := 0
-	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) error {
+	// Classification, redaction and (for NDJSON) encoding run on the
+	// decoding goroutines; records are printed in input order.
+	type listed struct {
+		rec  record.Record
+		line json.RawMessage
+		err  error
+	}
+	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) any {
 		if !sel.Match(rec, parsed) {
 			return nil
 		}
-		matched++
-		r := *rec
+		l := &listed{rec: *rec}
 		if redactor != nil {
-			r = redactor.Record(r)
+			l.rec = redactor.Record(l.rec)
 		}
 		if nd != nil {
-			return nd.Write(r)
+			l.line, l.err = l.rec.MarshalJSON()
 		}
-		recs = append(recs, r)
+		return l
+	}, func(_ *record.Record, _, prepared any) error {
+		l, ok := prepared.(*listed)
+		if !ok {
+			return nil
+		}
+		matched++
+		if nd != nil {
+			if l.err != nil {
+				return l.err
+			}
+			return nd.Write(l.line)
+		}
+		recs = append(recs, l.rec)
 		return nil
 	})
 	if err != nil {
@@ -255,8 +279,10 @@ func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classif
 	g := inspect.NewGrouper(keys, now)
 	byRule := map[[2]string]map[string]int{}
 	notes := map[string]string{}
-	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) error {
-		if !sel.Match(rec, parsed) {
+	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) any {
+		return sel.Match(rec, parsed) // on the decoding goroutines
+	}, func(rec *record.Record, parsed, matched any) error {
+		if matched != true {
 			return nil
 		}
 		g.Add(rec, parsed)
@@ -359,7 +385,7 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	var found *classify.Explanation
 	var rec record.Record
 	var lookupErr error
-	rr, err := readRecords(ctx, f, opts.Queue, &read, nil, func(r *record.Record, parsed any) error {
+	rr, err := readRecords(ctx, f, opts.Queue, &read, nil, nil, func(r *record.Record, parsed, _ any) error {
 		if r.MessageID != opts.Explain {
 			return nil
 		}
@@ -483,6 +509,13 @@ func writeAnalysis(w io.Writer, ex *classify.Explanation) {
 	default:
 		fmt.Fprintf(w, "format: none recognised (a plain message)\n")
 	}
+	if p := ex.Payload; p != nil {
+		declared := ""
+		if p.Declared != "" {
+			declared = fmt.Sprintf(" (content type declared: %s)", p.Declared)
+		}
+		fmt.Fprintf(w, "payload: %s — %s%s\n", p.Encoding, p.Description, declared)
+	}
 	v := ex.Verdict
 	if ex.NoContext != "" || v == nil || len(v.Readings) == 0 {
 		fmt.Fprintf(w, "evidence: none — %s\n", ex.NoContext)
@@ -498,12 +531,22 @@ func writeAnalysis(w io.Writer, ex *classify.Explanation) {
 			}
 			reading = fmt.Sprintf("%s/%s (%q, %s)", r.Family, r.Group, r.Signal, strength)
 		}
-		fmt.Fprintf(w, "  %s [%s] → %q: %s\n", r.Field, r.Kind, output.Truncate(r.Text, 100), reading)
+		kind := r.Kind
+		if r.Weak {
+			kind += ", by its look"
+		}
+		fmt.Fprintf(w, "  %s [%s] → %q: %s\n", r.Field, kind, output.Truncate(r.Text, 100), reading)
 	}
-	switch v.Family {
-	case "":
+	hints := false
+	for _, r := range v.Readings {
+		hints = hints || r.Weak && r.Family != ""
+	}
+	switch {
+	case v.Family == "" && hints:
+		fmt.Fprintf(w, "family: none — only hints found by their look in the message's own data name one, and hints never decide\n")
+	case v.Family == "":
 		fmt.Fprintf(w, "family: none — no evidence names a transient, permanent, schema, business or configuration failure\n")
-	case classify.FamilyConflict:
+	case v.Family == classify.FamilyConflict:
 		fmt.Fprintf(w, "family: conflict — transient (%s) and %s (%s) are both named specifically\n", v.Decisive.Field, v.Against.Family, v.Against.Field)
 	default:
 		fmt.Fprintf(w, "family: %s, decided by %s (%q)\n", v.Family, v.Decisive.Field, v.Decisive.Signal)

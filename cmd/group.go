@@ -107,7 +107,13 @@ func (rr *readResult) finish(err error) error {
 //
 // With lk (--logs), records without failure context are looked up in the
 // consumer's logs in batches before fn sees them.
-func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *logsLookup, fn func(rec *record.Record, parsed any) error) (*readResult, error) {
+//
+// pre, when set, is the command's per-record work (classification, group
+// keys): for files and archives it runs in parallel on the decoding
+// goroutines (it must be safe for concurrent use on different records);
+// with --logs it runs after the record's failure context from the logs is
+// attached. fn gets what pre returned, one record at a time, in order.
+func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *logsLookup, pre func(rec *record.Record, parsed any) any, fn recordFunc) (*readResult, error) {
 	if r.From == "" {
 		if err := warnPeekSideEffects(ctx, f, q); err != nil {
 			return nil, err
@@ -118,13 +124,30 @@ func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *lo
 	read := 0
 	limitFile := r.From != "" && r.sampleSet && !r.All
 	stoppedEarly := false
-	next, flush := lk.stream(fn)
-	res, err := f.ForEachRecord(ctx, r.input(q), func(rec *record.Record, parsed any) error {
+	in := r.input(q)
+	var next func(rec *record.Record, parsed, prepared any) error
+	flush := func() error { return nil }
+	if lk == nil {
+		in.Prepare, next = pre, fn
+	} else {
+		// Log lookups batch records and attach their failure context
+		// before anything classifies them: pre runs after.
+		var streamed func(rec *record.Record, parsed any) error
+		streamed, flush = lk.stream(func(rec *record.Record, parsed any) error {
+			var prep any
+			if pre != nil {
+				prep = pre(rec, parsed)
+			}
+			return fn(rec, parsed, prep)
+		})
+		next = func(rec *record.Record, parsed, _ any) error { return streamed(rec, parsed) }
+	}
+	res, err := f.ForEachPrepared(ctx, in, func(rec *record.Record, parsed, prepared any) error {
 		read++
 		if read%100 == 0 {
 			prog.Update(output.Stats{Op: "read", Done: int64(read), Total: int64(depth)}, false)
 		}
-		if err := next(rec, parsed); err != nil {
+		if err := next(rec, parsed, prepared); err != nil {
 			return err
 		}
 		if limitFile && read >= r.Sample {
@@ -302,9 +325,16 @@ func groupRun(ctx context.Context, opts *GroupOptions) (retErr error) {
 	if err != nil {
 		return err
 	}
-	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) error {
-		if sel.Match(rec, parsed) {
-			g.Add(rec, parsed)
+	// Classification and the group key values are computed on the decoding
+	// goroutines; counting into groups happens in order.
+	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) any {
+		if !sel.Match(rec, parsed) {
+			return nil
+		}
+		return g.Values(rec, parsed)
+	}, func(rec *record.Record, _, values any) error {
+		if v, ok := values.([]string); ok {
+			g.AddValues(rec, v)
 		}
 		return nil
 	})

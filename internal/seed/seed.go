@@ -61,7 +61,8 @@ const (
 	// resets. Safe to redrive once the dependency recovers.
 	ClassTransient Class = "transient"
 	// ClassPermanent: the message itself is bad (validation errors, payload
-	// too large, malformed JSON or plain text no consumer can parse). Redriving
+	// too large, malformed JSON no consumer can parse; plain text is not
+	// evidence of a bad message and is ClassUnknown). Redriving
 	// cannot help.
 	ClassPermanent Class = "permanent"
 	// ClassSchemaMismatch: an eventVersion/schemaRef the consumer does not
@@ -259,3 +260,8 @@ func (t *Truth) Summary() Summary {
 	}
 	return s
 }
+
+// Plan returns the messages Incident would send for prefix at now (scale
+// 0), without any server: the realistic bodies and attributes, for offline
+// record files (internal/benchdata).
+func Plan(prefix string, now time.Time) []Seeded { return plan(prefix, now, 0) }

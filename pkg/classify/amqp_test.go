@@ -50,3 +50,13 @@ func TestBrokerCapacityRule(t *testing.T) {
 		}
 	}
 }
+
+// stepWhy is the reason the named rule gave in an explanation.
+func stepWhy(ex *Explanation, rule string) string {
+	for _, st := range ex.Steps {
+		if st.Rule == rule {
+			return st.Why
+		}
+	}
+	return ""
+}
