@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -32,9 +33,6 @@ func amqpArchiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	}
 	if len(opts.Selection.Logs.Groups) > 0 {
 		return errs.BadInputf("--logs cannot be used with RabbitMQ: it reads an AWS consumer's CloudWatch Logs by SQS message id; drop --logs")
-	}
-	if opts.DryRun {
-		return errs.BadInputf("archive --dry-run is not available for RabbitMQ queues yet; see what would be archived with 'dlqctl group %s --by class' (it reads and returns every message)", ep)
 	}
 	sel, err := opts.Selection.selector(true)
 	if err != nil {
@@ -80,6 +78,24 @@ func amqpArchiveRun(ctx context.Context, opts *ArchiveOptions) error {
 		aopts.Rate = opts.Rate
 	}
 	format, _ := f.Format()
+	if opts.DryRun {
+		// A peek: every message read is held to the end, then returned
+		// (basic.nack requeue); RabbitMQ delivers at most 65535.
+		popts := aopts
+		popts.MaxHeld = 65535
+		prog := output.NewProgress(f.IO, format)
+		pl, err := archive.DryRun(ctx, ep, popts, func(seen int) {
+			prog.Update(output.Stats{Op: "scan", Done: int64(seen), Total: depth.Ready}, false)
+		})
+		prog.Done()
+		if errors.Is(err, amqp.ErrPeekUnsafe) {
+			return errs.BadInput(err)
+		}
+		if err != nil {
+			return err
+		}
+		return printArchivePlan(f, prog, format, pl, aopts)
+	}
 	if opts.Delete {
 		err := confirm(f,
 			fmt.Sprintf("Archive %s from %s (%d ready) to %s and acknowledge each once its part is verified?", limitedWhat(sel.Describe(), 0, opts.Max), ep.Name(), depth.Ready, opts.Dest),

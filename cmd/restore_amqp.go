@@ -24,9 +24,6 @@ func amqpRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref, 
 	if opts.Canary > 0 {
 		return errs.BadInputf("--canary cannot be used when restoring to RabbitMQ yet: it watches the destination's DLQ, which dlqctl finds from an SQS RedrivePolicy; restore with --max first and check the DLQ with 'dlqctl sample'")
 	}
-	if opts.DryRun {
-		return errs.BadInputf("restore --dry-run to RabbitMQ is not available yet; 'dlqctl sample --from %s' shows what the archive holds", ref.Name())
-	}
 	gep, err := f.Endpoint(ctx, opts.To)
 	if err != nil {
 		return err
@@ -60,6 +57,9 @@ func amqpRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref, 
 		return err
 	}
 	router := fixedRouter{t}
+	if opts.DryRun {
+		return restorePlan(ctx, opts, ref, m, router, dest.Preparer(), selector)
+	}
 	pub, err := dest.OpenPublisher(ctx)
 	if err != nil {
 		return err
