@@ -12,6 +12,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker/amqp"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
@@ -90,7 +91,15 @@ func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	shown := *opts
 	shown.DLQ, shown.To = ep.String(), redactRef(opts.To)
 	raw, _ := json.Marshal(&shown)
-	src, err := dlqSource(ctx, ep, 0, selector != nil)
+	decode := inspect.DecodeMarker
+	if selector != nil {
+		decode = inspect.Decode
+	}
+	// Peers of a shared run (--rate-share) are competing consumers: the
+	// source knows it shares the queue, so what the peers hold at the end
+	// is theirs, not another application's.
+	sh := opts.PaceFlags.share()
+	src, err := ep.OpenSource(ctx, broker.SourceOptions{Mode: broker.Consume, Wait: time.Second, Decode: decode, Share: broker.Share{I: sh.I, N: sh.N}})
 	if err != nil {
 		return err
 	}
