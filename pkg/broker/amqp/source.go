@@ -42,6 +42,10 @@ type Source struct {
 	limit    int // peek: the ready count at the start (read no further)
 	done     bool
 	closed   bool
+	// stopped: the consumer was cancelled at the end of reading.
+	stopped bool
+	// lastDelivery is when a read last returned a delivery (or the open).
+	lastDelivery time.Time
 }
 
 var _ broker.Source = (*Source)(nil)
@@ -72,7 +76,7 @@ func (e *Endpoint) OpenReader(ctx context.Context, opt broker.SourceOptions) (*S
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{ep: e, mode: opt.Mode, opt: opt, conn: conn, raw: raw, held: map[uint64]bool{}, released: map[uint64]bool{}}
+	s := &Source{ep: e, mode: opt.Mode, opt: opt, conn: conn, raw: raw, held: map[uint64]bool{}, released: map[uint64]bool{}, lastDelivery: time.Now()}
 	if opt.Mode == broker.Peek && e.info.Type != TypeStream {
 		n, err := readyCount(conn, e.ref.Queue)
 		if err != nil {
@@ -122,9 +126,10 @@ func (s *Source) consumer(ctx context.Context) (*Consumer, error) {
 }
 
 // Next returns up to max deliveries: it waits up to the read's Wait (or
-// Config.Idle) for the first, then takes what has already arrived.
-// ErrSourceDone when the queue has nothing ready and the run holds
-// nothing (peek: when everything ready at the start was read).
+// Config.Idle) for the first, then takes what has already arrived. A
+// consuming read answers an empty batch when nothing is ready (End decides
+// the end); a peek ErrSourceDone once everything ready at the start was
+// read.
 func (s *Source) Next(ctx context.Context, max int) ([]broker.Message, error) {
 	s.mu.Lock()
 	if s.closed {
@@ -173,6 +178,9 @@ func (s *Source) Next(ctx context.Context, max int) ([]broker.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]broker.Message, 0, len(got))
+	if len(got) > 0 {
+		s.lastDelivery = time.Now()
+	}
 	for _, m := range got {
 		s.read++
 		if c.stream {
@@ -202,11 +210,17 @@ func (s *Source) Next(ctx context.Context, max int) ([]broker.Message, error) {
 			return nil, err
 		}
 		switch {
-		case n == 0 || s.mode == broker.Peek:
-			// Peek: nothing arrived within the wait although the count
-			// said more: others hold them, or they expired.
+		case s.mode == broker.Peek:
+			// Nothing arrived within the wait although the count said
+			// more: others hold them, or they expired.
 			s.done = true
 			return nil, broker.ErrSourceDone
+		case n == 0:
+			// Consume: nothing ready now. Deliveries the run holds may
+			// still be given back, and other consumers may return what
+			// they hold: the run's end is decided by End (end.go) once
+			// nothing is in progress, not here.
+			return nil, nil
 		case len(s.held)+len(s.released) >= s.prefetch():
 			return nil, fmt.Errorf("%d messages ready in %s but this run holds %d (its prefetch): %w", n, s.ep.ref.Queue, len(s.held)+len(s.released), broker.ErrHeldLimit)
 		}
@@ -316,22 +330,16 @@ func (s *Source) closeLocked(ctx context.Context) error {
 	return err
 }
 
-// Leftover says what the run could not read: messages still ready, and
-// messages held unacknowledged by other consumers (from the management
-// API; they come back when those consumers release them or disconnect).
+// Leftover says what the run could not read (see endReport): messages
+// still ready, and messages held unacknowledged by other consumers. It
+// ends reading.
 func (s *Source) Leftover(ctx context.Context) (broker.Leftover, error) {
-	s.mu.Lock()
-	held := len(s.held)
-	s.mu.Unlock()
-	var l broker.Leftover
-	if n, err := readyCount(s.conn, s.ep.ref.Queue); err == nil && s.mode == broker.Consume {
-		l.Unread = n
+	if s.mode != broker.Consume {
+		return broker.Leftover{}, nil
 	}
-	if qi, err := s.ep.mgmt.Queue(ctx, s.ep.ref.VHost, s.ep.ref.Queue); err == nil {
-		if other := int(qi.Unacked) - held; other > 0 && s.mode == broker.Consume {
-			l.HeldElsewhere = other
-			l.Note = fmt.Sprintf("%d messages are held unacknowledged by other consumers of %s (%d consumers); they return to the queue when those consumers reject them or disconnect", other, s.ep.ref.Queue, qi.Consumers)
-		}
+	r, err := s.endReport(ctx)
+	if err != nil {
+		return broker.Leftover{}, err
 	}
-	return l, nil
+	return broker.Leftover{Unread: r.NotRead, HeldElsewhere: r.HeldElsewhere, Note: r.Note}, nil
 }
