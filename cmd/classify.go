@@ -79,8 +79,8 @@ Without --rules the built-in rules apply, in this order:
 Explicit failure evidence beats body and envelope heuristics; a version
 counts only when the decoder vouches it is the event's schema version
 (never EventBridge "version" or CloudEvents "specversion"). See
-docs/triage.md for the formats and families. A rules file (YAML,
-docs/rules.md) lists its own rules and can include the built-ins
+'dlqctl help triage' for the formats and families. A rules file (YAML,
+'dlqctl help rules') lists its own rules and can include the built-ins
 ('- include: builtin'); .failure.format and .payload let a rule target one
 format. It is checked before any message is read: an invalid file exits 2
 naming file, line and reason.
@@ -95,7 +95,13 @@ Bodies are shown with secret-looking values masked (see 'dlqctl sample').
 
 ` + SelectionHelp + `
 
-` + LogsHelp + ` --explain shows the log lines used.`),
+` + LogsHelp + ` --explain shows the log lines used.
+
+Exit 4 with --all when the queue could not be read whole (FIFO groups
+locked behind held messages, messages in flight elsewhere, the in-flight
+limit): the result covers what was read and says what was not. Exit 2 on bad
+rules or keys, no credentials or region, or AccessDenied on the queue
+(naming the IAM action); a --logs group that may not be searched is exit 1.`),
 		Example: `  dlqctl classify orders-dlq --summary
   dlqctl classify orders-dlq --summary --logs /aws/lambda/orders-consumer,/ecs/orders-worker
   dlqctl classify orders-dlq --all --class transient -o ndjson > transient.ndjson

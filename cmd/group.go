@@ -39,7 +39,7 @@ const DefaultSample = 1000
 func (r *ReadFlags) addFlags(c *cobra.Command) {
 	fl := c.Flags()
 	fl.IntVar(&r.Sample, "sample", DefaultSample, "read at most N messages (estimates scale groups to the queue depth)")
-	fl.BoolVar(&r.All, "all", false, "read the whole queue (every message once, held invisible until the end, then released); exit 4 when it cannot be read whole (FIFO groups locked behind held messages on AWS, messages in flight elsewhere)")
+	fl.BoolVar(&r.All, "all", false, "read the whole queue (every message once, held invisible until the end, then released); exit 4 when it cannot be read whole (FIFO groups locked behind held messages on AWS, messages a receive whose answer was lost took)")
 	fl.StringVar(&r.From, "from", "", fromFlagHelp)
 	fl.DurationVar(&r.Visibility, "visibility", 30*time.Second, "how long read messages stay hidden between heartbeats")
 	c.MarkFlagsMutuallyExclusive("sample", "all")
@@ -184,12 +184,10 @@ func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *lo
 			}
 		case strings.Contains(res.Scan.Note, "in-flight"):
 			f.IO.Warnf("%s: read %d of about %d messages; the results are a bounded sample", res.Scan.Note, read, out.Depth)
-		case out.Complete && read < out.Depth:
-			// Messages in flight elsewhere (and, on real SQS, FIFO groups
-			// blocked behind the messages dlqctl holds) cannot be read.
-			f.IO.Warnf("%s held about %d messages when the read began but only %d could be read (messages in flight elsewhere, or FIFO groups blocked behind held messages, are not readable); treat the results as a sample",
-				res.Queue.Name(), out.Depth, read)
-			out.Complete = false
+		case res.Scan.CountsNote != "":
+			// The read is complete (it read until SQS had nothing more to
+			// give); the counts are advisory and say so.
+			f.IO.Warnf("%s", res.Scan.CountsNote)
 		}
 		f.Verbosef("read %d distinct messages from %s (depth at start: %d); all released", res.Scan.Seen, res.Queue.Name(), out.Depth)
 	}

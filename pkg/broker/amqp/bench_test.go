@@ -79,7 +79,7 @@ func seamRedrive(b *testing.B, ep *amqp.Endpoint, workers int) (int64, uint64) {
 		go func() {
 			for {
 				ms, err := src.Next(ctx, amqp.MaxBatchEntries)
-				if errors.Is(err, broker.ErrSourceDone) {
+				if errors.Is(err, broker.ErrSourceDone) || err == nil && len(ms) == 0 && drained(b, src) {
 					done <- nil
 					return
 				}

@@ -66,6 +66,17 @@ type Consumer struct {
 	mu      sync.Mutex
 	lastTag uint64
 	done    bool
+	stopped bool // basic.cancel sent (cancel)
+}
+
+// cancel stops deliveries (basic.cancel); what is held stays held.
+func (c *Consumer) cancel() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.stopped {
+		c.stopped = true
+		_ = c.ch.Cancel(c.tag, false)
+	}
 }
 
 // Consume opens a channel on conn and starts consuming queue.
@@ -188,7 +199,10 @@ func (c *Consumer) ReleaseAll(upTo uint64) error {
 		upTo = c.lastTag
 	}
 	// Stop deliveries first so nothing new arrives after the nack.
-	_ = c.ch.Cancel(c.tag, false)
+	if !c.stopped {
+		c.stopped = true
+		_ = c.ch.Cancel(c.tag, false)
+	}
 	var err error
 	if upTo > 0 && !c.stream { // a stream read removes nothing: no nack
 		err = c.ch.Nack(upTo, true, true)

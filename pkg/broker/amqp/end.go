@@ -75,8 +75,11 @@ func (s *Source) endCheck(busy int64) (bool, error) {
 func (s *Source) stopReading() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.c != nil && !s.stopped && !s.c.ch.IsClosed() {
-		_ = s.c.ch.Cancel(s.c.tag, false)
+	if s.mode != broker.Consume || s.stopped {
+		return
+	}
+	if s.c != nil && !s.c.ch.IsClosed() {
+		s.c.cancel()
 	}
 	s.stopped = true
 }
@@ -102,6 +105,9 @@ type EndReport struct {
 // what this run still holds, waited for until it reflects the run's own
 // acknowledgements).
 func (s *Source) endReport(ctx context.Context) (EndReport, error) {
+	if s.mode != broker.Consume {
+		return EndReport{}, nil
+	}
 	s.stopReading()
 	s.mu.Lock()
 	// Deliveries that arrived after the last read (a message that came

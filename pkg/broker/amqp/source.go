@@ -49,7 +49,7 @@ type Source struct {
 }
 
 var _ broker.Source = (*Source)(nil)
-var _ broker.Reconciler = (*Source)(nil)
+var _ broker.Ender = (*Source)(nil)
 
 // OpenSource opens a reading of the queue (see Source).
 func (e *Endpoint) OpenSource(ctx context.Context, opt broker.SourceOptions) (broker.Source, error) {
@@ -315,7 +315,7 @@ func (s *Source) closeLocked(ctx context.Context) error {
 			}
 		}
 		if upTo == 0 {
-			_ = s.c.ch.Cancel(s.c.tag, false)
+			s.c.cancel()
 			err = s.c.Close()
 		} else {
 			err = s.c.ReleaseAll(upTo)
@@ -328,18 +328,4 @@ func (s *Source) closeLocked(ctx context.Context) error {
 		err = cerr
 	}
 	return err
-}
-
-// Leftover says what the run could not read (see endReport): messages
-// still ready, and messages held unacknowledged by other consumers. It
-// ends reading.
-func (s *Source) Leftover(ctx context.Context) (broker.Leftover, error) {
-	if s.mode != broker.Consume {
-		return broker.Leftover{}, nil
-	}
-	r, err := s.endReport(ctx)
-	if err != nil {
-		return broker.Leftover{}, err
-	}
-	return broker.Leftover{Unread: r.NotRead, HeldElsewhere: r.HeldElsewhere, Note: r.Note}, nil
 }
