@@ -125,4 +125,29 @@ func TestAMQPEndOfRunOtherConsumerHolds(t *testing.T) {
 	if !strings.Contains(all, fmt.Sprintf("%d message(s) are held unacknowledged by other consumers", held)) {
 		t.Fatalf("the run does not name the %d messages another consumer holds:\n%s", held, all)
 	}
+
+	// archive --delete of the same DLQ refilled, the other consumer still
+	// holding its 7: partial too, naming them.
+	senv := testenv.Require(t)
+	ref, _ := amqp.ParseVHostRef(env.URL, nil)
+	conn, err := amqp.Dial(context.Background(), ref, amqp.ConnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := amqpseed.Bulk(context.Background(), conn, strings.TrimSuffix(names.DLQ, ".dlq"), n); err != nil {
+		t.Fatal(err)
+	}
+	bucket := strings.ToLower(strings.ReplaceAll(testenv.UniqueName(t, "rh"), "_", "-"))
+	if _, err := senv.S3(t).CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	res = runCLI(t, senv, "", "archive", env.QueueRef(names.DLQ), "--to", "s3://"+bucket+"/dlq", "--delete", "--yes", "-o", "json")
+	all = res.Stdout + res.Stderr
+	if res.Code != 4 || !strings.Contains(all, fmt.Sprintf("%d message(s) are held unacknowledged by other consumers", held)) {
+		t.Fatalf("archive --delete with %d held by another consumer: exit %d\n%s", held, res.Code, all)
+	}
+	if left := readyOf(t, env, names.DLQ); left != 0 {
+		t.Fatalf("archive left %d ready", left)
+	}
 }
