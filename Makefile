@@ -14,6 +14,7 @@
 #                     FUZZ=regexp picks targets. Seed corpora (testdata/fuzz)
 #                     run in make test; new crashers land there too.
 #   make demo         scripts/demo.sh: stack, seeded incident, walkthrough
+#   make demo-rabbitmq  scripts/demo-rabbitmq.sh: the same on RabbitMQ
 #   make seed         seed an incident (PREFIX=demo, SEED_FLAGS="--scale 500 --reset")
 #   make stack-start / stack-stop / stack-status
 
@@ -34,7 +35,7 @@ WITH_STACK = scripts/tools.sh || exit $$?; \
 	eval "$$stack_env"; \
 	export DLQCTL_REQUIRE_STACK=1;
 
-.PHONY: build test fmt-check vet bench fuzz demo seed stack-start stack-stop stack-status clean
+.PHONY: build test fmt-check vet bench fuzz demo demo-rabbitmq seed stack-start stack-stop stack-status clean
 
 build:
 	$(GO) build -o bin/dlqctl .
@@ -78,6 +79,9 @@ fuzz:
 
 demo:
 	scripts/demo.sh
+
+demo-rabbitmq:
+	scripts/demo-rabbitmq.sh
 
 seed:
 	@$(STACK) start >/dev/null && $(GO) run ./scripts/dlqctl-seed --prefix $(PREFIX) $(SEED_FLAGS)

@@ -91,7 +91,8 @@ failure or Ctrl-C.
 
 --delete asks for confirmation on a terminal; scripts pass --yes. --dry-run
 reads the queue without consuming it and prints how many messages, bytes
-and parts a run would write. -o ndjson streams progress, part and summary
+and parts a run would write (on RabbitMQ: a peek that holds what it reads
+unacknowledged and returns it all at the end, at most 65535 messages). -o ndjson streams progress, part and summary
 events; a progress bar is drawn on stderr when it is a terminal.
 
 'dlqctl archive verify MANIFEST' re-reads an archive; 'dlqctl restore'
@@ -212,6 +213,9 @@ func parseSize(s string) (int64, error) {
 }
 
 func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
+	if isAMQPRef(opts.Queue) {
+		return amqpArchiveRun(ctx, opts)
+	}
 	f := opts.F
 	c, q, err := f.ResolveQueue(ctx, opts.Queue)
 	if err != nil {
@@ -439,6 +443,11 @@ func archivePlan(ctx context.Context, f *Factory, c *sqs.Client, q *sqs.Queue, a
 	if err != nil {
 		return err
 	}
+	return printArchivePlan(f, prog, format, pl, aopts)
+}
+
+// printArchivePlan prints an archive dry run's plan (every broker).
+func printArchivePlan(f *Factory, prog *output.Progress, format output.Format, pl *archive.Plan, aopts archive.Options) error {
 	out := ArchivePlanOutput{Plan: pl, PartSize: aopts.PartSize, PartRecords: aopts.PartRecords}
 	switch format {
 	case output.JSON:

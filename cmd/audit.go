@@ -69,14 +69,39 @@ receive increments ApproximateReceiveCount; every sampled message is
 released); --sample 0 skips it. DLQs with their own RedrivePolicy and FIFO
 DLQs are not sampled.
 
+RabbitMQ: 'audit amqp://USER:PASS@HOST/VHOST/' audits the vhost's queues
+through the management API (a queue reference audits that queue; --prefix
+narrows a vhost). The checks:
+
+  error  rabbitmq-dlx-missing                   the dead-letter exchange does not exist
+  error  rabbitmq-dlx-routes-nowhere            the DLX routes the dead letters to no queue
+  error  rabbitmq-delivery-limit-without-dlx    quorum delivery limit, no DLX: dropped
+  error  rabbitmq-quorum-default-delivery-limit 4.x quorum queue without a DLX (limit 20)
+  error  rabbitmq-ttl-or-max-length-without-dlx expired/overflowing messages are deleted
+  warn   rabbitmq-no-dlx                        a rejected message is deleted
+  warn   rabbitmq-dlq-unbounded                 a DLQ without a length limit
+  warn   rabbitmq-dlq-drops-dead-letters        a DLQ with a TTL and no DLX of its own
+  warn   rabbitmq-dead-letter-cycle-without-ttl a retry loop without a delay
+  warn   rabbitmq-at-least-once-not-in-effect   at-least-once set but not in effect
+  info   rabbitmq-at-most-once-dead-lettering   quorum source dead-letters at most once
+
 Exit 3 when a finding is at or above --fail-on (default error).`),
 		Example: `  dlqctl audit
   dlqctl audit --prefix orders --fail-on warn
-  dlqctl audit orders orders-dlq -o json | jq '.findings[] | select(.severity=="error")'`,
+  dlqctl audit orders orders-dlq -o json | jq '.findings[] | select(.severity=="error")'
+  dlqctl audit amqp://ops@rabbit/%2f/ --prefix orders`,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Queues = args
 			opts.InvestigationWindow = time.Duration(window)
-			if len(args) > 0 && opts.Prefix != "" {
+			amqpRefs := len(args) > 0 && isAMQPRef(args[0])
+			if amqpRefs {
+				for _, fl := range []string{"investigation-window", "sample", "visibility"} {
+					if c.Flags().Changed(fl) {
+						return errs.BadInputf("--%s cannot be used with RabbitMQ: it is an SQS setting (RabbitMQ has no retention period or visibility timeout); drop --%s", fl, fl)
+					}
+				}
+			}
+			if len(args) > 0 && opts.Prefix != "" && !amqpRefs {
 				return errs.BadInputf("audit takes QUEUE arguments or --prefix, not both; drop one of them")
 			}
 			if opts.InvestigationWindow < 0 || opts.InvestigationWindow > health.MaxRetention {
@@ -116,6 +141,9 @@ func checkVisibilityFlag(v time.Duration) error {
 }
 
 func auditRun(ctx context.Context, opts *AuditOptions) error {
+	if len(opts.Queues) > 0 && isAMQPRef(opts.Queues[0]) {
+		return amqpAuditRun(ctx, opts)
+	}
 	f := opts.F
 	queues, err := sqsTargets(opts.Queues)
 	if err != nil {

@@ -26,6 +26,7 @@ type CheckOptions struct {
 	// DefaultedVisible is true when no threshold flag was given and
 	// --max-visible 0 applies.
 	DefaultedVisible bool
+	visibilitySet    bool // --visibility given (refused on RabbitMQ)
 }
 
 // NewCmdCheck builds `dlqctl check`.
@@ -60,6 +61,16 @@ uses --max-visible 0: any visible message is a breach.
                      unknown, unless --growth-sample D is given: then check
                      takes a second reading after D and scales that change.
 
+On RabbitMQ (amqp://…/VHOST/QUEUE): visible is the queue's ready count
+(exact, from queue.declare); in flight the messages consumers hold
+unacknowledged (management API). --max-age peeks up to --sample messages
+at the head of the queue (the oldest on a classic queue) with manual
+acknowledgement and returns them all; a message's age is from its
+timestamp property, else its first death (x-death). A quorum queue with a
+delivery limit is not peeked (each return counts): --max-age is unknown
+there. --max-growth compares depth readings (ready + unacknowledged) the
+same way; --visibility does not apply (exit 2).
+
 -o json prints the report as one JSON document for machines.
 
 Exit 3 is a breach. Exit 2 means check could not look: no credentials or
@@ -67,7 +78,8 @@ region, an unknown queue, or AccessDenied (the message names the IAM action,
 'dlqctl help iam'); exit 1 an error. A monitor should alert on those too.`),
 		Example: `  dlqctl check orders-dlq                       # any message is a breach
   dlqctl check orders-dlq --max-visible 100 --max-age 2h --max-growth 50/5m
-  */5 * * * * dlqctl check orders-dlq --max-growth 20/5m -o json || page-oncall`,
+  */5 * * * * dlqctl check orders-dlq --max-growth 20/5m -o json || page-oncall
+  dlqctl check 'amqp://ops@rabbit:5672/%2f/orders.dlq' --max-visible 100 --max-age 2h`,
 		Args: exactArgs(1, "one DLQ (name, URL or ARN)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Queue = args[0]
@@ -107,6 +119,7 @@ region, an unknown queue, or AccessDenied (the message names the IAM action,
 			if err := checkVisibilityFlag(opts.Visibility); err != nil {
 				return err
 			}
+			opts.visibilitySet = fl.Changed("visibility")
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -125,6 +138,9 @@ region, an unknown queue, or AccessDenied (the message names the IAM action,
 
 func checkRun(ctx context.Context, opts *CheckOptions) error {
 	f := opts.F
+	if isAMQPRef(opts.Queue) {
+		return amqpCheckRun(ctx, opts)
+	}
 	c, q, err := f.ResolveQueue(ctx, opts.Queue)
 	if err != nil {
 		return err

@@ -54,6 +54,8 @@ context: SQS records no reason.
 Without --rules the built-in rules apply, in this order:
   redrive-loop        carries the dlqctl-redrive marker (redriven before and
                       back again)                    -> redrive-loop/investigate
+  broker-capacity     RabbitMQ dead-lettered it for a TTL (expired) or a
+                      length limit (maxlen)          -> transient/redrive
   body-not-json       body starts like JSON and does not parse, or is not
                       what a rules file's sources: says its consumer
                       expects; no failure evidence names a cause (XML, CSV,

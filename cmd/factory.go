@@ -21,6 +21,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/archive"
 	"github.com/dlqctl/dlqctl/pkg/broker"
+	"github.com/dlqctl/dlqctl/pkg/broker/amqp"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -54,6 +55,8 @@ type GlobalOptions struct {
 type Factory struct {
 	IO   *output.IOStreams
 	Opts GlobalOptions
+	// AMQP is the RabbitMQ flag group (cmd/flags_amqp.go).
+	AMQP amqp.Config
 
 	once    sync.Once
 	cfg     aws.Config
@@ -310,6 +313,16 @@ func (f *Factory) Endpoint(ctx context.Context, raw string) (broker.Endpoint, er
 	switch ref.Broker {
 	case broker.SQS:
 		return f.sqsEndpoint(ctx, ref)
+	case broker.AMQP:
+		if err := validateAMQPFlags(f.AMQP); err != nil {
+			return nil, err
+		}
+		ep, err := amqp.OpenEndpoint(ctx, ref, f.amqpConfig())
+		if err != nil {
+			return nil, err
+		}
+		f.Verbosef("queue %s -> %s (%s queue, management API %s)", ref, ep.ID(), ep.Info().Type, ep.Management().URL())
+		return ep, nil
 	}
 	return nil, errs.BadInputf("%s: unknown broker %q", ref, ref.Broker)
 }
@@ -328,8 +341,6 @@ func checkRef(raw string) (broker.Ref, error) {
 		if _, err := sqs.ParseRef(ref.Target); err != nil {
 			return ref, err
 		}
-	case broker.AMQP:
-		return ref, errs.BadInputf("%s is a RabbitMQ queue, and this dlqctl does not read RabbitMQ yet; pass an SQS queue (a name, URL, ARN or sqs://NAME)", ref)
 	case broker.Kafka:
 		return ref, errs.BadInputf("%s is a Kafka topic, and this dlqctl does not read Kafka yet; pass an SQS queue (a name, URL, ARN or sqs://NAME)", ref)
 	}
@@ -340,6 +351,9 @@ func checkRef(raw string) (broker.Ref, error) {
 // commands that only SQS has: queues, audit, check, watch, the native
 // engine).
 func (f *Factory) SQSEndpoint(ctx context.Context, raw string) (*sqs.Endpoint, error) {
+	if ref, err := broker.ParseRef(raw); err == nil && ref.Broker == broker.AMQP {
+		return nil, errs.BadInputf("%s is a RabbitMQ queue; this command works on SQS queues only (on RabbitMQ: sample, group, classify, redrive, archive, queues and audit)", ref)
+	}
 	ep, err := f.Endpoint(ctx, raw)
 	if err != nil {
 		return nil, err

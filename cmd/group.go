@@ -115,12 +115,8 @@ func (rr *readResult) finish(err error) error {
 // attached. fn gets what pre returned, one record at a time, in order.
 func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *logsLookup, pre func(rec *record.Record, parsed any) any, fn recordFunc) (*readResult, error) {
 	if r.From == "" {
-		_, qq, err := f.ResolveQueue(ctx, q)
-		if err != nil {
+		if err := warnPeekSideEffects(ctx, f, q); err != nil {
 			return nil, err
-		}
-		for _, w := range SideEffectWarnings(qq) {
-			f.IO.Warnf("%s", w)
 		}
 	}
 	prog := output.NewProgress(f.IO, output.Table)

@@ -17,13 +17,16 @@ import (
 type QueuesOptions struct {
 	F      *Factory
 	Prefix string
+	// AMQP is a RabbitMQ vhost reference (amqp://HOST/VHOST/): list its
+	// dead-letter queues instead of SQS's.
+	AMQP string
 }
 
 // NewCmdQueues builds `dlqctl queues`.
 func NewCmdQueues(f *Factory, runF func(context.Context, *QueuesOptions) error) *cobra.Command {
 	opts := &QueuesOptions{F: f}
 	c := &cobra.Command{
-		Use:   "queues [--prefix P]",
+		Use:   "queues [amqp://HOST/VHOST/] [--prefix P]",
 		Short: "List dead-letter queues with their sources, depths and retention",
 		Long: withExitCodes(`List the dead-letter queues in the account and region: every queue that
 some queue's RedrivePolicy targets. For each: its source queues with their
@@ -32,13 +35,28 @@ of the DLQ and its sources.
 
 A warning is shown when a DLQ's retention is shorter than a source's: on
 standard queues a dead-lettered message keeps its original enqueue time, so
-it expires from the DLQ earlier than the DLQ's retention suggests.`),
+it expires from the DLQ earlier than the DLQ's retention suggests.
+
+RabbitMQ: 'queues amqp://USER:PASS@HOST/VHOST/' lists the vhost's queues that
+some queue's dead-letter exchange routes to, with their type, ready and
+unacknowledged counts, consumers, limits and sources (management API).`),
 		Example: `  dlqctl queues
   dlqctl queues --prefix orders -o json`,
-		Args: exactArgs(0, "no arguments"),
-		RunE: func(c *cobra.Command, _ []string) error {
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 && isAMQPRef(args[0]) {
+				return nil
+			}
+			return exactArgs(0, "no arguments (or one amqp://HOST/VHOST/ reference)")(c, args)
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.AMQP = args[0]
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
+			}
+			if opts.AMQP != "" {
+				return amqpQueuesRun(c.Context(), opts, opts.AMQP)
 			}
 			return queuesRun(c.Context(), opts)
 		},

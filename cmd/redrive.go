@@ -286,6 +286,9 @@ func (o *RedriveOptions) fingerprint(dlqARN string) string {
 }
 
 func redriveRun(ctx context.Context, opts *RedriveOptions) error {
+	if isAMQPRef(opts.DLQ) {
+		return amqpRedriveRun(ctx, opts)
+	}
 	f := opts.F
 	c, dlq, err := f.ResolveQueue(ctx, opts.DLQ)
 	if err != nil {

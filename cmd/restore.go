@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlqctl/dlqctl/pkg/archive"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -62,6 +63,10 @@ versions (…/<yyyy>/<mm>/<dd>/<run-id>/manifest.json) restore the same way.
 A folder is recorded in the journal as the manifest it holds, so both
 spellings are the same restore. A run needs --yes, or a confirmation on a
 terminal.
+
+--to amqp://…/VHOST/QUEUE (or an exchange) restores to RabbitMQ: each copy
+is published with mandatory and publisher confirms; --dry-run prints the
+same plan as for SQS and publishes nothing; --canary is not available there.
 
 ` + SelectionHelp
 
@@ -142,6 +147,9 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	if err != nil {
 		return err
 	}
+	if isAMQPRef(opts.To) {
+		return amqpRestoreRun(ctx, opts, ref, m)
+	}
 	c, dest, err := f.ResolveQueue(ctx, opts.To)
 	if err != nil {
 		return err
@@ -182,7 +190,7 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 
 	router := sqs.ToQueue(dest)
 	if opts.DryRun {
-		return restorePlan(ctx, opts, ref, m, router, selector)
+		return restorePlan(ctx, opts, ref, m, router, sqs.NewPublisher(nil), selector)
 	}
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
@@ -297,12 +305,12 @@ type RestorePlanOutput struct {
 	Ramp      []float64 `json:"ramp,omitempty"`
 }
 
-func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *archive.Manifest, router redrive.Router, sel redrive.Selector) error {
+func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *archive.Manifest, router redrive.Router, prep broker.Publisher, sel redrive.Selector) error {
 	f := opts.F
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
 	share := opts.PaceFlags.share()
-	p := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: sqs.NewPublisher(nil), Select: sel, Max: opts.Max, Partition: share}
+	p := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: prep, Select: sel, Max: opts.Max, Partition: share}
 	err := archive.ForEachManifestRecord(ctx, ref.Src, m, func(_ int, rec *record.Record, parsed any) error {
 		ev, err := p.Add(ctx, rec, parsed)
 		if err != nil {

@@ -144,6 +144,7 @@ IAM policies per role, on-call runbooks — is built in: 'dlqctl help topics'.
 	pf.BoolVar(&f.Opts.PathStyle, "s3-path-style", false, "use path-style S3 addressing (automatic with a non-AWS S3 endpoint)")
 	pf.StringVar(&f.Opts.BucketOwner, "bucket-owner", "", "12-digit account id that must own the S3 bucket; S3 refuses every call to a bucket owned by anyone else (ExpectedBucketOwner)")
 	pf.BoolVar(&f.Opts.RequesterPays, "requester-pays", false, "accept the request charges of a requester-pays S3 bucket")
+	addAMQPFlags(pf, &f.AMQP)
 
 	root.SetHelpCommand(newHelpCmd(root))
 	// Every command, added here explicitly (no init() registration).

@@ -130,14 +130,9 @@ func sampleRun(ctx context.Context, opts *SampleOptions) error {
 		in.Max = max(opts.ScanMax, opts.N)
 	}
 	if opts.From == "" {
-		c, q, err := f.ResolveQueue(ctx, opts.Queue)
-		if err != nil {
+		if err := warnPeekSideEffects(ctx, f, opts.Queue); err != nil {
 			return err
 		}
-		for _, w := range SideEffectWarnings(q) {
-			f.IO.Warnf("%s", w)
-		}
-		_ = c
 	}
 	lk, err := newLogsLookup(ctx, f, &opts.Logs)
 	if err != nil {

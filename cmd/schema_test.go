@@ -184,7 +184,7 @@ func contractFor(args []string) outputContract {
 	case "restore":
 		c.json, c.ndjson, c.summary = "restore-summary.schema.json", "progress-event.schema.json", "restore-summary.schema.json"
 	case "queues":
-		c.json, c.ndjson = "health.schema.json#/$defs/queues", "health.schema.json#/$defs/dlq"
+		c.json, c.ndjson = "health.schema.json#/$defs/queues", "health.schema.json#/$defs/queue_entry"
 	case "audit":
 		c.json, c.ndjson = "health.schema.json#/$defs/audit", "health.schema.json#/$defs/finding"
 	case "check":

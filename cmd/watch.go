@@ -41,6 +41,11 @@ tab-separated line: time, visible, in-flight, delayed, growth/min ("-" on the
 first tick) and the move task ("-" when none). -o json and -o ndjson print
 one JSON object per tick.
 
+On RabbitMQ (amqp://…/VHOST/QUEUE) visible is the queue's ready count
+(exact), in-flight what consumers hold unacknowledged (management API),
+delayed always 0, and the move task "-" (RabbitMQ has none; the terminal
+view shows the consumers attached instead).
+
 Runs until Ctrl-C (exit 130) or, with --count N, stops after N ticks (exit 0).`),
 		Example: `  dlqctl watch orders-dlq
   dlqctl watch orders-dlq --interval 30s | tee dlq-depth.tsv
@@ -68,6 +73,9 @@ Runs until Ctrl-C (exit 130) or, with --count N, stops after N ticks (exit 0).`)
 
 func watchRun(ctx context.Context, opts *WatchOptions) error {
 	f := opts.F
+	if isAMQPRef(opts.Queue) {
+		return amqpWatchRun(ctx, opts)
+	}
 	c, q, err := f.ResolveQueue(ctx, opts.Queue)
 	if err != nil {
 		return err

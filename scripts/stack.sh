@@ -2,6 +2,8 @@
 # Local AWS stack for dlqctl development and tests:
 #   SQS: local-aws-sqs 2.0.2 (node, scripts/sqs/server.mjs), in memory
 #   S3:  versitygw v1.8.0 (posix backend over a temporary directory)
+#   RabbitMQ: Debian's rabbitmq-server (3.10.x) as a private node with the
+#        management plugin (see "RabbitMQ" below)
 #   and a second, independent SQS + S3:
 #   moto_server (moto 5.2.1, python), in memory, SQS and S3 on ONE port
 # all on 127.0.0.1, on free ports picked at start.
@@ -219,7 +221,7 @@ moto_running() {
   (source "$stack_dir/env" && [[ -n "${DLQCTL_MOTO_ENDPOINT:-}" ]] && probe moto "$DLQCTL_MOTO_ENDPOINT")
 }
 
-running() { core_running && moto_running; }
+running() { core_running && moto_running && rabbitmq_running; }
 
 # spawn LOG CMD...: start CMD detached from our stdio (so `$(stack.sh start)`
 # returns) and from the terminal's process group; print its pid.
@@ -262,6 +264,7 @@ cmd_stop() {
     [[ "$d" == */dlqctl-s3.* && -d "$d" ]] && rm -rf "$d"
     rm -f "$stack_dir/s3dir"
   fi
+  stop_rabbitmq
   rm -f "$stack_dir/env"
 }
 
@@ -280,6 +283,7 @@ export AWS_ENDPOINT_URL_CLOUDWATCH_LOGS=$3
 unset AWS_PROFILE AWS_DEFAULT_PROFILE AWS_SESSION_TOKEN AWS_ENDPOINT_URL
 EOF
   mv "$tmp" "$stack_dir/env"
+  merge_rabbitmq_env
 }
 
 spawn_moto() { # PORT
@@ -351,6 +355,7 @@ add_moto() { # -> 0 started, 1 failed
 cmd_start() {
   if running; then
     log "already running"
+    merge_rabbitmq_env
     cat "$stack_dir/env"
     return 0
   fi
@@ -358,7 +363,8 @@ cmd_start() {
     install_deps
     local try
     for try in 1 2 3; do
-      if add_moto; then
+      if moto_running || add_moto; then
+        ensure_rabbitmq
         cat "$stack_dir/env"
         return 0
       fi
@@ -371,6 +377,7 @@ cmd_start() {
   local attempt
   for attempt in 1 2 3; do # a free port can be taken between probe and bind
     if start_once; then
+      ensure_rabbitmq
       cat "$stack_dir/env"
       return 0
     fi
@@ -412,9 +419,10 @@ cmd_status() {
   else
     echo "moto: not running"; ok=1
   fi
+  status_rabbitmq || ok=1
   if [[ $ok == 0 ]]; then
     if running; then
-      grep -E '^export (AWS_ENDPOINT|DLQCTL_MOTO_ENDPOINT)' "$stack_dir/env" | sed 's/^export /endpoint: /'
+      grep -E '^export (AWS_ENDPOINT|DLQCTL_MOTO_ENDPOINT|DLQCTL_AMQP_MANAGEMENT_URL)' "$stack_dir/env" | sed 's/^export /endpoint: /'
       echo "status: ok"
     else
       echo "status: processes up but not answering"; ok=1
@@ -423,6 +431,246 @@ cmd_status() {
     echo "status: down"
   fi
   return $ok
+}
+
+
+# ---------------------------------------------------------------------------
+# RabbitMQ: Debian's rabbitmq-server (3.10.x on these machines) as a PRIVATE
+# node: its own node name, AMQP / distribution / epmd / management ports on
+# 127.0.0.1, its own data, log, config, plugins file and Erlang cookie (HOME)
+# under $stack_dir/rabbitmq, so it never meets a system node. A user with a
+# password (guest is loopback-only and not what production looks like).
+#   RABBITMQ_SERVER_BIN=/path/to/sbin overrides where rabbitmq-server,
+#   rabbitmqctl and rabbitmq-plugins are looked up (default: the Debian
+#   package's /usr/lib/rabbitmq/bin, then PATH).
+# Env file variables (stack_dir/rabbitmq.env, appended to env):
+#   DLQCTL_AMQP_URL             amqp://USER:PASS@127.0.0.1:PORT/ (default vhost)
+#   DLQCTL_AMQP_MANAGEMENT_URL  http://127.0.0.1:PORT (management HTTP API)
+#   DLQCTL_AMQP_USERNAME / DLQCTL_AMQP_PASSWORD  the same credentials
+# ---------------------------------------------------------------------------
+rabbit_user="dlqctl"
+rabbit_pass="dlqctl-rabbit-secret"
+rabbit_dir() { echo "$stack_dir/rabbitmq"; }
+
+rabbit_bin() { # NAME -> path of the RabbitMQ script NAME
+  local d
+  for d in "${RABBITMQ_SERVER_BIN:-}" /usr/lib/rabbitmq/bin; do
+    [[ -n "$d" && -x "$d/$1" ]] && { echo "$d/$1"; return 0; }
+  done
+  command -v "$1" 2>/dev/null || true
+}
+
+install_rabbitmq() {
+  [[ -n "$(rabbit_bin rabbitmq-server)" ]] && return 0
+  command -v apt-get >/dev/null 2>&1 ||
+    die "rabbitmq-server not found and no apt-get to install it: install RabbitMQ 3.10+ with the management plugin (or set RABBITMQ_SERVER_BIN)"
+  local sudo=""
+  [[ "$(id -u)" == 0 ]] || sudo="sudo"
+  log "installing rabbitmq-server (apt-get, log in $stack_dir/apt-rabbitmq.log)"
+  # The package's own service is not ours: never start it (policy-rc.d 101).
+  if ! { $sudo apt-get update -qq &&
+    RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends rabbitmq-server; } \
+    >"$stack_dir/apt-rabbitmq.log" 2>&1; then
+    die "apt-get install rabbitmq-server failed (see $stack_dir/apt-rabbitmq.log)"
+  fi
+  # Debian starts the system node on install where an init system runs: stop
+  # it, our node must be the only one the tests see (it uses other ports anyway).
+  if command -v systemctl >/dev/null 2>&1; then $sudo systemctl stop rabbitmq-server >/dev/null 2>&1 || true; fi
+  [[ -n "$(rabbit_bin rabbitmq-server)" ]] || die "rabbitmq-server installed but not found in /usr/lib/rabbitmq/bin or PATH"
+}
+
+# rabbit_env: the environment every RabbitMQ script of our node runs with.
+rabbit_env() {
+  local d ports
+  d="$(rabbit_dir)"
+  ports="$(cat "$d/ports")"
+  local amqp dist epmd mgmt
+  read -r amqp dist epmd mgmt <<<"$ports"
+  echo "HOME=$d/home"
+  echo "RABBITMQ_NODENAME=dlqctl-$amqp@localhost"
+  echo "RABBITMQ_NODE_IP_ADDRESS=127.0.0.1"
+  echo "RABBITMQ_NODE_PORT=$amqp"
+  echo "RABBITMQ_DIST_PORT=$dist"
+  echo "ERL_EPMD_PORT=$epmd"
+  echo "ERL_EPMD_ADDRESS=127.0.0.1"
+  echo "RABBITMQ_CONFIG_FILE=$d/rabbitmq.conf"
+  echo "RABBITMQ_ADVANCED_CONFIG_FILE=$d/advanced.config"
+  echo "RABBITMQ_CONF_ENV_FILE=$d/rabbitmq-env.conf"
+  echo "RABBITMQ_ENABLED_PLUGINS_FILE=$d/enabled_plugins"
+  echo "RABBITMQ_MNESIA_BASE=$d/mnesia"
+  echo "RABBITMQ_LOG_BASE=$d/log"
+  echo "RABBITMQ_PID_FILE=$d/rabbit.pid"
+  echo "RABBITMQ_LOGS=$d/log/rabbit.log"
+  # Shared 2-core machines: no busy-waiting schedulers.
+  echo "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS=+sbwt none +sbwtdcpu none +sbwtdio none"
+}
+
+rabbit_exec() { # CMD ARGS... in a subshell with our node's environment
+  (
+    while IFS= read -r kv; do export "${kv?}"; done < <(rabbit_env)
+    cd "$(rabbit_dir)" && "$@"
+  )
+}
+
+rabbitmq_running() {
+  local d
+  d="$(rabbit_dir)"
+  [[ -f "$d/env" ]] && alive "$d/server.pid" rabbitmq-server || return 1
+  # shellcheck disable=SC1091
+  (source "$d/env" && probe_rabbitmq "$DLQCTL_AMQP_URL" "$DLQCTL_AMQP_MANAGEMENT_URL")
+}
+
+# probe_rabbitmq AMQP_URL MGMT_URL: the AMQP port answers the protocol header
+# with connection.start and the management API answers /api/overview with
+# our credentials.
+probe_rabbitmq() {
+  node -e '
+    const net = require("net");
+    const [amqpURL, mgmt] = process.argv.slice(1);
+    const u = new URL(amqpURL);
+    const amqp = new Promise((ok) => {
+      const s = net.connect(Number(u.port), u.hostname, () => s.write("AMQP\x00\x00\x09\x01"));
+      s.once("data", (b) => { s.destroy(); ok(b.length > 7 && b[0] === 1); });
+      s.once("error", () => ok(false));
+    });
+    const auth = "Basic " + Buffer.from(decodeURIComponent(u.username) + ":" + decodeURIComponent(u.password)).toString("base64");
+    const api = fetch(mgmt + "/api/overview", { headers: { authorization: auth } })
+      .then(r => r.status === 200, () => false);
+    Promise.all([amqp, api]).then(([a, b]) => process.exit(a && b ? 0 : 1));
+    setTimeout(() => process.exit(1), 3000).unref();
+  ' "$1" "$2"
+}
+
+start_rabbitmq() { # -> 0 started, 1 failed (logs kept)
+  local d amqp dist epmd mgmt i
+  d="$(rabbit_dir)"
+  rm -rf "$d"
+  mkdir -p "$d/home" "$d/mnesia" "$d/log"
+  read -r amqp epmd mgmt <<<"$(free_ports 3)"
+  # The distribution port is fixed (RABBITMQ_DIST_PORT) and the CLI tools
+  # take theirs from DIST_PORT+10000..+10010: pick DIST so that both are
+  # free-ish and below 65535.
+  dist=$(( (amqp % 20000) + 20000 ))
+  echo "$amqp $dist $epmd $mgmt" >"$d/ports"
+  # A private Erlang cookie: the CLI tools read $HOME/.erlang.cookie.
+  head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$d/home/.erlang.cookie"
+  chmod 400 "$d/home/.erlang.cookie"
+  echo "[rabbitmq_management]." >"$d/enabled_plugins"
+  : >"$d/rabbitmq-env.conf"
+  cat >"$d/rabbitmq.conf" <<CONF
+listeners.tcp.default = 127.0.0.1:$amqp
+management.tcp.ip = 127.0.0.1
+management.tcp.port = $mgmt
+default_user = $rabbit_user
+default_pass = $rabbit_pass
+default_vhost = /
+default_user_tags.administrator = true
+default_permissions.configure = .*
+default_permissions.read = .*
+default_permissions.write = .*
+loopback_users = none
+log.file.level = info
+log.console = false
+disk_free_limit.absolute = 50MB
+CONF
+  # Keep the node small: no stats-heavy collection on a shared machine.
+  cat >"$d/advanced.config" <<CONF
+[{rabbitmq_management, [{rates_mode, none}]}].
+CONF
+  cat >"$d/env" <<ENVF
+export DLQCTL_AMQP_URL=amqp://$rabbit_user:$rabbit_pass@127.0.0.1:$amqp/
+export DLQCTL_AMQP_MANAGEMENT_URL=http://127.0.0.1:$mgmt
+export DLQCTL_AMQP_USERNAME=$rabbit_user
+export DLQCTL_AMQP_PASSWORD=$rabbit_pass
+ENVF
+  local bin
+  bin="$(rabbit_bin rabbitmq-server)"
+  [[ -n "$bin" ]] || { log "rabbitmq-server not found"; return 1; }
+  rabbit_exec spawn "$d/log/startup.log" "$bin" >"$d/server.pid"
+  for i in $(seq 1 300); do # up to ~60 s (3.10 boots in ~5-15 s on a busy machine)
+    if probe_rabbitmq "amqp://$rabbit_user:$rabbit_pass@127.0.0.1:$amqp/" "http://127.0.0.1:$mgmt"; then
+      # The pid is the server script: it turns SIGTERM into a clean stop.
+      log "rabbitmq      on amqp://127.0.0.1:$amqp/ management http://127.0.0.1:$mgmt (pid $(cat "$d/server.pid")), data in $d"
+      return 0
+    fi
+    alive "$d/server.pid" rabbitmq-server || break
+    sleep 0.2
+  done
+  log "rabbitmq did not come up; last log lines:"
+  tail -n 10 "$d/log/startup.log" "$d/log/rabbit.log" >&2 2>/dev/null || true
+  return 1
+}
+
+stop_rabbitmq() {
+  local d pid i
+  d="$(rabbit_dir)"
+  [[ -d "$d" ]] || return 0
+  if [[ -f "$d/ports" ]]; then
+    if alive "$d/server.pid" rabbitmq-server; then
+      pid="$(cat "$d/server.pid")"
+      # rabbitmqctl stop shuts the node down cleanly; SIGTERM does too.
+      kill -TERM "$pid" 2>/dev/null || true
+      for i in $(seq 1 100); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+      done
+      if kill -0 "$pid" 2>/dev/null; then
+        log "rabbitmq (pid $pid) ignored SIGTERM, killing"
+        kill -KILL "$pid" 2>/dev/null || true
+      fi
+      log "stopped rabbitmq (pid $pid)"
+    fi
+    # Our epmd (started by the VM on our private port) outlives the node.
+    local epmd
+    epmd="$(awk '{print $3}' "$d/ports")"
+    if [[ "$epmd" =~ ^[0-9]+$ ]]; then
+      ERL_EPMD_PORT="$epmd" epmd -kill >/dev/null 2>&1 || true
+      # epmd -kill refuses while names are registered; a stray one goes by pid.
+      for pid in $(pgrep -x epmd 2>/dev/null || true); do
+        if tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" | grep -qx "ERL_EPMD_PORT=$epmd"; then
+          kill -TERM "$pid" 2>/dev/null || true
+        fi
+      done
+    fi
+  fi
+  # Only ever remove the folder this script created.
+  [[ "$d" == */rabbitmq && -f "$d/ports" ]] && rm -rf "$d"
+  return 0
+}
+
+status_rabbitmq() { # -> 0 ok
+  local d
+  d="$(rabbit_dir)"
+  if alive "$d/server.pid" rabbitmq-server; then
+    echo "rabbitmq: pid $(cat "$d/server.pid") amqp://127.0.0.1:$(awk '{print $1}' "$d/ports")/ user $rabbit_user ($d/log)"
+    rabbitmq_running || { echo "rabbitmq: not answering"; return 1; }
+    return 0
+  fi
+  echo "rabbitmq: not running"
+  return 1
+}
+
+# ensure_rabbitmq: start our node unless it runs and answers, then put its
+# variables into the env file.
+ensure_rabbitmq() {
+  if ! rabbitmq_running; then
+    install_rabbitmq
+    local try ok=1
+    for try in 1 2 3; do # a free port can be taken between probe and bind
+      stop_rabbitmq
+      if start_rabbitmq; then ok=0; break; fi
+      log "retrying rabbitmq start ($try/3)"
+    done
+    [[ $ok == 0 ]] || { stop_rabbitmq; die "could not start rabbitmq; see the log lines above"; }
+  fi
+  merge_rabbitmq_env
+}
+
+merge_rabbitmq_env() {
+  local f="$(rabbit_dir)/env"
+  [[ -f "$stack_dir/env" && -f "$f" ]] || return 0
+  { grep -v '^export DLQCTL_AMQP_' "$stack_dir/env"; cat "$f"; } >"$stack_dir/env.tmp"
+  mv "$stack_dir/env.tmp" "$stack_dir/env"
 }
 
 case "${1:-}" in

@@ -21,6 +21,7 @@ const (
 // Names of the built-in rules, in evaluation order.
 const (
 	RuleRedriveLoop      = "redrive-loop"
+	RuleBrokerCapacity   = "broker-capacity"
 	RuleBodyNotJSON      = "body-not-json"
 	RuleSchemaMismatch   = "schema-mismatch"
 	RuleTransient        = "transient-failure"
@@ -176,6 +177,33 @@ func builtinRules(o BuiltinOptions) []*Rule {
 					return true, fmt.Sprintf("carries the %s attribute and is back in a dead-letter queue", record.MarkerAttribute), nil
 				}
 				return false, "no " + record.MarkerAttribute + " marker", nil
+			}),
+		},
+		{
+			Name: RuleBrokerCapacity, Class: ClassTransient, Action: ActionRedrive, Builtin: true,
+			When: `.system.amqp.last_death.reason is "expired" or "maxlen"  # RabbitMQ dead-lettered it for a TTL or a length limit`,
+			Note: "the broker's capacity decision (TTL expiry, queue length limit), not the message's fault; redrive once consumers keep up, and check the queue's TTL and max-length",
+			m: funcMatcher(func(x *subject) (bool, string, error) {
+				a := x.rec.System.AMQP
+				if a == nil {
+					return false, "not dead-lettered by RabbitMQ", nil
+				}
+				reason, queue := "", ""
+				switch {
+				case a.LastDeath != nil && a.LastDeath.Reason != "":
+					reason, queue = a.LastDeath.Reason, a.LastDeath.Queue
+				case len(a.Deaths) > 0:
+					reason, queue = a.Deaths[0].Reason, a.Deaths[0].Queue
+				}
+				switch reason {
+				case "expired":
+					return true, fmt.Sprintf("RabbitMQ dead-lettered it from %s because its TTL ran out (x-death reason expired)", queue), nil
+				case "maxlen":
+					return true, fmt.Sprintf("RabbitMQ dead-lettered it from %s because the queue reached its length limit (x-death reason maxlen)", queue), nil
+				case "":
+					return false, "no x-death record", nil
+				}
+				return false, fmt.Sprintf("RabbitMQ dead-lettered it for %s, which needs failure evidence", reason), nil
 			}),
 		},
 		{

@@ -107,7 +107,7 @@ func TestExplainTracesRulesUpToTheMatch(t *testing.T) {
 			t.Errorf("step %s has no reason", s.Rule)
 		}
 	}
-	if strings.Join(got, ",") != "redrive-loop,body-not-json,schema-mismatch,conflicting-signals,transient-failure" {
+	if strings.Join(got, ",") != "redrive-loop,broker-capacity,body-not-json,schema-mismatch,conflicting-signals,transient-failure" {
 		t.Fatalf("steps = %v; evaluation must stop at the first match", got)
 	}
 	last := ex.Steps[len(ex.Steps)-1]

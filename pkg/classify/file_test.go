@@ -17,7 +17,7 @@ func TestLoadValidRulesFile(t *testing.T) {
 	for _, r := range rs.Rules {
 		names = append(names, r.Name)
 	}
-	want := "card-declined healthchecks redrive-loop body-not-json schema-mismatch conflicting-signals transient-failure business-rejection permanent-failure configuration-error"
+	want := "card-declined healthchecks redrive-loop broker-capacity body-not-json schema-mismatch conflicting-signals transient-failure business-rejection permanent-failure configuration-error"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("rule order = %q, want %q", got, want)
 	}
@@ -27,7 +27,7 @@ func TestLoadValidRulesFile(t *testing.T) {
 	if rs.Default.Class != "unsorted" || rs.Default.Action != ActionInvestigate {
 		t.Errorf("default = %+v", rs.Default)
 	}
-	if got := strings.Join(rs.Classes(), ","); got != "business,noise,redrive-loop,permanent,schema-mismatch,unknown,transient,unsorted" {
+	if got := strings.Join(rs.Classes(), ","); got != "business,noise,redrive-loop,transient,permanent,schema-mismatch,unknown,unsorted" {
 		t.Errorf("classes = %s", got)
 	}
 	// builtin.event_versions [1, 2] makes version 3 a schema mismatch.
@@ -164,7 +164,7 @@ sources:
 	if ex.Payload == nil || ex.Payload.Encoding != "xml" {
 		t.Fatalf("explain payload = %+v, want xml", ex.Payload)
 	}
-	if why := ex.Steps[1].Why; !strings.Contains(why, "expects json") || !strings.Contains(why, "XML") {
+	if why := stepWhy(ex, RuleBodyNotJSON); !strings.Contains(why, "expects json") || !strings.Contains(why, "XML") {
 		t.Errorf("body-not-json why = %q, want it to say the body is XML and the consumer expects json", why)
 	}
 
@@ -192,7 +192,7 @@ func TestNotJSONExplained(t *testing.T) {
 	if ex.Outcome.Class != ClassUnknown {
 		t.Fatalf("class %s, want unknown", ex.Outcome.Class)
 	}
-	why := ex.Steps[1].Why
+	why := stepWhy(ex, RuleBodyNotJSON)
 	if !strings.Contains(why, "XML document (root element <Order>)") || !strings.Contains(why, "nothing says its consumer expects JSON") {
 		t.Errorf("why = %q", why)
 	}

@@ -173,16 +173,27 @@ func Input(rec *record.Record, parsed any) map[string]any {
 	}
 	m["attributes"] = attrs
 	s := rec.System
-	m["system"] = map[string]any{
+	sys := map[string]any{
 		"receive_count":     s.ReceiveCount,
 		"sent_at":           timeStr(s.SentAt),
 		"first_received_at": timeStr(s.FirstReceivedAt),
 		"source_queue_arn":  s.SourceQueueARN,
-		"source_queue":      record.ARNName(s.SourceQueueARN, "sqs"),
+		"source_queue":      rec.SourceQueue(),
 		"message_group_id":  s.MessageGroupID,
 		"deduplication_id":  s.DeduplicationID,
 		"sequence_number":   s.SequenceNumber,
 	}
+	if s.AMQP != nil {
+		// RabbitMQ's facts as the record writes them (.system.amqp.deaths,
+		// .system.amqp.last_death.reason, …).
+		if b, err := json.Marshal(s.AMQP); err == nil {
+			var am map[string]any
+			if json.Unmarshal(b, &am) == nil {
+				sys["amqp"] = am
+			}
+		}
+	}
+	m["system"] = sys
 	m["expires_at"] = timeStr(rec.ExpiresAt)
 	if e := rec.Envelope; e != nil {
 		em := map[string]any{

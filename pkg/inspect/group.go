@@ -57,6 +57,9 @@ var namedKeys = map[string]struct {
 	"source": {"the queue the message was dead-lettered from", func(c *groupCtx) string {
 		return orNone(c.rec.SourceQueue())
 	}},
+	"reason": {"why the broker dead-lettered it (RabbitMQ: the newest x-death reason — rejected, expired, maxlen, delivery_limit; a Spring recoverer's copy: recoverer)", func(c *groupCtx) string {
+		return orNone(c.rec.DeadLetterReason())
+	}},
 	"event_type": {"envelope event type", func(c *groupCtx) string {
 		if e := c.rec.Envelope; e != nil {
 			return orNone(e.EventType)

@@ -224,6 +224,9 @@ type AMQPSystem struct {
 	// FirstDeath and LastDeath are x-first-death-* and x-last-death-*.
 	FirstDeath *AMQPDeathRef `json:"first_death,omitempty"`
 	LastDeath  *AMQPDeathRef `json:"last_death,omitempty"`
+	// BodyEncoding is "base64" when the body is not valid UTF-8 and
+	// Record.Body holds its base64 (AMQP bodies are bytes); "" otherwise.
+	BodyEncoding string `json:"body_encoding,omitempty"`
 }
 
 // AMQPProperties are the basic properties of an AMQP message.
@@ -526,6 +529,31 @@ func (r *Record) SourceQueue() string {
 		if len(a.Deaths) > 0 {
 			return a.Deaths[len(a.Deaths)-1].Queue
 		}
+	}
+	return ""
+}
+
+// DeadLetterReason is why the broker dead-lettered the message, when it
+// says: RabbitMQ's newest death reason (x-last-death-reason, else the
+// newest x-death entry), "recoverer" for a copy Spring AMQP's
+// RepublishMessageRecoverer published itself; "" otherwise (SQS records
+// no reason).
+func (r *Record) DeadLetterReason() string {
+	a := r.System.AMQP
+	if a == nil {
+		return ""
+	}
+	switch {
+	case a.LastDeath != nil && a.LastDeath.Reason != "":
+		return a.LastDeath.Reason
+	case len(a.Deaths) > 0:
+		return a.Deaths[0].Reason
+	}
+	if _, ok := r.Attributes["x-exception-message"]; ok {
+		return "recoverer"
+	}
+	if _, ok := r.Attributes["x-original-exchange"]; ok {
+		return "recoverer"
 	}
 	return ""
 }

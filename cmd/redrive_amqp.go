@@ -1,0 +1,243 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dlqctl/dlqctl/pkg/broker"
+	"github.com/dlqctl/dlqctl/pkg/broker/amqp"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/record"
+	"github.com/dlqctl/dlqctl/pkg/redrive"
+)
+
+// amqpRedriveRun is redrive for a RabbitMQ DLQ: the same engine, journal,
+// canary, pacing and guards as SQS, with RabbitMQ's source (deliveries
+// held unacknowledged, acknowledged only after the copy's confirm), router
+// (the first death's exchange and routing keys) and publisher (mandatory,
+// publisher confirms).
+func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
+	f := opts.F
+	gep, err := f.Endpoint(ctx, opts.DLQ)
+	if err != nil {
+		return err
+	}
+	ep, ok := gep.(*amqp.Endpoint)
+	if !ok {
+		return errs.BadInputf("%s is not a RabbitMQ queue", gep)
+	}
+	if err := refuseFlags(ep.Capabilities(), opts.flags, opts.Engine == "native"); err != nil {
+		return err
+	}
+	if len(opts.Selection.Logs.Groups) > 0 {
+		return errs.BadInputf("--logs cannot be used with RabbitMQ: it reads an AWS consumer's CloudWatch Logs by SQS message id; drop --logs")
+	}
+	var router redrive.Router
+	pubEp := ep // where copies are published
+	if strings.EqualFold(opts.To, "source") {
+		if router, err = ep.RouterToSource(ctx); err != nil {
+			return err
+		}
+	} else {
+		if !isAMQPRef(opts.To) {
+			return errs.BadInputf("--to %s: a RabbitMQ DLQ redrives to RabbitMQ (an amqp:// queue or exchange reference, or source)", opts.To)
+		}
+		dep, err := f.Endpoint(ctx, opts.To)
+		if err != nil {
+			return err
+		}
+		dest := dep.(*amqp.Endpoint)
+		if dest.ID() == ep.ID() {
+			return errs.BadInputf("--to %s is the DLQ itself; pass --to source or another queue", opts.To)
+		}
+		if dest.Ref().HostPort() != ep.Ref().HostPort() || dest.Ref().VHost != ep.Ref().VHost {
+			return errs.BadInputf("--to %s is on another RabbitMQ server or vhost; dlqctl redrives within one vhost (archive and restore move messages between servers)", dest)
+		}
+		t, err := dest.Target(ctx)
+		if err != nil {
+			return err
+		}
+		router, pubEp = fixedRouter{t}, dest
+	}
+	sel, _ := opts.Selection.Selector()
+	var selector redrive.Selector
+	if sel != nil {
+		selector = sel
+	}
+	name := &sqs.Queue{Name: ep.Name()} // the summary names the DLQ
+	if opts.DryRun {
+		return amqpRedrivePlan(ctx, opts, ep, router, selector)
+	}
+	depth, err := ep.Depth(ctx)
+	if err != nil {
+		return err
+	}
+	format, _ := f.Format()
+	prog := output.NewProgress(f.IO, format)
+	max := opts.CanaryFlags.limit(opts.Max)
+	total := int(depth.Ready)
+	if max > 0 {
+		total = min(total, max)
+	}
+	// The journal keeps the options without credentials: a resumed run
+	// takes them from the reference or DLQCTL_AMQP_USERNAME/PASSWORD.
+	shown := *opts
+	shown.DLQ, shown.To = ep.String(), redactRef(opts.To)
+	raw, _ := json.Marshal(&shown)
+	decode := inspect.DecodeMarker
+	if selector != nil {
+		decode = inspect.Decode
+	}
+	// Peers of a shared run (--rate-share) are competing consumers: the
+	// source knows it shares the queue, so what the peers hold at the end
+	// is theirs, not another application's.
+	sh := opts.PaceFlags.share()
+	src, err := ep.OpenSource(ctx, broker.SourceOptions{Mode: broker.Consume, Wait: time.Second, Decode: decode, Share: broker.Share{I: sh.I, N: sh.N}})
+	if err != nil {
+		return err
+	}
+	pub, err := pubEp.OpenPublisher(ctx)
+	if err != nil {
+		src.Close(context.WithoutCancel(ctx))
+		return err
+	}
+	defer pub.Close(context.WithoutCancel(ctx))
+	destDepth := func(ctx context.Context, d broker.Destination) (broker.Depth, error) {
+		return pubEp.DestinationDepth(ctx, d)
+	}
+	spec := redrive.RunSpec{
+		StateDir: f.StateDir(), ResumeID: opts.ResumeID,
+		Meta: redrive.RunMeta{Kind: "redrive", Source: ep.ID(), SourceURL: ep.ID(), Destination: router.Describe(),
+			Fingerprint: opts.fingerprint(ep.ID()), Options: raw},
+		OnResume: func(prev redrive.RunInfo) {
+			f.IO.Infof("resuming unfinished run %s (%s; %d sent, %d deleted): messages whose copy was confirmed are acknowledged without publishing them again", prev.ID, prev.Status, prev.Sent, prev.Deleted)
+		},
+		Confirm: func() error {
+			what := "all messages"
+			if sel != nil {
+				what = sel.Describe()
+			}
+			return confirm(f,
+				fmt.Sprintf("Move %s from %s (%d ready) to %s?", limitedWhat(what, opts.Canary, opts.Max), ep.Name(), depth.Ready, router.Describe()),
+				fmt.Sprintf("redrive moves messages out of %s; pass --yes to confirm (see what would move with --dry-run)", ep.Name()),
+				"redrive not confirmed; nothing was changed")
+		},
+		OnWaitHeld: func(id string, wait time.Duration) { waitHeldInfo(f, id, wait) },
+		OnJournal:  func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) },
+		Source:     src,
+		Move: redrive.Options{
+			Publisher: pub, DestDepth: destDepth, SourceCaps: ep.Capabilities(),
+			Router: router, Select: selector, Max: max, MaxRedrives: opts.MaxRedrives,
+			Concurrency: opts.Concurrency,
+			Guards:      opts.GuardFlags.guards(opts.MaxReturns), Total: total,
+			Reporter: progressReporter(prog, "redrive"), WaitInFlight: waitInFlight(opts.WaitInFlight),
+		},
+	}
+	opts.PaceFlags.apply(&spec.Move)
+	if opts.Canary > 0 {
+		window := opts.VerifyFor
+		spec.Canary = &redrive.CanarySpec{Watch: ep, DestDepth: destDepth, Baseline: map[string]int{},
+			Verify: redrive.VerifyOptions{For: window, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain},
+			OnStart: func(moved int) {
+				f.IO.Infof("canary: moved %d message(s); watching %s for %s", moved, ep.Name(), window)
+			}}
+	}
+	out, err := redrive.Execute(ctx, spec)
+	prog.Done()
+	if err != nil {
+		return err
+	}
+	if out.CloseErr != nil {
+		f.IO.Warnf("returning held messages: %v (the broker returns them when the connection closes)", out.CloseErr)
+	}
+	if opts.Canary > 0 && out.Result.Moved+out.Result.Resumed == 0 && out.Err == nil {
+		f.IO.Infof("canary: no matching message to move")
+	}
+	if err := printRedriveSummary(f, prog, name, router, out.Result, out.Verdict, out.Status); err != nil {
+		return err
+	}
+	return out.Err
+}
+
+// fixedRouter sends every message to one destination (--to).
+type fixedRouter struct{ d broker.Destination }
+
+func (r fixedRouter) Route(context.Context, *record.Record) (broker.Destination, string, error) {
+	return r.d, "", nil
+}
+func (r fixedRouter) Describe() string { return r.d.Label }
+
+func amqpRedrivePlan(ctx context.Context, opts *RedriveOptions, ep *amqp.Endpoint, router redrive.Router, sel redrive.Selector) error {
+	f := opts.F
+	format, _ := f.Format()
+	prog := output.NewProgress(f.IO, format)
+	pl := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: ep.Preparer(), Select: sel, MaxRedrives: opts.MaxRedrives, Max: opts.Max}
+	res, err := f.ForEachRecord(ctx, InputOptions{Queue: opts.DLQ}, func(rec *record.Record, parsed any) error {
+		ev, err := pl.Add(ctx, rec, parsed)
+		if err != nil {
+			return err
+		}
+		prog.Message(output.MessageEvent{MessageID: ev.MessageID, Action: ev.Action, Destination: ev.Destination, Class: ev.Class, Reason: ev.Reason})
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, amqp.ErrPeekUnsafe) {
+			return errs.BadInput(err)
+		}
+		return err
+	}
+	sh := opts.PaceFlags.share()
+	plan := pl.Plan(sh.Rate(opts.Rate), sh.Ramp(opts.Ramp), opts.RampEvery)
+	if res.Scan != nil {
+		plan.Complete, plan.Note = res.Scan.Complete, res.Scan.Note
+	}
+	desc := "all messages"
+	if sel != nil {
+		desc = sel.Describe()
+	}
+	out := RedrivePlanOutput{Plan: plan, DLQ: ep.Name(), To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp}
+	switch format {
+	case output.JSON:
+		return output.WriteJSON(f.IO.Out, out)
+	case output.NDJSON:
+		return prog.Summary(out)
+	}
+	f.IO.Infof("dry run: nothing was changed (the messages were read and returned to %s)", ep.Name())
+	t := output.NewTable(f.IO, "DESTINATION", "CLASS", "MESSAGES")
+	for _, d := range sortedKeys(plan.ByDestination) {
+		for _, cl := range sortedKeys(plan.ByDestination[d]) {
+			t.Row(d, cl, fmt.Sprint(plan.ByDestination[d][cl]))
+		}
+	}
+	for _, r := range sortedKeys(plan.Skipped) {
+		t.Row("(skipped)", r, fmt.Sprint(plan.Skipped[r]))
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	est := "as fast as --concurrency allows (set --rate or --ramp for an estimate)"
+	if plan.EstimatedSeconds > 0 {
+		est = "about " + output.Duration(time.Duration(plan.EstimatedSeconds*float64(time.Second)))
+	}
+	f.IO.Infof("would move %d of %d scanned messages from %s to %s (%s); estimated duration: %s", plan.WouldMove, plan.Scanned, ep.Name(), router.Describe(), desc, est)
+	if plan.Note != "" && !plan.Complete {
+		f.IO.Warnf("%s", plan.Note)
+	}
+	return nil
+}
+
+// redactRef is a reference as outputs and journals show it (credentials
+// replaced by ***); "source" and other words stay as they are.
+func redactRef(raw string) string {
+	if ref, err := broker.ParseRef(raw); err == nil && ref.Broker != broker.SQS {
+		return ref.Display
+	}
+	return raw
+}

@@ -1,0 +1,115 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dlqctl/dlqctl/pkg/archive"
+	"github.com/dlqctl/dlqctl/pkg/broker/amqp"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/redrive"
+)
+
+// amqpRestoreRun restores a verified archive to a RabbitMQ queue or
+// exchange (--to amqp://…): each copy published with mandatory and
+// publisher confirms, journaled so a resumed restore never sends a message
+// twice. The archive is verified first, as for SQS.
+func amqpRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *archive.Manifest) error {
+	f := opts.F
+	if opts.Canary > 0 {
+		return errs.BadInputf("--canary cannot be used when restoring to RabbitMQ yet: it watches the destination's DLQ, which dlqctl finds from an SQS RedrivePolicy; restore with --max first and check the DLQ with 'dlqctl sample'")
+	}
+	gep, err := f.Endpoint(ctx, opts.To)
+	if err != nil {
+		return err
+	}
+	dest, ok := gep.(*amqp.Endpoint)
+	if !ok {
+		return errs.BadInputf("%s is not a RabbitMQ queue", gep)
+	}
+	sel, _ := opts.Selection.Selector()
+	var selector redrive.Selector
+	if sel != nil {
+		selector = sel
+	}
+	f.IO.Infof("verifying %s (%d part(s), %d record(s)) before sending anything", ref.Name(), len(m.Parts), m.Records())
+	rep, err := archive.VerifyArchive(ctx, ref, nil)
+	if err != nil {
+		return err
+	}
+	if !rep.OK {
+		var probs []string
+		for _, pc := range rep.Parts {
+			for _, p := range pc.Problems {
+				probs = append(probs, pc.Key+": "+p)
+			}
+		}
+		probs = append(probs, rep.Problems...)
+		return errs.Verdictf("the archive failed verification, nothing was sent: %s", strings.Join(probs, "; "))
+	}
+	t, err := dest.Target(ctx)
+	if err != nil {
+		return err
+	}
+	router := fixedRouter{t}
+	if opts.DryRun {
+		return restorePlan(ctx, opts, ref, m, router, dest.Preparer(), selector)
+	}
+	pub, err := dest.OpenPublisher(ctx)
+	if err != nil {
+		return err
+	}
+	defer pub.Close(context.WithoutCancel(ctx))
+	format, _ := f.Format()
+	prog := output.NewProgress(f.IO, format)
+	max := opts.CanaryFlags.limit(opts.Max)
+	total := m.Records()
+	if max > 0 {
+		total = min(total, max)
+	}
+	shown := *opts
+	shown.To = dest.String()
+	raw, _ := json.Marshal(&shown)
+	spec := redrive.RunSpec{
+		StateDir: f.StateDir(),
+		Meta: redrive.RunMeta{Kind: "restore", Source: ref.Name(), Destination: dest.ID(),
+			Fingerprint: opts.fingerprint(dest.ID()), Options: raw},
+		RefuseCompleted: true, Again: opts.Again,
+		AlreadyDone: func(done redrive.RunInfo) error {
+			return errs.BadInputf("%s was already restored to %s by run %s (%s); pass --again to send it once more", ref.Name(), dest.Name(), done.ID, done.Updated.Format(time.RFC3339))
+		},
+		OnResume: func(prev redrive.RunInfo) {
+			f.IO.Infof("resuming unfinished restore %s (%s; %d sent): already-sent messages are not sent again", prev.ID, prev.Status, prev.Sent)
+		},
+		Confirm: func() error {
+			return confirm(f,
+				fmt.Sprintf("Send %s of %d archived message(s) of %s to %s?", limitedWhat(sel.Describe(), 0, opts.Max), m.Records(), m.Queue.Name, t.Label),
+				fmt.Sprintf("restore sends archived messages to %s; pass --yes to confirm", t.Label),
+				"restore not confirmed; nothing was sent")
+		},
+		OnJournal: func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) },
+		Source:    archive.NewRestoreSource(ref.Src, m),
+		Move: redrive.Options{
+			Publisher: pub, DestDepth: dest.DestinationDepth,
+			Router: router, Select: selector, Max: max,
+			Rate: opts.Rate, Ramp: opts.Ramp, RampEvery: opts.RampEvery, Concurrency: opts.Concurrency,
+			Guards: opts.GuardFlags.guards(0), Total: total,
+			Reporter: progressReporter(prog, "restore"),
+		},
+	}
+	opts.PaceFlags.apply(&spec.Move)
+	out, err := redrive.Execute(ctx, spec)
+	prog.Done()
+	if err != nil {
+		return err
+	}
+	if err := printRestoreSummary(f, prog, ref, &sqs.Queue{Name: t.Label}, out.Result, out.Verdict, out.Status); err != nil {
+		return err
+	}
+	return out.Err
+}

@@ -1,0 +1,331 @@
+package amqp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	amqp091 "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dlqctl/dlqctl/pkg/broker"
+	"github.com/dlqctl/dlqctl/pkg/errs"
+)
+
+// handle is a delivery's place: the consumer generation (a new channel
+// after the old one closed) and its delivery tag. Never printed.
+type handle struct {
+	gen int
+	tag uint64
+}
+
+// Source reads a queue on its own connection. Peek: deliveries are held
+// until Close, which returns them all with basic.nack(requeue=true).
+// Consume: Ack removes (basic.ack), Release returns (basic.nack requeue).
+type Source struct {
+	ep   *Endpoint
+	mode broker.Mode
+	opt  broker.SourceOptions
+	conn *amqp091.Connection
+	raw  net.Conn // the TCP connection under conn
+
+	mu   sync.Mutex
+	c    *Consumer
+	gen  int
+	held map[uint64]bool // delivery tags held in the current generation
+	// released: deliveries given back by Release, returned to the queue at
+	// Close (a requeue now would hand them to this run again).
+	released map[uint64]bool
+	read     int
+	limit    int // peek: the ready count at the start (read no further)
+	done     bool
+	closed   bool
+	// stopped: the consumer was cancelled at the end of reading.
+	stopped bool
+	// lastDelivery is when a read last returned a delivery (or the open).
+	lastDelivery time.Time
+}
+
+var _ broker.Source = (*Source)(nil)
+var _ broker.Ender = (*Source)(nil)
+
+// OpenSource opens a reading of the queue (see Source).
+func (e *Endpoint) OpenSource(ctx context.Context, opt broker.SourceOptions) (broker.Source, error) {
+	return e.OpenReader(ctx, opt)
+}
+
+// OpenReader is OpenSource with the concrete type.
+func (e *Endpoint) OpenReader(ctx context.Context, opt broker.SourceOptions) (*Source, error) {
+	if e.isExchange {
+		return nil, errs.BadInputf("%s is an exchange: dlqctl reads queues (amqp://HOST/VHOST/QUEUE)", e.display)
+	}
+	if opt.Mode == broker.Peek {
+		if err := e.NeedManagement("reading without consuming (to know the queue type and delivery limit)"); err != nil {
+			return nil, errs.BadInput(err)
+		}
+		if err := CheckPeekSafe(e.info); err != nil {
+			return nil, errs.BadInput(err)
+		}
+	} else if e.info.Type == TypeStream {
+		return nil, errs.BadInputf("queue %q is a stream: reading a stream removes nothing, so RabbitMQ cannot move or discard its messages; sample, group and classify read it by offset, and redrive --dry-run or archive without --delete copy nothing out of it either: publish from it with a stream consumer of your own", e.ref.Queue)
+	}
+	var raw net.Conn
+	conn, err := e.dialWith(ctx, "source", func(c net.Conn) { raw = c })
+	if err != nil {
+		return nil, err
+	}
+	s := &Source{ep: e, mode: opt.Mode, opt: opt, conn: conn, raw: raw, held: map[uint64]bool{}, released: map[uint64]bool{}, lastDelivery: time.Now()}
+	if opt.Mode == broker.Peek && e.info.Type != TypeStream {
+		n, err := readyCount(conn, e.ref.Queue)
+		if err != nil {
+			conn.Close()
+			return nil, err
+		}
+		s.limit = n
+	} else if e.info.Type == TypeStream {
+		s.limit = int(e.info.Messages)
+	}
+	return s, nil
+}
+
+// Name is the endpoint's display.
+func (s *Source) Name() string { return s.ep.display }
+
+func (s *Source) prefetch() int {
+	p := s.ep.cfg.Prefetch
+	if s.opt.MaxHeld > 0 {
+		// The run's own cap: lower (a small sample) or higher (an archive
+		// that holds everything it reads until its parts are verified).
+		p = min(s.opt.MaxHeld, 65535)
+	}
+	if s.mode == broker.Peek && s.limit > 0 && s.limit < p {
+		p = s.limit
+	}
+	return max(p, 1)
+}
+
+// consumer returns the live consumer, opening a new one (a new
+// generation) when the channel closed.
+func (s *Source) consumer(ctx context.Context) (*Consumer, error) {
+	if s.c != nil && !s.c.ch.IsClosed() {
+		return s.c, nil
+	}
+	if s.c != nil && s.mode == broker.Peek {
+		// A peek's held deliveries returned to the queue with the channel:
+		// reading on would hand them out again.
+		return nil, fmt.Errorf("the channel to %s closed during the peek (its messages went back to the queue): %w", s.ep.display, broker.ErrLeaseLost)
+	}
+	c, err := Consume(ctx, s.conn, s.ep.ref.Queue, s.ep.info.Type, ConsumeOptions{Prefetch: s.prefetch(), Tag: newTag("dlqctl")})
+	if err != nil {
+		return nil, err
+	}
+	s.c, s.gen, s.held, s.released = c, s.gen+1, map[uint64]bool{}, map[uint64]bool{}
+	return c, nil
+}
+
+// Next returns up to max deliveries: it waits up to the read's Wait (or
+// Config.Idle) for the first, then takes what has already arrived. A
+// consuming read answers an empty batch when nothing is ready (End decides
+// the end); a peek ErrSourceDone once everything ready at the start was
+// read.
+func (s *Source) Next(ctx context.Context, max int) ([]broker.Message, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errors.New("source closed")
+	}
+	if s.done || (s.mode == broker.Peek && s.read >= s.limit) {
+		s.done = true
+		s.mu.Unlock()
+		return nil, broker.ErrSourceDone
+	}
+	c, err := s.consumer(ctx)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	gen := s.gen
+	if s.mode == broker.Peek {
+		max = min(max, s.limit-s.read)
+	}
+	s.mu.Unlock()
+	// Wait without the lock: other workers ack and release meanwhile.
+	wait := s.opt.Wait
+	if wait <= 0 {
+		wait = s.ep.cfg.Idle
+	}
+	var got []Message
+	var recvErr error
+	for len(got) < max {
+		d := wait
+		if len(got) > 0 {
+			// What has arrived, and what arrives within a short linger:
+			// deliveries stream in behind the first one.
+			d = lingerFor
+		}
+		m, ok, err := c.Next(ctx, d)
+		if err != nil {
+			recvErr = err
+			break
+		}
+		if !ok {
+			break
+		}
+		got = append(got, m)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]broker.Message, 0, len(got))
+	if len(got) > 0 {
+		s.lastDelivery = time.Now()
+	}
+	for _, m := range got {
+		s.read++
+		if c.stream {
+			_ = c.Ack(m.DeliveryTag) // stream credit: removes nothing
+		} else if gen == s.gen {
+			s.held[m.DeliveryTag] = true
+		}
+		rec := ToRecord(m, s.ep.ID(), s.ep.info.Type, s.ep.cfg.Now())
+		bm := broker.Message{Record: rec, Handle: handle{gen: gen, tag: m.DeliveryTag}}
+		if s.opt.Decode != nil {
+			bm.Parsed = s.opt.Decode(rec)
+		}
+		out = append(out, bm)
+	}
+	if recvErr != nil {
+		if len(out) > 0 {
+			return out, nil // handed out; the error comes back next call
+		}
+		if errors.Is(recvErr, ErrConsumerCancelled) && s.mode == broker.Consume {
+			return nil, nil // a new channel next call; held handles are stale
+		}
+		return nil, recvErr
+	}
+	if len(out) == 0 {
+		n, err := readyCount(s.conn, s.ep.ref.Queue)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case s.mode == broker.Peek:
+			// Nothing arrived within the wait although the count said
+			// more: others hold them, or they expired.
+			s.done = true
+			return nil, broker.ErrSourceDone
+		case n == 0:
+			// Consume: nothing ready now. Deliveries the run holds may
+			// still be given back, and other consumers may return what
+			// they hold: the run's end is decided by End (end.go) once
+			// nothing is in progress, not here.
+			return nil, nil
+		case len(s.held)+len(s.released) >= s.prefetch():
+			return nil, fmt.Errorf("%d messages ready in %s but this run holds %d (its prefetch): %w", n, s.ep.ref.Queue, len(s.held)+len(s.released), broker.ErrHeldLimit)
+		}
+	}
+	return out, nil
+}
+
+// lingerFor is how long a read waits for more deliveries after the first.
+const lingerFor = 2 * time.Millisecond
+
+// Ack removes messages (consume mode). A delivery of a channel that has
+// since closed went back to the queue: ErrLeaseLost, not removed.
+func (s *Source) Ack(ctx context.Context, msgs []broker.Message) []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	errsOut := make([]error, len(msgs))
+	for i, m := range msgs {
+		h, ok := m.Handle.(handle)
+		switch {
+		case !ok:
+			errsOut[i] = errors.New("not a RabbitMQ delivery")
+		case s.c == nil || h.gen != s.gen || s.c.ch.IsClosed() || !s.held[h.tag]:
+			errsOut[i] = fmt.Errorf("message %s: its channel closed, the delivery went back to the queue: %w", m.Record.MessageID, broker.ErrLeaseLost)
+		case s.mode == broker.Peek:
+			// A peek removes nothing: the message stays held until Close
+			// gives it back.
+		default:
+			if err := s.c.Ack(h.tag); err != nil {
+				errsOut[i] = fmt.Errorf("message %s: %v: %w", m.Record.MessageID, err, broker.ErrLeaseLost)
+				continue
+			}
+			delete(s.held, h.tag)
+		}
+	}
+	return errsOut
+}
+
+// Release gives messages back. They return to the queue when the source
+// closes (one basic.nack multiple, requeue): requeued at once they would
+// be handed to this run again (classic queues put them back at the head).
+func (s *Source) Release(ctx context.Context, msgs []broker.Message) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range msgs {
+		h, ok := m.Handle.(handle)
+		if !ok || h.gen != s.gen || !s.held[h.tag] {
+			continue // that channel closed: already back in the queue
+		}
+		delete(s.held, h.tag)
+		s.released[h.tag] = true
+	}
+	return nil
+}
+
+// Close returns everything held (one basic.nack multiple, requeue) and
+// closes the connection; the broker returns whatever a broken connection
+// still held. It never waits more than closeTimeout for the broker's
+// answers: past it the TCP connection is cut, which returns everything
+// held just the same.
+func (s *Source) Close(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	done := make(chan error, 1)
+	go func() { done <- s.closeLocked(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(closeTimeout):
+		if s.raw != nil {
+			_ = s.raw.Close()
+		}
+		return fmt.Errorf("RabbitMQ did not answer the close of %s within %s: the connection was cut, so the broker returns every message this run held", s.ep.ref.Queue, closeTimeout)
+	}
+}
+
+// closeTimeout bounds Close.
+const closeTimeout = 15 * time.Second
+
+func (s *Source) closeLocked(ctx context.Context) error {
+	var err error
+	if s.c != nil {
+		// Up to the newest delivery still outstanding: acknowledged ones
+		// are gone (a nack naming one is a channel error).
+		var upTo uint64
+		for _, m := range []map[uint64]bool{s.held, s.released} {
+			for tag := range m {
+				upTo = max(upTo, tag)
+			}
+		}
+		if upTo == 0 {
+			s.c.cancel()
+			err = s.c.Close()
+		} else {
+			err = s.c.ReleaseAll(upTo)
+		}
+		if s.mode == broker.Peek && err == nil && s.ep.info.Type != TypeStream {
+			waitReady(context.WithoutCancel(ctx), s.conn, s.ep.ref.Queue, s.limit, 5*time.Second)
+		}
+	}
+	if cerr := s.conn.Close(); err == nil && cerr != nil && !errors.Is(cerr, amqp091.ErrClosed) {
+		err = cerr
+	}
+	return err
+}
