@@ -48,6 +48,7 @@ func (r PartitionRange) Pending() int64 {
 // the journal read back from the group's commits.
 type Plan struct {
 	Topic      string
+	TopicID    [16]byte
 	Group      string
 	Partitions []PartitionRange
 	Journals   map[int32]*PartitionJournal
@@ -92,7 +93,7 @@ func MakePlan(ctx context.Context, adm *kadm.Client, topic, group string) (*Plan
 			return nil, fmt.Errorf("committed offsets of group %s: %w", group, err)
 		}
 	}
-	p := &Plan{Topic: topic, Group: group, Journals: map[int32]*PartitionJournal{}, TakenAt: time.Now()}
+	p := &Plan{Topic: topic, TopicID: t.ID, Group: group, Journals: map[int32]*PartitionJournal{}, TakenAt: time.Now()}
 	for _, part := range t.Partitions.Sorted() {
 		r := PartitionRange{Partition: part.Partition, Committed: -1}
 		s, ok := starts.Lookup(topic, part.Partition)

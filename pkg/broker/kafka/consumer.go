@@ -1,0 +1,375 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Consumer reads a topic as a member of dlqctl's consumer group: Kafka's
+// own group assignment shares the partitions between every process of the
+// group (no home-made split), and the group's committed offsets are the
+// journal (see journal.go). Each partition is read up to the last stable
+// offset taken when the consumer opened: records arriving later (a
+// canary's copy coming back, new failures) wait for the next run.
+//
+// Use: Poll a batch, settle each record (Ack when its copy is durable,
+// Discard when explicitly dropped, nothing when it stays pending), then
+// Commit; the next Poll lets a pending rebalance proceed, so a partition
+// changes hands only between batches, after its commit.
+type Consumer struct {
+	addr    Address
+	group   string
+	cl      *kgo.Client
+	adm     *kadm.Client
+	admCl   *kgo.Client
+	ends    map[int32]int64
+	total   int32
+	topicID [16]byte
+
+	mu        sync.Mutex
+	parts     map[int32]*partState
+	assigned  bool // the group assigned us something at least once (or settled with nothing)
+	joinedAt  time.Time
+	lostAcks  int // acks of records whose partition moved before the commit
+	assignErr error
+}
+
+type partState struct {
+	j     *PartitionJournal
+	end   int64
+	pos   int64 // next offset to read
+	dirty bool
+	full  bool // journal full: later records stay pending
+}
+
+// ConsumerOptions tune a Consumer.
+type ConsumerOptions struct {
+	// MaxPollRecords bounds one Poll (0: 500).
+	MaxPollRecords int
+	// SessionTimeout of the group membership (0: 45 s, Kafka's default).
+	SessionTimeout time.Duration
+}
+
+// OpenConsumer joins group on addr.Topic. The ends of every partition are
+// read first (read_committed), so the run's scope is fixed at its start.
+func OpenConsumer(ctx context.Context, addr Address, conn Conn, group string, opt ConsumerOptions) (*Consumer, error) {
+	admCl, err := NewClient(addr, conn)
+	if err != nil {
+		return nil, err
+	}
+	adm := kadm.NewClient(admCl)
+	plan, err := MakePlan(ctx, adm, addr.Topic, "")
+	if err != nil {
+		admCl.Close()
+		return nil, err
+	}
+	c := &Consumer{addr: addr, group: group, adm: adm, admCl: admCl, ends: map[int32]int64{}, parts: map[int32]*partState{}, joinedAt: time.Now()}
+	for _, r := range plan.Partitions {
+		c.ends[r.Partition] = r.End
+	}
+	c.total = int32(len(plan.Partitions))
+	c.topicID = plan.TopicID
+	st := opt.SessionTimeout
+	if st <= 0 {
+		st = 45 * time.Second
+	}
+	cl, err := NewClient(addr, conn,
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(addr.Topic),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.SessionTimeout(st),
+		kgo.OnPartitionsAssigned(c.onAssigned),
+		kgo.OnPartitionsRevoked(c.onRevoked),
+		kgo.OnPartitionsLost(c.onLost),
+	)
+	if err != nil {
+		admCl.Close()
+		return nil, err
+	}
+	c.cl = cl
+	return c, nil
+}
+
+// Client is the consumer's franz-go client (for transactions sharing it).
+func (c *Consumer) Client() *kgo.Client { return c.cl }
+
+func (c *Consumer) onAssigned(ctx context.Context, _ *kgo.Client, m map[string][]int32) {
+	ps := m[c.addr.Topic]
+	c.mu.Lock()
+	c.assigned = true
+	c.mu.Unlock()
+	if len(ps) == 0 {
+		return
+	}
+	commits, err := fetchCommits(ctx, c.adm, c.group, c.addr.Topic)
+	starts, serr := c.adm.ListStartOffsets(ctx, c.addr.Topic)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil || serr != nil {
+		c.assignErr = fmt.Errorf("reading the group's commits on assignment: %w", errors.Join(err, serr))
+		return
+	}
+	for _, p := range ps {
+		committed, md := int64(-1), ""
+		if r, ok := commits.Lookup(c.addr.Topic, p); ok && r.Err == nil && r.At >= 0 {
+			committed, md = r.At, r.Metadata
+		}
+		logStart := int64(0)
+		if s, ok := starts.Lookup(c.addr.Topic, p); ok && s.Err == nil {
+			logStart = s.Offset
+		}
+		start := max(committed, logStart)
+		j := NewPartitionJournal(max(committed, 0), md)
+		for o := j.Committed(); o < start; o++ { // expired below the log start
+			_ = j.Mark(o)
+		}
+		end, ok := c.ends[p]
+		if !ok { // a partition added after the start: not in this run
+			end = start
+		}
+		c.parts[p] = &partState{j: j, end: end, pos: start}
+	}
+}
+
+func (c *Consumer) onRevoked(ctx context.Context, _ *kgo.Client, m map[string][]int32) {
+	// BlockRebalanceOnPoll: we get here only from Poll, after the previous
+	// batch was settled and committed; commit again in case it was not.
+	_ = c.Commit(ctx)
+	c.drop(m[c.addr.Topic])
+}
+
+func (c *Consumer) onLost(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+	c.drop(m[c.addr.Topic])
+}
+
+func (c *Consumer) drop(ps []int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range ps {
+		delete(c.parts, p)
+	}
+}
+
+// Poll returns the next pending records (never one a previous run
+// handled). done is true when every partition this process holds reached
+// the end taken at the start (and the group has assigned something).
+func (c *Consumer) Poll(ctx context.Context, max int) (msgs []*Message, done bool, err error) {
+	if max <= 0 {
+		max = 500
+	}
+	c.cl.AllowRebalance()
+	for len(msgs) == 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		c.mu.Lock()
+		if c.assignErr != nil {
+			err := c.assignErr
+			c.mu.Unlock()
+			return nil, false, err
+		}
+		if c.allDoneLocked() {
+			c.mu.Unlock()
+			return nil, true, nil
+		}
+		c.mu.Unlock()
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := c.cl.PollRecords(pctx, max)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) {
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || ferr != nil {
+				return
+			}
+			ferr = fmt.Errorf("fetching %s partition %d: %w", t, p, err)
+		})
+		if ferr != nil {
+			return nil, false, ferr
+		}
+		c.mu.Lock()
+		var pause []int32
+		fs.EachRecord(func(r *kgo.Record) {
+			ps := c.parts[r.Partition]
+			if ps == nil || r.Offset < ps.pos {
+				return
+			}
+			if r.Offset >= ps.end {
+				if ps.pos < ps.end {
+					ps.pos = ps.end
+				}
+				pause = append(pause, r.Partition)
+				return
+			}
+			if r.Offset+1 > ps.pos {
+				ps.pos = r.Offset + 1
+			}
+			if ps.pos >= ps.end {
+				pause = append(pause, r.Partition)
+			}
+			if r.Attrs.IsControl() {
+				return
+			}
+			if ps.j.Handled(r.Offset) {
+				return
+			}
+			msgs = append(msgs, fromKgo(r))
+		})
+		c.mu.Unlock()
+		if len(pause) > 0 {
+			c.cl.PauseFetchPartitions(map[string][]int32{c.addr.Topic: pause})
+		}
+		if len(msgs) == 0 {
+			c.cl.AllowRebalance()
+		}
+	}
+	return msgs, false, nil
+}
+
+func (c *Consumer) allDoneLocked() bool {
+	if !c.assigned {
+		// Nothing assigned yet: the group is still forming. A process
+		// that stays without partitions for a whole session timeout
+		// (more processes than partitions) has nothing to do.
+		return false
+	}
+	for _, ps := range c.parts {
+		if ps.pos < ps.end {
+			return false
+		}
+	}
+	return true
+}
+
+// Ack records that m is handled (its copy is durable, or it was
+// explicitly discarded): the next Commit may move past it. ErrJournalFull
+// means it could not be recorded: it stays pending. A record whose
+// partition moved to another process is not recorded (ok false): the
+// other process will read it again (a duplicate the run reports).
+func (c *Consumer) Ack(m *Message) (ok bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ps := c.parts[m.Partition]
+	if ps == nil {
+		c.lostAcks++
+		return false, nil
+	}
+	if ps.full && m.Offset > ps.j.Committed() {
+		return false, ErrJournalFull
+	}
+	if err := ps.j.Mark(m.Offset); err != nil {
+		ps.full = true
+		return false, err
+	}
+	ps.dirty = true
+	return true, nil
+}
+
+// LostAcks counts acks that came after their partition moved.
+func (c *Consumer) LostAcks() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lostAcks
+}
+
+// Commit writes the journal of every changed partition: the committed
+// offset and the list of records handled past it, as this group member.
+func (c *Consumer) Commit(ctx context.Context) error {
+	c.mu.Lock()
+	type item struct {
+		p      int32
+		off    int64
+		md     string
+		target *partState
+	}
+	var items []item
+	for p, ps := range c.parts {
+		if ps.dirty {
+			items = append(items, item{p, ps.j.Committed(), ps.j.Metadata(), ps})
+		}
+	}
+	c.mu.Unlock()
+	if len(items) == 0 {
+		return nil
+	}
+	sort.Slice(items, func(i, k int) bool { return items[i].p < items[k].p })
+	member, gen := c.cl.GroupMetadata()
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group = c.group
+	req.Generation = gen
+	req.MemberID = member
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = c.addr.Topic
+	rt.TopicID = c.topicID // OffsetCommit v10+ names topics by ID
+	for _, it := range items {
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition = it.p
+		rp.Offset = it.off
+		rp.LeaderEpoch = -1
+		md := it.md
+		rp.Metadata = &md
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, c.cl)
+	if err != nil {
+		return fmt.Errorf("committing offsets of group %s: %w", c.group, err)
+	}
+	var errs []error
+	failed := map[int32]bool{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if e := kerr.ErrorForCode(p.ErrorCode); e != nil {
+				failed[p.Partition] = true
+				errs = append(errs, fmt.Errorf("partition %d: %w", p.Partition, e))
+			}
+		}
+	}
+	c.mu.Lock()
+	for _, it := range items {
+		if !failed[it.p] && c.parts[it.p] == it.target && it.target.j.Committed() == it.off && it.target.j.Metadata() == it.md {
+			it.target.dirty = false
+		}
+	}
+	c.mu.Unlock()
+	if len(errs) > 0 {
+		return fmt.Errorf("committing offsets of group %s: %w", c.group, errors.Join(errs...))
+	}
+	return nil
+}
+
+// Close commits what is settled and leaves the group (its partitions go to
+// the other members at once).
+func (c *Consumer) Close(ctx context.Context) error {
+	err := c.Commit(ctx)
+	c.cl.CloseAllowingRebalance()
+	c.admCl.Close()
+	return err
+}
+
+// Held lists the partitions this process holds with their journal.
+func (c *Consumer) Held() map[int32]PartitionRange {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[int32]PartitionRange{}
+	for p, ps := range c.parts {
+		out[p] = PartitionRange{Partition: p, Committed: ps.j.Committed(), Start: ps.j.Committed(), End: ps.end, HandledAbove: ps.j.HandledAbove()}
+	}
+	return out
+}
