@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlqctl/dlqctl/pkg/archive"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 func init() {
@@ -282,7 +282,7 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	return runErr
 }
 
-func confirmArchiveDelete(f *Factory, q *queue.Queue, what string, opts *ArchiveOptions) error {
+func confirmArchiveDelete(f *Factory, q *sqs.Queue, what string, opts *ArchiveOptions) error {
 	return confirm(f,
 		fmt.Sprintf("Archive %s from %s (%d visible) to %s and delete each from the queue once its part is verified?", limitedWhat(what, 0, opts.Max), q.Name, q.Counts().Visible, opts.Dest),
 		fmt.Sprintf("archive --delete removes archived messages from %s; pass --yes to confirm (see what would be archived with --dry-run)", q.Name),
@@ -419,7 +419,7 @@ type ArchivePlanOutput struct {
 	PartRecords int   `json:"part_records"`
 }
 
-func archivePlan(ctx context.Context, f *Factory, c *queue.Client, q *queue.Queue, aopts archive.Options, format output.Format) error {
+func archivePlan(ctx context.Context, f *Factory, c *sqs.Client, q *sqs.Queue, aopts archive.Options, format output.Format) error {
 	prog := output.NewProgress(f.IO, format)
 	pl, err := archive.DryRun(ctx, c, q, aopts, func(seen int) {
 		prog.Update(output.Stats{Op: "scan", Done: int64(seen), Total: int64(q.Counts().Visible)}, false)

@@ -21,14 +21,15 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/dlqctl/dlqctl/internal/seed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/pkg/archive"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 func TestArchiveFlagsParseIntoOptions(t *testing.T) {
@@ -78,7 +79,7 @@ type archiveFixture struct {
 	env    testenv.Env
 	truth  *seed.Truth
 	s3     *s3.Client
-	sqs    *sqs.Client
+	sqs    *awssqs.Client
 	bucket string
 }
 
@@ -214,7 +215,7 @@ func TestArchiveVerifyTriageRestoreRoundTrip(t *testing.T) {
 		if dlq.FIFO {
 			recovery = strings.TrimSuffix(dlq.Name, ".fifo") + "-recovery.fifo"
 		}
-		in := &sqs.CreateQueueInput{QueueName: aws.String(recovery)}
+		in := &awssqs.CreateQueueInput{QueueName: aws.String(recovery)}
 		if dlq.FIFO {
 			in.Attributes = map[string]string{"FifoQueue": "true"}
 		}
@@ -274,7 +275,7 @@ func TestVerifyAndRestoreRefuseATamperedArchive(t *testing.T) {
 	if r.Code != 3 || !strings.Contains(r.Stdout, "FAIL") || !strings.Contains(r.Stderr, "1 of 3 part(s)") {
 		t.Fatalf("verify of a tampered part: exit %d\n%s\n%s; want exit 3 naming the part", r.Code, r.Stdout, r.Stderr)
 	}
-	out, err := a.sqs.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(dlq.Name + "-rec")})
+	out, err := a.sqs.CreateQueue(t.Context(), &awssqs.CreateQueueInput{QueueName: aws.String(dlq.Name + "-rec")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,15 +312,15 @@ func (a *archiveFixture) download(t *testing.T, manifest string) string {
 }
 
 // readAll reads every message of a queue in receive order (non-destructive).
-func (a *archiveFixture) readAll(t *testing.T, url string) []queue.Record {
+func (a *archiveFixture) readAll(t *testing.T, url string) []record.Record {
 	t.Helper()
-	c := queue.New(a.sqs, a.env.Region)
+	c := sqs.New(a.sqs, a.env.Region)
 	q, err := c.Resolve(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recs []queue.Record
-	if _, err := inspect.Scan(t.Context(), c, q, inspect.ScanOptions{Workers: 1}, func(m *queue.Message, _ any) error {
+	var recs []record.Record
+	if _, err := inspect.Scan(t.Context(), c, q, inspect.ScanOptions{Workers: 1}, func(m *sqs.Message, _ any) error {
 		recs = append(recs, m.Record)
 		return nil
 	}); err != nil {
@@ -330,27 +331,27 @@ func (a *archiveFixture) readAll(t *testing.T, url string) []queue.Record {
 
 // stripMarker checks and removes the dlqctl-redrive marker every restored
 // copy carries, leaving the original attributes.
-func stripMarker(t *testing.T, recs []queue.Record) []queue.Record {
+func stripMarker(t *testing.T, recs []record.Record) []record.Record {
 	t.Helper()
 	for i := range recs {
-		if _, ok := recs[i].Attributes[queue.MarkerAttribute]; !ok && len(recs[i].Attributes) < queue.MaxAttributes {
-			t.Errorf("restored copy %s has no %s attribute", recs[i].MessageID, queue.MarkerAttribute)
+		if _, ok := recs[i].Attributes[record.MarkerAttribute]; !ok && len(recs[i].Attributes) < sqs.MaxAttributes {
+			t.Errorf("restored copy %s has no %s attribute", recs[i].MessageID, record.MarkerAttribute)
 		}
-		delete(recs[i].Attributes, queue.MarkerAttribute)
+		delete(recs[i].Attributes, record.MarkerAttribute)
 	}
 	return recs
 }
 
 // checkRecordsAgainstTruth asserts recs hold each seeded message exactly
 // once with its exact body, attributes (binary included) and FIFO group.
-func checkRecordsAgainstTruth(t *testing.T, recs []queue.Record, want []seed.Seeded) {
+func checkRecordsAgainstTruth(t *testing.T, recs []record.Record, want []seed.Seeded) {
 	t.Helper()
 	if len(recs) != len(want) {
 		t.Errorf("%d records, want %d", len(recs), len(want))
 	}
-	bySHA := map[string][]queue.Record{}
+	bySHA := map[string][]record.Record{}
 	for _, r := range recs {
-		bySHA[queue.SHA256Hex(r.Body)] = append(bySHA[queue.SHA256Hex(r.Body)], r)
+		bySHA[record.SHA256Hex(r.Body)] = append(bySHA[record.SHA256Hex(r.Body)], r)
 	}
 	for _, s := range want {
 		got := bySHA[s.BodySHA256]
@@ -381,7 +382,7 @@ func checkRecordsAgainstTruth(t *testing.T, recs []queue.Record, want []seed.See
 
 // checkGroupOrder asserts that within each FIFO group the copies arrive in
 // the seeded order.
-func checkGroupOrder(t *testing.T, recs []queue.Record, want []seed.Seeded) {
+func checkGroupOrder(t *testing.T, recs []record.Record, want []seed.Seeded) {
 	t.Helper()
 	seq := map[string]int{}
 	for _, s := range want {
@@ -390,7 +391,7 @@ func checkGroupOrder(t *testing.T, recs []queue.Record, want []seed.Seeded) {
 	last := map[string]int{}
 	for _, r := range recs {
 		g := r.System.MessageGroupID
-		n := seq[queue.SHA256Hex(r.Body)]
+		n := seq[record.SHA256Hex(r.Body)]
 		if prev, ok := last[g]; ok && n < prev {
 			t.Errorf("group %s: message #%d arrived after #%d", g, n, prev)
 		}
@@ -399,7 +400,7 @@ func checkGroupOrder(t *testing.T, recs []queue.Record, want []seed.Seeded) {
 }
 
 // sampleArchive reads every record of an archive input with sample --from.
-func sampleArchive(t *testing.T, env testenv.Env, from string) []queue.Record {
+func sampleArchive(t *testing.T, env testenv.Env, from string) []record.Record {
 	t.Helper()
 	return sampleAll(t, env, "--from="+from, 100000, "--no-redact")
 }
@@ -541,7 +542,7 @@ func TestArchiveLayoutIsPartitionedAndOldLayoutStillReads(t *testing.T) {
 
 	// restore from the old layout's run folder, then the same run by its
 	// manifest: one restore, refused the second time.
-	out, err := a.sqs.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(dlq.Name + "-old-rec")})
+	out, err := a.sqs.CreateQueue(t.Context(), &awssqs.CreateQueueInput{QueueName: aws.String(dlq.Name + "-old-rec")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -702,7 +703,7 @@ func TestArchiveQueriesDocRunInDuckDB(t *testing.T) {
 		`{"eventId":"ev-21","eventType":"OrderCreated","eventVersion":"2.1","tenantId":"t-acme","payload":{"orderId":"o-21"}}`,
 		`{"eventId":"ev-22","eventType":"OrderCreated","eventVersion":"v0","payload":{"orderId":"o-22"}}`,
 	} {
-		if _, err := a.sqs.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(a.truth.DLQ.URL), MessageBody: aws.String(body)}); err != nil {
+		if _, err := a.sqs.SendMessage(t.Context(), &awssqs.SendMessageInput{QueueUrl: aws.String(a.truth.DLQ.URL), MessageBody: aws.String(body)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 func init() { register(func(f *Factory) *cobra.Command { return NewCmdAudit(f, nil) }) }
@@ -111,7 +111,7 @@ Exit 3 when a finding is at or above --fail-on (default error).`),
 }
 
 func checkVisibilityFlag(v time.Duration) error {
-	if v < 5*time.Second || v > queue.MaxVisibility {
+	if v < 5*time.Second || v > sqs.MaxVisibility {
 		return errs.BadInputf("--visibility must be between 5s and 12h (got %s)", v)
 	}
 	return nil
@@ -127,7 +127,7 @@ func auditRun(ctx context.Context, opts *AuditOptions) error {
 		Queues: opts.Queues, Prefix: opts.Prefix,
 		Config:    health.Config{InvestigationWindow: opts.InvestigationWindow},
 		SampleMax: opts.Sample, SampleVisibility: opts.Visibility,
-		OnSample: func(q *queue.Queue, n int) {
+		OnSample: func(q *sqs.Queue, n int) {
 			f.Verbosef("sampling up to %d messages of %s for the expiry check (receives increment ApproximateReceiveCount; all are released)", n, q.Name)
 		},
 	})

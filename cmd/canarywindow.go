@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 )
 
 // canaryMargin is added to the time a poison message needs to come back:
@@ -17,7 +17,7 @@ const canaryMargin = 30 * time.Second
 // destination's redrive policy dead-letters it after maxReceiveCount
 // receives. It is 0 when no destination dead-letters into dlq (nothing
 // known to wait for); why explains the figure.
-func poisonReturn(dests []*queue.Queue, dlq *queue.Queue) (d time.Duration, why string) {
+func poisonReturn(dests []*sqs.Queue, dlq *sqs.Queue) (d time.Duration, why string) {
 	for _, q := range dests {
 		p := q.RedrivePolicy()
 		if p == nil || p.MaxReceiveCount <= 0 || (dlq.ARN != "" && p.DeadLetterTargetARN != dlq.ARN) {
@@ -34,7 +34,7 @@ func poisonReturn(dests []*queue.Queue, dlq *queue.Queue) (d time.Duration, why 
 // canaryWindow is how long the canary watches: --verify-for when given
 // (with a warning when it is shorter than a poison message needs to come
 // back: a PASS then proves less), else that time, else the flag's default.
-func (c *CanaryFlags) canaryWindow(f *Factory, dests []*queue.Queue, dlq *queue.Queue) time.Duration {
+func (c *CanaryFlags) canaryWindow(f *Factory, dests []*sqs.Queue, dlq *sqs.Queue) time.Duration {
 	need, why := poisonReturn(dests, dlq)
 	set := c.verifySet != nil && c.verifySet()
 	switch {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 // TestCanaryWindowCoversAPoisonMessagesReturn: without --verify-for the
@@ -19,16 +19,16 @@ import (
 // a destination that does not dead-letter into the watched DLQ keeps the
 // flag's default.
 func TestCanaryWindowCoversAPoisonMessagesReturn(t *testing.T) {
-	dlq := &queue.Queue{Name: "orders-dlq", ARN: "arn:aws:sqs:us-east-1:123456789012:orders-dlq"}
-	src := &queue.Queue{Name: "orders", Attrs: map[string]string{
+	dlq := &sqs.Queue{Name: "orders-dlq", ARN: "arn:aws:sqs:us-east-1:123456789012:orders-dlq"}
+	src := &sqs.Queue{Name: "orders", Attrs: map[string]string{
 		"RedrivePolicy":     `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:123456789012:orders-dlq","maxReceiveCount":"5"}`,
 		"VisibilityTimeout": "120",
 	}}
-	other := &queue.Queue{Name: "billing", Attrs: map[string]string{
+	other := &sqs.Queue{Name: "billing", Attrs: map[string]string{
 		"RedrivePolicy":     `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:123456789012:billing-dlq","maxReceiveCount":10}`,
 		"VisibilityTimeout": "900",
 	}}
-	run := func(args []string, dests ...*queue.Queue) (time.Duration, string) {
+	run := func(args []string, dests ...*sqs.Queue) (time.Duration, string) {
 		var errOut bytes.Buffer
 		f := &Factory{IO: output.Test(nil, &bytes.Buffer{}, &errOut, false)}
 		var c CanaryFlags
@@ -52,7 +52,7 @@ func TestCanaryWindowCoversAPoisonMessagesReturn(t *testing.T) {
 	if got, _ := run(nil, other); got != 2*time.Minute {
 		t.Fatalf("a destination that dead-letters elsewhere: window %s; want the 2m default", got)
 	}
-	if got, _ := run(nil, &queue.Queue{Name: "recovery"}); got != 2*time.Minute {
+	if got, _ := run(nil, &sqs.Queue{Name: "recovery"}); got != 2*time.Minute {
 		t.Fatalf("a destination without a redrive policy: window %s; want the 2m default", got)
 	}
 }

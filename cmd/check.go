@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 func init() { register(func(f *Factory) *cobra.Command { return NewCmdCheck(f, nil) }) }
@@ -131,7 +131,7 @@ func checkRun(ctx context.Context, opts *CheckOptions) error {
 	rep, err := health.Check(ctx, c, q, health.CheckOptions{
 		Thresholds: opts.Thresholds, SampleMax: opts.Sample, SampleVisibility: opts.Visibility,
 		History: health.FileHistory{Dir: stateDir}, GrowthSample: opts.GrowthSample,
-		OnSample: func(q *queue.Queue, n int) {
+		OnSample: func(q *sqs.Queue, n int) {
 			for _, w := range SideEffectWarnings(q) {
 				f.IO.Warnf("%s", w)
 			}

@@ -9,11 +9,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // ClassifyOptions are the inputs of `dlqctl classify`.
@@ -156,9 +157,9 @@ func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.S
 	if format == output.NDJSON {
 		nd = output.NewNDJSON(f.IO.Out)
 	}
-	var recs []queue.Record
+	var recs []record.Record
 	matched := 0
-	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *queue.Record, parsed any) error {
+	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) error {
 		if !sel.Match(rec, parsed) {
 			return nil
 		}
@@ -183,7 +184,7 @@ func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.S
 		return nil
 	case output.JSON:
 		if recs == nil {
-			recs = []queue.Record{}
+			recs = []record.Record{}
 		}
 		return output.WriteJSON(f.IO.Out, recs)
 	}
@@ -193,13 +194,13 @@ func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.S
 	}
 	t := output.NewTable(f.IO, "ID", "CLASS", "ACTION", "RULE", "SOURCE", "EVENT", "ERROR")
 	for _, r := range recs {
-		t.Row(r.MessageID, r.Class, r.Action, r.Rule, queue.NameFromARN(r.System.SourceQueueARN), eventCell(&r),
+		t.Row(r.MessageID, r.Class, r.Action, r.Rule, sqs.NameFromARN(r.System.SourceQueueARN), eventCell(&r),
 			output.Truncate(errorCell(&r), 60))
 	}
 	return t.Render()
 }
 
-func eventCell(r *queue.Record) string {
+func eventCell(r *record.Record) string {
 	if r.Envelope == nil {
 		return ""
 	}
@@ -210,7 +211,7 @@ func eventCell(r *queue.Record) string {
 	return s
 }
 
-func errorCell(r *queue.Record) string {
+func errorCell(r *record.Record) string {
 	if r.Failure == nil {
 		return ""
 	}
@@ -256,7 +257,7 @@ func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classif
 	g := inspect.NewGrouper(keys, now)
 	byRule := map[[2]string]map[string]int{}
 	notes := map[string]string{}
-	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *queue.Record, parsed any) error {
+	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) error {
 		if !sel.Match(rec, parsed) {
 			return nil
 		}
@@ -358,9 +359,9 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 		read.All = true // look until the message is found
 	}
 	var found *classify.Explanation
-	var rec queue.Record
+	var rec record.Record
 	var lookupErr error
-	rr, err := readRecords(ctx, f, opts.Queue, &read, nil, func(r *queue.Record, parsed any) error {
+	rr, err := readRecords(ctx, f, opts.Queue, &read, nil, func(r *record.Record, parsed any) error {
 		if r.MessageID != opts.Explain {
 			return nil
 		}
@@ -397,7 +398,7 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	w := f.IO.Out
 	fmt.Fprintf(w, "message %s", rec.MessageID)
 	var ctxParts []string
-	if s := queue.NameFromARN(rec.System.SourceQueueARN); s != "" {
+	if s := sqs.NameFromARN(rec.System.SourceQueueARN); s != "" {
 		ctxParts = append(ctxParts, "from "+s)
 	}
 	if e := eventCell(&rec); e != "" {
@@ -449,7 +450,7 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 
 // writeLogLines prints where failure context read from the consumer's
 // logs came from and the log lines used (--logs).
-func writeLogLines(w io.Writer, rec *queue.Record) {
+func writeLogLines(w io.Writer, rec *record.Record) {
 	if rec.Failure == nil || rec.Failure.Source == nil {
 		return
 	}

@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dlqctl/dlqctl/internal/corpus"
 	"github.com/dlqctl/dlqctl/internal/testenv"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 func loadCorpus(t *testing.T) []corpus.Message {
@@ -178,7 +178,7 @@ func TestClassifyCorpusFromSQS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sqsAttrs, err := queue.SQSAttributes(attrs)
+		sqsAttrs, err := sqs.SQSAttributes(attrs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +187,7 @@ func TestClassifyCorpusFromSQS(t *testing.T) {
 			url = srcURL
 			redriven++
 		}
-		out, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(m.BodyText()), MessageAttributes: sqsAttrs})
+		out, err := c.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(m.BodyText()), MessageAttributes: sqsAttrs})
 		if err != nil {
 			t.Fatalf("send %s: %v", m.ID, err)
 		}
@@ -204,7 +204,7 @@ func TestClassifyCorpusFromSQS(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("source queue still holds %d visible, %d in flight", v, inFlight)
 		}
-		_, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(srcURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+		_, err := c.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: aws.String(srcURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
 			AttributeNames: []types.QueueAttributeName{"All"}})
 		if err != nil {
 			t.Fatal(err)

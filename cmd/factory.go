@@ -17,12 +17,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/dlqctl/dlqctl/pkg/archive"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 // GlobalOptions are the persistent flags every command shares.
@@ -58,7 +58,7 @@ type Factory struct {
 	cfg     aws.Config
 	cfgErr  error
 	sqsOnce sync.Once
-	sqsC    *queue.Client
+	sqsC    *sqs.Client
 }
 
 // Format returns the validated -o value.
@@ -143,19 +143,19 @@ func newRetryer() aws.Retryer {
 }
 
 // SQS returns the SQS client (with its own retryer).
-func (f *Factory) SQS(ctx context.Context) (*queue.Client, error) {
+func (f *Factory) SQS(ctx context.Context) (*sqs.Client, error) {
 	cfg, err := f.AWSConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
 	f.sqsOnce.Do(func() {
-		api := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+		api := awssqs.NewFromConfig(cfg, func(o *awssqs.Options) {
 			o.Retryer = newRetryer()
 			if e := f.sqsEndpointFlag(); e != "" {
 				o.BaseEndpoint = aws.String(e)
 			}
 		})
-		f.sqsC = queue.New(api, cfg.Region)
+		f.sqsC = sqs.New(api, cfg.Region)
 		f.Verbosef("region %s, sqs endpoint %s", cfg.Region, endpointOr(f.sqsEndpointFlag(), "AWS_ENDPOINT_URL_SQS"))
 	})
 	return f.sqsC, nil
@@ -300,7 +300,7 @@ func endpointOr(flag, env string) string {
 }
 
 // ResolveQueue resolves a queue reference and prints the URL with -v.
-func (f *Factory) ResolveQueue(ctx context.Context, ref string) (*queue.Client, *queue.Queue, error) {
+func (f *Factory) ResolveQueue(ctx context.Context, ref string) (*sqs.Client, *sqs.Queue, error) {
 	c, err := f.SQS(ctx)
 	if err != nil {
 		return nil, nil, err

@@ -9,11 +9,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // ReadFlags say how much of a queue triage commands read: --sample N or
@@ -74,7 +75,7 @@ func queueOrFromArgs(from *string) cobra.PositionalArgs {
 
 // readResult is what a triage read saw.
 type readResult struct {
-	Queue    *queue.Queue
+	Queue    *sqs.Queue
 	Read     int  // records read
 	Complete bool // the whole queue (or file) was read
 	Depth    int  // queue depth at the start (0: unknown)
@@ -100,7 +101,7 @@ func (rr *readResult) finish(err error) error {
 //
 // With lk (--logs), records without failure context are looked up in the
 // consumer's logs in batches before fn sees them.
-func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *logsLookup, fn func(rec *queue.Record, parsed any) error) (*readResult, error) {
+func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *logsLookup, fn func(rec *record.Record, parsed any) error) (*readResult, error) {
 	if r.From == "" {
 		_, qq, err := f.ResolveQueue(ctx, q)
 		if err != nil {
@@ -116,7 +117,7 @@ func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *lo
 	limitFile := r.From != "" && r.sampleSet && !r.All
 	stoppedEarly := false
 	next, flush := lk.stream(fn)
-	res, err := f.ForEachRecord(ctx, r.input(q), func(rec *queue.Record, parsed any) error {
+	res, err := f.ForEachRecord(ctx, r.input(q), func(rec *record.Record, parsed any) error {
 		read++
 		if read%100 == 0 {
 			prog.Update(output.Stats{Op: "read", Done: int64(read), Total: int64(depth)}, false)
@@ -303,7 +304,7 @@ func groupRun(ctx context.Context, opts *GroupOptions) (retErr error) {
 	if err != nil {
 		return err
 	}
-	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *queue.Record, parsed any) error {
+	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) error {
 		if sel.Match(rec, parsed) {
 			g.Add(rec, parsed)
 		}

@@ -6,9 +6,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // errStop ends a record stream early without being an error.
@@ -25,16 +26,16 @@ type InputOptions struct {
 
 // InputResult describes what was read.
 type InputResult struct {
-	Queue *queue.Queue        // nil for offline input
+	Queue *sqs.Queue          // nil for offline input
 	Scan  *inspect.ScanResult // nil for offline input
 }
 
 // openers for non-file inputs (s3:// archives) register here.
-var inputOpeners []func(ctx context.Context, f *Factory, from string, fn func(*queue.Record, any) error) (handled bool, err error)
+var inputOpeners []func(ctx context.Context, f *Factory, from string, fn func(*record.Record, any) error) (handled bool, err error)
 
 // ForEachRecord streams records from the input to fn. Returning errStop
 // from fn ends the stream cleanly.
-func (f *Factory) ForEachRecord(ctx context.Context, in InputOptions, fn func(rec *queue.Record, parsed any) error) (*InputResult, error) {
+func (f *Factory) ForEachRecord(ctx context.Context, in InputOptions, fn func(rec *record.Record, parsed any) error) (*InputResult, error) {
 	if in.From != "" {
 		for _, open := range inputOpeners {
 			handled, err := open(ctx, f, in.From, fn)
@@ -66,7 +67,7 @@ func (f *Factory) ForEachRecord(ctx context.Context, in InputOptions, fn func(re
 		return nil, err
 	}
 	res, err := inspect.Scan(ctx, c, q, inspect.ScanOptions{Max: in.Max, Visibility: in.Visibility},
-		func(m *queue.Message, parsed any) error { return fn(&m.Record, parsed) })
+		func(m *sqs.Message, parsed any) error { return fn(&m.Record, parsed) })
 	if errors.Is(err, errStop) {
 		err = nil
 	}

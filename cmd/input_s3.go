@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"github.com/dlqctl/dlqctl/pkg/archive"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Archives as offline input. --from takes:
@@ -22,7 +22,7 @@ import (
 // Local parts and NDJSON files need no opener (ReadRecords reads gzip).
 func init() { inputOpeners = append(inputOpeners, openArchiveInput) }
 
-func openArchiveInput(ctx context.Context, f *Factory, from string, fn func(*queue.Record, any) error) (bool, error) {
+func openArchiveInput(ctx context.Context, f *Factory, from string, fn func(*record.Record, any) error) (bool, error) {
 	if from == "-" {
 		return false, nil
 	}

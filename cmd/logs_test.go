@@ -22,7 +22,7 @@ import (
 	"github.com/dlqctl/dlqctl/internal/faultproxy"
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/internal/worker"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // logsIncident is a DLQ on moto fed by three consumers that log their
@@ -116,7 +116,7 @@ func TestClassifyWithLogsFindsWhyPlainMessagesFailed(t *testing.T) {
 	if plain.Code != 0 {
 		t.Fatalf("classify: %d %s", plain.Code, plain.Stderr)
 	}
-	var recs []queue.Record
+	var recs []record.Record
 	if err := json.Unmarshal([]byte(plain.Stdout), &recs); err != nil {
 		t.Fatal(err)
 	}
@@ -353,8 +353,8 @@ func receiveAllRecords(t *testing.T, c *sqs.Client, url string) []string {
 		}
 		for _, m := range out.Messages {
 			id := aws.ToString(m.MessageId)
-			if a, ok := m.MessageAttributes[queue.MarkerAttribute]; ok {
-				var mk queue.Marker
+			if a, ok := m.MessageAttributes[record.MarkerAttribute]; ok {
+				var mk record.Marker
 				if json.Unmarshal([]byte(aws.ToString(a.StringValue)), &mk) == nil && mk.OriginalID != "" {
 					id = mk.OriginalID
 				}

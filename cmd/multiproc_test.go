@@ -34,7 +34,7 @@ import (
 	"github.com/dlqctl/dlqctl/internal/seed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/pkg/archive"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
@@ -548,7 +548,7 @@ func TestSharedArchiveSurvivesKill9OfOneProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	viaFrom := map[string]bool{}
-	if err := archive.ForEachInputRecord(t.Context(), in, func(rec *queue.Record, _ any) error {
+	if err := archive.ForEachInputRecord(t.Context(), in, func(rec *record.Record, _ any) error {
 		viaFrom[rec.Body] = true
 		return nil
 	}); err != nil {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 // QueuesOptions are the inputs of `dlqctl queues`.
@@ -53,7 +53,7 @@ type DLQInfo struct {
 	URL              string       `json:"url"`
 	ARN              string       `json:"arn"`
 	FIFO             bool         `json:"fifo"`
-	Counts           queue.Counts `json:"counts"`
+	Counts           sqs.Counts   `json:"counts"`
 	RetentionSeconds int          `json:"retention_seconds"`
 	Sources          []SourceInfo `json:"sources"`
 	HasRedrivePolicy bool         `json:"has_redrive_policy"`
@@ -70,7 +70,7 @@ type SourceInfo struct {
 }
 
 // ListDLQs finds every DLQ (optionally by name prefix) with its sources.
-func ListDLQs(ctx context.Context, c *queue.Client, prefix string) ([]DLQInfo, error) {
+func ListDLQs(ctx context.Context, c *sqs.Client, prefix string) ([]DLQInfo, error) {
 	urls, err := c.ListQueueURLs(ctx, "")
 	if err != nil {
 		return nil, err
@@ -79,7 +79,7 @@ func ListDLQs(ctx context.Context, c *queue.Client, prefix string) ([]DLQInfo, e
 	if err != nil {
 		return nil, err
 	}
-	byARN := map[string]*queue.Queue{}
+	byARN := map[string]*sqs.Queue{}
 	for _, q := range queues {
 		byARN[q.ARN] = q
 	}

@@ -14,9 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
@@ -269,7 +270,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		return err
 	}
 	var router redrive.Router
-	var candidates []*queue.Queue // destinations, for canary baselines
+	var candidates []*sqs.Queue // destinations, for canary baselines
 	if strings.EqualFold(opts.To, "source") {
 		sr, err := redrive.ToSource(ctx, c, dlq)
 		if err != nil {
@@ -281,7 +282,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 			return err
 		}
 		for _, u := range urls {
-			q := &queue.Queue{URL: u}
+			q := &sqs.Queue{URL: u}
 			if c.Refresh(ctx, q) == nil {
 				candidates = append(candidates, q)
 			}
@@ -298,7 +299,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 			f.IO.Warnf("%s is FIFO but %s is not: messages without a message group will be skipped", dest.Name, dlq.Name)
 		}
 		router = redrive.ToQueue(dest)
-		candidates = []*queue.Queue{dest}
+		candidates = []*sqs.Queue{dest}
 	}
 	if opts.Engine == "native" {
 		return nativeRun(ctx, opts, c, dlq)
@@ -371,7 +372,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 }
 
 // dlqSource reads the DLQ; without a selection the bodies are not decoded.
-func dlqSource(c *queue.Client, dlq *queue.Queue, visibility time.Duration, selecting bool) redrive.Source {
+func dlqSource(c *sqs.Client, dlq *sqs.Queue, visibility time.Duration, selecting bool) redrive.Source {
 	if selecting {
 		return redrive.NewQueueSource(c, dlq, visibility, time.Second)
 	}
@@ -384,7 +385,7 @@ func waitHeldInfo(f *Factory, runID string, wait time.Duration) {
 	f.IO.Infof("run %s did not stop cleanly: waiting %s for the messages it held to become visible again", runID, wait.Round(time.Second))
 }
 
-func confirmRedrive(f *Factory, dlq *queue.Queue, router redrive.Router, sel interface{ Describe() string }, opts *RedriveOptions) error {
+func confirmRedrive(f *Factory, dlq *sqs.Queue, router redrive.Router, sel interface{ Describe() string }, opts *RedriveOptions) error {
 	what := "all messages"
 	if sel != nil {
 		what = sel.Describe()
@@ -423,7 +424,7 @@ type RedriveSummary struct {
 	Canary *redrive.Verdict `json:"canary,omitempty"`
 }
 
-func printRedriveSummary(f *Factory, prog *output.Progress, dlq *queue.Queue, router redrive.Router, res *redrive.Result, v *redrive.Verdict, status string) error {
+func printRedriveSummary(f *Factory, prog *output.Progress, dlq *sqs.Queue, router redrive.Router, res *redrive.Result, v *redrive.Verdict, status string) error {
 	sum := RedriveSummary{Result: res, Status: status, DLQ: dlq.Name, To: router.Describe(), Canary: v}
 	format, _ := f.Format()
 	switch format {
@@ -446,7 +447,7 @@ func printRedriveSummary(f *Factory, prog *output.Progress, dlq *queue.Queue, ro
 		t.Row("skipped", fmt.Sprintf("%d %s", res.Skipped[r], r))
 	}
 	if res.Unmarked > 0 {
-		t.Row("unmarked", fmt.Sprintf("%d moved without the %s attribute (10 attributes already); the journal records them", res.Unmarked, queue.MarkerAttribute))
+		t.Row("unmarked", fmt.Sprintf("%d moved without the %s attribute (10 attributes already); the journal records them", res.Unmarked, record.MarkerAttribute))
 	}
 	if res.Failed > 0 {
 		t.Row("failed", fmt.Sprintf("%d refused by the destination; still in the DLQ", res.Failed))
@@ -515,12 +516,12 @@ type RedrivePlanOutput struct {
 	Ramp      []float64 `json:"ramp,omitempty"`
 }
 
-func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *queue.Queue, router redrive.Router, sel redrive.Selector) error {
+func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, router redrive.Router, sel redrive.Selector) error {
 	f := opts.F
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
 	pl := &redrive.Planner{RunID: "dry-run", Router: router, Select: sel, MaxRedrives: opts.MaxRedrives, Max: opts.Max}
-	res, err := f.ForEachRecord(ctx, InputOptions{Queue: opts.DLQ, Visibility: opts.Visibility}, func(rec *queue.Record, parsed any) error {
+	res, err := f.ForEachRecord(ctx, InputOptions{Queue: opts.DLQ, Visibility: opts.Visibility}, func(rec *record.Record, parsed any) error {
 		ev, err := pl.Add(ctx, rec, parsed)
 		if err != nil {
 			return err
@@ -566,7 +567,7 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *queue.Queue, ro
 	}
 	f.IO.Infof("would move %d of %d scanned messages from %s to %s (%s); estimated duration: %s", plan.WouldMove, plan.Scanned, dlq.Name, router.Describe(), desc, est)
 	if plan.Unmarked > 0 {
-		f.IO.Infof("%d message(s) already carry 10 attributes and would move without the %s marker (the journal records them)", plan.Unmarked, queue.MarkerAttribute)
+		f.IO.Infof("%d message(s) already carry 10 attributes and would move without the %s marker (the journal records them)", plan.Unmarked, record.MarkerAttribute)
 	}
 	if plan.Note != "" && !plan.Complete {
 		f.IO.Warnf("%s", plan.Note)
@@ -574,7 +575,7 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *queue.Queue, ro
 	return nil
 }
 
-func nativeRun(ctx context.Context, opts *RedriveOptions, c *queue.Client, dlq *queue.Queue) error {
+func nativeRun(ctx context.Context, opts *RedriveOptions, c *sqs.Client, dlq *sqs.Queue) error {
 	f := opts.F
 	destARN := ""
 	if !strings.EqualFold(opts.To, "source") {
@@ -701,7 +702,7 @@ func newCmdRedriveStatus(f *Factory) *cobra.Command {
 			}
 			t := output.NewTable(f.IO, "STATUS", "MOVED", "TO MOVE", "RATE", "DESTINATION", "STARTED", "FAILURE")
 			for _, k := range tasks {
-				dest := queue.NameFromARN(k.Destination)
+				dest := sqs.NameFromARN(k.Destination)
 				if dest == "" {
 					dest = "source"
 				}

@@ -17,14 +17,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dlqctl/dlqctl/internal/seed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/internal/worker"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
@@ -51,7 +51,7 @@ func deadLettered(t *testing.T, env testenv.Env, bodies []string) pair {
 		for j := i; j < min(i+10, len(bodies)); j++ {
 			entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(j)), MessageBody: aws.String(bodies[j])})
 		}
-		if _, err := c.SendMessageBatch(context.Background(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(p.srcURL), Entries: entries}); err != nil {
+		if _, err := c.SendMessageBatch(context.Background(), &awssqs.SendMessageBatchInput{QueueUrl: aws.String(p.srcURL), Entries: entries}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -105,14 +105,14 @@ func orderBodies(n int, nullEvery int) []string {
 	return out
 }
 
-func bodiesIn(t *testing.T, c *sqs.Client, url string) map[string]int {
+func bodiesIn(t *testing.T, c *awssqs.Client, url string) map[string]int {
 	t.Helper()
 	got := map[string]int{}
 	seen := map[string]bool{}
 	var held []types.Message
 	empty := 0
 	for empty < 2 {
-		out, err := c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60, WaitTimeSeconds: 1})
+		out, err := c.ReceiveMessage(context.Background(), &awssqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60, WaitTimeSeconds: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +134,7 @@ func bodiesIn(t *testing.T, c *sqs.Client, url string) map[string]int {
 		for j := i; j < min(i+10, len(held)); j++ {
 			e = append(e, types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(fmt.Sprint(j)), ReceiptHandle: held[j].ReceiptHandle, VisibilityTimeout: 0})
 		}
-		_, _ = c.ChangeMessageVisibilityBatch(context.Background(), &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(url), Entries: e})
+		_, _ = c.ChangeMessageVisibilityBatch(context.Background(), &awssqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(url), Entries: e})
 	}
 	return got
 }
@@ -427,10 +427,10 @@ func TestRedriveSurvivesKill9AtRandomPointsWithZeroLoss(t *testing.T) {
 		t.Fatalf("destination holds %d distinct bodies, want %d", len(got), n)
 	}
 	// Documented bound: at most one in-flight batch per worker per kill.
-	if bound := kills * conc * queue.MaxBatchEntries; dups > bound {
+	if bound := kills * conc * sqs.MaxBatchEntries; dups > bound {
 		t.Fatalf("%d duplicates after %d kills, bound %d", dups, kills, bound)
 	}
-	t.Logf("%d kills, %d resumed deletes, %d duplicates (bound %d)", kills, s.Resumed, dups, kills*conc*queue.MaxBatchEntries)
+	t.Logf("%d kills, %d resumed deletes, %d duplicates (bound %d)", kills, s.Resumed, dups, kills*conc*sqs.MaxBatchEntries)
 }
 
 func TestRedriveCtrlCStopsCleanly(t *testing.T) {
@@ -501,7 +501,7 @@ func TestRedriveNativeEngineStartStatusCancel(t *testing.T) {
 	if err := seed.FillDLQ(context.Background(), c, dlqURL, 30, func(i int) string { return fmt.Sprintf("again-%d", i) }); err != nil {
 		t.Fatal(err)
 	}
-	qc := queue.New(c, env.Region)
+	qc := sqs.New(c, env.Region)
 	dlq, err := qc.Resolve(context.Background(), dlqURL)
 	if err != nil {
 		t.Fatal(err)

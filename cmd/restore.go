@@ -12,9 +12,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlqctl/dlqctl/pkg/archive"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
@@ -151,7 +152,7 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	if sel != nil {
 		selector = sel
 	}
-	var destDLQ *queue.Queue
+	var destDLQ *sqs.Queue
 	if rp := dest.RedrivePolicy(); rp != nil {
 		if q, err := c.Resolve(ctx, rp.DeadLetterTargetARN); err == nil {
 			destDLQ = q
@@ -221,8 +222,8 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	}
 	opts.PaceFlags.apply(&spec.Move) // this process's share of --rate/--ramp (--rate-share)
 	if opts.Canary > 0 {
-		window := opts.CanaryFlags.canaryWindow(f, []*queue.Queue{dest}, destDLQ)
-		spec.Canary = &redrive.CanarySpec{Watch: destDLQ, Dests: []*queue.Queue{dest}, Baseline: redrive.Depths(dest),
+		window := opts.CanaryFlags.canaryWindow(f, []*sqs.Queue{dest}, destDLQ)
+		spec.Canary = &redrive.CanarySpec{Watch: destDLQ, Dests: []*sqs.Queue{dest}, Baseline: redrive.Depths(dest),
 			Verify: redrive.VerifyOptions{For: window, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: 30 * time.Second},
 			OnStart: func(moved int) {
 				f.IO.Infof("canary: sent %d message(s); watching %s for %s", moved, destDLQ.Name, window)
@@ -242,7 +243,7 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	return out.Err
 }
 
-func confirmRestore(f *Factory, m *archive.Manifest, dest *queue.Queue, what string, opts *RestoreOptions) error {
+func confirmRestore(f *Factory, m *archive.Manifest, dest *sqs.Queue, what string, opts *RestoreOptions) error {
 	return confirm(f,
 		fmt.Sprintf("Send %s of %d archived message(s) of %s to %s?", limitedWhat(what, opts.Canary, opts.Max), m.Records(), m.Queue.Name, dest.Name),
 		fmt.Sprintf("restore sends archived messages to %s; pass --yes to confirm (see what would be sent with --dry-run)", dest.Name),
@@ -258,7 +259,7 @@ type RestoreSummary struct {
 	Canary  *redrive.Verdict `json:"canary,omitempty"`
 }
 
-func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, dest *queue.Queue, res *redrive.Result, v *redrive.Verdict, status string) error {
+func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, dest *sqs.Queue, res *redrive.Result, v *redrive.Verdict, status string) error {
 	sum := RestoreSummary{Result: res, Status: status, Archive: ref.Name(), To: dest.Name, Canary: v}
 	format, _ := f.Format()
 	switch format {
@@ -302,7 +303,7 @@ func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *
 	prog := output.NewProgress(f.IO, format)
 	share := opts.PaceFlags.share()
 	p := &redrive.Planner{RunID: "dry-run", Router: router, Select: sel, Max: opts.Max, Partition: share}
-	err := archive.ForEachManifestRecord(ctx, ref.Src, m, func(_ int, rec *queue.Record, parsed any) error {
+	err := archive.ForEachManifestRecord(ctx, ref.Src, m, func(_ int, rec *record.Record, parsed any) error {
 		ev, err := p.Add(ctx, rec, parsed)
 		if err != nil {
 			return err

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
@@ -71,7 +71,7 @@ func runsRun(opts *RunsOptions) error {
 	}
 	t := output.NewTable(f.IO, "RUN", "STARTED", "STATUS", "DLQ", "DESTINATION", "SENT", "DELETED")
 	for _, r := range runs {
-		dlq := queue.NameFromARN(r.Source)
+		dlq := sqs.NameFromARN(r.Source)
 		if dlq == "" {
 			dlq = r.Source
 		}

@@ -8,10 +8,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // SampleOptions are the inputs of `dlqctl sample`.
@@ -95,11 +96,11 @@ card_number, cvv, ssn, … at any depth) are masked in all output by default;
 }
 
 // SideEffectWarnings returns the warnings to show before peeking at q.
-func SideEffectWarnings(q *queue.Queue) []string {
+func SideEffectWarnings(q *sqs.Queue) []string {
 	var w []string
 	if rp := q.RedrivePolicy(); rp != nil {
 		w = append(w, fmt.Sprintf("%s has its own RedrivePolicy (maxReceiveCount %d): each receive by dlqctl counts toward moving its messages to %s",
-			q.Name, rp.MaxReceiveCount, queue.NameFromARN(rp.DeadLetterTargetARN)))
+			q.Name, rp.MaxReceiveCount, sqs.NameFromARN(rp.DeadLetterTargetARN)))
 	}
 	if q.FIFO {
 		w = append(w, fmt.Sprintf("%s is FIFO: a peeked message blocks its message group until dlqctl releases it", q.Name))
@@ -135,8 +136,8 @@ func sampleRun(ctx context.Context, opts *SampleOptions) error {
 	if err != nil {
 		return err
 	}
-	var recs []queue.Record
-	next, flush := lk.stream(func(rec *queue.Record, parsed any) error {
+	var recs []record.Record
+	next, flush := lk.stream(func(rec *record.Record, parsed any) error {
 		if !filter.Keep(rec, parsed) {
 			return nil
 		}
@@ -174,9 +175,9 @@ func sampleRun(ctx context.Context, opts *SampleOptions) error {
 	return printRecords(f, recs)
 }
 
-func printRecords(f *Factory, recs []queue.Record) error {
+func printRecords(f *Factory, recs []record.Record) error {
 	if recs == nil {
-		recs = []queue.Record{}
+		recs = []record.Record{}
 	}
 	if done, err := writeStructured(f, recs, recs); done {
 		return err
@@ -195,7 +196,7 @@ func printRecords(f *Factory, recs []queue.Record) error {
 			}
 		}
 		errText := errorCell(&r) // also "(logs: no log line mentions this message)"
-		src := queue.NameFromARN(r.System.SourceQueueARN)
+		src := sqs.NameFromARN(r.System.SourceQueueARN)
 		if r.System.MessageGroupID != "" {
 			src += " [" + r.System.MessageGroupID + "]"
 		}

@@ -7,22 +7,22 @@ import (
 
 	"github.com/dlqctl/dlqctl/internal/seed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
-func sampleAll(t *testing.T, env testenv.Env, ref string, n int, extra ...string) []queue.Record {
+func sampleAll(t *testing.T, env testenv.Env, ref string, n int, extra ...string) []record.Record {
 	t.Helper()
 	args := append([]string{"sample", ref, "-n", itoa(n), "-o", "ndjson"}, extra...)
 	res := runCLI(t, env, "", args...)
 	if res.Code != 0 {
 		t.Fatalf("sample exit %d: %s", res.Code, res.Stderr)
 	}
-	var recs []queue.Record
+	var recs []record.Record
 	for _, line := range strings.Split(strings.TrimSpace(res.Stdout), "\n") {
 		if line == "" {
 			continue
 		}
-		var r queue.Record
+		var r record.Record
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatalf("bad ndjson line %q: %v", line, err)
 		}
@@ -51,7 +51,7 @@ func TestSampleIsNonDestructiveAndDecodesEveryKind(t *testing.T) {
 		t.Fatalf("after sample: visible %d (was %d), in flight %d (want 0)", vis, vis0, inflight)
 	}
 
-	bySHA := map[string]queue.Record{}
+	bySHA := map[string]record.Record{}
 	for _, r := range recs {
 		if _, dup := bySHA[r.BodySHA256]; dup {
 			t.Fatalf("message %s printed twice", r.MessageID)
@@ -65,7 +65,7 @@ func TestSampleIsNonDestructiveAndDecodesEveryKind(t *testing.T) {
 			t.Fatalf("seeded %s message %s missing from sample", m.Kind, m.MessageID)
 		}
 		kinds[m.Kind] = true
-		if r.Body != m.Body || r.BodySHA256 != queue.SHA256Hex(r.Body) {
+		if r.Body != m.Body || r.BodySHA256 != record.SHA256Hex(r.Body) {
 			t.Fatalf("%s body not exact", m.Kind)
 		}
 		if r.System.SourceQueueARN != m.SourceARN {
@@ -115,7 +115,7 @@ func TestSampleFIFOKeepsGroupIDAndWarns(t *testing.T) {
 	if !strings.Contains(res.Stderr, "FIFO") {
 		t.Errorf("no FIFO side-effect warning on stderr: %q", res.Stderr)
 	}
-	var recs []queue.Record
+	var recs []record.Record
 	if err := json.Unmarshal([]byte(res.Stdout), &recs); err != nil {
 		t.Fatal(err)
 	}

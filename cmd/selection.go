@@ -10,12 +10,13 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/logs"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // SelectionFlags are the message-selection flags shared by classify,
@@ -168,7 +169,7 @@ type logsLookup struct {
 	prog   *output.Progress
 	// memo holds prefetched results (redrive/archive selection).
 	mu   sync.Mutex
-	memo map[string]*queue.Failure
+	memo map[string]*record.Failure
 	ctx  context.Context
 }
 
@@ -201,7 +202,7 @@ func newLogsLookup(ctx context.Context, f *Factory, l *LogsFlags) (*logsLookup, 
 // the logs replaces a failure without context; "nothing found" is
 // recorded in failure.source so classify can say why the message stays
 // unknown.
-func attachLogs(rec *queue.Record, fl *queue.Failure) {
+func attachLogs(rec *record.Record, fl *record.Failure) {
 	if fl == nil || rec.Failure.HasContext() {
 		return
 	}
@@ -216,12 +217,12 @@ func attachLogs(rec *queue.Record, fl *queue.Failure) {
 
 // stream wraps fn so that records without failure context are looked up
 // in batches before fn sees them; call flush at the end. Order is kept.
-func (lk *logsLookup) stream(fn func(rec *queue.Record, parsed any) error) (wrapped func(rec *queue.Record, parsed any) error, flush func() error) {
+func (lk *logsLookup) stream(fn func(rec *record.Record, parsed any) error) (wrapped func(rec *record.Record, parsed any) error, flush func() error) {
 	if lk == nil {
 		return fn, func() error { return nil }
 	}
 	type item struct {
-		rec    queue.Record
+		rec    record.Record
 		parsed any
 	}
 	var buf []item
@@ -234,7 +235,7 @@ func (lk *logsLookup) stream(fn func(rec *queue.Record, parsed any) error) (wrap
 				reqs = append(reqs, lk.window.Request(&buf[i].rec, now))
 			}
 		}
-		var res map[string]*queue.Failure
+		var res map[string]*record.Failure
 		if len(reqs) > 0 {
 			var err error
 			if res, err = lk.finder.Lookup(lk.ctx, reqs); err != nil {
@@ -253,7 +254,7 @@ func (lk *logsLookup) stream(fn func(rec *queue.Record, parsed any) error) (wrap
 		}
 		return nil
 	}
-	wrapped = func(rec *queue.Record, parsed any) error {
+	wrapped = func(rec *record.Record, parsed any) error {
 		buf = append(buf, item{rec: *rec, parsed: parsed})
 		size += len(rec.Body)
 		if !rec.Failure.HasContext() {
@@ -272,7 +273,7 @@ func (lk *logsLookup) stream(fn func(rec *queue.Record, parsed any) error) (wrap
 
 // one looks up a single record (for --explain and a message a prefetch
 // did not see).
-func (lk *logsLookup) one(rec *queue.Record) error {
+func (lk *logsLookup) one(rec *record.Record) error {
 	if lk == nil || rec.Failure.HasContext() {
 		return nil
 	}
@@ -330,11 +331,11 @@ func prepareLogs(ctx context.Context, f *Factory, queueRef string, sel *classify
 		f.IO.Warnf("--logs has no effect without --class, --filter or --rules: every message is selected anyway")
 		return nil
 	}
-	lk.memo = map[string]*queue.Failure{}
+	lk.memo = map[string]*record.Failure{}
 	var reqs []logs.Request
 	now := time.Now()
-	f.IO.Infof("logs: reading %s once (nothing is consumed) to search the logs for its messages in batches", queue.NameFromARN(queueRef))
-	if _, err := f.ForEachRecord(ctx, InputOptions{Queue: queueRef, Visibility: 30 * time.Second}, func(rec *queue.Record, parsed any) error {
+	f.IO.Infof("logs: reading %s once (nothing is consumed) to search the logs for its messages in batches", sqs.NameFromARN(queueRef))
+	if _, err := f.ForEachRecord(ctx, InputOptions{Queue: queueRef, Visibility: 30 * time.Second}, func(rec *record.Record, parsed any) error {
 		if !rec.Failure.HasContext() {
 			reqs = append(reqs, lk.window.Request(rec, now))
 		}
@@ -349,7 +350,7 @@ func prepareLogs(ctx context.Context, f *Factory, queueRef string, sel *classify
 	lk.memo = res
 	lk.summary()
 	var once sync.Once
-	sel.SetEnrich(func(rec *queue.Record) {
+	sel.SetEnrich(func(rec *record.Record) {
 		if err := lk.one(rec); err != nil {
 			// Such a message stays unclassified (unknown): never selected
 			// by a class on a guess.

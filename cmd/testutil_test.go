@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dlqctl/dlqctl/internal/seed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 // cliResult is what a user sees from one dlqctl invocation.
@@ -47,7 +47,7 @@ func runCLI(t testing.TB, env testenv.Env, stdin string, args ...string) cliResu
 func setStackEnv(t testing.TB, env testenv.Env) {
 	for _, kv := range env.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "AWS_") || k == queue.CountsIncludeInFlightEnv {
+		if strings.HasPrefix(k, "AWS_") || k == sqs.CountsIncludeInFlightEnv {
 			t.Setenv(k, v)
 		}
 	}
@@ -76,9 +76,9 @@ func sharedIncident(t testing.TB) (testenv.Env, *seed.Truth) {
 }
 
 // queueDepth returns visible and in-flight counts of a queue.
-func queueDepth(t testing.TB, c *sqs.Client, url string) (visible, inFlight int) {
+func queueDepth(t testing.TB, c *awssqs.Client, url string) (visible, inFlight int) {
 	t.Helper()
-	out, err := c.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+	out, err := c.GetQueueAttributes(context.Background(), &awssqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(url),
 		AttributeNames: []types.QueueAttributeName{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"},
 	})
@@ -105,7 +105,7 @@ func atoi(s string) int {
 // too), so it re-reads for up to 2 s while messages still show in flight —
 // far less than any visibility the tests use, so a message really left
 // invisible still fails the assertion.
-func settledDepth(t testing.TB, c *sqs.Client, url string) (visible, inFlight int) {
+func settledDepth(t testing.TB, c *awssqs.Client, url string) (visible, inFlight int) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Second)
 	for {
@@ -119,18 +119,20 @@ func settledDepth(t testing.TB, c *sqs.Client, url string) (visible, inFlight in
 
 // createQueue creates a queue (deleted when the test ends) and returns its
 // URL and ARN.
-func createQueue(t *testing.T, c *sqs.Client, name string, attrs map[string]string) (url, arn string) {
+func createQueue(t *testing.T, c *awssqs.Client, name string, attrs map[string]string) (url, arn string) {
 	t.Helper()
 	ctx := context.Background()
-	out, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+	out, err := c.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
 	if err != nil {
 		t.Fatalf("CreateQueue %s: %v", name, err)
 	}
 	url = aws.ToString(out.QueueUrl)
-	a, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+	a, err := c.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}) })
+	t.Cleanup(func() {
+		_, _ = c.DeleteQueue(context.Background(), &awssqs.DeleteQueueInput{QueueUrl: aws.String(url)})
+	})
 	return url, a.Attributes["QueueArn"]
 }

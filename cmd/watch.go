@@ -8,10 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 func init() { register(func(f *Factory) *cobra.Command { return NewCmdWatch(f, nil) }) }
@@ -104,7 +104,7 @@ func watchRun(ctx context.Context, opts *WatchOptions) error {
 // clearScreen moves the cursor home and clears the terminal.
 const clearScreen = "\x1b[H\x1b[2J"
 
-func watchFrame(q *queue.Queue, interval time.Duration, t health.Tick) string {
+func watchFrame(q *sqs.Queue, interval time.Duration, t health.Tick) string {
 	var b strings.Builder
 	b.WriteString(clearScreen)
 	fmt.Fprintf(&b, "dlqctl watch %s  every %s  %s  (Ctrl-C to stop)\n\n", q.Name, interval, t.At.Local().Format("15:04:05"))
@@ -141,7 +141,7 @@ func moveTaskText(ts []health.MoveTask) string {
 			s += fmt.Sprintf("/%d", *t.ToMove)
 		}
 		s += " moved"
-		dest := queue.NameFromARN(t.DestinationARN)
+		dest := sqs.NameFromARN(t.DestinationARN)
 		if dest == "" {
 			dest = "original sources"
 		}

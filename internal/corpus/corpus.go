@@ -12,7 +12,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Message is one corpus entry.
@@ -94,15 +95,15 @@ func (m Message) BodyText() string {
 
 // Attrs returns the message attributes: a JSON string is a String
 // attribute, {"type", "value"} any other type.
-func (m Message) Attrs() (map[string]queue.Attribute, error) {
-	out := make(map[string]queue.Attribute, len(m.Attributes))
+func (m Message) Attrs() (map[string]record.Attribute, error) {
+	out := make(map[string]record.Attribute, len(m.Attributes))
 	for k, raw := range m.Attributes {
 		var s string
 		if json.Unmarshal(raw, &s) == nil {
-			out[k] = queue.Attribute{Type: "String", Value: s}
+			out[k] = record.Attribute{Type: "String", Value: s}
 			continue
 		}
-		var a queue.Attribute
+		var a record.Attribute
 		if err := json.Unmarshal(raw, &a); err != nil || a.Type == "" {
 			return nil, fmt.Errorf("%s: attribute %s: want a string or {\"type\", \"value\"}", m.ID, k)
 		}
@@ -113,15 +114,15 @@ func (m Message) Attrs() (map[string]queue.Attribute, error) {
 
 // Record builds the message record of m (as `sample -o ndjson` would print
 // it before decoding), with m.ID as its message id.
-func (m Message) Record() (queue.Record, error) {
+func (m Message) Record() (record.Record, error) {
 	attrs, err := m.Attrs()
 	if err != nil {
-		return queue.Record{}, err
+		return record.Record{}, err
 	}
 	body := m.BodyText()
-	return queue.Record{
+	return record.Record{
 		MessageID: m.ID, Queue: "arn:aws:sqs:eu-west-1:111122223333:corpus-dlq",
-		Body: body, BodySHA256: queue.SHA256Hex(body), SizeBytes: queue.MessageSize(body, attrs),
+		Body: body, BodySHA256: record.SHA256Hex(body), SizeBytes: sqs.MessageSize(body, attrs),
 		Attributes: attrs,
 	}, nil
 }

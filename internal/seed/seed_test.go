@@ -366,7 +366,7 @@ func TestEmulatorQuirks(t *testing.T) {
 	}
 
 	// Workaround: every receive that needs system attributes sends
-	// AttributeNames ["All"] too (receiveAll above, pkg/queue).
+	// AttributeNames ["All"] too (receiveAll above, pkg/broker/sqs).
 	t.Run("ReceiveMessage ignores MessageSystemAttributeNames", func(t *testing.T) {
 		url := newQueue(t, nil)
 		send(t, url, "a", "b")

@@ -1,5 +1,5 @@
 // Package sqsfake is dlqctl's one in-memory SQS for unit tests. *SQS
-// implements the narrow SQS API of pkg/queue (queue.API) and behaves like
+// implements the narrow SQS API of pkg/broker/sqs (sqs.API) and behaves like
 // AWS where dlqctl's safety depends on it:
 //
 //   - every receive gives a message a new receipt handle (long, base64,
@@ -35,7 +35,7 @@
 // WaitTimeSeconds × Options.WaitScale for a message to become available.
 //
 // The package imports only the AWS SDK, so any package's tests can use it,
-// pkg/queue's included.
+// pkg/broker/sqs's included.
 package sqsfake
 
 import (

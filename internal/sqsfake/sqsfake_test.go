@@ -9,20 +9,20 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dlqctl/dlqctl/internal/sqsfake"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 )
 
-var _ queue.API = (*sqsfake.SQS)(nil)
+var _ sqs.API = (*sqsfake.SQS)(nil)
 
 var ctx = context.Background()
 
 func receive(t *testing.T, f *sqsfake.SQS, url string, n, vis, wait int32) []types.Message {
 	t.Helper()
-	out, err := f.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: n,
+	out, err := f.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: n,
 		VisibilityTimeout: vis, WaitTimeSeconds: wait, MessageSystemAttributeNames: []types.MessageSystemAttributeName{"All"}})
 	if err != nil {
 		t.Fatal(err)
@@ -40,20 +40,20 @@ func bodies(ms []types.Message) string {
 
 func attrs(t *testing.T, f *sqsfake.SQS, url string) map[string]string {
 	t.Helper()
-	out, err := f.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{"All"}})
+	out, err := f.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{"All"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out.Attributes
 }
 
-func del(t *testing.T, f *sqsfake.SQS, url string, ms ...types.Message) *sqs.DeleteMessageBatchOutput {
+func del(t *testing.T, f *sqsfake.SQS, url string, ms ...types.Message) *awssqs.DeleteMessageBatchOutput {
 	t.Helper()
 	var es []types.DeleteMessageBatchRequestEntry
 	for i, m := range ms {
 		es = append(es, types.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle})
 	}
-	out, err := f.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: es})
+	out, err := f.DeleteMessageBatch(ctx, &awssqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: es})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestFIFOGroupLocking(t *testing.T) {
 		t.Fatalf("attributes %v; want 1 visible (b2, locked) and 3 in flight", a)
 	}
 	// Releasing b1 (visibility 0) unlocks b; b1 comes again before b2.
-	_, err := f.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(url),
+	_, err := f.ChangeMessageVisibilityBatch(ctx, &awssqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(url),
 		Entries: []types.ChangeMessageVisibilityBatchRequestEntry{{Id: aws.String("0"), ReceiptHandle: first[1].ReceiptHandle}}})
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +133,7 @@ func TestSendBatchDedupAndPerEntryResults(t *testing.T) {
 		}
 		return e
 	}
-	out, err := f.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: []types.SendMessageBatchRequestEntry{
+	out, err := f.SendMessageBatch(ctx, &awssqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: []types.SendMessageBatchRequestEntry{
 		entry("0", "x", "g", "d1"), entry("1", "x again", "g", "d1"), entry("2", "no group", "", "d2"), entry("3", "y", "g", "d3")}})
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func TestSendBatchDedupAndPerEntryResults(t *testing.T) {
 		many[i] = entry(fmt.Sprint(i), "z", "g", fmt.Sprint("z", i))
 	}
 	var tooMany *types.TooManyEntriesInBatchRequest
-	if _, err := f.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: many}); !errors.As(err, &tooMany) {
+	if _, err := f.SendMessageBatch(ctx, &awssqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: many}); !errors.As(err, &tooMany) {
 		t.Fatalf("11 entries: %v", err)
 	}
 }
@@ -201,7 +201,7 @@ func TestLongPollWaitsScaled(t *testing.T) {
 
 // TestCountsIncludeInFlightImitatesTheEmulator: with the option,
 // ApproximateNumberOfMessages counts in-flight messages as local-aws-sqs
-// does, and a queue.Client told so subtracts them.
+// does, and a sqs.Client told so subtracts them.
 func TestCountsIncludeInFlightImitatesTheEmulator(t *testing.T) {
 	for _, inc := range []bool{false, true} {
 		f := sqsfake.New(sqsfake.Options{CountsIncludeInFlight: inc})

@@ -8,10 +8,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Defaults of Options.
@@ -26,7 +27,7 @@ const (
 
 // SelectFunc decides whether a message is archived. It may annotate the
 // record (class, action, rule) before it is written. nil selects everything.
-type SelectFunc func(rec *queue.Record, parsed any) bool
+type SelectFunc func(rec *record.Record, parsed any) bool
 
 // Reporter receives progress from a run, always from one goroutine.
 type Reporter interface {
@@ -89,7 +90,7 @@ type Options struct {
 	Reporter    Reporter         // nil = silent
 }
 
-func (o *Options) defaults(q *queue.Queue) {
+func (o *Options) defaults(q *sqs.Queue) {
 	if o.PartSize <= 0 {
 		o.PartSize = DefaultPartSize
 	}
@@ -176,7 +177,7 @@ type FailedMessage struct {
 //   - memory is bounded by one part's bookkeeping plus the held messages'
 //     receipt handles, not by the queue: records stream through gzip into a
 //     temporary file.
-func Run(ctx context.Context, c *queue.Client, q *queue.Queue, api S3API, opts Options) (res *Result, err error) {
+func Run(ctx context.Context, c *sqs.Client, q *sqs.Queue, api S3API, opts Options) (res *Result, err error) {
 	opts.defaults(q)
 	if opts.PartSize > MaxPartSize {
 		return nil, errs.BadInputf("--part-size %d is larger than one S3 PutObject allows (5 GiB)", opts.PartSize)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // The seed corpora are in testdata/fuzz/<Target>/ and run with every `go
@@ -46,7 +46,7 @@ func FuzzDecodeManifest(f *testing.F) {
 		}
 		m.Sum()
 		n := 0
-		err = ForEachManifestRecord(context.Background(), DirSource{Dir: dir}, m, func(int, *queue.Record, any) error { n++; return nil })
+		err = ForEachManifestRecord(context.Background(), DirSource{Dir: dir}, m, func(int, *record.Record, any) error { n++; return nil })
 		if n != 0 {
 			t.Fatalf("%d records read from an empty folder", n)
 		}
@@ -78,7 +78,7 @@ func FuzzReadPart(f *testing.F) {
 			t.Fatal(err)
 		}
 		ref := Ref{Src: DirSource{Dir: dir}, Key: "part-00001.ndjson.gz"}
-		err := ForEachRecord(context.Background(), ref, func(rec *queue.Record, parsed any) error {
+		err := ForEachRecord(context.Background(), ref, func(rec *record.Record, parsed any) error {
 			if _, err := inspect.MarshalRecord(rec); err != nil {
 				t.Fatalf("record cannot be printed: %v", err)
 			}

@@ -19,18 +19,19 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/dlqctl/dlqctl/internal/seed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 type fixture struct {
 	env    testenv.Env
-	qc     *queue.Client
+	qc     *sqs.Client
 	s3     *s3.Client
 	bucket string
 }
@@ -38,12 +39,12 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	env := testenv.Require(t)
-	f := &fixture{env: env, qc: queue.New(env.SQS(t), env.Region), s3: env.S3(t)}
+	f := &fixture{env: env, qc: sqs.New(env.SQS(t), env.Region), s3: env.S3(t)}
 	f.bucket = newBucket(t, f.s3)
 	return f
 }
 
-func (f *fixture) resolve(t *testing.T, ref string) *queue.Queue {
+func (f *fixture) resolve(t *testing.T, ref string) *sqs.Queue {
 	t.Helper()
 	q, err := f.qc.Resolve(t.Context(), ref)
 	if err != nil {
@@ -53,11 +54,11 @@ func (f *fixture) resolve(t *testing.T, ref string) *queue.Queue {
 }
 
 // fillQueue creates a standard queue holding n small messages.
-func (f *fixture) fillQueue(t *testing.T, n int) *queue.Queue {
+func (f *fixture) fillQueue(t *testing.T, n int) *sqs.Queue {
 	t.Helper()
 	api := f.env.SQS(t)
 	name := testenv.UniqueName(t, "arc")
-	out, err := api.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(name)})
+	out, err := api.CreateQueue(t.Context(), &awssqs.CreateQueueInput{QueueName: aws.String(name)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,10 +72,10 @@ func (f *fixture) fillQueue(t *testing.T, n int) *queue.Queue {
 
 // remaining receives every message left in q (non-destructively) and returns
 // their ids.
-func (f *fixture) remaining(t *testing.T, q *queue.Queue) map[string]bool {
+func (f *fixture) remaining(t *testing.T, q *sqs.Queue) map[string]bool {
 	t.Helper()
 	ids := map[string]bool{}
-	_, err := inspect.Scan(t.Context(), f.qc, q, inspect.ScanOptions{Visibility: 20 * time.Second}, func(m *queue.Message, _ any) error {
+	_, err := inspect.Scan(t.Context(), f.qc, q, inspect.ScanOptions{Visibility: 20 * time.Second}, func(m *sqs.Message, _ any) error {
 		ids[m.MessageID] = true
 		return nil
 	})
@@ -85,10 +86,10 @@ func (f *fixture) remaining(t *testing.T, q *queue.Queue) map[string]bool {
 }
 
 // archived reads every record of a run's manifest from S3.
-func (f *fixture) archived(t *testing.T, api S3API, key string) []queue.Record {
+func (f *fixture) archived(t *testing.T, api S3API, key string) []record.Record {
 	t.Helper()
-	var recs []queue.Record
-	err := ForEachRecord(t.Context(), Ref{Src: S3Source{API: api, Bucket: f.bucket}, Key: key}, func(rec *queue.Record, _ any) error {
+	var recs []record.Record
+	err := ForEachRecord(t.Context(), Ref{Src: S3Source{API: api, Bucket: f.bucket}, Key: key}, func(rec *record.Record, _ any) error {
 		recs = append(recs, *rec)
 		return nil
 	})
@@ -107,16 +108,16 @@ func (f *fixture) opts(delete bool) Options {
 
 // checkAgainstTruth asserts that recs hold every seeded message of want
 // exactly once with its exact body and attributes.
-func checkAgainstTruth(t *testing.T, recs []queue.Record, want []seed.Seeded) {
+func checkAgainstTruth(t *testing.T, recs []record.Record, want []seed.Seeded) {
 	t.Helper()
 	bySHA := map[string]int{}
 	for _, r := range recs {
 		bySHA[r.BodySHA256]++
-		if queue.SHA256Hex(r.Body) != r.BodySHA256 {
+		if record.SHA256Hex(r.Body) != r.BodySHA256 {
 			t.Errorf("message %s: body does not match body_sha256", r.MessageID)
 		}
 	}
-	got := map[string]queue.Record{}
+	got := map[string]record.Record{}
 	for _, r := range recs {
 		got[r.BodySHA256] = r
 	}
@@ -209,7 +210,7 @@ func TestArchiveSelectionKeepsTheRestInQueue(t *testing.T) {
 	f := newFixture(t)
 	q := f.fillQueue(t, 40)
 	o := f.opts(true)
-	o.Select = func(rec *queue.Record, parsed any) bool {
+	o.Select = func(rec *record.Record, parsed any) bool {
 		var n int
 		fmt.Sscanf(rec.Body[strings.Index(rec.Body, `"n":`)+4:], "%d", &n)
 		rec.Class = "even"
@@ -244,7 +245,7 @@ func TestVerifyDetectsTamperedPart(t *testing.T) {
 	// If-None-Match, as someone with write access could).
 	p := res.Manifest.Parts[1]
 	pw, _ := newPartWriter(t.TempDir(), false)
-	pw.Write(&queue.Record{MessageID: "forged", Body: "x", BodySHA256: queue.SHA256Hex("x")})
+	pw.Write(&record.Record{MessageID: "forged", Body: "x", BodySHA256: record.SHA256Hex("x")})
 	pw.Finish()
 	body, _ := pw.Reader()
 	data, _ := io.ReadAll(body)

@@ -11,7 +11,7 @@ import (
 	"os"
 
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // partWriter streams message records into one gzip-compressed NDJSON part:
@@ -71,7 +71,7 @@ func newPartWriter(dir string, discard bool) (*partWriter, error) {
 // Write appends one record as a line of NDJSON, with its error
 // fingerprint (what `group --by error` counts by), so query engines can
 // group by it without dlqctl's normalisation.
-func (p *partWriter) Write(rec *queue.Record) error {
+func (p *partWriter) Write(rec *record.Record) error {
 	rec.ErrorFingerprint = inspect.ErrorFingerprint(rec)
 	if err := p.enc.Encode(rec.JSONForm()); err != nil {
 		return err

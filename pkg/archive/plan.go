@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 // Plan is what a run would archive (--dry-run). Byte counts are exact for
@@ -30,7 +30,7 @@ var errPlanFull = errors.New("plan: --max reached")
 // DryRun reads q without consuming it (inspect.Scan: held, then released)
 // and reports what Run with the same options would archive. Nothing is
 // written and nothing is deleted.
-func DryRun(ctx context.Context, c *queue.Client, q *queue.Queue, opts Options, onProgress func(scanned int)) (*Plan, error) {
+func DryRun(ctx context.Context, c *sqs.Client, q *sqs.Queue, opts Options, onProgress func(scanned int)) (*Plan, error) {
 	opts.defaults(q)
 	pl := &Plan{Queue: q.Name, Destination: opts.Dest.String(), Selection: opts.Selection, Delete: opts.Delete}
 	var part *partWriter
@@ -48,7 +48,7 @@ func DryRun(ctx context.Context, c *queue.Client, q *queue.Queue, opts Options, 
 		return nil
 	}
 	res, err := inspect.Scan(ctx, c, q, inspect.ScanOptions{Visibility: opts.Visibility, Workers: opts.Workers, MaxHeld: opts.MaxHeld, OnProgress: onProgress},
-		func(m *queue.Message, parsed any) error {
+		func(m *sqs.Message, parsed any) error {
 			pl.Scanned++
 			if opts.Select != nil && !opts.Select(&m.Record, parsed) {
 				return nil

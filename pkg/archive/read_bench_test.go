@@ -17,7 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/dlqctl/dlqctl/internal/testenv"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // BenchmarkReadArchiveRSS measures the peak RSS (VmHWM) of the built dlqctl
@@ -239,7 +240,7 @@ var benchFailures = []struct{ typ, reason, class string }{
 
 // benchRecord is a ~1 KiB dead-letter record: an enriched wrapper around an
 // event, as the seeded incidents carry.
-func benchRecord(rng *rand.Rand, i int, now time.Time) queue.Record {
+func benchRecord(rng *rand.Rand, i int, now time.Time) record.Record {
 	f := benchFailures[rng.IntN(len(benchFailures))]
 	reason := fmt.Sprintf(f.reason, rng.IntN(5000), rng.IntN(90000))
 	event := []string{"OrderCreated", "OrderPaid", "OrderShipped", "RefundIssued"}[rng.IntN(4)]
@@ -248,14 +249,14 @@ func benchRecord(rng *rand.Rand, i int, now time.Time) queue.Record {
 		reason, f.typ, f.class, 1+rng.IntN(5))
 	src := []string{"orders", "payments"}[rng.IntN(2)]
 	sent := now.Add(-time.Duration(rng.IntN(86400)) * time.Second)
-	rec := queue.Record{
+	rec := record.Record{
 		MessageID: fmt.Sprintf("%08x-0000-4000-8000-%012x", i, rng.Uint64()&0xffffffffffff), Queue: "arn:aws:sqs:us-east-1:123456789012:bench-dlq",
-		Body: body, BodySHA256: queue.SHA256Hex(body),
-		Attributes: map[string]queue.Attribute{"eventType": {Type: "String", Value: event}, "traceparent": {Type: "String", Value: fmt.Sprintf("00-%032x-%016x-01", rng.Uint64(), rng.Uint64())}},
-		System:     queue.System{ReceiveCount: 3, SentAt: sent, FirstReceivedAt: sent.Add(time.Second), SourceQueueARN: "arn:aws:sqs:us-east-1:123456789012:" + src},
+		Body: body, BodySHA256: record.SHA256Hex(body),
+		Attributes: map[string]record.Attribute{"eventType": {Type: "String", Value: event}, "traceparent": {Type: "String", Value: fmt.Sprintf("00-%032x-%016x-01", rng.Uint64(), rng.Uint64())}},
+		System:     record.System{ReceiveCount: 3, SentAt: sent, FirstReceivedAt: sent.Add(time.Second), SourceQueueARN: "arn:aws:sqs:us-east-1:123456789012:" + src},
 		AgeSeconds: int64(now.Sub(sent) / time.Second), ExpiresAt: sent.Add(14 * 24 * time.Hour),
 		Class: f.class,
 	}
-	rec.SizeBytes = queue.MessageSize(rec.Body, rec.Attributes)
+	rec.SizeBytes = sqs.MessageSize(rec.Body, rec.Attributes)
 	return rec
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Ref is an archive input: an object of a Source that is a manifest, a part
@@ -195,7 +195,7 @@ func ResolveRun(ctx context.Context, s string, api S3API) (Ref, error) {
 
 // ForEachInputRecord streams the records of every ref of in to fn, in
 // order (see ForEachRecord).
-func ForEachInputRecord(ctx context.Context, in *Input, fn func(rec *queue.Record, parsed any) error) error {
+func ForEachInputRecord(ctx context.Context, in *Input, fn func(rec *record.Record, parsed any) error) error {
 	for _, ref := range in.Refs {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -246,7 +246,7 @@ func ReadManifest(ctx context.Context, ref Ref) (*Manifest, error) {
 // ForEachRecord streams the records of ref to fn: every part of a manifest
 // in order, or the records of one part / NDJSON file. Each record is
 // decoded (envelope, failure) before fn sees it; an error from fn stops.
-func ForEachRecord(ctx context.Context, ref Ref, fn func(rec *queue.Record, parsed any) error) error {
+func ForEachRecord(ctx context.Context, ref Ref, fn func(rec *record.Record, parsed any) error) error {
 	br, c, k, err := open(ctx, ref)
 	if err != nil {
 		return err
@@ -260,12 +260,12 @@ func ForEachRecord(ctx context.Context, ref Ref, fn func(rec *queue.Record, pars
 	if err != nil {
 		return err
 	}
-	return ForEachManifestRecord(ctx, ref.Src, m, func(_ int, rec *queue.Record, parsed any) error { return fn(rec, parsed) })
+	return ForEachManifestRecord(ctx, ref.Src, m, func(_ int, rec *record.Record, parsed any) error { return fn(rec, parsed) })
 }
 
 // ForEachManifestRecord streams every record of every part of m (read from
 // src) to fn with the part's index.
-func ForEachManifestRecord(ctx context.Context, src Source, m *Manifest, fn func(part int, rec *queue.Record, parsed any) error) error {
+func ForEachManifestRecord(ctx context.Context, src Source, m *Manifest, fn func(part int, rec *record.Record, parsed any) error) error {
 	for i, p := range m.Parts {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -274,7 +274,7 @@ func ForEachManifestRecord(ctx context.Context, src Source, m *Manifest, fn func
 		if err != nil {
 			return err
 		}
-		err = inspect.ReadRecords(rc, src.Name(p.Key), func(rec *queue.Record, parsed any) error { return fn(i, rec, parsed) })
+		err = inspect.ReadRecords(rc, src.Name(p.Key), func(rec *record.Record, parsed any) error { return fn(i, rec, parsed) })
 		rc.Close()
 		if err != nil {
 			return err

@@ -10,9 +10,10 @@ import (
 	"io"
 	"sync"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
@@ -48,8 +49,8 @@ func (s *RestoreSource) Name() string {
 func (s *RestoreSource) Next(ctx context.Context, max int) ([]redrive.Item, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if max <= 0 || max > queue.MaxBatchEntries {
-		max = queue.MaxBatchEntries
+	if max <= 0 || max > sqs.MaxBatchEntries {
+		max = sqs.MaxBatchEntries
 	}
 	var items []redrive.Item
 	for len(items) < max {
@@ -68,15 +69,15 @@ func (s *RestoreSource) Next(ctx context.Context, max int) ([]redrive.Item, erro
 		raw = bytes.TrimSpace(raw)
 		if len(raw) > 0 {
 			s.line++
-			var rec queue.Record
+			var rec record.Record
 			if uerr := unmarshalRecord(raw, &rec); uerr != nil {
 				return items, errs.Verdictf("%s line %d is not a message record (%v); run 'dlqctl archive verify' on the manifest", s.src.Name(s.m.Parts[s.part].Key), s.line, uerr)
 			}
-			if rec.BodySHA256 != queue.SHA256Hex(rec.Body) {
+			if rec.BodySHA256 != record.SHA256Hex(rec.Body) {
 				return items, errs.Verdictf("%s line %d: body does not match its body_sha256; the archive is damaged, run 'dlqctl archive verify'", s.src.Name(s.m.Parts[s.part].Key), s.line)
 			}
 			if rec.Attributes == nil {
-				rec.Attributes = map[string]queue.Attribute{}
+				rec.Attributes = map[string]record.Attribute{}
 			}
 			parsed := inspect.Decode(&rec)
 			items = append(items, redrive.Item{Record: &rec, Parsed: parsed, Handle: fmt.Sprintf("%s:%d", s.m.Parts[s.part].Key, s.line)})

@@ -8,8 +8,9 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 	"io"
+
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 func randomHex(n int) string {
@@ -27,7 +28,7 @@ func bytesReader(b []byte) io.ReadSeeker { return bytes.NewReader(b) }
 
 func trimSpace(b []byte) []byte { return bytes.TrimSpace(b) }
 
-func unmarshalRecord(raw []byte, rec *queue.Record) error {
+func unmarshalRecord(raw []byte, rec *record.Record) error {
 	if err := json.Unmarshal(raw, rec); err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // PartCheck is the verification result of one part.
@@ -99,11 +99,11 @@ func checkPart(ctx context.Context, src Source, i int, p Part) PartCheck {
 		line := 0
 		rerr := readLines(gz, func(raw []byte) error {
 			line++
-			var rec queue.Record
+			var rec record.Record
 			if err := unmarshalRecord(raw, &rec); err != nil {
 				return fmt.Errorf("line %d is not a message record: %v", line, err)
 			}
-			if rec.BodySHA256 != queue.SHA256Hex(rec.Body) {
+			if rec.BodySHA256 != record.SHA256Hex(rec.Body) {
 				return fmt.Errorf("line %d (message %s): body does not match its body_sha256", line, rec.MessageID)
 			}
 			if first == "" {

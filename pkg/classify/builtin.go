@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Classes assigned by the built-in rules.
@@ -121,7 +121,7 @@ func schemaMatcher(o BuiltinOptions) funcMatcher {
 	}
 }
 
-func formatName(rec *queue.Record) string {
+func formatName(rec *record.Record) string {
 	if rec.Failure != nil && rec.Failure.Format != "" {
 		return rec.Failure.Format
 	}
@@ -145,7 +145,7 @@ func familyMatcher(family, none string) funcMatcher {
 	}
 }
 
-func noContextWhy(rec *queue.Record) string {
+func noContextWhy(rec *record.Record) string {
 	if src := logsSearched(rec); src != nil {
 		return "the message carries no failure context and " + src.Note
 	}
@@ -167,12 +167,12 @@ func builtinRules(o BuiltinOptions) []*Rule {
 			Note: "redriven before and failed again; find the cause before replaying it once more",
 			m: funcMatcher(func(x *subject) (bool, string, error) {
 				if r := x.rec.Redrive; r != nil {
-					return true, fmt.Sprintf("carries the %s marker (run %s, redriven %d time(s)) and is back in a dead-letter queue", queue.MarkerAttribute, r.RunID, r.Count), nil
+					return true, fmt.Sprintf("carries the %s marker (run %s, redriven %d time(s)) and is back in a dead-letter queue", record.MarkerAttribute, r.RunID, r.Count), nil
 				}
-				if _, ok := x.rec.Attributes[queue.MarkerAttribute]; ok {
-					return true, fmt.Sprintf("carries the %s attribute and is back in a dead-letter queue", queue.MarkerAttribute), nil
+				if _, ok := x.rec.Attributes[record.MarkerAttribute]; ok {
+					return true, fmt.Sprintf("carries the %s attribute and is back in a dead-letter queue", record.MarkerAttribute), nil
 				}
-				return false, "no " + queue.MarkerAttribute + " marker", nil
+				return false, "no " + record.MarkerAttribute + " marker", nil
 			}),
 		},
 		{

@@ -5,14 +5,14 @@ import (
 	"testing"
 
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
-// record builds a decoded record from a body and string attributes.
-func record(body string, attrs map[string]string) (*queue.Record, any) {
-	rec := &queue.Record{MessageID: "m-1", Body: body, Attributes: map[string]queue.Attribute{}}
+// decodedRecord builds a decoded record from a body and string attributes.
+func decodedRecord(body string, attrs map[string]string) (*record.Record, any) {
+	rec := &record.Record{MessageID: "m-1", Body: body, Attributes: map[string]record.Attribute{}}
 	for k, v := range attrs {
-		rec.Attributes[k] = queue.Attribute{Type: "String", Value: v}
+		rec.Attributes[k] = record.Attribute{Type: "String", Value: v}
 	}
 	return rec, inspect.Decode(rec)
 }
@@ -48,7 +48,7 @@ func TestBuiltinTaxonomy(t *testing.T) {
 		{"already cancelled", `{"eventId":"e1","eventType":"A","eventVersion":1,"failure_reason":"order o-1 already cancelled"}`, nil, ClassBusiness, RuleBusiness, ActionInvestigate},
 		{"validation error stays permanent despite a timeout field", `{"eventId":"e1","eventType":"A","eventVersion":1,"failure_type":"ValidationError","failure_reason":"timeout_ms must be positive"}`, nil, ClassPermanent, RulePermanentFailure, ActionArchive},
 		{"amount 500 is not a 5xx", `{"eventId":"e1","eventType":"A","eventVersion":1,"failure_reason":"amount 500 exceeds the card limit"}`, nil, ClassBusiness, RuleBusiness, ActionInvestigate},
-		{"redrive loop", `{"eventId":"e1","eventType":"A","eventVersion":1,"failure_reason":"timeout"}`, map[string]string{queue.MarkerAttribute: marker}, ClassRedriveLoop, RuleRedriveLoop, ActionInvestigate},
+		{"redrive loop", `{"eventId":"e1","eventType":"A","eventVersion":1,"failure_reason":"timeout"}`, map[string]string{record.MarkerAttribute: marker}, ClassRedriveLoop, RuleRedriveLoop, ActionInvestigate},
 		{"seeded business rejection reported as error_class permanent",
 			`{"original_payload":{"eventId":"e1","eventType":"OrderPaid","eventVersion":1},"failure_reason":"order o-1042 already cancelled","failure_type":"BusinessRuleViolation","error_class":"permanent"}`, nil,
 			ClassBusiness, RuleBusiness, ActionInvestigate},
@@ -64,7 +64,7 @@ func TestBuiltinTaxonomy(t *testing.T) {
 	rs := Builtin()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rec, parsed := record(c.body, c.attrs)
+			rec, parsed := decodedRecord(c.body, c.attrs)
 			o := rs.Classify(rec, parsed)
 			if o.Class != c.class || o.Rule != c.rule || o.Action != c.action {
 				t.Fatalf("got %s/%s by %s, want %s/%s by %s", o.Class, o.Action, o.Rule, c.class, c.action, c.rule)
@@ -93,7 +93,7 @@ func TestCanonical(t *testing.T) {
 }
 
 func TestExplainTracesRulesUpToTheMatch(t *testing.T) {
-	rec, parsed := record(`{"original_payload":{"eventId":"e1","eventType":"OrderCreated","eventVersion":2},"failure_reason":"database timeout after 912ms for order o-99"}`, nil)
+	rec, parsed := decodedRecord(`{"original_payload":{"eventId":"e1","eventType":"OrderCreated","eventVersion":2},"failure_reason":"database timeout after 912ms for order o-99"}`, nil)
 	ex := Builtin().Explain(rec, parsed)
 	var got []string
 	for _, s := range ex.Steps {
@@ -125,7 +125,7 @@ func TestExplainReportsExpressionErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, parsed := record(`{"amount":5,"limit":"lots"}`, nil)
+	rec, parsed := decodedRecord(`{"amount":5,"limit":"lots"}`, nil)
 	ex := rs.Explain(rec, parsed)
 	if ex.Steps[0].Matched || ex.Steps[0].Error == "" {
 		t.Fatalf("step 0 = %+v; want a runtime error counted as no match", ex.Steps[0])

@@ -7,21 +7,21 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // The seed corpus is in testdata/fuzz/FuzzParse/ (the rules files of
 // testdata/ and docs/rules.example.yaml plus edge cases) and runs with every
 // `go test`; `make fuzz` explores further.
 
-var fuzzRecords = func() []*queue.Record {
-	var out []*queue.Record
+var fuzzRecords = func() []*record.Record {
+	var out []*record.Record
 	for _, b := range []string{
 		`{"eventType":"OrderCreated","eventVersion":3,"error":"java.net.SocketTimeoutException: Read timed out"}`,
 		`{"errorType":"ValidationError","errorMessage":"amount must be positive"}`,
 		`not json at all`,
 	} {
-		out = append(out, &queue.Record{MessageID: "m", Body: b, Attributes: map[string]queue.Attribute{"tenant": {Type: "String", Value: "t-1"}}})
+		out = append(out, &record.Record{MessageID: "m", Body: b, Attributes: map[string]record.Attribute{"tenant": {Type: "String", Value: "t-1"}}})
 	}
 	return out
 }()

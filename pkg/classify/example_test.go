@@ -35,7 +35,7 @@ func TestDocsExampleRulesFile(t *testing.T) {
 			RulePermanentFailure, ClassPermanent},
 	}
 	for _, c := range cases {
-		rec, parsed := record(c.body, c.attrs)
+		rec, parsed := decodedRecord(c.body, c.attrs)
 		if o := rs.Classify(rec, parsed); o.Rule != c.rule || o.Class != c.class {
 			t.Errorf("%s: %s by %s, want %s by %s", c.body, o.Class, o.Rule, c.class, c.rule)
 		}

@@ -31,15 +31,15 @@ func TestLoadValidRulesFile(t *testing.T) {
 		t.Errorf("classes = %s", got)
 	}
 	// builtin.event_versions [1, 2] makes version 3 a schema mismatch.
-	rec, parsed := record(`{"eventId":"e1","eventType":"OrderCreated","eventVersion":3}`, nil)
+	rec, parsed := decodedRecord(`{"eventId":"e1","eventType":"OrderCreated","eventVersion":3}`, nil)
 	if o := rs.Classify(rec, parsed); o.Class != ClassSchemaMismatch || o.Rule != RuleSchemaMismatch {
 		t.Errorf("version 3 with event_versions [1,2]: %+v", o)
 	}
-	rec, parsed = record(`{"eventId":"e1","eventType":"HealthCheck","eventVersion":1}`, nil)
+	rec, parsed = decodedRecord(`{"eventId":"e1","eventType":"HealthCheck","eventVersion":1}`, nil)
 	if o := rs.Classify(rec, parsed); o.Class != "noise" || o.Action != ActionIgnore || rec.Rule != "healthchecks" {
 		t.Errorf("healthcheck: %+v (record rule %q)", o, rec.Rule)
 	}
-	rec, parsed = record(`{"eventId":"e1","eventType":"OrderCreated","eventVersion":2}`, nil)
+	rec, parsed = decodedRecord(`{"eventId":"e1","eventType":"OrderCreated","eventVersion":2}`, nil)
 	if o := rs.Classify(rec, parsed); o.Class != "unsorted" || o.Rule != DefaultRuleName {
 		t.Errorf("no rule matches: %+v", o)
 	}
@@ -112,11 +112,11 @@ func TestIncludeOneBuiltinRule(t *testing.T) {
 	if len(rs.Rules) != 1 || rs.Rules[0].Name != RuleBodyNotJSON || !rs.Rules[0].Builtin {
 		t.Fatalf("rules = %+v", rs.Rules)
 	}
-	rec, parsed := record("plain text", nil)
+	rec, parsed := decodedRecord("plain text", nil)
 	if o := rs.Classify(rec, parsed); o.Class != ClassPermanent || o.Action != ActionArchive {
 		t.Errorf("plain text: %+v", o)
 	}
-	rec, parsed = record(`{"eventType":"X","failure_reason":"timeout"}`, nil)
+	rec, parsed = decodedRecord(`{"eventType":"X","failure_reason":"timeout"}`, nil)
 	if o := rs.Classify(rec, parsed); o.Class != ClassUnknown || o.Rule != DefaultRuleName {
 		t.Errorf("transient rule not included, want default unknown: %+v", o)
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Actions a rule can prescribe.
@@ -60,7 +60,7 @@ type matcher interface {
 // subject is one message under classification. The jq input is built at
 // most once, and only when an expression needs it.
 type subject struct {
-	rec    *queue.Record
+	rec    *record.Record
 	parsed any
 	in     map[string]any
 	v      *Verdict
@@ -122,7 +122,7 @@ type Rules struct {
 // Classify evaluates the rules for rec, sets rec.Class, rec.Action and
 // rec.Rule, and returns the outcome. parsed is the parsed body (see
 // inspect.Decode). Expressions failing at run time count as no match.
-func (rs *Rules) Classify(rec *queue.Record, parsed any) Outcome {
+func (rs *Rules) Classify(rec *record.Record, parsed any) Outcome {
 	x := &subject{rec: rec, parsed: parsed}
 	return rs.classify(x)
 }
@@ -177,7 +177,7 @@ const NoContextNote = "SQS recorded no reason: a message dead-lettered by a redr
 
 // logsSearched returns the source of a failure whose logs were searched
 // and said nothing (--logs), or nil.
-func logsSearched(rec *queue.Record) *queue.FailureSource {
+func logsSearched(rec *record.Record) *record.FailureSource {
 	if rec.Failure == nil || rec.Failure.Source == nil || rec.Failure.Source.Note == "" {
 		return nil
 	}
@@ -186,7 +186,7 @@ func logsSearched(rec *queue.Record) *queue.FailureSource {
 
 // Explain classifies rec like Classify and returns every rule evaluated on
 // the way, with the reason each matched or not.
-func (rs *Rules) Explain(rec *queue.Record, parsed any) *Explanation {
+func (rs *Rules) Explain(rec *record.Record, parsed any) *Explanation {
 	x := &subject{rec: rec, parsed: parsed}
 	ex := &Explanation{Source: rs.Source, Verdict: x.verdict()}
 	if f := rec.Failure; f != nil {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Selector decides which messages a command works on: optionally classify
@@ -19,7 +19,7 @@ type Selector struct {
 	classes  []string
 	classSet map[string]bool
 	filter   *inspect.Filter
-	enrich   func(rec *queue.Record)
+	enrich   func(rec *record.Record)
 }
 
 // NewSelector builds a selector. rules may be nil; when classes are given
@@ -69,7 +69,7 @@ func (s *Selector) Classifies() bool { return s != nil && s.rules != nil }
 // and reports whether it passes --class and --filter. A filter that fails at
 // run time for a message counts as no match. Match is safe for concurrent
 // use (on different records).
-func (s *Selector) Match(rec *queue.Record, parsed any) bool {
+func (s *Selector) Match(rec *record.Record, parsed any) bool {
 	if s == nil {
 		return true
 	}
@@ -120,7 +120,7 @@ func (s *Selector) Filters() bool { return s != nil && s.filter != nil }
 // SetEnrich sets a function that adds failure context to a record before
 // Match classifies and filters it (--logs: failure context from the
 // consumer's CloudWatch Logs). It must be safe for concurrent use.
-func (s *Selector) SetEnrich(fn func(rec *queue.Record)) {
+func (s *Selector) SetEnrich(fn func(rec *record.Record)) {
 	if s != nil {
 		s.enrich = fn
 	}

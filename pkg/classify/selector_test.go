@@ -11,7 +11,7 @@ import (
 
 func TestNilSelectorMatchesEverything(t *testing.T) {
 	var s *Selector
-	rec, parsed := record("not json", nil)
+	rec, parsed := decodedRecord("not json", nil)
 	if !s.Match(rec, parsed) {
 		t.Fatal("nil selector rejected a message")
 	}
@@ -31,9 +31,9 @@ func TestSelectorClassesUseBuiltinRules(t *testing.T) {
 	if got := s.Describe(); got != "classes transient,permanent (built-in rules)" {
 		t.Errorf("Describe = %q", got)
 	}
-	timeout, tp := record(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"timeout"}`, nil)
-	plain, pp := record("hello", nil)
-	business, bp := record(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"insufficient funds"}`, nil)
+	timeout, tp := decodedRecord(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"timeout"}`, nil)
+	plain, pp := decodedRecord("hello", nil)
+	business, bp := decodedRecord(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"insufficient funds"}`, nil)
 	if !s.Match(timeout, tp) || !s.Match(plain, pp) {
 		t.Error("transient or permanent message not selected")
 	}
@@ -57,7 +57,7 @@ func TestSelectorFilterSeesClassification(t *testing.T) {
 	if got := s.Describe(); !strings.Contains(got, "all classes (built-in rules)") || !strings.Contains(got, "filter .action") {
 		t.Errorf("Describe = %q", got)
 	}
-	rec, parsed := record(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"HTTP 503 from ledger"}`, nil)
+	rec, parsed := decodedRecord(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"HTTP 503 from ledger"}`, nil)
 	rec.System.ReceiveCount = 5
 	if !s.Match(rec, parsed) {
 		t.Error("transient message with 5 receives not selected")
@@ -74,7 +74,7 @@ func TestSelectorFilterOnlyDoesNotClassify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, parsed := record(`{"x":1}`, nil)
+	rec, parsed := decodedRecord(`{"x":1}`, nil)
 	if !s.Match(rec, parsed) || rec.Class != "" {
 		t.Errorf("match=%v class=%q", s.Match(rec, parsed), rec.Class)
 	}
@@ -113,7 +113,7 @@ func TestSelectorConcurrentMatch(t *testing.T) {
 		go func() {
 			for i := 0; i < 200; i++ {
 				k := i % len(bodies)
-				rec, parsed := record(bodies[k], nil)
+				rec, parsed := decodedRecord(bodies[k], nil)
 				ok := s.Match(rec, parsed)
 				if rec.Class != want[k] || ok != (want[k] != ClassBusiness) {
 					done <- fmt.Errorf("body %q: class %q match %v", bodies[k], rec.Class, ok)

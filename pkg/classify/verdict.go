@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // FamilyConflict is the Verdict family when the evidence names a transient
@@ -43,11 +43,11 @@ type Verdict struct {
 // give-up condition and the consumer's own label.
 func kindTier(kind string) int {
 	switch kind {
-	case queue.EvidenceType, queue.EvidenceCode, queue.EvidenceStatus:
+	case record.EvidenceType, record.EvidenceCode, record.EvidenceStatus:
 		return 0
-	case queue.EvidenceMessage, queue.EvidenceCause:
+	case record.EvidenceMessage, record.EvidenceCause:
 		return 1
-	case queue.EvidenceCondition:
+	case record.EvidenceCondition:
 		return 2
 	}
 	return 3
@@ -55,18 +55,18 @@ func kindTier(kind string) int {
 
 // evidenceOf returns the failure evidence of rec: as decoded, or built from
 // type, reason and error class for records that carry only those.
-func evidenceOf(f *queue.Failure) []queue.Evidence {
+func evidenceOf(f *record.Failure) []record.Evidence {
 	if f == nil {
 		return nil
 	}
 	if len(f.Evidence) > 0 {
 		return f.Evidence
 	}
-	var ev []queue.Evidence
-	for _, e := range [...]queue.Evidence{
-		{Field: "failure.type", Kind: queue.EvidenceType, Text: f.Type},
-		{Field: "failure.reason", Kind: queue.EvidenceMessage, Text: f.Reason},
-		{Field: "failure.error_class", Kind: queue.EvidenceClass, Text: f.ErrorClass},
+	var ev []record.Evidence
+	for _, e := range [...]record.Evidence{
+		{Field: "failure.type", Kind: record.EvidenceType, Text: f.Type},
+		{Field: "failure.reason", Kind: record.EvidenceMessage, Text: f.Reason},
+		{Field: "failure.error_class", Kind: record.EvidenceClass, Text: f.ErrorClass},
 	} {
 		if e.Text != "" {
 			ev = append(ev, e)
@@ -115,7 +115,7 @@ type candidate struct {
 	reading int
 }
 
-func readEvidence(ev []queue.Evidence) *Verdict {
+func readEvidence(ev []record.Evidence) *Verdict {
 	v := &Verdict{}
 	if len(ev) == 0 {
 		return v
@@ -126,7 +126,7 @@ func readEvidence(ev []queue.Evidence) *Verdict {
 	for i, e := range ev {
 		r := Reading{Field: e.Field, Kind: e.Kind, Text: e.Text}
 		var hits []hit
-		if e.Kind == queue.EvidenceStatus && isDigits(strings.TrimSpace(e.Text)) {
+		if e.Kind == record.EvidenceStatus && isDigits(strings.TrimSpace(e.Text)) {
 			code := strings.TrimSpace(e.Text)
 			if f := httpStatusFamily(code); f != "" {
 				hits = []hit{{family: f, group: "http", phrase: "HTTP " + code, strong: true}}

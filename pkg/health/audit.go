@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // DefaultInvestigationWindow is how long a dead-lettered message should
@@ -39,7 +40,7 @@ type AuditOptions struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// OnSample is called before a DLQ is sampled.
-	OnSample func(q *queue.Queue, max int)
+	OnSample func(q *sqs.Queue, max int)
 }
 
 // AuditReport is the result of an audit (audit -o json).
@@ -52,7 +53,7 @@ type AuditReport struct {
 
 // Audit loads the queues to audit with their DLQs and sources, runs the
 // configuration checks and samples DLQs for messages about to expire.
-func Audit(ctx context.Context, c *queue.Client, opts AuditOptions) (*AuditReport, error) {
+func Audit(ctx context.Context, c *sqs.Client, opts AuditOptions) (*AuditReport, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -92,9 +93,9 @@ func Audit(ctx context.Context, c *queue.Client, opts AuditOptions) (*AuditRepor
 // other sources (a DLQ's checks need all of them); with none,
 // every queue whose name starts with prefix (all of them without a prefix)
 // plus the DLQs and sources they link to.
-func Load(ctx context.Context, c *queue.Client, refs []string, prefix string) (*Graph, error) {
+func Load(ctx context.Context, c *sqs.Client, refs []string, prefix string) (*Graph, error) {
 	g := NewGraph()
-	var seeds []*queue.Queue
+	var seeds []*sqs.Queue
 	if len(refs) > 0 {
 		for _, ref := range refs {
 			q, err := c.Resolve(ctx, ref)
@@ -155,7 +156,7 @@ func Load(ctx context.Context, c *queue.Client, refs []string, prefix string) (*
 	}
 	if !whole {
 		// A DLQ's checks (retention, allow policy) need all of its sources.
-		var dlqs []*queue.Queue
+		var dlqs []*sqs.Queue
 		for _, n := range g.Nodes() {
 			if n.SourcesKnown {
 				continue
@@ -177,7 +178,7 @@ func Load(ctx context.Context, c *queue.Client, refs []string, prefix string) (*
 
 // addSources adds to g every queue whose RedrivePolicy targets one of qs,
 // and marks qs as having all their sources known.
-func addSources(ctx context.Context, c *queue.Client, g *Graph, qs []*queue.Queue) error {
+func addSources(ctx context.Context, c *sqs.Client, g *Graph, qs []*sqs.Queue) error {
 	srcURLs, err := sourcesOf(ctx, c, qs)
 	if err != nil {
 		return err
@@ -209,7 +210,7 @@ func unknownURLs(g *Graph, urls []string) []string {
 	return out
 }
 
-func sourcesOf(ctx context.Context, c *queue.Client, qs []*queue.Queue) ([]string, error) {
+func sourcesOf(ctx context.Context, c *sqs.Client, qs []*sqs.Queue) ([]string, error) {
 	var (
 		mu       sync.Mutex
 		wg       sync.WaitGroup
@@ -231,7 +232,7 @@ func sourcesOf(ctx context.Context, c *queue.Client, qs []*queue.Queue) ([]strin
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				if firstErr == nil && !queue.IsNotFound(err) {
+				if firstErr == nil && !sqs.IsNotFound(err) {
 					firstErr = err
 				}
 				return
@@ -249,25 +250,25 @@ func sourcesOf(ctx context.Context, c *queue.Client, qs []*queue.Queue) ([]strin
 }
 
 // lookupARN loads the queue with arn, or returns nil when it does not exist.
-func lookupARN(ctx context.Context, c *queue.Client, arn string) (*queue.Queue, error) {
+func lookupARN(ctx context.Context, c *sqs.Client, arn string) (*sqs.Queue, error) {
 	_, account, _ := arnParts(arn)
-	in := &sqs.GetQueueUrlInput{QueueName: aws.String(queue.NameFromARN(arn))}
+	in := &awssqs.GetQueueUrlInput{QueueName: aws.String(sqs.NameFromARN(arn))}
 	if account != "" {
 		in.QueueOwnerAWSAccountId = aws.String(account)
 	}
 	out, err := c.API.GetQueueUrl(ctx, in)
 	if err != nil {
-		if queue.IsNotFound(err) {
+		if sqs.IsNotFound(err) {
 			return nil, nil
 		}
-		return nil, queue.WrapAWSError(err)
+		return nil, sqs.WrapAWSError(err)
 	}
-	q := &queue.Queue{URL: aws.ToString(out.QueueUrl)}
+	q := &sqs.Queue{URL: aws.ToString(out.QueueUrl)}
 	if err := c.Refresh(ctx, q); err != nil {
-		if queue.IsNotFound(err) {
+		if sqs.IsNotFound(err) {
 			return nil, nil
 		}
-		return nil, queue.WrapAWSError(err)
+		return nil, sqs.WrapAWSError(err)
 	}
 	return q, nil
 }
@@ -281,7 +282,7 @@ type ExpirySample struct {
 }
 
 // ExpiringWithin counts the records that expire before now+horizon.
-func ExpiringWithin(recs []queue.Record, now time.Time, horizon time.Duration) ExpirySample {
+func ExpiringWithin(recs []record.Record, now time.Time, horizon time.Duration) ExpirySample {
 	s := ExpirySample{Sampled: len(recs)}
 	for _, r := range recs {
 		if r.ExpiresAt.IsZero() {
@@ -297,7 +298,7 @@ func ExpiringWithin(recs []queue.Record, now time.Time, horizon time.Duration) E
 	return s
 }
 
-func sampleExpiry(ctx context.Context, c *queue.Client, g *Graph, opts AuditOptions) ([]Finding, []string, error) {
+func sampleExpiry(ctx context.Context, c *sqs.Client, g *Graph, opts AuditOptions) ([]Finding, []string, error) {
 	var (
 		out   []Finding
 		notes []string
@@ -320,9 +321,9 @@ func sampleExpiry(ctx context.Context, c *queue.Client, g *Graph, opts AuditOpti
 		if opts.OnSample != nil {
 			opts.OnSample(n.Q, opts.SampleMax)
 		}
-		var recs []queue.Record
+		var recs []record.Record
 		_, err := inspect.Scan(ctx, c, n.Q, inspect.ScanOptions{Max: opts.SampleMax, Visibility: opts.SampleVisibility},
-			func(m *queue.Message, _ any) error {
+			func(m *sqs.Message, _ any) error {
 				recs = append(recs, m.Record)
 				return nil
 			})

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 // Threshold statuses. Only a breach fails a check; unknown (nothing to
@@ -39,12 +39,12 @@ type Result struct {
 
 // CheckReport is the outcome of one check run.
 type CheckReport struct {
-	Queue     string       `json:"queue"`
-	QueueURL  string       `json:"queue_url"`
-	CheckedAt time.Time    `json:"checked_at"`
-	Counts    queue.Counts `json:"counts"`
-	OK        bool         `json:"ok"`
-	Results   []Result     `json:"thresholds"`
+	Queue     string     `json:"queue"`
+	QueueURL  string     `json:"queue_url"`
+	CheckedAt time.Time  `json:"checked_at"`
+	Counts    sqs.Counts `json:"counts"`
+	OK        bool       `json:"ok"`
+	Results   []Result   `json:"thresholds"`
 }
 
 // Breaches returns the breached results.
@@ -72,13 +72,13 @@ type CheckOptions struct {
 	GrowthSample time.Duration
 	Now          func() time.Time
 	// OnSample is called before messages are sampled for the oldest age.
-	OnSample func(q *queue.Queue, max int)
+	OnSample func(q *sqs.Queue, max int)
 	// OnWait is called before waiting GrowthSample for a second reading.
 	OnWait func(d time.Duration)
 }
 
 // Check evaluates the thresholds on q, whose attributes must be fresh.
-func Check(ctx context.Context, c *queue.Client, q *queue.Queue, opts CheckOptions) (*CheckReport, error) {
+func Check(ctx context.Context, c *sqs.Client, q *sqs.Queue, opts CheckOptions) (*CheckReport, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -95,7 +95,7 @@ func Check(ctx context.Context, c *queue.Client, q *queue.Queue, opts CheckOptio
 				opts.OnSample(q, opts.SampleMax)
 			}
 			_, err := inspect.Scan(ctx, c, q, inspect.ScanOptions{Max: opts.SampleMax, Visibility: opts.SampleVisibility},
-				func(m *queue.Message, _ any) error {
+				func(m *sqs.Message, _ any) error {
 					sampled++
 					oldest = max(oldest, time.Duration(m.AgeSeconds)*time.Second)
 					return nil
@@ -117,7 +117,7 @@ func Check(ctx context.Context, c *queue.Client, q *queue.Queue, opts CheckOptio
 	return rep, nil
 }
 
-func checkGrowth(ctx context.Context, c *queue.Client, q *queue.Queue, now Reading, opts CheckOptions) (Result, error) {
+func checkGrowth(ctx context.Context, c *sqs.Client, q *sqs.Queue, now Reading, opts CheckOptions) (Result, error) {
 	lim := *opts.MaxGrowth
 	var history []Reading
 	if opts.History != nil {
@@ -141,7 +141,7 @@ func checkGrowth(ctx context.Context, c *queue.Client, q *queue.Queue, now Readi
 		case <-t.C:
 		}
 		if err := c.Refresh(ctx, q); err != nil {
-			return Result{}, queue.WrapAWSError(err)
+			return Result{}, sqs.WrapAWSError(err)
 		}
 		latest = Reading{At: opts.Now().UTC(), Counts: q.Counts()}
 		rate, ok = GrowthRate([]Reading{now}, latest, lim.Window, 0)
@@ -160,7 +160,7 @@ func checkGrowth(ctx context.Context, c *queue.Client, q *queue.Queue, now Readi
 }
 
 // VisibleResult evaluates --max-visible.
-func VisibleResult(c queue.Counts, maxVisible int) Result {
+func VisibleResult(c sqs.Counts, maxVisible int) Result {
 	r := Result{Name: "visible", Status: StatusOK, Value: float64(c.Visible), Limit: float64(maxVisible), Unit: "messages",
 		Detail: fmt.Sprintf("%d visible (%d in flight, %d delayed)", c.Visible, c.InFlight, c.Delayed)}
 	if c.Visible > maxVisible {
@@ -172,7 +172,7 @@ func VisibleResult(c queue.Counts, maxVisible int) Result {
 // AgeResult evaluates --max-age from the oldest message of a sample. A
 // sample can only under-estimate the oldest age: a breach is certain, an ok
 // is as good as the sample.
-func AgeResult(oldest time.Duration, sampled int, c queue.Counts, maxAge time.Duration) Result {
+func AgeResult(oldest time.Duration, sampled int, c sqs.Counts, maxAge time.Duration) Result {
 	r := Result{Name: "oldest_age", Status: StatusOK, Value: oldest.Seconds(), Limit: maxAge.Seconds(), Unit: "seconds", Sampled: true}
 	switch {
 	case sampled == 0 && c.Visible == 0 && c.InFlight > 0:

@@ -14,14 +14,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 // Reading is one depth reading of a queue.
 type Reading struct {
-	At     time.Time    `json:"at"`
-	Counts queue.Counts `json:"counts"`
+	At     time.Time  `json:"at"`
+	Counts sqs.Counts `json:"counts"`
 }
 
 // Depth is every message in the queue: visible, in flight (someone is
@@ -133,7 +133,7 @@ const (
 
 func (h FileHistory) path(key string) string {
 	sum := sha256.Sum256([]byte(key))
-	name := queue.NameFromARN(key)
+	name := sqs.NameFromARN(key)
 	if name == "" {
 		name = "queue"
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 // SQS limits and the thresholds of the checklist.
@@ -29,8 +29,8 @@ const (
 
 // Node is one queue of the audited setup with its links.
 type Node struct {
-	Q      *queue.Queue
-	Policy *queue.RedrivePolicy // nil without a RedrivePolicy
+	Q      *sqs.Queue
+	Policy *sqs.RedrivePolicy // nil without a RedrivePolicy
 	// Target is the DLQ the policy points at (nil when it has no policy or
 	// the target does not exist).
 	Target *Node
@@ -54,7 +54,7 @@ func NewGraph() *Graph { return &Graph{byARN: map[string]*Node{}} }
 
 // Add puts q in the graph (once per ARN); sourcesKnown says all queues
 // targeting q are (or will be) in the graph too.
-func (g *Graph) Add(q *queue.Queue, sourcesKnown bool) *Node {
+func (g *Graph) Add(q *sqs.Queue, sourcesKnown bool) *Node {
 	if n, ok := g.byARN[q.ARN]; ok {
 		n.SourcesKnown = n.SourcesKnown || sourcesKnown
 		return n
@@ -226,7 +226,7 @@ func sourceFindings(n *Node) []Finding {
 		return nil
 	}
 	var out []Finding
-	targetName := queue.NameFromARN(p.DeadLetterTargetARN)
+	targetName := sqs.NameFromARN(p.DeadLetterTargetARN)
 	policyFix := func(mrc int, text string) Fix {
 		return Fix{Attribute: "RedrivePolicy", Value: redrivePolicyJSON(p.DeadLetterTargetARN, mrc), Terraform: redrivePolicyTF(p.DeadLetterTargetARN, mrc), Text: text}
 	}
@@ -294,7 +294,7 @@ func sourceFindings(n *Node) []Finding {
 			"a message becomes visible again before a normal consumer finishes it, so it is processed twice and its receive count climbs until it is dead-lettered while healthy",
 			Fix{Attribute: "VisibilityTimeout", Value: secs(goodVisibility), Terraform: "visibility_timeout_seconds = " + secs(goodVisibility),
 				Text: "set the visibility timeout above the consumer's p99 processing time (30 s is the SQS default)"}))
-	case vis >= queue.MaxVisibility:
+	case vis >= sqs.MaxVisibility:
 		out = append(out, finding(SevWarn, "visibility-max", n,
 			"visibility timeout is the 12 h maximum",
 			"a consumer that crashes holds its messages hidden for 12 hours, so a stuck worker looks like an empty queue and every retry (and dead-lettering) is delayed by half a day",
@@ -391,7 +391,7 @@ func dlqFindings(d *Node, cfg Config) []Finding {
 
 	if p := d.Policy; p != nil {
 		out = append(out, finding(SevWarn, "dlq-has-redrive-policy", d,
-			fmt.Sprintf("the DLQ itself has a RedrivePolicy (maxReceiveCount %d into %s)", p.MaxReceiveCount, orUnknown(queue.NameFromARN(p.DeadLetterTargetARN), p.DeadLetterTargetARN)),
+			fmt.Sprintf("the DLQ itself has a RedrivePolicy (maxReceiveCount %d into %s)", p.MaxReceiveCount, orUnknown(sqs.NameFromARN(p.DeadLetterTargetARN), p.DeadLetterTargetARN)),
 			"every receive while triaging (peek, sample, a failed redrive) counts toward moving messages on to yet another queue, where nobody looks for them",
 			Fix{Attribute: "RedrivePolicy", Value: "", Terraform: "remove the redrive_policy argument", Text: "remove the DLQ's RedrivePolicy"}))
 	}

@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 const acct = "arn:aws:sqs:us-east-1:123456789012:"
 
 // q builds a queue as GetQueueAttributes(All) describes it on real SQS.
-func q(name string, attrs ...string) *queue.Queue {
+func q(name string, attrs ...string) *sqs.Queue {
 	a := map[string]string{
 		"QueueArn": acct + name, "MessageRetentionPeriod": "345600", "VisibilityTimeout": "30",
 		"SqsManagedSseEnabled": "true",
@@ -24,14 +25,14 @@ func q(name string, attrs ...string) *queue.Queue {
 		}
 		a[attrs[i]] = attrs[i+1]
 	}
-	return &queue.Queue{URL: "http://sqs/" + name, ARN: a["QueueArn"], Name: name, FIFO: strings.HasSuffix(name, ".fifo"), Attrs: a}
+	return &sqs.Queue{URL: "http://sqs/" + name, ARN: a["QueueArn"], Name: name, FIFO: strings.HasSuffix(name, ".fifo"), Attrs: a}
 }
 
 func policy(target string, mrc int) string {
 	return fmt.Sprintf(`{"deadLetterTargetArn":"%s","maxReceiveCount":%d}`, acct+target, mrc)
 }
 
-func eval(t *testing.T, queues ...*queue.Queue) []Finding {
+func eval(t *testing.T, queues ...*sqs.Queue) []Finding {
 	t.Helper()
 	g := NewGraph()
 	for _, x := range queues {
@@ -194,7 +195,7 @@ func TestSortAndFailOn(t *testing.T) {
 
 func TestExpiringWithin(t *testing.T) {
 	now := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
-	recs := []queue.Record{{ExpiresAt: now.Add(3 * time.Hour)}, {ExpiresAt: now.Add(30 * time.Hour)}, {}, {ExpiresAt: now.Add(23 * time.Hour)}}
+	recs := []record.Record{{ExpiresAt: now.Add(3 * time.Hour)}, {ExpiresAt: now.Add(30 * time.Hour)}, {}, {ExpiresAt: now.Add(23 * time.Hour)}}
 	s := ExpiringWithin(recs, now, 24*time.Hour)
 	if s.Sampled != 4 || s.Expiring != 2 || !s.Earliest.Equal(now.Add(3*time.Hour)) {
 		t.Errorf("ExpiringWithin = %+v", s)

@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 )
 
 // GrowthWindow is the window watch reports growth over (per minute).
@@ -25,9 +25,9 @@ type MoveTask struct {
 
 // Tick is one sample of a watched queue (watch -o ndjson prints one per line).
 type Tick struct {
-	Seq    int          `json:"tick"`
-	At     time.Time    `json:"at"`
-	Counts queue.Counts `json:"counts"`
+	Seq    int        `json:"tick"`
+	At     time.Time  `json:"at"`
+	Counts sqs.Counts `json:"counts"`
 	// GrowthPerMinute is the change in depth (visible + in flight +
 	// delayed) per minute over up to the last minute; nil on the first tick.
 	GrowthPerMinute *float64 `json:"growth_per_minute"`
@@ -50,7 +50,7 @@ type WatchOptions struct {
 // time at once) and hands each Tick to fn. It returns nil after Count
 // ticks, ctx.Err() when cancelled, or the first error of fn or of reading
 // the queue.
-func Watch(ctx context.Context, c *queue.Client, q *queue.Queue, opts WatchOptions, fn func(Tick) error) error {
+func Watch(ctx context.Context, c *sqs.Client, q *sqs.Queue, opts WatchOptions, fn func(Tick) error) error {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -71,7 +71,7 @@ func Watch(ctx context.Context, c *queue.Client, q *queue.Queue, opts WatchOptio
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return queue.WrapAWSError(err)
+			return sqs.WrapAWSError(err)
 		}
 		t := Tick{Seq: seq, At: opts.Now().UTC(), Counts: q.Counts(), MoveTasks: []MoveTask{}}
 		now := Reading{At: t.At, Counts: t.Counts}
@@ -89,7 +89,7 @@ func Watch(ctx context.Context, c *queue.Client, q *queue.Queue, opts WatchOptio
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			t.MoveTaskError = queue.WrapAWSError(err).Error()
+			t.MoveTaskError = sqs.WrapAWSError(err).Error()
 		} else {
 			t.MoveTasks = tasks
 		}
@@ -102,8 +102,8 @@ func Watch(ctx context.Context, c *queue.Client, q *queue.Queue, opts WatchOptio
 }
 
 // RunningMoveTasks lists the running message move tasks whose source is q.
-func RunningMoveTasks(ctx context.Context, c *queue.Client, q *queue.Queue) ([]MoveTask, error) {
-	out, err := c.API.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(q.ARN), MaxResults: aws.Int32(10)})
+func RunningMoveTasks(ctx context.Context, c *sqs.Client, q *sqs.Queue) ([]MoveTask, error) {
+	out, err := c.API.ListMessageMoveTasks(ctx, &awssqs.ListMessageMoveTasksInput{SourceArn: aws.String(q.ARN), MaxResults: aws.Int32(10)})
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // A Format is one known dead-letter message format: how AWS services and
@@ -66,16 +66,16 @@ const FormatGeneric = "generic"
 // Decoding is one message being decoded: the inputs (record, parsed body)
 // and what format decoders found.
 type Decoding struct {
-	Rec *queue.Record
+	Rec *record.Record
 	// Parsed is the parsed body (nil when it is not JSON); Obj the body when
 	// it is a JSON object.
 	Parsed any
 	Obj    map[string]any
 
-	env     *queue.Envelope
+	env     *record.Envelope
 	payload any
 	wrapped bool // payload is set (the body wraps the original event)
-	fail    queue.Failure
+	fail    record.Failure
 	// bodyHandled: the format interpreted the body's top-level fields, so
 	// they are not scanned for generic failure keys.
 	bodyHandled bool
@@ -121,7 +121,7 @@ func (d *Decoding) HasAttrPrefix(prefix string) bool {
 }
 
 // SetEnvelope sets the decoded envelope.
-func (d *Decoding) SetEnvelope(e *queue.Envelope) { d.env = e }
+func (d *Decoding) SetEnvelope(e *record.Envelope) { d.env = e }
 
 // SetPayload records the original event the body wraps, and decodes the
 // envelope from it when none was set (see EnvelopeOf).
@@ -151,22 +151,22 @@ func (d *Decoding) Evidence(field, kind, text string) {
 			return
 		}
 	}
-	d.fail.Evidence = append(d.fail.Evidence, queue.Evidence{Field: field, Kind: kind, Text: text})
+	d.fail.Evidence = append(d.fail.Evidence, record.Evidence{Field: field, Kind: kind, Text: text})
 	f := &d.fail
 	switch kind {
-	case queue.EvidenceType:
+	case record.EvidenceType:
 		if f.Type == "" {
 			f.Type = text
 		}
-	case queue.EvidenceCode:
+	case record.EvidenceCode:
 		if f.Type == "" {
 			f.Type = text
 		}
-	case queue.EvidenceMessage:
+	case record.EvidenceMessage:
 		if f.Reason == "" {
 			f.Reason = text
 		}
-	case queue.EvidenceClass:
+	case record.EvidenceClass:
 		if f.ErrorClass == "" {
 			f.ErrorClass = text
 		}
@@ -192,7 +192,7 @@ func (d *Decoding) StackEvidence(field, trace string) {
 			cause = l
 		}
 		if cause != "" {
-			d.Evidence(field, queue.EvidenceCause, cause)
+			d.Evidence(field, record.EvidenceCause, cause)
 			if n++; n == 3 {
 				return
 			}
@@ -247,7 +247,7 @@ func truncUTF8(s string, n int) string {
 // no format recognises and that carries no failure key — a plain message
 // dead-lettered by an SQS redrive policy — has no failure: SQS records no
 // reason.
-func Decode(rec *queue.Record) any {
+func Decode(rec *record.Record) any {
 	parsed, _ := parseJSON(rec.Body)
 	d := &Decoding{Rec: rec, Parsed: parsed}
 	d.Obj, _ = parsed.(map[string]any)
@@ -289,10 +289,10 @@ func Decode(rec *queue.Record) any {
 // redrive without a selection needs (routing and copies read the system
 // attributes; loop and return detection read the marker). It returns no
 // parsed body.
-func DecodeMarker(rec *queue.Record) any {
+func DecodeMarker(rec *record.Record) any {
 	rec.Redrive = nil
-	if a, ok := rec.Attributes[queue.MarkerAttribute]; ok {
-		var m queue.Marker
+	if a, ok := rec.Attributes[record.MarkerAttribute]; ok {
+		var m record.Marker
 		if json.Unmarshal([]byte(a.Value), &m) == nil {
 			rec.Redrive = &m
 		}
@@ -302,7 +302,7 @@ func DecodeMarker(rec *queue.Record) any {
 
 // PayloadOf returns the original event of a decoded record: rec.Payload
 // when the body wraps it, else the parsed body.
-func PayloadOf(rec *queue.Record, parsed any) any {
+func PayloadOf(rec *record.Record, parsed any) any {
 	if rec.Payload != nil {
 		return rec.Payload
 	}
@@ -330,7 +330,7 @@ func looksLikeJSON(s string) bool {
 // PayloadUnparseable reports whether the decoded original payload is text
 // that looks like JSON but does not parse (an SNS Message or NServiceBus
 // Body cut short, say): body evidence that no consumer can read it.
-func PayloadUnparseable(rec *queue.Record) bool {
+func PayloadUnparseable(rec *record.Record) bool {
 	s, ok := rec.Payload.(string)
 	return ok && looksLikeJSON(s)
 }

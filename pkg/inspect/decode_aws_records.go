@@ -1,8 +1,6 @@
 package inspect
 
-import (
-	"github.com/dlqctl/dlqctl/pkg/queue"
-)
+import "github.com/dlqctl/dlqctl/pkg/record"
 
 // AWS service event records — {"Records": [{"eventSource": "aws:s3",
 // "eventName", "eventVersion", "eventTime", …}]}, and {"Records": [{"EventSource":
@@ -14,7 +12,7 @@ func init() {
 	registerEventShape(eventShape{name: "aws-records", priority: 40, envelope: awsRecordsEnvelope})
 }
 
-func awsRecordsEnvelope(m map[string]any, depth int) (*queue.Envelope, bool) {
+func awsRecordsEnvelope(m map[string]any, depth int) (*record.Envelope, bool) {
 	recs, ok := m["Records"].([]any)
 	if !ok || len(recs) == 0 {
 		return nil, false
@@ -32,7 +30,7 @@ func awsRecordsEnvelope(m map[string]any, depth int) (*queue.Envelope, bool) {
 			return snsEnvelope(sns, parseMaybeJSON(msg), depth), true
 		}
 	}
-	return &queue.Envelope{
+	return &record.Envelope{
 		EventID:    str(r, "eventID", "messageId"),
 		EventType:  str(r, "eventName"),
 		Producer:   src,

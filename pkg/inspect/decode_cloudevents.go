@@ -4,7 +4,7 @@ import (
 	"encoding/base64"
 	"strings"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // CloudEvents, structured JSON mode: {"specversion": "1.0", "id", "source",
@@ -21,7 +21,7 @@ func init() {
 		Priority: 71,
 		Decode:   decodeCloudEvents,
 	})
-	registerEventShape(eventShape{name: "cloudevents", priority: 20, envelope: func(m map[string]any, depth int) (*queue.Envelope, bool) {
+	registerEventShape(eventShape{name: "cloudevents", priority: 20, envelope: func(m map[string]any, depth int) (*record.Envelope, bool) {
 		if !isCloudEvent(m) {
 			return nil, false
 		}
@@ -36,8 +36,8 @@ func isCloudEvent(m map[string]any) bool {
 	return sv && typ && src
 }
 
-func cloudEventEnvelope(get func(string) string) *queue.Envelope {
-	e := &queue.Envelope{
+func cloudEventEnvelope(get func(string) string) *record.Envelope {
+	e := &record.Envelope{
 		EventID:       get("id"),
 		EventType:     get("type"),
 		Producer:      get("source"),

@@ -3,7 +3,7 @@ package inspect
 import (
 	"slices"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // An event shape recognises a well-known event structure (an EventBridge
@@ -15,7 +15,7 @@ import (
 type eventShape struct {
 	name     string
 	priority int
-	envelope func(m map[string]any, depth int) (*queue.Envelope, bool)
+	envelope func(m map[string]any, depth int) (*record.Envelope, bool)
 }
 
 var eventShapes []eventShape
@@ -28,9 +28,9 @@ func registerEventShape(s eventShape) {
 // EnvelopeOf decodes the envelope of an event (nil when it has none): a
 // known event shape, or the generic envelope keys (eventId, eventType,
 // eventVersion, producer, tenantId, ...).
-func EnvelopeOf(v any) *queue.Envelope { return envelopeOf(v, 0) }
+func EnvelopeOf(v any) *record.Envelope { return envelopeOf(v, 0) }
 
-func envelopeOf(v any, depth int) *queue.Envelope {
+func envelopeOf(v any, depth int) *record.Envelope {
 	m, ok := v.(map[string]any)
 	if !ok || depth > 4 {
 		return nil
@@ -51,7 +51,7 @@ var (
 	metadataKeys      = []string{"metadata", "meta", "header", "headers", "envelope"}
 )
 
-func genericEnvelope(m map[string]any) *queue.Envelope {
+func genericEnvelope(m map[string]any) *record.Envelope {
 	e := genericEnvelopeFlat(m)
 	// {"metadata": {"eventType": …, "eventVersion": …}, "data": {…}}
 	for _, k := range metadataKeys {
@@ -70,8 +70,8 @@ func genericEnvelope(m map[string]any) *queue.Envelope {
 	return e
 }
 
-func genericEnvelopeFlat(m map[string]any) *queue.Envelope {
-	e := &queue.Envelope{
+func genericEnvelopeFlat(m map[string]any) *record.Envelope {
+	e := &record.Envelope{
 		EventID:        str(m, "eventId", "event_id", "messageId", "message_id", "id"),
 		EventType:      str(m, "eventType", "event_type", "detail-type", "detailType", "messageType", "message_type", "eventName", "event_name"),
 		Producer:       str(m, "producer", "source"),
@@ -106,7 +106,7 @@ func versionValue(v any) any {
 }
 
 // mergeEnvelope fills the empty fields of dst from src.
-func mergeEnvelope(dst, src *queue.Envelope) {
+func mergeEnvelope(dst, src *record.Envelope) {
 	if src == nil {
 		return
 	}

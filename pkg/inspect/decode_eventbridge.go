@@ -1,8 +1,6 @@
 package inspect
 
-import (
-	"github.com/dlqctl/dlqctl/pkg/queue"
-)
+import "github.com/dlqctl/dlqctl/pkg/record"
 
 // EventBridge target dead-letter queue: the body is the event EventBridge
 // could not deliver; EventBridge adds the attributes RULE_ARN, TARGET_ARN,
@@ -32,19 +30,19 @@ func decodeEventBridgeDLQ(d *Decoding) bool {
 	if !((hasRule || hasTarget) && (hasCode || hasRule)) {
 		return false
 	}
-	d.Evidence("attributes.ERROR_CODE", queue.EvidenceCode, code)
+	d.Evidence("attributes.ERROR_CODE", record.EvidenceCode, code)
 	if msg, ok := d.Attr("ERROR_MESSAGE"); ok {
 		// API destinations put the target's response here, often JSON.
 		if v, isJSON := parseJSON(msg); isJSON {
-			if !genericValue(d, "attributes.ERROR_MESSAGE", queue.EvidenceMessage, v, 0) {
-				d.Evidence("attributes.ERROR_MESSAGE", queue.EvidenceMessage, msg)
+			if !genericValue(d, "attributes.ERROR_MESSAGE", record.EvidenceMessage, v, 0) {
+				d.Evidence("attributes.ERROR_MESSAGE", record.EvidenceMessage, msg)
 			}
 		} else {
-			d.Evidence("attributes.ERROR_MESSAGE", queue.EvidenceMessage, msg)
+			d.Evidence("attributes.ERROR_MESSAGE", record.EvidenceMessage, msg)
 		}
 	}
 	if c, ok := d.Attr("EXHAUSTED_RETRY_CONDITION"); ok {
-		d.Evidence("attributes.EXHAUSTED_RETRY_CONDITION", queue.EvidenceCondition, c)
+		d.Evidence("attributes.EXHAUSTED_RETRY_CONDITION", record.EvidenceCondition, c)
 	}
 	if n, ok := d.Attr("RETRY_ATTEMPTS"); ok {
 		d.Attempts(n)
@@ -64,7 +62,7 @@ func decodeEventBridgeDLQ(d *Decoding) bool {
 // eventBridgeEnvelope reads an EventBridge event: {"version": "0", "id",
 // "detail-type", "source", "account", "time", "region", "resources",
 // "detail"}.
-func eventBridgeEnvelope(m map[string]any, depth int) (*queue.Envelope, bool) {
+func eventBridgeEnvelope(m map[string]any, depth int) (*record.Envelope, bool) {
 	dt, ok := m["detail-type"].(string)
 	if !ok {
 		return nil, false
@@ -72,7 +70,7 @@ func eventBridgeEnvelope(m map[string]any, depth int) (*queue.Envelope, bool) {
 	if _, ok := m["source"]; !ok {
 		return nil, false
 	}
-	e := &queue.Envelope{
+	e := &record.Envelope{
 		EventID:    str(m, "id"),
 		EventType:  dt,
 		Producer:   str(m, "source"),

@@ -3,7 +3,7 @@ package inspect
 import (
 	"strconv"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // EventBridge custom event bus subscriber dead-letter record: a JSON
@@ -31,9 +31,9 @@ func decodeEventBridgeSubscriber(d *Decoding) bool {
 		return false
 	}
 	d.BodyHandled()
-	d.Evidence("body.errorCode", queue.EvidenceCode, str(d.Obj, "errorCode"))
-	d.Evidence("body.errorMessage", queue.EvidenceMessage, str(d.Obj, "errorMessage"))
-	d.Evidence("body.exhaustedRetryCondition", queue.EvidenceCondition, str(d.Obj, "exhaustedRetryCondition"))
+	d.Evidence("body.errorCode", record.EvidenceCode, str(d.Obj, "errorCode"))
+	d.Evidence("body.errorMessage", record.EvidenceMessage, str(d.Obj, "errorMessage"))
+	d.Evidence("body.exhaustedRetryCondition", record.EvidenceCondition, str(d.Obj, "exhaustedRetryCondition"))
 	if n, ok := d.Obj["retryAttempts"].(float64); ok {
 		d.Attempts(strconv.Itoa(int(n)))
 	}
@@ -41,7 +41,7 @@ func decodeEventBridgeSubscriber(d *Decoding) bool {
 		d.SetPayload(fm)
 		if l, ok := fm.([]any); ok && len(l) > 0 {
 			if first, ok := l[0].(map[string]any); ok {
-				d.SetEnvelope(&queue.Envelope{EventID: str(first, "eventId"), OccurredAt: str(first, "timestamp"), Producer: str(d.Obj, "busArn")})
+				d.SetEnvelope(&record.Envelope{EventID: str(first, "eventId"), OccurredAt: str(first, "timestamp"), Producer: str(d.Obj, "busArn")})
 			}
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/dlqctl/dlqctl/internal/corpus"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // TestDecodeCorpusFormats decodes every corpus message (one fixture file
@@ -105,7 +105,7 @@ func TestDecodeCorpusFormats(t *testing.T) {
 
 func TestDecodeGenericKeysAnyCaseAndSeparator(t *testing.T) {
 	for _, name := range []string{"dlq_error", "DLQ-Error", "dlqError", "x-error", "X-Last-Error", "last_error", "Exception", "error.message", "FailureReason"} {
-		r := rec(`{"eventType":"A","eventId":"1"}`, map[string]queue.Attribute{name: {Type: "String", Value: "connection reset by peer"}})
+		r := rec(`{"eventType":"A","eventId":"1"}`, map[string]record.Attribute{name: {Type: "String", Value: "connection reset by peer"}})
 		Decode(r)
 		if r.Failure == nil || r.Failure.Format != FormatGeneric || r.Failure.Reason != "connection reset by peer" {
 			t.Errorf("%s: failure = %+v", name, r.Failure)
@@ -119,7 +119,7 @@ func TestDecodeGenericKeysAnyCaseAndSeparator(t *testing.T) {
 
 func TestDecodeLambdaErrorMessageCutShort(t *testing.T) {
 	msg := `{"errorType":"Error","errorMessage":"read ECONNRESET \"db\"","trace":["Error: read ECONNRESET","    at TLSWrap.onStreamRead (node:internal/stream_ba`
-	r := rec(`{"orderId":"o-1"}`, map[string]queue.Attribute{
+	r := rec(`{"orderId":"o-1"}`, map[string]record.Attribute{
 		"RequestID": {Type: "String", Value: "r1"}, "ErrorCode": {Type: "Number", Value: "200"}, "ErrorMessage": {Type: "String", Value: msg},
 	})
 	Decode(r)
@@ -135,7 +135,7 @@ func TestDecodeLambdaErrorMessageCutShort(t *testing.T) {
 
 func TestRedactorMasksPayloadAndFailureTexts(t *testing.T) {
 	r := rec(`{"Type":"Notification","MessageId":"m1","TopicArn":"arn:aws:sns:eu-west-1:1:orders","Message":"{\"eventType\":\"OrderPaid\",\"eventId\":\"e1\",\"card_number\":\"4111111111111111\"}"}`,
-		map[string]queue.Attribute{"dlq_reason": {Type: "String", Value: "auth failed password=hunter2 for ann"}})
+		map[string]record.Attribute{"dlq_reason": {Type: "String", Value: "auth failed password=hunter2 for ann"}})
 	Decode(r)
 	if r.Payload == nil || r.Failure == nil {
 		t.Fatalf("payload %v failure %+v", r.Payload, r.Failure)

@@ -3,7 +3,7 @@ package inspect
 import (
 	"strings"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Generic failure keys: what producers and consumers that follow no
@@ -15,30 +15,30 @@ import (
 // JSON object ({"type": …, "message": …, "stack": …}) or JSON in a string.
 var genericKeys = map[string]string{
 	// exception / error types and codes
-	"errortype": queue.EvidenceType, "exceptiontype": queue.EvidenceType, "failuretype": queue.EvidenceType,
-	"exceptionclass": queue.EvidenceType, "exceptionclassname": queue.EvidenceType, "exceptionname": queue.EvidenceType,
-	"errorname": queue.EvidenceType, "faulttype": queue.EvidenceType, "exceptionfqcn": queue.EvidenceType,
-	"errortypename": queue.EvidenceType, "errorkind": queue.EvidenceType,
-	"errorcode": queue.EvidenceCode, "errcode": queue.EvidenceCode, "failurecode": queue.EvidenceCode,
-	"faultcode": queue.EvidenceCode, "reasoncode": queue.EvidenceCode,
+	"errortype": record.EvidenceType, "exceptiontype": record.EvidenceType, "failuretype": record.EvidenceType,
+	"exceptionclass": record.EvidenceType, "exceptionclassname": record.EvidenceType, "exceptionname": record.EvidenceType,
+	"errorname": record.EvidenceType, "faulttype": record.EvidenceType, "exceptionfqcn": record.EvidenceType,
+	"errortypename": record.EvidenceType, "errorkind": record.EvidenceType,
+	"errorcode": record.EvidenceCode, "errcode": record.EvidenceCode, "failurecode": record.EvidenceCode,
+	"faultcode": record.EvidenceCode, "reasoncode": record.EvidenceCode,
 	// messages
-	"error": queue.EvidenceMessage, "err": queue.EvidenceMessage, "errors": queue.EvidenceMessage,
-	"lasterror": queue.EvidenceMessage, "lasterrormessage": queue.EvidenceMessage, "exception": queue.EvidenceMessage,
-	"exceptionmessage": queue.EvidenceMessage, "errormessage": queue.EvidenceMessage, "errormsg": queue.EvidenceMessage,
-	"errmsg": queue.EvidenceMessage, "errordetail": queue.EvidenceMessage, "errordetails": queue.EvidenceMessage,
-	"errordescription": queue.EvidenceMessage, "failurereason": queue.EvidenceMessage, "failuremessage": queue.EvidenceMessage,
-	"failure": queue.EvidenceMessage, "reason": queue.EvidenceMessage, "fault": queue.EvidenceMessage,
-	"faultmessage": queue.EvidenceMessage, "faultstring": queue.EvidenceMessage, "deadletterreason": queue.EvidenceMessage,
-	"deadlettererrordescription": queue.EvidenceMessage, "rejectreason": queue.EvidenceMessage,
-	"rejectionreason": queue.EvidenceMessage, "cause": queue.EvidenceCause, "rootcause": queue.EvidenceCause,
+	"error": record.EvidenceMessage, "err": record.EvidenceMessage, "errors": record.EvidenceMessage,
+	"lasterror": record.EvidenceMessage, "lasterrormessage": record.EvidenceMessage, "exception": record.EvidenceMessage,
+	"exceptionmessage": record.EvidenceMessage, "errormessage": record.EvidenceMessage, "errormsg": record.EvidenceMessage,
+	"errmsg": record.EvidenceMessage, "errordetail": record.EvidenceMessage, "errordetails": record.EvidenceMessage,
+	"errordescription": record.EvidenceMessage, "failurereason": record.EvidenceMessage, "failuremessage": record.EvidenceMessage,
+	"failure": record.EvidenceMessage, "reason": record.EvidenceMessage, "fault": record.EvidenceMessage,
+	"faultmessage": record.EvidenceMessage, "faultstring": record.EvidenceMessage, "deadletterreason": record.EvidenceMessage,
+	"deadlettererrordescription": record.EvidenceMessage, "rejectreason": record.EvidenceMessage,
+	"rejectionreason": record.EvidenceMessage, "cause": record.EvidenceCause, "rootcause": record.EvidenceCause,
 	// stack traces: only their root-cause lines are evidence
 	"stacktrace": "stack", "stack": "stack", "exceptionstacktrace": "stack", "errorstack": "stack", "trace": "stack",
 	// the consumer's own label for the failure
-	"errorclass": queue.EvidenceClass, "errorcategory": queue.EvidenceClass, "failureclass": queue.EvidenceClass,
-	"failurecategory": queue.EvidenceClass,
+	"errorclass": record.EvidenceClass, "errorcategory": record.EvidenceClass, "failureclass": record.EvidenceClass,
+	"failurecategory": record.EvidenceClass,
 	// HTTP status of the failed call
-	"statuscode": queue.EvidenceStatus, "httpstatus": queue.EvidenceStatus, "httpstatuscode": queue.EvidenceStatus,
-	"responsestatus": queue.EvidenceStatus, "status": queue.EvidenceStatus,
+	"statuscode": record.EvidenceStatus, "httpstatus": record.EvidenceStatus, "httpstatuscode": record.EvidenceStatus,
+	"responsestatus": record.EvidenceStatus, "status": record.EvidenceStatus,
 	// context
 	"attemptcount": "attempts", "attempts": "attempts", "retrycount": "attempts", "retries": "attempts",
 	"deliveryattempts": "attempts", "deliverycount": "attempts",
@@ -88,14 +88,14 @@ func genericAttrs(d *Decoding) {
 	found := false
 	for _, name := range d.sortedAttrs() {
 		a := d.Rec.Attributes[name]
-		if a.IsBinary() || name == queue.MarkerAttribute || d.used[name] {
+		if a.IsBinary() || name == record.MarkerAttribute || d.used[name] {
 			continue
 		}
 		kind := genericKind(buf[:], name)
 		if kind == "" {
 			continue
 		}
-		if kind == queue.EvidenceStatus {
+		if kind == record.EvidenceStatus {
 			status = append(status, name)
 			continue
 		}
@@ -104,7 +104,7 @@ func genericAttrs(d *Decoding) {
 	}
 	if found {
 		for _, name := range status {
-			d.Evidence("attributes."+name, queue.EvidenceStatus, d.Rec.Attributes[name].Value)
+			d.Evidence("attributes."+name, record.EvidenceStatus, d.Rec.Attributes[name].Value)
 		}
 	}
 }
@@ -124,7 +124,7 @@ func genericObject(d *Decoding, path string, m map[string]any, depth int) bool {
 		switch kind {
 		case "":
 			continue
-		case queue.EvidenceStatus:
+		case record.EvidenceStatus:
 			status = append(status, k)
 			continue
 		}
@@ -135,7 +135,7 @@ func genericObject(d *Decoding, path string, m map[string]any, depth int) bool {
 	if found || depth > 0 {
 		for _, k := range status {
 			if s := scalarText(m[k]); s != "" {
-				d.Evidence(path+"."+k, queue.EvidenceStatus, s)
+				d.Evidence(path+"."+k, record.EvidenceStatus, s)
 			}
 		}
 	}
@@ -163,7 +163,7 @@ func genericValue(d *Decoding, field, kind string, v any, depth int) bool {
 				if !strings.Contains(t, "Error") && !strings.Contains(t, "Exception") {
 					return false // a trace id, not a stack trace
 				}
-				d.Evidence(field, queue.EvidenceCause, t)
+				d.Evidence(field, record.EvidenceCause, t)
 				return true
 			}
 			d.StackEvidence(field, t)
@@ -176,14 +176,14 @@ func genericValue(d *Decoding, field, kind string, v any, depth int) bool {
 		case "failedat":
 			d.FailedAt(t)
 			return false
-		case queue.EvidenceType, queue.EvidenceMessage:
+		case record.EvidenceType, record.EvidenceMessage:
 			typ, msg := splitTypeMessage(t)
 			switch {
-			case kind == queue.EvidenceMessage && typ == "" && isTypeName(t):
-				d.Evidence(field, queue.EvidenceType, t)
-			case typ != "" && kind == queue.EvidenceMessage:
-				d.Evidence(field, queue.EvidenceType, typ)
-				d.Evidence(field, queue.EvidenceMessage, msg)
+			case kind == record.EvidenceMessage && typ == "" && isTypeName(t):
+				d.Evidence(field, record.EvidenceType, t)
+			case typ != "" && kind == record.EvidenceMessage:
+				d.Evidence(field, record.EvidenceType, typ)
+				d.Evidence(field, record.EvidenceMessage, msg)
 			default:
 				d.Evidence(field, kind, t)
 			}
@@ -197,7 +197,7 @@ func genericValue(d *Decoding, field, kind string, v any, depth int) bool {
 		case "attempts":
 			d.Attempts(s)
 			return false
-		case queue.EvidenceCode, queue.EvidenceStatus:
+		case record.EvidenceCode, record.EvidenceStatus:
 			d.Evidence(field, kind, s)
 			return true
 		}
@@ -241,9 +241,9 @@ func genericValue(d *Decoding, field, kind string, v any, depth int) bool {
 
 // errorParts are the parts of a nested error object.
 var errorParts = map[string]string{
-	"type": queue.EvidenceType, "name": queue.EvidenceType, "class": queue.EvidenceType, "kind": queue.EvidenceType,
-	"code": queue.EvidenceCode, "message": queue.EvidenceMessage, "msg": queue.EvidenceMessage,
-	"description": queue.EvidenceMessage, "detail": queue.EvidenceMessage, "title": queue.EvidenceMessage,
+	"type": record.EvidenceType, "name": record.EvidenceType, "class": record.EvidenceType, "kind": record.EvidenceType,
+	"code": record.EvidenceCode, "message": record.EvidenceMessage, "msg": record.EvidenceMessage,
+	"description": record.EvidenceMessage, "detail": record.EvidenceMessage, "title": record.EvidenceMessage,
 }
 
 // splitTypeMessage splits "pkg.SomeError: message" into its exception type

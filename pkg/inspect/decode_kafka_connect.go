@@ -3,7 +3,7 @@ package inspect
 import (
 	"strings"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Kafka Connect dead-letter queue (errors.deadletterqueue.context.headers.enable),
@@ -38,13 +38,13 @@ func decodeKafkaConnect(d *Decoding) bool {
 		field := "attributes." + name
 		switch n[len("connecterrors"):] {
 		case "exceptionclassname":
-			d.Evidence(field, queue.EvidenceType, a.Value)
+			d.Evidence(field, record.EvidenceType, a.Value)
 		case "exceptionmessage":
-			d.Evidence(field, queue.EvidenceMessage, a.Value)
+			d.Evidence(field, record.EvidenceMessage, a.Value)
 		case "exceptionstacktrace":
 			d.StackEvidence(field, a.Value)
 		case "stage":
-			d.Evidence(field, queue.EvidenceCondition, "stage "+a.Value)
+			d.Evidence(field, record.EvidenceCondition, "stage "+a.Value)
 		}
 	}
 	if !found {

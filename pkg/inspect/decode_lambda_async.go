@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Lambda asynchronous invocation DLQ (a function's DeadLetterConfig): the
@@ -30,7 +30,7 @@ func decodeLambdaAsync(d *Decoding) bool {
 		return false
 	}
 	if code = strings.TrimSpace(code); code != "" && code != "200" {
-		d.Evidence("attributes.ErrorCode", queue.EvidenceStatus, code)
+		d.Evidence("attributes.ErrorCode", record.EvidenceStatus, code)
 	}
 	if hasMsg {
 		runtimeError(d, "attributes.ErrorMessage", msg)
@@ -56,19 +56,19 @@ func runtimeError(d *Decoding, field, s string) {
 		typ, tok := jsonStringField(s, "errorType")
 		msg, mok := jsonStringField(s, "errorMessage")
 		if tok || mok {
-			d.Evidence(field+".errorType", queue.EvidenceType, typ)
-			d.Evidence(field+".errorMessage", queue.EvidenceMessage, msg)
+			d.Evidence(field+".errorType", record.EvidenceType, typ)
+			d.Evidence(field+".errorMessage", record.EvidenceMessage, msg)
 			return
 		}
 	}
 	typ, rest := splitTypeMessage(s)
-	d.Evidence(field, queue.EvidenceType, typ)
-	d.Evidence(field, queue.EvidenceMessage, rest)
+	d.Evidence(field, record.EvidenceType, typ)
+	d.Evidence(field, record.EvidenceMessage, rest)
 }
 
 func runtimeErrorObject(d *Decoding, field string, m map[string]any) {
-	d.Evidence(field+".errorType", queue.EvidenceType, str(m, "errorType", "type", "name"))
-	d.Evidence(field+".errorMessage", queue.EvidenceMessage, str(m, "errorMessage", "message"))
+	d.Evidence(field+".errorType", record.EvidenceType, str(m, "errorType", "type", "name"))
+	d.Evidence(field+".errorMessage", record.EvidenceMessage, str(m, "errorMessage", "message"))
 	for _, k := range []string{"trace", "stackTrace"} {
 		switch t := m[k].(type) {
 		case []any:
@@ -85,8 +85,8 @@ func runtimeErrorObject(d *Decoding, field string, m map[string]any) {
 		}
 	}
 	if c, ok := m["cause"].(map[string]any); ok {
-		d.Evidence(field+".cause.errorType", queue.EvidenceCause, str(c, "errorType", "type"))
-		d.Evidence(field+".cause.errorMessage", queue.EvidenceCause, str(c, "errorMessage", "message"))
+		d.Evidence(field+".cause.errorType", record.EvidenceCause, str(c, "errorType", "type"))
+		d.Evidence(field+".cause.errorMessage", record.EvidenceCause, str(c, "errorMessage", "message"))
 	}
 }
 

@@ -3,7 +3,7 @@ package inspect
 import (
 	"strconv"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Lambda on-failure destination (an invocation record written to SQS):
@@ -50,13 +50,13 @@ func decodeLambdaDestination(d *Decoding) bool {
 	}
 	if resp, ok := d.Obj["responseContext"].(map[string]any); ok {
 		if sc := str(resp, "statusCode"); sc != "" && sc != "200" {
-			d.Evidence("body.responseContext.statusCode", queue.EvidenceStatus, sc)
+			d.Evidence("body.responseContext.statusCode", record.EvidenceStatus, sc)
 		}
 		if fe := str(resp, "functionError"); fe != "" && len(d.fail.Evidence) == 0 {
-			d.Evidence("body.responseContext.functionError", queue.EvidenceCondition, "functionError "+fe)
+			d.Evidence("body.responseContext.functionError", record.EvidenceCondition, "functionError "+fe)
 		}
 	}
-	d.Evidence("body.requestContext.condition", queue.EvidenceCondition, str(rc, "condition"))
+	d.Evidence("body.requestContext.condition", record.EvidenceCondition, str(rc, "condition"))
 	if n, ok := rc["approximateInvokeCount"].(float64); ok {
 		d.Attempts(strconv.Itoa(int(n)))
 	}
@@ -75,7 +75,7 @@ func decodeLambdaDestination(d *Decoding) bool {
 		}
 	}
 	if d.env == nil {
-		d.SetEnvelope(&queue.Envelope{EventID: str(rc, "requestId"), Producer: str(rc, "functionArn"), OccurredAt: str(d.Obj, "timestamp")})
+		d.SetEnvelope(&record.Envelope{EventID: str(rc, "requestId"), Producer: str(rc, "functionArn"), OccurredAt: str(d.Obj, "timestamp")})
 	}
 	return true
 }

@@ -3,7 +3,7 @@ package inspect
 import (
 	"strings"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // MassTransit error (_error) and skipped (_skipped) queues: the fault is in
@@ -59,23 +59,23 @@ func decodeMassTransit(d *Decoding) bool {
 		return false
 	}
 	h := func(k string) string { return headers[strings.ToLower(k)] }
-	d.Evidence("MT-Fault-ExceptionType", queue.EvidenceType, h("MT-Fault-ExceptionType"))
-	d.Evidence("MT-Fault-Message", queue.EvidenceMessage, h("MT-Fault-Message"))
+	d.Evidence("MT-Fault-ExceptionType", record.EvidenceType, h("MT-Fault-ExceptionType"))
+	d.Evidence("MT-Fault-Message", record.EvidenceMessage, h("MT-Fault-Message"))
 	if st := h("MT-Fault-StackTrace"); st != "" {
 		d.StackEvidence("MT-Fault-StackTrace", st)
 	}
 	reason := strings.ToLower(strings.TrimSpace(h("MT-Reason")))
 	switch {
 	case strings.Contains(reason, "skip") || strings.Contains(reason, "dead"):
-		d.Evidence("MT-Reason", queue.EvidenceCondition, "skipped: no consumer on the endpoint handles this message type (MT-Reason "+h("MT-Reason")+")")
+		d.Evidence("MT-Reason", record.EvidenceCondition, "skipped: no consumer on the endpoint handles this message type (MT-Reason "+h("MT-Reason")+")")
 	case reason != "" && !hasMTFault(headers):
-		d.Evidence("MT-Reason", queue.EvidenceCondition, h("MT-Reason"))
+		d.Evidence("MT-Reason", record.EvidenceCondition, h("MT-Reason"))
 	}
 	d.Attempts(h("MT-Fault-RetryCount"))
 	d.FailedAt(h("MT-Fault-Timestamp"))
 	if env != nil {
 		d.BodyHandled()
-		e := &queue.Envelope{
+		e := &record.Envelope{
 			EventID:       str(env, "messageId"),
 			CorrelationID: str(env, "correlationId", "conversationId"),
 			Producer:      str(env, "sourceAddress"),

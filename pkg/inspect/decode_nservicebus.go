@@ -4,7 +4,7 @@ import (
 	"encoding/base64"
 	"strings"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // NServiceBus error queue: the failure is in headers —
@@ -66,15 +66,15 @@ func decodeNServiceBus(d *Decoding) bool {
 		return false
 	}
 	const ei = nsbPrefix + "ExceptionInfo."
-	d.Evidence(where+ei+"ExceptionType", queue.EvidenceType, headers[ei+"ExceptionType"])
-	d.Evidence(where+ei+"Message", queue.EvidenceMessage, headers[ei+"Message"])
-	d.Evidence(where+ei+"InnerExceptionType", queue.EvidenceCause, headers[ei+"InnerExceptionType"])
+	d.Evidence(where+ei+"ExceptionType", record.EvidenceType, headers[ei+"ExceptionType"])
+	d.Evidence(where+ei+"Message", record.EvidenceMessage, headers[ei+"Message"])
+	d.Evidence(where+ei+"InnerExceptionType", record.EvidenceCause, headers[ei+"InnerExceptionType"])
 	if st := headers[ei+"StackTrace"]; st != "" {
 		d.StackEvidence(where+ei+"StackTrace", st)
 	}
 	d.FailedAt(headers[nsbPrefix+"TimeOfFailure"])
 	d.Attempts(headers[nsbPrefix+"Retries"])
-	e := &queue.Envelope{
+	e := &record.Envelope{
 		EventID:       headers[nsbPrefix+"MessageId"],
 		EventType:     enclosedType(headers[nsbPrefix+"EnclosedMessageTypes"]),
 		CorrelationID: headers[nsbPrefix+"CorrelationId"],

@@ -1,7 +1,8 @@
 package inspect
 
 import (
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // SNS notification wrapper (an SQS subscription without raw message
@@ -18,7 +19,7 @@ func init() {
 		Priority: 70,
 		Decode:   decodeSNS,
 	})
-	registerEventShape(eventShape{name: "sns", priority: 30, envelope: func(m map[string]any, depth int) (*queue.Envelope, bool) {
+	registerEventShape(eventShape{name: "sns", priority: 30, envelope: func(m map[string]any, depth int) (*record.Envelope, bool) {
 		msg, ok := snsMessage(m)
 		if !ok {
 			return nil, false
@@ -62,7 +63,7 @@ func decodeSNS(d *Decoding) bool {
 			if !ok {
 				continue
 			}
-			if kind := genericKind(buf[:], k); kind != "" && kind != queue.EvidenceStatus {
+			if kind := genericKind(buf[:], k); kind != "" && kind != record.EvidenceStatus {
 				if s, ok := a["Value"].(string); ok {
 					genericValue(d, "body.MessageAttributes."+k, kind, parseMaybeJSON(s), 0)
 				}
@@ -76,12 +77,12 @@ func decodeSNS(d *Decoding) bool {
 	return true
 }
 
-func snsEnvelope(n map[string]any, payload any, depth int) *queue.Envelope {
+func snsEnvelope(n map[string]any, payload any, depth int) *record.Envelope {
 	e := envelopeOf(payload, depth+1)
-	fallback := &queue.Envelope{
+	fallback := &record.Envelope{
 		EventID:    str(n, "MessageId"),
 		EventType:  str(n, "Subject"),
-		Producer:   queue.NameFromARN(str(n, "TopicArn")),
+		Producer:   sqs.NameFromARN(str(n, "TopicArn")),
 		OccurredAt: str(n, "Timestamp"),
 	}
 	if ma, ok := n["MessageAttributes"].(map[string]any); ok {

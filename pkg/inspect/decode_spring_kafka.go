@@ -1,8 +1,6 @@
 package inspect
 
-import (
-	"github.com/dlqctl/dlqctl/pkg/queue"
-)
+import "github.com/dlqctl/dlqctl/pkg/record"
 
 // Spring Kafka dead-letter topics (DeadLetterPublishingRecoverer), headers
 // bridged to SQS message attributes: kafka_dlt-exception-fqcn (the
@@ -39,11 +37,11 @@ func decodeSpringKafka(d *Decoding) bool {
 		field := "attributes." + name
 		switch n[8:] {
 		case "exceptionfqcn", "keyexceptionfqcn":
-			d.Evidence(field, queue.EvidenceType, a.Value)
+			d.Evidence(field, record.EvidenceType, a.Value)
 		case "exceptioncausefqcn", "keyexceptioncausefqcn":
-			d.Evidence(field, queue.EvidenceCause, a.Value)
+			d.Evidence(field, record.EvidenceCause, a.Value)
 		case "exceptionmessage", "keyexceptionmessage":
-			d.Evidence(field, queue.EvidenceMessage, a.Value)
+			d.Evidence(field, record.EvidenceMessage, a.Value)
 		case "exceptionstacktrace", "keyexceptionstacktrace":
 			d.StackEvidence(field, a.Value)
 		}

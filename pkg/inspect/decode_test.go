@@ -4,14 +4,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
-func rec(body string, attrs map[string]queue.Attribute) *queue.Record {
+func rec(body string, attrs map[string]record.Attribute) *record.Record {
 	if attrs == nil {
-		attrs = map[string]queue.Attribute{}
+		attrs = map[string]record.Attribute{}
 	}
-	return &queue.Record{MessageID: "m1", Body: body, Attributes: attrs}
+	return &record.Record{MessageID: "m1", Body: body, Attributes: attrs}
 }
 
 func TestDecodeEnvelope(t *testing.T) {
@@ -42,7 +42,7 @@ func TestDecodeEnrichedWrapper(t *testing.T) {
 }
 
 func TestDecodeFailureFromAttributes(t *testing.T) {
-	r := rec("plain text body", map[string]queue.Attribute{
+	r := rec("plain text body", map[string]record.Attribute{
 		"dlq_reason": {Type: "String", Value: "HTTP 503 from payments"},
 		"error_type": {Type: "String", Value: "UpstreamUnavailable"},
 	})
@@ -65,7 +65,7 @@ func TestDecodeMalformedJSON(t *testing.T) {
 }
 
 func TestDecodeMarker(t *testing.T) {
-	r := rec(`{}`, map[string]queue.Attribute{queue.MarkerAttribute: {Type: "String", Value: `{"run":"r1","orig":"m0","n":2,"at":"2026-11-30T00:00:00Z"}`}})
+	r := rec(`{}`, map[string]record.Attribute{record.MarkerAttribute: {Type: "String", Value: `{"run":"r1","orig":"m0","n":2,"at":"2026-11-30T00:00:00Z"}`}})
 	Decode(r)
 	if r.Redrive == nil || r.Redrive.Count != 2 || r.Redrive.RunID != "r1" {
 		t.Fatalf("marker = %+v", r.Redrive)
@@ -124,7 +124,7 @@ func TestRedactor(t *testing.T) {
 	if txt := r.Body("login failed password=hunter2 for ann"); strings.Contains(txt, "hunter2") {
 		t.Errorf("plain text secret not masked: %s", txt)
 	}
-	rr := r.Record(queue.Record{Body: "x", Attributes: map[string]queue.Attribute{"Authorization": {Type: "String", Value: "Bearer z"}, "eventType": {Type: "String", Value: "A"}}})
+	rr := r.Record(record.Record{Body: "x", Attributes: map[string]record.Attribute{"Authorization": {Type: "String", Value: "Bearer z"}, "eventType": {Type: "String", Value: "A"}}})
 	if rr.Attributes["Authorization"].Value != Mask || rr.Attributes["eventType"].Value != "A" {
 		t.Errorf("attributes = %+v", rr.Attributes)
 	}
@@ -133,17 +133,17 @@ func TestRedactor(t *testing.T) {
 func TestReadRecordsNDJSONAndArray(t *testing.T) {
 	nd := `{"message_id":"a","body":"{\"eventType\":\"X\",\"eventId\":\"1\"}"}` + "\n\n" + `{"message_id":"b","body":"text"}` + "\n"
 	var ids []string
-	if err := ReadRecords(strings.NewReader(nd), "t.ndjson", func(r *queue.Record, _ any) error { ids = append(ids, r.MessageID); return nil }); err != nil {
+	if err := ReadRecords(strings.NewReader(nd), "t.ndjson", func(r *record.Record, _ any) error { ids = append(ids, r.MessageID); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(ids, ",") != "a,b" {
 		t.Fatalf("ids = %v", ids)
 	}
 	ids = nil
-	if err := ReadRecords(strings.NewReader(` [{"message_id":"c","body":"x"}]`), "t.json", func(r *queue.Record, _ any) error { ids = append(ids, r.MessageID); return nil }); err != nil || len(ids) != 1 {
+	if err := ReadRecords(strings.NewReader(` [{"message_id":"c","body":"x"}]`), "t.json", func(r *record.Record, _ any) error { ids = append(ids, r.MessageID); return nil }); err != nil || len(ids) != 1 {
 		t.Fatalf("array: ids=%v err=%v", ids, err)
 	}
-	err := ReadRecords(strings.NewReader("{\"message_id\":\"a\",\"body\":\"x\"}\nnot json\n"), "bad.ndjson", func(*queue.Record, any) error { return nil })
+	err := ReadRecords(strings.NewReader("{\"message_id\":\"a\",\"body\":\"x\"}\nnot json\n"), "bad.ndjson", func(*record.Record, any) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "bad.ndjson:2") {
 		t.Fatalf("err = %v", err)
 	}

@@ -11,8 +11,9 @@ import (
 
 	"github.com/itchyny/gojq"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Expr is a jq expression over the message record (GUIDE.md §3), as used by
@@ -148,7 +149,7 @@ func truthy(v any) bool {
 
 // Input builds the expression input for a record. parsed is the parsed
 // body as returned by Decode (nil when the body is not JSON).
-func Input(rec *queue.Record, parsed any) map[string]any {
+func Input(rec *record.Record, parsed any) map[string]any {
 	// Sized for all 17 top-level keys up front: growing a map rehashes it,
 	// and this runs once per record in filters, rules and group keys.
 	m := make(map[string]any, 17)
@@ -177,7 +178,7 @@ func Input(rec *queue.Record, parsed any) map[string]any {
 		"sent_at":           timeStr(s.SentAt),
 		"first_received_at": timeStr(s.FirstReceivedAt),
 		"source_queue_arn":  s.SourceQueueARN,
-		"source_queue":      queue.NameFromARN(s.SourceQueueARN),
+		"source_queue":      sqs.NameFromARN(s.SourceQueueARN),
 		"message_group_id":  s.MessageGroupID,
 		"deduplication_id":  s.DeduplicationID,
 		"sequence_number":   s.SequenceNumber,
@@ -252,7 +253,7 @@ func CompileFilter(src string) (*Filter, error) {
 
 // Keep reports whether rec passes the filter. Runtime errors of the
 // expression count as no match.
-func (f *Filter) Keep(rec *queue.Record, parsed any) bool {
+func (f *Filter) Keep(rec *record.Record, parsed any) bool {
 	if f == nil {
 		return true
 	}

@@ -1,6 +1,6 @@
 package inspect
 
-import "github.com/dlqctl/dlqctl/pkg/queue"
+import "github.com/dlqctl/dlqctl/pkg/record"
 
 // FormatLogs is failure.format for failure context that dlqctl found in the
 // consumer's CloudWatch Logs (--logs) rather than in the message itself.
@@ -11,7 +11,7 @@ const FormatLogs = "logs"
 // message and class fill failure.type, .reason and .error_class; stack
 // traces give their root causes) and returns the failure with format set.
 // fill calls d.Evidence and d.StackEvidence only; d has no record.
-func BuildFailure(format string, fill func(d *Decoding)) *queue.Failure {
+func BuildFailure(format string, fill func(d *Decoding)) *record.Failure {
 	d := &Decoding{}
 	fill(d)
 	f := d.fail
@@ -31,7 +31,7 @@ func IsTypeName(s string) bool { return isTypeName(s) }
 // (failure.source: the consumer's logs, attached by --logs and written to
 // NDJSON by `sample -o ndjson`) when decoding the message itself found
 // none, so offline input keeps what an earlier --logs run found.
-func keepExternalFailure(rec *queue.Record, prev *queue.Failure) {
+func keepExternalFailure(rec *record.Record, prev *record.Failure) {
 	if prev == nil || prev.Source == nil || rec.Failure.HasContext() {
 		return
 	}

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // NoFailure is the error fingerprint of a message without failure context.
@@ -18,7 +18,7 @@ const maxFingerprint = 200
 // with the parts that vary between occurrences of the same error replaced
 // (see NormalizeError), so "timeout after 831ms for order o-17" and
 // "timeout after 912ms for order o-99" group together.
-func ErrorFingerprint(rec *queue.Record) string {
+func ErrorFingerprint(rec *record.Record) string {
 	f := rec.Failure
 	if !f.HasContext() {
 		return NoFailure
@@ -27,7 +27,7 @@ func ErrorFingerprint(rec *queue.Record) string {
 		// Only a condition, status, cause or label: e.g. a Lambda
 		// destination record "condition: EventAgeExceeded".
 		for _, e := range f.Evidence {
-			if e.Kind != queue.EvidenceClass {
+			if e.Kind != record.EvidenceClass {
 				return NormalizeError(e.Kind + ": " + e.Text)
 			}
 		}

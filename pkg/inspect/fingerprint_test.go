@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 func TestNormalizeErrorMergesVaryingDetails(t *testing.T) {
@@ -65,14 +65,14 @@ func TestNormalizeErrorMergesVaryingDetails(t *testing.T) {
 }
 
 func TestErrorFingerprintUsesTypeAndReason(t *testing.T) {
-	rec := &queue.Record{Failure: &queue.Failure{Type: "DatabaseTimeout", Reason: "timeout after 831ms"}}
+	rec := &record.Record{Failure: &record.Failure{Type: "DatabaseTimeout", Reason: "timeout after 831ms"}}
 	if got := ErrorFingerprint(rec); got != "DatabaseTimeout: timeout after <n>ms" {
 		t.Errorf("got %q", got)
 	}
-	if got := ErrorFingerprint(&queue.Record{}); got != NoFailure {
+	if got := ErrorFingerprint(&record.Record{}); got != NoFailure {
 		t.Errorf("no failure: %q", got)
 	}
-	if got := ErrorFingerprint(&queue.Record{Failure: &queue.Failure{ErrorClass: "transient"}}); got != NoFailure {
+	if got := ErrorFingerprint(&record.Record{Failure: &record.Failure{ErrorClass: "transient"}}); got != NoFailure {
 		t.Errorf("class only: %q", got)
 	}
 }

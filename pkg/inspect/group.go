@@ -8,8 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // None is the group value of a key the message does not have.
@@ -29,7 +30,7 @@ type GroupKey struct {
 // groupCtx carries one record through the key functions; the jq input is
 // built at most once.
 type groupCtx struct {
-	rec    *queue.Record
+	rec    *record.Record
 	parsed any
 	now    time.Time
 	in     map[string]any
@@ -55,7 +56,7 @@ var namedKeys = map[string]struct {
 	fn   func(c *groupCtx) string
 }{
 	"source": {"the queue the message was dead-lettered from", func(c *groupCtx) string {
-		return orNone(queue.NameFromARN(c.rec.System.SourceQueueARN))
+		return orNone(sqs.NameFromARN(c.rec.System.SourceQueueARN))
 	}},
 	"event_type": {"envelope event type", func(c *groupCtx) string {
 		if e := c.rec.Envelope; e != nil {
@@ -162,7 +163,7 @@ func AgeBucket(d time.Duration) string {
 
 // recordAge is the message's age at now: from sent_at when known (so
 // records read from a file age correctly), else age_seconds.
-func recordAge(rec *queue.Record, now time.Time) time.Duration {
+func recordAge(rec *record.Record, now time.Time) time.Duration {
 	if !rec.System.SentAt.IsZero() && !now.IsZero() {
 		return max(0, now.Sub(rec.System.SentAt))
 	}
@@ -351,7 +352,7 @@ func (g *Grouper) NeedsClass() bool {
 }
 
 // Add counts rec (with its parsed body, see Decode) into its group.
-func (g *Grouper) Add(rec *queue.Record, parsed any) {
+func (g *Grouper) Add(rec *record.Record, parsed any) {
 	c := groupCtx{rec: rec, parsed: parsed, now: g.now}
 	g.sb.Reset()
 	for i, k := range g.keys {

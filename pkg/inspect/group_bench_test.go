@@ -6,9 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // benchNDJSON returns n message records as NDJSON, mixed like a real DLQ:
@@ -26,10 +27,10 @@ func benchNDJSON(b *testing.B, n int) []byte {
 	sent := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	var buf bytes.Buffer
 	for i := range n {
-		rec := queue.Record{
+		rec := record.Record{
 			MessageID:  fmt.Sprintf("00000000-0000-4000-8000-%012d", i),
 			Queue:      "arn:aws:sqs:eu-west-1:123456789012:orders-dlq",
-			Attributes: map[string]queue.Attribute{"eventType": {Type: "String", Value: "OrderCreated"}},
+			Attributes: map[string]record.Attribute{"eventType": {Type: "String", Value: "OrderCreated"}},
 		}
 		rec.System.ReceiveCount = 1 + i%5
 		rec.System.SentAt = sent.Add(-time.Duration(i) * time.Second)
@@ -46,7 +47,7 @@ func benchNDJSON(b *testing.B, n int) []byte {
 			rec.Body = env
 		case k == 8:
 			rec.Body = env
-			rec.Attributes["dlq_reason"] = queue.Attribute{Type: "String", Value: fmt.Sprintf("connection reset by peer (attempt %d)", i%7)}
+			rec.Attributes["dlq_reason"] = record.Attribute{Type: "String", Value: fmt.Sprintf("connection reset by peer (attempt %d)", i%7)}
 		default:
 			if i%20 == 9 {
 				rec.Body = fmt.Sprintf(`{"eventId":"e-%d","eventType":"OrderCreated","payload":{"orderId":"o-%d",`, i, i)
@@ -54,8 +55,8 @@ func benchNDJSON(b *testing.B, n int) []byte {
 				rec.Body = fmt.Sprintf("legacy-batch: could not map row %d to an order", i)
 			}
 		}
-		rec.BodySHA256 = queue.SHA256Hex(rec.Body)
-		rec.SizeBytes = queue.MessageSize(rec.Body, rec.Attributes)
+		rec.BodySHA256 = record.SHA256Hex(rec.Body)
+		rec.SizeBytes = sqs.MessageSize(rec.Body, rec.Attributes)
 		line, err := inspect.MarshalRecord(rec)
 		if err != nil {
 			b.Fatal(err)
@@ -75,7 +76,7 @@ func BenchmarkReadRecords(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		n := 0
-		if err := inspect.ReadRecords(bytes.NewReader(data), "bench", func(*queue.Record, any) error { n++; return nil }); err != nil {
+		if err := inspect.ReadRecords(bytes.NewReader(data), "bench", func(*record.Record, any) error { n++; return nil }); err != nil {
 			b.Fatal(err)
 		}
 		if n != benchRecords {
@@ -96,7 +97,7 @@ func benchGroup(b *testing.B, by string) {
 	b.ReportAllocs()
 	for b.Loop() {
 		g := inspect.NewGrouper(keys, now)
-		if err := inspect.ReadRecords(bytes.NewReader(data), "bench", func(rec *queue.Record, parsed any) error {
+		if err := inspect.ReadRecords(bytes.NewReader(data), "bench", func(rec *record.Record, parsed any) error {
 			g.Add(rec, parsed)
 			return nil
 		}); err != nil {
@@ -125,7 +126,7 @@ func benchClassify(b *testing.B, sel *classify.Selector) {
 	b.ReportAllocs()
 	for b.Loop() {
 		counts := map[string]int{}
-		if err := inspect.ReadRecords(bytes.NewReader(data), "bench", func(rec *queue.Record, parsed any) error {
+		if err := inspect.ReadRecords(bytes.NewReader(data), "bench", func(rec *record.Record, parsed any) error {
 			if sel.Match(rec, parsed) {
 				counts[rec.Class]++
 			}

@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
-func groupRecord(id, body, source string, sent time.Time, recv int) (*queue.Record, any) {
-	rec := &queue.Record{MessageID: id, Body: body, Attributes: map[string]queue.Attribute{}}
+func groupRecord(id, body, source string, sent time.Time, recv int) (*record.Record, any) {
+	rec := &record.Record{MessageID: id, Body: body, Attributes: map[string]record.Attribute{}}
 	rec.System.SourceQueueARN = "arn:aws:sqs:eu-west-1:000000000000:" + source
 	rec.System.SentAt = sent
 	rec.System.ReceiveCount = recv
@@ -74,9 +74,9 @@ func TestGroupByExpression(t *testing.T) {
 	}
 	g := NewGrouper(keys, time.Time{})
 	for i, body := range []string{`{"a":1,"b":"x"}`, `{"b":"x","a":1}`, `{"a":2}`, `nope`} {
-		rec := &queue.Record{MessageID: string(rune('a' + i)), Body: body, Attributes: map[string]queue.Attribute{}}
+		rec := &record.Record{MessageID: string(rune('a' + i)), Body: body, Attributes: map[string]record.Attribute{}}
 		if i < 2 {
-			rec.Attributes["tenant"] = queue.Attribute{Type: "String", Value: "t-acme"}
+			rec.Attributes["tenant"] = record.Attribute{Type: "String", Value: "t-acme"}
 		}
 		g.Add(rec, Decode(rec))
 	}

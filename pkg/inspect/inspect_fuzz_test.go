@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // The seed corpora of these targets are in testdata/fuzz/<Target>/ (the
@@ -18,8 +18,8 @@ import (
 
 // fuzzRecord builds a record from a body and a JSON object of attributes
 // ({"name": {"type": "String", "value": "…"}}; ignored when not that).
-func fuzzRecord(body string, attrs []byte) *queue.Record {
-	rec := &queue.Record{MessageID: "m-1", Queue: "arn:aws:sqs:us-east-1:123456789012:dlq", Body: body}
+func fuzzRecord(body string, attrs []byte) *record.Record {
+	rec := &record.Record{MessageID: "m-1", Queue: "arn:aws:sqs:us-east-1:123456789012:dlq", Body: body}
 	_ = json.Unmarshal(attrs, &rec.Attributes)
 	fill(rec)
 	return rec
@@ -49,7 +49,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil || !bytes.Equal(b1, b2) {
 			t.Fatalf("decoding is not deterministic:\n%s\n%s", b1, b2)
 		}
-		var back queue.Record
+		var back record.Record
 		if err := json.Unmarshal(b1, &back); err != nil {
 			t.Fatalf("printed record %s does not read back: %v", b1, err)
 		}
@@ -99,7 +99,7 @@ func FuzzDecode(f *testing.F) {
 func FuzzReadRecords(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		n := 0
-		err := ReadRecords(bytes.NewReader(data), "input.ndjson", func(rec *queue.Record, parsed any) error {
+		err := ReadRecords(bytes.NewReader(data), "input.ndjson", func(rec *record.Record, parsed any) error {
 			n++
 			if rec.BodySHA256 == "" || rec.Attributes == nil {
 				t.Fatalf("record %d not filled: %+v", n, rec)
@@ -118,15 +118,15 @@ func FuzzReadRecords(f *testing.F) {
 	})
 }
 
-var fuzzFilterRecords = func() []*queue.Record {
-	var out []*queue.Record
+var fuzzFilterRecords = func() []*record.Record {
+	var out []*record.Record
 	for _, b := range []string{
 		`{"eventType":"OrderCreated","eventVersion":3,"payload":{"amount":12.5,"items":[1,2,3]},"error":"timeout after 30s"}`,
 		`plain text`,
 		`{"Records":[{"eventSource":"aws:s3"}]}`,
 	} {
 		rec := fuzzRecord(b, []byte(`{"tenant":{"type":"String","value":"t-1"},"sig":{"type":"Binary","base64":"AAEC"}}`))
-		rec.System = queue.System{ReceiveCount: 4, SentAt: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), SourceQueueARN: "arn:aws:sqs:us-east-1:123456789012:orders"}
+		rec.System = record.System{ReceiveCount: 4, SentAt: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), SourceQueueARN: "arn:aws:sqs:us-east-1:123456789012:orders"}
 		out = append(out, rec)
 	}
 	return out

@@ -10,15 +10,16 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // ReadRecords streams message records from r: NDJSON (one record a line),
 // or a JSON array as printed by `sample -o json`, optionally gzip-compressed.
 // Each record is decoded (envelope, failure) before fn sees it. name is used
 // in error messages. Unreadable input is a bad-input error with the line.
-func ReadRecords(r io.Reader, name string, fn func(rec *queue.Record, parsed any) error) error {
+func ReadRecords(r io.Reader, name string, fn func(rec *record.Record, parsed any) error) error {
 	br := bufio.NewReaderSize(r, 1<<20)
 	zipped := false
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
@@ -71,7 +72,7 @@ func ReadRecords(r io.Reader, name string, fn func(rec *queue.Record, parsed any
 			line++
 			raw = bytes.TrimSpace(raw)
 			if len(raw) > 0 {
-				var rec queue.Record
+				var rec record.Record
 				if jerr := json.Unmarshal(raw, &rec); jerr != nil {
 					return errs.BadInputf("%s:%d: not a message record (%v); pass NDJSON as written by `dlqctl sample -o ndjson` or an archive part", name, line, jerr)
 				}
@@ -121,7 +122,7 @@ func isDamagedGzip(err error) bool {
 	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.As(err, &corrupt)
 }
 
-func readArray(r io.Reader, name string, zipped bool, fn func(rec *queue.Record, parsed any) error) error {
+func readArray(r io.Reader, name string, zipped bool, fn func(rec *record.Record, parsed any) error) error {
 	dec := json.NewDecoder(r)
 	if _, err := dec.Token(); err != nil {
 		return errs.BadInputf("%s: not a JSON array of message records (%v)", name, err)
@@ -129,7 +130,7 @@ func readArray(r io.Reader, name string, zipped bool, fn func(rec *queue.Record,
 	i := 0
 	for dec.More() {
 		i++
-		var rec queue.Record
+		var rec record.Record
 		if err := dec.Decode(&rec); err != nil {
 			if zipped && isDamagedGzip(err) && !errors.Is(err, io.ErrUnexpectedEOF) {
 				return errs.BadInputf("%s: the gzip data is damaged or cut short (%v); download the file again or pass an intact part", name, err)
@@ -145,14 +146,14 @@ func readArray(r io.Reader, name string, zipped bool, fn func(rec *queue.Record,
 }
 
 // fill recomputes derived fields a hand-written record may lack.
-func fill(rec *queue.Record) {
+func fill(rec *record.Record) {
 	if rec.BodySHA256 == "" {
-		rec.BodySHA256 = queue.SHA256Hex(rec.Body)
+		rec.BodySHA256 = record.SHA256Hex(rec.Body)
 	}
 	if rec.Attributes == nil {
-		rec.Attributes = map[string]queue.Attribute{}
+		rec.Attributes = map[string]record.Attribute{}
 	}
 	if rec.SizeBytes == 0 {
-		rec.SizeBytes = queue.MessageSize(rec.Body, rec.Attributes)
+		rec.SizeBytes = sqs.MessageSize(rec.Body, rec.Attributes)
 	}
 }

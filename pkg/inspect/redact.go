@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Mask replaces redacted values.
@@ -115,13 +115,13 @@ func (r *Redactor) secretKey(k string) bool { return r.keys[normKey(k)] }
 
 // Record returns a copy of rec with secrets masked in the body, the
 // attributes, the original payload and the failure texts. body_sha256 keeps identifying the original body.
-func (r *Redactor) Record(rec queue.Record) queue.Record {
+func (r *Redactor) Record(rec record.Record) record.Record {
 	if r == nil {
 		return rec
 	}
 	rec.Body = r.Body(rec.Body)
 	if len(rec.Attributes) > 0 {
-		attrs := make(map[string]queue.Attribute, len(rec.Attributes))
+		attrs := make(map[string]record.Attribute, len(rec.Attributes))
 		for k, a := range rec.Attributes {
 			if r.secretKey(k) || r.attrPath(k) {
 				if a.IsBinary() {
@@ -151,7 +151,7 @@ func (r *Redactor) Record(rec queue.Record) queue.Record {
 		// Error texts quote secrets too ("invalid token abc…").
 		c := *f
 		c.Reason = r.Body(c.Reason)
-		c.Evidence = make([]queue.Evidence, len(f.Evidence))
+		c.Evidence = make([]record.Evidence, len(f.Evidence))
 		for i, e := range f.Evidence {
 			e.Text = r.Body(e.Text)
 			c.Evidence[i] = e
@@ -159,7 +159,7 @@ func (r *Redactor) Record(rec queue.Record) queue.Record {
 		if src := f.Source; src != nil && len(src.Lines) > 0 {
 			// Log lines found by --logs print payloads and headers too.
 			sc := *src
-			sc.Lines = make([]queue.LogLine, len(src.Lines))
+			sc.Lines = make([]record.LogLine, len(src.Lines))
 			for i, l := range src.Lines {
 				l.Message = r.Body(l.Message)
 				sc.Lines[i] = l

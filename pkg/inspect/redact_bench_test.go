@@ -7,18 +7,18 @@ import (
 	"testing"
 
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // BenchmarkRedactRecord: masking secrets in one decoded record, as sample
 // and classify do for every record they print (the benchmark DLQ mix).
 func BenchmarkRedactRecord(b *testing.B) {
 	data := benchNDJSON(b, 1000)
-	var recs []queue.Record
+	var recs []record.Record
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		var r queue.Record
+		var r record.Record
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			b.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Bugs found by fuzzing, pinned.
@@ -19,7 +19,7 @@ import (
 // generic error keys) got a different failure.type — and so a different
 // class and group — from run to run.
 func TestDecodeIsDeterministicWithCompetingEvidence(t *testing.T) {
-	attrs := map[string]queue.Attribute{
+	attrs := map[string]record.Attribute{
 		"kafka_dlt-exception-fqcn":     {Type: "String", Value: "org.example.ValueException"},
 		"kafka_dlt-key-exception-fqcn": {Type: "String", Value: "org.example.KeyException"},
 		"kafka_dlt-exception-message":  {Type: "String", Value: "value failed"},
@@ -29,7 +29,7 @@ func TestDecodeIsDeterministicWithCompetingEvidence(t *testing.T) {
 	body := `{"error":"body one","errorMessage":"body two","failure":{"code":"E1","Message":"m1","type":"T1"}}`
 	var first string
 	for i := 0; i < 50; i++ {
-		rec := &queue.Record{MessageID: "m", Body: body, Attributes: attrs}
+		rec := &record.Record{MessageID: "m", Body: body, Attributes: attrs}
 		Decode(rec)
 		b, err := MarshalRecord(rec.Failure)
 		if err != nil {
@@ -66,14 +66,14 @@ func TestReadRecordsDamagedGzipIsBadInput(t *testing.T) {
 		"bad crc":     corrupt,
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := ReadRecords(bytes.NewReader(data), "part-00001.ndjson.gz", func(*queue.Record, any) error { return nil })
+			err := ReadRecords(bytes.NewReader(data), "part-00001.ndjson.gz", func(*record.Record, any) error { return nil })
 			if errs.Code(err) != errs.ExitUsage || !strings.Contains(err.Error(), "part-00001.ndjson.gz: the gzip data is damaged or cut short") {
 				t.Fatalf("err = %v (exit %d), want the damaged-gzip sentence, exit 2", err, errs.Code(err))
 			}
 		})
 	}
 	n := 0
-	if err := ReadRecords(bytes.NewReader(whole), "whole", func(*queue.Record, any) error { n++; return nil }); err != nil || n != 50 {
+	if err := ReadRecords(bytes.NewReader(whole), "whole", func(*record.Record, any) error { n++; return nil }); err != nil || n != 50 {
 		t.Fatalf("intact part: %d records, %v", n, err)
 	}
 }
@@ -83,7 +83,7 @@ func TestReadRecordsDamagedGzipIsBadInput(t *testing.T) {
 func TestEndlessExpressionIsStopped(t *testing.T) {
 	defer func(b time.Duration) { exprBudget = b }(exprBudget)
 	exprBudget = 100 * time.Millisecond
-	rec := &queue.Record{MessageID: "m", Body: `{"a":1}`}
+	rec := &record.Record{MessageID: "m", Body: `{"a":1}`}
 	parsed := Decode(rec)
 	for _, src := range []string{`last(range(1e18))`, `def f: f; f`, `until(false; .)`, `[repeat(1)] | length > 0`} {
 		e, err := CompileExpr(src)
@@ -113,7 +113,7 @@ func TestReadRecordsBoundsLineLength(t *testing.T) {
 		gz.Write(zeros)
 	}
 	gz.Close()
-	err := ReadRecords(bytes.NewReader(buf.Bytes()), "bomb.ndjson.gz", func(*queue.Record, any) error { return nil })
+	err := ReadRecords(bytes.NewReader(buf.Bytes()), "bomb.ndjson.gz", func(*record.Record, any) error { return nil })
 	if errs.Code(err) != errs.ExitUsage || !strings.Contains(err.Error(), "bomb.ndjson.gz:1: a line longer than 2 MiB") {
 		t.Fatalf("err = %v (exit %d)", err, errs.Code(err))
 	}

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 // ScanOptions control a non-destructive read of a queue.
@@ -33,11 +33,11 @@ type ScanOptions struct {
 
 // ScanResult summarises a scan.
 type ScanResult struct {
-	Seen       int          // distinct messages read
-	Duplicates int          // messages received more than once (ignored)
-	Depth      queue.Counts // depths when the scan began
-	Complete   bool         // the whole queue was read
-	Note       string       // why the scan stopped early, when it did
+	Seen       int        // distinct messages read
+	Duplicates int        // messages received more than once (ignored)
+	Depth      sqs.Counts // depths when the scan began
+	Complete   bool       // the whole queue was read
+	Note       string     // why the scan stopped early, when it did
 	// Blocked counts messages that could not be read because their FIFO
 	// group is locked behind a message the scan holds (AWS hands out
 	// nothing more of a group while one of its messages is in flight).
@@ -68,15 +68,15 @@ func (r *ScanResult) Partial() bool {
 // group's later messages cannot be read while its first is held: a full
 // scan then reads the first message of each group, and the result says how
 // many it could not read (Blocked, Note).
-func Scan(ctx context.Context, c *queue.Client, q *queue.Queue, opt ScanOptions, fn func(m *queue.Message, parsed any) error) (res *ScanResult, err error) {
+func Scan(ctx context.Context, c *sqs.Client, q *sqs.Queue, opt ScanOptions, fn func(m *sqs.Message, parsed any) error) (res *ScanResult, err error) {
 	if opt.Visibility <= 0 {
 		opt.Visibility = 30 * time.Second
 	}
 	if opt.Workers <= 0 {
 		opt.Workers = 4
 	}
-	if opt.Max > 0 && opt.Max < opt.Workers*queue.MaxBatchEntries {
-		opt.Workers = max(1, (opt.Max+queue.MaxBatchEntries-1)/queue.MaxBatchEntries)
+	if opt.Max > 0 && opt.Max < opt.Workers*sqs.MaxBatchEntries {
+		opt.Workers = max(1, (opt.Max+sqs.MaxBatchEntries-1)/sqs.MaxBatchEntries)
 	}
 	res = &ScanResult{Depth: q.Counts()}
 	src := pipeline.NewQueueSource(c, q, pipeline.QueueSourceOptions{
@@ -123,7 +123,7 @@ func Scan(ctx context.Context, c *queue.Client, q *queue.Queue, opt ScanOptions,
 // readSink hands each distinct message to fn and keeps it held until the
 // scan ends: nothing is ever delivered or acknowledged.
 type readSink struct {
-	fn         func(m *queue.Message, parsed any) error
+	fn         func(m *sqs.Message, parsed any) error
 	max        int
 	onProgress func(int)
 
@@ -153,7 +153,7 @@ func (s *readSink) Prepare(_ context.Context, it pipeline.Item) (pipeline.Decisi
 	}
 	s.seen[id] = true
 	s.n++
-	if err := s.fn(&queue.Message{Record: *it.Record}, it.Parsed); err != nil {
+	if err := s.fn(&sqs.Message{Record: *it.Record}, it.Parsed); err != nil {
 		s.fnErr = err
 	}
 	if s.onProgress != nil {

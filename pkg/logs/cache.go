@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // NegativeTTL is how long "the logs say nothing" is trusted: log events
@@ -36,9 +36,9 @@ type Cache struct {
 }
 
 type cacheEntry struct {
-	ID      string         `json:"id"`
-	At      time.Time      `json:"at"`
-	Failure *queue.Failure `json:"failure"`
+	ID      string          `json:"id"`
+	At      time.Time       `json:"at"`
+	Failure *record.Failure `json:"failure"`
 }
 
 // OpenCache returns the cache for groups and window (the --logs-window
@@ -78,7 +78,7 @@ func (c *Cache) load() error {
 	return nil
 }
 
-func (c *Cache) get(id string) (*queue.Failure, bool) {
+func (c *Cache) get(id string) (*record.Failure, bool) {
 	if c == nil || c.refresh {
 		return nil, false
 	}
@@ -95,7 +95,7 @@ func (c *Cache) get(id string) (*queue.Failure, bool) {
 }
 
 // putAll appends results in one write.
-func (c *Cache) putAll(res map[string]*queue.Failure) error {
+func (c *Cache) putAll(res map[string]*record.Failure) error {
 	if c == nil || len(res) == 0 {
 		return nil
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 func TestCacheKeepsFindingsAndForgetsSilenceAfterAnHour(t *testing.T) {
@@ -16,9 +16,9 @@ func TestCacheKeepsFindingsAndForgetsSilenceAfterAnHour(t *testing.T) {
 		c.now = func() time.Time { return now }
 		return c
 	}
-	found := &queue.Failure{Format: "logs", Reason: "connection refused", Evidence: []queue.Evidence{{Field: "logs.err", Kind: "message", Text: "connection refused"}}}
-	silent := &queue.Failure{Source: &queue.FailureSource{Note: NotFoundNote}}
-	if err := open(false).putAll(map[string]*queue.Failure{"a": found, "b": silent}); err != nil {
+	found := &record.Failure{Format: "logs", Reason: "connection refused", Evidence: []record.Evidence{{Field: "logs.err", Kind: "message", Text: "connection refused"}}}
+	silent := &record.Failure{Source: &record.FailureSource{Note: NotFoundNote}}
+	if err := open(false).putAll(map[string]*record.Failure{"a": found, "b": silent}); err != nil {
 		t.Fatal(err)
 	}
 	// A crash can leave a line cut short: it is skipped, not fatal.

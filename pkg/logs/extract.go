@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Event is one CloudWatch Logs event.
@@ -20,12 +20,12 @@ type Event struct {
 	ID        string
 }
 
-func (e Event) line() queue.LogLine {
+func (e Event) line() record.LogLine {
 	msg := e.Message
 	if len(msg) > maxLine {
 		msg = msg[:maxLine] + "…"
 	}
-	return queue.LogLine{LogGroup: e.Group, LogStream: e.Stream, Timestamp: e.Timestamp, Message: strings.TrimRight(msg, "\n")}
+	return record.LogLine{LogGroup: e.Group, LogStream: e.Stream, Timestamp: e.Timestamp, Message: strings.TrimRight(msg, "\n")}
 }
 
 const (
@@ -186,7 +186,7 @@ var logfmtRE = regexp.MustCompile(`\b(err|error|exception|cause|reason|msg|messa
 // extract builds the failure from an invocation's or message's error
 // events (in time order). requestID is set when the events were found by
 // following a Lambda request id.
-func extract(errEvents []Event, requestID string) *queue.Failure {
+func extract(errEvents []Event, requestID string) *record.Failure {
 	// A REPORT line only summarises the invocation (Status, Error Type):
 	// the lines that say what failed come first.
 	errEvents = slices.Clone(errEvents)
@@ -207,7 +207,7 @@ func extract(errEvents []Event, requestID string) *queue.Failure {
 	})
 	if len(errEvents) > 0 {
 		first := errEvents[0]
-		src := &queue.FailureSource{LogGroup: first.Group, LogStream: first.Stream, Timestamp: first.Timestamp, RequestID: requestID}
+		src := &record.FailureSource{LogGroup: first.Group, LogStream: first.Stream, Timestamp: first.Timestamp, RequestID: requestID}
 		for i, e := range errEvents {
 			if i == maxUsedLines {
 				break
@@ -243,15 +243,15 @@ func evidenceOf(d *inspect.Decoding, e Event) {
 		}
 	}
 	if i := strings.Index(body, "Task timed out after"); i >= 0 {
-		d.Evidence("logs.line", queue.EvidenceMessage, firstLine(body[i:]))
+		d.Evidence("logs.line", record.EvidenceMessage, firstLine(body[i:]))
 		return
 	}
 	// Python's runtime: "[ERROR] ValueError: invalid literal …\nTraceback …"
 	body = strings.TrimSpace(strings.TrimPrefix(body, "[ERROR]"))
 	first := firstLine(body)
 	if typ, m := inspect.SplitTypeMessage(first); typ != "" {
-		d.Evidence("logs.line", queue.EvidenceType, typ)
-		d.Evidence("logs.line", queue.EvidenceMessage, m)
+		d.Evidence("logs.line", record.EvidenceType, typ)
+		d.Evidence("logs.line", record.EvidenceMessage, m)
 		stackEvidence(d, "logs.stack", body)
 		return
 	}
@@ -268,7 +268,7 @@ func evidenceOf(d *inspect.Decoding, e Event) {
 			}
 		}
 		if msgText != "" {
-			d.Evidence("logs.msg", queue.EvidenceMessage, msgText)
+			d.Evidence("logs.msg", record.EvidenceMessage, msgText)
 		}
 		stackEvidence(d, "logs.stack", body)
 		return
@@ -276,7 +276,7 @@ func evidenceOf(d *inspect.Decoding, e Event) {
 	// Plain text (Java logback/log4j, Go log): the text after the level is
 	// the message; exception lines in a multi-line event are the cause.
 	stackEvidence(d, "logs.stack", body)
-	d.Evidence("logs.line", queue.EvidenceMessage, afterLevel(first))
+	d.Evidence("logs.line", record.EvidenceMessage, afterLevel(first))
 }
 
 // stackEvidence reads exception lines of a multi-line event: the first
@@ -290,10 +290,10 @@ func stackEvidence(d *inspect.Decoding, field, body string) {
 			continue
 		}
 		if n == 0 && !strings.HasPrefix(l, "Caused by:") {
-			d.Evidence(field, queue.EvidenceType, m[1])
-			d.Evidence(field, queue.EvidenceMessage, m[2])
+			d.Evidence(field, record.EvidenceType, m[1])
+			d.Evidence(field, record.EvidenceMessage, m[2])
 		} else {
-			d.Evidence(field, queue.EvidenceCause, strings.TrimPrefix(l, "Caused by: "))
+			d.Evidence(field, record.EvidenceCause, strings.TrimPrefix(l, "Caused by: "))
 		}
 		if n++; n == 4 {
 			return
@@ -304,8 +304,8 @@ func stackEvidence(d *inspect.Decoding, field, body string) {
 		// ("psycopg2.errors.SerializationFailure: could not serialize …").
 		lines := strings.Split(strings.TrimSpace(body), "\n")
 		if typ, msg := inspect.SplitTypeMessage(strings.TrimSpace(lines[len(lines)-1])); typ != "" {
-			d.Evidence(field, queue.EvidenceType, typ)
-			d.Evidence(field, queue.EvidenceMessage, msg)
+			d.Evidence(field, record.EvidenceType, typ)
+			d.Evidence(field, record.EvidenceMessage, msg)
 		}
 	}
 	d.StackEvidence(field, body)
@@ -314,11 +314,11 @@ func stackEvidence(d *inspect.Decoding, field, body string) {
 // textEvidence records a free failure text: "Type: message" is split.
 func textEvidence(d *inspect.Decoding, field, v string) {
 	if typ, m := inspect.SplitTypeMessage(v); typ != "" {
-		d.Evidence(field, queue.EvidenceType, typ)
-		d.Evidence(field, queue.EvidenceMessage, m)
+		d.Evidence(field, record.EvidenceType, typ)
+		d.Evidence(field, record.EvidenceMessage, m)
 		return
 	}
-	d.Evidence(field, queue.EvidenceMessage, v)
+	d.Evidence(field, record.EvidenceMessage, v)
 }
 
 // jsonEvidence reads a structured log event: AWS Lambda Powertools
@@ -328,16 +328,16 @@ func textEvidence(d *inspect.Decoding, field, v string) {
 // stack_trace).
 func jsonEvidence(d *inspect.Decoding, obj map[string]any) {
 	if t := str(obj, "exception_name", "error_type", "errorType", "exception_type", "error.kind"); t != "" {
-		d.Evidence("logs.exception_name", queue.EvidenceType, t)
+		d.Evidence("logs.exception_name", record.EvidenceType, t)
 	}
 	for _, k := range []string{"error", "err", "exception"} {
 		switch v := obj[k].(type) {
 		case map[string]any:
 			if t := str(v, "name", "type", "kind", "class", "errorType"); t != "" {
-				d.Evidence("logs."+k+".name", queue.EvidenceType, t)
+				d.Evidence("logs."+k+".name", record.EvidenceType, t)
 			}
 			if m := str(v, "message", "msg", "errorMessage"); m != "" {
-				d.Evidence("logs."+k+".message", queue.EvidenceMessage, m)
+				d.Evidence("logs."+k+".message", record.EvidenceMessage, m)
 			}
 			if s := str(v, "stack", "stack_trace", "stackTrace", "trace"); s != "" {
 				stackEvidence(d, "logs."+k+".stack", s)
@@ -353,13 +353,13 @@ func jsonEvidence(d *inspect.Decoding, obj map[string]any) {
 		}
 	}
 	if m := str(obj, "errorMessage", "error_message"); m != "" {
-		d.Evidence("logs.errorMessage", queue.EvidenceMessage, m)
+		d.Evidence("logs.errorMessage", record.EvidenceMessage, m)
 	}
 	if s := str(obj, "stack_trace", "stackTrace", "stacktrace", "stack"); s != "" {
 		stackEvidence(d, "logs.stack_trace", s)
 	}
 	if m := str(obj, "message", "msg"); m != "" {
-		d.Evidence("logs.message", queue.EvidenceMessage, m)
+		d.Evidence("logs.message", record.EvidenceMessage, m)
 	}
 }
 
@@ -370,11 +370,11 @@ func reportEvidence(d *inspect.Decoding, msg string) {
 		f = strings.TrimSpace(f)
 		switch {
 		case strings.HasPrefix(f, "Status: timeout"):
-			d.Evidence("logs.report.status", queue.EvidenceCondition, "invocation timed out (REPORT Status: timeout)")
+			d.Evidence("logs.report.status", record.EvidenceCondition, "invocation timed out (REPORT Status: timeout)")
 		case strings.HasPrefix(f, "Status: "):
-			d.Evidence("logs.report.status", queue.EvidenceCondition, f)
+			d.Evidence("logs.report.status", record.EvidenceCondition, f)
 		case strings.HasPrefix(f, "Error Type: "):
-			d.Evidence("logs.report.error_type", queue.EvidenceType, strings.TrimPrefix(f, "Error Type: "))
+			d.Evidence("logs.report.error_type", record.EvidenceType, strings.TrimPrefix(f, "Error Type: "))
 		}
 	}
 }

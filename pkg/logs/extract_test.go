@@ -7,7 +7,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 const (
@@ -20,9 +20,9 @@ func ev(msg string) Event {
 }
 
 // classifyFailure runs the built-in rules over a plain message carrying f.
-func classifyFailure(t *testing.T, f *queue.Failure) *queue.Record {
+func classifyFailure(t *testing.T, f *record.Failure) *record.Record {
 	t.Helper()
-	rec := &queue.Record{MessageID: mid, Body: `{"eventType":"OrderPaid","payload":{"amount":1}}`, Failure: f}
+	rec := &record.Record{MessageID: mid, Body: `{"eventType":"OrderPaid","payload":{"amount":1}}`, Failure: f}
 	classify.Builtin().Explain(rec, map[string]any{"eventType": "OrderPaid"})
 	return rec
 }
@@ -191,7 +191,7 @@ func itoa(i int) string {
 
 func TestParseWindow(t *testing.T) {
 	now := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
-	rec := &queue.Record{MessageID: mid, System: queue.System{SentAt: now.Add(-2 * time.Hour)}}
+	rec := &record.Record{MessageID: mid, System: record.System{SentAt: now.Add(-2 * time.Hour)}}
 	w, err := ParseWindow("")
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func TestParseWindow(t *testing.T) {
 func TestLogLinesAreRedacted(t *testing.T) {
 	f := extract([]Event{ev(`{"level":"ERROR","message":"charge failed","messageId":"` + mid + `","request":{"card_number":"4111111111111111","password":"hunter2"},"error":"card declined"}`),
 		ev(`time=x level=ERROR msg="auth failed" message_id=` + mid + ` password=hunter2 err="invalid token"`)}, "")
-	rec := inspect.NewRedactor(nil).Record(queue.Record{MessageID: mid, Failure: f})
+	rec := inspect.NewRedactor(nil).Record(record.Record{MessageID: mid, Failure: f})
 	for _, l := range rec.Failure.Source.Lines {
 		if strings.Contains(l.Message, "4111111111111111") || strings.Contains(l.Message, "hunter2") {
 			t.Errorf("a secret survived redaction: %s", l.Message)

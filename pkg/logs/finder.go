@@ -24,7 +24,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // API is the part of the CloudWatch Logs client the finder uses.
@@ -118,10 +118,10 @@ func (f *Finder) Groups() []string { return f.opt.Groups }
 // source, or — when the logs say nothing — a failure without evidence
 // whose source names the groups searched and the reason (NotFoundNote,
 // NoErrorNote).
-func (f *Finder) Lookup(ctx context.Context, reqs []Request) (map[string]*queue.Failure, error) {
+func (f *Finder) Lookup(ctx context.Context, reqs []Request) (map[string]*record.Failure, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make(map[string]*queue.Failure, len(reqs))
+	out := make(map[string]*record.Failure, len(reqs))
 	var todo []Request
 	seen := map[string]bool{}
 	for _, r := range reqs {
@@ -151,7 +151,7 @@ func (f *Finder) Lookup(ctx context.Context, reqs []Request) (map[string]*queue.
 	// request ids is as full as a batch of message ids — the Lambda
 	// invocations to follow.
 	p := &followPass{follow: map[string][]string{}, group: map[string]string{}, mentions: map[string][]Event{}}
-	res := map[string]*queue.Failure{}
+	res := map[string]*record.Failure{}
 	for _, batch := range Batches(ids, f.opt.Batch) {
 		if err := f.lookupBatch(ctx, batch, byID, p, res); err != nil {
 			return out, err
@@ -192,7 +192,7 @@ func window(ids []string, byID map[string]Request) (from, to time.Time) {
 	return from, to
 }
 
-func (f *Finder) lookupBatch(ctx context.Context, batch []string, byID map[string]Request, p *followPass, out map[string]*queue.Failure) error {
+func (f *Finder) lookupBatch(ctx context.Context, batch []string, byID map[string]Request, p *followPass, out map[string]*record.Failure) error {
 	mentions := map[string][]Event{}
 	pending := slices.Clone(batch)
 	from, to := window(batch, byID)
@@ -257,7 +257,7 @@ func (f *Finder) lookupBatch(ctx context.Context, batch []string, byID map[strin
 
 // resolveFollows finds the invocations of the collected request ids and
 // gives each message its invocation's error lines.
-func (f *Finder) resolveFollows(ctx context.Context, p *followPass, ids []string, out map[string]*queue.Failure) error {
+func (f *Finder) resolveFollows(ctx context.Context, p *followPass, ids []string, out map[string]*record.Failure) error {
 	if len(p.follow) == 0 {
 		return nil
 	}
@@ -281,7 +281,7 @@ func (f *Finder) resolveFollows(ctx context.Context, p *followPass, ids []string
 			}
 			fl := extract(errEvs, rid)
 			// Show the line that ties the message to the invocation first.
-			fl.Source.Lines = append([]queue.LogLine{p.mentions[id][0].line()}, fl.Source.Lines...)
+			fl.Source.Lines = append([]record.LogLine{p.mentions[id][0].line()}, fl.Source.Lines...)
 			if len(fl.Source.Lines) > maxUsedLines {
 				fl.Source.Lines = fl.Source.Lines[:maxUsedLines]
 			}
@@ -377,15 +377,15 @@ func hasCause(evs []Event) bool {
 	return false
 }
 
-func (f *Finder) none(note string, mentions []Event) *queue.Failure {
-	src := &queue.FailureSource{LogGroups: slices.Clone(f.opt.Groups), Note: note}
+func (f *Finder) none(note string, mentions []Event) *record.Failure {
+	src := &record.FailureSource{LogGroups: slices.Clone(f.opt.Groups), Note: note}
 	for i, e := range mentions {
 		if i == maxUsedLines {
 			break
 		}
 		src.Lines = append(src.Lines, e.line())
 	}
-	return &queue.Failure{Source: src}
+	return &record.Failure{Source: src}
 }
 
 // maxPages bounds one search: a pattern matching far more than the ids

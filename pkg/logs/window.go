@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Default window margins: logs are searched from a message's first send
@@ -73,7 +73,7 @@ func parseSpan(s string) (time.Duration, error) {
 }
 
 // Request returns the lookup for rec at time now.
-func (w Window) Request(rec *queue.Record, now time.Time) Request {
+func (w Window) Request(rec *record.Record, now time.Time) Request {
 	r := Request{MessageID: rec.MessageID, To: now.Add(time.Minute)}
 	switch {
 	case !w.From.IsZero():

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/dlqctl/dlqctl/internal/sqsfake"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 // stopAfterSink delivers, and cancels the run once it has accepted n.
@@ -39,7 +39,7 @@ func TestReleaseWaitsOutAbandonedPolls(t *testing.T) {
 	for i := range 3 {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			f := sqsfake.New(sqsfake.Options{WaitScale: 1}) // real 1 s long polls
-			c := queue.New(f, "us-east-1")
+			c := sqs.New(f, "us-east-1")
 			c.CountsIncludeInFlight = false
 			q := standardDLQ(t, f, c, 60)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

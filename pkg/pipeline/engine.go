@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	queue "github.com/dlqctl/dlqctl/pkg/broker/sqs"
 )
 
 // ErrHeldLimit is returned (wrapped) by Source.Next when the source cannot

@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 // TestFIFODrainsInGroupOrder: on a group-locking SQS a sink that delivers
@@ -301,7 +301,7 @@ type handleSpy struct {
 func (s *handleSpy) Next(ctx context.Context, max int) ([]pipeline.Item, error) {
 	items, err := s.QueueSource.Next(ctx, max)
 	for _, it := range items {
-		if m, ok := it.Handle.(*queue.Message); ok {
+		if m, ok := it.Handle.(*sqs.Message); ok {
 			s.record(m.MessageID, m.ReceiptHandle)
 		}
 	}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/dlqctl/dlqctl/internal/sqsfake"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 // The pipeline's logic on the shared in-memory SQS (internal/sqsfake),
@@ -20,15 +20,15 @@ import (
 
 // newFake returns a fake and a client on it that reads counts as AWS
 // reports them (visible only), whatever the environment says.
-func newFake(t *testing.T) (*sqsfake.SQS, *queue.Client) {
+func newFake(t *testing.T) (*sqsfake.SQS, *sqs.Client) {
 	t.Helper()
 	f := sqsfake.New(sqsfake.Options{})
-	c := queue.New(f, "us-east-1")
+	c := sqs.New(f, "us-east-1")
 	c.CountsIncludeInFlight = false
 	return f, c
 }
 
-func resolve(t *testing.T, c *queue.Client, url string) *queue.Queue {
+func resolve(t *testing.T, c *sqs.Client, url string) *sqs.Queue {
 	t.Helper()
 	q, err := c.Resolve(context.Background(), url)
 	if err != nil {
@@ -39,7 +39,7 @@ func resolve(t *testing.T, c *queue.Client, url string) *queue.Queue {
 
 // fifoDLQ makes a FIFO queue with groups × per messages, sent interleaved
 // (g0-00, g1-00, …, g0-01, …) so that group order is not send order.
-func fifoDLQ(t *testing.T, f *sqsfake.SQS, c *queue.Client, groups, per int) *queue.Queue {
+func fifoDLQ(t *testing.T, f *sqsfake.SQS, c *sqs.Client, groups, per int) *sqs.Queue {
 	t.Helper()
 	url := f.AddQueue("orders-dlq.fifo", true, nil)
 	var msgs []sqsfake.Message
@@ -53,7 +53,7 @@ func fifoDLQ(t *testing.T, f *sqsfake.SQS, c *queue.Client, groups, per int) *qu
 }
 
 // standardDLQ makes a standard queue holding n messages "m-00"….
-func standardDLQ(t *testing.T, f *sqsfake.SQS, c *queue.Client, n int) *queue.Queue {
+func standardDLQ(t *testing.T, f *sqsfake.SQS, c *sqs.Client, n int) *sqs.Queue {
 	t.Helper()
 	url := f.AddQueue("orders-dlq", false, nil)
 	msgs := make([]sqsfake.Message, n)
@@ -66,7 +66,7 @@ func standardDLQ(t *testing.T, f *sqsfake.SQS, c *queue.Client, n int) *queue.Qu
 
 // newSource reads q through a lease; each receive long-polls 1 s (10 ms on
 // the fake).
-func newSource(c *queue.Client, q *queue.Queue) *pipeline.QueueSource {
+func newSource(c *sqs.Client, q *sqs.Queue) *pipeline.QueueSource {
 	return pipeline.NewQueueSource(c, q, pipeline.QueueSourceOptions{Visibility: 30 * time.Second, Wait: time.Second})
 }
 
@@ -161,7 +161,7 @@ func checkOnce(t *testing.T, bodies []string) {
 	}
 }
 
-func allVisible(t *testing.T, f *sqsfake.SQS, q *queue.Queue, want int) {
+func allVisible(t *testing.T, f *sqsfake.SQS, q *sqs.Queue, want int) {
 	t.Helper()
 	if c := f.Counts(q.URL); c.Visible != want || c.InFlight != 0 {
 		t.Fatalf("after the run: %+v; want %d visible and nothing in flight", c, want)

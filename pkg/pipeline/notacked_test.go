@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // redeliverSource offers ids once; the first removal of "m-3" fails as a
@@ -34,7 +35,7 @@ func (s *redeliverSource) Next(context.Context, int) ([]pipeline.Item, error) {
 	}
 	id := s.queue[0]
 	s.queue = s.queue[1:]
-	return []pipeline.Item{{Record: &queue.Record{MessageID: id, Body: id}}}, nil
+	return []pipeline.Item{{Record: &record.Record{MessageID: id, Body: id}}}, nil
 }
 
 func (s *redeliverSource) Ack(_ context.Context, items []pipeline.Item) []error {
@@ -44,7 +45,7 @@ func (s *redeliverSource) Ack(_ context.Context, items []pipeline.Item) []error 
 	for i, it := range items {
 		if it.Record.MessageID == "m-3" && !s.failed {
 			s.failed = true
-			out[i] = fmt.Errorf("%w: lease ran out", queue.ErrLeaseLost)
+			out[i] = fmt.Errorf("%w: lease ran out", sqs.ErrLeaseLost)
 			s.queue = append(s.queue, "m-3") // received again later
 			continue
 		}

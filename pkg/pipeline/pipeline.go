@@ -33,48 +33,23 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"time"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 )
 
-// Item is one message offered by a Source.
-type Item struct {
-	// Record is the message record (body, attributes, system attributes),
-	// decoded (Envelope, Failure, Redrive) by the source.
-	Record *queue.Record
-	// Parsed is the decoded JSON body (nil when the body is not JSON).
-	Parsed any
-	// Handle is the source's own reference to the message (an SQS receipt,
-	// an archive offset); the engine never looks inside.
-	Handle any
-}
+// Item is one message offered by a Source (the broker seam's Message:
+// record, parsed body, the source's opaque handle).
+type Item = broker.Message
 
 // ErrSourceDone is returned by Source.Next when the source has nothing more
 // to offer, ever (an archive read to its end). A queue source instead
 // returns an empty batch and lets the engine decide when the run is over.
-var ErrSourceDone = errors.New("source exhausted")
+var ErrSourceDone = broker.ErrSourceDone
 
-// Source offers messages. All methods may be called from several goroutines.
-type Source interface {
-	// Name identifies the source in reports and journals.
-	Name() string
-	// Next returns up to max (≤ 10) items. An empty batch means "nothing
-	// right now"; ErrSourceDone means "nothing more". It must not lose
-	// items when ctx ends mid-call. Items stay reserved (held invisible, for
-	// a queue) until they are acked or released, or the source is closed.
-	// A redelivery of an item the run already holds is not returned again.
-	Next(ctx context.Context, max int) ([]Item, error)
-	// Ack removes items whose copies are durable, one error per item (nil:
-	// removed). Sources with nothing to remove return all nil.
-	Ack(ctx context.Context, items []Item) []error
-	// Release gives items back unprocessed (visibility 0 for a queue).
-	Release(ctx context.Context, items []Item) error
-	// Close releases everything still reserved. It must work after ctx was
-	// cancelled.
-	Close(ctx context.Context) error
-}
+// Source offers messages: the broker seam's Source (docs/brokers.md). All
+// methods may be called from several goroutines.
+type Source = broker.Source
 
 // Remaining is what a Drainer source still has beyond what the run holds.
 type Remaining struct {

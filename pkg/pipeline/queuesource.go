@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	queue "github.com/dlqctl/dlqctl/pkg/broker/sqs"
 )
 
 // In-flight limits of SQS (120,000 per queue, standard and FIFO). A run

@@ -9,19 +9,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
 // The real redrive sink (send, journal, then delete) on the pipeline and
 // the fake: its FIFO and per-entry failure paths.
 
-type selectFn func(rec *queue.Record) bool
+type selectFn func(rec *record.Record) bool
 
-func (s selectFn) Match(rec *queue.Record, _ any) bool { return s(rec) }
-func (s selectFn) Describe() string                    { return "test selection" }
+func (s selectFn) Match(rec *record.Record, _ any) bool { return s(rec) }
+func (s selectFn) Describe() string                     { return "test selection" }
 
-func redriveRun(t *testing.T, c *queue.Client, src *redrive.QueueSource, dest *queue.Queue, sel redrive.Selector) *redrive.Result {
+func redriveRun(t *testing.T, c *sqs.Client, src *redrive.QueueSource, dest *sqs.Queue, sel redrive.Selector) *redrive.Result {
 	t.Helper()
 	j, err := redrive.CreateJournal(t.TempDir(), redrive.RunMeta{ID: redrive.NewRunID(time.Now()), Kind: "redrive",
 		Source: src.Name(), Destination: dest.Name, Created: time.Now()})
@@ -55,7 +56,7 @@ func TestFilteredFIFORedriveNamesTheBlockedGroup(t *testing.T) {
 	q := fifoDLQ(t, f, c, 5, 20)
 	dest := resolve(t, c, f.AddQueue("orders.fifo", true, nil))
 	src := redrive.NewQueueSource(c, q, 30*time.Second, time.Second)
-	res := redriveRun(t, c, src, dest, selectFn(func(rec *queue.Record) bool { return rec.Body != "g3-00" }))
+	res := redriveRun(t, c, src, dest, selectFn(func(rec *record.Record) bool { return rec.Body != "g3-00" }))
 
 	var moved []string
 	for _, m := range f.Messages(dest.URL) {

@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/dlqctl/dlqctl/internal/seed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
@@ -55,12 +55,12 @@ func peakRSSMB() float64 {
 // benchQueues creates a DLQ holding n messages and an empty destination;
 // drop deletes both (the emulator slows down with every message it holds,
 // so each phase starts from the same state).
-func benchQueues(b *testing.B, api *sqs.Client, c *queue.Client, n int) (dlq, dest *queue.Queue, drop func()) {
+func benchQueues(b *testing.B, api *awssqs.Client, c *sqs.Client, n int) (dlq, dest *sqs.Queue, drop func()) {
 	b.Helper()
 	ctx := context.Background()
-	mk := func(prefix string) *queue.Queue {
+	mk := func(prefix string) *sqs.Queue {
 		name := testenv.UniqueName(b, prefix)
-		out, err := api.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
+		out, err := api.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(name)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -72,8 +72,8 @@ func benchQueues(b *testing.B, api *sqs.Client, c *queue.Client, n int) (dlq, de
 	}
 	dlq, dest = mk("bdlq"), mk("bdst")
 	drop = func() {
-		for _, q := range []*queue.Queue{dlq, dest} {
-			_, _ = api.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(q.URL)})
+		for _, q := range []*sqs.Queue{dlq, dest} {
+			_, _ = api.DeleteQueue(context.Background(), &awssqs.DeleteQueueInput{QueueUrl: aws.String(q.URL)})
 		}
 	}
 	b.Cleanup(drop)
@@ -86,7 +86,7 @@ func benchQueues(b *testing.B, api *sqs.Client, c *queue.Client, n int) (dlq, de
 
 // plainLoop is the baseline: receive → send → delete with the same number
 // of workers and no safety (no journal, no lease, no per-entry handling).
-func plainLoop(ctx context.Context, api *sqs.Client, c *queue.Client, dlq, dest *queue.Queue, workers int) int64 {
+func plainLoop(ctx context.Context, api *awssqs.Client, c *sqs.Client, dlq, dest *sqs.Queue, workers int) int64 {
 	var moved atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -101,10 +101,10 @@ func plainLoop(ctx context.Context, api *sqs.Client, c *queue.Client, dlq, dest 
 					continue
 				}
 				empty = 0
-				entries := make([]queue.SendEntry, len(msgs))
+				entries := make([]sqs.SendEntry, len(msgs))
 				for i, m := range msgs {
-					attrs, _ := queue.SQSAttributes(m.Attributes)
-					entries[i] = queue.SendEntry{Body: m.Body, Attributes: attrs}
+					attrs, _ := sqs.SQSAttributes(m.Attributes)
+					entries[i] = sqs.SendEntry{Body: m.Body, Attributes: attrs}
 				}
 				if _, err := c.SendBatch(ctx, dest, entries); err != nil {
 					continue
@@ -129,7 +129,7 @@ func plainLoop(ctx context.Context, api *sqs.Client, c *queue.Client, dlq, dest 
 func BenchmarkRedriveVsPlainLoop(b *testing.B) {
 	env := testenv.Require(b)
 	api := env.SQS(b)
-	c := queue.New(api, env.Region)
+	c := sqs.New(api, env.Region)
 	n := benchN()
 	ctx := context.Background()
 	var loopRates, mvRates []float64

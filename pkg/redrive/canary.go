@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 // VerifyOptions control how a canary is watched.
@@ -42,7 +42,7 @@ type Verdict struct {
 	Detail         string         `json:"detail"`
 }
 
-func depth(q *queue.Queue) int {
+func depth(q *sqs.Queue) int {
 	c := q.Counts()
 	return c.Visible + c.InFlight + c.Delayed
 }
@@ -53,7 +53,7 @@ func depth(q *queue.Queue) int {
 // opt.For (and, with Drain, the destinations consumed them). The DLQ is
 // scanned (without consuming it) when its depth grows above the level after
 // the canary left, and once more at the end.
-func VerifyCanary(ctx context.Context, c *queue.Client, dlq *queue.Queue, j *Journal, moved int, dests []*queue.Queue, opt VerifyOptions) (*Verdict, error) {
+func VerifyCanary(ctx context.Context, c *sqs.Client, dlq *sqs.Queue, j *Journal, moved int, dests []*sqs.Queue, opt VerifyOptions) (*Verdict, error) {
 	if opt.For <= 0 {
 		opt.For = 2 * time.Minute
 	}
@@ -65,7 +65,7 @@ func VerifyCanary(ctx context.Context, c *queue.Client, dlq *queue.Queue, j *Jou
 	start := time.Now()
 	cur := *dlq
 	if err := c.Refresh(ctx, &cur); err != nil {
-		return nil, queue.WrapAWSError(err)
+		return nil, sqs.WrapAWSError(err)
 	}
 	base := depth(&cur)
 	seen := map[string]bool{}
@@ -79,7 +79,7 @@ func VerifyCanary(ctx context.Context, c *queue.Client, dlq *queue.Queue, j *Jou
 		}
 	}
 	scan := func() error {
-		_, err := inspect.Scan(ctx, c, dlq, inspect.ScanOptions{Visibility: opt.Visibility}, func(m *queue.Message, _ any) error {
+		_, err := inspect.Scan(ctx, c, dlq, inspect.ScanOptions{Visibility: opt.Visibility}, func(m *sqs.Message, _ any) error {
 			mine := m.Redrive != nil && m.Redrive.RunID == runID
 			if !mine && j.HasBody(m.BodySHA256) {
 				mine = true
@@ -112,7 +112,7 @@ func VerifyCanary(ctx context.Context, c *queue.Client, dlq *queue.Queue, j *Jou
 		case <-t.C:
 		}
 		if err := c.Refresh(ctx, &cur); err != nil {
-			return nil, queue.WrapAWSError(err)
+			return nil, sqs.WrapAWSError(err)
 		}
 		if d := depth(&cur); d > base {
 			base = d
@@ -142,7 +142,7 @@ func VerifyCanary(ctx context.Context, c *queue.Client, dlq *queue.Queue, j *Jou
 		for _, q := range dests {
 			cq := *q
 			if err := c.Refresh(ctx, &cq); err != nil {
-				return nil, queue.WrapAWSError(err)
+				return nil, sqs.WrapAWSError(err)
 			}
 			d := depth(&cq)
 			v.DestDepth[q.Name] = d

@@ -9,8 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 func isBadInput(err error) bool { return errs.Code(err) == errs.ExitUsage }
@@ -40,7 +41,7 @@ func DedupID(runID, origID string) string {
 
 // Copy is the exact copy of a record, ready to send.
 type Copy struct {
-	Entry queue.SendEntry
+	Entry sqs.SendEntry
 	// Marked is false when the marker attribute could not be added (the
 	// message already has 10 attributes, or it would exceed the size limit);
 	// the journal is then the only record of the redrive.
@@ -52,13 +53,13 @@ type Copy struct {
 // deterministic deduplication id (FIFO destinations), and the redrive marker
 // attribute. It returns a skip reason instead when the copy cannot be made
 // without changing the message.
-func BuildCopy(rec *queue.Record, runID string, dest *queue.Queue, now time.Time) (Copy, string) {
-	attrs := make(map[string]queue.Attribute, len(rec.Attributes)+1)
+func BuildCopy(rec *record.Record, runID string, dest *sqs.Queue, now time.Time) (Copy, string) {
+	attrs := make(map[string]record.Attribute, len(rec.Attributes)+1)
 	prev := 0
 	orig := rec.MessageID
 	for k, v := range rec.Attributes {
-		if k == queue.MarkerAttribute {
-			var m queue.Marker
+		if k == record.MarkerAttribute {
+			var m record.Marker
 			if json.Unmarshal([]byte(v.Value), &m) == nil {
 				prev = m.Count
 				if m.OriginalID != "" {
@@ -69,28 +70,28 @@ func BuildCopy(rec *queue.Record, runID string, dest *queue.Queue, now time.Time
 		}
 		attrs[k] = v
 	}
-	if len(attrs) > queue.MaxAttributes {
+	if len(attrs) > sqs.MaxAttributes {
 		return Copy{}, SkipTooManyAttrs
 	}
 	limit := maxMessageBytes(dest)
-	if queue.MessageSize(rec.Body, attrs) > limit {
+	if sqs.MessageSize(rec.Body, attrs) > limit {
 		return Copy{}, SkipTooLarge
 	}
 	marked := false
-	if len(attrs) < queue.MaxAttributes {
-		mk, _ := json.Marshal(queue.Marker{RunID: runID, OriginalID: orig, Count: prev + 1, At: now.UTC().Truncate(time.Second)})
-		attrs[queue.MarkerAttribute] = queue.Attribute{Type: "String", Value: string(mk)}
-		if queue.MessageSize(rec.Body, attrs) <= limit {
+	if len(attrs) < sqs.MaxAttributes {
+		mk, _ := json.Marshal(record.Marker{RunID: runID, OriginalID: orig, Count: prev + 1, At: now.UTC().Truncate(time.Second)})
+		attrs[record.MarkerAttribute] = record.Attribute{Type: "String", Value: string(mk)}
+		if sqs.MessageSize(rec.Body, attrs) <= limit {
 			marked = true
 		} else {
-			delete(attrs, queue.MarkerAttribute)
+			delete(attrs, record.MarkerAttribute)
 		}
 	}
-	sqsAttrs, err := queue.SQSAttributes(attrs)
+	sqsAttrs, err := sqs.SQSAttributes(attrs)
 	if err != nil {
 		return Copy{}, "attribute not valid base64"
 	}
-	e := queue.SendEntry{Body: rec.Body, Attributes: sqsAttrs, Size: queue.MessageSize(rec.Body, attrs)}
+	e := sqs.SendEntry{Body: rec.Body, Attributes: sqsAttrs, Size: sqs.MessageSize(rec.Body, attrs)}
 	if dest.FIFO {
 		if rec.System.MessageGroupID == "" {
 			return Copy{}, SkipNoGroup
@@ -101,28 +102,28 @@ func BuildCopy(rec *queue.Record, runID string, dest *queue.Queue, now time.Time
 	return Copy{Entry: e, Marked: marked}, ""
 }
 
-func maxMessageBytes(q *queue.Queue) int {
+func maxMessageBytes(q *sqs.Queue) int {
 	if q != nil {
 		if v, err := strconv.Atoi(q.Attrs["MaximumMessageSize"]); err == nil && v > 0 {
-			return min(v, queue.MaxMessageBytes)
+			return min(v, sqs.MaxMessageBytes)
 		}
 	}
-	return queue.MaxMessageBytes
+	return sqs.MaxMessageBytes
 }
 
 // Router picks the destination of a message: a queue, or a skip reason.
 type Router interface {
-	Route(ctx context.Context, rec *queue.Record) (*queue.Queue, string, error)
+	Route(ctx context.Context, rec *record.Record) (*sqs.Queue, string, error)
 	// Describe names the destination for plans and prompts.
 	Describe() string
 }
 
-type fixedRouter struct{ q *queue.Queue }
+type fixedRouter struct{ q *sqs.Queue }
 
 // ToQueue routes every message to q (a recovery queue).
-func ToQueue(q *queue.Queue) Router { return fixedRouter{q} }
+func ToQueue(q *sqs.Queue) Router { return fixedRouter{q} }
 
-func (r fixedRouter) Route(context.Context, *queue.Record) (*queue.Queue, string, error) {
+func (r fixedRouter) Route(context.Context, *record.Record) (*sqs.Queue, string, error) {
 	return r.q, "", nil
 }
 func (r fixedRouter) Describe() string { return r.q.Name }
@@ -131,18 +132,18 @@ func (r fixedRouter) Describe() string { return r.q.Name }
 // DeadLetterQueueSourceArn. Messages without one go to the DLQ's single
 // source queue, or are skipped when the DLQ has several (or none).
 type SourceRouter struct {
-	c        *queue.Client
-	fallback *queue.Queue
+	c        *sqs.Client
+	fallback *sqs.Queue
 	sources  int
 
 	mu    sync.Mutex
-	cache map[string]*queue.Queue // by ARN; nil value = does not exist
+	cache map[string]*sqs.Queue // by ARN; nil value = does not exist
 }
 
 // ToSource builds a SourceRouter; dlq (may be nil for archives) is asked
 // for its source queues (ListDeadLetterSourceQueues) for the fallback.
-func ToSource(ctx context.Context, c *queue.Client, dlq *queue.Queue) (*SourceRouter, error) {
-	r := &SourceRouter{c: c, cache: map[string]*queue.Queue{}}
+func ToSource(ctx context.Context, c *sqs.Client, dlq *sqs.Queue) (*SourceRouter, error) {
+	r := &SourceRouter{c: c, cache: map[string]*sqs.Queue{}}
 	if dlq == nil {
 		return r, nil
 	}
@@ -171,10 +172,10 @@ func (r *SourceRouter) Describe() string {
 }
 
 // Fallback is the DLQ's single source queue, or nil.
-func (r *SourceRouter) Fallback() *queue.Queue { return r.fallback }
+func (r *SourceRouter) Fallback() *sqs.Queue { return r.fallback }
 
 // Route resolves the message's source queue (cached by ARN).
-func (r *SourceRouter) Route(ctx context.Context, rec *queue.Record) (*queue.Queue, string, error) {
+func (r *SourceRouter) Route(ctx context.Context, rec *record.Record) (*sqs.Queue, string, error) {
 	arn := rec.System.SourceQueueARN
 	if arn == "" {
 		if r.fallback != nil {
@@ -189,7 +190,7 @@ func (r *SourceRouter) Route(ctx context.Context, rec *queue.Record) (*queue.Que
 		var err error
 		q, err = r.c.Resolve(ctx, arn)
 		if err != nil {
-			if queue.IsNotFound(err) || isBadInput(err) {
+			if sqs.IsNotFound(err) || isBadInput(err) {
 				q = nil
 			} else {
 				return nil, "", err

@@ -9,13 +9,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/dlqctl/dlqctl/internal/faultproxy"
 	"github.com/dlqctl/dlqctl/internal/seed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
@@ -57,11 +57,11 @@ func TestRedriveThroughFaultsKeepsExactAccounting(t *testing.T) {
 	defer proxy.Close()
 	// The same retry policy as dlqctl's Factory: 6 attempts, no client-side
 	// retry quota.
-	faulty := sqs.NewFromConfig(env.AWSConfig(context.Background()), func(o *sqs.Options) {
+	faulty := awssqs.NewFromConfig(env.AWSConfig(context.Background()), func(o *awssqs.Options) {
 		o.BaseEndpoint = aws.String(proxy.URL)
 		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.MaxAttempts = 6; so.RateLimiter = ratelimit.None })
 	})
-	c := queue.New(faulty, env.Region)
+	c := sqs.New(faulty, env.Region)
 	dlq := resolve(t, c, dlqURL)
 
 	stateDir := t.TempDir()
@@ -69,7 +69,7 @@ func TestRedriveThroughFaultsKeepsExactAccounting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runOnce := func(c *queue.Client, j *redrive.Journal) (*redrive.Result, error) {
+	runOnce := func(c *sqs.Client, j *redrive.Journal) (*redrive.Result, error) {
 		src := redrive.NewQueueSource(c, resolve(t, c, dlqURL), 30*time.Second, time.Second)
 		res, err := redrive.Run(ctxT(t, 2*time.Minute), src, redrive.Options{Client: c, Journal: j, Router: redrive.ToQueue(resolve(t, c, recURL)), Concurrency: 4})
 		if cerr := src.Close(context.Background()); cerr != nil {
@@ -99,7 +99,7 @@ func TestRedriveThroughFaultsKeepsExactAccounting(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer j2.Close()
-		res2, err := runOnce(queue.New(api, env.Region), j2)
+		res2, err := runOnce(sqs.New(api, env.Region), j2)
 		if err != nil || res2.Err() != nil {
 			t.Fatalf("resume after the stop: %v / %v", err, res2.Err())
 		}
@@ -165,7 +165,7 @@ func TestRedriveThroughFaultsKeepsExactAccounting(t *testing.T) {
 // whose answer was lost. With peek it looks without consuming (received
 // messages are released); otherwise it drains both queues. It returns the
 // number of messages left in the DLQ and in the destination.
-func assertNoLoss(t *testing.T, api *sqs.Client, dlqURL, destURL string, bodies map[string]bool, unanswered int, peek bool) (int, int) {
+func assertNoLoss(t *testing.T, api *awssqs.Client, dlqURL, destURL string, bodies map[string]bool, unanswered int, peek bool) (int, int) {
 	t.Helper()
 	read := func(url string) []string {
 		var out []string
@@ -175,9 +175,9 @@ func assertNoLoss(t *testing.T, api *sqs.Client, dlqURL, destURL string, bodies 
 			}
 			return out
 		}
-		c := queue.New(api, "")
+		c := sqs.New(api, "")
 		q := resolve(t, c, url)
-		var held []*queue.Message
+		var held []*sqs.Message
 		for empty := 0; empty < 3; {
 			msgs, err := c.Receive(context.Background(), q, 10, 60*time.Second, time.Second)
 			if err != nil {
@@ -251,7 +251,7 @@ func TestRedriveStopsWhenTheDestinationFailsAndResumeFinishes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer proxy.Close()
-	faulty := queue.New(sqs.NewFromConfig(env.AWSConfig(context.Background()), func(o *sqs.Options) {
+	faulty := sqs.New(awssqs.NewFromConfig(env.AWSConfig(context.Background()), func(o *awssqs.Options) {
 		o.BaseEndpoint = aws.String(proxy.URL)
 		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.MaxAttempts = 6; so.RateLimiter = ratelimit.None })
 	}), env.Region)
@@ -260,7 +260,7 @@ func TestRedriveStopsWhenTheDestinationFailsAndResumeFinishes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(c *queue.Client, j *redrive.Journal) (*redrive.Result, error) {
+	run := func(c *sqs.Client, j *redrive.Journal) (*redrive.Result, error) {
 		src := redrive.NewQueueSource(c, resolve(t, c, dlqURL), 30*time.Second, time.Second)
 		res, err := redrive.Run(ctxT(t, 2*time.Minute), src, redrive.Options{Client: c, Journal: j, Router: redrive.ToQueue(resolve(t, c, recURL)), Concurrency: 1})
 		if cerr := src.Close(context.Background()); cerr != nil {

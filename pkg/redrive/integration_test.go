@@ -10,15 +10,16 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dlqctl/dlqctl/internal/seed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/internal/worker"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
@@ -28,7 +29,7 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-func incident(t *testing.T) (*sqs.Client, *queue.Client, *seed.Truth) {
+func incident(t *testing.T) (*awssqs.Client, *sqs.Client, *seed.Truth) {
 	t.Helper()
 	env := testenv.Require(t)
 	api := env.SQS(t)
@@ -36,10 +37,10 @@ func incident(t *testing.T) (*sqs.Client, *queue.Client, *seed.Truth) {
 	if err != nil {
 		t.Fatalf("seeding: %v", err)
 	}
-	return api, queue.New(api, env.Region), truth
+	return api, sqs.New(api, env.Region), truth
 }
 
-func resolve(t *testing.T, c *queue.Client, ref string) *queue.Queue {
+func resolve(t *testing.T, c *sqs.Client, ref string) *sqs.Queue {
 	t.Helper()
 	q, err := c.Resolve(context.Background(), ref)
 	if err != nil {
@@ -48,9 +49,9 @@ func resolve(t *testing.T, c *queue.Client, ref string) *queue.Queue {
 	return q
 }
 
-func createQueue(t *testing.T, api *sqs.Client, name string, attrs map[string]string) string {
+func createQueue(t *testing.T, api *awssqs.Client, name string, attrs map[string]string) string {
 	t.Helper()
-	out, err := api.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+	out, err := api.CreateQueue(context.Background(), &awssqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
 	if err != nil {
 		t.Fatalf("create %s: %v", name, err)
 	}
@@ -58,12 +59,12 @@ func createQueue(t *testing.T, api *sqs.Client, name string, attrs map[string]st
 }
 
 // drain receives and deletes everything in a queue, in receive order.
-func drain(t *testing.T, api *sqs.Client, url string) []types.Message {
+func drain(t *testing.T, api *awssqs.Client, url string) []types.Message {
 	t.Helper()
 	var all []types.Message
 	empty := 0
 	for empty < 2 {
-		out, err := api.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+		out, err := api.ReceiveMessage(context.Background(), &awssqs.ReceiveMessageInput{
 			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60, WaitTimeSeconds: 1,
 			AttributeNames: []types.QueueAttributeName{"All"}, MessageAttributeNames: []string{"All"},
 		})
@@ -80,16 +81,16 @@ func drain(t *testing.T, api *sqs.Client, url string) []types.Message {
 		for i, m := range out.Messages {
 			del = append(del, types.DeleteMessageBatchRequestEntry{Id: aws.String(string(rune('a' + i))), ReceiptHandle: m.ReceiptHandle})
 		}
-		if _, err := api.DeleteMessageBatch(context.Background(), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: del}); err != nil {
+		if _, err := api.DeleteMessageBatch(context.Background(), &awssqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: del}); err != nil {
 			t.Fatalf("delete: %v", err)
 		}
 	}
 	return all
 }
 
-func depth(t *testing.T, c *queue.Client, url string) queue.Counts {
+func depth(t *testing.T, c *sqs.Client, url string) sqs.Counts {
 	t.Helper()
-	q := &queue.Queue{URL: url}
+	q := &sqs.Queue{URL: url}
 	if err := c.Refresh(context.Background(), q); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ type runCfg struct {
 	opt    redrive.Options
 }
 
-func move(t *testing.T, c *queue.Client, dlq *queue.Queue, stateDir string, cfg runCfg) (*redrive.Result, *redrive.Journal) {
+func move(t *testing.T, c *sqs.Client, dlq *sqs.Queue, stateDir string, cfg runCfg) (*redrive.Result, *redrive.Journal) {
 	t.Helper()
 	j, err := redrive.CreateJournal(stateDir, redrive.RunMeta{ID: redrive.NewRunID(time.Now()), Kind: "redrive", Source: dlq.ARN, Created: time.Now()})
 	if err != nil {
@@ -125,7 +126,7 @@ func move(t *testing.T, c *queue.Client, dlq *queue.Queue, stateDir string, cfg 
 func attrsOf(m types.Message) map[string]types.MessageAttributeValue {
 	out := map[string]types.MessageAttributeValue{}
 	for k, v := range m.MessageAttributes {
-		if k != queue.MarkerAttribute {
+		if k != record.MarkerAttribute {
 			out[k] = v
 		}
 	}
@@ -192,7 +193,7 @@ func TestRedriveToSourceMakesExactCopiesAcrossSourcesAndFIFO(t *testing.T) {
 			lastSeq := map[string]int{}
 			for _, m := range drain(t, api, src.URL) {
 				body := aws.ToString(m.Body)
-				s, ok := bySHA[queue.SHA256Hex(body)]
+				s, ok := bySHA[record.SHA256Hex(body)]
 				if !ok {
 					t.Fatalf("%s received a body that was not in the DLQ: %.80q", src.Name, body)
 				}
@@ -204,8 +205,8 @@ func TestRedriveToSourceMakesExactCopiesAcrossSourcesAndFIFO(t *testing.T) {
 					t.Fatalf("message %s went to %s, its source is %s", s.MessageID, src.Name, s.SourceName)
 				}
 				sameAttrs(t, s.MessageID, s.Attributes, attrsOf(m))
-				var mk queue.Marker
-				if err := json.Unmarshal([]byte(aws.ToString(m.MessageAttributes[queue.MarkerAttribute].StringValue)), &mk); err != nil && len(s.Attributes) < 10 {
+				var mk record.Marker
+				if err := json.Unmarshal([]byte(aws.ToString(m.MessageAttributes[record.MarkerAttribute].StringValue)), &mk); err != nil && len(s.Attributes) < 10 {
 					t.Fatalf("message %s has no readable marker: %v", s.MessageID, err)
 				} else if err == nil && (mk.RunID != runID || mk.OriginalID != s.MessageID || mk.Count != 1) {
 					t.Fatalf("marker %+v, want run %s orig %s count 1", mk, runID, s.MessageID)
@@ -255,7 +256,7 @@ func TestRedriveToRecoveryQueueMovesOnlySelected(t *testing.T) {
 		t.Fatalf("recovery queue got %d, run moved %d, want %d", len(got), res.Moved, len(want))
 	}
 	for _, m := range got {
-		if !want[queue.SHA256Hex(aws.ToString(m.Body))] {
+		if !want[record.SHA256Hex(aws.ToString(m.Body))] {
 			t.Fatalf("moved a message that was not selected: %.80q", aws.ToString(m.Body))
 		}
 	}
@@ -274,7 +275,7 @@ func TestRedriveToRecoveryQueueMovesOnlySelected(t *testing.T) {
 func TestRedrivePauseGuardHoldsUntilTheBacklogClears(t *testing.T) {
 	env := testenv.Require(t)
 	api := env.SQS(t)
-	c := queue.New(api, env.Region)
+	c := sqs.New(api, env.Region)
 	const n = 120
 	dlqURL := createQueue(t, api, testenv.UniqueName(t, "pdlq"), nil)
 	recURL := createQueue(t, api, testenv.UniqueName(t, "prec"), nil)

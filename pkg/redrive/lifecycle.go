@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 // RunSpec is one journaled run of the move pipeline — a redrive (source: a
@@ -51,10 +51,10 @@ type RunSpec struct {
 type CanarySpec struct {
 	// Watch is the queue copies come back to when they fail again (the DLQ
 	// for a redrive, the destination's DLQ for a restore).
-	Watch *queue.Queue
+	Watch *sqs.Queue
 	// Dests are the destinations to expect copies in when nothing was
 	// moved to a known destination yet.
-	Dests []*queue.Queue
+	Dests []*sqs.Queue
 	// Baseline: depths of the destinations before the run.
 	Baseline map[string]int
 	Verify   VerifyOptions
@@ -83,7 +83,7 @@ type Outcome struct {
 // status and decides the exit code. Errors before the run started (bad
 // input, a refused confirmation) are returned as error with nothing
 // changed.
-func Execute(ctx context.Context, c *queue.Client, spec RunSpec) (*Outcome, error) {
+func Execute(ctx context.Context, c *sqs.Client, spec RunSpec) (*Outcome, error) {
 	if sh := spec.Move.Share; sh.Shared() && spec.Canary != nil {
 		return nil, errs.BadInputf("--canary and --rate-share exclude each other: a canary watches for returns, and peers watching the same queue hide messages from each other; run the canary alone, then start the peers with --rate-share")
 	}
@@ -262,7 +262,7 @@ func completedRun(stateDir, fp string) (*RunInfo, error) {
 
 // Depths returns each queue's total depth (visible, in flight, delayed)
 // from its last attribute read: a canary's baseline.
-func Depths(qs ...*queue.Queue) map[string]int {
+func Depths(qs ...*sqs.Queue) map[string]int {
 	out := make(map[string]int, len(qs))
 	for _, q := range qs {
 		n := q.Counts()

@@ -10,9 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Item, Source and ErrSourceDone are the pipeline's: a redrive reads any
@@ -28,7 +29,7 @@ var ErrSourceDone = pipeline.ErrSourceDone
 // Selector decides which messages a run moves; *classify.Selector
 // satisfies it. A nil Selector selects everything.
 type Selector interface {
-	Match(rec *queue.Record, parsed any) bool
+	Match(rec *record.Record, parsed any) bool
 	Describe() string
 }
 
@@ -91,7 +92,7 @@ type Reporter struct {
 // Options configure a redrive run.
 type Options struct {
 	// Client sends copies and reads destination depths.
-	Client *queue.Client
+	Client *sqs.Client
 	// Journal is the run's journal; its Meta().ID is the run id.
 	Journal *Journal
 	Router  Router
@@ -193,7 +194,7 @@ type Result struct {
 	ElapsedSeconds float64     `json:"elapsed_seconds"`
 	Rate           float64     `json:"rate"`
 	// Destinations are the queues copies went to (for canary checks).
-	Destinations []*queue.Queue `json:"-"`
+	Destinations []*sqs.Queue `json:"-"`
 }
 
 // SkippedTotal is the number of skipped messages.
@@ -237,7 +238,7 @@ func fmtNum(f float64) string {
 	return fmt.Sprintf("%.2f", f)
 }
 
-func classOf(rec *queue.Record) string {
+func classOf(rec *record.Record) string {
 	if rec.Class != "" {
 		return rec.Class
 	}
@@ -246,7 +247,7 @@ func classOf(rec *queue.Record) string {
 
 // decide applies selection, loop guard, routing and the copy rules to one
 // message: the shared logic of the plan and the mover.
-func decide(ctx context.Context, it Item, runID string, sel Selector, router Router, maxRedrives int, now time.Time) (*queue.Queue, Copy, string, error) {
+func decide(ctx context.Context, it Item, runID string, sel Selector, router Router, maxRedrives int, now time.Time) (*sqs.Queue, Copy, string, error) {
 	rec := it.Record
 	if sel != nil && !sel.Match(rec, it.Parsed) {
 		return nil, Copy{}, SkipFiltered, nil
@@ -338,7 +339,7 @@ type moveSink struct {
 	returned atomic.Int64
 
 	mu            sync.Mutex
-	dests         map[string]*queue.Queue
+	dests         map[string]*sqs.Queue
 	byDest        map[string]int
 	byClass       map[string]int
 	unmarked      map[string]bool // ids sent without the marker, until acked
@@ -353,10 +354,10 @@ type moveSink struct {
 
 func newMoveSink(opt Options, src Source) *moveSink {
 	s := &moveSink{opt: opt, src: src, j: opt.Journal, runID: opt.Journal.Meta().ID,
-		dests: map[string]*queue.Queue{}, byDest: map[string]int{}, byClass: map[string]int{},
+		dests: map[string]*sqs.Queue{}, byDest: map[string]int{}, byClass: map[string]int{},
 		unmarked: map[string]bool{}, skippedGroups: map[string]bool{},
 		last: make([]*journalWrite, opt.Concurrency)}
-	if qs, ok := src.(interface{ Queue() *queue.Queue }); ok {
+	if qs, ok := src.(interface{ Queue() *sqs.Queue }); ok {
 		s.fifo = qs.Queue().FIFO
 	}
 	s.created = opt.Journal.Meta().Created
@@ -449,7 +450,7 @@ func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item,
 	s.mu.Lock()
 	dest := s.dests[key]
 	s.mu.Unlock()
-	entries := make([]queue.SendEntry, len(items))
+	entries := make([]sqs.SendEntry, len(items))
 	for i, p := range payloads {
 		entries[i] = p.(Copy).Entry
 	}
@@ -459,7 +460,7 @@ func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item,
 	var recs []SentRecord
 	var unmarked []string
 	for i, it := range items {
-		var r queue.SendResult
+		var r sqs.SendResult
 		if i < len(results) {
 			r = results[i]
 		}
@@ -540,7 +541,7 @@ func (s *moveSink) backlogGuard(ctx context.Context, _ pipeline.Snapshot, final 
 		return nil
 	}
 	s.mu.Lock()
-	dests := make([]*queue.Queue, 0, len(s.dests))
+	dests := make([]*sqs.Queue, 0, len(s.dests))
 	for _, q := range s.dests {
 		dests = append(dests, q)
 	}

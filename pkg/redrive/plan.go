@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Plan is what a run would do: the dry run's answer. Nothing is changed to
@@ -40,7 +40,7 @@ type Planner struct {
 
 // Add decides one record and returns its event (action "would-move" or
 // "skipped").
-func (p *Planner) Add(ctx context.Context, rec *queue.Record, parsed any) (MessageEvent, error) {
+func (p *Planner) Add(ctx context.Context, rec *record.Record, parsed any) (MessageEvent, error) {
 	if p.plan.ByDestination == nil {
 		p.plan.ByDestination = map[string]map[string]int{}
 		p.plan.Skipped = map[string]int{}

@@ -5,7 +5,7 @@ import (
 	"hash/fnv"
 	"time"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Share is this process's part of a run that N processes share
@@ -56,7 +56,7 @@ func (s Share) Ramp(steps []float64) []float64 {
 // group — so a group's records all go to one process, in archive order —
 // or of its message id, modulo N. Every record falls into exactly one of
 // the N shares.
-func (s Share) Mine(rec *queue.Record) bool {
+func (s Share) Mine(rec *record.Record) bool {
 	if !s.Shared() {
 		return true
 	}
@@ -85,7 +85,7 @@ const peerWindow = 5 * time.Minute
 // each peer receives about 1/N of all returns, so every one must count the
 // peers' returns it sees, not only its own, for the returns guard to read
 // the share of the whole redrive).
-func returnedDuring(rec *queue.Record, runID string, created time.Time, share Share) bool {
+func returnedDuring(rec *record.Record, runID string, created time.Time, share Share) bool {
 	m := rec.Redrive
 	if m == nil {
 		return false

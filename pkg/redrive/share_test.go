@@ -12,8 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dlqctl/dlqctl/internal/sqsfake"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
@@ -36,7 +37,7 @@ func TestShareSplitsAnArchive(t *testing.T) {
 	const n, N = 4000, 4
 	per := make([]int, N)
 	for k := range n {
-		r := &queue.Record{MessageID: fmt.Sprintf("0c5c1f2e-%08d", k)}
+		r := &record.Record{MessageID: fmt.Sprintf("0c5c1f2e-%08d", k)}
 		owners := 0
 		for i := 1; i <= N; i++ {
 			if (redrive.Share{I: i, N: N}).Mine(r) {
@@ -56,7 +57,7 @@ func TestShareSplitsAnArchive(t *testing.T) {
 	for g := range 50 {
 		var owner int
 		for k := range 20 {
-			r := &queue.Record{MessageID: fmt.Sprintf("m-%d-%d", g, k), System: queue.System{MessageGroupID: fmt.Sprintf("tenant-%d", g)}}
+			r := &record.Record{MessageID: fmt.Sprintf("m-%d-%d", g, k), System: record.System{MessageGroupID: fmt.Sprintf("tenant-%d", g)}}
 			for i := 1; i <= N; i++ {
 				if (redrive.Share{I: i, N: N}).Mine(r) {
 					if k > 0 && owner != i {
@@ -80,13 +81,13 @@ func TestSharedRunCountsPeersReturns(t *testing.T) {
 	for _, share := range []redrive.Share{{I: 1, N: 2}, {}} {
 		t.Run("share="+share.String(), func(t *testing.T) {
 			f := sqsfake.New(sqsfake.Options{})
-			c := queue.New(f, "us-east-1")
+			c := sqs.New(f, "us-east-1")
 			c.CountsIncludeInFlight = false
 			dlqURL := f.AddQueue("orders-dlq", false, nil)
 			destURL := f.AddQueue("orders", false, nil)
 			marker := func(run string, at time.Time) map[string]types.MessageAttributeValue {
-				b, _ := json.Marshal(queue.Marker{RunID: run, OriginalID: "orig", Count: 1, At: at.UTC().Truncate(time.Second)})
-				return map[string]types.MessageAttributeValue{queue.MarkerAttribute: {DataType: aws.String("String"), StringValue: aws.String(string(b))}}
+				b, _ := json.Marshal(record.Marker{RunID: run, OriginalID: "orig", Count: 1, At: at.UTC().Truncate(time.Second)})
+				return map[string]types.MessageAttributeValue{record.MarkerAttribute: {DataType: aws.String("String"), StringValue: aws.String(string(b))}}
 			}
 			var msgs []sqsfake.Message
 			for i := range 20 {
@@ -169,7 +170,7 @@ func TestSharedRunsGiveAMessageOneFIFODedupID(t *testing.T) {
 	for _, shared := range []bool{true, false} {
 		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
 			f := sqsfake.New(sqsfake.Options{})
-			c := queue.New(f, "us-east-1")
+			c := sqs.New(f, "us-east-1")
 			c.CountsIncludeInFlight = false
 			destURL := f.AddQueue("orders.fifo", true, nil)
 			ctx := context.Background()

@@ -13,9 +13,9 @@ package redrive
 import (
 	"time"
 
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
-	"github.com/dlqctl/dlqctl/pkg/queue"
 )
 
 // QueueSource is an SQS queue (normally the DLQ) as a pipeline source.
@@ -23,7 +23,7 @@ type QueueSource = pipeline.QueueSource
 
 // NewQueueSource reads q through a lease (visibility between heartbeats,
 // long-poll wait per receive), decoding each record for selection.
-func NewQueueSource(c *queue.Client, q *queue.Queue, visibility, wait time.Duration) *QueueSource {
+func NewQueueSource(c *sqs.Client, q *sqs.Queue, visibility, wait time.Duration) *QueueSource {
 	return pipeline.NewQueueSource(c, q, pipeline.QueueSourceOptions{Visibility: visibility, Wait: wait, Decode: inspect.Decode})
 }
 
@@ -31,6 +31,6 @@ func NewQueueSource(c *queue.Client, q *queue.Queue, visibility, wait time.Durat
 // (no --filter, --class or --rules): it decodes only the redrive marker,
 // which is all routing, copies and loop detection read — the body is never
 // parsed.
-func NewUnselectedQueueSource(c *queue.Client, q *queue.Queue, visibility, wait time.Duration) *QueueSource {
+func NewUnselectedQueueSource(c *sqs.Client, q *sqs.Queue, visibility, wait time.Duration) *QueueSource {
 	return pipeline.NewQueueSource(c, q, pipeline.QueueSourceOptions{Visibility: visibility, Wait: wait, Decode: inspect.DecodeMarker})
 }

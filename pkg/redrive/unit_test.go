@@ -13,24 +13,25 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
-func rec(id, body string, attrs map[string]queue.Attribute) *queue.Record {
+func rec(id, body string, attrs map[string]record.Attribute) *record.Record {
 	if attrs == nil {
-		attrs = map[string]queue.Attribute{}
+		attrs = map[string]record.Attribute{}
 	}
-	return &queue.Record{MessageID: id, Body: body, BodySHA256: queue.SHA256Hex(body), Attributes: attrs}
+	return &record.Record{MessageID: id, Body: body, BodySHA256: record.SHA256Hex(body), Attributes: attrs}
 }
 
 func TestBuildCopyKeepsEverythingAndAddsTheMarker(t *testing.T) {
-	attrs := map[string]queue.Attribute{
+	attrs := map[string]record.Attribute{
 		"eventType": {Type: "String", Value: "OrderPaid"},
 		"amount":    {Type: "Number.cents", Value: "1250"},
 		"sig":       {Type: "Binary", Base64: base64.StdEncoding.EncodeToString([]byte{0, 1, 2, 255})},
 	}
 	r := rec("m-1", "héllo ✓ {\"a\":null}", attrs)
-	std := &queue.Queue{Name: "orders"}
+	std := &sqs.Queue{Name: "orders"}
 	now := time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
 	cp, skip := BuildCopy(r, "run-1", std, now)
 	if skip != "" || !cp.Marked {
@@ -43,8 +44,8 @@ func TestBuildCopyKeepsEverythingAndAddsTheMarker(t *testing.T) {
 	if aws.ToString(e.Attributes["amount"].DataType) != "Number.cents" || string(e.Attributes["sig"].BinaryValue) != "\x00\x01\x02\xff" {
 		t.Fatalf("attributes changed: %+v", e.Attributes)
 	}
-	var m queue.Marker
-	if err := json.Unmarshal([]byte(aws.ToString(e.Attributes[queue.MarkerAttribute].StringValue)), &m); err != nil {
+	var m record.Marker
+	if err := json.Unmarshal([]byte(aws.ToString(e.Attributes[record.MarkerAttribute].StringValue)), &m); err != nil {
 		t.Fatal(err)
 	}
 	if m.RunID != "run-1" || m.OriginalID != "m-1" || m.Count != 1 || !m.At.Equal(now) {
@@ -52,9 +53,9 @@ func TestBuildCopyKeepsEverythingAndAddsTheMarker(t *testing.T) {
 	}
 
 	// A second redrive keeps the first original id and counts up.
-	again := rec("m-2", r.Body, map[string]queue.Attribute{queue.MarkerAttribute: {Type: "String", Value: aws.ToString(e.Attributes[queue.MarkerAttribute].StringValue)}})
+	again := rec("m-2", r.Body, map[string]record.Attribute{record.MarkerAttribute: {Type: "String", Value: aws.ToString(e.Attributes[record.MarkerAttribute].StringValue)}})
 	cp2, _ := BuildCopy(again, "run-2", std, now)
-	_ = json.Unmarshal([]byte(aws.ToString(cp2.Entry.Attributes[queue.MarkerAttribute].StringValue)), &m)
+	_ = json.Unmarshal([]byte(aws.ToString(cp2.Entry.Attributes[record.MarkerAttribute].StringValue)), &m)
 	if m.OriginalID != "m-1" || m.Count != 2 || m.RunID != "run-2" || len(cp2.Entry.Attributes) != 1 {
 		t.Fatalf("second marker %+v (%d attributes)", m, len(cp2.Entry.Attributes))
 	}
@@ -63,7 +64,7 @@ func TestBuildCopyKeepsEverythingAndAddsTheMarker(t *testing.T) {
 func TestBuildCopyFIFOGetsGroupAndDeterministicDedupID(t *testing.T) {
 	r := rec("m-1", "x", nil)
 	r.System.MessageGroupID = "order-7"
-	fifo := &queue.Queue{Name: "orders.fifo", FIFO: true}
+	fifo := &sqs.Queue{Name: "orders.fifo", FIFO: true}
 	a, _ := BuildCopy(r, "run-1", fifo, time.Now())
 	b, _ := BuildCopy(r, "run-1", fifo, time.Now().Add(time.Minute))
 	c, _ := BuildCopy(r, "run-2", fifo, time.Now())
@@ -77,22 +78,22 @@ func TestBuildCopyFIFOGetsGroupAndDeterministicDedupID(t *testing.T) {
 }
 
 func TestBuildCopySkipsInsteadOfChanging(t *testing.T) {
-	ten := map[string]queue.Attribute{}
+	ten := map[string]record.Attribute{}
 	for i := 0; i < 10; i++ {
-		ten[fmt.Sprintf("a%d", i)] = queue.Attribute{Type: "String", Value: "v"}
+		ten[fmt.Sprintf("a%d", i)] = record.Attribute{Type: "String", Value: "v"}
 	}
-	cp, skip := BuildCopy(rec("m", "body", ten), "run", &queue.Queue{}, time.Now())
+	cp, skip := BuildCopy(rec("m", "body", ten), "run", &sqs.Queue{}, time.Now())
 	if skip != "" || cp.Marked || len(cp.Entry.Attributes) != 10 {
 		t.Fatalf("10 attributes: skip %q marked %v attrs %d; want sent unmarked", skip, cp.Marked, len(cp.Entry.Attributes))
 	}
-	eleven := map[string]queue.Attribute{"a10": {Type: "String", Value: "v"}}
+	eleven := map[string]record.Attribute{"a10": {Type: "String", Value: "v"}}
 	for k, v := range ten {
 		eleven[k] = v
 	}
-	if _, skip := BuildCopy(rec("m", "body", eleven), "run", &queue.Queue{}, time.Now()); skip != SkipTooManyAttrs {
+	if _, skip := BuildCopy(rec("m", "body", eleven), "run", &sqs.Queue{}, time.Now()); skip != SkipTooManyAttrs {
 		t.Fatalf("11 attributes: skip %q", skip)
 	}
-	small := &queue.Queue{Attrs: map[string]string{"MaximumMessageSize": "1024"}}
+	small := &sqs.Queue{Attrs: map[string]string{"MaximumMessageSize": "1024"}}
 	if _, skip := BuildCopy(rec("m", strings.Repeat("x", 1025), nil), "run", small, time.Now()); skip != SkipTooLarge {
 		t.Fatalf("too large: skip %q", skip)
 	}

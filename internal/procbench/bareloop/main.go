@@ -7,7 +7,7 @@
 // ReceiveMessage (10, long poll -wait) → SendMessageBatch → DeleteMessageBatch
 // until its first empty receive: no journal, no lease, no marker, no
 // per-entry bookkeeping beyond counting. It talks to SQS with the raw SDK
-// (not pkg/queue) so that it stays the same while dlqctl changes. Endpoints,
+// (not pkg/broker/sqs) so that it stays the same while dlqctl changes. Endpoints,
 // credentials and region come from the environment (AWS_ENDPOINT_URL_SQS …),
 // as for dlqctl. It prints {"moved":N,"failed":F,"seconds":S} on stdout.
 package main

@@ -1,4 +1,4 @@
-package queue
+package record
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ import (
 // re-scan of a MarshalJSON result). The plain sub-benchmark writes the same
 // fields with the encoding/json defaults, for comparison.
 //
-//	go test -run '^$' -bench RecordJSON ./pkg/queue/
+//	go test -run '^$' -bench RecordJSON ./pkg/record/
 func BenchmarkRecordJSON(b *testing.B) {
 	sent := time.Date(2026, 11, 30, 3, 15, 0, 123e6, time.UTC)
 	rec := Record{

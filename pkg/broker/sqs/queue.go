@@ -1,7 +1,7 @@
 // Package queue is dlqctl's access to SQS: queue references (name, URL or
 // ARN), receive/peek/release, lease heartbeats, batch send/delete with
 // per-entry retry, and the message record.
-package queue
+package sqs
 
 import (
 	"context"
@@ -15,27 +15,27 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
 )
 
-// API is the narrow part of the SQS client dlqctl uses; *sqs.Client
+// API is the narrow part of the SQS client dlqctl uses; *awssqs.Client
 // satisfies it, and unit tests may use the shared fake.
 type API interface {
-	GetQueueUrl(context.Context, *sqs.GetQueueUrlInput, ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
-	GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
-	ListQueues(context.Context, *sqs.ListQueuesInput, ...func(*sqs.Options)) (*sqs.ListQueuesOutput, error)
-	ListDeadLetterSourceQueues(context.Context, *sqs.ListDeadLetterSourceQueuesInput, ...func(*sqs.Options)) (*sqs.ListDeadLetterSourceQueuesOutput, error)
-	ReceiveMessage(context.Context, *sqs.ReceiveMessageInput, ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
-	ChangeMessageVisibilityBatch(context.Context, *sqs.ChangeMessageVisibilityBatchInput, ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
-	DeleteMessageBatch(context.Context, *sqs.DeleteMessageBatchInput, ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
-	SendMessageBatch(context.Context, *sqs.SendMessageBatchInput, ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
-	StartMessageMoveTask(context.Context, *sqs.StartMessageMoveTaskInput, ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error)
-	ListMessageMoveTasks(context.Context, *sqs.ListMessageMoveTasksInput, ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error)
-	CancelMessageMoveTask(context.Context, *sqs.CancelMessageMoveTaskInput, ...func(*sqs.Options)) (*sqs.CancelMessageMoveTaskOutput, error)
+	GetQueueUrl(context.Context, *awssqs.GetQueueUrlInput, ...func(*awssqs.Options)) (*awssqs.GetQueueUrlOutput, error)
+	GetQueueAttributes(context.Context, *awssqs.GetQueueAttributesInput, ...func(*awssqs.Options)) (*awssqs.GetQueueAttributesOutput, error)
+	ListQueues(context.Context, *awssqs.ListQueuesInput, ...func(*awssqs.Options)) (*awssqs.ListQueuesOutput, error)
+	ListDeadLetterSourceQueues(context.Context, *awssqs.ListDeadLetterSourceQueuesInput, ...func(*awssqs.Options)) (*awssqs.ListDeadLetterSourceQueuesOutput, error)
+	ReceiveMessage(context.Context, *awssqs.ReceiveMessageInput, ...func(*awssqs.Options)) (*awssqs.ReceiveMessageOutput, error)
+	ChangeMessageVisibilityBatch(context.Context, *awssqs.ChangeMessageVisibilityBatchInput, ...func(*awssqs.Options)) (*awssqs.ChangeMessageVisibilityBatchOutput, error)
+	DeleteMessageBatch(context.Context, *awssqs.DeleteMessageBatchInput, ...func(*awssqs.Options)) (*awssqs.DeleteMessageBatchOutput, error)
+	SendMessageBatch(context.Context, *awssqs.SendMessageBatchInput, ...func(*awssqs.Options)) (*awssqs.SendMessageBatchOutput, error)
+	StartMessageMoveTask(context.Context, *awssqs.StartMessageMoveTaskInput, ...func(*awssqs.Options)) (*awssqs.StartMessageMoveTaskOutput, error)
+	ListMessageMoveTasks(context.Context, *awssqs.ListMessageMoveTasksInput, ...func(*awssqs.Options)) (*awssqs.ListMessageMoveTasksOutput, error)
+	CancelMessageMoveTask(context.Context, *awssqs.CancelMessageMoveTaskInput, ...func(*awssqs.Options)) (*awssqs.CancelMessageMoveTaskOutput, error)
 }
 
 // Limits of real SQS that dlqctl enforces itself (the emulator may not).
@@ -182,7 +182,7 @@ func (c *Client) Resolve(ctx context.Context, ref string) (*Queue, error) {
 	case RefURL:
 		qurl = r.URL
 	default:
-		in := &sqs.GetQueueUrlInput{QueueName: aws.String(r.Name)}
+		in := &awssqs.GetQueueUrlInput{QueueName: aws.String(r.Name)}
 		if r.Kind == RefARN && r.Account != "" {
 			in.QueueOwnerAWSAccountId = aws.String(r.Account)
 		}
@@ -201,7 +201,7 @@ func (c *Client) Resolve(ctx context.Context, ref string) (*Queue, error) {
 
 // Refresh re-reads all attributes of q.
 func (c *Client) Refresh(ctx context.Context, q *Queue) error {
-	out, err := c.API.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+	out, err := c.API.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(q.URL),
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll},
 	})
@@ -400,11 +400,11 @@ func firstLine(s string) string {
 // ListQueueURLs lists every queue URL with the prefix, following pagination.
 func (c *Client) ListQueueURLs(ctx context.Context, prefix string) ([]string, error) {
 	var urls []string
-	in := &sqs.ListQueuesInput{MaxResults: aws.Int32(1000)}
+	in := &awssqs.ListQueuesInput{MaxResults: aws.Int32(1000)}
 	if prefix != "" {
 		in.QueueNamePrefix = aws.String(prefix)
 	}
-	p := sqs.NewListQueuesPaginator(c.API, in)
+	p := awssqs.NewListQueuesPaginator(c.API, in)
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
 		if err != nil {
@@ -418,7 +418,7 @@ func (c *Client) ListQueueURLs(ctx context.Context, prefix string) ([]string, er
 // SourceQueueURLs lists the queues whose RedrivePolicy targets dlq.
 func (c *Client) SourceQueueURLs(ctx context.Context, dlq *Queue) ([]string, error) {
 	var urls []string
-	p := sqs.NewListDeadLetterSourceQueuesPaginator(c.API, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(dlq.URL), MaxResults: aws.Int32(1000)})
+	p := awssqs.NewListDeadLetterSourceQueuesPaginator(c.API, &awssqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(dlq.URL), MaxResults: aws.Int32(1000)})
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
 		if err != nil {
@@ -447,7 +447,7 @@ func (c *Client) Receive(ctx context.Context, q *Queue, max int, visibility, wai
 	if max <= 0 || max > MaxBatchEntries {
 		max = MaxBatchEntries
 	}
-	out, err := c.API.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+	out, err := c.API.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(q.URL),
 		MaxNumberOfMessages:         int32(max),
 		VisibilityTimeout:           int32(visibility / time.Second),

@@ -1,4 +1,4 @@
-package queue
+package sqs
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
@@ -296,7 +296,7 @@ func (c *Client) changeVisibility(ctx context.Context, q *Queue, handles []strin
 				VisibilityTimeout: secs(i),
 			}
 		}
-		out, err := c.API.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(q.URL), Entries: entries})
+		out, err := c.API.ChangeMessageVisibilityBatch(ctx, &awssqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(q.URL), Entries: entries})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -317,7 +317,7 @@ func (c *Client) deleteHandles(ctx context.Context, q *Queue, handles []string, 
 		for j, i := range idx {
 			entries[j] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), ReceiptHandle: aws.String(handles[i])}
 		}
-		out, err := c.API.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: entries})
+		out, err := c.API.DeleteMessageBatch(ctx, &awssqs.DeleteMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: entries})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -424,7 +424,7 @@ func (c *Client) SendBatch(ctx context.Context, q *Queue, entries []SendEntry) (
 			}
 			req[j] = r
 		}
-		out, err := c.API.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: req})
+		out, err := c.API.SendMessageBatch(ctx, &awssqs.SendMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: req})
 		if err != nil {
 			for _, i := range pending {
 				results[i].Err = err

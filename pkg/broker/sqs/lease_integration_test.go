@@ -1,4 +1,4 @@
-package queue_test
+package sqs_test
 
 import (
 	"context"
@@ -9,15 +9,15 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dlqctl/dlqctl/internal/faultproxy"
 	"github.com/dlqctl/dlqctl/internal/testenv"
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 )
 
-func mkQueue(t *testing.T, e testenv.Env, fifo bool) (*sqs.Client, *queue.Client, *queue.Queue) {
+func mkQueue(t *testing.T, e testenv.Env, fifo bool) (*awssqs.Client, *sqs.Client, *sqs.Queue) {
 	t.Helper()
 	api := e.SQS(t)
 	name := testenv.UniqueName(t, "lease")
@@ -28,12 +28,12 @@ func mkQueue(t *testing.T, e testenv.Env, fifo bool) (*sqs.Client, *queue.Client
 		attrs["ContentBasedDeduplication"] = "true"
 	}
 	ctx := context.Background()
-	out, err := api.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+	out, err := api.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
 	if err != nil {
 		t.Fatalf("create %s: %v", name, err)
 	}
-	t.Cleanup(func() { _, _ = api.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: out.QueueUrl}) })
-	c := queue.New(api, e.Region)
+	t.Cleanup(func() { _, _ = api.DeleteQueue(context.Background(), &awssqs.DeleteQueueInput{QueueUrl: out.QueueUrl}) })
+	c := sqs.New(api, e.Region)
 	q, err := c.Resolve(ctx, aws.ToString(out.QueueUrl))
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func mkQueue(t *testing.T, e testenv.Env, fifo bool) (*sqs.Client, *queue.Client
 	return api, c, q
 }
 
-func send(t *testing.T, api *sqs.Client, q *queue.Queue, bodies ...string) {
+func send(t *testing.T, api *awssqs.Client, q *sqs.Queue, bodies ...string) {
 	t.Helper()
 	var entries []types.SendMessageBatchRequestEntry
 	for i, b := range bodies {
@@ -51,7 +51,7 @@ func send(t *testing.T, api *sqs.Client, q *queue.Queue, bodies ...string) {
 		}
 		entries = append(entries, e)
 		if len(entries) == 10 || i == len(bodies)-1 {
-			out, err := api.SendMessageBatch(context.Background(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: entries})
+			out, err := api.SendMessageBatch(context.Background(), &awssqs.SendMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: entries})
 			if err != nil || len(out.Failed) > 0 {
 				t.Fatalf("send: %v %v", err, out)
 			}
@@ -62,9 +62,9 @@ func send(t *testing.T, api *sqs.Client, q *queue.Queue, bodies ...string) {
 
 // receiveAll receives until n messages (by id) were received or the queue
 // stays empty for a few polls.
-func receiveAll(t *testing.T, c *queue.Client, q *queue.Queue, n int, vis time.Duration) map[string]*queue.Message {
+func receiveAll(t *testing.T, c *sqs.Client, q *sqs.Queue, n int, vis time.Duration) map[string]*sqs.Message {
 	t.Helper()
-	got := map[string]*queue.Message{}
+	got := map[string]*sqs.Message{}
 	for empty := 0; len(got) < n && empty < 3; {
 		msgs, err := c.Receive(context.Background(), q, 10, vis, time.Second)
 		if err != nil {
@@ -98,7 +98,7 @@ func TestSupersededHandleOnRealServers(t *testing.T) {
 				if len(first) != 2 {
 					t.Fatalf("received %d of 2", len(first))
 				}
-				l := queue.NewLease(c, q, 30*time.Second)
+				l := sqs.NewLease(c, q, 30*time.Second)
 				l.Add(first["B"])
 				time.Sleep(2500 * time.Millisecond) // both visible again
 				again := receiveAll(t, c, q, 2, 30*time.Second)
@@ -111,21 +111,21 @@ func TestSupersededHandleOnRealServers(t *testing.T) {
 
 				// What the server does with a superseded handle, through the
 				// client (so its error is the one dlqctl would report).
-				failed, err := c.Delete(ctx, q, []*queue.Message{first["A"]})
+				failed, err := c.Delete(ctx, q, []*sqs.Message{first["A"]})
 				if err != nil {
 					t.Fatal(err)
 				}
 				staleErr := failed[first["A"]]
-				if staleErr != nil && (strings.Contains(staleErr.Error(), first["A"].ReceiptHandle) || !errors.Is(staleErr, queue.ErrLeaseLost)) {
+				if staleErr != nil && (strings.Contains(staleErr.Error(), first["A"].ReceiptHandle) || !errors.Is(staleErr, sqs.ErrLeaseLost)) {
 					t.Fatalf("stale delete error: %v; want ErrLeaseLost without the handle", staleErr)
 				}
 				// Did it delete A? Make A's newest handle visible and look.
-				if _, err := c.ChangeVisibility(ctx, q, []*queue.Message{again["A"]}, 0); err != nil {
+				if _, err := c.ChangeVisibility(ctx, q, []*sqs.Message{again["A"]}, 0); err != nil {
 					t.Fatal(err)
 				}
 
 				// The lease deletes B although given B's first copy.
-				if res := l.Delete(ctx, []*queue.Message{first["B"]}); len(res) != 0 {
+				if res := l.Delete(ctx, []*sqs.Message{first["B"]}); len(res) != 0 {
 					t.Fatalf("Lease.Delete(first copy of B) = %v", res)
 				}
 				left := receiveAll(t, c, q, 2, 30*time.Second)
@@ -161,9 +161,9 @@ func TestLostLeaseOnRealServers(t *testing.T) {
 				ctx := context.Background()
 				send(t, api, q, "M")
 				mine := receiveAll(t, c, q, 1, time.Second)["M"]
-				l := queue.NewLease(c, q, 30*time.Second)
+				l := sqs.NewLease(c, q, 30*time.Second)
 				var lostErr error
-				l.OnLost = func(_ *queue.Message, err error) { lostErr = err }
+				l.OnLost = func(_ *sqs.Message, err error) { lostErr = err }
 				l.Add(mine)
 				time.Sleep(2500 * time.Millisecond)
 				theirs := receiveAll(t, c, q, 1, 30*time.Second)["M"]
@@ -176,7 +176,7 @@ func TestLostLeaseOnRealServers(t *testing.T) {
 				if lostErr != nil {
 					errText = lostErr.Error()
 				}
-				res := l.Delete(ctx, []*queue.Message{mine})
+				res := l.Delete(ctx, []*sqs.Message{mine})
 				t.Logf("%s %s: extension with a superseded handle -> lost=%v (%s); lease delete -> %v", e.Kind, kind, lost, errText, res[mine])
 				// Server facts: only local-aws-sqs FIFO checks the handle on
 				// a visibility change (as AWS does); local-aws-sqs standard
@@ -188,14 +188,14 @@ func TestLostLeaseOnRealServers(t *testing.T) {
 				if !lost {
 					return
 				}
-				if strings.Contains(errText, mine.ReceiptHandle) || !strings.Contains(errText, queue.ScrubbedHandle) || l.Held(mine.MessageID) {
+				if strings.Contains(errText, mine.ReceiptHandle) || !strings.Contains(errText, sqs.ScrubbedHandle) || l.Held(mine.MessageID) {
 					t.Fatalf("OnLost error %q (held %v): want it scrubbed and the message no longer held", errText, l.Held(mine.MessageID))
 				}
-				if !errors.Is(res[mine], queue.ErrLeaseLost) {
+				if !errors.Is(res[mine], sqs.ErrLeaseLost) {
 					t.Fatalf("Lease.Delete of a lost message = %v; want ErrLeaseLost", res[mine])
 				}
 				// The lease did not delete it: the other consumer still can.
-				if failed, err := c.Delete(ctx, q, []*queue.Message{theirs}); err != nil || len(failed) != 0 {
+				if failed, err := c.Delete(ctx, q, []*sqs.Message{theirs}); err != nil || len(failed) != 0 {
 					t.Fatalf("other consumer's delete: %v %v", failed, err)
 				}
 				if again := receiveAll(t, c, q, 1, 30*time.Second); len(again) != 0 {
@@ -230,9 +230,9 @@ func TestHeldMessagesOverASlowLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer px.Close()
-	slow := queue.New(sqs.NewFromConfig(e.AWSConfig(ctx), func(o *sqs.Options) { o.BaseEndpoint = aws.String(px.URL) }), e.Region)
-	l := queue.NewLease(slow, q, 2*time.Minute)
-	var msgs []*queue.Message
+	slow := sqs.New(awssqs.NewFromConfig(e.AWSConfig(ctx), func(o *awssqs.Options) { o.BaseEndpoint = aws.String(px.URL) }), e.Region)
+	l := sqs.NewLease(slow, q, 2*time.Minute)
+	var msgs []*sqs.Message
 	for _, m := range held {
 		msgs = append(msgs, m)
 	}
@@ -261,7 +261,7 @@ func TestHeldMessagesOverASlowLink(t *testing.T) {
 
 	// Everything not deleted is visible again (the emulator applies
 	// visibility 0 on its next timer tick: read until it settles).
-	var left map[string]*queue.Message
+	var left map[string]*sqs.Message
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if err := c.Refresh(ctx, q); err != nil {

@@ -1,34 +1,54 @@
-package queue
+// Package record is dlqctl's broker-neutral message record: what every
+// broker's source produces, what the engine, selection, classification,
+// archives and redrives read, and the public JSON contract of `sample -o
+// json|ndjson`, archive parts and offline input (docs/schema/
+// message-record.schema.json, docs/brokers.md). Field names are a
+// contract: extend, never rename. It knows no broker client.
+package record
 
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
-// Record is the message record of GUIDE.md §3: the public JSON contract used
-// by `sample -o json|ndjson`, archives and offline input. Field names are a
-// contract: extend, never rename.
+// Broker names as records carry them (Record.Broker).
+const (
+	BrokerSQS   = "sqs"
+	BrokerAMQP  = "amqp"
+	BrokerKafka = "kafka"
+)
+
+// Record is one message as dlqctl reads it from any broker.
 type Record struct {
-	MessageID  string               `json:"message_id"`
-	Queue      string               `json:"queue"`
-	Body       string               `json:"body"`
-	BodySHA256 string               `json:"body_sha256"`
-	SizeBytes  int                  `json:"size_bytes"`
+	MessageID string `json:"message_id"`
+	// Queue names where the message was read, as its broker names it and
+	// without credentials: an SQS queue ARN, amqp://HOST/VHOST/QUEUE,
+	// kafka://HOST:PORT/TOPIC.
+	Queue string `json:"queue"`
+	// Broker is the broker the record was read from: "sqs", "amqp" or
+	// "kafka". Records written before dlqctl spoke other brokers have
+	// none; they are SQS's (BrokerName).
+	Broker     string `json:"broker,omitempty"`
+	Body       string `json:"body"`
+	BodySHA256 string `json:"body_sha256"`
+	SizeBytes  int    `json:"size_bytes"`
+	// Attributes are the message's attributes (SQS) or headers (AMQP,
+	// Kafka: the last value of a repeated header; every one, in order, is
+	// in System.Kafka.Headers).
 	Attributes map[string]Attribute `json:"attributes"`
-	System     System               `json:"system"`
-	AgeSeconds int64                `json:"age_seconds"`
-	ExpiresAt  time.Time            `json:"expires_at,omitzero"`
-	Envelope   *Envelope            `json:"envelope,omitempty"`
-	Failure    *Failure             `json:"failure,omitempty"`
+	// OrderingKey is what the broker orders messages by: the SQS FIFO
+	// message group, the Kafka record key ("" when the broker keeps no
+	// order for the message).
+	OrderingKey string    `json:"ordering_key,omitempty"`
+	System      System    `json:"system"`
+	AgeSeconds  int64     `json:"age_seconds"`
+	ExpiresAt   time.Time `json:"expires_at,omitzero"`
+	Envelope    *Envelope `json:"envelope,omitempty"`
+	Failure     *Failure  `json:"failure,omitempty"`
 	// Payload is the original event when the body wraps it (an SNS
 	// notification's Message, a Lambda destination record's requestPayload,
 	// an EventBridge event's detail, a MassTransit envelope's message, an
@@ -86,8 +106,8 @@ func (r Record) MarshalJSON() ([]byte, error) { return marshalNoEscape(r.JSONFor
 // encoding itself.
 func (r Record) JSONForm() any {
 	out := recordJSON{
-		MessageID: r.MessageID, Queue: r.Queue, Body: r.Body, BodySHA256: r.BodySHA256, SizeBytes: r.SizeBytes,
-		Attributes: r.Attributes, System: r.System.jsonView(), AgeSeconds: r.AgeSeconds, ExpiresAt: recordTime(r.ExpiresAt),
+		MessageID: r.MessageID, Queue: r.Queue, Broker: r.Broker, Body: r.Body, BodySHA256: r.BodySHA256, SizeBytes: r.SizeBytes,
+		Attributes: r.Attributes, OrderingKey: r.OrderingKey, System: r.System.jsonView(), AgeSeconds: r.AgeSeconds, ExpiresAt: recordTime(r.ExpiresAt),
 		Envelope: r.Envelope, Failure: r.Failure, Payload: r.Payload,
 		Class: r.Class, Action: r.Action, Rule: r.Rule, ErrorFingerprint: r.ErrorFingerprint,
 	}
@@ -105,10 +125,12 @@ func (r Record) JSONForm() any {
 type recordJSON struct {
 	MessageID        string               `json:"message_id"`
 	Queue            string               `json:"queue"`
+	Broker           string               `json:"broker,omitempty"`
 	Body             string               `json:"body"`
 	BodySHA256       string               `json:"body_sha256"`
 	SizeBytes        int                  `json:"size_bytes"`
 	Attributes       map[string]Attribute `json:"attributes"`
+	OrderingKey      string               `json:"ordering_key,omitempty"`
 	System           systemJSON           `json:"system"`
 	AgeSeconds       int64                `json:"age_seconds"`
 	ExpiresAt        recordTime           `json:"expires_at,omitzero"`
@@ -143,9 +165,11 @@ func marshalNoEscape(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// Attribute is one message attribute. Type is the full SQS DataType
-// ("String", "Number", "Binary", or a custom type such as "String.tenant").
-// String and Number values are in Value; Binary values in Base64.
+// Attribute is one message attribute or header. Type is the full SQS
+// DataType ("String", "Number", "Binary", or a custom type such as
+// "String.tenant"); AMQP and Kafka headers use the same names for what
+// their values are (a header that is not valid UTF-8 is "Binary"). String
+// and Number values are in Value; Binary values in Base64.
 type Attribute struct {
 	Type   string `json:"type"`
 	Value  string `json:"value,omitempty"`
@@ -155,7 +179,12 @@ type Attribute struct {
 // IsBinary reports whether the attribute carries a binary value.
 func (a Attribute) IsBinary() bool { return strings.HasPrefix(a.Type, "Binary") }
 
-// System holds the SQS system attributes of a message.
+// System holds what the broker says about a message beyond its body and
+// attributes. ReceiveCount and SentAt mean the same on every broker (how
+// many times it was delivered, as far as the broker counts; when it was
+// first published). The other flat fields are SQS's: the record began on
+// SQS and archives written then keep them there, so they stay flat; every
+// other broker's fields are grouped under its name (AMQP, Kafka).
 type System struct {
 	ReceiveCount    int       `json:"receive_count"`
 	SentAt          time.Time `json:"sent_at,omitzero"`
@@ -164,6 +193,104 @@ type System struct {
 	MessageGroupID  string    `json:"message_group_id,omitempty"`
 	DeduplicationID string    `json:"deduplication_id,omitempty"`
 	SequenceNumber  string    `json:"sequence_number,omitempty"`
+	// AMQP holds a RabbitMQ delivery's facts (nil for other brokers).
+	AMQP *AMQPSystem `json:"amqp,omitempty"`
+	// Kafka holds a Kafka record's facts (nil for other brokers).
+	Kafka *KafkaSystem `json:"kafka,omitempty"`
+}
+
+// AMQPSystem is what an AMQP 0-9-1 delivery from a RabbitMQ queue carries
+// besides its body and headers.
+type AMQPSystem struct {
+	// Exchange and RoutingKey are the delivery's (after dead-lettering:
+	// the dead-letter exchange and, if set, its routing key).
+	Exchange    string `json:"exchange,omitempty"`
+	RoutingKey  string `json:"routing_key,omitempty"`
+	Redelivered bool   `json:"redelivered,omitempty"`
+	// DeliveryCount is x-delivery-count (quorum queues) when present.
+	DeliveryCount int `json:"delivery_count,omitempty"`
+	// QueueType is classic, quorum or stream.
+	QueueType  string         `json:"queue_type,omitempty"`
+	Properties AMQPProperties `json:"properties,omitzero"`
+	// Deaths is the x-death header, newest first.
+	Deaths []AMQPDeath `json:"deaths,omitempty"`
+	// FirstDeath and LastDeath are x-first-death-* and x-last-death-*.
+	FirstDeath *AMQPDeathRef `json:"first_death,omitempty"`
+	LastDeath  *AMQPDeathRef `json:"last_death,omitempty"`
+}
+
+// AMQPProperties are the basic properties of an AMQP message.
+type AMQPProperties struct {
+	MessageID       string    `json:"message_id,omitempty"`
+	CorrelationID   string    `json:"correlation_id,omitempty"`
+	Timestamp       Timestamp `json:"timestamp,omitzero"`
+	Type            string    `json:"type,omitempty"`
+	AppID           string    `json:"app_id,omitempty"`
+	UserID          string    `json:"user_id,omitempty"`
+	ReplyTo         string    `json:"reply_to,omitempty"`
+	ContentType     string    `json:"content_type,omitempty"`
+	ContentEncoding string    `json:"content_encoding,omitempty"`
+	DeliveryMode    uint8     `json:"delivery_mode,omitempty"`
+	Priority        uint8     `json:"priority,omitempty"`
+	Expiration      string    `json:"expiration,omitempty"`
+}
+
+// AMQPDeath is one entry of x-death: one per {queue, reason}.
+type AMQPDeath struct {
+	Count              int64     `json:"count"`
+	Reason             string    `json:"reason"` // rejected | expired | maxlen | delivery_limit
+	Queue              string    `json:"queue"`
+	Exchange           string    `json:"exchange"`
+	RoutingKeys        []string  `json:"routing_keys,omitempty"`
+	Time               Timestamp `json:"time,omitzero"`
+	OriginalExpiration string    `json:"original_expiration,omitempty"`
+}
+
+// AMQPDeathRef is x-first-death-* or x-last-death-*.
+type AMQPDeathRef struct {
+	Exchange string `json:"exchange,omitempty"`
+	Queue    string `json:"queue,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// KafkaSystem is what a Kafka record carries besides its value and headers.
+type KafkaSystem struct {
+	Topic     string    `json:"topic"`
+	Partition int32     `json:"partition"`
+	Offset    int64     `json:"offset"`
+	Timestamp Timestamp `json:"timestamp,omitzero"`
+	// TimestampType is "create" or "log_append".
+	TimestampType string `json:"timestamp_type,omitempty"`
+	// Key is the record key when it is valid UTF-8, else KeyBase64; a
+	// null key has neither.
+	Key       string `json:"key,omitempty"`
+	KeyBase64 string `json:"key_base64,omitempty"`
+	// Headers are every header in order, repeats kept (Record.Attributes
+	// keeps the last value of each key).
+	Headers []Header `json:"headers,omitempty"`
+}
+
+// Header is one Kafka header: Value when it is valid UTF-8, else Base64.
+type Header struct {
+	Key    string `json:"key"`
+	Value  string `json:"value,omitempty"`
+	Base64 string `json:"base64,omitempty"`
+}
+
+// Timestamp is a time written in TimeFormat (read from any RFC 3339 time),
+// for the times inside the broker groups.
+type Timestamp struct{ time.Time }
+
+// MarshalJSON writes t in TimeFormat.
+func (t Timestamp) MarshalJSON() ([]byte, error) { return recordTime(t.Time).MarshalJSON() }
+
+// BrokerName is the record's broker: Broker, or "sqs" for records written
+// before records carried one.
+func (r *Record) BrokerName() string {
+	if r.Broker == "" {
+		return BrokerSQS
+	}
+	return r.Broker
 }
 
 // MarshalJSON writes the system attributes with timestamps in TimeFormat,
@@ -177,18 +304,21 @@ func (s System) jsonView() systemJSON {
 	return systemJSON{
 		ReceiveCount: s.ReceiveCount, SentAt: recordTime(s.SentAt), FirstReceivedAt: recordTime(s.FirstReceivedAt),
 		SourceQueueARN: s.SourceQueueARN, MessageGroupID: s.MessageGroupID, DeduplicationID: s.DeduplicationID, SequenceNumber: s.SequenceNumber,
+		AMQP: s.AMQP, Kafka: s.Kafka,
 	}
 }
 
 // systemJSON is System as written (kept in step by TestRecordJSONMirrorsRecord).
 type systemJSON struct {
-	ReceiveCount    int        `json:"receive_count"`
-	SentAt          recordTime `json:"sent_at,omitzero"`
-	FirstReceivedAt recordTime `json:"first_received_at,omitzero"`
-	SourceQueueARN  string     `json:"source_queue_arn,omitempty"`
-	MessageGroupID  string     `json:"message_group_id,omitempty"`
-	DeduplicationID string     `json:"deduplication_id,omitempty"`
-	SequenceNumber  string     `json:"sequence_number,omitempty"`
+	ReceiveCount    int          `json:"receive_count"`
+	SentAt          recordTime   `json:"sent_at,omitzero"`
+	FirstReceivedAt recordTime   `json:"first_received_at,omitzero"`
+	SourceQueueARN  string       `json:"source_queue_arn,omitempty"`
+	MessageGroupID  string       `json:"message_group_id,omitempty"`
+	DeduplicationID string       `json:"deduplication_id,omitempty"`
+	SequenceNumber  string       `json:"sequence_number,omitempty"`
+	AMQP            *AMQPSystem  `json:"amqp,omitempty"`
+	Kafka           *KafkaSystem `json:"kafka,omitempty"`
 }
 
 // Envelope is the decoded retry envelope of a body (eventId, eventType, …).
@@ -323,8 +453,8 @@ const (
 	EvidenceCondition = "condition"
 )
 
-// Marker is the dlqctl redrive marker carried in the MarkerAttribute message
-// attribute of a redriven message.
+// Marker is the dlqctl redrive marker carried in the MarkerAttribute
+// attribute (SQS) or header (AMQP, Kafka) of a redriven message.
 type Marker struct {
 	RunID      string    `json:"run"`
 	OriginalID string    `json:"orig"`
@@ -332,109 +462,12 @@ type Marker struct {
 	At         time.Time `json:"at"`
 }
 
-// MarkerAttribute is the message attribute dlqctl adds to redriven messages.
+// MarkerAttribute is the attribute or header dlqctl adds to redriven
+// messages.
 const MarkerAttribute = "dlqctl-redrive"
 
 // SHA256Hex returns the lowercase hex SHA-256 of s.
 func SHA256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
-}
-
-// MessageSize is the size SQS counts against its 1 MiB limit: the body plus
-// every attribute's name, data type and value.
-func MessageSize(body string, attrs map[string]Attribute) int {
-	n := len(body)
-	for name, a := range attrs {
-		n += len(name) + len(a.Type)
-		if a.IsBinary() {
-			n += base64.StdEncoding.DecodedLen(len(a.Base64))
-		} else {
-			n += len(a.Value)
-		}
-	}
-	return n
-}
-
-// FromSQS builds the record for a received message. retention is the queue's
-// MessageRetentionPeriod (0 if unknown); now is the reference time for age.
-func FromSQS(queueARN string, m types.Message, retention time.Duration, now time.Time) Record {
-	body := aws.ToString(m.Body)
-	r := Record{
-		MessageID:  aws.ToString(m.MessageId),
-		Queue:      queueARN,
-		Body:       body,
-		BodySHA256: SHA256Hex(body),
-	}
-	if len(m.MessageAttributes) > 0 {
-		r.Attributes = make(map[string]Attribute, len(m.MessageAttributes))
-		for k, v := range m.MessageAttributes {
-			a := Attribute{Type: aws.ToString(v.DataType)}
-			if strings.HasPrefix(a.Type, "Binary") {
-				a.Base64 = base64.StdEncoding.EncodeToString(v.BinaryValue)
-			} else {
-				a.Value = aws.ToString(v.StringValue)
-			}
-			r.Attributes[k] = a
-		}
-	} else {
-		r.Attributes = map[string]Attribute{}
-	}
-	r.SizeBytes = MessageSize(body, r.Attributes)
-	sa := m.Attributes
-	r.System.ReceiveCount, _ = strconv.Atoi(sa[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
-	r.System.SentAt = epochMillis(sa[string(types.MessageSystemAttributeNameSentTimestamp)])
-	r.System.FirstReceivedAt = epochMillis(sa[string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)])
-	r.System.SourceQueueARN = sa[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)]
-	r.System.MessageGroupID = sa[string(types.MessageSystemAttributeNameMessageGroupId)]
-	r.System.DeduplicationID = sa[string(types.MessageSystemAttributeNameMessageDeduplicationId)]
-	r.System.SequenceNumber = sa[string(types.MessageSystemAttributeNameSequenceNumber)]
-	if !r.System.SentAt.IsZero() {
-		r.AgeSeconds = int64(now.Sub(r.System.SentAt) / time.Second)
-		if r.AgeSeconds < 0 {
-			r.AgeSeconds = 0
-		}
-		// A standard queue keeps a message's original enqueue time when it
-		// dead-letters, so its retention runs from SentTimestamp; a FIFO
-		// queue resets it on arrival, which SQS does not report: there
-		// expires_at stays empty rather than wrong.
-		if retention > 0 && !strings.HasSuffix(queueARN, ".fifo") {
-			r.ExpiresAt = r.System.SentAt.Add(retention)
-		}
-	}
-	return r
-}
-
-func epochMillis(s string) time.Time {
-	if s == "" {
-		return time.Time{}
-	}
-	ms, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms).UTC()
-}
-
-// SQSAttributes converts record attributes back to SQS message attributes,
-// preserving the exact data type (including custom types).
-func SQSAttributes(attrs map[string]Attribute) (map[string]types.MessageAttributeValue, error) {
-	if len(attrs) == 0 {
-		return nil, nil
-	}
-	out := make(map[string]types.MessageAttributeValue, len(attrs))
-	for k, a := range attrs {
-		v := types.MessageAttributeValue{DataType: aws.String(a.Type)}
-		if a.IsBinary() {
-			b, err := base64.StdEncoding.DecodeString(a.Base64)
-			if err != nil {
-				return nil, err
-			}
-			v.BinaryValue = b
-		} else {
-			v.StringValue = aws.String(a.Value)
-		}
-		out[k] = v
-	}
-	return out, nil
 }

@@ -1,83 +1,14 @@
-package queue
+package record
 
 import (
 	"encoding/json"
 	"reflect"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
-
-func TestFromSQSRecord(t *testing.T) {
-	sent := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	m := types.Message{
-		MessageId: aws.String("id-1"),
-		Body:      aws.String("héllo 🌍"),
-		Attributes: map[string]string{
-			"ApproximateReceiveCount":  "3",
-			"SentTimestamp":            strconv.FormatInt(sent.UnixMilli(), 10),
-			"DeadLetterQueueSourceArn": "arn:aws:sqs:us-east-1:123456789012:orders",
-			"MessageGroupId":           "g1",
-		},
-		MessageAttributes: map[string]types.MessageAttributeValue{
-			"sig":    {DataType: aws.String("Binary"), BinaryValue: []byte{0, 1, 2}},
-			"tenant": {DataType: aws.String("String.tenant"), StringValue: aws.String("t-1")},
-			"n":      {DataType: aws.String("Number"), StringValue: aws.String("42")},
-		},
-	}
-	r := FromSQS("arn:aws:sqs:us-east-1:123456789012:orders-dlq", m, 14*24*time.Hour, sent.Add(time.Hour))
-	if r.System.ReceiveCount != 3 || !r.System.SentAt.Equal(sent) || r.AgeSeconds != 3600 || r.System.MessageGroupID != "g1" {
-		t.Fatalf("system = %+v age=%d", r.System, r.AgeSeconds)
-	}
-	if !r.ExpiresAt.Equal(sent.Add(14 * 24 * time.Hour)) {
-		t.Fatalf("expires_at = %v", r.ExpiresAt)
-	}
-	if r.Attributes["sig"].Base64 != "AAEC" || r.Attributes["tenant"].Type != "String.tenant" {
-		t.Fatalf("attrs = %+v", r.Attributes)
-	}
-	if r.BodySHA256 != SHA256Hex("héllo 🌍") {
-		t.Fatal("sha mismatch")
-	}
-	back, err := SQSAttributes(r.Attributes)
-	if err != nil || string(back["sig"].BinaryValue) != "\x00\x01\x02" || aws.ToString(back["tenant"].DataType) != "String.tenant" || aws.ToString(back["n"].StringValue) != "42" {
-		t.Fatalf("round trip attrs = %+v err=%v", back, err)
-	}
-	b, _ := json.Marshal(r)
-	var generic map[string]any
-	_ = json.Unmarshal(b, &generic)
-	for _, k := range []string{"message_id", "queue", "body", "body_sha256", "size_bytes", "attributes", "system", "age_seconds", "expires_at"} {
-		if _, ok := generic[k]; !ok {
-			t.Errorf("record JSON lacks %q: %s", k, b)
-		}
-	}
-	for _, k := range []string{"envelope", "failure", "class", "receipt_handle", "ReceiptHandle"} {
-		if _, ok := generic[k]; ok {
-			t.Errorf("record JSON has %q when it should not", k)
-		}
-	}
-}
-
-func TestRedrivePolicyStringOrNumber(t *testing.T) {
-	for _, s := range []string{`{"deadLetterTargetArn":"arn:aws:sqs:r:1:d","maxReceiveCount":"5"}`, `{"deadLetterTargetArn":"arn:aws:sqs:r:1:d","maxReceiveCount":5}`} {
-		q := &Queue{Attrs: map[string]string{"RedrivePolicy": s}}
-		p := q.RedrivePolicy()
-		if p == nil || p.MaxReceiveCount != 5 || p.DeadLetterTargetARN != "arn:aws:sqs:r:1:d" {
-			t.Fatalf("%s -> %+v", s, p)
-		}
-	}
-}
-
-func TestNameFromARN(t *testing.T) {
-	if NameFromARN("arn:aws:sqs:us-east-1:123:orders.fifo") != "orders.fifo" || NameFromARN("nope") != "" {
-		t.Fatal("NameFromARN")
-	}
-}
 
 // TestRecordJSONHasOneShapePerField pins what query engines rely on (the
 // archive record contract in docs/archive.md): every timestamp in one
@@ -172,5 +103,37 @@ func TestRecordJSONMirrorsRecord(t *testing.T) {
 		if !slices.Equal(a, b) {
 			t.Errorf("%s fields %v\n%s fields %v", pair[0].Name(), a, pair[1].Name(), b)
 		}
+	}
+}
+
+// TestRecordIsBrokerNeutral: a record says its broker and ordering key,
+// keeps other brokers' facts in their own group (times in TimeFormat), and
+// a record written before it had a broker reads as SQS's.
+func TestRecordIsBrokerNeutral(t *testing.T) {
+	at := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
+	k := Record{MessageID: "orders-dlq/0/42", Queue: "kafka://broker:9092/orders-dlq", Broker: BrokerKafka, Body: "x", OrderingKey: "customer-7",
+		System: System{Kafka: &KafkaSystem{Topic: "orders-dlq", Partition: 0, Offset: 42, Timestamp: Timestamp{at}, Key: "customer-7",
+			Headers: []Header{{Key: "dlq_reason", Value: "a"}, {Key: "dlq_reason", Value: "b"}, {Key: "bin", Base64: "AAE="}}}}}
+	got := string(mustJSON(t, k))
+	for _, want := range []string{`"broker":"kafka"`, `"ordering_key":"customer-7"`, `"kafka":{"topic":"orders-dlq","partition":0,"offset":42,"timestamp":"2026-12-01T09:30:00.000Z","key":"customer-7","headers":[{"key":"dlq_reason","value":"a"},{"key":"dlq_reason","value":"b"},{"key":"bin","base64":"AAE="}]}`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("kafka record lacks %s: %s", want, got)
+		}
+	}
+	var back Record
+	if err := json.Unmarshal([]byte(got), &back); err != nil || back.System.Kafka == nil || !back.System.Kafka.Timestamp.Equal(at) || len(back.System.Kafka.Headers) != 3 || back.BrokerName() != BrokerKafka {
+		t.Fatalf("kafka record round trip: %+v %v", back.System.Kafka, err)
+	}
+	a := Record{MessageID: "m", Broker: BrokerAMQP, System: System{ReceiveCount: 2, AMQP: &AMQPSystem{Exchange: "dlx", QueueType: "quorum",
+		Deaths: []AMQPDeath{{Count: 3, Reason: "rejected", Queue: "orders", Exchange: "orders-x", RoutingKeys: []string{"orders.created"}, Time: Timestamp{at}}}}}}
+	if got := string(mustJSON(t, a)); !strings.Contains(got, `"amqp":{"exchange":"dlx","queue_type":"quorum","deaths":[{"count":3,"reason":"rejected","queue":"orders","exchange":"orders-x","routing_keys":["orders.created"],"time":"2026-12-01T09:30:00.000Z"}]}`) {
+		t.Errorf("amqp record: %s", got)
+	}
+	var old Record
+	if err := json.Unmarshal([]byte(`{"message_id":"o","queue":"arn:aws:sqs:us-east-1:1:d","body":"x","system":{"receive_count":1,"source_queue_arn":"arn:aws:sqs:us-east-1:1:s"}}`), &old); err != nil || old.BrokerName() != BrokerSQS || old.System.SourceQueueARN == "" {
+		t.Fatalf("old record: %+v %v", old, err)
+	}
+	if b := string(mustJSON(t, old)); strings.Contains(b, `"broker"`) || strings.Contains(b, `"amqp"`) || strings.Contains(b, `"kafka"`) {
+		t.Errorf("an old record re-written gains fields it did not have: %s", b)
 	}
 }

@@ -1,4 +1,4 @@
-package queue
+package sqs
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
@@ -18,7 +18,7 @@ import (
 
 // fakeDenyingSQS answers every SQS call (JSON protocol) with the error AWS
 // gives when IAM refuses it.
-func fakeDenyingSQS(t *testing.T, code, message string) *sqs.Client {
+func fakeDenyingSQS(t *testing.T, code, message string) *awssqs.Client {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -28,7 +28,7 @@ func fakeDenyingSQS(t *testing.T, code, message string) *sqs.Client {
 		w.Write([]byte(`{"__type":"com.amazon.coral.service#` + code + `","message":"` + message + `"}`))
 	}))
 	t.Cleanup(srv.Close)
-	return sqs.New(sqs.Options{
+	return awssqs.New(awssqs.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(srv.URL),
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIAEXAMPLE", "secret", ""),
@@ -51,7 +51,7 @@ func TestAccessDeniedNamesActionAndResource(t *testing.T) {
 
 	c = New(fakeDenyingSQS(t, "AccessDenied", "Access to the resource is denied."), "us-east-1")
 	q := &Queue{URL: "https://sqs.us-east-1.amazonaws.com/123456789012/orders-dlq"}
-	_, err = c.API.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(q.URL),
+	_, err = c.API.DeleteMessageBatch(ctx, &awssqs.DeleteMessageBatchInput{QueueUrl: aws.String(q.URL),
 		Entries: []types.DeleteMessageBatchRequestEntry{{Id: aws.String("0"), ReceiptHandle: aws.String("h")}}})
 	err = WrapAWSError(err)
 	if err == nil || !strings.Contains(err.Error(), "may not call sqs:DeleteMessage on the queue (AWS: Access to the resource is denied.)") {

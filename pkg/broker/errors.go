@@ -1,0 +1,37 @@
+package broker
+
+import "errors"
+
+// Errors every broker package returns (wrapped, with its own words) for
+// the situations the engine and the commands must tell apart. Test with
+// errors.Is.
+var (
+	// ErrLeaseLost: the run no longer holds the message (an SQS receipt
+	// handle gone stale, an AMQP channel closed under a delivery): it was
+	// NOT removed and will be read again. Never counted as moved.
+	ErrLeaseLost = errors.New("the hold on the message was lost")
+	// ErrHeldLimit: the source cannot hold more messages (SQS's in-flight
+	// limit, the run's own cap); the run ends partial.
+	ErrHeldLimit = errors.New("in-flight limit reached")
+	// ErrNotFound: the queue, exchange or topic does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrAccessDenied: the credentials may not do this.
+	ErrAccessDenied = errors.New("access denied")
+	// ErrRejected: the destination refused this entry; it was certainly
+	// not published (Result.Err).
+	ErrRejected = errors.New("rejected by the destination")
+	// ErrUnsupported: the broker cannot do this (Depth on a broker without
+	// counts); Capabilities says so beforehand.
+	ErrUnsupported = errors.New("not supported by this broker")
+)
+
+// Rejected wraps err as a per-entry refusal (errors.Is(…, ErrRejected)),
+// keeping err's text.
+func Rejected(err error) error { return &rejectedError{err} }
+
+type rejectedError struct{ err error }
+
+func (e *rejectedError) Error() string { return e.err.Error() }
+func (e *rejectedError) Unwrap() []error {
+	return []error{e.err, ErrRejected}
+}
