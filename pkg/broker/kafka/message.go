@@ -13,7 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/dlqctl/dlqctl/pkg/queue"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Header is one Kafka record header. Keys may repeat; readers take the last.
@@ -200,21 +200,21 @@ func IsFailureHeader(key string) bool {
 			return true
 		}
 	}
-	return k == queue.MarkerAttribute
+	return k == record.MarkerAttribute
 }
 
 // MarkerHeader is the header dlqctl adds to every replayed copy: the
 // redrive marker (run, original record, replay count n, time) as JSON, the
 // same marker SQS copies carry as a message attribute.
-const MarkerHeader = queue.MarkerAttribute
+const MarkerHeader = record.MarkerAttribute
 
 // ReplayMarker returns the marker of a previous replay carried by m, or nil.
-func ReplayMarker(hs []Header) *queue.Marker {
+func ReplayMarker(hs []Header) *record.Marker {
 	v, ok := lastHeader(hs, MarkerHeader)
 	if !ok {
 		return nil
 	}
-	var mk queue.Marker
+	var mk record.Marker
 	if json.Unmarshal(v, &mk) != nil {
 		return nil
 	}
@@ -235,7 +235,7 @@ func ReplayHeaders(m *Message, runID string, now time.Time) []Header {
 			out = append(out, h)
 		}
 	}
-	mk, _ := json.Marshal(queue.Marker{RunID: runID, OriginalID: m.ID(), Count: n, At: now.UTC().Truncate(time.Millisecond)})
+	mk, _ := json.Marshal(record.Marker{RunID: runID, OriginalID: m.ID(), Count: n, At: now.UTC().Truncate(time.Millisecond)})
 	return append(out, Header{Key: MarkerHeader, Value: mk})
 }
 
@@ -270,13 +270,13 @@ func textHeader(v []byte) bool {
 // repeated key): text values as String, anything else as Binary (base64).
 // Spring's binary partition/offset/timestamp headers stay Binary; their
 // decoded values are in the record's origin.
-func HeaderAttributes(hs []Header) map[string]queue.Attribute {
-	out := make(map[string]queue.Attribute, len(hs))
+func HeaderAttributes(hs []Header) map[string]record.Attribute {
+	out := make(map[string]record.Attribute, len(hs))
 	for _, h := range hs {
 		if textHeader(h.Value) {
-			out[h.Key] = queue.Attribute{Type: "String", Value: string(h.Value)}
+			out[h.Key] = record.Attribute{Type: "String", Value: string(h.Value)}
 		} else {
-			out[h.Key] = queue.Attribute{Type: "Binary", Base64: base64.StdEncoding.EncodeToString(h.Value)}
+			out[h.Key] = record.Attribute{Type: "Binary", Base64: base64.StdEncoding.EncodeToString(h.Value)}
 		}
 	}
 	return out
