@@ -213,6 +213,8 @@ func NewRouter(adm *kadm.Client, to string) *Router {
 // when no --to was given.
 var ErrNoOrigin = errors.New("the record names no original topic in its headers (kafka_dlt-original-topic, __connect.errors.topic, __streams.errors.topic, x-original-topic, original_topic): pass --to kafka://…/TOPIC")
 
+var errTopicMissing = errors.New("topic missing")
+
 // Route returns m's destination topic, checked to exist.
 func (r *Router) Route(ctx context.Context, m *Message) (string, error) {
 	t := r.To
@@ -234,7 +236,7 @@ func (r *Router) Route(ctx context.Context, m *Message) (string, error) {
 		case lerr != nil:
 			return "", lerr // not cached: transient
 		case !ok:
-			err = fmt.Errorf("destination topic %s does not exist (dlqctl never creates topics)", t)
+			err = fmt.Errorf("destination topic %s does not exist (dlqctl never creates topics): %w", t, errTopicMissing)
 		}
 		r.mu.Lock()
 		r.exists[t] = err

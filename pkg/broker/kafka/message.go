@@ -225,6 +225,10 @@ func ReplayMarker(hs []Header) *record.Marker {
 // order minus the dead-letter context, plus the dlqctl marker counting this
 // replay (loop detection reads n).
 func ReplayHeaders(m *Message, runID string, now time.Time) []Header {
+	return replayHeadersID(m, m.ID(), runID, now)
+}
+
+func replayHeadersID(m *Message, origID, runID string, now time.Time) []Header {
 	n := 1
 	if prev := ReplayMarker(m.Headers); prev != nil {
 		n = prev.Count + 1
@@ -235,7 +239,7 @@ func ReplayHeaders(m *Message, runID string, now time.Time) []Header {
 			out = append(out, h)
 		}
 	}
-	mk, _ := json.Marshal(record.Marker{RunID: runID, OriginalID: m.ID(), Count: n, At: now.UTC().Truncate(time.Millisecond)})
+	mk, _ := json.Marshal(record.Marker{RunID: runID, OriginalID: origID, Count: n, At: now.UTC().Truncate(time.Millisecond)})
 	return append(out, Header{Key: MarkerHeader, Value: mk})
 }
 

@@ -164,28 +164,34 @@ type PeekStats struct {
 	Truncated []int32 // partitions that made no progress for Idle before their end
 }
 
-// Peek reads the plan's ranges with read_committed and passes each pending
-// record to fn in offset order per partition (partitions interleave). It
-// joins no group and commits nothing. fn returning a non-nil error stops
-// the read with that error.
-func Peek(ctx context.Context, addr Address, conn Conn, plan *Plan, opt PeekOptions, fn func(*Message) error) (PeekStats, error) {
-	var st PeekStats
-	idle := opt.Idle
+// peekReader reads a plan's ranges with read_committed, in offset order
+// per partition, joining no group and committing nothing.
+type peekReader struct {
+	plan  *Plan
+	cl    *kgo.Client
+	pos   map[int32]int64
+	end   map[int32]int64
+	idle  time.Duration
+	last  time.Time
+	stats PeekStats
+	buf   []*Message
+}
+
+func newPeekReader(addr Address, conn Conn, plan *Plan, idle time.Duration) (*peekReader, error) {
 	if idle <= 0 {
 		idle = 15 * time.Second
 	}
+	r := &peekReader{plan: plan, pos: map[int32]int64{}, end: map[int32]int64{}, idle: idle, last: time.Now()}
 	starts := map[int32]kgo.Offset{}
-	pos := map[int32]int64{}
-	end := map[int32]int64{}
-	for _, r := range plan.Partitions {
-		if r.Start < r.End {
-			starts[r.Partition] = kgo.NewOffset().At(r.Start)
-			pos[r.Partition] = r.Start
-			end[r.Partition] = r.End
+	for _, pr := range plan.Partitions {
+		if pr.Start < pr.End {
+			starts[pr.Partition] = kgo.NewOffset().At(pr.Start)
+			r.pos[pr.Partition] = pr.Start
+			r.end[pr.Partition] = pr.End
 		}
 	}
 	if len(starts) == 0 {
-		return st, nil
+		return r, nil
 	}
 	cl, err := NewClient(addr, conn,
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{plan.Topic: starts}),
@@ -194,18 +200,31 @@ func Peek(ctx context.Context, addr Address, conn Conn, plan *Plan, opt PeekOpti
 		kgo.FetchMaxWait(500*time.Millisecond),
 	)
 	if err != nil {
-		return st, err
+		return nil, err
 	}
-	defer cl.Close()
-	last := time.Now()
-	for len(end) > 0 {
+	r.cl = cl
+	return r, nil
+}
+
+func (r *peekReader) close() {
+	if r.cl != nil {
+		r.cl.Close()
+	}
+}
+
+// next returns up to max pending records; done when every partition
+// reached its end (or made no progress for idle: stats.Truncated).
+func (r *peekReader) next(ctx context.Context, max int) (out []*Message, done bool, err error) {
+	for len(r.buf) == 0 {
+		if len(r.end) == 0 {
+			return nil, true, nil
+		}
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		fs := cl.PollRecords(pctx, 10000)
+		fs := r.cl.PollRecords(pctx, 10000)
 		cancel()
 		if err := ctx.Err(); err != nil {
-			return st, err
+			return nil, false, err
 		}
-		progressed := false
 		var ferr error
 		fs.EachError(func(t string, p int32, err error) {
 			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && ferr == nil {
@@ -213,61 +232,79 @@ func Peek(ctx context.Context, addr Address, conn Conn, plan *Plan, opt PeekOpti
 			}
 		})
 		if ferr != nil {
-			return st, ferr
+			return nil, false, ferr
 		}
-		var stop error
-		fs.EachRecord(func(r *kgo.Record) {
-			if stop != nil {
-				return
-			}
-			e, live := end[r.Partition]
-			if !live || r.Offset >= e {
+		progressed := false
+		fs.EachRecord(func(rec *kgo.Record) {
+			e, live := r.end[rec.Partition]
+			if !live || rec.Offset >= e || rec.Offset < r.pos[rec.Partition] {
 				return
 			}
 			progressed = true
-			pos[r.Partition] = r.Offset + 1
-			if r.Offset+1 >= e {
-				delete(end, r.Partition)
+			r.pos[rec.Partition] = rec.Offset + 1
+			if rec.Offset+1 >= e {
+				delete(r.end, rec.Partition)
 			}
-			if r.Attrs.IsControl() {
-				st.Markers++
+			if rec.Attrs.IsControl() {
+				r.stats.Markers++
 				return
 			}
-			if j := plan.Journals[r.Partition]; j != nil && j.Handled(r.Offset) {
-				st.Skipped++
+			if j := r.plan.Journals[rec.Partition]; j != nil && j.Handled(rec.Offset) {
+				r.stats.Skipped++
 				return
 			}
-			st.Records++
-			if err := fn(fromKgo(r)); err != nil {
-				stop = err
-				return
-			}
-			if opt.Limit > 0 && st.Records >= opt.Limit {
-				stop = errLimit
-			}
+			r.buf = append(r.buf, fromKgo(rec))
 		})
-		if errors.Is(stop, errLimit) {
-			return st, nil
-		}
-		if stop != nil {
-			return st, stop
-		}
 		if progressed {
-			last = time.Now()
-			continue
-		}
-		if time.Since(last) > idle {
-			for p := range end {
-				st.Truncated = append(st.Truncated, p)
+			r.last = time.Now()
+		} else if time.Since(r.last) > r.idle {
+			for p := range r.end {
+				r.stats.Truncated = append(r.stats.Truncated, p)
 			}
-			sort.Slice(st.Truncated, func(i, k int) bool { return st.Truncated[i] < st.Truncated[k] })
-			return st, nil
+			sort.Slice(r.stats.Truncated, func(i, k int) bool { return r.stats.Truncated[i] < r.stats.Truncated[k] })
+			r.end = map[int32]int64{}
 		}
 	}
-	return st, nil
+	n := min(max, len(r.buf))
+	if max <= 0 {
+		n = len(r.buf)
+	}
+	out = r.buf[:n:n]
+	r.buf = r.buf[n:]
+	r.stats.Records += len(out)
+	return out, false, nil
 }
 
-var errLimit = errors.New("limit reached")
+// Peek reads the plan's ranges with read_committed and passes each pending
+// record to fn in offset order per partition (partitions interleave). It
+// joins no group and commits nothing. fn returning a non-nil error stops
+// the read with that error.
+func Peek(ctx context.Context, addr Address, conn Conn, plan *Plan, opt PeekOptions, fn func(*Message) error) (PeekStats, error) {
+	r, err := newPeekReader(addr, conn, plan, opt.Idle)
+	if err != nil {
+		return PeekStats{}, err
+	}
+	defer r.close()
+	seen := 0
+	for {
+		batch, done, err := r.next(ctx, 0)
+		if err != nil || done {
+			r.stats.Records = seen
+			return r.stats, err
+		}
+		for _, m := range batch {
+			if err := fn(m); err != nil {
+				r.stats.Records = seen + 1
+				return r.stats, err
+			}
+			seen++
+			if opt.Limit > 0 && seen >= opt.Limit {
+				r.stats.Records = seen
+				return r.stats, nil
+			}
+		}
+	}
+}
 
 // fetchCommits reads a group's commits for topic. A group that never
 // committed is not an error: Kafka answers -1 per partition, kfake answers
