@@ -20,6 +20,7 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/dlqctl/dlqctl/pkg/archive"
+	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -53,6 +54,8 @@ type GlobalOptions struct {
 type Factory struct {
 	IO   *output.IOStreams
 	Opts GlobalOptions
+	// Kafka is the Kafka connection (flags_kafka.go).
+	Kafka kafka.Config
 
 	once    sync.Once
 	cfg     aws.Config

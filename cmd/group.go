@@ -27,6 +27,8 @@ type ReadFlags struct {
 	Visibility time.Duration
 	// sampleSet is true when --sample was given explicitly.
 	sampleSet bool
+	// chain reads a Kafka topic's whole retry chain (group --by stage).
+	chain bool
 }
 
 // DefaultSample is how many messages triage reads without --all.
@@ -56,7 +58,7 @@ func (r *ReadFlags) validate(c *cobra.Command) error {
 
 // input returns the InputOptions for queue q.
 func (r *ReadFlags) input(q string) InputOptions {
-	in := InputOptions{Queue: q, From: r.From, Visibility: r.Visibility}
+	in := InputOptions{Queue: q, From: r.From, Visibility: r.Visibility, Chain: r.chain}
 	if !r.All {
 		in.Max = r.Sample
 	}
@@ -102,7 +104,7 @@ func (rr *readResult) finish(err error) error {
 // With lk (--logs), records without failure context are looked up in the
 // consumer's logs in batches before fn sees them.
 func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *logsLookup, fn func(rec *record.Record, parsed any) error) (*readResult, error) {
-	if r.From == "" {
+	if r.From == "" && !isKafkaRef(q) {
 		_, qq, err := f.ResolveQueue(ctx, q)
 		if err != nil {
 			return nil, err
@@ -303,6 +305,9 @@ func groupRun(ctx context.Context, opts *GroupOptions) (retErr error) {
 	lk, err := newLogsLookup(ctx, f, &opts.Selection.Logs)
 	if err != nil {
 		return err
+	}
+	for _, k := range keys {
+		opts.Read.chain = opts.Read.chain || k.Name == "stage"
 	}
 	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) error {
 		if sel.Match(rec, parsed) {

@@ -22,6 +22,9 @@ type InputOptions struct {
 	From       string        // NDJSON/JSON file of records, "-" for stdin
 	Max        int           // distinct messages to read from the queue; 0 = all
 	Visibility time.Duration // hold time between heartbeats while scanning
+	// Chain reads a Kafka topic's whole retry chain (its retry topics and
+	// dead-letter topic), for group --by stage.
+	Chain bool
 }
 
 // InputResult describes what was read.
@@ -61,6 +64,9 @@ func (f *Factory) ForEachRecord(ctx context.Context, in InputOptions, fn func(re
 			err = nil
 		}
 		return &InputResult{}, err
+	}
+	if isKafkaRef(in.Queue) {
+		return f.kafkaForEachRecord(ctx, in, fn)
 	}
 	c, q, err := f.ResolveQueue(ctx, in.Queue)
 	if err != nil {

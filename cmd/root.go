@@ -140,6 +140,7 @@ is not durably somewhere else.
 	pf.BoolVar(&f.Opts.PathStyle, "s3-path-style", false, "use path-style S3 addressing (automatic with a non-AWS S3 endpoint)")
 	pf.StringVar(&f.Opts.BucketOwner, "bucket-owner", "", "12-digit account id that must own the S3 bucket; S3 refuses every call to a bucket owned by anyone else (ExpectedBucketOwner)")
 	pf.BoolVar(&f.Opts.RequesterPays, "requester-pays", false, "accept the request charges of a requester-pays S3 bucket")
+	addKafkaFlags(pf, &f.Kafka)
 
 	root.AddCommand(NewCmdQueues(f, nil))
 	root.AddCommand(NewCmdSample(f, nil))

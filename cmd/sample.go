@@ -122,7 +122,7 @@ func sampleRun(ctx context.Context, opts *SampleOptions) error {
 	if filter != nil {
 		in.Max = max(opts.ScanMax, opts.N)
 	}
-	if opts.From == "" {
+	if opts.From == "" && !isKafkaRef(opts.Queue) {
 		c, q, err := f.ResolveQueue(ctx, opts.Queue)
 		if err != nil {
 			return err
@@ -197,6 +197,9 @@ func printRecords(f *Factory, recs []record.Record) error {
 		}
 		errText := errorCell(&r) // also "(logs: no log line mentions this message)"
 		src := sqs.NameFromARN(r.System.SourceQueueARN)
+		if k := r.System.Kafka; k != nil && k.Origin != nil {
+			src = k.Origin.Topic
+		}
 		if r.System.MessageGroupID != "" {
 			src += " [" + r.System.MessageGroupID + "]"
 		}

@@ -55,8 +55,20 @@ var namedKeys = map[string]struct {
 	help string
 	fn   func(c *groupCtx) string
 }{
-	"source": {"the queue the message was dead-lettered from", func(c *groupCtx) string {
+	"source": {"the queue (Kafka: topic) the message was dead-lettered from", func(c *groupCtx) string {
+		if k := c.rec.System.Kafka; k != nil {
+			if k.Origin != nil {
+				return orNone(k.Origin.Topic)
+			}
+			return None
+		}
 		return orNone(sqs.NameFromARN(c.rec.System.SourceQueueARN))
+	}},
+	"stage": {"Kafka: the record's topic in its retry chain, as stage and topic (retry-1 orders-retry-1, dlt orders-dlq); group reads the whole chain", func(c *groupCtx) string {
+		if k := c.rec.System.Kafka; k != nil && k.Stage != "" {
+			return k.Stage + " " + k.Topic
+		}
+		return None
 	}},
 	"event_type": {"envelope event type", func(c *groupCtx) string {
 		if e := c.rec.Envelope; e != nil {

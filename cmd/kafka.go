@@ -1,0 +1,214 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/dlqctl/dlqctl/pkg/broker"
+	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/record"
+)
+
+// isKafkaRef reports whether a queue reference is kafka://….
+func isKafkaRef(s string) bool { return kafka.IsReference(strings.TrimSpace(s)) }
+
+// KafkaEndpoint resolves a kafka:// reference with the Kafka flags, the
+// password from DLQCTL_KAFKA_PASSWORD and, for AWS_MSK_IAM, the AWS
+// credential chain. Bad references and settings are exit 2.
+func (f *Factory) KafkaEndpoint(ctx context.Context, refStr string) (*kafka.Endpoint, error) {
+	ref, err := broker.ParseRef(refStr)
+	if err != nil {
+		return nil, err
+	}
+	cfg := f.Kafka
+	cfg.Password = os.Getenv(kafka.EnvPassword)
+	if mech, _ := kafka.NormalizeSASL(cfg.SASL); mech == kafka.SASLAWSMSKIAM {
+		cfg.AWS = func(ctx context.Context) (aws.Credentials, error) {
+			c, err := f.AWSConfig(ctx)
+			if err != nil {
+				return aws.Credentials{}, err
+			}
+			return c.Credentials.Retrieve(ctx)
+		}
+	}
+	ep, err := kafka.Open(ctx, ref, cfg)
+	if err != nil {
+		return nil, kafkaErr(err)
+	}
+	f.Verbosef("Kafka topic %s, consumer group %s", ep, ep.Group())
+	return ep, nil
+}
+
+// kafkaErr maps the Kafka package's errors to exit codes: bad input and
+// missing topics are exit 2 (nothing changed).
+func kafkaErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ue *kafka.UsageError
+	if errors.As(err, &ue) {
+		return errs.BadInputf("%s", ue.Msg)
+	}
+	if errors.Is(err, broker.ErrNotFound) {
+		return errs.BadInput(err)
+	}
+	return err
+}
+
+// kafkaForEachRecord is ForEachRecord for a kafka:// reference: a peek of
+// the topic (or of its whole retry chain with in.Chain) from the group's
+// committed offsets to the ends taken at the start, read_committed,
+// committing nothing.
+func (f *Factory) kafkaForEachRecord(ctx context.Context, in InputOptions, fn func(rec *record.Record, parsed any) error) (*InputResult, error) {
+	ep, err := f.KafkaEndpoint(ctx, in.Queue)
+	if err != nil {
+		return nil, err
+	}
+	defer ep.Close()
+	eps := []*kafka.Endpoint{ep}
+	if in.Chain {
+		if eps, err = f.kafkaChain(ctx, ep); err != nil {
+			return nil, err
+		}
+		defer func() {
+			for _, e := range eps[1:] {
+				e.Close()
+			}
+		}()
+	}
+	read := 0
+	for _, e := range eps {
+		src, err := e.OpenSource(ctx, broker.SourceOptions{Mode: broker.Peek, Decode: inspect.Decode})
+		if err != nil {
+			return nil, kafkaErr(err)
+		}
+		n, err := func() (int, error) {
+			defer src.Close(context.WithoutCancel(ctx))
+			n := 0
+			for {
+				ms, err := src.Next(ctx, 500)
+				if errors.Is(err, broker.ErrSourceDone) {
+					if lo, _ := src.(broker.Reconciler).Leftover(ctx); lo.Note != "" {
+						f.IO.Warnf("%s: %s", e, lo.Note)
+					}
+					return n, nil
+				}
+				if err != nil {
+					return n, err
+				}
+				for _, m := range ms {
+					n++
+					if err := fn(m.Record, m.Parsed); err != nil {
+						return n, err
+					}
+					if in.Max > 0 && read+n >= in.Max {
+						return n, errStop
+					}
+				}
+			}
+		}()
+		read += n
+		f.Verbosef("read %d pending records of %s (group %s; nothing committed)", n, e, e.Group())
+		if errors.Is(err, errStop) {
+			return &InputResult{}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return &InputResult{}, nil
+}
+
+// kafkaChain returns the retry chain ep's topic belongs to: its retry
+// topics in order, then its dead-letter topic(s) (orders-retry-1,
+// orders-retry-2, …, orders-dlq), each with its own default group (or
+// --group for all).
+func (f *Factory) kafkaChain(ctx context.Context, ep *kafka.Endpoint) ([]*kafka.Endpoint, error) {
+	_, base := kafka.Stage(ep.Name())
+	adm, err := ep.Admin()
+	if err != nil {
+		return nil, err
+	}
+	td, err := adm.ListTopics(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing topics: %w", err)
+	}
+	var names []string
+	for name := range td {
+		if st, b := kafka.Stage(name); st != "" && b == base {
+			names = append(names, name)
+		}
+	}
+	sort.Slice(names, func(i, k int) bool { return stageOrder(names[i]) < stageOrder(names[k]) })
+	if len(names) == 0 {
+		names = []string{ep.Name()}
+	}
+	out := []*kafka.Endpoint{ep}
+	addr := ep.Address()
+	for _, n := range names {
+		if n == ep.Name() {
+			continue
+		}
+		ref := addr.WithTopic(n)
+		ref.User = ""
+		e, err := f.KafkaEndpoint(ctx, ref.String())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// stageOrder sorts a chain: retry-1 < retry-2 < … < retry-10 < retry < dlt.
+func stageOrder(topic string) string {
+	st, _ := kafka.Stage(topic)
+	switch {
+	case st == "dlt":
+		return "2" + topic
+	case strings.HasPrefix(st, "retry-"):
+		return fmt.Sprintf("0%08s", strings.TrimPrefix(st, "retry-"))
+	}
+	return "1" + topic
+}
+
+// kafkaUnsupported is the one sentence for a command dlqctl cannot run on
+// Kafka yet (exit 2, nothing changed).
+func kafkaUnsupported(cmd, instead string) error {
+	return errs.BadInputf("%s does not support Kafka topics yet; %s", cmd, instead)
+}
+
+// kafkaLag sums a consumer group's lag on topic (end offset − committed).
+func kafkaLag(ctx context.Context, adm *kadm.Client, group, topic string) (int64, error) {
+	lags, err := adm.Lag(ctx, group)
+	if err != nil {
+		return 0, err
+	}
+	l, ok := lags[group]
+	if !ok {
+		return 0, fmt.Errorf("group %s not found", group)
+	}
+	if err := l.Error(); err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, pl := range l.Lag[topic] {
+		if pl.Lag > 0 {
+			n += pl.Lag
+		}
+	}
+	return n, nil
+}
+
+// kafkaPause is how long a paused guard waits between checks.
+const kafkaPause = time.Second
