@@ -7,7 +7,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -188,8 +187,9 @@ func kafkaUnsupported(cmd, instead string) error {
 	return errs.BadInputf("%s does not support Kafka topics yet; %s", cmd, instead)
 }
 
-// kafkaLag sums a consumer group's lag on topic (end offset − committed).
-func kafkaLag(ctx context.Context, adm *kadm.Client, group, topic string) (int64, error) {
+// kafkaGroupLag sums a consumer group's lag over every topic it has
+// committed on (end offset − committed).
+func kafkaGroupLag(ctx context.Context, adm *kadm.Client, group string) (int64, error) {
 	lags, err := adm.Lag(ctx, group)
 	if err != nil {
 		return 0, err
@@ -202,13 +202,12 @@ func kafkaLag(ctx context.Context, adm *kadm.Client, group, topic string) (int64
 		return 0, err
 	}
 	var n int64
-	for _, pl := range l.Lag[topic] {
-		if pl.Lag > 0 {
-			n += pl.Lag
+	for _, ps := range l.Lag {
+		for _, pl := range ps {
+			if pl.Lag > 0 {
+				n += pl.Lag
+			}
 		}
 	}
 	return n, nil
 }
-
-// kafkaPause is how long a paused guard waits between checks.
-const kafkaPause = time.Second

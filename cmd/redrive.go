@@ -49,6 +49,9 @@ type RedriveOptions struct {
 
 	// ResumeID continues the named run instead of starting one.
 	ResumeID string `json:"-"`
+
+	// Kafka holds the flags only Kafka topics take.
+	Kafka KafkaRedriveFlags `json:"kafka,omitzero"`
 }
 
 const redriveLong = `Move messages from a dead-letter queue back to their source queues (or to a
@@ -161,6 +164,7 @@ func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error
 	fl.StringVar(&opts.Engine, "engine", "dlqctl", "dlqctl (this pipeline) or native (SQS StartMessageMoveTask)")
 	fl.DurationVar(&opts.Visibility, "visibility", 30*time.Second, "how long received messages stay hidden between heartbeats")
 	fl.BoolVar(&opts.WaitInFlight, "wait-inflight", true, waitInFlightHelp)
+	opts.Kafka.addFlags(fl)
 
 	c.AddCommand(newCmdRedriveResume(f, runF), newCmdRedriveStatus(f), newCmdRedriveCancel(f))
 	return c
@@ -265,6 +269,9 @@ func (o *RedriveOptions) fingerprint(dlqARN string) string {
 
 func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 	f := opts.F
+	if isKafkaRef(opts.DLQ) {
+		return kafkaRedriveRun(ctx, opts)
+	}
 	c, dlq, err := f.ResolveQueue(ctx, opts.DLQ)
 	if err != nil {
 		return err
