@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,39 +25,78 @@ import (
 // kafkaReplayNote is said on every Kafka redrive: a replay appends.
 const kafkaReplayNote = "replayed records are appended: they land after newer records with the same key, so consumers of the destination see them out of their original order"
 
-// KafkaRedriveReport is the result of a Kafka redrive (or its dry run).
+// KafkaRedriveReport is the result of a Kafka redrive: the run result of
+// docs/schema/run-result.schema.json plus Kafka's own fields.
 type KafkaRedriveReport struct {
-	Type      string         `json:"type,omitempty"` // "summary" in NDJSON
-	Run       string         `json:"run"`
-	Topic     string         `json:"topic"`
-	Group     string         `json:"group"`
-	To        string         `json:"to"`
-	Selection string         `json:"selection"`
-	Status    string         `json:"status"`
-	DryRun    bool           `json:"dry_run,omitempty"`
-	Read      int            `json:"read"`
-	Moved     int            `json:"moved"`
-	Left      int            `json:"left"` // pending: not selected, skipped, past --max or the canary
-	Failed    int            `json:"failed"`
-	Skipped   map[string]int `json:"skipped,omitempty"`
-	ByDest    map[string]int `json:"by_destination,omitempty"`
-	// PossibleDuplicates bounds the copies a later run may send again
-	// (handled records the commit could not record).
-	PossibleDuplicates int              `json:"possible_duplicates,omitempty"`
-	Pending            int64            `json:"pending_after"`
-	Canary             *KafkaCanary     `json:"canary,omitempty"`
-	Guard              string           `json:"guard,omitempty"`
-	Estimate           string           `json:"estimate,omitempty"`
-	Note               string           `json:"note"`
-	Stats              kafka.DrainStats `json:"stats"`
+	Type      string `json:"type,omitempty"` // "summary" in NDJSON
+	Run       string `json:"run_id"`
+	DLQ       string `json:"dlq"`
+	Group     string `json:"group"`
+	To        string `json:"to"`
+	Selection string `json:"selection"`
+	Status    string `json:"status"`
+	Read      int    `json:"received"`
+	Moved     int    `json:"moved"`
+	Resumed   int    `json:"resumed"`
+	// SentNotDeleted: copies produced whose commit could not be recorded
+	// (a later run sends them again: possible duplicates).
+	SentNotDeleted int            `json:"sent_not_deleted"`
+	Failed         int            `json:"failed"`
+	UnknownOutcome int            `json:"unknown_outcome"`
+	Returned       int            `json:"returned"`
+	Skipped        map[string]int `json:"skipped"`
+	Unmarked       int            `json:"unmarked"`
+	ByDest         map[string]int `json:"by_destination"`
+	Complete       bool           `json:"complete"`
+	Interrupted    bool           `json:"interrupted"`
+	StoppedAtMax   bool           `json:"stopped_at_max,omitempty"`
+	Duplicates     int            `json:"duplicates"`
+	Elapsed        float64        `json:"elapsed_seconds"`
+	Rate           float64        `json:"rate"`
+	// Left counts records this run read and left pending (not selected,
+	// skipped, past --max or the canary, failed).
+	Left    int              `json:"left_pending"`
+	Pending int64            `json:"pending_after"`
+	Canary  *KafkaCanary     `json:"canary,omitempty"`
+	Guard   *KafkaGuard      `json:"guard,omitempty"`
+	Note    string           `json:"note"`
+	Stats   kafka.DrainStats `json:"kafka"`
 }
 
-// KafkaCanary is a canary's verdict.
+// KafkaCanary is a canary's verdict (run-result's verdict).
 type KafkaCanary struct {
-	Moved    int    `json:"moved"`
-	Returned int    `json:"returned"`
-	Watched  string `json:"watched"`
-	Verdict  string `json:"verdict"`
+	Pass     bool    `json:"pass"`
+	Moved    int     `json:"moved"`
+	Returned int     `json:"returned"`
+	Watched  float64 `json:"watched_seconds"`
+	Detail   string  `json:"detail"`
+}
+
+// KafkaGuard is a tripped --max-dest-lag guard (run-result's guard).
+type KafkaGuard struct {
+	Name   string  `json:"name"`
+	State  string  `json:"state"`
+	Value  float64 `json:"value"`
+	Limit  float64 `json:"limit"`
+	Detail string  `json:"detail"`
+}
+
+// KafkaRedrivePlan is a Kafka redrive's dry run (dry-run-plan.schema.json).
+type KafkaRedrivePlan struct {
+	Type      string                    `json:"type,omitempty"`
+	DLQ       string                    `json:"dlq"`
+	Group     string                    `json:"group"`
+	Scanned   int                       `json:"scanned"`
+	WouldMove int                       `json:"would_move"`
+	ByDest    map[string]map[string]int `json:"by_destination"`
+	Skipped   map[string]int            `json:"skipped"`
+	Unmarked  int                       `json:"unmarked"`
+	Estimated float64                   `json:"estimated_seconds,omitempty"`
+	Complete  bool                      `json:"complete"`
+	Note      string                    `json:"note"`
+	To        string                    `json:"to"`
+	Selection string                    `json:"selection"`
+	Rate      float64                   `json:"rate,omitempty"`
 }
 
 var errKafkaGuard = errors.New("guard tripped")
@@ -131,38 +169,38 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	}
 	router := kafka.NewRouter(destAdm, to)
 	runID := kafkaRunID()
-	rep := &KafkaRedriveReport{Run: runID, Topic: ep.String(), Group: ep.Group(), To: opts.To, Selection: sel.Describe(),
-		Skipped: map[string]int{}, ByDest: map[string]int{}, Note: kafkaReplayNote}
 	limit := opts.CanaryFlags.limit(opts.Max)
 
-	var mu sync.Mutex
-	decide := func(m *kafka.Message) (kafka.Decision, string) {
+	// decide classifies a record (selection, loop limit, route) and
+	// returns its destination or why it stays pending.
+	decide := func(m *kafka.Message) (dest, class, why string) {
 		rec := kafka.ToRecord(m, ep.ID(), time.Now())
 		parsed := inspect.Decode(rec)
 		if !sel.Match(rec, parsed) {
-			return kafka.Leave, "not selected"
+			return "", "", "not selected"
 		}
 		if mk := kafka.ReplayMarker(m.Headers); mk != nil && opts.MaxRedrives > 0 && mk.Count >= opts.MaxRedrives {
-			return kafka.Leave, fmt.Sprintf("redriven %d times before (--max-redrives)", mk.Count)
+			return "", "", fmt.Sprintf("redriven %d times before (--max-redrives)", mk.Count)
 		}
 		t, err := router.Route(ctx, m)
 		if err != nil {
 			switch {
 			case errors.Is(err, kafka.ErrNoOrigin):
-				return kafka.Leave, "no original-topic header (use --to)"
+				return "", "", "no original-topic header (use --to)"
 			case strings.Contains(err.Error(), "does not exist"):
-				return kafka.Leave, "destination topic missing"
+				return "", "", "destination topic missing"
 			}
-			return kafka.Leave, "route: " + err.Error()
+			return "", "", "route: " + err.Error()
 		}
-		mu.Lock()
-		rep.ByDest[t]++
-		mu.Unlock()
-		return kafka.Handle, ""
+		class = rec.Class
+		if class == "" {
+			class = "all"
+		}
+		return t, class, ""
 	}
 
 	if opts.DryRun {
-		return kafkaRedriveDryRun(ctx, f, opts, ep, plan, decide, rep, limit)
+		return kafkaRedriveDryRun(ctx, f, opts, ep, plan, sel.Describe(), decide, limit)
 	}
 
 	what := fmt.Sprintf("%d pending record(s) of %s (group %s) to %s", plan.Pending(), ep, ep.Group(), describeTo(opts.To))
@@ -178,8 +216,9 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		return kafkaErr(err)
 	}
 	defer prod.Close()
-	sink := kafka.ReplaySink(prod, router, runID)
 
+	rep := &KafkaRedriveReport{Run: runID, DLQ: ep.String(), Group: ep.Group(), To: opts.To, Selection: sel.Describe(),
+		Skipped: map[string]int{}, ByDest: map[string]int{}, Note: kafkaReplayNote}
 	pacer := newKafkaPacer(opts, guards, destAdm)
 	batch := 500
 	if r := pacer.minRate(); r > 0 {
@@ -192,58 +231,80 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	for _, pr := range plan.Partitions {
 		dlqEnd[pr.Partition] = pr.End
 	}
+	start := time.Now()
+	var mu sync.Mutex
+	routeOf := map[*kafka.Message]string{}
+	sink := kafka.ReplaySink(prod, router, runID)
 	st, runErr := kafka.Drain(ctx, kafka.DrainOptions{
 		Source: ep.Address(), Conn: ep.Conn(), Group: ep.Group(), Batch: batch, Limit: limit,
 		Select: func(m *kafka.Message) kafka.Decision {
-			d, why := decide(m)
-			if d == kafka.Leave {
-				mu.Lock()
-				rep.Skipped[why]++
-				mu.Unlock()
+			dest, _, why := decide(m)
+			mu.Lock()
+			defer mu.Unlock()
+			if why != "" {
+				if why != "not selected" {
+					rep.Skipped[why]++
+				}
+				return kafka.Leave
 			}
-			return d
+			routeOf[m] = dest
+			return kafka.Handle
 		},
 		Sink: sink,
 		Wait: pacer.wait,
 		OnBatch: func(s kafka.DrainStats) {
-			prog.Update(output.Stats{Op: "redrive", Done: int64(s.Handled), Total: plan.Pending()}, false)
+			el := time.Since(start).Seconds()
+			prog.Update(output.Stats{Op: "redrive", Done: int64(s.Handled), Total: plan.Pending(), Skipped: int64(s.Left), Failed: int64(s.Failed)}, false)
 			if format == output.NDJSON {
-				_ = nd.Write(map[string]any{"type": "progress", "read": s.Read, "moved": s.Handled, "left": s.Left, "failed": s.Failed})
+				_ = nd.Write(map[string]any{"type": "progress", "op": "redrive", "done": s.Handled, "total": plan.Pending(),
+					"skipped": s.Left, "failed": s.Failed, "rate": float64(s.Handled) / max(el, 0.001), "elapsed_seconds": el})
 			}
 		},
 		OnRecord: func(m *kafka.Message, outcome string, err error) {
-			if outcome == kafka.OutcomeFailed {
-				f.IO.Warnf("%s: not replayed: %v", m.ID(), err)
+			mu.Lock()
+			defer mu.Unlock()
+			switch outcome {
+			case kafka.OutcomeFailed:
+				f.IO.Warnf("%s: not replayed, stays pending: %v", m.ID(), err)
+			case kafka.OutcomeHandled:
+				rep.ByDest[routeOf[m]]++
 			}
+			delete(routeOf, m)
 		},
 	})
 	prog.Done()
 	rep.Stats = st
-	rep.Read, rep.Moved, rep.Failed = st.Read, st.Handled, st.Failed
-	rep.Left = st.Left
-	delete(rep.Skipped, "not selected")
-	if n := st.Left - sumSkipped(rep.Skipped); n > 0 && limit > 0 && st.Handled >= limit {
-		rep.Skipped[fmt.Sprintf("past --max/--canary %d", limit)] += n
+	rep.Elapsed = time.Since(start).Seconds()
+	if rep.Elapsed > 0 {
+		rep.Rate = float64(st.Handled) / rep.Elapsed
 	}
-	rep.PossibleDuplicates = st.JournalFull + st.Unacked + st.Uncommitted
+	rep.Read, rep.Moved, rep.Failed, rep.Left = st.Read, st.Handled, st.Failed, st.Left+st.Failed
+	if n := st.Left - sumSkipped(rep.Skipped); limit > 0 && st.Handled >= limit && n > 0 {
+		rep.StoppedAtMax = true
+	}
+	rep.SentNotDeleted = st.JournalFull + st.Unacked + st.Uncommitted
+	rep.Duplicates = rep.SentNotDeleted
 	if p, err := ep.Plan(context.WithoutCancel(ctx)); err == nil {
 		rep.Pending = p.Pending()
 	}
 	switch {
 	case errors.Is(runErr, errKafkaGuard):
-		rep.Status, rep.Guard = "guard", pacer.tripped
+		rep.Status = "guard"
+		rep.Guard = pacer.trippedGuard
 	case runErr != nil && ctx.Err() != nil:
-		rep.Status = "interrupted"
+		rep.Status, rep.Interrupted = "interrupted", true
 	case runErr != nil:
 		rep.Status = "failed"
 	case st.Failed > 0:
 		rep.Status = "partial"
 	default:
 		rep.Status = "completed"
+		rep.Complete = rep.Pending == 0
 	}
 	if runErr == nil && opts.Canary > 0 {
 		rep.Canary = kafkaWatchCanary(ctx, f, opts, ep, dlqEnd, runID, st.Handled)
-		if rep.Canary.Verdict != "pass" {
+		rep.Returned = rep.Canary.Returned
+		if !rep.Canary.Pass {
 			rep.Status = "canary-failed"
 		}
 	}
@@ -252,9 +313,9 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	}
 	switch rep.Status {
 	case "guard":
-		return errs.Verdictf("guard tripped: %s; the %d records moved are committed, run the same command again to continue", rep.Guard, rep.Moved)
+		return errs.Verdictf("guard tripped: %s; the %d records moved are committed, run the same command again to continue", rep.Guard.Detail, rep.Moved)
 	case "canary-failed":
-		return errs.Verdictf("canary failed: %d of %d replayed records came back to %s within %s", rep.Canary.Returned, rep.Canary.Moved, ep.Name(), rep.Canary.Watched)
+		return errs.Verdictf("canary failed: %s", rep.Canary.Detail)
 	case "interrupted":
 		return runErr
 	case "failed":
@@ -288,38 +349,66 @@ func kafkaRunID() string {
 
 // kafkaRedriveDryRun reads the pending records without committing and
 // prints what a run would do.
-func kafkaRedriveDryRun(ctx context.Context, f *Factory, opts *RedriveOptions, ep *kafka.Endpoint, plan *kafka.Plan,
-	decide func(*kafka.Message) (kafka.Decision, string), rep *KafkaRedriveReport, limit int) error {
-	rep.DryRun, rep.Run = true, "dry-run"
-	picked := 0
-	_, err := kafka.Peek(ctx, ep.Address(), ep.Conn(), plan, kafka.PeekOptions{}, func(m *kafka.Message) error {
-		rep.Read++
-		if limit > 0 && picked >= limit {
-			rep.Left++
-			rep.Skipped[fmt.Sprintf("past --max/--canary %d", limit)]++
+func kafkaRedriveDryRun(ctx context.Context, f *Factory, opts *RedriveOptions, ep *kafka.Endpoint, plan *kafka.Plan, selection string,
+	decide func(*kafka.Message) (dest, class, why string), limit int) error {
+	pl := &KafkaRedrivePlan{DLQ: ep.String(), Group: ep.Group(), To: opts.To, Selection: selection, Rate: opts.Rate,
+		ByDest: map[string]map[string]int{}, Skipped: map[string]int{}, Note: kafkaReplayNote}
+	st, err := kafka.Peek(ctx, ep.Address(), ep.Conn(), plan, kafka.PeekOptions{}, func(m *kafka.Message) error {
+		pl.Scanned++
+		if limit > 0 && pl.WouldMove >= limit {
+			pl.Skipped[fmt.Sprintf("past --max/--canary %d", limit)]++
 			return nil
 		}
-		d, why := decide(m)
-		if d == kafka.Leave {
-			rep.Left++
-			if why != "not selected" {
-				rep.Skipped[why]++
+		dest, class, why := decide(m)
+		switch {
+		case why == "not selected":
+		case why != "":
+			pl.Skipped[why]++
+		default:
+			if pl.ByDest[dest] == nil {
+				pl.ByDest[dest] = map[string]int{}
 			}
-			return nil
+			pl.ByDest[dest][class]++
+			pl.WouldMove++
 		}
-		picked++
 		return nil
 	})
 	if err != nil {
 		return kafkaErr(err)
 	}
-	rep.Moved = picked
-	rep.Pending = plan.Pending()
-	rep.Status = "dry-run"
+	pl.Complete = len(st.Truncated) == 0
 	if r := opts.Rate; r > 0 {
-		rep.Estimate = (time.Duration(float64(picked) / r * float64(time.Second))).Round(time.Second).String() + fmt.Sprintf(" at %g/s", r)
+		pl.Estimated = float64(pl.WouldMove) / r
 	}
-	return printKafkaRedrive(f, rep)
+	format, _ := f.Format()
+	switch format {
+	case output.JSON:
+		return output.WriteJSON(f.IO.Out, pl)
+	case output.NDJSON:
+		p := *pl
+		p.Type = "summary"
+		return output.NewNDJSON(f.IO.Out).Write(p)
+	}
+	t := output.NewTable(f.IO, "FIELD", "VALUE")
+	t.Row("dry run", pl.DLQ)
+	t.Row("group", pl.Group)
+	t.Row("to", describeTo(pl.To))
+	t.Row("selection", pl.Selection)
+	t.Row("scanned", strconv.Itoa(pl.Scanned))
+	t.Row("would move", strconv.Itoa(pl.WouldMove))
+	for _, d := range sortedKeys(pl.ByDest) {
+		for _, c := range sortedKeys(pl.ByDest[d]) {
+			t.Row("  to "+d+" ("+c+")", strconv.Itoa(pl.ByDest[d][c]))
+		}
+	}
+	for _, r := range sortedKeys(pl.Skipped) {
+		t.Row("  skipped: "+r, strconv.Itoa(pl.Skipped[r]))
+	}
+	if pl.Estimated > 0 {
+		t.Row("estimate", (time.Duration(pl.Estimated * float64(time.Second))).Round(time.Second).String())
+	}
+	t.Row("note", pl.Note)
+	return t.Render()
 }
 
 func printKafkaRedrive(f *Factory, rep *KafkaRedriveReport) error {
@@ -335,48 +424,29 @@ func printKafkaRedrive(f *Factory, rep *KafkaRedriveReport) error {
 	t := output.NewTable(f.IO, "FIELD", "VALUE")
 	t.Row("run", rep.Run)
 	t.Row("status", rep.Status)
-	t.Row("topic", rep.Topic)
+	t.Row("topic", rep.DLQ)
 	t.Row("group", rep.Group)
 	t.Row("to", describeTo(rep.To))
 	t.Row("selection", rep.Selection)
 	t.Row("read", strconv.Itoa(rep.Read))
-	verb := "moved"
-	if rep.DryRun {
-		verb = "would move"
-	}
-	t.Row(verb, strconv.Itoa(rep.Moved))
-	dests := make([]string, 0, len(rep.ByDest))
-	for d := range rep.ByDest {
-		dests = append(dests, d)
-	}
-	sort.Strings(dests)
-	for _, d := range dests {
+	t.Row("moved", strconv.Itoa(rep.Moved))
+	for _, d := range sortedKeys(rep.ByDest) {
 		t.Row("  to "+d, strconv.Itoa(rep.ByDest[d]))
 	}
 	t.Row("left pending", strconv.Itoa(rep.Left))
-	reasons := make([]string, 0, len(rep.Skipped))
-	for r := range rep.Skipped {
-		reasons = append(reasons, r)
-	}
-	sort.Strings(reasons)
-	for _, r := range reasons {
+	for _, r := range sortedKeys(rep.Skipped) {
 		t.Row("  "+r, strconv.Itoa(rep.Skipped[r]))
 	}
-	if !rep.DryRun {
-		t.Row("failed", strconv.Itoa(rep.Failed))
-		t.Row("pending after", strconv.FormatInt(rep.Pending, 10))
-		if rep.PossibleDuplicates > 0 {
-			t.Row("possible duplicates", strconv.Itoa(rep.PossibleDuplicates))
-		}
-	}
-	if rep.Estimate != "" {
-		t.Row("estimate", rep.Estimate)
+	t.Row("failed", strconv.Itoa(rep.Failed))
+	t.Row("pending after", strconv.FormatInt(rep.Pending, 10))
+	if rep.SentNotDeleted > 0 {
+		t.Row("possible duplicates", strconv.Itoa(rep.SentNotDeleted))
 	}
 	if c := rep.Canary; c != nil {
-		t.Row("canary", fmt.Sprintf("%s: %d of %d came back within %s", c.Verdict, c.Returned, c.Moved, c.Watched))
+		t.Row("canary", c.Detail)
 	}
-	if rep.Guard != "" {
-		t.Row("guard", rep.Guard)
+	if g := rep.Guard; g != nil {
+		t.Row("guard", g.Detail)
 	}
 	t.Row("note", rep.Note)
 	return t.Render()
@@ -386,45 +456,52 @@ func printKafkaRedrive(f *Factory, rep *KafkaRedriveReport) error {
 // for --verify-for: a record carrying this run's marker is a canary copy
 // that failed again and came back.
 func kafkaWatchCanary(ctx context.Context, f *Factory, opts *RedriveOptions, ep *kafka.Endpoint, ends map[int32]int64, runID string, moved int) *KafkaCanary {
-	c := &KafkaCanary{Moved: moved, Watched: opts.VerifyFor.String(), Verdict: "pass"}
+	c := &KafkaCanary{Moved: moved, Pass: true}
 	if moved == 0 {
-		c.Verdict = "inconclusive"
+		c.Pass = false
+		c.Detail = "inconclusive: the canary moved nothing"
 		return c
 	}
-	f.IO.Infof("canary: %d record(s) replayed; watching %s for %s", moved, ep.Name(), opts.VerifyFor)
-	deadline := time.Now().Add(opts.VerifyFor)
+	f.IO.Infof("canary: %d record(s) replayed; watching %s for %s for them to come back", moved, ep.Name(), opts.VerifyFor)
+	start := time.Now()
+	deadline := start.Add(opts.VerifyFor)
 	seen := map[string]bool{}
 	for {
 		plan, err := ep.Plan(ctx)
 		if err == nil {
 			for i := range plan.Partitions {
 				pr := &plan.Partitions[i]
-				if e, ok := ends[pr.Partition]; ok {
-					pr.Start = max(e, pr.LogStart)
-				} else {
-					pr.Start = pr.LogStart
+				pr.Start = pr.LogStart
+				if e, ok := ends[pr.Partition]; ok && e > pr.Start {
+					pr.Start = e
 				}
 				pr.HandledAbove = 0
 			}
 			plan.Journals = nil
 			_, _ = kafka.Peek(ctx, ep.Address(), ep.Conn(), plan, kafka.PeekOptions{Idle: 5 * time.Second}, func(m *kafka.Message) error {
-				if mk := kafka.ReplayMarker(m.Headers); mk != nil && mk.RunID == runID && !seen[mk.OriginalID] {
+				if mk := kafka.ReplayMarker(m.Headers); mk != nil && mk.RunID == runID {
 					seen[mk.OriginalID] = true
 				}
 				return nil
 			})
 		}
 		c.Returned = len(seen)
+		c.Watched = time.Since(start).Seconds()
 		if c.Returned > 0 {
-			c.Verdict = "fail"
+			c.Pass = false
+			c.Detail = fmt.Sprintf("FAIL: %d of %d replayed records came back to %s", c.Returned, moved, ep.Name())
 			return c
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
+		if !time.Now().Before(deadline) || ctx.Err() != nil {
+			c.Detail = fmt.Sprintf("PASS: none of %d replayed records came back to %s within %s", moved, ep.Name(), opts.VerifyFor)
+			if ctx.Err() != nil {
+				c.Pass = false
+				c.Detail = "inconclusive: interrupted while watching"
+			}
 			return c
 		}
 		select {
 		case <-ctx.Done():
-			return c
 		case <-time.After(min(opts.VerifyPoll, time.Until(deadline)+time.Millisecond)):
 		}
 	}
@@ -462,7 +539,8 @@ type kafkaPacer struct {
 	pauseMax  time.Duration
 	guardGap  time.Duration
 	lastCheck time.Time
-	tripped   string
+	// trippedGuard is the guard that stopped the run.
+	trippedGuard *KafkaGuard
 }
 
 func newKafkaPacer(opts *RedriveOptions, guards []destLagGuard, adm *kadm.Client) *kafkaPacer {
@@ -475,7 +553,9 @@ func newKafkaPacer(opts *RedriveOptions, guards []destLagGuard, adm *kadm.Client
 					return "", fmt.Errorf("--max-dest-lag %s: %w", g.Group, err)
 				}
 				if lag > g.Max {
-					return fmt.Sprintf("consumer group %s lags %d records (over --max-dest-lag %d)", g.Group, lag, g.Max), nil
+					why := fmt.Sprintf("consumer group %s lags %d records (over --max-dest-lag %d)", g.Group, lag, g.Max)
+					p.trippedGuard = &KafkaGuard{Name: "max-dest-lag " + g.Group, State: "tripped", Value: float64(lag), Limit: float64(g.Max), Detail: why}
+					return why, nil
 				}
 			}
 			return "", nil
@@ -538,13 +618,12 @@ func (p *kafkaPacer) guard(ctx context.Context) error {
 		return err
 	}
 	if p.onGuard != redrive.GuardPause {
-		p.tripped = why
 		return errKafkaGuard
 	}
 	deadline := time.Now().Add(p.pauseMax)
 	for why != "" {
 		if time.Now().After(deadline) {
-			p.tripped = why + " (did not clear within --pause-timeout)"
+			p.trippedGuard.Detail = why + " (did not clear within --pause-timeout)"
 			return errKafkaGuard
 		}
 		select {

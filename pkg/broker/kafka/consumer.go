@@ -55,7 +55,9 @@ type partState struct {
 type ConsumerOptions struct {
 	// MaxPollRecords bounds one Poll (0: 500).
 	MaxPollRecords int
-	// SessionTimeout of the group membership (0: 45 s, Kafka's default).
+	// SessionTimeout of the group membership (0: 10 s). Kafka's consumer
+	// default is 45 s; a dlqctl run killed with -9 keeps its partitions
+	// until the session times out, so a resumed run would wait that long.
 	SessionTimeout time.Duration
 }
 
@@ -80,7 +82,7 @@ func OpenConsumer(ctx context.Context, addr Address, conn Conn, group string, op
 	c.topicID = plan.TopicID
 	st := opt.SessionTimeout
 	if st <= 0 {
-		st = 45 * time.Second
+		st = 10 * time.Second
 	}
 	cl, err := NewClient(addr, conn,
 		kgo.ConsumerGroup(group),

@@ -45,7 +45,7 @@ type DrainOptions struct {
 	OnBatch func(DrainStats)
 	// OnRecord is called for every record with its outcome.
 	OnRecord func(m *Message, outcome string, err error)
-	// SessionTimeout of the group membership (0: Kafka's default 45 s).
+	// SessionTimeout of the group membership (0: 10 s).
 	SessionTimeout time.Duration
 }
 

@@ -1,0 +1,260 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/dlqctl/dlqctl/internal/kafkaseed"
+	"github.com/dlqctl/dlqctl/internal/testenv"
+	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
+	"github.com/dlqctl/dlqctl/pkg/record"
+)
+
+// kafkaIncident seeds a fresh Kafka incident for one test.
+func kafkaIncident(t *testing.T, o kafkaseed.Options) (brokers, prefix string, res *kafkaseed.Result, adm *kadm.Client) {
+	t.Helper()
+	brokers = testenv.RequireKafka(t)
+	prefix = strings.ToLower(testenv.UniqueName(t, "k"))
+	addr, err := kafka.ParseAddress("kafka://" + brokers + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kafka.NewClient(addr, kafka.Conn{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	o.Prefix = prefix
+	res, err = kafkaseed.Seed(t.Context(), cl, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return brokers, prefix, res, kadm.NewClient(cl)
+}
+
+// copiesIn counts dlqctl's copies in topic by the dead letter they copy.
+func copiesIn(t *testing.T, brokers, topic string) map[string]int {
+	t.Helper()
+	addr, _ := kafka.ParseAddress("kafka://" + brokers + "/" + topic)
+	cl, err := kafka.NewClient(addr, kafka.Conn{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	plan, err := kafka.MakePlan(t.Context(), kadm.NewClient(cl), topic, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	if _, err := kafka.Peek(t.Context(), addr, kafka.Conn{}, plan, kafka.PeekOptions{}, func(m *kafka.Message) error {
+		if mk := kafka.ReplayMarker(m.Headers); mk != nil {
+			out[mk.OriginalID]++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestKafkaSampleAndGroupByStage(t *testing.T) {
+	brokers, prefix, res, _ := kafkaIncident(t, kafkaseed.Options{})
+	orders, _, _, _, dlq, pay, payDLT, _, _ := kafkaseed.Topics(prefix)
+
+	r := runCLI(t, testenv.Env{}, "", "sample", "kafka://"+brokers+"/"+payDLT, "-n", "100", "-o", "json")
+	if r.Code != 0 {
+		t.Fatalf("sample: exit %d: %s", r.Code, r.Stderr)
+	}
+	var recs []record.Record
+	if err := json.Unmarshal([]byte(r.Stdout), &recs); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != res.DeadLetters[payDLT] {
+		t.Fatalf("sample showed %d records, the DLT holds %d", len(recs), res.DeadLetters[payDLT])
+	}
+	for _, rec := range recs {
+		k := rec.System.Kafka
+		if rec.Broker != "kafka" || k == nil || k.Origin == nil || k.Origin.Topic != pay || k.Origin.Format != "spring-kafka" || k.Key == "" || len(k.Headers) == 0 {
+			t.Fatalf("record %s: %+v", rec.MessageID, k)
+		}
+		if rec.Failure == nil || strings.Contains(rec.Failure.Type, "ListenerExecutionFailed") {
+			t.Fatalf("record %s: failure %+v", rec.MessageID, rec.Failure)
+		}
+	}
+
+	r = runCLI(t, testenv.Env{}, "", "group", "kafka://"+brokers+"/"+dlq, "--by", "stage", "--all", "-o", "json")
+	if r.Code != 0 {
+		t.Fatalf("group: exit %d: %s", r.Code, r.Stderr)
+	}
+	var rep struct {
+		Groups []struct {
+			Key   map[string]string `json:"key"`
+			Count int      `json:"count"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, g := range rep.Groups {
+		got[g.Key["stage"]] = g.Count
+	}
+	for _, st := range []string{"retry-1", "retry-2", "retry-3"} {
+		topic := orders + "-" + st
+		if got[st+" "+topic] != res.Topics[topic] || got[st+" "+topic] == 0 {
+			t.Fatalf("stage %s: %d, the seeder wrote %d (groups %v)", st, got[st+" "+topic], res.Topics[topic], got)
+		}
+	}
+	if got["dlt "+dlq] != res.DeadLetters[dlq] {
+		t.Fatalf("dlt stage: %d, want %d (groups %v)", got["dlt "+dlq], res.DeadLetters[dlq], got)
+	}
+}
+
+func TestKafkaRedriveSelectionLeavesRecordsPendingAcrossRuns(t *testing.T) {
+	brokers, prefix, res, _ := kafkaIncident(t, kafkaseed.Options{})
+	orders, _, _, _, dlq, _, _, _, _ := kafkaseed.Topics(prefix)
+	ref := "kafka://" + brokers + "/" + dlq
+	total := res.DeadLetters[dlq]
+	sel := `.attributes.dlq_reason.value == "VALIDATION"`
+
+	// Dry run: nothing changes.
+	r := runCLI(t, testenv.Env{}, "", "redrive", ref, "--filter", sel, "--dry-run", "-o", "json")
+	if r.Code != 0 {
+		t.Fatalf("dry run: exit %d: %s", r.Code, r.Stderr)
+	}
+	var plan KafkaRedrivePlan
+	if err := json.Unmarshal([]byte(r.Stdout), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if plan.Scanned != total || plan.WouldMove == 0 || plan.WouldMove >= total || plan.ByDest[orders] == nil {
+		t.Fatalf("plan %+v", plan)
+	}
+	if n := len(copiesIn(t, brokers, orders)); n != 0 {
+		t.Fatalf("the dry run produced %d copies", n)
+	}
+	// Without --yes in a script: refused, nothing changed.
+	if r := runCLI(t, testenv.Env{}, "", "redrive", ref); r.Code != 2 || !strings.Contains(r.Stderr, "--yes") {
+		t.Fatalf("no --yes: exit %d: %s", r.Code, r.Stderr)
+	}
+
+	run := func(args ...string) KafkaRedriveReport {
+		t.Helper()
+		r := runCLI(t, testenv.Env{}, "", append([]string{"redrive", ref, "--yes", "-o", "json"}, args...)...)
+		if r.Code != 0 {
+			t.Fatalf("redrive %v: exit %d: %s", args, r.Code, r.Stderr)
+		}
+		if !strings.Contains(r.Stderr, "land after newer records with the same key") {
+			t.Fatalf("redrive did not say that replayed records land after newer ones: %s", r.Stderr)
+		}
+		var rep KafkaRedriveReport
+		if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	first := run("--filter", sel)
+	if first.Moved != plan.WouldMove || first.Pending != int64(total-plan.WouldMove) {
+		t.Fatalf("first run %+v, want %d moved and the rest pending", first, plan.WouldMove)
+	}
+	again := run("--filter", sel)
+	if again.Moved != 0 {
+		t.Fatalf("the same selection again moved %d: records handled past a pending one were sent twice", again.Moved)
+	}
+	rest := run()
+	if rest.Moved != total-plan.WouldMove || rest.Pending != 0 || !rest.Complete {
+		t.Fatalf("last run %+v", rest)
+	}
+	copies := copiesIn(t, brokers, orders)
+	if len(copies) != total {
+		t.Fatalf("%d dead letters replayed, want %d", len(copies), total)
+	}
+	for id, n := range copies {
+		if n != 1 {
+			t.Fatalf("%s replayed %d times", id, n)
+		}
+	}
+}
+
+func TestKafkaRedriveRefusals(t *testing.T) {
+	brokers := testenv.RequireKafka(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"redrive", "kafka://" + brokers + "/x-dlq", "--engine", "native", "--yes"}, "Kafka"},
+		{[]string{"redrive", "kafka://" + brokers + "/x-dlq", "--max-dest-backlog", "5", "--yes"}, "--max-dest-lag"},
+		{[]string{"redrive", "kafka://" + brokers + "/x-dlq", "--visibility", "1m", "--yes"}, "Kafka"},
+		{[]string{"redrive", "kafka://" + brokers + "/x-dlq", "--max-dest-lag", "nogroup", "--yes"}, "GROUP:N"},
+		{[]string{"redrive", "kafka://" + brokers + "/no-such-topic-dlq", "--yes"}, "does not exist"},
+		{[]string{"sample", "kafka://alice:s3cr3t-pw@" + brokers + "/x-dlq"}, "DLQCTL_KAFKA_PASSWORD"},
+		{[]string{"sample", "kafka://" + brokers}, "topic"},
+	} {
+		r := runCLI(t, testenv.Env{}, "", tc.args...)
+		if r.Code != 2 || !strings.Contains(r.Stderr, tc.want) || strings.Contains(r.Stderr+r.Stdout, "s3cr3t-pw") {
+			t.Errorf("%v: exit %d, stderr %q (want exit 2 naming %q, no password)", tc.args, r.Code, r.Stderr, tc.want)
+		}
+	}
+}
+
+func TestKafkaRedriveKilledMidRunLosesNothing(t *testing.T) {
+	brokers, prefix, res, _ := kafkaIncident(t, kafkaseed.Options{Payments: 3000, Partitions: 3})
+	_, _, _, _, _, pay, payDLT, _, _ := kafkaseed.Topics(prefix)
+	total := res.DeadLetters[payDLT]
+	args := []string{"redrive", "kafka://" + brokers + "/" + payDLT, "--rate", "400", "--yes", "-o", "json"}
+	env := os.Environ()
+	for round := 0; round < 2; round++ {
+		cmd := exec.Command(testenv.BuildBinary(t), args...)
+		cmd.Env = env
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Kill once copies are flowing (not on a clock: wait for them).
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			n := len(copiesIn(t, brokers, pay))
+			if n > (round+1)*total/4 {
+				break
+			}
+			if time.Now().After(deadline) {
+				_ = cmd.Process.Kill()
+				t.Fatalf("round %d: no progress: %s", round, stderr.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+	}
+	r := runCLI(t, testenv.Env{}, "", args...)
+	if r.Code != 0 {
+		t.Fatalf("resume: exit %d: %s", r.Code, r.Stderr)
+	}
+	var rep KafkaRedriveReport
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	copies := copiesIn(t, brokers, pay)
+	if len(copies) != total || rep.Pending != 0 {
+		t.Fatalf("after two kill -9 and a resume: %d of %d dead letters replayed, %d pending", len(copies), total, rep.Pending)
+	}
+	dups := 0
+	for _, n := range copies {
+		dups += n - 1
+	}
+	// Each kill can repeat at most the batch in flight (≤ 400 at --rate 400).
+	if dups > 2*400 {
+		t.Fatalf("%d duplicates after 2 kills, more than 2 batches", dups)
+	}
+	t.Logf("%d dead letters, %d duplicates after 2 kill -9", total, dups)
+}
