@@ -97,7 +97,7 @@ func TestKafkaSampleAndGroupByStage(t *testing.T) {
 	var rep struct {
 		Groups []struct {
 			Key   map[string]string `json:"key"`
-			Count int      `json:"count"`
+			Count int               `json:"count"`
 		} `json:"groups"`
 	}
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
