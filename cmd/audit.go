@@ -119,6 +119,12 @@ func checkVisibilityFlag(v time.Duration) error {
 
 func auditRun(ctx context.Context, opts *AuditOptions) error {
 	f := opts.F
+	if k := countKafkaRefs(opts.Queues); k > 0 {
+		if k != len(opts.Queues) {
+			return errs.BadInputf("audit takes either SQS queues or kafka:// topics in one run, not both; run it once per broker")
+		}
+		return kafkaAuditRun(ctx, opts)
+	}
 	c, err := f.SQS(ctx)
 	if err != nil {
 		return err

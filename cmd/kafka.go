@@ -14,6 +14,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/health"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
@@ -210,4 +211,54 @@ func kafkaGroupLag(ctx context.Context, adm *kadm.Client, group string) (int64, 
 		}
 	}
 	return n, nil
+}
+
+func countKafkaRefs(refs []string) int {
+	n := 0
+	for _, r := range refs {
+		if isKafkaRef(r) {
+			n++
+		}
+	}
+	return n
+}
+
+// kafkaAuditRun audits kafka:// dead-letter topics (and their retry
+// chains) with the admin API and a sample of their records' headers.
+func kafkaAuditRun(ctx context.Context, opts *AuditOptions) error {
+	f := opts.F
+	rep := &health.AuditReport{Findings: []health.Finding{}, Notes: []string{}}
+	for _, q := range opts.Queues {
+		ep, err := f.KafkaEndpoint(ctx, q)
+		if err != nil {
+			return err
+		}
+		fs, notes, err := kafka.Audit(ctx, ep, kafka.AuditOptions{InvestigationWindow: opts.InvestigationWindow, Sample: opts.Sample})
+		ep.Close()
+		if err != nil {
+			return kafkaErr(err)
+		}
+		rep.Queues = append(rep.Queues, ep.String())
+		rep.Notes = append(rep.Notes, notes...)
+		for _, x := range fs {
+			rep.Findings = append(rep.Findings, health.Finding{
+				Severity: health.Severity(x.Severity), Check: x.Check, Queue: x.Topic, Related: x.Related,
+				Problem: x.Problem, Why: x.Why, Sampled: x.Sampled,
+				Fix: health.Fix{Queue: x.Topic, Command: x.Command, Text: x.Fix},
+			})
+		}
+	}
+	rep.Tally = health.Count(rep.Findings)
+	if err := printAudit(f, rep); err != nil {
+		return err
+	}
+	for _, n := range rep.Notes {
+		f.IO.Infof("note: %s", n)
+	}
+	t := rep.Tally
+	f.IO.Infof("audited %d topic(s): %d error(s), %d warning(s), %d info", len(rep.Queues), t.Errors, t.Warnings, t.Infos)
+	if failing := health.AtLeast(rep.Findings, opts.FailOn); len(failing) > 0 {
+		return errs.Verdictf("audit failed: %d finding(s) at or above %s", len(failing), opts.FailOn)
+	}
+	return nil
 }

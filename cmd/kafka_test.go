@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/dlqctl/dlqctl/internal/kafkaseed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
@@ -257,4 +258,82 @@ func TestKafkaRedriveKilledMidRunLosesNothing(t *testing.T) {
 		t.Fatalf("%d duplicates after 2 kills, more than 2 batches", dups)
 	}
 	t.Logf("%d dead letters, %d duplicates after 2 kill -9", total, dups)
+}
+
+func TestKafkaAuditFindsDeadLetterTopicMisconfigurations(t *testing.T) {
+	brokers, prefix, _, adm := kafkaIncident(t, kafkaseed.Options{Payments: 30, Partitions: 4})
+	_, _, _, _, _, pay, _, _, _ := kafkaseed.Topics(prefix)
+	// A compacted DLT with fewer partitions than its Spring source, and a
+	// retry chain with no DLT.
+	compact, short := "compact", "3600000"
+	dlt := prefix + "-payments2-dlt"
+	if r, err := adm.CreateTopic(t.Context(), 2, 1, map[string]*string{"cleanup.policy": &compact, "retention.ms": &short}, dlt); err != nil || r.Err != nil {
+		t.Fatal(err, r.Err)
+	}
+	copyRecords(t, brokers, prefix+"-payments-dlt", dlt)
+	if r, err := adm.CreateTopic(t.Context(), 1, 1, nil, prefix+"-lonely-retry-1"); err != nil || r.Err != nil {
+		t.Fatal(err, r.Err)
+	}
+	r := runCLI(t, testenv.Env{}, "", "audit", "kafka://"+brokers+"/"+dlt, "kafka://"+brokers+"/"+prefix+"-lonely-retry-1", "-o", "json")
+	if r.Code != 3 {
+		t.Fatalf("audit: exit %d (want 3: errors found): %s", r.Code, r.Stderr)
+	}
+	var rep struct {
+		Findings []struct {
+			Check   string `json:"check"`
+			Queue   string `json:"queue"`
+			Related string `json:"related"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range rep.Findings {
+		got[f.Check] = f.Queue + " " + f.Related
+	}
+	for check, want := range map[string]string{
+		"kafka-dlt-compacted":        dlt + " ",
+		"kafka-dlt-fewer-partitions": dlt + " " + pay,
+		"kafka-dlt-retention-short":  dlt + " " + pay,
+		"kafka-retry-without-dlt":    prefix + "-lonely-retry-1 ",
+	} {
+		if got[check] != want {
+			t.Errorf("finding %s: %q, want %q (all: %v)", check, got[check], want, got)
+		}
+	}
+}
+
+// copyRecords copies every record of from into to, keeping partitions
+// (as Spring's recoverer does), modulo to's partition count.
+func copyRecords(t *testing.T, brokers, from, to string) {
+	t.Helper()
+	addr, _ := kafka.ParseAddress("kafka://" + brokers + "/" + from)
+	cl, err := kafka.NewClient(addr, kafka.Conn{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	plan, err := kafka.MakePlan(t.Context(), kadm.NewClient(cl), from, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	_, err = kafka.Peek(t.Context(), addr, kafka.Conn{}, plan, kafka.PeekOptions{}, func(m *kafka.Message) error {
+		r := kafka.ToKgo(m, to, m.Headers)
+		r.Partition = m.Partition % 2
+		recs = append(recs, r)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcl, err := kafka.NewClient(addr, kafka.Conn{}, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pcl.Close()
+	if err := pcl.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
 }

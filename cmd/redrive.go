@@ -647,6 +647,9 @@ run held to become visible again. 'dlqctl runs' lists run ids.`),
   dlqctl redrive resume 20261130T031500-ab12cd --yes`,
 		Args: exactArgs(1, "one RUN_ID (see 'dlqctl runs')"),
 		RunE: func(c *cobra.Command, args []string) error {
+			if isKafkaRef(args[0]) {
+				return errs.BadInputf("a Kafka redrive has no run journal to resume: the consumer group's committed offsets are its journal, so run the same redrive command again")
+			}
 			j, err := redrive.OpenJournal(f.StateDir(), args[0])
 			if err != nil {
 				return err
@@ -681,6 +684,9 @@ func newCmdRedriveStatus(f *Factory) *cobra.Command {
 		Long:  withExitCodes(`List the SQS move tasks of a DLQ (SQS keeps the last ten): status, messages moved and to move, rate and destination.`),
 		Args:  exactArgs(1, "one DLQ (name, URL or ARN)"),
 		RunE: func(c *cobra.Command, args []string) error {
+			if isKafkaRef(args[0]) {
+				return errs.BadInputf("redrive status shows SQS move tasks; Kafka has none: 'dlqctl redrive kafka://… --dry-run' shows what is pending")
+			}
 			ctx := c.Context()
 			cl, dlq, err := f.ResolveQueue(ctx, args[0])
 			if err != nil {
@@ -731,6 +737,9 @@ func newCmdRedriveCancel(f *Factory) *cobra.Command {
 		Long:  withExitCodes(`Cancel the running SQS move task of a DLQ. Messages already moved stay moved; the rest stay in the DLQ.`),
 		Args:  exactArgs(1, "one DLQ (name, URL or ARN)"),
 		RunE: func(c *cobra.Command, args []string) error {
+			if isKafkaRef(args[0]) {
+				return errs.BadInputf("redrive cancel stops SQS move tasks; Kafka has none: stop a running Kafka redrive with Ctrl-C (it finishes its batch and commits)")
+			}
 			ctx := c.Context()
 			cl, dlq, err := f.ResolveQueue(ctx, args[0])
 			if err != nil {

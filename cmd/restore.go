@@ -130,6 +130,9 @@ func (o *RestoreOptions) fingerprint(destARN string) string {
 
 func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	f := opts.F
+	if isKafkaRef(opts.To) {
+		return kafkaUnsupported("restore --to kafka://…", "restore to an SQS queue, or replay archived records with a Kafka producer; see docs/kafka.md")
+	}
 	ref, err := archiveRef(ctx, f, opts.Manifest)
 	if err != nil {
 		return err

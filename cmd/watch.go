@@ -70,6 +70,9 @@ Runs until Ctrl-C (exit 130) or, with --count N, stops after N ticks (exit 0).`)
 
 func watchRun(ctx context.Context, opts *WatchOptions) error {
 	f := opts.F
+	if isKafkaRef(opts.Queue) {
+		return kafkaUnsupported("watch", "'dlqctl redrive kafka://… --dry-run' counts what is pending for dlqctl's group")
+	}
 	c, q, err := f.ResolveQueue(ctx, opts.Queue)
 	if err != nil {
 		return err
