@@ -12,6 +12,7 @@
 #                     FUZZ=regexp picks targets. Seed corpora (testdata/fuzz)
 #                     run in make test; new crashers land there too.
 #   make demo         scripts/demo.sh: stack, seeded incident, walkthrough
+#   make demo-kafka   scripts/demo-kafka.sh: the same on Kafka dead-letter topics (kfake)
 #   make seed         seed an incident (PREFIX=demo, SEED_FLAGS="--scale 500 --reset")
 #   make stack-start / stack-stop / stack-status
 
@@ -32,7 +33,7 @@ WITH_STACK = scripts/tools.sh || exit $$?; \
 	eval "$$stack_env"; \
 	export DLQCTL_REQUIRE_STACK=1;
 
-.PHONY: build test fmt-check vet bench fuzz demo seed stack-start stack-stop stack-status clean
+.PHONY: build test fmt-check vet bench fuzz demo demo-kafka seed stack-start stack-stop stack-status clean
 
 build:
 	$(GO) build -o bin/dlqctl .
@@ -76,6 +77,9 @@ fuzz:
 
 demo:
 	scripts/demo.sh
+
+demo-kafka:
+	scripts/demo-kafka.sh
 
 seed:
 	@$(STACK) start >/dev/null && $(GO) run ./scripts/dlqctl-seed --prefix $(PREFIX) $(SEED_FLAGS)

@@ -212,7 +212,7 @@ func parseSize(s string) (int64, error) {
 func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	f := opts.F
 	if isKafkaRef(opts.Queue) {
-		return kafkaUnsupported("archive", "read the topic with 'dlqctl sample kafka://… -o ndjson --all' meanwhile, or run archive on an SQS queue; see docs/kafka.md")
+		return kafkaUnsupported("archive", "meanwhile 'dlqctl sample kafka://… -n 1000000 -o ndjson > dlt.ndjson' writes every pending record, or run archive on an SQS queue; see docs/kafka.md")
 	}
 	c, q, err := f.ResolveQueue(ctx, opts.Queue)
 	if err != nil {
