@@ -22,7 +22,7 @@ type cluster struct {
 	adm  *kadm.Client
 }
 
-func newCluster(t *testing.T) cluster {
+func newCluster(t testing.TB) cluster {
 	t.Helper()
 	brokers := testenv.RequireKafka(t)
 	addr, err := kafka.ParseAddress("kafka://" + brokers + "/x")

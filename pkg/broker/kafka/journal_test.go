@@ -1,8 +1,12 @@
 package kafka
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
+	"time"
+
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 func TestJournalCommitsOnlyContiguousHandledRecords(t *testing.T) {
@@ -82,5 +86,17 @@ func TestJournalFullKeepsRecordsPending(t *testing.T) {
 	}
 	if n := len(j.Metadata()); n > MaxMetadataBytes {
 		t.Fatalf("metadata %d bytes, over the %d bound", n, MaxMetadataBytes)
+	}
+}
+
+func TestMarkerEncodingMatchesEncodingJSON(t *testing.T) {
+	at := time.Date(2026, 12, 2, 1, 2, 3, 456789000, time.UTC)
+	got := appendMarker(nil, "run-\"1\"", "orders-dlq-0@7", 3, at)
+	var mk record.Marker
+	if err := json.Unmarshal(got, &mk); err != nil {
+		t.Fatalf("%s: %v", got, err)
+	}
+	if mk.RunID != "run-\"1\"" || mk.OriginalID != "orders-dlq-0@7" || mk.Count != 3 || !mk.At.Equal(at.Truncate(time.Millisecond)) {
+		t.Fatalf("decoded %+v from %s", mk, got)
 	}
 }

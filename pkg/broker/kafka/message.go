@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -39,7 +38,15 @@ type Message struct {
 
 // ID names the record for people and journals: TOPIC-PARTITION@OFFSET, as
 // kcat and most Kafka tools print it.
-func (m *Message) ID() string { return fmt.Sprintf("%s-%d@%d", m.Topic, m.Partition, m.Offset) }
+func (m *Message) ID() string {
+	b := make([]byte, 0, len(m.Topic)+24)
+	b = append(b, m.Topic...)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, int64(m.Partition), 10)
+	b = append(b, '@')
+	b = strconv.AppendInt(b, m.Offset, 10)
+	return string(b)
+}
 
 // Header returns the value of the last header named key (Kafka headers
 // repeat; a recoverer that appends on every hop leaves the newest last).
@@ -194,13 +201,12 @@ var failureHeaderPrefixes = []string{
 // IsFailureHeader reports whether a header is dead-letter context (dropped
 // from a replayed copy).
 func IsFailureHeader(key string) bool {
-	k := strings.ToLower(key)
 	for _, p := range failureHeaderPrefixes {
-		if strings.HasPrefix(k, p) {
+		if len(key) >= len(p) && strings.EqualFold(key[:len(p)], p) {
 			return true
 		}
 	}
-	return k == record.MarkerAttribute
+	return strings.EqualFold(key, record.MarkerAttribute)
 }
 
 // MarkerHeader is the header dlqctl adds to every replayed copy: the
@@ -239,8 +245,7 @@ func replayHeadersID(m *Message, origID, runID string, now time.Time) []Header {
 			out = append(out, h)
 		}
 	}
-	mk, _ := json.Marshal(record.Marker{RunID: runID, OriginalID: origID, Count: n, At: now.UTC().Truncate(time.Millisecond)})
-	return append(out, Header{Key: MarkerHeader, Value: mk})
+	return append(out, Header{Key: MarkerHeader, Value: appendMarker(nil, runID, origID, n, now)})
 }
 
 // ToKgo builds the franz-go record of a copy of m for topic (partition
@@ -309,4 +314,19 @@ func Stage(topic string) (stage, base string) {
 	default:
 		return "dlt", m[1]
 	}
+}
+
+// appendMarker appends the JSON of record.Marker{run, orig, n, at} (the
+// same bytes encoding/json writes, without its reflection: this runs once
+// per replayed record).
+func appendMarker(b []byte, runID, origID string, n int, at time.Time) []byte {
+	b = append(b, `{"run":`...)
+	b = strconv.AppendQuote(b, runID)
+	b = append(b, `,"orig":`...)
+	b = strconv.AppendQuote(b, origID)
+	b = append(b, `,"n":`...)
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = append(b, `,"at":"`...)
+	b = at.UTC().Truncate(time.Millisecond).AppendFormat(b, time.RFC3339Nano)
+	return append(b, `"}`...)
 }
