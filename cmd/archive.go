@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dlqctl/dlqctl/pkg/archive"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
@@ -15,13 +16,12 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/output"
 )
 
-func init() {
-	register(func(f *Factory) *cobra.Command { return NewCmdArchive(f, nil) })
-}
-
 // ArchiveOptions are the inputs of `dlqctl archive`.
 type ArchiveOptions struct {
-	F *Factory
+	// flags are the command's flags, to refuse those the queue's broker
+	// cannot honour (refuseFlags).
+	flags *pflag.FlagSet
+	F     *Factory
 
 	Queue       string
 	To          string
@@ -117,6 +117,7 @@ func NewCmdArchive(f *Factory, runF func(context.Context, *ArchiveOptions) error
 		Args: exactArgs(1, "one DLQ (name, URL or ARN)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Queue = args[0]
+			opts.flags = c.Flags()
 			if err := opts.validate(); err != nil {
 				return err
 			}
@@ -218,6 +219,9 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseFlags(f.SQSQueue(c, q).Capabilities(), opts.flags, false); err != nil {
+		return err
+	}
 	// Every archived record carries its class, action and rule (the
 	// built-in rules unless --rules), so the archive can be queried by
 	// class (docs/archive-queries.md) without classifying again.
@@ -274,7 +278,7 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 		rep.total = min(rep.total, int64(opts.Max))
 	}
 	aopts.Reporter = rep
-	res, runErr := archive.Run(ctx, c, q, api, aopts)
+	res, runErr := archive.Run(ctx, f.SQSQueue(c, q), api, aopts)
 	prog.Done()
 	if res == nil {
 		return runErr
@@ -424,7 +428,7 @@ type ArchivePlanOutput struct {
 
 func archivePlan(ctx context.Context, f *Factory, c *sqs.Client, q *sqs.Queue, aopts archive.Options, format output.Format) error {
 	prog := output.NewProgress(f.IO, format)
-	pl, err := archive.DryRun(ctx, c, q, aopts, func(seen int) {
+	pl, err := archive.DryRun(ctx, f.SQSQueue(c, q), aopts, func(seen int) {
 		prog.Update(output.Stats{Op: "scan", Done: int64(seen), Total: int64(q.Counts().Visible)}, false)
 	})
 	prog.Done()

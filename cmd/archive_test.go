@@ -29,6 +29,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -320,8 +321,8 @@ func (a *archiveFixture) readAll(t *testing.T, url string) []record.Record {
 		t.Fatal(err)
 	}
 	var recs []record.Record
-	if _, err := inspect.Scan(t.Context(), c, q, inspect.ScanOptions{Workers: 1}, func(m *sqs.Message, _ any) error {
-		recs = append(recs, m.Record)
+	if _, err := inspect.Scan(t.Context(), sqs.NewEndpoint(c, q, pipeline.OpenQueueSource), inspect.ScanOptions{Workers: 1}, func(m *record.Record, _ any) error {
+		recs = append(recs, *m)
 		return nil
 	}); err != nil {
 		t.Fatal(err)

@@ -13,9 +13,8 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
 	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/pipeline"
 )
-
-func init() { register(func(f *Factory) *cobra.Command { return NewCmdAudit(f, nil) }) }
 
 // AuditOptions are the inputs of `dlqctl audit`.
 type AuditOptions struct {
@@ -125,12 +124,17 @@ func auditRun(ctx context.Context, opts *AuditOptions) error {
 		}
 		return kafkaAuditRun(ctx, opts)
 	}
+	queues, err := sqsTargets(opts.Queues)
+	if err != nil {
+		return err
+	}
 	c, err := f.SQS(ctx)
 	if err != nil {
 		return err
 	}
 	rep, err := health.Audit(ctx, c, health.AuditOptions{
-		Queues: opts.Queues, Prefix: opts.Prefix,
+		Open:   pipeline.OpenQueueSource,
+		Queues: queues, Prefix: opts.Prefix,
 		Config:    health.Config{InvestigationWindow: opts.InvestigationWindow},
 		SampleMax: opts.Sample, SampleVisibility: opts.Visibility,
 		OnSample: func(q *sqs.Queue, n int) {

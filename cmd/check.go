@@ -13,9 +13,8 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
 	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/pipeline"
 )
-
-func init() { register(func(f *Factory) *cobra.Command { return NewCmdCheck(f, nil) }) }
 
 // CheckOptions are the inputs of `dlqctl check`.
 type CheckOptions struct {
@@ -132,6 +131,7 @@ func checkRun(ctx context.Context, opts *CheckOptions) error {
 	}
 	stateDir := filepath.Join(f.StateDir(), "check")
 	rep, err := health.Check(ctx, c, q, health.CheckOptions{
+		Open:       pipeline.OpenQueueSource,
 		Thresholds: opts.Thresholds, SampleMax: opts.Sample, SampleVisibility: opts.Visibility,
 		History: health.FileHistory{Dir: stateDir}, GrowthSample: opts.GrowthSample,
 		OnSample: func(q *sqs.Queue, n int) {

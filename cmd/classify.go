@@ -124,10 +124,6 @@ Bodies are shown with secret-looking values masked (see 'dlqctl sample').
 	return c
 }
 
-func init() {
-	register(func(f *Factory) *cobra.Command { return NewCmdClassify(f, nil) })
-}
-
 func classifyRun(ctx context.Context, opts *ClassifyOptions) error {
 	sel, err := opts.Selection.selector(true)
 	if err != nil {
@@ -289,7 +285,7 @@ func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classif
 	rep := &ClassifyReport{Rules: rules.Source, Selection: sel.Describe(), Read: rr.Read, Matched: g.Total(),
 		Complete: rr.Complete, Depth: rr.Depth, Note: rr.Note, Classes: []*ClassSummary{}}
 	if rr.Queue != nil {
-		rep.Queue = rr.Queue.ARN
+		rep.Queue = rr.Queue.ID()
 	}
 	for _, grp := range groups {
 		cls, act := grp.Values[0], grp.Values[1]
@@ -383,7 +379,7 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	if found == nil {
 		where := "the input"
 		if rr.Queue != nil {
-			where = rr.Queue.Name
+			where = rr.Queue.Name()
 		}
 		hint := "check the id with 'dlqctl sample' or 'dlqctl classify'"
 		if !rr.Complete {

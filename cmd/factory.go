@@ -21,9 +21,11 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/archive"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/pipeline"
 )
 
 // GlobalOptions are the persistent flags every command shares.
@@ -302,16 +304,92 @@ func endpointOr(flag, env string) string {
 	return "(AWS default)"
 }
 
-// ResolveQueue resolves a queue reference and prints the URL with -v.
-func (f *Factory) ResolveQueue(ctx context.Context, ref string) (*sqs.Client, *sqs.Queue, error) {
+// Endpoint parses a queue reference once and resolves it with its
+// broker's package: the one place that knows the broker packages.
+func (f *Factory) Endpoint(ctx context.Context, raw string) (broker.Endpoint, error) {
+	ref, err := checkRef(raw)
+	if err != nil {
+		return nil, err
+	}
+	switch ref.Broker {
+	case broker.SQS:
+		return f.sqsEndpoint(ctx, ref)
+	case broker.Kafka:
+		return f.KafkaEndpoint(ctx, raw)
+	}
+	return nil, errs.BadInputf("%s: unknown broker %q", ref, ref.Broker)
+}
+
+// checkRef parses a queue reference and refuses, before anything is sent
+// anywhere, one whose broker this dlqctl does not speak (one sentence, no
+// credentials). Commands call it while validating their flags.
+func checkRef(raw string) (broker.Ref, error) {
+	ref, err := broker.ParseRef(raw)
+	if err != nil {
+		return ref, err
+	}
+	switch ref.Broker {
+	case broker.AMQP:
+		return ref, errs.BadInputf("%s is a RabbitMQ queue, and this dlqctl does not read RabbitMQ yet; pass an SQS queue (a name, URL, ARN or sqs://NAME)", ref)
+	}
+	return ref, nil
+}
+
+// SQSEndpoint resolves a reference that must name an SQS queue (the
+// commands that only SQS has: queues, audit, check, watch, the native
+// engine).
+func (f *Factory) SQSEndpoint(ctx context.Context, raw string) (*sqs.Endpoint, error) {
+	ep, err := f.Endpoint(ctx, raw)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := ep.(*sqs.Endpoint)
+	if !ok {
+		return nil, errs.BadInputf("%s is a %s queue; this command works on SQS queues only", ep, ep.Capabilities().Label)
+	}
+	return s, nil
+}
+
+func (f *Factory) sqsEndpoint(ctx context.Context, ref broker.Ref) (*sqs.Endpoint, error) {
 	c, err := f.SQS(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	q, err := c.Resolve(ctx, ref)
+	ep, err := sqs.Open(ctx, c, ref, pipeline.OpenQueueSource)
+	if err != nil {
+		return nil, err
+	}
+	f.Verbosef("queue %s -> %s", ref, ep.Queue().URL)
+	return ep, nil
+}
+
+// SQSQueue makes an SQS queue resolved some other way (a source queue, a
+// destination read from a journal) an endpoint.
+func (f *Factory) SQSQueue(c *sqs.Client, q *sqs.Queue) *sqs.Endpoint {
+	return sqs.NewEndpoint(c, q, pipeline.OpenQueueSource)
+}
+
+// ResolveQueue resolves a reference that must name an SQS queue and prints
+// the URL with -v.
+func (f *Factory) ResolveQueue(ctx context.Context, ref string) (*sqs.Client, *sqs.Queue, error) {
+	ep, err := f.SQSEndpoint(ctx, ref)
 	if err != nil {
 		return nil, nil, err
 	}
-	f.Verbosef("queue %s -> %s", ref, q.URL)
-	return c, q, nil
+	return ep.Client(), ep.Queue(), nil
+}
+
+// sqsTargets parses references that must name SQS queues (audit's) and
+// returns the form the SQS package resolves; any other broker is bad input
+// naming it (never its credentials).
+func sqsTargets(raw []string) ([]string, error) {
+	out := make([]string, len(raw))
+	for i, r := range raw {
+		ref, err := checkRef(r)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = ref.Target
+	}
+	return out, nil
 }

@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
@@ -21,6 +22,9 @@ import (
 // --all, with --visibility between heartbeats, or an offline --from file.
 // group and classify share them.
 type ReadFlags struct {
+	// flags are the command's flags, to refuse those the queue's broker
+	// cannot honour (refuseFlags).
+	flags      *pflag.FlagSet
 	Sample     int
 	All        bool
 	From       string
@@ -47,6 +51,7 @@ func (r *ReadFlags) addFlags(c *cobra.Command) {
 // positional arguments (QUEUE or none with --from).
 func (r *ReadFlags) validate(c *cobra.Command) error {
 	r.sampleSet = c.Flags().Changed("sample")
+	r.flags = c.Flags()
 	if r.Sample <= 0 {
 		return errs.BadInputf("--sample must be at least 1 (got %d); use --all to read the whole queue", r.Sample)
 	}
@@ -58,7 +63,8 @@ func (r *ReadFlags) validate(c *cobra.Command) error {
 
 // input returns the InputOptions for queue q.
 func (r *ReadFlags) input(q string) InputOptions {
-	in := InputOptions{Queue: q, From: r.From, Visibility: r.Visibility, Chain: r.chain}
+	in := InputOptions{Queue: q, From: r.From, Visibility: r.Visibility, Chain: r.chain,
+		Refuse: func(caps broker.Capabilities) error { return refuseFlags(caps, r.flags, false) }}
 	if !r.All {
 		in.Max = r.Sample
 	}
@@ -77,7 +83,7 @@ func queueOrFromArgs(from *string) cobra.PositionalArgs {
 
 // readResult is what a triage read saw.
 type readResult struct {
-	Queue    *sqs.Queue
+	Queue    broker.Endpoint
 	Read     int  // records read
 	Complete bool // the whole queue (or file) was read
 	Depth    int  // queue depth at the start (0: unknown)
@@ -147,7 +153,7 @@ func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *lo
 	if res.Scan != nil {
 		c := res.Scan.Depth
 		out.Queue = res.Queue
-		out.Depth = c.Visible + c.InFlight + c.Delayed
+		out.Depth = int(c.Ready + c.Held + c.Delayed)
 		out.Complete = res.Scan.Complete
 		out.Note = res.Scan.Note
 		switch {
@@ -165,10 +171,10 @@ func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *lo
 			// Messages in flight elsewhere (and, on real SQS, FIFO groups
 			// blocked behind the messages dlqctl holds) cannot be read.
 			f.IO.Warnf("%s held about %d messages when the read began but only %d could be read (messages in flight elsewhere, or FIFO groups blocked behind held messages, are not readable); treat the results as a sample",
-				res.Queue.Name, out.Depth, read)
+				res.Queue.Name(), out.Depth, read)
 			out.Complete = false
 		}
-		f.Verbosef("read %d distinct messages from %s (depth at start: %d); all released", res.Scan.Seen, res.Queue.Name, out.Depth)
+		f.Verbosef("read %d distinct messages from %s (depth at start: %d); all released", res.Scan.Seen, res.Queue.Name(), out.Depth)
 	}
 	return out, nil
 }
@@ -180,11 +186,11 @@ func describeRead(r *readResult, matched int, sel *classify.Selector) string {
 	case r.Queue == nil:
 		fmt.Fprintf(&b, "read %d records", r.Read)
 	case r.Complete:
-		fmt.Fprintf(&b, "read all %d messages of %s", r.Read, r.Queue.Name)
+		fmt.Fprintf(&b, "read all %d messages of %s", r.Read, r.Queue.Name())
 	case r.Depth > r.Read:
-		fmt.Fprintf(&b, "read a sample of %d of about %d messages of %s; totals marked ~ are estimates (95%% Wilson interval)", r.Read, r.Depth, r.Queue.Name)
+		fmt.Fprintf(&b, "read a sample of %d of about %d messages of %s; totals marked ~ are estimates (95%% Wilson interval)", r.Read, r.Depth, r.Queue.Name())
 	default:
-		fmt.Fprintf(&b, "read %d messages of %s", r.Read, r.Queue.Name)
+		fmt.Fprintf(&b, "read %d messages of %s", r.Read, r.Queue.Name())
 	}
 	if d := sel.Describe(); d != "all messages" && matched != r.Read {
 		fmt.Fprintf(&b, "; %d matched %s", matched, d)
@@ -270,10 +276,6 @@ func groupKeyList() []string {
 	return names
 }
 
-func init() {
-	register(func(f *Factory) *cobra.Command { return NewCmdGroup(f, nil) })
-}
-
 // GroupReport is the JSON output of `dlqctl group`.
 type GroupReport struct {
 	Queue     string           `json:"queue,omitempty"`
@@ -326,7 +328,7 @@ func groupRun(ctx context.Context, opts *GroupOptions) (retErr error) {
 	rep := &GroupReport{By: make([]string, len(keys)), Selection: sel.Describe(), Read: rr.Read, Matched: g.Total(),
 		Complete: rr.Complete, Depth: rr.Depth, Note: rr.Note, Groups: groups}
 	if rr.Queue != nil {
-		rep.Queue = rr.Queue.ARN
+		rep.Queue = rr.Queue.ID()
 	}
 	for i, k := range keys {
 		rep.By[i] = k.Name

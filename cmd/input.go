@@ -6,7 +6,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/broker"
+	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/record"
@@ -25,29 +26,27 @@ type InputOptions struct {
 	// Chain reads a Kafka topic's whole retry chain (its retry topics and
 	// dead-letter topic), for group --by stage.
 	Chain bool
+	// Refuse, when set, refuses flags the queue's broker cannot honour
+	// (refuseFlags), once the reference is resolved and before reading.
+	Refuse func(broker.Capabilities) error
 }
 
 // InputResult describes what was read.
 type InputResult struct {
-	Queue *sqs.Queue          // nil for offline input
+	Queue broker.Endpoint     // nil for offline input
 	Scan  *inspect.ScanResult // nil for offline input
 }
-
-// openers for non-file inputs (s3:// archives) register here.
-var inputOpeners []func(ctx context.Context, f *Factory, from string, fn func(*record.Record, any) error) (handled bool, err error)
 
 // ForEachRecord streams records from the input to fn. Returning errStop
 // from fn ends the stream cleanly.
 func (f *Factory) ForEachRecord(ctx context.Context, in InputOptions, fn func(rec *record.Record, parsed any) error) (*InputResult, error) {
 	if in.From != "" {
-		for _, open := range inputOpeners {
-			handled, err := open(ctx, f, in.From, fn)
-			if handled {
-				if errors.Is(err, errStop) {
-					err = nil
-				}
-				return &InputResult{}, err
+		// Archives (s3:// or a local run) first, then a file of records.
+		if handled, err := openArchiveInput(ctx, f, in.From, fn); handled {
+			if errors.Is(err, errStop) {
+				err = nil
 			}
+			return &InputResult{}, err
 		}
 		var err error
 		if in.From == "-" {
@@ -66,18 +65,27 @@ func (f *Factory) ForEachRecord(ctx context.Context, in InputOptions, fn func(re
 		return &InputResult{}, err
 	}
 	if isKafkaRef(in.Queue) {
+		if in.Refuse != nil {
+			if err := in.Refuse(kafka.Capabilities()); err != nil {
+				return nil, err
+			}
+		}
 		return f.kafkaForEachRecord(ctx, in, fn)
 	}
-	c, q, err := f.ResolveQueue(ctx, in.Queue)
+	ep, err := f.Endpoint(ctx, in.Queue)
 	if err != nil {
 		return nil, err
 	}
-	res, err := inspect.Scan(ctx, c, q, inspect.ScanOptions{Max: in.Max, Visibility: in.Visibility},
-		func(m *sqs.Message, parsed any) error { return fn(&m.Record, parsed) })
+	if in.Refuse != nil {
+		if err := in.Refuse(ep.Capabilities()); err != nil {
+			return nil, err
+		}
+	}
+	res, err := inspect.Scan(ctx, ep, inspect.ScanOptions{Max: in.Max, Visibility: in.Visibility}, fn)
 	if errors.Is(err, errStop) {
 		err = nil
 	}
-	return &InputResult{Queue: q, Scan: res}, err
+	return &InputResult{Queue: ep, Scan: res}, err
 }
 
 // fromFlagHelp is the help of --from on sample, group and classify.

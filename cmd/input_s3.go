@@ -20,7 +20,6 @@ import (
 //   - a part (s3://…/part-00001.ndjson.gz): that part.
 //
 // Local parts and NDJSON files need no opener (ReadRecords reads gzip).
-func init() { inputOpeners = append(inputOpeners, openArchiveInput) }
 
 func openArchiveInput(ctx context.Context, f *Factory, from string, fn func(*record.Record, any) error) (bool, error) {
 	if from == "-" {

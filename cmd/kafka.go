@@ -262,3 +262,28 @@ func kafkaAuditRun(ctx context.Context, opts *AuditOptions) error {
 	}
 	return nil
 }
+
+// checkKafkaPair refuses a redrive between Kafka and another broker (one
+// sentence, exit 2), after checking the Kafka reference itself (so a
+// password in it is refused as such, never printed).
+func checkKafkaPair(dlq, to string) error {
+	fromKafka, toKafka := isKafkaRef(dlq), isKafkaRef(to)
+	if strings.EqualFold(to, "source") || fromKafka == toKafka {
+		return nil
+	}
+	k := dlq
+	if toKafka {
+		k = to
+	}
+	ref, err := broker.ParseRef(k)
+	if err != nil {
+		return err
+	}
+	if _, err := kafka.Open(context.Background(), ref, kafka.Config{}); err != nil {
+		return kafkaErr(err)
+	}
+	if toKafka {
+		return errs.BadInputf("redrive from an SQS queue to a Kafka topic (%s) is not supported; redrive to an SQS queue, or --to source", ref)
+	}
+	return errs.BadInputf("a Kafka dead-letter topic is redriven to --to source or --to kafka://HOST:PORT/TOPIC, not to %s", broker.Redact(to))
+}

@@ -13,22 +13,24 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
-func init() {
-	register(func(f *Factory) *cobra.Command { return NewCmdRedrive(f, nil) })
-}
-
 // RedriveOptions are the inputs of `dlqctl redrive`. They are stored in the
 // run's journal so `redrive resume` can repeat the run exactly.
 type RedriveOptions struct {
-	F *Factory `json:"-"`
+	// flags are the command's flags, to refuse those the queue's broker
+	// cannot honour (refuseFlags).
+	flags *pflag.FlagSet
+	F     *Factory `json:"-"`
 
 	DLQ         string         `json:"dlq"`
 	To          string         `json:"to"`
@@ -141,6 +143,7 @@ func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error
 		Args: exactArgs(1, "one DLQ (name, URL or ARN)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.DLQ = args[0]
+			opts.flags = c.Flags()
 			if err := opts.validate(c); err != nil {
 				return err
 			}
@@ -190,6 +193,17 @@ func parseShare(s string) (float64, error) {
 }
 
 func (o *RedriveOptions) validate(c *cobra.Command) error {
+	if _, err := checkRef(o.DLQ); err != nil {
+		return err
+	}
+	if !strings.EqualFold(o.To, "source") {
+		if _, err := checkRef(o.To); err != nil {
+			return err
+		}
+	}
+	if err := checkKafkaPair(o.DLQ, o.To); err != nil {
+		return err
+	}
 	if err := o.PaceFlags.validate(); err != nil {
 		return err
 	}
@@ -242,12 +256,12 @@ func (o *RedriveOptions) validate(c *cobra.Command) error {
 		if len(bad) > 0 {
 			return errs.BadInputf("--engine native moves the whole DLQ and cannot honour %s; drop them or use --engine dlqctl", strings.Join(bad, ", "))
 		}
-		if o.Rate > redrive.MaxNativeRate || o.Rate != float64(int(o.Rate)) {
-			return errs.BadInputf("--engine native takes a whole --rate from 1 to %d (got %g)", redrive.MaxNativeRate, o.Rate)
+		if o.Rate > sqs.MaxNativeRate || o.Rate != float64(int(o.Rate)) {
+			return errs.BadInputf("--engine native takes a whole --rate from 1 to %d (got %g)", sqs.MaxNativeRate, o.Rate)
 		}
 		for _, r := range o.Ramp {
-			if r > redrive.MaxNativeRate || r != float64(int(r)) {
-				return errs.BadInputf("--engine native takes whole --ramp steps from 1 to %d (got %g)", redrive.MaxNativeRate, r)
+			if r > sqs.MaxNativeRate || r != float64(int(r)) {
+				return errs.BadInputf("--engine native takes whole --ramp steps from 1 to %d (got %g)", sqs.MaxNativeRate, r)
 			}
 		}
 	default:
@@ -276,10 +290,13 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseFlags(f.SQSQueue(c, dlq).Capabilities(), opts.flags, opts.Engine == "native"); err != nil {
+		return err
+	}
 	var router redrive.Router
 	var candidates []*sqs.Queue // destinations, for canary baselines
 	if strings.EqualFold(opts.To, "source") {
-		sr, err := redrive.ToSource(ctx, c, dlq)
+		sr, err := sqs.ToSource(ctx, c, dlq)
 		if err != nil {
 			return err
 		}
@@ -295,7 +312,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 			}
 		}
 	} else {
-		dest, err := c.Resolve(ctx, opts.To)
+		_, dest, err := f.ResolveQueue(ctx, opts.To)
 		if err != nil {
 			return err
 		}
@@ -305,7 +322,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		if dest.FIFO != dlq.FIFO && dest.FIFO {
 			f.IO.Warnf("%s is FIFO but %s is not: messages without a message group will be skipped", dest.Name, dlq.Name)
 		}
-		router = redrive.ToQueue(dest)
+		router = sqs.ToQueue(dest)
 		candidates = []*sqs.Queue{dest}
 	}
 	if opts.Engine == "native" {
@@ -334,6 +351,11 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		total = min(total, max)
 	}
 	raw, _ := json.Marshal(opts)
+	ep := f.SQSQueue(c, dlq)
+	src, err := dlqSource(ctx, ep, opts.Visibility, selector != nil)
+	if err != nil {
+		return err
+	}
 	spec := redrive.RunSpec{
 		StateDir: f.StateDir(), ResumeID: opts.ResumeID,
 		Meta: redrive.RunMeta{Kind: "redrive", Source: dlq.ARN, SourceURL: dlq.URL, Destination: router.Describe(),
@@ -344,9 +366,10 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		Confirm:    func() error { return confirmRedrive(f, dlq, router, sel, opts) },
 		OnWaitHeld: func(id string, wait time.Duration) { waitHeldInfo(f, id, wait) },
 		OnJournal:  func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) },
-		Source:     dlqSource(c, dlq, opts.Visibility, selector != nil),
+		Source:     src,
 		Move: redrive.Options{
-			Client: c, Router: router, Select: selector, Max: max, MaxRedrives: opts.MaxRedrives,
+			Publisher: sqs.NewPublisher(c), DestDepth: c.DestinationDepth, SourceCaps: ep.Capabilities(),
+			Router: router, Select: selector, Max: max, MaxRedrives: opts.MaxRedrives,
 			Concurrency: opts.Concurrency,
 			Guards:      opts.GuardFlags.guards(opts.MaxReturns), Total: total,
 			Reporter: progressReporter(prog, "redrive"), WaitInFlight: waitInFlight(opts.WaitInFlight),
@@ -355,13 +378,13 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 	opts.PaceFlags.apply(&spec.Move)
 	if opts.Canary > 0 {
 		window := opts.CanaryFlags.canaryWindow(f, candidates, dlq)
-		spec.Canary = &redrive.CanarySpec{Watch: dlq, Dests: candidates, Baseline: redrive.Depths(candidates...),
+		spec.Canary = &redrive.CanarySpec{Watch: ep, Dests: destinations(candidates), DestDepth: c.DestinationDepth, Baseline: sqs.Depths(candidates...),
 			Verify: redrive.VerifyOptions{For: window, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: opts.Visibility},
 			OnStart: func(moved int) {
 				f.IO.Infof("canary: moved %d message(s); watching %s for %s", moved, dlq.Name, window)
 			}}
 	}
-	out, err := redrive.Execute(ctx, c, spec)
+	out, err := redrive.Execute(ctx, spec)
 	prog.Done()
 	if err != nil {
 		return err
@@ -378,12 +401,24 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 	return out.Err
 }
 
-// dlqSource reads the DLQ; without a selection the bodies are not decoded.
-func dlqSource(c *sqs.Client, dlq *sqs.Queue, visibility time.Duration, selecting bool) redrive.Source {
+// dlqSource reads the DLQ to consume it; without a selection the bodies
+// are not decoded (routing, copies and loop detection read only the
+// redrive marker).
+func dlqSource(ctx context.Context, ep broker.Endpoint, visibility time.Duration, selecting bool) (broker.Source, error) {
+	decode := inspect.DecodeMarker
 	if selecting {
-		return redrive.NewQueueSource(c, dlq, visibility, time.Second)
+		decode = inspect.Decode
 	}
-	return redrive.NewUnselectedQueueSource(c, dlq, visibility, time.Second)
+	return ep.OpenSource(ctx, broker.SourceOptions{Mode: broker.Consume, Hold: visibility, Wait: time.Second, Decode: decode})
+}
+
+// destinations are queues as publish destinations.
+func destinations(qs []*sqs.Queue) []broker.Destination {
+	out := make([]broker.Destination, len(qs))
+	for i, q := range qs {
+		out[i] = sqs.QueueTarget(q)
+	}
+	return out
 }
 
 // waitHeldInfo tells that a resumed run waits for the messages an earlier
@@ -527,7 +562,7 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, rout
 	f := opts.F
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
-	pl := &redrive.Planner{RunID: "dry-run", Router: router, Select: sel, MaxRedrives: opts.MaxRedrives, Max: opts.Max}
+	pl := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: sqs.NewPublisher(nil), Select: sel, MaxRedrives: opts.MaxRedrives, Max: opts.Max}
 	res, err := f.ForEachRecord(ctx, InputOptions{Queue: opts.DLQ, Visibility: opts.Visibility}, func(rec *record.Record, parsed any) error {
 		ev, err := pl.Add(ctx, rec, parsed)
 		if err != nil {
@@ -586,7 +621,7 @@ func nativeRun(ctx context.Context, opts *RedriveOptions, c *sqs.Client, dlq *sq
 	f := opts.F
 	destARN := ""
 	if !strings.EqualFold(opts.To, "source") {
-		dest, err := c.Resolve(ctx, opts.To)
+		_, dest, err := f.ResolveQueue(ctx, opts.To)
 		if err != nil {
 			return err
 		}
@@ -608,7 +643,7 @@ func nativeRun(ctx context.Context, opts *RedriveOptions, c *sqs.Client, dlq *sq
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
 	start := time.Now()
-	task, err := redrive.NativeRamp(ctx, c, dlq, destARN, steps, opts.RampEvery, 2*time.Second, func(t redrive.Task) {
+	task, err := sqs.NativeRamp(ctx, c, dlq, destARN, steps, opts.RampEvery, 2*time.Second, func(t sqs.Task) {
 		prog.Update(output.Stats{Op: "redrive (native)", Done: t.Moved, Total: t.ToMove, Target: float64(t.Rate), Elapsed: time.Since(start).Seconds()}, false)
 	})
 	prog.Done()
@@ -692,7 +727,7 @@ func newCmdRedriveStatus(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tasks, err := redrive.NativeTasks(ctx, cl, dlq)
+			tasks, err := sqs.NativeTasks(ctx, cl, dlq)
 			if err != nil {
 				return err
 			}
@@ -745,8 +780,8 @@ func newCmdRedriveCancel(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			t, err := redrive.CancelNative(ctx, cl, dlq)
-			if errors.Is(err, redrive.ErrNoRunningTask) {
+			t, err := sqs.CancelNative(ctx, cl, dlq)
+			if errors.Is(err, sqs.ErrNoRunningTask) {
 				f.IO.Infof("no running move task for %s; nothing to cancel", dlq.Name)
 				return nil
 			}

@@ -492,7 +492,7 @@ func TestRedriveNativeEngineStartStatusCancel(t *testing.T) {
 		t.Fatalf("native move task moved %d of 60", v)
 	}
 	st := runCLI(t, env, "", "redrive", "status", name, "-o", "json")
-	var tasks []redrive.Task
+	var tasks []sqs.Task
 	if err := json.Unmarshal([]byte(st.Stdout), &tasks); err != nil || len(tasks) == 0 || tasks[0].Status != "COMPLETED" {
 		t.Fatalf("status: %v %s", err, st.Stdout)
 	}
@@ -506,7 +506,7 @@ func TestRedriveNativeEngineStartStatusCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := redrive.StartNative(context.Background(), qc, dlq, "", 1); err != nil {
+	if _, err := sqs.StartNative(context.Background(), qc, dlq, "", 1); err != nil {
 		t.Fatal(err)
 	}
 	st = runCLI(t, env, "", "redrive", "status", name, "-o", "json")
@@ -575,7 +575,7 @@ func TestRedriveNativeEngineRamp(t *testing.T) {
 		t.Fatalf("DLQ still holds %d (+%d in flight)", v, in)
 	}
 	st := runCLI(t, env, "", "redrive", "status", p.dlqName, "-o", "json")
-	var tasks []redrive.Task
+	var tasks []sqs.Task
 	if err := json.Unmarshal([]byte(st.Stdout), &tasks); err != nil {
 		t.Fatalf("status: %v %s", err, st.Stdout)
 	}

@@ -19,10 +19,6 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
-func init() {
-	register(func(f *Factory) *cobra.Command { return NewCmdRestore(f, nil) })
-}
-
 // RestoreOptions are the inputs of `dlqctl restore`; they are stored in
 // the run's journal.
 type RestoreOptions struct {
@@ -110,6 +106,9 @@ func (o *RestoreOptions) validate() error {
 	case o.Max < 0:
 		return errs.BadInputf("--max cannot be negative")
 	}
+	if _, err := checkRef(o.To); err != nil {
+		return err
+	}
 	for _, check := range []func() error{o.PaceFlags.validate, o.GuardFlags.validate, func() error { return o.CanaryFlags.validate(o.Max, o.DryRun) }} {
 		if err := check(); err != nil {
 			return err
@@ -184,7 +183,7 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 		return errs.Verdictf("the archive failed verification, nothing was sent: %s", strings.Join(probs, "; "))
 	}
 
-	router := redrive.ToQueue(dest)
+	router := sqs.ToQueue(dest)
 	if opts.DryRun {
 		return restorePlan(ctx, opts, ref, m, router, selector)
 	}
@@ -217,7 +216,8 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 		OnJournal: func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) },
 		Source:    archive.NewRestoreSource(ref.Src, m),
 		Move: redrive.Options{
-			Client: c, Router: router, Select: selector, Max: max,
+			Publisher: sqs.NewPublisher(c), DestDepth: c.DestinationDepth,
+			Router: router, Select: selector, Max: max,
 			Rate: opts.Rate, Ramp: opts.Ramp, RampEvery: opts.RampEvery, Concurrency: concurrency,
 			Guards: opts.GuardFlags.guards(0), Total: total,
 			Reporter: progressReporter(prog, "restore"),
@@ -226,13 +226,13 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	opts.PaceFlags.apply(&spec.Move) // this process's share of --rate/--ramp (--rate-share)
 	if opts.Canary > 0 {
 		window := opts.CanaryFlags.canaryWindow(f, []*sqs.Queue{dest}, destDLQ)
-		spec.Canary = &redrive.CanarySpec{Watch: destDLQ, Dests: []*sqs.Queue{dest}, Baseline: redrive.Depths(dest),
+		spec.Canary = &redrive.CanarySpec{Watch: f.SQSQueue(c, destDLQ), Dests: destinations([]*sqs.Queue{dest}), DestDepth: c.DestinationDepth, Baseline: sqs.Depths(dest),
 			Verify: redrive.VerifyOptions{For: window, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: 30 * time.Second},
 			OnStart: func(moved int) {
 				f.IO.Infof("canary: sent %d message(s); watching %s for %s", moved, destDLQ.Name, window)
 			}}
 	}
-	out, err := redrive.Execute(ctx, c, spec)
+	out, err := redrive.Execute(ctx, spec)
 	prog.Done()
 	if err != nil {
 		return err
@@ -305,7 +305,7 @@ func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
 	share := opts.PaceFlags.share()
-	p := &redrive.Planner{RunID: "dry-run", Router: router, Select: sel, Max: opts.Max, Partition: share}
+	p := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: sqs.NewPublisher(nil), Select: sel, Max: opts.Max, Partition: share}
 	err := archive.ForEachManifestRecord(ctx, ref.Src, m, func(_ int, rec *record.Record, parsed any) error {
 		ev, err := p.Add(ctx, rec, parsed)
 		if err != nil {

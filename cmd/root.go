@@ -142,24 +142,27 @@ is not durably somewhere else.
 	pf.BoolVar(&f.Opts.RequesterPays, "requester-pays", false, "accept the request charges of a requester-pays S3 bucket")
 	addKafkaFlags(pf, &f.Kafka)
 
-	root.AddCommand(NewCmdQueues(f, nil))
-	root.AddCommand(NewCmdSample(f, nil))
-	root.AddCommand(&cobra.Command{
-		Use:   "filters",
-		Short: "How --filter and rule expressions work",
-		Long:  inspect.ExprHelp,
-	})
-	for _, add := range extraCommands {
-		root.AddCommand(add(f))
-	}
+	// Every command, added here explicitly (no init() registration).
+	root.AddCommand(
+		NewCmdQueues(f, nil),
+		NewCmdSample(f, nil),
+		NewCmdGroup(f, nil),
+		NewCmdClassify(f, nil),
+		NewCmdRedrive(f, nil),
+		NewCmdArchive(f, nil),
+		NewCmdRestore(f, nil),
+		NewCmdRuns(f, nil),
+		NewCmdAudit(f, nil),
+		NewCmdCheck(f, nil),
+		NewCmdWatch(f, nil),
+		&cobra.Command{
+			Use:   "filters",
+			Short: "How --filter and rule expressions work",
+			Long:  inspect.ExprHelp,
+		},
+	)
 	return root
 }
-
-// extraCommands lets each command file register itself without editing the
-// root (keeps parallel work on separate commands from colliding).
-var extraCommands []func(*Factory) *cobra.Command
-
-func register(fn func(*Factory) *cobra.Command) { extraCommands = append(extraCommands, fn) }
 
 // withExitCodes appends the exit code table to a command's long help.
 func withExitCodes(long string) string { return strings.TrimSpace(long) + "\n\n" + errs.ExitCodesHelp }

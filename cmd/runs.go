@@ -12,10 +12,6 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
-func init() {
-	register(func(f *Factory) *cobra.Command { return NewCmdRuns(f, nil) })
-}
-
 // RunsOptions are the inputs of `dlqctl runs`.
 type RunsOptions struct {
 	F *Factory

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
@@ -17,6 +19,9 @@ import (
 
 // SampleOptions are the inputs of `dlqctl sample`.
 type SampleOptions struct {
+	// flags are the command's flags, to refuse those the queue's broker
+	// cannot honour (refuseFlags).
+	flags      *pflag.FlagSet
 	F          *Factory
 	Queue      string
 	From       string
@@ -40,7 +45,7 @@ received (hidden for --visibility while dlqctl holds them), turned into
 message records, and released (visibility 0) before dlqctl exits, also on
 Ctrl-C and on errors. Nothing is deleted.
 
-QUEUE is a queue name, URL or ARN. --from reads records from a file written
+QUEUE is a queue name, URL or ARN (or sqs://NAME). --from reads records from a file written
 by 'sample -o ndjson' instead (- for stdin).
 
 Side effects to know: every receive increments ApproximateReceiveCount; if
@@ -68,6 +73,7 @@ card_number, cvv, ssn, … at any depth) are masked in all output by default;
 			if len(args) == 1 {
 				opts.Queue = args[0]
 			}
+			opts.flags = c.Flags()
 			if opts.N <= 0 {
 				return errs.BadInputf("-n must be at least 1 (got %d)", opts.N)
 			}
@@ -118,7 +124,8 @@ func sampleRun(ctx context.Context, opts *SampleOptions) error {
 	if !opts.NoRedact {
 		redactor = inspect.NewRedactor(opts.Redact)
 	}
-	in := InputOptions{Queue: opts.Queue, From: opts.From, Max: opts.N, Visibility: opts.Visibility}
+	in := InputOptions{Queue: opts.Queue, From: opts.From, Max: opts.N, Visibility: opts.Visibility,
+		Refuse: func(caps broker.Capabilities) error { return refuseFlags(caps, opts.flags, false) }}
 	if filter != nil {
 		in.Max = max(opts.ScanMax, opts.N)
 	}
@@ -170,7 +177,7 @@ func sampleRun(ctx context.Context, opts *SampleOptions) error {
 		f.IO.Warnf("read %d messages (--scan-max) and found %d matching; raise --scan-max to look further", res.Scan.Seen, len(recs))
 	}
 	if res.Queue != nil {
-		f.Verbosef("read %d distinct messages from %s (depth at start: %d visible); all released", res.Scan.Seen, res.Queue.Name, res.Scan.Depth.Visible)
+		f.Verbosef("read %d distinct messages from %s (depth at start: %d visible); all released", res.Scan.Seen, res.Queue.Name(), res.Scan.Depth.Ready)
 	}
 	return printRecords(f, recs)
 }

@@ -14,8 +14,6 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/output"
 )
 
-func init() { register(func(f *Factory) *cobra.Command { return NewCmdWatch(f, nil) }) }
-
 // WatchOptions are the inputs of `dlqctl watch`.
 type WatchOptions struct {
 	F        *Factory

@@ -110,6 +110,9 @@ type Fault struct {
 	// "InternalError", not the sender's fault: retryable).
 	EntryCode        string
 	EntrySenderFault bool
+	// EntryBodyContains, with EntryFail, fails only the entries whose
+	// MessageBody contains it (instead of EntryEvery).
+	EntryBodyContains string
 
 	seen, fired int
 }
@@ -501,7 +504,8 @@ func (p *Proxy) entryFail(w http.ResponseWriter, r *http.Request, body []byte, f
 	every := max(f.EntryEvery, 1)
 	var keep, drop []map[string]any
 	for i, e := range entries {
-		if i%every == 0 {
+		body, _ := e["MessageBody"].(string)
+		if f.EntryBodyContains != "" && strings.Contains(body, f.EntryBodyContains) || f.EntryBodyContains == "" && i%every == 0 {
 			drop = append(drop, e)
 		} else {
 			keep = append(keep, e)

@@ -340,7 +340,7 @@ func TestFillDLQ(t *testing.T) {
 
 // The emulator facts below are pinned to local-aws-sqs 2.0.2. If one of
 // these tests fails after an upgrade, the emulator changed: update
-// GUIDE.md and drop or adjust the workaround named in the test.
+// docs/emulators.md and drop or adjust the workaround named in the test.
 func TestEmulatorQuirks(t *testing.T) {
 	env := testenv.Require(t)
 	c := env.SQS(t)

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
@@ -67,11 +67,9 @@ type Options struct {
 	// Visibility is the hold time between lease heartbeats (default 60s).
 	Visibility time.Duration
 	// Workers receive concurrently (default 4); Wait is the long-poll wait
-	// (default 1s); EmptyReceives ends a worker after that many consecutive
-	// empty receives (default 2).
-	Workers       int
-	Wait          time.Duration
-	EmptyReceives int
+	// (default 1s).
+	Workers int
+	Wait    time.Duration
 	// MaxHeld caps messages held at once (default below the in-flight limit).
 	MaxHeld int
 	// Rate paces archiving in messages per second (0 = unpaced).
@@ -90,7 +88,7 @@ type Options struct {
 	Reporter    Reporter         // nil = silent
 }
 
-func (o *Options) defaults(q *sqs.Queue) {
+func (o *Options) defaults() {
 	if o.PartSize <= 0 {
 		o.PartSize = DefaultPartSize
 	}
@@ -108,15 +106,6 @@ func (o *Options) defaults(q *sqs.Queue) {
 	}
 	if o.Wait <= 0 {
 		o.Wait = time.Second
-	}
-	if o.EmptyReceives <= 0 {
-		o.EmptyReceives = 2
-	}
-	if o.MaxHeld <= 0 {
-		// SQS allows 120,000 in flight per queue, standard and FIFO; a
-		// server with a lower limit answers OverLimit, which ends the run
-		// the same way.
-		o.MaxHeld = pipeline.InFlightLimit - pipeline.InFlightHeadroom
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -177,8 +166,8 @@ type FailedMessage struct {
 //   - memory is bounded by one part's bookkeeping plus the held messages'
 //     receipt handles, not by the queue: records stream through gzip into a
 //     temporary file.
-func Run(ctx context.Context, c *sqs.Client, q *sqs.Queue, api S3API, opts Options) (res *Result, err error) {
-	opts.defaults(q)
+func Run(ctx context.Context, ep broker.Endpoint, api S3API, opts Options) (res *Result, err error) {
+	opts.defaults()
 	if opts.PartSize > MaxPartSize {
 		return nil, errs.BadInputf("--part-size %d is larger than one S3 PutObject allows (5 GiB)", opts.PartSize)
 	}
@@ -188,38 +177,43 @@ func Run(ctx context.Context, c *sqs.Client, q *sqs.Queue, api S3API, opts Optio
 	}
 	s := &partSink{
 		ctx: context.WithoutCancel(ctx), api: api, opts: opts,
-		runDir:   RunDir(opts.Dest.Key, q.Name, started, opts.RunID),
+		runDir:   RunDir(opts.Dest.Key, ep.Name(), started, opts.RunID),
 		archived: map[idDigest]struct{}{}, partOf: map[string]int{},
 	}
 	s.man = &Manifest{
 		Format: Format, ToolVersion: opts.ToolVersion, RunID: opts.RunID,
 		Bucket: opts.Dest.Bucket, Prefix: opts.Dest.Key,
-		Queue:     QueueInfo{Name: q.Name, URL: q.URL, ARN: q.ARN, FIFO: q.FIFO},
+		Queue:     queueInfo(ep),
 		Selection: opts.Selection, StartedAt: started, Deleted: opts.Delete,
 		Encryption: opts.Encryption.SSE, KMSKeyID: opts.Encryption.KMSKeyID,
 		Parts: []Part{},
 	}
 	res = &Result{Manifest: s.man}
 
-	qs := pipeline.NewQueueSource(c, q, pipeline.QueueSourceOptions{
-		Visibility: opts.Visibility, Wait: opts.Wait, MaxHeld: opts.MaxHeld, Decode: inspect.Decode})
-	var src pipeline.Source = qs
-	if !opts.Delete {
-		src = keepSource{qs}
+	// Without --delete the source peeks: what is archived stays held until
+	// the run ends, then is given back.
+	mode := broker.Peek
+	if opts.Delete {
+		mode = broker.Consume
+	}
+	src, err := ep.OpenSource(ctx, broker.SourceOptions{Mode: mode,
+		Hold: opts.Visibility, Wait: opts.Wait, MaxHeld: opts.MaxHeld, Decode: inspect.Decode})
+	if err != nil {
+		return nil, err
 	}
 	stopAge := s.startAgeFlusher()
 	defer func() {
 		stopAge()
 		s.Discard()
-		if rerr := qs.Close(ctx); rerr != nil {
+		if rerr := src.Close(ctx); rerr != nil {
 			err = errors.Join(err, errs.Partial(fmt.Errorf("releasing held messages failed (%v); they become visible again when their visibility timeout ends", rerr)))
 		}
 	}()
 	pr, runErr := pipeline.Run(ctx, src, s, pipeline.Options{
-		Workers: opts.Workers, Rate: opts.Rate, Max: opts.Max, EmptyReceives: opts.EmptyReceives,
+		Workers: opts.Workers, Rate: opts.Rate, Max: opts.Max,
 		WaitInFlight: opts.WaitInFlight, Peers: opts.Peers,
 		Reporter: pipeline.Reporter{Progress: func(p pipeline.Snapshot) {
-			s.progress(p, qs.Duplicates())
+			s.progress(p, duplicatesOf(src))
 		}},
 	})
 	stopAge()
@@ -240,7 +234,7 @@ func Run(ctx context.Context, c *sqs.Client, q *sqs.Queue, api S3API, opts Optio
 	}
 	s.man.Complete = runErr == nil && ctx.Err() == nil && pr.Complete
 	s.man.Sum()
-	res.Stats = s.stats(pr, qs.Duplicates())
+	res.Stats = s.stats(pr, duplicatesOf(src))
 	for _, f := range pr.NotAckedIDs {
 		res.NotDeleted = append(res.NotDeleted, FailedMessage{MessageID: f.MessageID, Reason: f.Reason})
 	}
@@ -262,12 +256,12 @@ func Run(ctx context.Context, c *sqs.Client, q *sqs.Queue, api S3API, opts Optio
 	case ctx.Err() != nil:
 		runErr = ctx.Err()
 	case pr.NotAcked > 0:
-		runErr = errs.Partialf("%d archived message(s) could not be deleted from %s and are still in it (listed in the report); they are in the archive", pr.NotAcked, q.Name)
+		runErr = errs.Partialf("%d archived message(s) could not be deleted from %s and are still in it (listed in the report); they are in the archive", pr.NotAcked, ep.Name())
 	case !pr.Complete && !pr.StoppedAtMax:
 		runErr = errs.Partialf("%s", partialNote(pr, opts.Delete))
 	}
-	if runErr == nil && qs.LeasesLost() > 0 {
-		s.opts.Reporter.Warn(fmt.Sprintf("the lease of %d message(s) could not be extended; they were archived once and deleted only after being received again", qs.LeasesLost()))
+	if lost := leasesLostOf(src); runErr == nil && lost > 0 {
+		s.opts.Reporter.Warn(fmt.Sprintf("the lease of %d message(s) could not be extended; they were archived once and deleted only after being received again", lost))
 	}
 	return res, runErr
 }
@@ -280,19 +274,28 @@ func partialNote(pr *pipeline.Result, deleting bool) string {
 	return pr.Note
 }
 
-// keepSource archives without removing anything: archived messages stay
-// held until the run ends, then are released.
-type keepSource struct{ *pipeline.QueueSource }
-
-func (k keepSource) Ack(_ context.Context, items []pipeline.Item) []error {
-	return make([]error, len(items))
+// queueInfo is what the manifest says of the queue read (never with
+// credentials: the endpoint's display form).
+func queueInfo(ep broker.Endpoint) QueueInfo {
+	return QueueInfo{Name: ep.Name(), URL: ep.String(), ARN: ep.ID(), FIFO: ep.Capabilities().Ordering == broker.OrderGroupLock}
 }
 
-// AbandonReceives does nothing: everything this source archived is held
-// until the end and then released, and an abandoned poll could take it.
-func (k keepSource) AbandonReceives() {}
+// duplicatesOf is how many redeliveries of messages it already held the
+// source dropped, when it counts them.
+func duplicatesOf(src broker.Source) int {
+	if d, ok := src.(interface{ Duplicates() int }); ok {
+		return d.Duplicates()
+	}
+	return 0
+}
 
-var _ pipeline.Drainer = keepSource{}
+// leasesLostOf is how many holds the source lost, when it counts them.
+func leasesLostOf(src broker.Source) int {
+	if l, ok := src.(interface{ LeasesLost() int }); ok {
+		return l.LeasesLost()
+	}
+	return 0
+}
 
 // partSink writes delivered records into gzip NDJSON parts; a part's
 // commit resolves when the part is uploaded and verified.

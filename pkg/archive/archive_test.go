@@ -23,9 +23,11 @@ import (
 
 	"github.com/dlqctl/dlqctl/internal/seed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -75,7 +77,7 @@ func (f *fixture) fillQueue(t *testing.T, n int) *sqs.Queue {
 func (f *fixture) remaining(t *testing.T, q *sqs.Queue) map[string]bool {
 	t.Helper()
 	ids := map[string]bool{}
-	_, err := inspect.Scan(t.Context(), f.qc, q, inspect.ScanOptions{Visibility: 20 * time.Second}, func(m *sqs.Message, _ any) error {
+	_, err := inspect.Scan(t.Context(), f.ep(q), inspect.ScanOptions{Visibility: 20 * time.Second}, func(m *record.Record, _ any) error {
 		ids[m.MessageID] = true
 		return nil
 	})
@@ -169,7 +171,7 @@ func TestArchiveIncident(t *testing.T) {
 		q := f.resolve(t, dlq.URL)
 
 		// Without --delete: the archive holds everything, the queue is unchanged.
-		res, err := Run(t.Context(), f.qc, q, f.s3, f.opts(false))
+		res, err := Run(t.Context(), f.ep(q), f.s3, f.opts(false))
 		if err != nil {
 			t.Fatalf("%s: archive without delete: %v", dlq.Name, err)
 		}
@@ -185,7 +187,7 @@ func TestArchiveIncident(t *testing.T) {
 		}
 
 		// With --delete: the queue ends empty; the archive holds each message once.
-		res, err = Run(t.Context(), f.qc, q, f.s3, f.opts(true))
+		res, err = Run(t.Context(), f.ep(q), f.s3, f.opts(true))
 		if err != nil {
 			t.Fatalf("%s: archive --delete: %v", dlq.Name, err)
 		}
@@ -216,7 +218,7 @@ func TestArchiveSelectionKeepsTheRestInQueue(t *testing.T) {
 		rec.Class = "even"
 		return n%2 == 0
 	}
-	res, err := Run(t.Context(), f.qc, q, f.s3, o)
+	res, err := Run(t.Context(), f.ep(q), f.s3, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +239,7 @@ func TestArchiveSelectionKeepsTheRestInQueue(t *testing.T) {
 func TestVerifyDetectsTamperedPart(t *testing.T) {
 	f := newFixture(t)
 	q := f.fillQueue(t, 20)
-	res, err := Run(t.Context(), f.qc, q, f.s3, f.opts(false))
+	res, err := Run(t.Context(), f.ep(q), f.s3, f.opts(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +376,7 @@ func TestArchiveFailuresDeleteNothingUnverified(t *testing.T) {
 			o := f.opts(true)
 			o.PartRecords = 10
 			o.Workers = 1
-			res, err := Run(t.Context(), f.qc, q, api, o)
+			res, err := Run(t.Context(), f.ep(q), api, o)
 			if errs.Code(err) != errs.ExitPartial {
 				t.Fatalf("run with %s: err %v (exit %d), want exit 4", tc.name, err, errs.Code(err))
 			}
@@ -409,7 +411,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 	q := f.fillQueue(t, 30)
 	o := f.opts(true)
 	o.PartRecords = 8
-	pl, err := DryRun(t.Context(), f.qc, q, o, nil)
+	pl, err := DryRun(t.Context(), f.ep(q), o, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +438,7 @@ func TestArchiveInterruptReleasesOpenPart(t *testing.T) {
 	o.PartRecords = 10
 	o.Workers = 1
 	o.Reporter = cancelAfterParts{n: 1, cancel: cancel}
-	res, err := Run(ctx, f.qc, q, f.s3, o)
+	res, err := Run(ctx, f.ep(q), f.s3, o)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v, want context.Canceled (exit 130)", err)
 	}
@@ -461,4 +463,9 @@ func (c cancelAfterParts) Progress(Stats) {}
 func (c cancelAfterParts) Warn(string)    {}
 func (c cancelAfterParts) PartDone(p Part) {
 	c.cancel()
+}
+
+// ep is q as the endpoint cmd's factory would give.
+func (f *fixture) ep(q *sqs.Queue) broker.Endpoint {
+	return sqs.NewEndpoint(f.qc, q, pipeline.OpenQueueSource)
 }

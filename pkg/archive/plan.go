@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Plan is what a run would archive (--dry-run). Byte counts are exact for
@@ -30,9 +31,9 @@ var errPlanFull = errors.New("plan: --max reached")
 // DryRun reads q without consuming it (inspect.Scan: held, then released)
 // and reports what Run with the same options would archive. Nothing is
 // written and nothing is deleted.
-func DryRun(ctx context.Context, c *sqs.Client, q *sqs.Queue, opts Options, onProgress func(scanned int)) (*Plan, error) {
-	opts.defaults(q)
-	pl := &Plan{Queue: q.Name, Destination: opts.Dest.String(), Selection: opts.Selection, Delete: opts.Delete}
+func DryRun(ctx context.Context, ep broker.Endpoint, opts Options, onProgress func(scanned int)) (*Plan, error) {
+	opts.defaults()
+	pl := &Plan{Queue: ep.Name(), Destination: opts.Dest.String(), Selection: opts.Selection, Delete: opts.Delete}
 	var part *partWriter
 	closePart := func() error {
 		if part == nil {
@@ -47,16 +48,16 @@ func DryRun(ctx context.Context, c *sqs.Client, q *sqs.Queue, opts Options, onPr
 		part = nil
 		return nil
 	}
-	res, err := inspect.Scan(ctx, c, q, inspect.ScanOptions{Visibility: opts.Visibility, Workers: opts.Workers, MaxHeld: opts.MaxHeld, OnProgress: onProgress},
-		func(m *sqs.Message, parsed any) error {
+	res, err := inspect.Scan(ctx, ep, inspect.ScanOptions{Visibility: opts.Visibility, Workers: opts.Workers, MaxHeld: opts.MaxHeld, OnProgress: onProgress},
+		func(m *record.Record, parsed any) error {
 			pl.Scanned++
-			if opts.Select != nil && !opts.Select(&m.Record, parsed) {
+			if opts.Select != nil && !opts.Select(m, parsed) {
 				return nil
 			}
 			if part == nil {
 				part, _ = newPartWriter("", true)
 			}
-			if err := part.Write(&m.Record); err != nil {
+			if err := part.Write(m); err != nil {
 				return err
 			}
 			pl.Selected++

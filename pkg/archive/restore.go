@@ -10,7 +10,6 @@ import (
 	"io"
 	"sync"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/record"
@@ -45,12 +44,15 @@ func (s *RestoreSource) Name() string {
 	return fmt.Sprintf("archive %s of %s", s.m.RunID, s.m.Queue.Name)
 }
 
+// readBatch is the most records one Next returns (the engine's batches).
+const readBatch = 10
+
 // Next returns up to max records; ErrSourceDone after the last one.
 func (s *RestoreSource) Next(ctx context.Context, max int) ([]redrive.Item, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if max <= 0 || max > sqs.MaxBatchEntries {
-		max = sqs.MaxBatchEntries
+	if max <= 0 || max > readBatch {
+		max = readBatch
 	}
 	var items []redrive.Item
 	for len(items) < max {

@@ -99,7 +99,8 @@ type Mode int
 const (
 	// Peek reads without consuming: everything read is given back (SQS:
 	// visibility 0; RabbitMQ: nack with requeue; Kafka: no offset commit).
-	// Ack on a peeking Source is an error.
+	// Ack on a peeking Source removes nothing: what it acks stays held until
+	// Close gives it back (archive without --delete).
 	Peek Mode = iota
 	// Consume removes what is acknowledged (SQS: delete; RabbitMQ: ack;
 	// Kafka: commit past it once everything before it is handled).

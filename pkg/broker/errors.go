@@ -35,3 +35,18 @@ func (e *rejectedError) Error() string { return e.err.Error() }
 func (e *rejectedError) Unwrap() []error {
 	return []error{e.err, ErrRejected}
 }
+
+// Skip reasons a Router or Publisher gives for a message it cannot route or
+// copy unchanged; they appear in plans, reports and NDJSON events.
+const (
+	// SkipNoSource: the message does not say where it came from, and the
+	// queue has no single source to fall back to.
+	SkipNoSource = "no source"
+	// SkipSourceGone: the source the message names does not exist.
+	SkipSourceGone = "source queue missing"
+	// SkipTooLarge: the copy would exceed the destination's size limit.
+	SkipTooLarge = "too large for destination"
+	// SkipTooManyAttrs: the copy would exceed the destination's attribute
+	// or header limit.
+	SkipTooManyAttrs = "too many attributes"
+)

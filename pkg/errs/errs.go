@@ -1,5 +1,6 @@
 // Package errs defines the error kinds every dlqctl command shares and the one
-// place that maps them to process exit codes (see GUIDE.md §3).
+// place that maps them to process exit codes (ExitCodesHelp, printed in every
+// command's help and in README.md).
 //
 // Domain packages wrap their failures with these helpers; cmd turns the result
 // into an exit code with Code. Nothing below cmd calls os.Exit.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // Threshold statuses. Only a breach fails a check; unknown (nothing to
@@ -73,6 +74,8 @@ type CheckOptions struct {
 	Now          func() time.Time
 	// OnSample is called before messages are sampled for the oldest age.
 	OnSample func(q *sqs.Queue, max int)
+	// Open opens the source the sample reads (cmd's wiring).
+	Open sqs.SourceOpener
 	// OnWait is called before waiting GrowthSample for a second reading.
 	OnWait func(d time.Duration)
 }
@@ -94,8 +97,8 @@ func Check(ctx context.Context, c *sqs.Client, q *sqs.Queue, opts CheckOptions) 
 			if opts.OnSample != nil {
 				opts.OnSample(q, opts.SampleMax)
 			}
-			_, err := inspect.Scan(ctx, c, q, inspect.ScanOptions{Max: opts.SampleMax, Visibility: opts.SampleVisibility},
-				func(m *sqs.Message, _ any) error {
+			_, err := inspect.Scan(ctx, sqs.NewEndpoint(c, q, opts.Open), inspect.ScanOptions{Max: opts.SampleMax, Visibility: opts.SampleVisibility},
+				func(m *record.Record, _ any) error {
 					sampled++
 					oldest = max(oldest, time.Duration(m.AgeSeconds)*time.Second)
 					return nil

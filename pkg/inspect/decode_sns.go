@@ -1,7 +1,6 @@
 package inspect
 
 import (
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -82,7 +81,7 @@ func snsEnvelope(n map[string]any, payload any, depth int) *record.Envelope {
 	fallback := &record.Envelope{
 		EventID:    str(n, "MessageId"),
 		EventType:  str(n, "Subject"),
-		Producer:   sqs.NameFromARN(str(n, "TopicArn")),
+		Producer:   record.ARNName(str(n, "TopicArn"), "sns"),
 		OccurredAt: str(n, "Timestamp"),
 	}
 	if ma, ok := n["MessageAttributes"].(map[string]any); ok {

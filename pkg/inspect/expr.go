@@ -11,12 +11,11 @@ import (
 
 	"github.com/itchyny/gojq"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
-// Expr is a jq expression over the message record (GUIDE.md §3), as used by
+// Expr is a jq expression over the message record (docs/schema/message-record.schema.json), as used by
 // --filter, classification rules and group keys. Besides the record fields
 // the input has `.json`: the parsed body, or null when the body is not JSON.
 //
@@ -178,7 +177,7 @@ func Input(rec *record.Record, parsed any) map[string]any {
 		"sent_at":           timeStr(s.SentAt),
 		"first_received_at": timeStr(s.FirstReceivedAt),
 		"source_queue_arn":  s.SourceQueueARN,
-		"source_queue":      sqs.NameFromARN(s.SourceQueueARN),
+		"source_queue":      record.ARNName(s.SourceQueueARN, "sqs"),
 		"message_group_id":  s.MessageGroupID,
 		"deduplication_id":  s.DeduplicationID,
 		"sequence_number":   s.SequenceNumber,

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
@@ -55,14 +54,8 @@ var namedKeys = map[string]struct {
 	help string
 	fn   func(c *groupCtx) string
 }{
-	"source": {"the queue (Kafka: topic) the message was dead-lettered from", func(c *groupCtx) string {
-		if k := c.rec.System.Kafka; k != nil {
-			if k.Origin != nil {
-				return orNone(k.Origin.Topic)
-			}
-			return None
-		}
-		return orNone(sqs.NameFromARN(c.rec.System.SourceQueueARN))
+	"source": {"the queue (Kafka: the original topic) the message was dead-lettered from", func(c *groupCtx) string {
+		return orNone(c.rec.SourceQueue())
 	}},
 	"stage": {"Kafka: the record's topic in its retry chain, as stage and topic (retry-1 orders-retry-1, dlt orders-dlq); group reads the whole chain", func(c *groupCtx) string {
 		if k := c.rec.System.Kafka; k != nil && k.Stage != "" {

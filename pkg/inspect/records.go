@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
@@ -154,6 +153,6 @@ func fill(rec *record.Record) {
 		rec.Attributes = map[string]record.Attribute{}
 	}
 	if rec.SizeBytes == 0 {
-		rec.SizeBytes = sqs.MessageSize(rec.Body, rec.Attributes)
+		rec.SizeBytes = record.MessageSize(rec.Body, rec.Attributes)
 	}
 }

@@ -6,8 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // ScanOptions control a non-destructive read of a queue.
@@ -19,9 +20,6 @@ type ScanOptions struct {
 	Visibility time.Duration
 	// Workers is the number of concurrent receivers (default 4).
 	Workers int
-	// EmptyReceives is kept for compatibility; the end of a scan is decided
-	// from the queue's own counts (see package pipeline).
-	EmptyReceives int
 	// Wait is the long-poll wait of each receive (default 1s).
 	Wait time.Duration
 	// MaxHeld caps how many messages are held at once (default: below the
@@ -33,11 +31,11 @@ type ScanOptions struct {
 
 // ScanResult summarises a scan.
 type ScanResult struct {
-	Seen       int        // distinct messages read
-	Duplicates int        // messages received more than once (ignored)
-	Depth      sqs.Counts // depths when the scan began
-	Complete   bool       // the whole queue was read
-	Note       string     // why the scan stopped early, when it did
+	Seen       int          // distinct messages read
+	Duplicates int          // messages received more than once (ignored)
+	Depth      broker.Depth // depths when the scan began (zero when the broker has no counts)
+	Complete   bool         // the whole queue was read
+	Note       string       // why the scan stopped early, when it did
 	// Blocked counts messages that could not be read because their FIFO
 	// group is locked behind a message the scan holds (AWS hands out
 	// nothing more of a group while one of its messages is in flight).
@@ -55,7 +53,7 @@ func (r *ScanResult) Partial() bool {
 	return !r.Complete && (r.Blocked > 0 || r.InFlightElsewhere > 0 || r.VisibleLeft > 0)
 }
 
-// Scan reads messages from q without consuming them, on the one message
+// Scan reads messages from ep without consuming them, on the one message
 // pipeline (package pipeline) with a sink that keeps every message held:
 // each message read stays invisible (with a lease heartbeat) until the scan
 // ends, so each is seen once; duplicates are dropped by message id; at the
@@ -68,19 +66,28 @@ func (r *ScanResult) Partial() bool {
 // group's later messages cannot be read while its first is held: a full
 // scan then reads the first message of each group, and the result says how
 // many it could not read (Blocked, Note).
-func Scan(ctx context.Context, c *sqs.Client, q *sqs.Queue, opt ScanOptions, fn func(m *sqs.Message, parsed any) error) (res *ScanResult, err error) {
+func Scan(ctx context.Context, ep broker.Endpoint, opt ScanOptions, fn func(rec *record.Record, parsed any) error) (res *ScanResult, err error) {
 	if opt.Visibility <= 0 {
 		opt.Visibility = 30 * time.Second
 	}
 	if opt.Workers <= 0 {
 		opt.Workers = 4
 	}
-	if opt.Max > 0 && opt.Max < opt.Workers*sqs.MaxBatchEntries {
-		opt.Workers = max(1, (opt.Max+sqs.MaxBatchEntries-1)/sqs.MaxBatchEntries)
+	caps := ep.Capabilities()
+	if batch := max(1, caps.MaxBatchEntries); opt.Max > 0 && opt.Max < opt.Workers*batch {
+		opt.Workers = max(1, (opt.Max+batch-1)/batch)
 	}
-	res = &ScanResult{Depth: q.Counts()}
-	src := pipeline.NewQueueSource(c, q, pipeline.QueueSourceOptions{
-		Visibility: opt.Visibility, Wait: opt.Wait, MaxHeld: opt.MaxHeld, Decode: Decode})
+	res = &ScanResult{}
+	if caps.Counts != broker.CountsNone {
+		if d, derr := ep.Depth(ctx); derr == nil {
+			res.Depth = d
+		}
+	}
+	src, err := ep.OpenSource(ctx, broker.SourceOptions{Mode: broker.Peek,
+		Hold: opt.Visibility, Wait: opt.Wait, MaxHeld: opt.MaxHeld, Decode: Decode})
+	if err != nil {
+		return res, err
+	}
 	defer func() {
 		if rerr := src.Close(ctx); rerr != nil && err == nil {
 			err = rerr
@@ -89,7 +96,10 @@ func Scan(ctx context.Context, c *sqs.Client, q *sqs.Queue, opt ScanOptions, fn 
 	s := &readSink{fn: fn, max: opt.Max, seen: map[string]bool{}, onProgress: opt.OnProgress}
 	pr, runErr := pipeline.Run(ctx, src, s, pipeline.Options{Workers: opt.Workers, StopWhen: s.full})
 	s.mu.Lock()
-	res.Seen, res.Duplicates = s.n, s.dups+src.Duplicates()
+	res.Seen, res.Duplicates = s.n, s.dups
+	if d, ok := src.(interface{ Duplicates() int }); ok {
+		res.Duplicates += d.Duplicates()
+	}
 	fnErr := s.fnErr
 	s.mu.Unlock()
 	switch {
@@ -103,7 +113,7 @@ func Scan(ctx context.Context, c *sqs.Client, q *sqs.Queue, opt ScanOptions, fn 
 	res.Blocked, res.InFlightElsewhere, res.VisibleLeft = pr.Blocked, pr.InFlightElsewhere, pr.VisibleLeft
 	switch {
 	case pr.HeldLimit && res.Seen == 0:
-		return res, fmt.Errorf("%s refuses receives: its in-flight limit is reached (OverLimit), so no message could be read; wait until its consumers release messages or work from an archive with --from", q.Name)
+		return res, fmt.Errorf("%s refuses receives: its in-flight limit is reached (OverLimit), so no message could be read; wait until its consumers release messages or work from an archive with --from", ep.Name())
 	case pr.HeldLimit:
 		res.Note = "stopped at the in-flight limit: this is a bounded sample of a very large queue"
 	case opt.Max > 0 && res.Seen >= opt.Max:
@@ -123,7 +133,7 @@ func Scan(ctx context.Context, c *sqs.Client, q *sqs.Queue, opt ScanOptions, fn 
 // readSink hands each distinct message to fn and keeps it held until the
 // scan ends: nothing is ever delivered or acknowledged.
 type readSink struct {
-	fn         func(m *sqs.Message, parsed any) error
+	fn         func(rec *record.Record, parsed any) error
 	max        int
 	onProgress func(int)
 
@@ -153,7 +163,8 @@ func (s *readSink) Prepare(_ context.Context, it pipeline.Item) (pipeline.Decisi
 	}
 	s.seen[id] = true
 	s.n++
-	if err := s.fn(&sqs.Message{Record: *it.Record}, it.Parsed); err != nil {
+	rec := *it.Record // fn may keep or change its own copy
+	if err := s.fn(&rec, it.Parsed); err != nil {
 		s.fnErr = err
 	}
 	if s.onProgress != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
@@ -22,7 +23,7 @@ type selectFn func(rec *record.Record) bool
 func (s selectFn) Match(rec *record.Record, _ any) bool { return s(rec) }
 func (s selectFn) Describe() string                     { return "test selection" }
 
-func redriveRun(t *testing.T, c *sqs.Client, src *redrive.QueueSource, dest *sqs.Queue, sel redrive.Selector) *redrive.Result {
+func redriveRun(t *testing.T, c *sqs.Client, src *pipeline.QueueSource, dest *sqs.Queue, sel redrive.Selector) *redrive.Result {
 	t.Helper()
 	j, err := redrive.CreateJournal(t.TempDir(), redrive.RunMeta{ID: redrive.NewRunID(time.Now()), Kind: "redrive",
 		Source: src.Name(), Destination: dest.Name, Created: time.Now()})
@@ -32,7 +33,7 @@ func redriveRun(t *testing.T, c *sqs.Client, src *redrive.QueueSource, dest *sqs
 	defer j.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := redrive.Run(ctx, src, redrive.Options{Client: c, Journal: j, Router: redrive.ToQueue(dest), Select: sel})
+	res, err := redrive.Run(ctx, src, redrive.Options{Publisher: sqs.NewPublisher(c), SourceCaps: capsOf(src), Journal: j, Router: sqs.ToQueue(dest), Select: sel})
 	if cerr := src.Close(context.Background()); cerr != nil {
 		t.Errorf("Close: %v", cerr)
 	}
@@ -55,7 +56,7 @@ func TestFilteredFIFORedriveNamesTheBlockedGroup(t *testing.T) {
 	f, c := newFake(t)
 	q := fifoDLQ(t, f, c, 5, 20)
 	dest := resolve(t, c, f.AddQueue("orders.fifo", true, nil))
-	src := redrive.NewQueueSource(c, q, 30*time.Second, time.Second)
+	src := newQueueSource(c, q, 30*time.Second, time.Second)
 	res := redriveRun(t, c, src, dest, selectFn(func(rec *record.Record) bool { return rec.Body != "g3-00" }))
 
 	var moved []string
@@ -93,7 +94,7 @@ func TestRedriveRefusedEntryStaysInTheDLQ(t *testing.T) {
 		}
 		return nil
 	})
-	src := redrive.NewQueueSource(c, q, 30*time.Second, time.Second)
+	src := newQueueSource(c, q, 30*time.Second, time.Second)
 	res := redriveRun(t, c, src, dest, nil)
 
 	if res.Failed != 1 || res.Moved != 29 || res.Complete || res.Unknown != 0 || res.SentNotDeleted != 0 {

@@ -9,6 +9,7 @@ package record
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
@@ -493,4 +494,51 @@ const MarkerAttribute = "dlqctl-redrive"
 func SHA256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// ARNName is the resource name at the end of an ARN of the given service
+// (arn:PARTITION:SERVICE:REGION:ACCOUNT:NAME), or "" when arn is not one.
+func ARNName(arn, service string) string {
+	parts := strings.Split(arn, ":")
+	if len(parts) != 6 || parts[0] != "arn" || parts[2] != service {
+		return ""
+	}
+	return parts[5]
+}
+
+// MessageSize is the size SQS counts against its 1 MiB limit — the body
+// plus every attribute's name, data type and value — and the size dlqctl
+// gives a record whose broker did not say (offline input).
+func MessageSize(body string, attrs map[string]Attribute) int {
+	n := len(body)
+	for name, a := range attrs {
+		n += len(name) + len(a.Type)
+		if a.IsBinary() {
+			n += base64.StdEncoding.DecodedLen(len(a.Base64))
+		} else {
+			n += len(a.Value)
+		}
+	}
+	return n
+}
+
+// SourceQueue names the queue the message was dead-lettered from, as far
+// as its broker says: the SQS DeadLetterQueueSourceArn's queue name, the
+// queue of RabbitMQ's first death ("" when unknown).
+func (r *Record) SourceQueue() string {
+	if n := ARNName(r.System.SourceQueueARN, "sqs"); n != "" {
+		return n
+	}
+	if a := r.System.AMQP; a != nil {
+		if a.FirstDeath != nil && a.FirstDeath.Queue != "" {
+			return a.FirstDeath.Queue
+		}
+		if len(a.Deaths) > 0 {
+			return a.Deaths[len(a.Deaths)-1].Queue
+		}
+	}
+	if k := r.System.Kafka; k != nil && k.Origin != nil {
+		return k.Origin.Topic
+	}
+	return ""
 }

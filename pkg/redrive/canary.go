@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // VerifyOptions control how a canary is watched.
@@ -19,7 +20,8 @@ type VerifyOptions struct {
 	// end each destination's visible + in-flight depth must be back to (or
 	// below) its depth before the canary was sent.
 	Drain bool
-	// Baseline is each destination's depth (by URL) before the canary.
+	// Baseline is each destination's depth (by Destination.Key) before the
+	// canary.
 	Baseline map[string]int
 	// Visibility is the hold time of the scan that looks for returns.
 	Visibility time.Duration
@@ -42,10 +44,7 @@ type Verdict struct {
 	Detail         string         `json:"detail"`
 }
 
-func depth(q *sqs.Queue) int {
-	c := q.Counts()
-	return c.Visible + c.InFlight + c.Delayed
-}
+func total(d broker.Depth) int { return int(d.Ready + d.Held + d.Delayed) }
 
 // VerifyCanary watches a canary run: it fails as soon as one of the run's
 // messages is found back in the DLQ (by its redrive marker, or by a body
@@ -53,7 +52,7 @@ func depth(q *sqs.Queue) int {
 // opt.For (and, with Drain, the destinations consumed them). The DLQ is
 // scanned (without consuming it) when its depth grows above the level after
 // the canary left, and once more at the end.
-func VerifyCanary(ctx context.Context, c *sqs.Client, dlq *sqs.Queue, j *Journal, moved int, dests []*sqs.Queue, opt VerifyOptions) (*Verdict, error) {
+func VerifyCanary(ctx context.Context, dlq broker.Endpoint, j *Journal, moved int, dests []broker.Destination, destDepth func(context.Context, broker.Destination) (broker.Depth, error), opt VerifyOptions) (*Verdict, error) {
 	if opt.For <= 0 {
 		opt.For = 2 * time.Minute
 	}
@@ -63,11 +62,11 @@ func VerifyCanary(ctx context.Context, c *sqs.Client, dlq *sqs.Queue, j *Journal
 	runID := j.Meta().ID
 	v := &Verdict{Moved: moved}
 	start := time.Now()
-	cur := *dlq
-	if err := c.Refresh(ctx, &cur); err != nil {
-		return nil, sqs.WrapAWSError(err)
+	cur, err := dlq.Depth(ctx)
+	if err != nil {
+		return nil, err
 	}
-	base := depth(&cur)
+	base := total(cur)
 	seen := map[string]bool{}
 	for _, id := range opt.SeenReturned {
 		if !seen[id] {
@@ -79,7 +78,7 @@ func VerifyCanary(ctx context.Context, c *sqs.Client, dlq *sqs.Queue, j *Journal
 		}
 	}
 	scan := func() error {
-		_, err := inspect.Scan(ctx, c, dlq, inspect.ScanOptions{Visibility: opt.Visibility}, func(m *sqs.Message, _ any) error {
+		_, err := inspect.Scan(ctx, dlq, inspect.ScanOptions{Visibility: opt.Visibility}, func(m *record.Record, _ any) error {
 			mine := m.Redrive != nil && m.Redrive.RunID == runID
 			if !mine && j.HasBody(m.BodySHA256) {
 				mine = true
@@ -111,10 +110,10 @@ func VerifyCanary(ctx context.Context, c *sqs.Client, dlq *sqs.Queue, j *Journal
 			return nil, ctx.Err()
 		case <-t.C:
 		}
-		if err := c.Refresh(ctx, &cur); err != nil {
-			return nil, sqs.WrapAWSError(err)
+		if cur, err = dlq.Depth(ctx); err != nil {
+			return nil, err
 		}
-		if d := depth(&cur); d > base {
+		if d := total(cur); d > base {
 			base = d
 			if err := scan(); err != nil {
 				return nil, err
@@ -140,13 +139,13 @@ func VerifyCanary(ctx context.Context, c *sqs.Client, dlq *sqs.Queue, j *Journal
 		drained := true
 		v.DestDepth = map[string]int{}
 		for _, q := range dests {
-			cq := *q
-			if err := c.Refresh(ctx, &cq); err != nil {
-				return nil, sqs.WrapAWSError(err)
+			dp, err := destDepth(ctx, q)
+			if err != nil {
+				return nil, err
 			}
-			d := depth(&cq)
-			v.DestDepth[q.Name] = d
-			if d > opt.Baseline[q.URL] {
+			d := total(dp)
+			v.DestDepth[q.Label] = d
+			if d > opt.Baseline[q.Key] {
 				drained = false
 			}
 		}
@@ -155,11 +154,11 @@ func VerifyCanary(ctx context.Context, c *sqs.Client, dlq *sqs.Queue, j *Journal
 	}
 	switch {
 	case v.Returned > 0:
-		v.Detail = fmt.Sprintf("%d of %d canary message(s) came back to %s within %s", v.Returned, moved, dlq.Name, time.Duration(v.WatchedSeconds*float64(time.Second)).Round(time.Second))
+		v.Detail = fmt.Sprintf("%d of %d canary message(s) came back to %s within %s", v.Returned, moved, dlq.Name(), time.Duration(v.WatchedSeconds*float64(time.Second)).Round(time.Second))
 	case v.Drained != nil && !*v.Drained:
 		v.Detail = fmt.Sprintf("none of %d canary message(s) came back, but the destination did not consume them within %s", moved, opt.For)
 	default:
-		v.Detail = fmt.Sprintf("none of %d canary message(s) came back to %s within %s", moved, dlq.Name, opt.For)
+		v.Detail = fmt.Sprintf("none of %d canary message(s) came back to %s within %s", moved, dlq.Name(), opt.For)
 	}
 	return v, nil
 }

@@ -70,8 +70,8 @@ func TestRedriveThroughFaultsKeepsExactAccounting(t *testing.T) {
 		t.Fatal(err)
 	}
 	runOnce := func(c *sqs.Client, j *redrive.Journal) (*redrive.Result, error) {
-		src := redrive.NewQueueSource(c, resolve(t, c, dlqURL), 30*time.Second, time.Second)
-		res, err := redrive.Run(ctxT(t, 2*time.Minute), src, redrive.Options{Client: c, Journal: j, Router: redrive.ToQueue(resolve(t, c, recURL)), Concurrency: 4})
+		src := newQueueSource(c, resolve(t, c, dlqURL), 30*time.Second, time.Second)
+		res, err := redrive.Run(ctxT(t, 2*time.Minute), src, redrive.Options{Publisher: sqs.NewPublisher(c), SourceCaps: capsOf(src), Journal: j, Router: sqs.ToQueue(resolve(t, c, recURL)), Concurrency: 4})
 		if cerr := src.Close(context.Background()); cerr != nil {
 			t.Fatalf("close: %v", cerr)
 		}
@@ -261,8 +261,8 @@ func TestRedriveStopsWhenTheDestinationFailsAndResumeFinishes(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(c *sqs.Client, j *redrive.Journal) (*redrive.Result, error) {
-		src := redrive.NewQueueSource(c, resolve(t, c, dlqURL), 30*time.Second, time.Second)
-		res, err := redrive.Run(ctxT(t, 2*time.Minute), src, redrive.Options{Client: c, Journal: j, Router: redrive.ToQueue(resolve(t, c, recURL)), Concurrency: 1})
+		src := newQueueSource(c, resolve(t, c, dlqURL), 30*time.Second, time.Second)
+		res, err := redrive.Run(ctxT(t, 2*time.Minute), src, redrive.Options{Publisher: sqs.NewPublisher(c), SourceCaps: capsOf(src), Journal: j, Router: sqs.ToQueue(resolve(t, c, recURL)), Concurrency: 1})
 		if cerr := src.Close(context.Background()); cerr != nil {
 			t.Fatalf("close: %v", cerr)
 		}

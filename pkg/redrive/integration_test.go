@@ -110,9 +110,9 @@ func move(t *testing.T, c *sqs.Client, dlq *sqs.Queue, stateDir string, cfg runC
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { j.Close() })
-	src := redrive.NewQueueSource(c, dlq, 30*time.Second, time.Second)
+	src := newQueueSource(c, dlq, 30*time.Second, time.Second)
 	opt := cfg.opt
-	opt.Client, opt.Journal, opt.Router, opt.Select = c, j, cfg.router, cfg.sel
+	opt.Publisher, opt.DestDepth, opt.SourceCaps, opt.Journal, opt.Router, opt.Select = sqs.NewPublisher(c), c.DestinationDepth, capsOf(src), j, cfg.router, cfg.sel
 	res, err := redrive.Run(ctxT(t, 2*time.Minute), src, opt)
 	if cerr := src.Close(context.Background()); cerr != nil {
 		t.Fatalf("close: %v", cerr)
@@ -164,7 +164,7 @@ func TestRedriveToSourceMakesExactCopiesAcrossSourcesAndFIFO(t *testing.T) {
 	state := t.TempDir()
 	for _, dq := range []seed.Queue{truth.DLQ, truth.FIFODLQ} {
 		dlq := resolve(t, c, dq.URL)
-		router, err := redrive.ToSource(context.Background(), c, dlq)
+		router, err := sqs.ToSource(context.Background(), c, dlq)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +241,7 @@ func TestRedriveToRecoveryQueueMovesOnlySelected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, _ := move(t, c, dlq, t.TempDir(), runCfg{router: redrive.ToQueue(rec), sel: sel})
+	res, _ := move(t, c, dlq, t.TempDir(), runCfg{router: sqs.ToQueue(rec), sel: sel})
 	want := map[string]bool{}
 	for _, m := range truth.InQueue(truth.DLQ.Name) {
 		if m.EventType == "OrderPaid" {
@@ -292,7 +292,7 @@ func TestRedrivePauseGuardHoldsUntilTheBacklogClears(t *testing.T) {
 		defer cancel()
 		worker.Run(ctx, api, worker.Options{QueueURL: recURL, Mode: worker.ModeOK})
 	}()
-	res, _ := move(t, c, dlq, t.TempDir(), runCfg{router: redrive.ToQueue(rec), opt: redrive.Options{
+	res, _ := move(t, c, dlq, t.TempDir(), runCfg{router: sqs.ToQueue(rec), opt: redrive.Options{
 		Rate: 100, Concurrency: 2,
 		Guards: redrive.Guards{MaxDestBacklog: 30, OnGuard: redrive.GuardPause, PauseTimeout: 20 * time.Second, Every: 200 * time.Millisecond},
 		Reporter: redrive.Reporter{Guard: func(ev redrive.GuardEvent) {

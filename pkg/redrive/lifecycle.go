@@ -6,9 +6,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/pipeline"
 )
 
 // RunSpec is one journaled run of the move pipeline — a redrive (source: a
@@ -51,11 +50,14 @@ type RunSpec struct {
 type CanarySpec struct {
 	// Watch is the queue copies come back to when they fail again (the DLQ
 	// for a redrive, the destination's DLQ for a restore).
-	Watch *sqs.Queue
+	Watch broker.Endpoint
 	// Dests are the destinations to expect copies in when nothing was
 	// moved to a known destination yet.
-	Dests []*sqs.Queue
-	// Baseline: depths of the destinations before the run.
+	Dests []broker.Destination
+	// DestDepth reads a destination's depth (--canary-drain).
+	DestDepth func(ctx context.Context, dest broker.Destination) (broker.Depth, error)
+	// Baseline: depths of the destinations before the run, by
+	// Destination.Key.
 	Baseline map[string]int
 	Verify   VerifyOptions
 	// OnStart is told how many messages are watched.
@@ -83,7 +85,7 @@ type Outcome struct {
 // status and decides the exit code. Errors before the run started (bad
 // input, a refused confirmation) are returned as error with nothing
 // changed.
-func Execute(ctx context.Context, c *sqs.Client, spec RunSpec) (*Outcome, error) {
+func Execute(ctx context.Context, spec RunSpec) (*Outcome, error) {
 	if sh := spec.Move.Share; sh.Shared() && spec.Canary != nil {
 		return nil, errs.BadInputf("--canary and --rate-share exclude each other: a canary watches for returns, and peers watching the same queue hide messages from each other; run the canary alone, then start the peers with --rate-share")
 	}
@@ -92,7 +94,7 @@ func Execute(ctx context.Context, c *sqs.Client, spec RunSpec) (*Outcome, error)
 		// FIFO deduplication id (the command is theirs in common, the run
 		// id is not). Not for an archive: its processes split the records,
 		// and `restore --again` must send them again.
-		if _, onQueue := spec.Source.(pipeline.Drainer); onQueue && spec.Move.DedupKey == "" {
+		if onQueue := spec.Move.SourceCaps.Sharing != 0; onQueue && spec.Move.DedupKey == "" {
 			spec.Move.DedupKey = "shared\x00" + spec.Meta.Fingerprint
 		}
 		// Each process of a shared run has its own journal: a re-run of
@@ -175,7 +177,7 @@ func Execute(ctx context.Context, c *sqs.Client, spec RunSpec) (*Outcome, error)
 		vo := cs.Verify
 		vo.Baseline = cs.Baseline
 		vo.SeenReturned = append(vo.SeenReturned, res.ReturnedIDs...)
-		v, verr := VerifyCanary(ctx, c, cs.Watch, j, moved, dests, vo)
+		v, verr := VerifyCanary(ctx, cs.Watch, j, moved, dests, cs.DestDepth, vo)
 		switch {
 		case verr != nil && ctx.Err() != nil:
 			res.Interrupted = true
@@ -258,15 +260,4 @@ func completedRun(stateDir, fp string) (*RunInfo, error) {
 		}
 	}
 	return nil, nil
-}
-
-// Depths returns each queue's total depth (visible, in flight, delayed)
-// from its last attribute read: a canary's baseline.
-func Depths(qs ...*sqs.Queue) map[string]int {
-	out := make(map[string]int, len(qs))
-	for _, q := range qs {
-		n := q.Counts()
-		out[q.URL] = n.Visible + n.InFlight + n.Delayed
-	}
-	return out
 }

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/record"
@@ -89,10 +89,35 @@ type Reporter struct {
 	Guard    func(GuardEvent)
 }
 
+// Router picks the destination of a message (the broker seam's Router).
+type Router = broker.Router
+
+// Skip reasons: why a message was not moved. They appear in plans, reports
+// and NDJSON events; routers and publishers add their own (broker.Skip*).
+const (
+	SkipFiltered     = "not selected"        // --filter / --class did not match
+	SkipNoSource     = broker.SkipNoSource   // no DeadLetterQueueSourceArn and the DLQ has several (or no) sources
+	SkipSourceGone   = broker.SkipSourceGone // the source queue named by the message does not exist
+	SkipTooLarge     = broker.SkipTooLarge
+	SkipTooManyAttrs = broker.SkipTooManyAttrs
+	SkipLoop         = "max redrives reached" // already redriven --max-redrives times
+	SkipReturned     = "returned during this run"
+	SkipGroupBlocked = "behind an unselected message of its FIFO group"
+	SkipMax          = "beyond --max"
+)
+
 // Options configure a redrive run.
 type Options struct {
-	// Client sends copies and reads destination depths.
-	Client *sqs.Client
+	// Publisher prepares and sends the copies.
+	Publisher broker.Publisher
+	// DestDepth reads a destination's depth for the backlog guard (nil:
+	// MaxDestBacklog cannot be checked and is refused).
+	DestDepth func(ctx context.Context, dest broker.Destination) (broker.Depth, error)
+	// SourceCaps are the source queue's capabilities (the zero value for
+	// an archive): a queue that locks message groups keeps a group's order
+	// behind an unselected message; a queue is shared by its readers,
+	// an archive partitioned by message id (Share).
+	SourceCaps broker.Capabilities
 	// Journal is the run's journal; its Meta().ID is the run id.
 	Journal *Journal
 	Router  Router
@@ -114,9 +139,6 @@ type Options struct {
 	// WaitInFlight is how long the end of the run waits for messages in
 	// flight elsewhere (a lost receive) to come back (0: do not wait).
 	WaitInFlight time.Duration
-	// EmptyReceives ends a worker after that many consecutive empty batches
-	// from a source that cannot report its depth (default 2).
-	EmptyReceives int
 	// Total is the expected number of messages (for the ETA; 0 unknown).
 	Total int
 	// Share is this process's part of a run N processes share (--rate-share
@@ -193,8 +215,8 @@ type Result struct {
 	Errors         []string    `json:"errors,omitempty"`
 	ElapsedSeconds float64     `json:"elapsed_seconds"`
 	Rate           float64     `json:"rate"`
-	// Destinations are the queues copies went to (for canary checks).
-	Destinations []*sqs.Queue `json:"-"`
+	// Destinations are where copies went (for canary checks).
+	Destinations []broker.Destination `json:"-"`
 }
 
 // SkippedTotal is the number of skipped messages.
@@ -247,20 +269,20 @@ func classOf(rec *record.Record) string {
 
 // decide applies selection, loop guard, routing and the copy rules to one
 // message: the shared logic of the plan and the mover.
-func decide(ctx context.Context, it Item, runID string, sel Selector, router Router, maxRedrives int, now time.Time) (*sqs.Queue, Copy, string, error) {
+func decide(ctx context.Context, it Item, pub broker.Publisher, copt broker.CopyOptions, sel Selector, router Router, maxRedrives int) (broker.Destination, broker.Outgoing, string, error) {
 	rec := it.Record
 	if sel != nil && !sel.Match(rec, it.Parsed) {
-		return nil, Copy{}, SkipFiltered, nil
+		return broker.Destination{}, broker.Outgoing{}, SkipFiltered, nil
 	}
 	if maxRedrives > 0 && rec.Redrive != nil && rec.Redrive.Count >= maxRedrives {
-		return nil, Copy{}, SkipLoop, nil
+		return broker.Destination{}, broker.Outgoing{}, SkipLoop, nil
 	}
 	dest, skip, err := router.Route(ctx, rec)
 	if err != nil || skip != "" {
-		return nil, Copy{}, skip, err
+		return broker.Destination{}, broker.Outgoing{}, skip, err
 	}
-	cp, skip := BuildCopy(rec, runID, dest, now)
-	return dest, cp, skip, nil
+	out, skip := pub.Prepare(rec, dest, copt)
+	return dest, out, skip, nil
 }
 
 // Run moves messages from src according to opt and returns the accounting.
@@ -271,8 +293,11 @@ func decide(ctx context.Context, it Item, runID string, sel Selector, router Rou
 // closes the source). The error is non-nil only for failures that are not
 // reflected in the Result (see Result.Err for the run's verdict).
 func Run(ctx context.Context, src Source, opt Options) (*Result, error) {
-	if opt.Client == nil || opt.Journal == nil || opt.Router == nil {
-		return nil, errors.New("redrive.Run: Client, Journal and Router are required")
+	if opt.Publisher == nil || opt.Journal == nil || opt.Router == nil {
+		return nil, errors.New("redrive.Run: Publisher, Journal and Router are required")
+	}
+	if opt.Guards.MaxDestBacklog > 0 && opt.DestDepth == nil {
+		return nil, errors.New("redrive.Run: MaxDestBacklog needs DestDepth")
 	}
 	if opt.Concurrency <= 0 {
 		opt.Concurrency = 8
@@ -280,7 +305,7 @@ func Run(ctx context.Context, src Source, opt Options) (*Result, error) {
 	s := newMoveSink(opt, src)
 	popt := pipeline.Options{
 		Workers: opt.Concurrency, Rate: opt.Rate, Ramp: opt.Ramp, RampEvery: opt.RampEvery,
-		Max: opt.Max, Total: opt.Total, WaitInFlight: opt.WaitInFlight, EmptyReceives: opt.EmptyReceives,
+		Max: opt.Max, Total: opt.Total, WaitInFlight: opt.WaitInFlight,
 		Guards: pipeline.Guards{OnGuard: opt.Guards.OnGuard, PauseTimeout: opt.Guards.PauseTimeout, Every: opt.Guards.Every},
 		// A batch's originals are deleted before the worker sends its next
 		// batch: at most one batch per worker is at the destination and
@@ -331,7 +356,9 @@ type moveSink struct {
 	runID   string
 	created time.Time
 	j       *Journal
-	fifo    bool
+	// groups: the source locks message groups (SQS FIFO): a message behind
+	// an unselected one of its group is not moved ahead of it.
+	groups bool
 	// queueShare is the share of a queue source (peers split it by
 	// receiving); partition that of a source nobody splits (an archive).
 	queueShare, partition Share
@@ -339,7 +366,7 @@ type moveSink struct {
 	returned atomic.Int64
 
 	mu            sync.Mutex
-	dests         map[string]*sqs.Queue
+	dests         map[string]broker.Destination
 	byDest        map[string]int
 	byClass       map[string]int
 	unmarked      map[string]bool // ids sent without the marker, until acked
@@ -354,16 +381,16 @@ type moveSink struct {
 
 func newMoveSink(opt Options, src Source) *moveSink {
 	s := &moveSink{opt: opt, src: src, j: opt.Journal, runID: opt.Journal.Meta().ID,
-		dests: map[string]*sqs.Queue{}, byDest: map[string]int{}, byClass: map[string]int{},
+		dests: map[string]broker.Destination{}, byDest: map[string]int{}, byClass: map[string]int{},
 		unmarked: map[string]bool{}, skippedGroups: map[string]bool{},
 		last: make([]*journalWrite, opt.Concurrency)}
-	if qs, ok := src.(interface{ Queue() *sqs.Queue }); ok {
-		s.fifo = qs.Queue().FIFO
-	}
+	s.groups = opt.SourceCaps.Ordering == broker.OrderGroupLock
 	s.created = opt.Journal.Meta().Created
-	if _, ok := src.(pipeline.Drainer); ok {
+	if opt.SourceCaps.Sharing != 0 {
+		// A queue: its readers split it by reading it.
 		s.queueShare = opt.Share
 	} else {
+		// An archive: the processes split it by message id.
 		s.partition = opt.Share
 	}
 	return s
@@ -390,8 +417,8 @@ func (s *moveSink) Prepare(ctx context.Context, it Item) (pipeline.Decision, err
 		s.mu.Unlock()
 		return pipeline.Decision{Verb: pipeline.Skip, Reason: SkipReturned}, nil // held so it is not received again
 	}
-	group := rec.System.MessageGroupID
-	if s.fifo && group != "" {
+	group := rec.OrderingKey
+	if s.groups && group != "" {
 		s.mu.Lock()
 		blocked := s.skippedGroups[group]
 		s.mu.Unlock()
@@ -401,15 +428,13 @@ func (s *moveSink) Prepare(ctx context.Context, it Item) (pipeline.Decision, err
 			return pipeline.Decision{Verb: pipeline.Skip, Reason: SkipGroupBlocked}, nil
 		}
 	}
-	dest, cp, reason, err := decide(ctx, it, s.runID, s.opt.Select, s.opt.Router, s.opt.MaxRedrives, time.Now())
+	copt := broker.CopyOptions{RunID: s.runID, DedupKey: s.opt.DedupKey, Now: time.Now()}
+	dest, cp, reason, err := decide(ctx, it, s.opt.Publisher, copt, s.opt.Select, s.opt.Router, s.opt.MaxRedrives)
 	if err != nil {
 		return pipeline.Decision{}, fmt.Errorf("routing %s: %w", rec.MessageID, err)
 	}
-	if s.opt.DedupKey != "" && cp.Entry.DedupID != "" {
-		cp.Entry.DedupID = DedupID(s.opt.DedupKey, rec.MessageID)
-	}
 	if reason != "" {
-		if s.fifo && group != "" {
+		if s.groups && group != "" {
 			s.mu.Lock()
 			s.skippedGroups[group] = true
 			s.mu.Unlock()
@@ -417,9 +442,9 @@ func (s *moveSink) Prepare(ctx context.Context, it Item) (pipeline.Decision, err
 		return pipeline.Decision{Verb: pipeline.Skip, Reason: reason}, nil
 	}
 	s.mu.Lock()
-	s.dests[dest.URL] = dest
+	s.dests[dest.Key] = dest
 	s.mu.Unlock()
-	return pipeline.Decision{Verb: pipeline.Deliver, Key: dest.URL, Payload: cp, Size: cp.Entry.Size, Label: dest.Name}, nil
+	return pipeline.Decision{Verb: pipeline.Deliver, Key: dest.Key, Payload: cp, Size: cp.Size, Label: dest.Label}, nil
 }
 
 // journalWrite is one batch's journal write (fsync) in progress; it is the
@@ -450,31 +475,33 @@ func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item,
 	s.mu.Lock()
 	dest := s.dests[key]
 	s.mu.Unlock()
-	entries := make([]sqs.SendEntry, len(items))
+	batch := make([]broker.Outgoing, len(items))
 	for i, p := range payloads {
-		entries[i] = p.(Copy).Entry
+		batch[i] = p.(broker.Outgoing)
 	}
 	bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	results, callErr := s.opt.Client.SendBatch(bctx, dest, entries)
+	results, callErr := s.opt.Publisher.Publish(bctx, dest, batch)
 	var recs []SentRecord
 	var unmarked []string
 	for i, it := range items {
-		var r sqs.SendResult
+		var r broker.Result
 		if i < len(results) {
 			r = results[i]
+		} else {
+			r.Err = callErr
 		}
 		switch {
-		case r.Err == nil && r.MessageID != "":
-			recs = append(recs, SentRecord{Orig: it.Record.MessageID, Dest: dest.URL, DestID: r.MessageID, SHA: it.Record.BodySHA256})
-			outs[i].Detail = r.MessageID
-			if !payloads[i].(Copy).Marked {
+		case r.Err == nil && r.ID != "":
+			recs = append(recs, SentRecord{Orig: it.Record.MessageID, Dest: dest.Key, DestID: r.ID, SHA: it.Record.BodySHA256})
+			outs[i].Detail = r.ID
+			if !batch[i].Marked {
 				unmarked = append(unmarked, it.Record.MessageID)
 			}
-		case callErr != nil:
-			outs[i].Err = callErr
-		case r.Err != nil:
+		case errors.Is(r.Err, broker.ErrRejected):
 			outs[i].Err = pipeline.Refused(r.Err)
+		case r.Err != nil:
+			outs[i].Err = r.Err
 		default:
 			outs[i].Err = errors.New("the destination returned no result for this message")
 		}
@@ -541,19 +568,19 @@ func (s *moveSink) backlogGuard(ctx context.Context, _ pipeline.Snapshot, final 
 		return nil
 	}
 	s.mu.Lock()
-	dests := make([]*sqs.Queue, 0, len(s.dests))
-	for _, q := range s.dests {
-		dests = append(dests, q)
+	dests := make([]broker.Destination, 0, len(s.dests))
+	for _, d := range s.dests {
+		dests = append(dests, d)
 	}
 	s.mu.Unlock()
-	for _, q := range dests {
-		cp := *q
-		if err := s.opt.Client.Refresh(ctx, &cp); err != nil {
+	for _, d := range dests {
+		dp, err := s.opt.DestDepth(ctx, d)
+		if err != nil {
 			continue // a failed check is retried at the next tick
 		}
-		if v := cp.Counts().Visible; v > s.opt.Guards.MaxDestBacklog {
+		if v := int(dp.Ready); v > s.opt.Guards.MaxDestBacklog {
 			return &pipeline.GuardEvent{Name: "max-dest-backlog", Value: float64(v), Limit: float64(s.opt.Guards.MaxDestBacklog),
-				Detail: fmt.Sprintf("%s has %d visible messages", q.Name, v)}
+				Detail: fmt.Sprintf("%s has %d visible messages", d.Label, v)}
 		}
 	}
 	return nil
@@ -586,9 +613,9 @@ func (s *moveSink) result(pr *pipeline.Result, src Source) *Result {
 		}
 		r.Note = fmt.Sprintf("%d message(s) could not be read: they wait behind unselected messages of FIFO group(s) %s, which this run left in the DLQ; select whole groups, or archive the DLQ with --delete first and restore the groups you want (docs/runbooks/fifo-redrive.md)", r.Blocked, strings.Join(r.BlockedGroups, ", "))
 	}
-	for _, q := range s.dests {
-		r.Destinations = append(r.Destinations, q)
+	for _, d := range s.dests {
+		r.Destinations = append(r.Destinations, d)
 	}
-	sort.Slice(r.Destinations, func(a, b int) bool { return r.Destinations[a].Name < r.Destinations[b].Name })
+	sort.Slice(r.Destinations, func(a, b int) bool { return r.Destinations[a].Label < r.Destinations[b].Label })
 	return r
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -26,8 +27,10 @@ type Plan struct {
 // Planner builds a Plan from records, with the same decisions the mover
 // makes (selection, loop guard, routing, copy rules).
 type Planner struct {
-	RunID       string
-	Router      Router
+	RunID  string
+	Router Router
+	// Publisher prepares the copies (the destination broker's rules).
+	Publisher   broker.Publisher
 	Select      Selector
 	MaxRedrives int
 	Max         int
@@ -52,7 +55,7 @@ func (p *Planner) Add(ctx context.Context, rec *record.Record, parsed any) (Mess
 		ev.Action, ev.Reason = "skipped", SkipOtherShare
 		return ev, nil
 	}
-	dest, cp, reason, err := decide(ctx, Item{Record: rec, Parsed: parsed}, p.RunID, p.Select, p.Router, p.MaxRedrives, time.Now())
+	dest, cp, reason, err := decide(ctx, Item{Record: rec, Parsed: parsed}, p.Publisher, broker.CopyOptions{RunID: p.RunID, Now: time.Now()}, p.Select, p.Router, p.MaxRedrives)
 	if err != nil {
 		return ev, err
 	}
@@ -68,13 +71,13 @@ func (p *Planner) Add(ctx context.Context, rec *record.Record, parsed any) (Mess
 	if !cp.Marked {
 		p.plan.Unmarked++
 	}
-	byClass := p.plan.ByDestination[dest.Name]
+	byClass := p.plan.ByDestination[dest.Label]
 	if byClass == nil {
 		byClass = map[string]int{}
-		p.plan.ByDestination[dest.Name] = byClass
+		p.plan.ByDestination[dest.Label] = byClass
 	}
 	byClass[classOf(rec)]++
-	ev.Action, ev.Destination = "would-move", dest.Name
+	ev.Action, ev.Destination = "would-move", dest.Label
 	return ev, nil
 }
 

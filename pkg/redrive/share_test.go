@@ -115,8 +115,8 @@ func TestSharedRunCountsPeersReturns(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer j.Close()
-			src := redrive.NewUnselectedQueueSource(c, dlq, 30*time.Second, time.Second)
-			res, err := redrive.Run(ctx, src, redrive.Options{Client: c, Journal: j, Router: redrive.ToQueue(dest), Share: share, Concurrency: 2})
+			src := newUnselectedQueueSource(c, dlq, 30*time.Second, time.Second)
+			res, err := redrive.Run(ctx, src, redrive.Options{Publisher: sqs.NewPublisher(c), SourceCaps: capsOf(src), Journal: j, Router: sqs.ToQueue(dest), Share: share, Concurrency: 2})
 			_ = src.Close(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -185,11 +185,11 @@ func TestSharedRunsGiveAMessageOneFIFODedupID(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				opt := redrive.Options{Client: c, Journal: j, Router: redrive.ToQueue(dest), Concurrency: 1}
+				src := newUnselectedQueueSource(c, dlq, 30*time.Second, time.Second)
+				opt := redrive.Options{Publisher: sqs.NewPublisher(c), SourceCaps: capsOf(src), Journal: j, Router: sqs.ToQueue(dest), Concurrency: 1}
 				if shared {
 					opt.Share, opt.DedupKey = redrive.Share{I: attempt + 1, N: 2}, "shared\x00fingerprint"
 				}
-				src := redrive.NewUnselectedQueueSource(c, dlq, 30*time.Second, time.Second)
 				res, err := redrive.Run(ctx, src, opt)
 				_ = src.Close(ctx)
 				j.Close()

@@ -64,6 +64,11 @@ type QueueOptions struct {
 	// Hold is the hold the case reads with (lease brokers); short, so a
 	// crashed run's messages come back within the test.
 	Hold time.Duration
+	// StrictHolds asks for a queue that refuses a stale hold, so a lost
+	// one can be detected (SQS: a FIFO queue on a server that checks
+	// receipt handles, as AWS does; standard queues there may apply a
+	// stale handle to whoever holds the message now).
+	StrictHolds bool
 }
 
 // Msg is a message as the suite compares it: body and attributes or
@@ -82,7 +87,8 @@ type Features struct {
 	// queues).
 	KeepsOrder bool
 	// LosableHold: a hold can be lost while the run still has the message
-	// (leases, channels), so ErrLeaseLost must be detected.
+	// (leases, channels), and the broker lets a client see it (on a
+	// StrictHolds queue): ErrLeaseLost must then be reported.
 	LosableHold bool
 	// PerEntryRejection: a publish batch can fail for one entry only.
 	PerEntryRejection bool

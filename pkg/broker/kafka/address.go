@@ -68,7 +68,7 @@ func ParseAddress(ref string) (Address, error) {
 		userinfo := hosts[:at]
 		hosts = hosts[at+1:]
 		if strings.Contains(userinfo, ":") {
-			return Address{}, usage("a kafka:// reference must not carry a password: put it in DLQCTL_KAFKA_PASSWORD and write kafka://USER@%s/%s", hosts, topicPart(topic))
+			return Address{}, usage("a Kafka reference must not carry a password: put it in DLQCTL_KAFKA_PASSWORD and write kafka://USER@%s/%s", hosts, topicPart(topic))
 		}
 		u, err := url.PathUnescape(userinfo)
 		if err != nil || u == "" {
@@ -80,7 +80,7 @@ func ParseAddress(ref string) (Address, error) {
 		return Address{}, usage("kafka://%s names no topic: write kafka://HOST:PORT/TOPIC", hosts)
 	}
 	if q := strings.IndexAny(topic, "?#"); q >= 0 {
-		return Address{}, usage("kafka://…/%s: query strings and fragments are not supported; connection settings are flags (--kafka-tls, --kafka-sasl, …)", topic[:q])
+		return Address{}, usage("Kafka reference kafka://…/%s: query strings and fragments are not supported (they are never printed); connection settings are flags (--kafka-tls, --kafka-sasl, …) and the password is DLQCTL_KAFKA_PASSWORD", topic[:q])
 	}
 	if err := ValidTopic(topic); err != nil {
 		return Address{}, err

@@ -67,7 +67,7 @@ func Open(_ context.Context, ref broker.Ref, cfg Config) (*Endpoint, error) {
 		return nil, &UsageError{Msg: fmt.Sprintf("%s is not a kafka:// reference", ref.Display)}
 	}
 	if _, has := u.User.Password(); has {
-		return nil, &UsageError{Msg: fmt.Sprintf("a kafka:// reference must not carry a password: put it in %s and write kafka://USER@%s%s", EnvPassword, u.Host, u.Path)}
+		return nil, &UsageError{Msg: fmt.Sprintf("a Kafka reference must not carry a password: put it in %s and write kafka://USER@%s%s", EnvPassword, u.Host, u.Path)}
 	}
 	raw := Scheme + "://"
 	if u.User != nil {

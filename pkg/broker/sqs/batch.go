@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 )
 
 // EntryError is a per-entry failure inside a batch call. Message never
@@ -30,8 +31,16 @@ func (e *EntryError) Error() string {
 }
 
 // ErrLeaseLost means a receipt handle is no longer valid: the message was
-// deleted, or its visibility expired and someone else received it.
-var ErrLeaseLost = errors.New("receipt handle no longer valid (message deleted or lease lost)")
+// deleted, or its visibility expired and someone else received it. It is
+// broker.ErrLeaseLost for errors.Is, in SQS's words.
+var ErrLeaseLost error = leaseLostError{}
+
+type leaseLostError struct{}
+
+func (leaseLostError) Error() string {
+	return "receipt handle no longer valid (message deleted or lease lost)"
+}
+func (leaseLostError) Is(target error) bool { return target == broker.ErrLeaseLost }
 
 // CallError is the outcome of entries whose batch call failed as a whole
 // (network, throttling after the SDK's retries, deadline). Sent says whether

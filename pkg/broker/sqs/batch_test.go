@@ -82,7 +82,7 @@ func TestBatchesRunConcurrently(t *testing.T) {
 	f.SetDelay(40 * time.Millisecond)
 	ids := holdMany(t, f, l, 2000)
 
-	l.Extend(context.Background())
+	l.extend(context.Background(), 0)
 	if got, calls := f.MaxConcurrent(), f.CallCount("ChangeMessageVisibilityBatch"); got != DefaultBatchConcurrency || calls != 200 || len(f.VisChanges()) != 2000 {
 		t.Fatalf("extension: %d calls in flight at most, %d calls, %d changes; want 16, 200, 2000", got, calls, len(f.VisChanges()))
 	}
@@ -118,7 +118,7 @@ func TestBatchConcurrencyIsBounded(t *testing.T) {
 	c.BatchConcurrency = 3
 	f.SetDelay(5 * time.Millisecond)
 	holdMany(t, f, l, 300)
-	l.Extend(context.Background())
+	l.extend(context.Background(), 0)
 	if got := f.MaxConcurrent(); got != 3 {
 		t.Fatalf("%d calls in flight at most; want BatchConcurrency=3", got)
 	}
@@ -142,7 +142,7 @@ func TestExtendPrioritisesClosestToExpiry(t *testing.T) {
 		m.ReceivedAt = m.ReceivedAt.Add(-time.Duration(i) * time.Second)
 	}
 	l.Add(msgs...)
-	l.Extend(context.Background())
+	l.extend(context.Background(), 0)
 	if len(f.VisCalls()) != 3 {
 		t.Fatalf("%d calls; want 3", len(f.VisCalls()))
 	}

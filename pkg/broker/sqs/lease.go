@@ -85,9 +85,6 @@ func NewLease(c *Client, q *Queue, visibility time.Duration) *Lease {
 	return l
 }
 
-// Visibility is the visibility the lease receives and extends with.
-func (l *Lease) Visibility() time.Duration { return l.visibility }
-
 func leaseKey(m *Message) string {
 	if m.MessageID != "" {
 		return m.MessageID
@@ -129,26 +126,6 @@ func (l *Lease) Add(msgs ...*Message) (redelivered []*Message) {
 	return redelivered
 }
 
-// Forget stops holding msgs (by id) without releasing them, and clears
-// their lost mark. A *Message carrying a receipt handle older than the one
-// held does not forget the newer delivery (whatever happened to the old
-// handle says nothing about the new one); one with an empty handle forgets
-// the id whatever is held.
-func (l *Lease) Forget(msgs ...*Message) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, m := range msgs {
-		if m == nil {
-			continue
-		}
-		k := leaseKey(m)
-		delete(l.lost, k)
-		if e, ok := l.held[k]; ok && (m.ReceiptHandle == "" || m.ReceiptHandle == e.handle) {
-			delete(l.held, k)
-		}
-	}
-}
-
 // Len is the number of messages held.
 func (l *Lease) Len() int {
 	l.mu.Lock()
@@ -162,23 +139,6 @@ func (l *Lease) Lost() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.lostN
-}
-
-// IsLost reports whether the lease of message id was lost and the message
-// has not been received again (or forgotten) since.
-func (l *Lease) IsLost(id string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	_, ok := l.lost[id]
-	return ok
-}
-
-// Held reports whether message id is held.
-func (l *Lease) Held(id string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	_, ok := l.held[id]
-	return ok
 }
 
 // waitIdle waits (mu held) until none of keys has an extension or delete in
@@ -392,18 +352,16 @@ func (l *Lease) Run(ctx context.Context) {
 	}
 }
 
-// Extend pushes the visibility of every held message out by the lease
-// visibility, capped below the 12 h limit from receipt, the messages closest
-// to expiry first, in concurrent batches. Its calls are not abandoned when
-// ctx ends (an abandoned call may still be applied by SQS after a release);
-// ctx ending only stops further calls. Messages SQS says are no longer in
-// flight under their handle are marked lost (see OnLost); call-level
-// failures are retried on the next pass.
-func (l *Lease) Extend(ctx context.Context) { l.extend(ctx, 0) }
-
-// extend runs one pass over the messages held for at least minAge since
-// their last receive or extension, and returns how many it extended and the
-// earliest expiry among the held messages that can still be extended.
+// extend runs one extension pass over the messages held for at least
+// minAge since their last receive or extension (0: all): it pushes their
+// visibility out by the lease visibility, capped below the 12 h limit from
+// receipt, the messages closest to expiry first, in concurrent batches. Its
+// calls are not abandoned when ctx ends (an abandoned call may still be
+// applied by SQS after a release); ctx ending only stops further calls.
+// Messages SQS says are no longer in flight under their handle are marked
+// lost (see OnLost); call-level failures are retried on the next pass. It
+// returns how many it extended and the earliest expiry among the held
+// messages that can still be extended.
 func (l *Lease) extend(ctx context.Context, minAge time.Duration) (extended int, earliest time.Time) {
 	l.extMu.Lock()
 	defer l.extMu.Unlock()

@@ -170,8 +170,8 @@ func TestLostLeaseOnRealServers(t *testing.T) {
 				if theirs == nil {
 					t.Fatal("the other consumer did not receive M")
 				}
-				l.Extend(ctx)
-				lost := l.IsLost(mine.MessageID)
+				sqs.ExtendLease(l, ctx)
+				lost := sqs.LeaseIsLost(l, mine.MessageID)
 				errText := ""
 				if lostErr != nil {
 					errText = lostErr.Error()
@@ -188,8 +188,8 @@ func TestLostLeaseOnRealServers(t *testing.T) {
 				if !lost {
 					return
 				}
-				if strings.Contains(errText, mine.ReceiptHandle) || !strings.Contains(errText, sqs.ScrubbedHandle) || l.Held(mine.MessageID) {
-					t.Fatalf("OnLost error %q (held %v): want it scrubbed and the message no longer held", errText, l.Held(mine.MessageID))
+				if strings.Contains(errText, mine.ReceiptHandle) || !strings.Contains(errText, sqs.ScrubbedHandle) || sqs.LeaseHolds(l, mine.MessageID) {
+					t.Fatalf("OnLost error %q (held %v): want it scrubbed and the message no longer held", errText, sqs.LeaseHolds(l, mine.MessageID))
 				}
 				if !errors.Is(res[mine], sqs.ErrLeaseLost) {
 					t.Fatalf("Lease.Delete of a lost message = %v; want ErrLeaseLost", res[mine])
@@ -239,7 +239,7 @@ func TestHeldMessagesOverASlowLink(t *testing.T) {
 	l.Add(msgs...)
 
 	start := time.Now()
-	l.Extend(ctx)
+	sqs.ExtendLease(l, ctx)
 	extendTook := time.Since(start)
 	extendCalls := px.Stats().Requests["ChangeMessageVisibilityBatch"]
 	if l.Lost() != 0 || l.Len() != n {

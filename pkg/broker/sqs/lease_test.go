@@ -48,7 +48,7 @@ func TestReleaseWaitsForAnExtensionInFlight(t *testing.T) {
 
 	hbCtx, stopHB := context.WithCancel(context.Background())
 	extended := make(chan struct{})
-	go func() { l.Extend(hbCtx); close(extended) }()
+	go func() { l.extend(hbCtx, 0); close(extended) }()
 	<-entered // the extension is in flight
 	stopHB()  // the holder stops the heartbeat...
 	released := make(chan error)
@@ -81,7 +81,7 @@ func TestExtendSkipsReleasedMessages(t *testing.T) {
 	if err := l.Release(context.Background(), msgs); err != nil {
 		t.Fatal(err)
 	}
-	l.Extend(context.Background())
+	l.extend(context.Background(), 0)
 	if got := strings.Join(f.VisChanges(), " "); got != "m1=0" || l.Len() != 0 || l.Lost() != 0 || !f.isVisible("m1") {
 		t.Fatalf("applied %q, held %d, lost %d", got, l.Len(), l.Lost())
 	}
@@ -114,7 +114,7 @@ func TestDeleteWaitsOnlyForExtensionsOfItsMessages(t *testing.T) {
 		}
 	})
 	extended := make(chan struct{})
-	go func() { l.Extend(context.Background()); close(extended) }()
+	go func() { l.extend(context.Background(), 0); close(extended) }()
 	<-entered
 
 	if res := l.Delete(context.Background(), msgs[10:]); len(res) != 0 {
@@ -177,23 +177,12 @@ func TestRedeliveryReplacesTheHandle(t *testing.T) {
 	}
 
 	// The lease deletes a with its newest handle although given the first copy.
-	if res := l.Delete(context.Background(), []*Message{first["a"]}); len(res) != 0 || !f.isDeleted("a") || l.Held("a") {
-		t.Fatalf("Delete(first copy of a) = %v, deleted %v, held %v", res, f.isDeleted("a"), l.Held("a"))
+	if res := l.Delete(context.Background(), []*Message{first["a"]}); len(res) != 0 || !f.isDeleted("a") || l.isHeld("a") {
+		t.Fatalf("Delete(first copy of a) = %v, deleted %v, held %v", res, f.isDeleted("a"), l.isHeld("a"))
 	}
 	// Release of c with its first copy makes it visible (newest handle).
-	if err := l.Release(context.Background(), []*Message{first["c"]}); err != nil || !f.isVisible("c") || l.Held("c") {
-		t.Fatalf("Release(first copy of c) err=%v visible=%v held=%v", err, f.isVisible("c"), l.Held("c"))
-	}
-	// Forget with the stale copy of a held message does not drop the newer
-	// delivery... (b was not added again: its held handle is the first)
-	l.Add(again["b"])
-	l.Forget(first["b"])
-	if !l.Held("b") {
-		t.Fatal("Forget(stale copy) dropped the newer delivery of b")
-	}
-	l.Forget(again["b"])
-	if l.Held("b") {
-		t.Fatal("Forget(current copy) kept b")
+	if err := l.Release(context.Background(), []*Message{first["c"]}); err != nil || !f.isVisible("c") || l.isHeld("c") {
+		t.Fatalf("Release(first copy of c) err=%v visible=%v held=%v", err, f.isVisible("c"), l.isHeld("c"))
 	}
 }
 
@@ -213,9 +202,9 @@ func TestLostLeaseIsNeverDeletedWithItsDeadHandle(t *testing.T) {
 	f.expire("a")
 	f.receive(1, 30*time.Second) // another consumer takes a
 
-	l.Extend(context.Background())
-	if len(lostIDs) != 1 || lostIDs[0] != "a" || !errors.Is(lostErrs[0], ErrLeaseLost) || !l.IsLost("a") || l.Held("a") || !l.Held("b") || l.Lost() != 1 {
-		t.Fatalf("lost %v (%v), IsLost(a)=%v Held(a)=%v Held(b)=%v Lost()=%d", lostIDs, lostErrs, l.IsLost("a"), l.Held("a"), l.Held("b"), l.Lost())
+	l.extend(context.Background(), 0)
+	if len(lostIDs) != 1 || lostIDs[0] != "a" || !errors.Is(lostErrs[0], ErrLeaseLost) || !l.isLost("a") || l.isHeld("a") || !l.isHeld("b") || l.Lost() != 1 {
+		t.Fatalf("lost %v (%v), IsLost(a)=%v Held(a)=%v Held(b)=%v Lost()=%d", lostIDs, lostErrs, l.isLost("a"), l.isHeld("a"), l.isHeld("b"), l.Lost())
 	}
 	noHandles(t, f, "OnLost error", lostErrs[0].Error())
 
@@ -229,8 +218,8 @@ func TestLostLeaseIsNeverDeletedWithItsDeadHandle(t *testing.T) {
 	if len(sent) != 1 || sent[0] != mb.ReceiptHandle {
 		t.Fatalf("Delete sent %d handles; want only b's", len(sent))
 	}
-	if l.IsLost("a") || l.Len() != 0 {
-		t.Fatalf("after Delete: IsLost(a)=%v held=%d; want both forgotten", l.IsLost("a"), l.Len())
+	if l.isLost("a") || l.Len() != 0 {
+		t.Fatalf("after Delete: IsLost(a)=%v held=%d; want both forgotten", l.isLost("a"), l.Len())
 	}
 
 	// Release of a lost message sends nothing either.
@@ -240,8 +229,8 @@ func TestLostLeaseIsNeverDeletedWithItsDeadHandle(t *testing.T) {
 	f.expire("a")
 	f.receive(1, 30*time.Second) // ...and lose it again
 	l.Add(a2)
-	l.Extend(context.Background())
-	if !l.IsLost("a") {
+	l.extend(context.Background(), 0)
+	if !l.isLost("a") {
 		t.Fatal("a not marked lost the second time")
 	}
 	before := f.CallCount("ChangeMessageVisibilityBatch")
@@ -253,9 +242,9 @@ func TestLostLeaseIsNeverDeletedWithItsDeadHandle(t *testing.T) {
 	f.expire("a")
 	a3 := f.receive(1, 30*time.Second)[0]
 	l.Add(a2)
-	l.Extend(context.Background()) // a2's handle is dead: lost again
-	if red := l.Add(a3); len(red) != 0 || l.IsLost("a") || !l.Held("a") {
-		t.Fatalf("re-received lost message: redelivered %v, IsLost %v, Held %v", red, l.IsLost("a"), l.Held("a"))
+	l.extend(context.Background(), 0) // a2's handle is dead: lost again
+	if red := l.Add(a3); len(red) != 0 || l.isLost("a") || !l.isHeld("a") {
+		t.Fatalf("re-received lost message: redelivered %v, IsLost %v, Held %v", red, l.isLost("a"), l.isHeld("a"))
 	}
 	if res := l.Delete(context.Background(), []*Message{ma}); len(res) != 0 || !f.isDeleted("a") {
 		t.Fatalf("Delete after receiving again = %v, deleted %v", res, f.isDeleted("a"))

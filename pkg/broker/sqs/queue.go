@@ -20,6 +20,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // API is the narrow part of the SQS client dlqctl uses; *awssqs.Client
@@ -156,13 +157,7 @@ func (q *Queue) intAttr(n types.QueueAttributeName) int {
 }
 
 // NameFromARN returns the queue name of an SQS ARN ("" if it is not one).
-func NameFromARN(arn string) string {
-	parts := strings.Split(arn, ":")
-	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sqs" {
-		return ""
-	}
-	return parts[5]
-}
+func NameFromARN(arn string) string { return record.ARNName(arn, "sqs") }
 
 // Resolve turns a queue reference (name, URL or ARN) into a Queue with its
 // attributes loaded. An unknown queue is a bad-input error.

@@ -43,20 +43,9 @@ const (
 // SHA256Hex is record.SHA256Hex.
 func SHA256Hex(s string) string { return record.SHA256Hex(s) }
 
-// MessageSize is the size SQS counts against its 1 MiB limit: the body plus
-// every attribute's name, data type and value.
-func MessageSize(body string, attrs map[string]Attribute) int {
-	n := len(body)
-	for name, a := range attrs {
-		n += len(name) + len(a.Type)
-		if a.IsBinary() {
-			n += base64.StdEncoding.DecodedLen(len(a.Base64))
-		} else {
-			n += len(a.Value)
-		}
-	}
-	return n
-}
+// MessageSize is the size SQS counts against its 1 MiB limit: the body
+// plus every attribute's name, data type and value (record.MessageSize).
+func MessageSize(body string, attrs map[string]Attribute) int { return record.MessageSize(body, attrs) }
 
 // FromSQS builds the record for a received message. retention is the queue's
 // MessageRetentionPeriod (0 if unknown); now is the reference time for age.

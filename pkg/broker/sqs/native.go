@@ -1,4 +1,4 @@
-package redrive
+package sqs
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 )
 
@@ -33,7 +32,7 @@ func (t Task) Running() bool { return t.Status == "RUNNING" || t.Status == "CANC
 
 // StartNative starts a move task of the whole DLQ to destARN ("" = each
 // message's source queue) at rate messages per second (0 = SQS's default).
-func StartNative(ctx context.Context, c *sqs.Client, dlq *sqs.Queue, destARN string, rate int) (string, error) {
+func StartNative(ctx context.Context, c *Client, dlq *Queue, destARN string, rate int) (string, error) {
 	if rate < 0 || rate > MaxNativeRate {
 		return "", errs.BadInputf("--rate %d is outside what the native engine accepts (1..%d); lower it or use --engine dlqctl", rate, MaxNativeRate)
 	}
@@ -46,17 +45,17 @@ func StartNative(ctx context.Context, c *sqs.Client, dlq *sqs.Queue, destARN str
 	}
 	out, err := c.API.StartMessageMoveTask(ctx, in)
 	if err != nil {
-		return "", sqs.WrapAWSError(err)
+		return "", WrapAWSError(err)
 	}
 	return aws.ToString(out.TaskHandle), nil
 }
 
 // NativeTasks lists the DLQ's move tasks, newest first (SQS keeps the last
 // ten).
-func NativeTasks(ctx context.Context, c *sqs.Client, dlq *sqs.Queue) ([]Task, error) {
+func NativeTasks(ctx context.Context, c *Client, dlq *Queue) ([]Task, error) {
 	out, err := c.API.ListMessageMoveTasks(ctx, &awssqs.ListMessageMoveTasksInput{SourceArn: aws.String(dlq.ARN), MaxResults: aws.Int32(10)})
 	if err != nil {
-		return nil, sqs.WrapAWSError(err)
+		return nil, WrapAWSError(err)
 	}
 	tasks := make([]Task, 0, len(out.Results))
 	for _, r := range out.Results {
@@ -78,7 +77,7 @@ func NativeTasks(ctx context.Context, c *sqs.Client, dlq *sqs.Queue) ([]Task, er
 var ErrNoRunningTask = errors.New("no running move task")
 
 // CancelNative cancels the DLQ's running move task and returns it.
-func CancelNative(ctx context.Context, c *sqs.Client, dlq *sqs.Queue) (*Task, error) {
+func CancelNative(ctx context.Context, c *Client, dlq *Queue) (*Task, error) {
 	tasks, err := NativeTasks(ctx, c, dlq)
 	if err != nil {
 		return nil, err
@@ -87,7 +86,7 @@ func CancelNative(ctx context.Context, c *sqs.Client, dlq *sqs.Queue) (*Task, er
 		if t.Status == "RUNNING" {
 			out, err := c.API.CancelMessageMoveTask(ctx, &awssqs.CancelMessageMoveTaskInput{TaskHandle: aws.String(t.Handle)})
 			if err != nil {
-				return nil, sqs.WrapAWSError(err)
+				return nil, WrapAWSError(err)
 			}
 			t.Moved = out.ApproximateNumberOfMessagesMoved
 			t.Status = "CANCELLING"
@@ -102,7 +101,7 @@ func CancelNative(ctx context.Context, c *sqs.Client, dlq *sqs.Queue) (*Task, er
 // it and starts the next step. The last step runs to completion. onTask is
 // called after each status poll. On ctx cancellation the running task is
 // cancelled and ctx's error returned.
-func NativeRamp(ctx context.Context, c *sqs.Client, dlq *sqs.Queue, destARN string, steps []int, every, poll time.Duration, onTask func(Task)) (*Task, error) {
+func NativeRamp(ctx context.Context, c *Client, dlq *Queue, destARN string, steps []int, every, poll time.Duration, onTask func(Task)) (*Task, error) {
 	if poll <= 0 {
 		poll = 2 * time.Second
 	}
@@ -154,7 +153,7 @@ func NativeRamp(ctx context.Context, c *sqs.Client, dlq *sqs.Queue, destARN stri
 	return last, nil
 }
 
-func findTask(ctx context.Context, c *sqs.Client, dlq *sqs.Queue, handle string) (*Task, error) {
+func findTask(ctx context.Context, c *Client, dlq *Queue, handle string) (*Task, error) {
 	tasks, err := NativeTasks(ctx, c, dlq)
 	if err != nil {
 		return nil, err
@@ -171,7 +170,7 @@ func findTask(ctx context.Context, c *sqs.Client, dlq *sqs.Queue, handle string)
 	return nil, errors.New("the move task disappeared from ListMessageMoveTasks")
 }
 
-func waitStopped(ctx context.Context, c *sqs.Client, dlq *sqs.Queue, handle string, poll time.Duration) error {
+func waitStopped(ctx context.Context, c *Client, dlq *Queue, handle string, poll time.Duration) error {
 	for i := 0; i < 60; i++ {
 		t, err := findTask(ctx, c, dlq, handle)
 		if err != nil {

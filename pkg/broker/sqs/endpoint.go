@@ -1,0 +1,147 @@
+package sqs
+
+import (
+	"context"
+	"errors"
+
+	"github.com/dlqctl/dlqctl/pkg/broker"
+)
+
+// Capabilities of SQS queues (docs/brokers.md).
+func Capabilities(fifo bool) broker.Capabilities {
+	c := broker.Capabilities{
+		Label:           "Amazon SQS",
+		Hold:            broker.HoldLease,
+		Removal:         broker.RemovePerMessage,
+		Ordering:        broker.OrderNone,
+		Counts:          broker.CountsApproximate,
+		ReadCounts:      true,
+		NativeMove:      true,
+		MaxBatchEntries: MaxBatchEntries,
+		MaxBatchBytes:   MaxBatchBytes,
+		MaxMessageBytes: MaxMessageBytes,
+		MaxAttributes:   MaxAttributes,
+		MaxHold:         MaxVisibility,
+		Sharing:         broker.ShareCompeting,
+	}
+	if fifo {
+		c.Ordering = broker.OrderGroupLock
+		c.DedupWindow = FIFODedupWindow
+	}
+	return c
+}
+
+// SourceOpener opens a lease-holding source on q. The SQS source still
+// lives in package pipeline while its end-of-run logic is rewritten (issue
+// #22); cmd's factory hands its constructor to the Endpoint.
+type SourceOpener func(ctx context.Context, c *Client, q *Queue, opt broker.SourceOptions) (broker.Source, error)
+
+// Endpoint is an SQS queue as a broker.Endpoint.
+type Endpoint struct {
+	c    *Client
+	q    *Queue
+	open SourceOpener
+}
+
+// NewEndpoint makes the resolved queue q an Endpoint; open opens its
+// sources (nil: OpenSource fails).
+func NewEndpoint(c *Client, q *Queue, open SourceOpener) *Endpoint {
+	return &Endpoint{c: c, q: q, open: open}
+}
+
+// Open resolves ref (an SQS name, URL, ARN or sqs://NAME) with c.
+func Open(ctx context.Context, c *Client, ref broker.Ref, open SourceOpener) (*Endpoint, error) {
+	if ref.Broker != broker.SQS {
+		return nil, errors.New("sqs.Open: not an SQS reference")
+	}
+	q, err := c.Resolve(ctx, ref.Target)
+	if err != nil {
+		return nil, err
+	}
+	return NewEndpoint(c, q, open), nil
+}
+
+// Client is the SQS client the endpoint uses.
+func (e *Endpoint) Client() *Client { return e.c }
+
+// Queue is the resolved queue.
+func (e *Endpoint) Queue() *Queue { return e.q }
+
+// Broker is broker.SQS.
+func (e *Endpoint) Broker() string { return broker.SQS }
+
+// String is the queue URL.
+func (e *Endpoint) String() string { return e.q.URL }
+
+// Name is the queue name.
+func (e *Endpoint) Name() string { return e.q.Name }
+
+// ID is the queue ARN.
+func (e *Endpoint) ID() string { return e.q.ARN }
+
+// Capabilities of the queue (standard or FIFO).
+func (e *Endpoint) Capabilities() broker.Capabilities { return Capabilities(e.q.FIFO) }
+
+// OpenSource reads the queue through a lease.
+func (e *Endpoint) OpenSource(ctx context.Context, opt broker.SourceOptions) (broker.Source, error) {
+	if e.open == nil {
+		return nil, errors.New("no SQS source opener wired")
+	}
+	return e.open(ctx, e.c, e.q, opt)
+}
+
+// OpenPublisher sends with SendMessageBatch.
+func (e *Endpoint) OpenPublisher(context.Context) (broker.Publisher, error) {
+	return NewPublisher(e.c), nil
+}
+
+// Target is the queue as a destination.
+func (e *Endpoint) Target(context.Context) (broker.Destination, error) {
+	return QueueTarget(e.q), nil
+}
+
+// RouterToSource routes by DeadLetterQueueSourceArn.
+func (e *Endpoint) RouterToSource(ctx context.Context) (broker.Router, error) {
+	return ToSource(ctx, e.c, e.q)
+}
+
+// Depth reads the queue's approximate counts now.
+func (e *Endpoint) Depth(ctx context.Context) (broker.Depth, error) {
+	cp := *e.q
+	if err := e.c.Refresh(ctx, &cp); err != nil {
+		return broker.Depth{}, WrapAWSError(err)
+	}
+	return DepthOf(cp.Counts()), nil
+}
+
+// DepthOf is SQS counts as a broker.Depth.
+func DepthOf(c Counts) broker.Depth {
+	return broker.Depth{Ready: int64(c.Visible), Held: int64(c.InFlight), Delayed: int64(c.Delayed)}
+}
+
+// DestinationDepth is the depth (visible + in flight + delayed) of an SQS
+// destination (for the backlog guard and canary checks).
+func (c *Client) DestinationDepth(ctx context.Context, dest broker.Destination) (broker.Depth, error) {
+	q, err := destQueue(dest)
+	if err != nil {
+		return broker.Depth{}, err
+	}
+	cp := *q
+	if err := c.Refresh(ctx, &cp); err != nil {
+		return broker.Depth{}, WrapAWSError(err)
+	}
+	return DepthOf(cp.Counts()), nil
+}
+
+var _ broker.Endpoint = (*Endpoint)(nil)
+
+// Depths is each queue's total depth (visible, in flight, delayed) from its
+// last attribute read, by URL (a canary's baseline).
+func Depths(qs ...*Queue) map[string]int {
+	out := make(map[string]int, len(qs))
+	for _, q := range qs {
+		n := q.Counts()
+		out[q.URL] = n.Visible + n.InFlight + n.Delayed
+	}
+	return out
+}
