@@ -93,6 +93,10 @@ func OpenConsumer(ctx context.Context, addr Address, conn Conn, group string, op
 		kgo.KeepControlRecords(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(500*time.Millisecond),
+		// Bound what franz-go buffers ahead of the run (its default
+		// fetch is 50 MiB): memory stays flat however large the topic.
+		kgo.FetchMaxBytes(fetchMaxBytes),
+		kgo.FetchMaxPartitionBytes(fetchMaxPartitionBytes),
 		kgo.SessionTimeout(st),
 		kgo.OnPartitionsAssigned(c.onAssigned),
 		kgo.OnPartitionsRevoked(c.onRevoked),

@@ -15,6 +15,12 @@ import (
 // ErrTopicNotFound is returned when a topic does not exist.
 var ErrTopicNotFound = errors.New("topic not found")
 
+// Fetch bounds of every reader (consumer and peek).
+const (
+	fetchMaxBytes          = 8 << 20
+	fetchMaxPartitionBytes = 2 << 20
+)
+
 // PartitionRange is what a run reads of one partition: from Start (the
 // group's committed offset, or the log start when nothing is committed or
 // the committed records have expired) up to End, the last stable offset
@@ -198,6 +204,10 @@ func newPeekReader(addr Address, conn Conn, plan *Plan, idle time.Duration) (*pe
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(500*time.Millisecond),
+		// Bound what franz-go buffers ahead of the run (its default
+		// fetch is 50 MiB): memory stays flat however large the topic.
+		kgo.FetchMaxBytes(fetchMaxBytes),
+		kgo.FetchMaxPartitionBytes(fetchMaxPartitionBytes),
 	)
 	if err != nil {
 		return nil, err
