@@ -379,3 +379,18 @@ func (c *Consumer) Held() map[int32]PartitionRange {
 	}
 	return out
 }
+
+// abandon closes the client without committing (the revoke callback
+// finds nothing dirty that was not committed by Ack already; a kill -9
+// does not even leave the group, which only makes the next member wait
+// for the session timeout).
+func (c *Consumer) abandon() {
+	c.mu.Lock()
+	for _, ps := range c.parts {
+		ps.dirty = false
+	}
+	c.parts = map[int32]*partState{}
+	c.mu.Unlock()
+	c.cl.CloseAllowingRebalance()
+	c.admCl.Close()
+}

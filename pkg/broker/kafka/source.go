@@ -292,3 +292,16 @@ func (s *sourceRouter) Route(ctx context.Context, rec *record.Record) (broker.De
 func (s *sourceRouter) Describe() string {
 	return "the original topic named in each record's dead-letter headers (kafka_dlt-original-topic, __connect.errors.topic, __streams.errors.topic, x-original-topic, original_topic)"
 }
+
+// Abandon drops a source's connections without committing anything more —
+// what a process killed with -9 leaves behind: the group's offsets as of
+// the last commit. (The conformance suite's crash; a killed process needs
+// no call.)
+func Abandon(src broker.Source) {
+	switch s := src.(type) {
+	case *consumeSource:
+		s.c.abandon()
+	case *peekSource:
+		s.r.close()
+	}
+}
