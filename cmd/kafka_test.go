@@ -195,6 +195,7 @@ func TestKafkaRedriveRefusals(t *testing.T) {
 		{[]string{"redrive", "kafka://" + brokers + "/x-dlq", "--visibility", "1m", "--yes"}, "Kafka"},
 		{[]string{"redrive", "kafka://" + brokers + "/x-dlq", "--max-dest-lag", "nogroup", "--yes"}, "GROUP:N"},
 		{[]string{"redrive", "kafka://" + brokers + "/no-such-topic-dlq", "--yes"}, "does not exist"},
+		{[]string{"redrive", "kafka://" + brokers + "/x-dlq", "--max-returns", "5%", "--yes"}, "--canary"},
 		{[]string{"sample", "kafka://alice:s3cr3t-pw@" + brokers + "/x-dlq"}, "DLQCTL_KAFKA_PASSWORD"},
 		{[]string{"sample", "kafka://" + brokers}, "topic"},
 	} {
@@ -335,5 +336,40 @@ func copyRecords(t *testing.T, brokers, from, to string) {
 	defer pcl.Close()
 	if err := pcl.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestKafkaRedriveExactlyOnceKilledLeavesNoDuplicateForReadCommitted(t *testing.T) {
+	brokers, prefix, res, _ := kafkaIncident(t, kafkaseed.Options{Payments: 2000, Partitions: 3})
+	_, _, _, _, _, pay, payDLT, _, _ := kafkaseed.Topics(prefix)
+	total := res.DeadLetters[payDLT]
+	args := []string{"redrive", "kafka://" + brokers + "/" + payDLT, "--exactly-once", "--rate", "300", "--yes", "-o", "json"}
+	cmd := exec.Command(testenv.BuildBinary(t), args...)
+	cmd.Env = os.Environ()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(copiesIn(t, brokers, pay)) < total/3 {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatal("no progress")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	r := runCLI(t, testenv.Env{}, "", args...)
+	if r.Code != 0 {
+		t.Fatalf("resume: exit %d: %s", r.Code, r.Stderr)
+	}
+	copies := copiesIn(t, brokers, pay) // read_committed, as the destination's consumers should read
+	if len(copies) != total {
+		t.Fatalf("%d of %d dead letters replayed", len(copies), total)
+	}
+	for id, n := range copies {
+		if n != 1 {
+			t.Fatalf("%s visible %d times to a read_committed consumer after kill -9 and resume", id, n)
+		}
 	}
 }

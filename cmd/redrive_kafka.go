@@ -121,9 +121,6 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	); err != nil {
 		return err
 	}
-	if opts.Kafka.ExactlyOnce {
-		return errs.BadInputf("--exactly-once is not built into this dlqctl yet; without it a redrive killed mid-batch re-sends at most that batch, and the summary counts possible duplicates")
-	}
 	if len(opts.Selection.Logs.groups()) > 0 {
 		return errs.BadInputf("--logs reads CloudWatch Logs of an SQS consumer; a Kafka dead letter carries its failure in its headers: drop --logs")
 	}
@@ -211,11 +208,24 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	}
 	f.IO.Infof("note: %s", kafkaReplayNote)
 
-	prod, err := kafka.OpenProducer(destEP.Address(), destEP.Conn(), kafka.ProducerOptions{})
+	popt := kafka.ProducerOptions{}
+	if opts.Kafka.ExactlyOnce {
+		if strings.Join(destEP.Address().Brokers, ",") != strings.Join(ep.Address().Brokers, ",") {
+			return errs.BadInputf("--exactly-once needs the destination on the dead-letter topic's cluster (one transaction covers the copies and the offsets); drop it or --to a topic on %s", strings.Join(ep.Address().Brokers, ","))
+		}
+		// One transactional id per group: a run started after a killed one
+		// fences it (its open transaction is aborted).
+		popt.TransactionalID = "dlqctl-" + ep.Group()
+	}
+	prod, err := kafka.OpenProducer(destEP.Address(), destEP.Conn(), popt)
 	if err != nil {
 		return kafkaErr(err)
 	}
 	defer prod.Close()
+	var txn *kafka.Producer
+	if opts.Kafka.ExactlyOnce {
+		txn = prod
+	}
 
 	rep := &KafkaRedriveReport{Run: runID, DLQ: ep.String(), Group: ep.Group(), To: opts.To, Selection: sel.Describe(),
 		Skipped: map[string]int{}, ByDest: map[string]int{}, Note: kafkaReplayNote}
@@ -236,7 +246,7 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	routeOf := map[*kafka.Message]string{}
 	sink := kafka.ReplaySink(prod, router, runID)
 	st, runErr := kafka.Drain(ctx, kafka.DrainOptions{
-		Source: ep.Address(), Conn: ep.Conn(), Group: ep.Group(), Batch: batch, Limit: limit,
+		Source: ep.Address(), Conn: ep.Conn(), Group: ep.Group(), Batch: batch, Limit: limit, Txn: txn,
 		Select: func(m *kafka.Message) kafka.Decision {
 			dest, _, why := decide(m)
 			mu.Lock()

@@ -121,7 +121,7 @@ func bareLoop(b *testing.B, c cluster, dlt, dest string, n int) {
 func BenchmarkRedriveRSS(b *testing.B) {
 	c := newCluster(b)
 	bin := testenv.BuildBinary(b)
-	for _, n := range []int{10000, 200000} {
+	for _, n := range []int{10000, 100000, 200000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			var rss int64
 			for i := 0; i < b.N; i++ {

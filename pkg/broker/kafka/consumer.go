@@ -394,3 +394,78 @@ func (c *Consumer) abandon() {
 	c.cl.CloseAllowingRebalance()
 	c.admCl.Close()
 }
+
+// CommitInTxn writes the journal of every changed partition inside the
+// open transaction of p (AddOffsetsToTxn, then TxnOffsetCommit as this
+// group member): the offsets become visible exactly when p's transaction
+// commits, together with the records p produced in it.
+func (c *Consumer) CommitInTxn(ctx context.Context, p *Producer) error {
+	c.mu.Lock()
+	type item struct {
+		p      int32
+		off    int64
+		md     string
+		target *partState
+	}
+	var items []item
+	for pn, ps := range c.parts {
+		if ps.dirty {
+			items = append(items, item{pn, ps.j.Committed(), ps.j.Metadata(), ps})
+		}
+	}
+	c.mu.Unlock()
+	if len(items) == 0 {
+		return nil
+	}
+	sort.Slice(items, func(i, k int) bool { return items[i].p < items[k].p })
+	txnID, _ := p.cl.OptValue(kgo.TransactionalID).(string)
+	if txnID == "" {
+		return errors.New("CommitInTxn: the producer is not transactional")
+	}
+	pid, epoch, err := p.cl.ProducerID(ctx)
+	if err != nil {
+		return fmt.Errorf("producer id: %w", err)
+	}
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = txnID, pid, epoch, c.group
+	aresp, err := add.RequestWith(ctx, p.cl)
+	if err == nil {
+		err = kerr.ErrorForCode(aresp.ErrorCode)
+	}
+	if err != nil {
+		return fmt.Errorf("adding group %s's offsets to the transaction: %w", c.group, err)
+	}
+	member, gen := c.cl.GroupMetadata()
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = txnID, c.group, pid, epoch
+	req.Generation, req.MemberID = gen, member
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic, rt.TopicID = c.addr.Topic, c.topicID
+	for _, it := range items {
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch = it.p, it.off, -1
+		md := it.md
+		rp.Metadata = &md
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, c.cl)
+	if err != nil {
+		return fmt.Errorf("committing offsets of group %s in the transaction: %w", c.group, err)
+	}
+	for _, t := range resp.Topics {
+		for _, pr := range t.Partitions {
+			if e := kerr.ErrorForCode(pr.ErrorCode); e != nil {
+				return fmt.Errorf("committing offsets of group %s in the transaction: partition %d: %w", c.group, pr.Partition, e)
+			}
+		}
+	}
+	c.mu.Lock()
+	for _, it := range items {
+		if c.parts[it.p] == it.target && it.target.j.Committed() == it.off && it.target.j.Metadata() == it.md {
+			it.target.dirty = false
+		}
+	}
+	c.mu.Unlock()
+	return nil
+}

@@ -47,6 +47,11 @@ type DrainOptions struct {
 	OnRecord func(m *Message, outcome string, err error)
 	// SessionTimeout of the group membership (0: 10 s).
 	SessionTimeout time.Duration
+	// Txn, when set, is the transactional producer the Sink produces
+	// with (--exactly-once): each batch's records and its offset commit
+	// are one transaction, so read_committed consumers of the destination
+	// see a batch only together with the commit that moves past it.
+	Txn *Producer
 }
 
 // Outcomes passed to OnRecord.
@@ -97,7 +102,12 @@ func Drain(ctx context.Context, opt DrainOptions) (DrainStats, error) {
 	sctx, scancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer scancel()
 	settle := func() context.Context { return sctx }
+	abandon := false
 	defer func() {
+		if abandon {
+			c.abandon()
+			return
+		}
 		cctx, cancel := context.WithTimeout(sctx, time.Minute)
 		defer cancel()
 		_ = c.Close(cctx)
@@ -158,6 +168,14 @@ func Drain(ctx context.Context, opt DrainOptions) (DrainStats, error) {
 				return st, err
 			}
 		}
+		inTxn := opt.Txn != nil && len(picked) > 0
+		if inTxn {
+			if err := opt.Txn.cl.BeginTransaction(); err != nil {
+				st.Left += len(picked)
+				return st, fmt.Errorf("beginning a transaction: %w", err)
+			}
+		}
+		handledBefore := st.Handled
 		if len(picked) > 0 {
 			errs := opt.Sink(settle(), picked)
 			for i, m := range picked {
@@ -181,6 +199,18 @@ func Drain(ctx context.Context, opt DrainOptions) (DrainStats, error) {
 					st.Unacked++
 				}
 				note(m, OutcomeHandled, nil)
+			}
+		}
+		if inTxn {
+			if err := endTxn(settle(), c, opt.Txn, st.Handled-handledBefore < len(picked)); err != nil {
+				// Aborted: nothing of this batch is visible to read_committed
+				// consumers and the offsets did not move; the journal in
+				// memory is dropped, not committed.
+				n := st.Handled - handledBefore
+				st.Handled -= n
+				st.Left += n
+				abandon = true
+				return st, err
 			}
 		}
 		if err := c.Commit(settle()); err != nil {
@@ -270,4 +300,26 @@ func ReplaySink(p *Producer, r *Router, runID string) func(ctx context.Context, 
 		}
 		return errs
 	}
+}
+
+// endTxn commits the batch's offsets in the producer's transaction and
+// ends it: committed when every record of the batch was acknowledged and
+// the offsets were added, aborted otherwise (then nothing of the batch is
+// visible to read_committed consumers and the run stops: the next one
+// starts from the last committed transaction).
+func endTxn(ctx context.Context, c *Consumer, p *Producer, failed bool) error {
+	var cerr error
+	if failed {
+		cerr = errors.New("a record of the batch was not acknowledged")
+	} else {
+		cerr = c.CommitInTxn(ctx, p)
+	}
+	commit := kgo.TransactionEndTry(cerr == nil)
+	if err := p.cl.EndTransaction(ctx, commit); err != nil {
+		return fmt.Errorf("ending the transaction: %w", errors.Join(cerr, err))
+	}
+	if cerr != nil {
+		return fmt.Errorf("transaction aborted: %w", cerr)
+	}
+	return nil
 }

@@ -201,3 +201,41 @@ func TestTwoProcessesSharePartitionsThroughTheGroup(t *testing.T) {
 		t.Fatalf("%d pending after both runs", plan.Pending())
 	}
 }
+
+func TestDrainExactlyOnceCommitsRecordsAndOffsetsTogether(t *testing.T) {
+	c := newCluster(t)
+	prefix, res := seed(t, c)
+	_, _, _, _, _, pay, payDLT, _, _ := kafkaseed.Topics(prefix)
+	group := "dlqctl-" + payDLT
+	prod, err := kafka.OpenProducer(c.addr, kafka.Conn{}, kafka.ProducerOptions{TransactionalID: "dlqctl-" + group})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	st, err := kafka.Drain(t.Context(), kafka.DrainOptions{Source: c.addr.WithTopic(payDLT), Group: group, Batch: 7, Txn: prod,
+		Sink: kafka.ReplaySink(prod, kafka.NewRouter(c.adm, ""), "eos")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := res.DeadLetters[payDLT]
+	if st.Handled != want {
+		t.Fatalf("handled %d of %d", st.Handled, want)
+	}
+	copies, _ := peekAll(t, c, pay, "") // read_committed: only committed transactions
+	n := 0
+	for _, m := range copies {
+		if kafka.ReplayMarker(m.Headers) != nil {
+			n++
+		}
+	}
+	if n != want {
+		t.Fatalf("%d committed copies, want %d", n, want)
+	}
+	plan, err := kafka.MakePlan(t.Context(), c.adm, payDLT, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Pending() != 0 {
+		t.Fatalf("%d pending: the transactional offset commits did not land", plan.Pending())
+	}
+}

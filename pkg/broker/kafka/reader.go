@@ -17,8 +17,8 @@ var ErrTopicNotFound = errors.New("topic not found")
 
 // Fetch bounds of every reader (consumer and peek).
 const (
-	fetchMaxBytes          = 8 << 20
-	fetchMaxPartitionBytes = 2 << 20
+	fetchMaxBytes          = 4 << 20
+	fetchMaxPartitionBytes = 1 << 20
 )
 
 // PartitionRange is what a run reads of one partition: from Start (the
