@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -16,6 +18,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -286,4 +289,55 @@ func checkKafkaPair(dlq, to string) error {
 		return errs.BadInputf("redrive from an SQS queue to a Kafka topic (%s) is not supported; redrive to an SQS queue, or --to source", ref)
 	}
 	return errs.BadInputf("a Kafka dead-letter topic is redriven to --to source or --to kafka://HOST:PORT/TOPIC, not to %s", broker.Redact(to))
+}
+
+// kafkaQueuesRun lists a Kafka cluster's dead-letter and retry topics.
+func kafkaQueuesRun(ctx context.Context, f *Factory, raw, prefix string) error {
+	rest := raw[len("kafka://"):]
+	hosts, path, _ := strings.Cut(rest, "/")
+	if prefix != "" && path != "" {
+		return errs.BadInputf("give the topic prefix once: kafka://HOST:PORT/PREFIX or --prefix PREFIX")
+	}
+	if path != "" {
+		prefix = path
+	}
+	// Parse (and check credentials) as a topic reference on the cluster.
+	ep, err := f.KafkaEndpoint(ctx, "kafka://"+hosts+"/__dlqctl_queues")
+	if err != nil {
+		return err
+	}
+	defer ep.Close()
+	group := func(topic string) string {
+		if f.Kafka.Group != "" {
+			return f.Kafka.Group
+		}
+		return kafka.DefaultGroup(topic)
+	}
+	topics, err := kafka.ListTopics(ctx, ep.Address(), ep.Conn(), prefix, group)
+	if err != nil {
+		return kafkaErr(err)
+	}
+	if topics == nil {
+		topics = []kafka.TopicInfo{}
+	}
+	if done, err := writeStructured(f, topics, topics); done {
+		return err
+	}
+	if len(topics) == 0 {
+		f.IO.Infof("no dead-letter or retry topics found")
+		return nil
+	}
+	t := output.NewTable(f.IO, "TOPIC", "STAGE", "PARTITIONS", "PENDING", "OLDEST", "RETENTION", "SOURCES", "FOUND BY")
+	for _, ti := range topics {
+		ret := "unlimited"
+		if ti.RetentionMS >= 0 {
+			ret = (time.Duration(ti.RetentionMS) * time.Millisecond).String()
+		}
+		oldest := "-"
+		if ti.Pending > 0 {
+			oldest = (time.Duration(ti.OldestPendingAge) * time.Second).String()
+		}
+		t.Row(ti.Name, ti.Stage, strconv.Itoa(len(ti.Partitions)), strconv.FormatInt(ti.Pending, 10), oldest, ret, strings.Join(ti.Sources, ","), ti.FoundBy)
+	}
+	return t.Render()
 }

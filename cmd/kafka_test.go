@@ -271,7 +271,7 @@ func TestKafkaAuditFindsDeadLetterTopicMisconfigurations(t *testing.T) {
 	if r, err := adm.CreateTopic(t.Context(), 2, 1, map[string]*string{"cleanup.policy": &compact, "retention.ms": &short}, dlt); err != nil || r.Err != nil {
 		t.Fatal(err, r.Err)
 	}
-	copyRecords(t, brokers, prefix+"-payments-dlt", dlt)
+	copyRecords(t, brokers, prefix+"-payments-dlt", dlt, 2)
 	if r, err := adm.CreateTopic(t.Context(), 1, 1, nil, prefix+"-lonely-retry-1"); err != nil || r.Err != nil {
 		t.Fatal(err, r.Err)
 	}
@@ -306,8 +306,8 @@ func TestKafkaAuditFindsDeadLetterTopicMisconfigurations(t *testing.T) {
 }
 
 // copyRecords copies every record of from into to, keeping partitions
-// (as Spring's recoverer does), modulo to's partition count.
-func copyRecords(t *testing.T, brokers, from, to string) {
+// (as Spring's recoverer does), modulo parts (to's partition count).
+func copyRecords(t *testing.T, brokers, from, to string, parts int32) {
 	t.Helper()
 	addr, _ := kafka.ParseAddress("kafka://" + brokers + "/" + from)
 	cl, err := kafka.NewClient(addr, kafka.Conn{})
@@ -322,7 +322,7 @@ func copyRecords(t *testing.T, brokers, from, to string) {
 	var recs []*kgo.Record
 	_, err = kafka.Peek(t.Context(), addr, kafka.Conn{}, plan, kafka.PeekOptions{}, func(m *kafka.Message) error {
 		r := kafka.ToKgo(m, to, m.Headers)
-		r.Partition = m.Partition % 2
+		r.Partition = m.Partition % parts
 		recs = append(recs, r)
 		return nil
 	})
@@ -371,5 +371,40 @@ func TestKafkaRedriveExactlyOnceKilledLeavesNoDuplicateForReadCommitted(t *testi
 		if n != 1 {
 			t.Fatalf("%s visible %d times to a read_committed consumer after kill -9 and resume", id, n)
 		}
+	}
+}
+
+func TestKafkaQueuesListsDeadLetterTopicsByNameAndHeaders(t *testing.T) {
+	brokers, prefix, res, adm := kafkaIncident(t, kafkaseed.Options{})
+	orders, r1, _, _, dlq, pay, payDLT, _, _ := kafkaseed.Topics(prefix)
+	// A DLT with a name no pattern knows, found by its records' headers.
+	odd := prefix + "-payments-parking-lot"
+	if r, err := adm.CreateTopic(t.Context(), 1, 1, nil, odd); err != nil || r.Err != nil {
+		t.Fatal(err, r.Err)
+	}
+	copyRecords(t, brokers, payDLT, odd, 1)
+	r := runCLI(t, testenv.Env{}, "", "queues", "kafka://"+brokers+"/"+prefix, "-o", "json")
+	if r.Code != 0 {
+		t.Fatalf("queues: exit %d: %s", r.Code, r.Stderr)
+	}
+	var topics []kafka.TopicInfo
+	if err := json.Unmarshal([]byte(r.Stdout), &topics); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]kafka.TopicInfo{}
+	for _, ti := range topics {
+		got[ti.Name] = ti
+	}
+	if _, ok := got[orders]; ok {
+		t.Fatalf("the source topic %s is listed as a dead-letter topic", orders)
+	}
+	if ti := got[dlq]; ti.Stage != "dlt" || ti.FoundBy != "name" || ti.Pending != int64(res.DeadLetters[dlq]) || len(ti.Sources) != 1 || ti.Sources[0] != orders {
+		t.Fatalf("%s: %+v", dlq, ti)
+	}
+	if ti := got[r1]; ti.Stage != "retry-1" || ti.Pending != int64(res.Topics[r1]) {
+		t.Fatalf("%s: %+v", r1, ti)
+	}
+	if ti := got[odd]; ti.FoundBy != "headers" || ti.Stage != "dlt" || len(ti.Sources) != 1 || ti.Sources[0] != pay || ti.Pending != int64(res.DeadLetters[payDLT]) {
+		t.Fatalf("%s: %+v", odd, ti)
 	}
 }

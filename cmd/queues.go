@@ -23,7 +23,7 @@ type QueuesOptions struct {
 func NewCmdQueues(f *Factory, runF func(context.Context, *QueuesOptions) error) *cobra.Command {
 	opts := &QueuesOptions{F: f}
 	c := &cobra.Command{
-		Use:   "queues [--prefix P]",
+		Use:   "queues [--prefix P] | queues kafka://HOST:PORT[/PREFIX]",
 		Short: "List dead-letter queues with their sources, depths and retention",
 		Long: withExitCodes(`List the dead-letter queues in the account and region: every queue that
 some queue's RedrivePolicy targets. For each: its source queues with their
@@ -32,11 +32,28 @@ of the DLQ and its sources.
 
 A warning is shown when a DLQ's retention is shorter than a source's: on
 standard queues a dead-lettered message keeps its original enqueue time, so
-it expires from the DLQ earlier than the DLQ's retention suggests.`),
+it expires from the DLQ earlier than the DLQ's retention suggests.
+
+With kafka://HOST:PORT[/PREFIX] it lists a Kafka cluster's dead-letter and
+retry topics instead (names starting with PREFIX): recognised by name
+(BASE-retry[-N], BASE-dlt, BASE-dlq, BASE.DLT) or by the dead-letter headers
+of their records, with each partition's end offset, dlqctl's committed offset
+(--group, default dlqctl-TOPIC) and pending records, the oldest pending
+record's age, retention and cleanup policy, and the source topics the
+headers name.`),
 		Example: `  dlqctl queues
-  dlqctl queues --prefix orders -o json`,
-		Args: exactArgs(0, "no arguments"),
-		RunE: func(c *cobra.Command, _ []string) error {
+  dlqctl queues --prefix orders -o json
+  dlqctl queues kafka://kafka-1:9092/orders`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 && isKafkaRef(args[0]) {
+				return nil
+			}
+			return exactArgs(0, "no arguments (or one kafka://HOST:PORT[/PREFIX])")(c, args)
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				return kafkaQueuesRun(c.Context(), f, args[0], opts.Prefix)
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}

@@ -30,7 +30,8 @@ heading "3. Seed: $prefix-orders -> -retry-1/2/3 -> -dlq, $prefix-payments -> -d
 run go run ./scripts/dlqctl-kafka-seed --prefix "$prefix"
 K="kafka://$DLQCTL_KAFKA_BROKERS"
 
-heading "4. Audit the dead-letter topics"
+heading "4. Which dead-letter and retry topics, how much is pending, and are they set up to keep it"
+run dlqctl queues "$K/$prefix"
 run dlqctl audit "$K/$prefix-orders-dlq" "$K/$prefix-payments-dlt"
 
 heading "5. Where in the retry chain, and why"

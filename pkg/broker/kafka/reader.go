@@ -17,8 +17,8 @@ var ErrTopicNotFound = errors.New("topic not found")
 
 // Fetch bounds of every reader (consumer and peek).
 const (
-	fetchMaxBytes          = 4 << 20
-	fetchMaxPartitionBytes = 1 << 20
+	fetchMaxBytes          = 1 << 20
+	fetchMaxPartitionBytes = 512 << 10
 )
 
 // PartitionRange is what a run reads of one partition: from Start (the
