@@ -73,12 +73,9 @@ func (s *peekSource) Next(ctx context.Context, max int) ([]broker.Message, error
 	return out, nil
 }
 
+// Ack on a peek removes nothing (broker.Peek): no offset is committed.
 func (s *peekSource) Ack(_ context.Context, msgs []broker.Message) []error {
-	errs := make([]error, len(msgs))
-	for i := range errs {
-		errs[i] = errors.New("a peek commits nothing: Ack on a peeking Kafka source")
-	}
-	return errs
+	return make([]error, len(msgs))
 }
 
 // Release gives nothing back: a peek held nothing (reads are free).
