@@ -305,7 +305,7 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		rep.Status, rep.Interrupted = "interrupted", true
 	case runErr != nil:
 		rep.Status = "failed"
-	case st.Failed > 0:
+	case st.Failed > 0 || st.LeftToOthers > 0:
 		rep.Status = "partial"
 	default:
 		rep.Status = "completed"
@@ -331,6 +331,9 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	case "failed":
 		return kafkaErr(runErr)
 	case "partial":
+		if st.LeftToOthers > 0 {
+			return errs.Partialf("%d record(s) are pending in partitions other members of group %s still held when this run ended; run the same command again once they are done", st.LeftToOthers, ep.Group())
+		}
 		return errs.Partialf("%d record(s) could not be replayed and stay pending in %s (see the warnings above)", st.Failed, ep.Name())
 	}
 	return nil

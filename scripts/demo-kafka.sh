@@ -48,7 +48,7 @@ run dlqctl redrive "$K/$prefix-orders-dlq" --filter "$sel" --ramp 50,200 --ramp-
 
 heading "7. What stays pending (malformed JSON: never replayable as it is)"
 run dlqctl group "$K/$prefix-orders-dlq" --by error
-run_rc 2 dlqctl archive "$K/$prefix-orders-dlq" --to s3://nowhere/x --yes
+run_rc 2 dlqctl restore s3://nowhere/x/_manifest.json --to "$K/$prefix-orders" --yes
 
 heading "Done"
 echo "Stop the stack with: scripts/stack.sh stop"

@@ -41,6 +41,14 @@ type Consumer struct {
 	joinedAt  time.Time
 	lostAcks  int // acks of records whose partition moved before the commit
 	assignErr error
+
+	session time.Duration
+	// waitingSince is when this member first had nothing left of its own
+	// while other partitions still had pending records.
+	waitingSince time.Time
+	// LeftToOthers counts the pending records of partitions other members
+	// still held when this member gave up waiting for them.
+	leftToOthers int64
 }
 
 type partState struct {
@@ -107,6 +115,7 @@ func OpenConsumer(ctx context.Context, addr Address, conn Conn, group string, op
 		return nil, err
 	}
 	c.cl = cl
+	c.session = st
 	return c, nil
 }
 
@@ -149,6 +158,10 @@ func (c *Consumer) onAssigned(ctx context.Context, _ *kgo.Client, m map[string][
 		}
 		c.parts[p] = &partState{j: j, end: end, pos: start}
 	}
+	// A partition paused at its end before it moved away stays paused in
+	// the client when it comes back: resume it (its records from the
+	// committed offset on are read again, skipping those the journal lists).
+	c.cl.ResumeFetchPartitions(map[string][]int32{c.addr.Topic: ps})
 }
 
 func (c *Consumer) onRevoked(ctx context.Context, _ *kgo.Client, m map[string][]int32) {
@@ -190,9 +203,12 @@ func (c *Consumer) Poll(ctx context.Context, max int) (msgs []*Message, done boo
 		}
 		if c.allDoneLocked() {
 			c.mu.Unlock()
-			return nil, true, nil
+			if c.othersDone(ctx) {
+				return nil, true, nil
+			}
+		} else {
+			c.mu.Unlock()
 		}
-		c.mu.Unlock()
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		fs := c.cl.PollRecords(pctx, max)
 		cancel()
@@ -468,4 +484,47 @@ func (c *Consumer) CommitInTxn(ctx context.Context, p *Producer) error {
 	}
 	c.mu.Unlock()
 	return nil
+}
+
+// othersDone reports whether this member may end: every partition it
+// does not hold has nothing pending for the group, or it waited two session
+// timeouts for them. A member killed with -9 keeps its partitions until its
+// session times out; then the group hands them to this member, which reads
+// them. Partitions a live peer still works on are its to finish; records a
+// peer's selection leaves pending keep its partitions from ever reaching
+// the end, hence the bound (then LeftToOthers says how many were left).
+func (c *Consumer) othersDone(ctx context.Context) bool {
+	plan, err := MakePlan(ctx, c.adm, c.addr.Topic, c.group)
+	if err != nil {
+		return true // reported by the caller's next step; never spin on it
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var pending int64
+	for _, pr := range plan.Partitions {
+		if _, mine := c.parts[pr.Partition]; mine {
+			continue
+		}
+		pending += pr.Pending()
+	}
+	if pending == 0 {
+		c.waitingSince, c.leftToOthers = time.Time{}, 0
+		return true
+	}
+	if c.waitingSince.IsZero() {
+		c.waitingSince = time.Now()
+	}
+	if time.Since(c.waitingSince) > 2*c.session+5*time.Second {
+		c.leftToOthers = pending
+		return true
+	}
+	return false
+}
+
+// LeftToOthers counts the pending records of partitions other members
+// held when this member ended.
+func (c *Consumer) LeftToOthers() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leftToOthers
 }

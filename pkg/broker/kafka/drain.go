@@ -81,6 +81,10 @@ type DrainStats struct {
 	// run re-sends them: duplicates).
 	Uncommitted int `json:"uncommitted,omitempty"`
 	Batches     int `json:"batches"`
+	// LeftToOthers counts pending records of partitions other members of
+	// the group still held when this process ended (it waited two session
+	// timeouts for them).
+	LeftToOthers int64 `json:"left_to_others,omitempty"`
 }
 
 // Drain reads the topic's pending records as a member of the group and
@@ -129,6 +133,7 @@ func Drain(ctx context.Context, opt DrainOptions) (DrainStats, error) {
 			return st, err
 		}
 		if done {
+			st.LeftToOthers = c.LeftToOthers()
 			return st, nil
 		}
 		st.Read += len(msgs)
