@@ -15,11 +15,10 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
-// Header is one Kafka record header. Keys may repeat; readers take the last.
-type Header struct {
-	Key   string
-	Value []byte
-}
+// Header is one Kafka record header (franz-go's own type, so a record's
+// headers are used as read, without a copy). Keys may repeat; readers take
+// the last.
+type Header = kgo.RecordHeader
 
 // Message is one record read from a topic: everything a replay needs
 // (key, value, headers in order) and where it sits (partition, offset).
@@ -66,12 +65,7 @@ func fromKgo(r *kgo.Record) *Message {
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, LeaderEpoch: r.LeaderEpoch,
 		Key: r.Key, Value: r.Value, Timestamp: r.Timestamp.UTC(),
 	}
-	if len(r.Headers) > 0 {
-		m.Headers = make([]Header, len(r.Headers))
-		for i, h := range r.Headers {
-			m.Headers[i] = Header{Key: h.Key, Value: h.Value}
-		}
-	}
+	m.Headers = r.Headers
 	m.Origin = DecodeOrigin(m.Headers)
 	return m
 }
@@ -251,14 +245,7 @@ func replayHeadersID(m *Message, origID, runID string, now time.Time) []Header {
 // ToKgo builds the franz-go record of a copy of m for topic (partition
 // left to the partitioner, so the key keeps its per-key placement).
 func ToKgo(m *Message, topic string, headers []Header) *kgo.Record {
-	r := &kgo.Record{Topic: topic, Key: m.Key, Value: m.Value}
-	if len(headers) > 0 {
-		r.Headers = make([]kgo.RecordHeader, len(headers))
-		for i, h := range headers {
-			r.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
-		}
-	}
-	return r
+	return &kgo.Record{Topic: topic, Key: m.Key, Value: m.Value, Headers: headers}
 }
 
 // textHeader reports whether a header value is text a person can read
