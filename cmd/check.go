@@ -123,7 +123,7 @@ uses --max-visible 0: any visible message is a breach.
 func checkRun(ctx context.Context, opts *CheckOptions) error {
 	f := opts.F
 	if isKafkaRef(opts.Queue) {
-		return kafkaUnsupported("check", "'dlqctl audit kafka://…' checks a dead-letter topic's configuration and 'dlqctl redrive kafka://… --dry-run' counts what is pending")
+		return kafkaCheckRun(ctx, opts)
 	}
 	c, q, err := f.ResolveQueue(ctx, opts.Queue)
 	if err != nil {

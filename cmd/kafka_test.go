@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -523,4 +524,25 @@ func TestKafkaArchiveDeleteCommitsPastVerifiedRecordsAndSurvivesKill9(t *testing
 			t.Errorf("partition %d starts at %d after --delete-records, want its end %d", o.Partition, o.Offset, e.Offset)
 		}
 	})
+}
+
+func TestKafkaCheckPendingAndOldestAge(t *testing.T) {
+	brokers, prefix, res, _ := kafkaIncident(t, kafkaseed.Options{})
+	_, _, _, _, dlq, _, _, _, _ := kafkaseed.Topics(prefix)
+	ref := "kafka://" + brokers + "/" + dlq
+	n := res.DeadLetters[dlq]
+	if r := runCLI(t, testenv.Env{}, "", "check", ref, "--max-visible", fmt.Sprint(n), "--max-age", "1h", "-o", "json"); r.Code != 0 {
+		t.Fatalf("at the limit: exit %d: %s", r.Code, r.Stderr)
+	}
+	r := runCLI(t, testenv.Env{}, "", "check", ref, "--max-visible", fmt.Sprint(n-1), "-o", "json")
+	if r.Code != 3 || !strings.Contains(r.Stdout, `"status": "breach"`) {
+		t.Fatalf("over the limit: exit %d: %s %s", r.Code, r.Stdout, r.Stderr)
+	}
+	time.Sleep(2200 * time.Millisecond) // ages are whole seconds
+	if r := runCLI(t, testenv.Env{}, "", "check", ref, "--max-age", "1s"); r.Code != 3 {
+		t.Fatalf("records older than --max-age: exit %d: %s", r.Code, r.Stderr)
+	}
+	if r := runCLI(t, testenv.Env{}, "", "check", ref, "--max-growth", "5/5m"); r.Code != 2 {
+		t.Fatalf("--max-growth on Kafka: exit %d, want 2", r.Code)
+	}
 }

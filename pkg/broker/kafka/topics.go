@@ -61,35 +61,9 @@ func ListTopics(ctx context.Context, addr Address, conn Conn, prefix string, gro
 			continue
 		}
 		stage, _ := Stage(name)
-		ti := TopicInfo{Name: name, Stage: stage, FoundBy: "name", Group: group(name), Sources: []string{}}
-		plan, err := MakePlan(ctx, adm, name, ti.Group)
+		ti, sources, err := inspectTopic(ctx, adm, addr, conn, name, group(name))
 		if err != nil {
 			return nil, err
-		}
-		// Headers: the newest record of every partition, and the first
-		// pending one (its age is the oldest pending record's).
-		sources := map[string]bool{}
-		now := time.Now()
-		for _, pr := range plan.Partitions {
-			ti.Partitions = append(ti.Partitions, PartitionInfo{Partition: pr.Partition, End: pr.End, Committed: pr.Committed, Pending: pr.Pending()})
-			ti.Pending += pr.Pending()
-			for _, at := range []int64{pr.End - 1, pr.Start} {
-				if at < pr.LogStart || at >= pr.End {
-					continue
-				}
-				one := &Plan{Topic: name, TopicID: plan.TopicID, Partitions: []PartitionRange{{Partition: pr.Partition, Start: at, End: at + 1}}}
-				_, _ = Peek(ctx, addr.WithTopic(name), conn, one, PeekOptions{Limit: 1, Idle: 2 * time.Second}, func(m *Message) error {
-					if m.Origin.Topic != "" {
-						sources[m.Origin.Topic] = true
-					}
-					if at == pr.Start && pr.Pending() > 0 && !m.Timestamp.IsZero() {
-						if age := int64(now.Sub(m.Timestamp) / time.Second); age > ti.OldestPendingAge {
-							ti.OldestPendingAge = age
-						}
-					}
-					return nil
-				})
-			}
 		}
 		if stage == "" {
 			if len(sources) == 0 {
@@ -125,4 +99,53 @@ func ListTopics(ctx context.Context, addr Address, conn Conn, prefix string, gro
 		}
 	}
 	return out, nil
+}
+
+// inspectTopic reads one topic's depth for group: per partition end,
+// committed and pending, the oldest pending record's age (the first
+// pending record of each partition), and the source topics the headers of
+// its newest and first pending records name.
+func inspectTopic(ctx context.Context, adm *kadm.Client, addr Address, conn Conn, name, group string) (TopicInfo, map[string]bool, error) {
+	stage, _ := Stage(name)
+	ti := TopicInfo{Name: name, Stage: stage, FoundBy: "name", Group: group, Sources: []string{}}
+	plan, err := MakePlan(ctx, adm, name, ti.Group)
+	if err != nil {
+		return ti, nil, err
+	}
+	// Headers: the newest record of every partition, and the first
+	// pending one (its age is the oldest pending record's).
+	sources := map[string]bool{}
+	now := time.Now()
+	for _, pr := range plan.Partitions {
+		ti.Partitions = append(ti.Partitions, PartitionInfo{Partition: pr.Partition, End: pr.End, Committed: pr.Committed, Pending: pr.Pending()})
+		ti.Pending += pr.Pending()
+		for _, at := range []int64{pr.End - 1, pr.Start} {
+			if at < pr.LogStart || at >= pr.End {
+				continue
+			}
+			one := &Plan{Topic: name, TopicID: plan.TopicID, Partitions: []PartitionRange{{Partition: pr.Partition, Start: at, End: at + 1}}}
+			_, _ = Peek(ctx, addr.WithTopic(name), conn, one, PeekOptions{Limit: 1, Idle: 2 * time.Second}, func(m *Message) error {
+				if m.Origin.Topic != "" {
+					sources[m.Origin.Topic] = true
+				}
+				if at == pr.Start && pr.Pending() > 0 && !m.Timestamp.IsZero() {
+					if age := int64(now.Sub(m.Timestamp) / time.Second); age > ti.OldestPendingAge {
+						ti.OldestPendingAge = age
+					}
+				}
+				return nil
+			})
+		}
+	}
+	return ti, sources, nil
+}
+
+// Info is the topic's depth for dlqctl's group (queues, check).
+func (e *Endpoint) Info(ctx context.Context) (TopicInfo, error) {
+	adm, err := e.Admin()
+	if err != nil {
+		return TopicInfo{}, err
+	}
+	ti, _, err := inspectTopic(ctx, adm, e.addr, e.conn, e.addr.Topic, e.group)
+	return ti, e.wrap(err)
 }
