@@ -48,7 +48,9 @@ type ArchiveOptions struct {
 	DeleteRecords bool
 }
 
-const archiveLong = `Archive messages of a queue (normally a DLQ) to S3 before anything is
+const archiveLong = `Archive messages of a queue (normally a DLQ; or a Kafka topic, kafka://HOST:PORT/TOPIC,
+where --delete commits dlqctl's group past verified records and
+--delete-records then deletes them from the topic) to S3 before anything is
 discarded, and verify the archive.
 
 Messages are streamed into parts: gzip-compressed NDJSON of message records

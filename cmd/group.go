@@ -215,7 +215,8 @@ func NewCmdGroup(f *Factory, runF func(context.Context, *GroupOptions) error) *c
 	c := &cobra.Command{
 		Use:   "group QUEUE --by KEYS",
 		Short: "Count messages by source, event type, error fingerprint, shape, age, …",
-		Long: withExitCodes(`Group the messages of a dead-letter queue and count each group: what
+		Long: withExitCodes(`Group the messages of a dead-letter queue (or Kafka topic: --by stage reads
+its whole retry chain) and count each group: what
 failed, from where, since when. Nothing is consumed: messages are read
 (held invisible with a heartbeat so each is seen once) and released at the
 end, also on Ctrl-C and on errors.

@@ -83,6 +83,12 @@ group: later messages of that group are not moved ahead of it, and the run
 exits 4 naming the blocked groups. A message whose lease was lost is never
 counted as moved; it is deleted when received again, without a second send.
 
+A Kafka dead-letter topic (kafka://HOST:PORT/TOPIC) is redriven to the
+original topic named in each record's headers (or --to kafka://…/TOPIC), key
+kept, dead-letter headers dropped; dlqctl's consumer group (--group) is the
+journal, replayed records land after newer records with the same key, and
+--max-dest-lag GROUP:N and --exactly-once apply (docs/kafka.md).
+
 --to source (default) sends each message to the queue named by its
 DeadLetterQueueSourceArn (or the DLQ's only source queue); --to QUEUE sends
 everything to one queue (name, URL or ARN).
