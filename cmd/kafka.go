@@ -408,3 +408,67 @@ func kafkaCheckRun(ctx context.Context, opts *CheckOptions) error {
 	}
 	return nil
 }
+
+// kafkaWatchRun samples a Kafka topic's pending records for dlqctl's group
+// every --interval: the same ticks as for SQS (visible = pending, growth
+// per minute over up to the last minute; Kafka has no move tasks).
+func kafkaWatchRun(ctx context.Context, opts *WatchOptions) error {
+	f := opts.F
+	ep, err := f.KafkaEndpoint(ctx, opts.Queue)
+	if err != nil {
+		return err
+	}
+	defer ep.Close()
+	format, _ := f.Format()
+	var nd *output.NDJSONWriter
+	if format != output.Table {
+		nd = output.NewNDJSON(f.IO.Out)
+	}
+	type reading struct {
+		at time.Time
+		n  int64
+	}
+	var hist []reading
+	for seq := 1; ; seq++ {
+		d, err := ep.Depth(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return kafkaErr(err)
+		}
+		now := time.Now().UTC()
+		t := health.Tick{Seq: seq, At: now, MoveTasks: []health.MoveTask{}}
+		t.Counts.Visible = int(d.Ready)
+		hist = append(hist, reading{now, d.Ready})
+		for len(hist) > 1 && now.Sub(hist[0].at) > time.Minute {
+			hist = hist[1:]
+		}
+		if len(hist) > 1 {
+			if el := now.Sub(hist[0].at).Minutes(); el > 0 {
+				g := float64(d.Ready-hist[0].n) / el
+				t.GrowthPerMinute = &g
+			}
+		}
+		switch {
+		case nd != nil:
+			err = nd.Write(t)
+		default:
+			// The columns of an SQS watch (in flight and delayed are 0 on
+			// Kafka, and there are no move tasks).
+			_, err = fmt.Fprintln(f.IO.Out, strings.Join([]string{t.At.Format(time.RFC3339), fmt.Sprint(t.Counts.Visible), "0", "0",
+				growthText(t.GrowthPerMinute), "-"}, "\t"))
+		}
+		if err != nil {
+			return err
+		}
+		if opts.Count > 0 && seq >= opts.Count {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(opts.Interval):
+		}
+	}
+}

@@ -546,3 +546,16 @@ func TestKafkaCheckPendingAndOldestAge(t *testing.T) {
 		t.Fatalf("--max-growth on Kafka: exit %d, want 2", r.Code)
 	}
 }
+
+func TestKafkaWatchTicks(t *testing.T) {
+	brokers, prefix, res, _ := kafkaIncident(t, kafkaseed.Options{})
+	_, _, _, _, dlq, _, _, _, _ := kafkaseed.Topics(prefix)
+	r := runCLI(t, testenv.Env{}, "", "watch", "kafka://"+brokers+"/"+dlq, "--interval", "100ms", "--count", "3", "-o", "ndjson")
+	if r.Code != 0 {
+		t.Fatalf("watch: exit %d: %s", r.Code, r.Stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[2], fmt.Sprintf(`"visible":%d`, res.DeadLetters[dlq])) || !strings.Contains(lines[2], `"growth_per_minute":0`) {
+		t.Fatalf("ticks:\n%s", r.Stdout)
+	}
+}
