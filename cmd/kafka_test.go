@@ -559,3 +559,77 @@ func TestKafkaWatchTicks(t *testing.T) {
 		t.Fatalf("ticks:\n%s", r.Stdout)
 	}
 }
+
+func TestKafkaArchiveThenRestoreToATopic(t *testing.T) {
+	env, bucket := kafkaBucket(t)
+	brokers, prefix, res, adm := kafkaIncident(t, kafkaseed.Options{})
+	_, _, _, _, _, _, payDLT, _, _ := kafkaseed.Topics(prefix)
+	recovery := prefix + "-payments-recovery"
+	if r, err := adm.CreateTopic(t.Context(), 3, 1, nil, recovery); err != nil || r.Err != nil {
+		t.Fatal(err, r.Err)
+	}
+	r := runCLI(t, env, "", "archive", "kafka://"+brokers+"/"+payDLT, "--to", "s3://"+bucket+"/k", "-o", "json")
+	if r.Code != 0 {
+		t.Fatalf("archive: exit %d: %s", r.Code, r.Stderr)
+	}
+	var sum struct {
+		Manifest string `json:"manifest"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &sum); err != nil || sum.Manifest == "" {
+		t.Fatalf("archive summary %s: %v", r.Stdout, err)
+	}
+	// Without --delete nothing was committed.
+	if p, _ := kafka.MakePlan(t.Context(), adm, payDLT, "dlqctl-"+payDLT); p.Pending() != int64(res.DeadLetters[payDLT]) {
+		t.Fatalf("archive without --delete left %d pending, want all %d", p.Pending(), res.DeadLetters[payDLT])
+	}
+	state := t.TempDir()
+	to := "kafka://" + brokers + "/" + recovery
+	if r := runCLI(t, env, "", "--state-dir", state, "restore", sum.Manifest, "--to", to, "--dry-run", "-o", "json"); r.Code != 0 {
+		t.Fatalf("restore --dry-run: exit %d: %s", r.Code, r.Stderr)
+	}
+	if r := runCLI(t, env, "", "--state-dir", state, "restore", sum.Manifest, "--to", to, "--yes", "-o", "json"); r.Code != 0 {
+		t.Fatalf("restore: exit %d: %s", r.Code, r.Stderr)
+	}
+	copies := copiesIn(t, brokers, recovery)
+	if len(copies) != res.DeadLetters[payDLT] {
+		t.Fatalf("%d records restored to %s, want %d", len(copies), recovery, res.DeadLetters[payDLT])
+	}
+	for id, n := range copies {
+		if n != 1 || !strings.HasPrefix(id, payDLT+"-") {
+			t.Fatalf("%s restored %d times", id, n)
+		}
+	}
+	// Keys and headers survive the archive round trip.
+	msgs, _ := kafkaMessages(t, brokers, recovery)
+	for _, m := range msgs {
+		if len(m.Key) == 0 {
+			t.Fatalf("%s lost its key", m.ID())
+		}
+		if _, ok := m.Header("kafka_dlt-original-topic"); ok {
+			t.Fatalf("%s kept a dead-letter header", m.ID())
+		}
+	}
+	if r := runCLI(t, env, "", "--state-dir", state, "restore", sum.Manifest, "--to", to, "--yes"); r.Code != 2 || !strings.Contains(r.Stderr, "already restored") {
+		t.Fatalf("second restore: exit %d: %s", r.Code, r.Stderr)
+	}
+}
+
+func kafkaMessages(t *testing.T, brokers, topic string) ([]*kafka.Message, error) {
+	t.Helper()
+	addr, _ := kafka.ParseAddress("kafka://" + brokers + "/" + topic)
+	cl, err := kafka.NewClient(addr, kafka.Conn{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	plan, err := kafka.MakePlan(t.Context(), kadm.NewClient(cl), topic, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*kafka.Message
+	_, err = kafka.Peek(t.Context(), addr, kafka.Conn{}, plan, kafka.PeekOptions{}, func(m *kafka.Message) error {
+		out = append(out, m)
+		return nil
+	})
+	return out, err
+}

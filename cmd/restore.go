@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlqctl/dlqctl/pkg/archive"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -88,7 +89,7 @@ func NewCmdRestore(f *Factory, runF func(context.Context, *RestoreOptions) error
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&opts.To, "to", "", "destination queue name, URL or ARN (required)")
+	fl.StringVar(&opts.To, "to", "", "destination queue name, URL or ARN, or a Kafka topic kafka://HOST:PORT/TOPIC (required)")
 	opts.Selection.AddFlags(fl)
 	fl.IntVar(&opts.Max, "max", 0, "restore at most N messages (0 = all)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing; print what would be sent and how long it would take")
@@ -129,9 +130,6 @@ func (o *RestoreOptions) fingerprint(destARN string) string {
 
 func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	f := opts.F
-	if isKafkaRef(opts.To) {
-		return kafkaUnsupported("restore --to kafka://…", "restore to an SQS queue, or replay archived records with a Kafka producer; see docs/kafka.md")
-	}
 	ref, err := archiveRef(ctx, f, opts.Manifest)
 	if err != nil {
 		return err
@@ -144,6 +142,9 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	m, err := archive.ReadManifest(ctx, ref)
 	if err != nil {
 		return err
+	}
+	if isKafkaRef(opts.To) {
+		return kafkaRestoreRun(ctx, opts, ref, m)
 	}
 	c, dest, err := f.ResolveQueue(ctx, opts.To)
 	if err != nil {
@@ -167,25 +168,13 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 		f.IO.Warnf("%s is FIFO but the archive of %s is not: records without a message group will be skipped", dest.Name, m.Queue.Name)
 	}
 
-	f.IO.Infof("verifying %s (%d part(s), %d record(s)) before sending anything", ref.Name(), len(m.Parts), m.Records())
-	rep, err := archive.VerifyArchive(ctx, ref, nil)
-	if err != nil {
+	if err := verifyBeforeRestore(ctx, f, ref, m); err != nil {
 		return err
-	}
-	if !rep.OK {
-		var probs []string
-		for _, pc := range rep.Parts {
-			for _, p := range pc.Problems {
-				probs = append(probs, pc.Key+": "+p)
-			}
-		}
-		probs = append(probs, rep.Problems...)
-		return errs.Verdictf("the archive failed verification, nothing was sent: %s", strings.Join(probs, "; "))
 	}
 
 	router := sqs.ToQueue(dest)
 	if opts.DryRun {
-		return restorePlan(ctx, opts, ref, m, router, selector)
+		return restorePlan(ctx, opts, ref, m, router, sqs.NewPublisher(nil), selector)
 	}
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
@@ -240,7 +229,7 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	if out.CloseErr != nil {
 		f.IO.Warnf("releasing held messages: %v (they become visible again when their visibility timeout ends)", out.CloseErr)
 	}
-	if err := printRestoreSummary(f, prog, ref, dest, out.Result, out.Verdict, out.Status); err != nil {
+	if err := printRestoreSummary(f, prog, ref, dest.Name, out.Result, out.Verdict, out.Status); err != nil {
 		return err
 	}
 	return out.Err
@@ -262,8 +251,8 @@ type RestoreSummary struct {
 	Canary  *redrive.Verdict `json:"canary,omitempty"`
 }
 
-func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, dest *sqs.Queue, res *redrive.Result, v *redrive.Verdict, status string) error {
-	sum := RestoreSummary{Result: res, Status: status, Archive: ref.Name(), To: dest.Name, Canary: v}
+func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, destName string, res *redrive.Result, v *redrive.Verdict, status string) error {
+	sum := RestoreSummary{Result: res, Status: status, Archive: ref.Name(), To: destName, Canary: v}
 	format, _ := f.Format()
 	switch format {
 	case output.JSON:
@@ -274,7 +263,7 @@ func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, des
 	t := output.NewTable(f.IO, "", "")
 	t.Row("run", res.RunID)
 	t.Row("status", status)
-	t.Row("sent", fmt.Sprintf("%d from %s to %s in %s (%.1f/s)", res.Moved, ref.Name(), dest.Name, output.Duration(time.Duration(res.ElapsedSeconds*float64(time.Second))), res.Rate))
+	t.Row("sent", fmt.Sprintf("%d from %s to %s in %s (%.1f/s)", res.Moved, ref.Name(), destName, output.Duration(time.Duration(res.ElapsedSeconds*float64(time.Second))), res.Rate))
 	if res.Resumed > 0 {
 		t.Row("resumed", fmt.Sprintf("%d already sent by an earlier attempt; not sent again", res.Resumed))
 	}
@@ -282,7 +271,7 @@ func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, des
 		t.Row("skipped", fmt.Sprintf("%d %s", res.Skipped[r], r))
 	}
 	if res.Failed > 0 {
-		t.Row("failed", fmt.Sprintf("%d refused by %s; run the same command again to retry", res.Failed, dest.Name))
+		t.Row("failed", fmt.Sprintf("%d refused by %s; run the same command again to retry", res.Failed, destName))
 	}
 	if res.Unknown > 0 {
 		t.Row("unknown", fmt.Sprintf("%d whose send outcome is unknown; a FIFO destination de-duplicates a retry within 5 minutes", res.Unknown))
@@ -300,12 +289,12 @@ type RestorePlanOutput struct {
 	Ramp      []float64 `json:"ramp,omitempty"`
 }
 
-func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *archive.Manifest, router redrive.Router, sel redrive.Selector) error {
+func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *archive.Manifest, router redrive.Router, pub broker.Publisher, sel redrive.Selector) error {
 	f := opts.F
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
 	share := opts.PaceFlags.share()
-	p := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: sqs.NewPublisher(nil), Select: sel, Max: opts.Max, Partition: share}
+	p := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: pub, Select: sel, Max: opts.Max, Partition: share}
 	err := archive.ForEachManifestRecord(ctx, ref.Src, m, func(_ int, rec *record.Record, parsed any) error {
 		ev, err := p.Add(ctx, rec, parsed)
 		if err != nil {
@@ -342,4 +331,25 @@ func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *
 		t.Row("duration", output.Duration(time.Duration(pl.EstimatedSeconds*float64(time.Second))))
 	}
 	return t.Render()
+}
+
+// verifyBeforeRestore re-reads every part of the archive and refuses to
+// send anything from an archive that fails verification.
+func verifyBeforeRestore(ctx context.Context, f *Factory, ref archive.Ref, m *archive.Manifest) error {
+	f.IO.Infof("verifying %s (%d part(s), %d record(s)) before sending anything", ref.Name(), len(m.Parts), m.Records())
+	rep, err := archive.VerifyArchive(ctx, ref, nil)
+	if err != nil {
+		return err
+	}
+	if !rep.OK {
+		var probs []string
+		for _, pc := range rep.Parts {
+			for _, p := range pc.Problems {
+				probs = append(probs, pc.Key+": "+p)
+			}
+		}
+		probs = append(probs, rep.Problems...)
+		return errs.Verdictf("the archive failed verification, nothing was sent: %s", strings.Join(probs, "; "))
+	}
+	return nil
 }
