@@ -44,7 +44,8 @@ as with 'dlqctl group'.
 
 Messages are decoded first: the DLQ format (Lambda async DLQ or
 destination record, EventBridge, SNS, CloudEvents, MassTransit,
-NServiceBus, Spring Kafka, Kafka Connect, enriched wrapper, generic failure
+NServiceBus, Spring Kafka, Kafka Connect, Celery, Dramatiq, Rebus, Laravel,
+Sidekiq, Faktory, ActiveJob, enriched wrapper, generic failure
 keys) gives failure.format, the failure evidence and the original payload.
 A plain message dead-lettered by an SQS redrive policy has no failure
 context: SQS records no reason.
@@ -52,8 +53,11 @@ context: SQS records no reason.
 Without --rules the built-in rules apply, in this order:
   redrive-loop        carries the dlqctl-redrive marker (redriven before and
                       back again)                    -> redrive-loop/investigate
-  body-not-json       body is malformed JSON or plain text, and no failure
-                      evidence names a cause         -> permanent/archive
+  body-not-json       body starts like JSON and does not parse, or is not
+                      what a rules file's sources: says its consumer
+                      expects; no failure evidence names a cause (XML, CSV,
+                      text, base64 or binary alone are not evidence)
+                                                     -> permanent/archive
   schema-mismatch     failure names an unsupported version/schema, unknown
                       type or no handler; or, without failure evidence, an
                       event schema version not in 1, 2, 3 (configurable) or
@@ -481,6 +485,13 @@ func writeAnalysis(w io.Writer, ex *classify.Explanation) {
 	default:
 		fmt.Fprintf(w, "format: none recognised (a plain message)\n")
 	}
+	if p := ex.Payload; p != nil {
+		declared := ""
+		if p.Declared != "" {
+			declared = fmt.Sprintf(" (content type declared: %s)", p.Declared)
+		}
+		fmt.Fprintf(w, "payload: %s — %s%s\n", p.Encoding, p.Description, declared)
+	}
 	v := ex.Verdict
 	if ex.NoContext != "" || v == nil || len(v.Readings) == 0 {
 		fmt.Fprintf(w, "evidence: none — %s\n", ex.NoContext)
@@ -496,12 +507,22 @@ func writeAnalysis(w io.Writer, ex *classify.Explanation) {
 			}
 			reading = fmt.Sprintf("%s/%s (%q, %s)", r.Family, r.Group, r.Signal, strength)
 		}
-		fmt.Fprintf(w, "  %s [%s] → %q: %s\n", r.Field, r.Kind, output.Truncate(r.Text, 100), reading)
+		kind := r.Kind
+		if r.Weak {
+			kind += ", by its look"
+		}
+		fmt.Fprintf(w, "  %s [%s] → %q: %s\n", r.Field, kind, output.Truncate(r.Text, 100), reading)
 	}
-	switch v.Family {
-	case "":
+	hints := false
+	for _, r := range v.Readings {
+		hints = hints || r.Weak && r.Family != ""
+	}
+	switch {
+	case v.Family == "" && hints:
+		fmt.Fprintf(w, "family: none — only hints found by their look in the message's own data name one, and hints never decide\n")
+	case v.Family == "":
 		fmt.Fprintf(w, "family: none — no evidence names a transient, permanent, schema, business or configuration failure\n")
-	case classify.FamilyConflict:
+	case v.Family == classify.FamilyConflict:
 		fmt.Fprintf(w, "family: conflict — transient (%s) and %s (%s) are both named specifically\n", v.Decisive.Field, v.Against.Family, v.Against.Field)
 	default:
 		fmt.Fprintf(w, "family: %s, decided by %s (%q)\n", v.Family, v.Decisive.Field, v.Decisive.Signal)

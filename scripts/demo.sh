@@ -51,6 +51,13 @@ run bin/dlqctl group "$dlq" --by source,error
 heading "7. What is safe to replay? (built-in rules; --rules FILE for your own)"
 run bin/dlqctl classify "$dlq" --summary
 
+heading "7a. What are the bodies? Broken JSON is evidence; text, XML or CSV alone is not"
+run bin/dlqctl group "$dlq" --by encoding,class
+text_id="$(bin/dlqctl sample "$dlq" -n 1 --filter '.payload_encoding == "text"' -o ndjson 2>/dev/null | node -e 'const l=require("fs").readFileSync(0,"utf8").trim().split("\n"); console.log(l[0] ? JSON.parse(l[0]).message_id : "")')"
+if [ -n "$text_id" ]; then
+  run bin/dlqctl classify "$dlq" --explain "$text_id"
+fi
+
 heading "7b. A plain DLQ: SQS recorded no reason, the consumer's logs did"
 # A Lambda-style consumer of $prefix-shipping fails every message (its
 # dependency times out) and logs only "processing record <id>" plus the

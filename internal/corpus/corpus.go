@@ -23,7 +23,7 @@ type Message struct {
 	// messages without failure context).
 	Format string `json:"-"`
 	// Stack is the language or platform that wrote the failure: go, java,
-	// dotnet, python, node or aws.
+	// dotnet, python, node, ruby, php, elixir, rust, azure or aws.
 	Stack  string `json:"stack"`
 	Expect string `json:"expect"`
 	Why    string `json:"why,omitempty"`
@@ -45,6 +45,8 @@ type Decoded struct {
 	PayloadKey     string  `json:"payload_key,omitempty"`
 	Attempts       int     `json:"attempts,omitempty"`
 	NoFailure      bool    `json:"no_failure,omitempty"`
+	// Encoding is the payload_encoding the body must be detected as.
+	Encoding string `json:"encoding,omitempty"`
 }
 
 // Dir returns the corpus directory from a package directory of this module.
@@ -127,23 +129,56 @@ func (m Message) Record() (record.Record, error) {
 	}, nil
 }
 
-// Tally counts correct answers per format.
+// Tally counts correct answers per format, per payload encoding and per
+// stack, and the dangerous mistakes: a permanent message called transient
+// (replayed into a loop) or a transient one called permanent (archived,
+// taken out of the DLQ).
 type Tally struct {
 	Right, Total map[string]int
-	Wrong        []string
+	// ByEncoding and ByStack count [right, total] per payload encoding
+	// and per stack.
+	ByEncoding, ByStack map[string]*[2]int
+	Wrong               []string
+	Dangerous           []string
 }
 
 // NewTally returns an empty tally.
-func NewTally() *Tally { return &Tally{Right: map[string]int{}, Total: map[string]int{}} }
+func NewTally() *Tally {
+	return &Tally{Right: map[string]int{}, Total: map[string]int{}, ByEncoding: map[string]*[2]int{}, ByStack: map[string]*[2]int{}}
+}
 
 // Add records one answer.
-func (t *Tally) Add(m Message, got, rule string) {
+func (t *Tally) Add(m Message, got, rule string) { t.AddEncoded(m, "", got, rule) }
+
+// AddEncoded records one answer for a message whose body was detected as
+// encoding (its payload_encoding).
+func (t *Tally) AddEncoded(m Message, encoding, got, rule string) {
+	count := func(by map[string]*[2]int, k string, right bool) {
+		if k == "" {
+			return
+		}
+		c := by[k]
+		if c == nil {
+			c = &[2]int{}
+			by[k] = c
+		}
+		if right {
+			c[0]++
+		}
+		c[1]++
+	}
+	right := got == m.Expect
+	count(t.ByEncoding, encoding, right)
+	count(t.ByStack, m.Stack, right)
 	t.Total[m.Format]++
-	if got == m.Expect {
+	if right {
 		t.Right[m.Format]++
 		return
 	}
 	t.Wrong = append(t.Wrong, fmt.Sprintf("%s (%s): got %s by %s, want %s%s", m.ID, m.Stack, got, rule, m.Expect, whyNote(m.Why)))
+	if (m.Expect == "permanent" && got == "transient") || (m.Expect == "transient" && got == "permanent") {
+		t.Dangerous = append(t.Dangerous, fmt.Sprintf("%s (%s): %s called %s", m.ID, m.Stack, m.Expect, got))
+	}
 }
 
 func whyNote(w string) string {
@@ -168,5 +203,26 @@ func (t *Tally) Report() string {
 		total += t.Total[f]
 	}
 	fmt.Fprintf(&b, "  %-24s %3d/%-3d %5.1f%%\n", "all", right, total, 100*float64(right)/float64(max(total, 1)))
+	return b.String()
+}
+
+// ReportBy renders accuracy per payload encoding ("encoding") or per
+// stack ("stack"), and the dangerous mistakes.
+func (t *Tally) ReportBy(what string) string {
+	by := t.ByStack
+	if what == "encoding" {
+		by = t.ByEncoding
+	}
+	keys := make([]string, 0, len(by))
+	for k := range by {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		c := by[k]
+		fmt.Fprintf(&b, "  %-24s %3d/%-3d %5.1f%%\n", k, c[0], c[1], 100*float64(c[0])/float64(c[1]))
+	}
+	fmt.Fprintf(&b, "  dangerous (permanent <-> transient): %d\n", len(t.Dangerous))
 	return b.String()
 }

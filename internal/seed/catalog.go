@@ -3,6 +3,7 @@ package seed
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -324,15 +325,17 @@ func plan(prefix string, now time.Time, scale int) []Seeded {
 	p.addAttrFailure(orders, p.envelope("OrderCreated", 2, "t-acme", 45*time.Minute, orderCreated("o-1088", "c-2311", 88.0, "SKU-1200")), dbTimeout(1204, "o-1088"))
 	p.addAttrFailure(orders, p.envelope("OrderPaid", 1, "t-globex", 44*time.Minute, orderPaid("o-1091", "p-7950", 31.0)), cancelled("o-1091"))
 
-	// --- orders: malformed JSON and plain text.
+	// --- orders: malformed JSON (evidence: its consumer cannot parse it)
+	// and plain text (no evidence: text is what some consumers read, and
+	// SQS records no reason, so it is unknown until a look says more).
 	p.addText(orders, KindMalformed, ClassPermanent,
 		fmt.Sprintf(`{"eventId":"%s","eventType":"OrderCreated","eventVersion":2,"payload":{"orderId":"o-1101","items":[{"sku":"SKU-4411","qty":2}`, p.uid("malformed")),
 		attrs{"eventType": str("OrderCreated")})
 	p.addText(orders, KindMalformed, ClassPermanent,
 		`{"eventType": "OrderCreated", "payload": {"orderId": "o-1102", "total": 12.5,}}`, nil)
-	p.addText(orders, KindPlaintext, ClassPermanent,
+	p.addText(orders, KindPlaintext, ClassUnknown,
 		"legacy-batch: could not map row 4411 (customer c-2290) to an order", nil)
-	p.addText(orders, KindPlaintext, ClassPermanent,
+	p.addText(orders, KindPlaintext, ClassUnknown,
 		"PING healthcheck from orders-canary run 20931", attrs{"source": str("orders-canary")})
 
 	// --- orders: unicode.
@@ -342,7 +345,7 @@ func plan(prefix string, now time.Time, scale int) []Seeded {
 		e := p.envelope("OrderCreated", 2, "t-acme", 40*time.Minute, pl)
 		p.addEnvelope(orders, KindUnicode, ClassUnknown, e, withAttrs(envAttrs(e), attrs{"customer": str("Jürgen Müller 😀")}))
 	}
-	p.addText(orders, KindUnicode, ClassPermanent, "Заказ o-1151 не найден ✗ 注文 o-1151 が見つかりません 🚫", nil)
+	p.addText(orders, KindUnicode, ClassUnknown, "Заказ o-1151 не найден ✗ 注文 o-1151 が見つかりません 🚫", nil)
 	{
 		e := p.envelope("OrderPaid", 1, "t-globex", 38*time.Minute, orderPaid("o-1152", "p-7960", 9.99))
 		f := cancelled("o-1152")
@@ -425,7 +428,18 @@ func plan(prefix string, now time.Time, scale int) []Seeded {
 	p.addAttrFailure(payments, p.envelope("PaymentCaptured", 1, "t-acme", 28*time.Minute, paymentCaptured("p-7841", "o-1611", 12.0)),
 		failure{"rate exceeded: 429 from psp-adyen for payment p-7841", "Throttling", "", ClassTransient})
 	p.addText(payments, KindMalformed, ClassPermanent, `{"paymentId": "p-7850", "amount": 19.99, "currency": "EU`, nil)
-	p.addText(payments, KindPlaintext, ClassPermanent, "payment p-7851 callback received with status=UNKNOWN", nil)
+	p.addText(payments, KindPlaintext, ClassUnknown, "payment p-7851 callback received with status=UNKNOWN", nil)
+	// Bodies that are not JSON and are fine for their consumers: an XML
+	// document and a Celery task (kombu writes base64 to SQS). Not
+	// evidence of a bad message: unknown until a look says more.
+	p.addText(orders, KindPlaintext, ClassUnknown,
+		`<?xml version="1.0" encoding="UTF-8"?><Order xmlns="urn:acme:orders:v2" id="o-1160"><Customer id="c-2290"/><Line sku="SKU-4411" qty="1" price="19.95"/><Total currency="EUR">19.95</Total></Order>`,
+		attrs{"contentType": str("application/xml")})
+	{
+		id := p.uid("celery")
+		p.add(Seeded{Kind: KindPlaintext, Class: ClassUnknown, SourceName: payments, EventType: "payments.tasks.send_receipt", EventID: id,
+			Body: celeryTask("payments.tasks.send_receipt", id, "('p-7852',)", []any{"p-7852"})})
+	}
 
 	// --- extra transient messages (Options.Scale).
 	for i := range scale {
@@ -478,3 +492,19 @@ func plan(prefix string, now time.Time, scale int) []Seeded {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// celeryTask is a Celery protocol 2 task message as kombu's SQS transport
+// sends it: base64 of the kombu envelope, whose body is base64 of
+// [args, kwargs, embed].
+func celeryTask(task, id, argsrepr string, args []any) string {
+	body := base64.StdEncoding.EncodeToString([]byte(marshal([]any{args, map[string]any{}, map[string]any{"callbacks": nil, "errbacks": nil, "chain": nil, "chord": nil}})))
+	msg := map[string]any{
+		"body": body, "content-encoding": "utf-8", "content-type": "application/json",
+		"headers": map[string]any{"lang": "py", "task": task, "id": id, "root_id": id, "parent_id": nil, "group": nil,
+			"retries": 0, "eta": nil, "expires": nil, "timelimit": []any{nil, nil}, "argsrepr": argsrepr, "kwargsrepr": "{}",
+			"origin": "gen1@payments-web-1", "ignore_result": false},
+		"properties": map[string]any{"correlation_id": id, "delivery_mode": 2, "priority": 0, "body_encoding": "base64",
+			"delivery_info": map[string]any{"exchange": "", "routing_key": "payments"}, "delivery_tag": id},
+	}
+	return base64.StdEncoding.EncodeToString([]byte(marshal(msg)))
+}

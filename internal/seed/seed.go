@@ -61,7 +61,8 @@ const (
 	// resets. Safe to redrive once the dependency recovers.
 	ClassTransient Class = "transient"
 	// ClassPermanent: the message itself is bad (validation errors, payload
-	// too large, malformed JSON or plain text no consumer can parse). Redriving
+	// too large, malformed JSON no consumer can parse; plain text is not
+	// evidence of a bad message and is ClassUnknown). Redriving
 	// cannot help.
 	ClassPermanent Class = "permanent"
 	// ClassSchemaMismatch: an eventVersion/schemaRef the consumer does not

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -45,6 +44,10 @@ type BuiltinOptions struct {
 	// SchemaRefs, when not empty, are the schema references consumers
 	// know; an envelope naming another one is a schema mismatch.
 	SchemaRefs []string
+	// Sources say what body their consumers expect (the rules file's
+	// `sources:` list): a body of another encoding is unreadable to its
+	// consumer (rule body-not-json).
+	Sources []SourceExpectation
 }
 
 // versionKey normalises an event version for comparison: 3, 3.0, "3" and
@@ -177,27 +180,9 @@ func builtinRules(o BuiltinOptions) []*Rule {
 		},
 		{
 			Name: RuleBodyNotJSON, Class: ClassPermanent, Action: ActionArchive, Builtin: true,
-			When: `.json == null  # the body (or the payload it wraps) cannot be parsed, and no failure evidence says otherwise`,
-			Note: "no consumer can parse this body; archive it",
-			m: funcMatcher(func(x *subject) (bool, string, error) {
-				if v := x.verdict(); v.Family != "" {
-					if x.parsed == nil {
-						return false, "the body is not JSON, but the failure context names " + v.familyPhrase() + "; that decides", nil
-					}
-					return false, "the body is JSON", nil
-				}
-				if x.parsed != nil {
-					if inspect.PayloadUnparseable(x.rec) {
-						return true, "the original payload the body wraps looks like JSON but does not parse", nil
-					}
-					return false, "the body is JSON", nil
-				}
-				t := strings.TrimSpace(x.rec.Body)
-				if t != "" && (t[0] == '{' || t[0] == '[') {
-					return true, "the body looks like JSON but does not parse", nil
-				}
-				return true, "the body is not JSON (plain text or binary)", nil
-			}),
+			When: `the body (or the payload it wraps) starts like JSON and does not parse, or is not what a rules file's sources: entry says its consumer expects; and no failure evidence names a cause`,
+			Note: "its consumer cannot read this body; archive it",
+			m:    bodyMatcher(o.Sources),
 		},
 		{
 			Name: RuleSchemaMismatch, Class: ClassSchemaMismatch, Action: ActionRedriveToRecovery, Builtin: true,

@@ -27,7 +27,12 @@ func TestBuiltinTaxonomy(t *testing.T) {
 		action      string
 	}{
 		{"malformed JSON", `{"eventId": "e1", "eventType": "OrderCreated",`, nil, ClassPermanent, RuleBodyNotJSON, ActionArchive},
-		{"plain text", `ERROR could not charge card for order 17`, nil, ClassPermanent, RuleBodyNotJSON, ActionArchive},
+		// Text that is not JSON is what some consumers read: no evidence
+		// (it was permanent/archive before: the bug of issue 20).
+		{"plain text is not evidence", `ERROR could not charge card for order 17`, nil, ClassUnknown, DefaultRuleName, ActionInvestigate},
+		{"xml is not evidence", `<Order id="o-1"><Total>5</Total></Order>`, nil, ClassUnknown, DefaultRuleName, ActionInvestigate},
+		{"csv is not evidence", `ORDER|o-1042|59.85|EUR`, nil, ClassUnknown, DefaultRuleName, ActionInvestigate},
+		{"json array cut short", `[{"orderId":"o-1"},{"orderId":`, nil, ClassPermanent, RuleBodyNotJSON, ActionArchive},
 		{"unsupported version", `{"eventId":"e1","eventType":"OrderCreated","eventVersion":9,"payload":{}}`, nil, ClassSchemaMismatch, RuleSchemaMismatch, ActionRedriveToRecovery},
 		{"explicit timeout evidence outranks the envelope version",
 			`{"original_payload":{"eventId":"e1","eventType":"OrderCreated","eventVersion":9},"failure_reason":"timeout after 30s"}`, nil,

@@ -12,7 +12,9 @@ import (
 // Kafka, Kafka Connect, enriched, generic and plain messages, written by
 // Go, Java, .NET, Python, Node and AWS services) with the built-in rules
 // and requires the expected class for each. `go test -v -run Corpus`
-// prints the per-format accuracy.
+// prints the accuracy per format, per payload encoding and per stack; no
+// message may be dangerously wrong (permanent called transient, or
+// transient called permanent).
 func TestCorpusBuiltinRules(t *testing.T) {
 	msgs, err := corpus.Load(corpus.Dir("../.."))
 	if err != nil {
@@ -26,9 +28,14 @@ func TestCorpusBuiltinRules(t *testing.T) {
 			t.Fatal(err)
 		}
 		o := rs.Classify(&rec, inspect.Decode(&rec))
-		tally.Add(m, o.Class, o.Rule)
+		tally.AddEncoded(m, rec.PayloadEncoding, o.Class, o.Rule)
 	}
 	t.Logf("built-in rules, per format:\n%s", tally.Report())
+	t.Logf("per payload encoding:\n%s", tally.ReportBy("encoding"))
+	t.Logf("per stack:\n%s", tally.ReportBy("stack"))
+	for _, w := range tally.Dangerous {
+		t.Errorf("dangerous: %s", w)
+	}
 	for _, w := range tally.Wrong {
 		t.Error(w)
 	}

@@ -43,6 +43,18 @@ var signalDefs = []struct {
 		"connection was closed", "connection lost", "transient connection", "handshake timeout", "UnknownHostException",
 		"name or service not known", "host is unreachable", "no such host", "server closed the connection",
 		"closed the connection unexpectedly", "connection is not available", "BrokenCircuitException", "circuit breaker is open", "circuit is open"}},
+	// Rust (reqwest/hyper, std::io), Ruby (Net::*, Faraday, PG), PHP (Guzzle,
+	// cURL, PDO/MySQL), Elixir (DBConnection, :gen_tcp), Node/Go/Java/.NET
+	// drivers: connect errors by their own names.
+	{FamilyTransient, "network", true, []string{"error trying to connect", "tcp connect error", "error sending request",
+		"connection closed before message completed", "incomplete message", "os error 111", "os error 104", "os error 110",
+		"os error 113", "os error 101", "connection failed", "ConnectionFailed", "ConnectException", "connection bad",
+		"ConnectionBad", "server has gone away", "lost connection", "connection not available", "connection refused",
+		"ServerException", "CannotConnectError", "exception while connecting", "network related", "server selection",
+		"MongoNetworkError", "CannotGetJdbcConnectionException", "CannotCreateTransactionException", "JDBCConnectionException",
+		"ConnectionNotEstablished", "could not obtain a connection", "EndpointConnectionError", "ServiceRequestError",
+		"ServiceResponseError", "could not resolve host", "can't reach", "cannot reach", "unable to reach", "could not reach",
+		"failed to establish a new connection", "BrokenPipeError", "ConnectionResetError", "ConnectionRefusedError", "ConnectionAbortedError"}},
 	{FamilyTransient, "network", false, []string{"connection closed", "network error", "socket exception", "circuit breaker",
 		"name resolution", "getaddrinfo", "eof while reading", "unexpected eof", "GOAWAY", "reset by peer"}},
 	// --- transient: timeouts
@@ -50,8 +62,10 @@ var signalDefs = []struct {
 		"SocketTimeoutException", "read timeout", "read timed out", "connect timeout", "connection timeout", "request timeout",
 		"gateway timeout", "deadline exceeded", "context deadline exceeded", "statement timeout", "lock timeout",
 		"lock wait timeout", "query timeout", "timeout after", "timeout of", "timeout expired", "timeout exceeded",
-		"timeout elapsed", "execution timeout", "Task timed out after", "TaskCanceledException", "operation was canceled"}},
-	{FamilyTransient, "timeout", false, []string{"timeout", "time out", "operation was aborted"}},
+		"timeout elapsed", "execution timeout", "Task timed out after", "TaskCanceledException", "operation was canceled",
+		"open timeout", "OpenTimeout", "ReadTimeout", "WriteTimeout", "ConnectTimeout", "PoolTimeout", "TimeoutRejectedException",
+		"ConnectionTimeoutError", "operation timed out", "time limit exceeded", "TimeLimitExceeded", "SoftTimeLimitExceeded", "ServiceTimeout", "OperationTimedOut", "request was dropped from queue"}},
+	{FamilyTransient, "timeout", false, []string{"timeout", "time out", "operation was aborted", "context canceled"}},
 	// --- transient: throttling
 	{FamilyTransient, "throttling", true, []string{"throttl*", "rate exceeded", "rate limit*", "ratelimit*", "too many requests",
 		"TooManyRequestsException", "request limit exceeded", "RequestLimitExceeded", "ProvisionedThroughputExceededException",
@@ -70,7 +84,8 @@ var signalDefs = []struct {
 	// --- transient: database
 	{FamilyTransient, "database", true, []string{"deadlock*", "lock wait timeout", "serialization failure", "could not serialize access",
 		"database is locked", "the database system is starting up", "the database system is shutting down", "pool exhausted",
-		"connection pool", "terminating connection due to administrator command", "too many connections",
+		"connection pool exhausted", "connection pool timeout", "connection pool is full", "pool timeout",
+		"timed out waiting for a connection", "connection from the pool", "terminating connection due to administrator command", "too many connections",
 		"SQLTransientException", "SQLTransientConnectionException", "SQLRecoverableException", "CannotAcquireLockException",
 		"TransientDataAccessException", "OptimisticLock*", "ConcurrencyFailureException", "lock request time out"}},
 
@@ -84,13 +99,18 @@ var signalDefs = []struct {
 		"malformed*", "unexpected character", "unrecognized token", "invalid syntax", "MessageConversionException",
 		"cannot convert", "could not convert", "conversion failed", "not in a correct format", "UnicodeDecodeError",
 		"invalid utf-8", "invalid byte sequence", "unterminated string", "unexpected end of file", "is not valid JSON",
-		"value converter", "key converter", "header converter", "DataException", "XmlException"}},
+		"value converter", "key converter", "header converter", "DataException", "XmlException",
+		// Rust serde, Ruby JSON, Elixir Jason/Poison, PHP json, protobuf
+		"DecodingFailure", "decoding failure", "decoding failed", "failed to decode", "could not decode", "unable to decode",
+		"cannot decode", "eof while parsing", "expected value at line", "trailing characters at line", "invalid type", "unknown variant",
+		"unknown field", "key must be a string", "ParserError", "DecodeError", "unexpected byte at position",
+		"Poison.SyntaxError", "Poison.ParseError", "json_decode", "InvalidProtocolBufferException"}},
 	{FamilyPermanent, "parse", false, []string{"unmarshal*", "syntax error", "converter"}},
 	// --- permanent: validation and bad data
 	{FamilyPermanent, "validation", true, []string{"validation*", "ConstraintViolationException", "constraint violation",
 		"FormatException", "NumberFormatException", "InvalidCastException", "ClassCastException", "ArgumentNullException",
 		"ArgumentException", "ArgumentOutOfRangeException", "IllegalArgumentException", "ValueError", "KeyError",
-		"TypeError", "AttributeError", "IndexError", "NullPointerException", "NullReferenceException",
+		"TypeError", "AttributeError", "IndexError", "NullPointerException", "NullReferenceException", "nil pointer dereference",
 		"cannot read properties of undefined", "cannot read properties of null", "cannot read property",
 		"is not a function", "undefined is not", "is not defined", "missing required", "required field", "missing field",
 		"missing property", "missing attribute", "field required", "is a required property", "is required",
@@ -102,8 +122,16 @@ var signalDefs = []struct {
 		"integrity error", "IntegrityError", "integrity violation", "DataIntegrityViolationException", "duplicate key",
 		"unique constraint", "violates not null constraint", "violates unique constraint", "violates foreign key constraint",
 		"violates check constraint", "foreign key constraint", "value too long", "invalid input syntax",
-		"numeric field overflow", "out of range", "division by zero", "OverflowException", "INVALID_JSON", "INVALID_PARAMETER"}},
-	{FamilyPermanent, "validation", false, []string{"invalid*", "permanent", "type error", "illegal", "unsupported"}},
+		"numeric field overflow", "out of range", "division by zero", "OverflowException", "INVALID_JSON", "INVALID_PARAMETER",
+		// Ruby ActiveRecord, Elixir Ecto/Postgrex, PHP/Laravel
+		"RecordInvalid", "RecordNotUnique", "RecordNotSaved", "unique violation", "not null violation", "foreign key violation",
+		"check violation", "InvalidChangesetError", "ConstraintError", "CastError", "Ecto.ChangeError", "FunctionClauseError",
+		"ArgumentError", "NoMethodError", "MatchError", "UniqueViolation", "NotNullViolation", "ForeignKeyViolation",
+		"InvalidTextRepresentation", "duplicate entry", "integrity constraint violation", "InvalidArgumentException",
+		"ValidationException", "UnprocessableEntity", "UnknownAttributeError", "unknown attribute", "undefined array key", "undefined index",
+		"undefined offset", "undefined variable", "undefined property", "undefined method", "must be positive", "must be greater than", "must be less than",
+		"must be a valid", "must be one of", "must match", "must be a number", "must be an integer", "is not a valid"}},
+	{FamilyPermanent, "validation", false, []string{"invalid*", "permanent", "type error", "illegal", "unsupported", "validat*"}},
 
 	// --- schema mismatch: unknown versions, types, handlers
 	{FamilySchema, "version", true, schemaPhrases()},
@@ -111,7 +139,8 @@ var signalDefs = []struct {
 		"no listener", "could not resolve type", "InvalidTypeIdException", "invalid type id", "could not find a concrete type",
 		"could not determine the message type", "could not determine type", "type not registered", "message type not registered",
 		"not registered for message type", "no mapping for message type", "skipped: no consumer", "unknown discriminator",
-		"no subtype", "not a known message type", "could not load type", "TypeLoadException"}},
+		"no subtype", "not a known message type", "could not load type", "TypeLoadException",
+		"could not be dispatched to any handlers", "MessageCouldNotBeDispatchedToAnyHandlersException", "NotRegistered"}},
 
 	// --- business rejections (kept from the original taxonomy)
 	{FamilyBusiness, "rejection", true, []string{"business", "rule violation", "policy violation", "insufficient funds",
@@ -123,7 +152,8 @@ var signalDefs = []struct {
 		"fraud suspected", "fraud detected", "flagged as fraud", "FraudDetected", "card expired",
 		"order not found", "customer not found", "account not found", "user not found", "product not found",
 		"payment not found", "invoice not found", "item not found", "entity not found", "EntityNotFoundException",
-		"sku not found", "order does not exist", "customer does not exist", "not eligible", "credit limit"}},
+		"sku not found", "order does not exist", "customer does not exist", "not eligible", "credit limit",
+		"RecordNotFound", "ModelNotFoundException", "NoResultsError"}},
 	{FamilyBusiness, "rejection", false, []string{"rejected", "not allowed", "not permitted", "limit exceeded"}},
 
 	// --- configuration: permissions and missing resources (fixable, then replayable)
@@ -135,7 +165,10 @@ var signalDefs = []struct {
 		"InvalidClientTokenId", "UnrecognizedClientException", "signature does not match", "key is disabled",
 		"KMSDisabledException", "KMSAccessDeniedException", "KMSNotFoundException", "HandlerNotFound", "ImportModuleError",
 		"cannot find module", "CROSS_ACCOUNT_INGESTION_FAILED", "CROSS_REGION_INGESTION_FAILED", "THIRD_ACCOUNT_HOP_DETECTED",
-		"THIRD_REGION_HOP_DETECTED", "RESOURCE_ALREADY_FROZEN", "EntityNotFound"}},
+		"THIRD_REGION_HOP_DETECTED", "RESOURCE_ALREADY_FROZEN", "EntityNotFound",
+		// Azure SDK error codes (RequestFailedException "ErrorCode: …")
+		"AuthorizationFailure", "AuthenticationFailed", "AuthorizationPermissionMismatch", "InvalidAuthenticationInfo",
+		"ContainerNotFound", "QueueNotFound", "BlobNotFound", "MessagingEntityNotFound", "ClientAuthenticationError"}},
 }
 
 // schemaPhrases expands the schema/version vocabulary: an adjective
@@ -216,7 +249,7 @@ var negators = map[string]bool{"non": true, "not": true, "never": true, "without
 
 // httpContext are words after which a 3-digit number is an HTTP status.
 var httpContext = map[string]bool{"http": true, "https": true, "status": true, "code": true, "statuscode": true, "returned": true,
-	"responded": true, "response": true, "error": true, "got": true, "received": true}
+	"responded": true, "response": true, "error": true, "got": true, "received": true, "resulted": true}
 
 // stripURLs blanks out URLs: a host called fraud-check or an endpoint
 // /v2/timeout names no failure.

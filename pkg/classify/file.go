@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -36,6 +37,8 @@ func Load(path string) (*Rules, error) {
 //	  - include: builtin            # the built-in rules, here in the order
 //	default: {class: unknown, action: investigate}
 //	builtin: {event_versions: [1, 2], schema_refs: ["orders/1"]}
+//	sources:
+//	  - {queue: orders, expects: json}
 func Parse(data []byte, name string) (*Rules, error) {
 	p := &parser{name: name}
 	rs, err := p.parse(data)
@@ -73,6 +76,7 @@ func (p *parser) parse(data []byte) (*Rules, error) {
 	rs := &Rules{Source: p.name, Default: Outcome{Class: ClassUnknown, Action: ActionInvestigate}}
 	var rulesNode *yaml.Node
 	var opts BuiltinOptions
+	var sources []SourceExpectation
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
 		switch k.Value {
@@ -91,12 +95,18 @@ func (p *parser) parse(data []byte) (*Rules, error) {
 				return nil, err
 			}
 			opts = o
+		case "sources":
+			srcs, err := p.parseSources(v)
+			if err != nil {
+				return nil, err
+			}
+			sources = srcs
 		case "version":
 			if v.Value != "1" {
 				return nil, p.errf(v.Line, "unsupported rules file version %q; this dlqctl reads version 1", v.Value)
 			}
 		default:
-			return nil, p.errf(k.Line, "unknown key %q; a rules file has rules, default, builtin and version", k.Value)
+			return nil, p.errf(k.Line, "unknown key %q; a rules file has rules, default, builtin, sources and version", k.Value)
 		}
 	}
 	if rulesNode == nil {
@@ -105,6 +115,7 @@ func (p *parser) parse(data []byte) (*Rules, error) {
 	if len(rulesNode.Content) == 0 {
 		return nil, p.errf(rulesNode.Line, "`rules` is empty; add at least one rule or `- include: builtin`")
 	}
+	opts.Sources = sources
 	builtins := builtinRules(opts)
 	names := map[string]int{}
 	add := func(r *Rule, line int) error {
@@ -315,6 +326,66 @@ func (p *parser) parseBuiltin(v *yaml.Node) (BuiltinOptions, error) {
 		}
 	}
 	return o, nil
+}
+
+// parseSources reads the `sources:` list: what body each source's
+// consumer expects.
+//
+//	sources:
+//	  - queue: orders
+//	    expects: json
+//	  - queue: "legacy-*"
+//	    expects: [csv, text]
+func (p *parser) parseSources(v *yaml.Node) ([]SourceExpectation, error) {
+	if v.Kind != yaml.SequenceNode {
+		return nil, p.errf(v.Line, "`sources` must be a list of {queue, expects} entries")
+	}
+	var out []SourceExpectation
+	for _, n := range v.Content {
+		if n.Kind != yaml.MappingNode {
+			return nil, p.errf(n.Line, "each `sources` entry must be a mapping with queue and expects")
+		}
+		s := SourceExpectation{Line: n.Line}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			switch k.Value {
+			case "queue":
+				q, err := p.scalar(k, val)
+				if err != nil {
+					return nil, err
+				}
+				if q == "" {
+					return nil, p.errf(val.Line, "`queue` is empty; give the source queue's name, URL or ARN (globs such as orders-* work)")
+				}
+				if _, err := path.Match(queueName(q), ""); err != nil {
+					return nil, p.errf(val.Line, "`queue` %q is not a valid glob: %v", q, err)
+				}
+				s.Queue = q
+			case "expects":
+				items := []*yaml.Node{val}
+				if val.Kind == yaml.SequenceNode {
+					items = val.Content
+				}
+				for _, it := range items {
+					e := strings.ToLower(strings.TrimSpace(it.Value))
+					if it.Kind != yaml.ScalarNode || !validExpect(e) {
+						return nil, p.errf(it.Line, "`expects` %q is not a payload encoding; use %s (layers such as base64/json too)", it.Value, strings.Join(ExpectEncodings, ", "))
+					}
+					s.Expects = append(s.Expects, e)
+				}
+			default:
+				return nil, p.errf(k.Line, "unknown sources field %q; an entry has queue and expects", k.Value)
+			}
+		}
+		switch {
+		case s.Queue == "":
+			return nil, p.errf(n.Line, "a `sources` entry has no `queue`; name the source queue its consumer reads")
+		case len(s.Expects) == 0:
+			return nil, p.errf(n.Line, "the `sources` entry for %s has no `expects`; say what its consumer reads, e.g. `expects: json`", s.Queue)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // include resolves `include: builtin` (all built-in rules) or

@@ -112,12 +112,88 @@ func TestIncludeOneBuiltinRule(t *testing.T) {
 	if len(rs.Rules) != 1 || rs.Rules[0].Name != RuleBodyNotJSON || !rs.Rules[0].Builtin {
 		t.Fatalf("rules = %+v", rs.Rules)
 	}
-	rec, parsed := decodedRecord("plain text", nil)
+	rec, parsed := decodedRecord(`{"eventType":"X","payload":{`, nil)
 	if o := rs.Classify(rec, parsed); o.Class != ClassPermanent || o.Action != ActionArchive {
-		t.Errorf("plain text: %+v", o)
+		t.Errorf("JSON cut short: %+v", o)
 	}
 	rec, parsed = decodedRecord(`{"eventType":"X","failure_reason":"timeout"}`, nil)
 	if o := rs.Classify(rec, parsed); o.Class != ClassUnknown || o.Rule != DefaultRuleName {
 		t.Errorf("transient rule not included, want default unknown: %+v", o)
+	}
+}
+
+// TestSourcesExpect: a rules file's sources: says what a consumer reads;
+// a body of another encoding is then evidence (body-not-json), and only
+// then.
+func TestSourcesExpect(t *testing.T) {
+	rs, err := Parse([]byte(`rules:
+  - include: builtin
+sources:
+  - queue: orders
+    expects: json
+  - queue: "arn:aws:sqs:eu-west-1:111122223333:legacy-*"
+    expects: [csv, xml]
+`), "r.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		source, body string
+		class, rule  string
+	}{
+		{"orders", `<Order id="o-1"/>`, ClassPermanent, RuleBodyNotJSON},
+		{"orders", `ORDER|o-1|5|EUR`, ClassPermanent, RuleBodyNotJSON},
+		{"orders", `{"eventType":"OrderPlaced"}`, ClassUnknown, DefaultRuleName},
+		{"legacy-billing", `ORDER|o-1|5|EUR`, ClassUnknown, DefaultRuleName},
+		{"legacy-billing", `<Order id="o-1"/>`, ClassUnknown, DefaultRuleName},
+		{"legacy-billing", `just words here`, ClassPermanent, RuleBodyNotJSON},
+		{"payments", `<Order id="o-1"/>`, ClassUnknown, DefaultRuleName},
+	}
+	for _, c := range cases {
+		rec, parsed := decodedRecord(c.body, nil)
+		rec.System.SourceQueueARN = "arn:aws:sqs:eu-west-1:111122223333:" + c.source
+		rec.Queue = "arn:aws:sqs:eu-west-1:111122223333:all-dlq"
+		o := rs.Classify(rec, parsed)
+		if o.Class != c.class || o.Rule != c.rule {
+			t.Errorf("%s %q: got %s by %s, want %s by %s", c.source, c.body, o.Class, o.Rule, c.class, c.rule)
+		}
+	}
+	rec, parsed := decodedRecord(`<Order id="o-1"/>`, nil)
+	rec.System.SourceQueueARN = "arn:aws:sqs:eu-west-1:111122223333:orders"
+	ex := rs.Explain(rec, parsed)
+	if ex.Payload == nil || ex.Payload.Encoding != "xml" {
+		t.Fatalf("explain payload = %+v, want xml", ex.Payload)
+	}
+	if why := ex.Steps[1].Why; !strings.Contains(why, "expects json") || !strings.Contains(why, "XML") {
+		t.Errorf("body-not-json why = %q, want it to say the body is XML and the consumer expects json", why)
+	}
+
+	for src, want := range map[string]string{
+		"rules:\n  - include: builtin\nsources: orders\n":                                          "must be a list",
+		"rules:\n  - include: builtin\nsources:\n  - queue: orders\n":                              "has no `expects`",
+		"rules:\n  - include: builtin\nsources:\n  - expects: json\n":                              "has no `queue`",
+		"rules:\n  - include: builtin\nsources:\n  - queue: orders\n    expects: yaml\n":           "not a payload encoding",
+		"rules:\n  - include: builtin\nsources:\n  - queue: orders\n    expects: json\n    x: 1\n": "unknown sources field",
+		"rules:\n  - include: builtin\nsources:\n  - queue: '[orders'\n    expects: json\n":        "not a valid glob",
+	} {
+		_, err := Parse([]byte(src), "r.yaml")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) = %v, want an error mentioning %q", src, err, want)
+		}
+	}
+}
+
+// TestNotJSONExplained: a body that is not JSON, with no sources entry,
+// is unknown, and --explain says what it is and that nothing says its
+// consumer expects JSON.
+func TestNotJSONExplained(t *testing.T) {
+	rec, parsed := decodedRecord(`<Order id="o-1"><Total>5</Total></Order>`, nil)
+	ex := Builtin().Explain(rec, parsed)
+	if ex.Outcome.Class != ClassUnknown {
+		t.Fatalf("class %s, want unknown", ex.Outcome.Class)
+	}
+	why := ex.Steps[1].Why
+	if !strings.Contains(why, "XML document (root element <Order>)") || !strings.Contains(why, "nothing says its consumer expects JSON") {
+		t.Errorf("why = %q", why)
 	}
 }

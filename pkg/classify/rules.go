@@ -64,6 +64,9 @@ type subject struct {
 	parsed any
 	in     map[string]any
 	v      *Verdict
+	// explaining: the reasons are shown (Explain), so matchers may spend
+	// time on describing them; Classify only needs the answer.
+	explaining bool
 }
 
 func (x *subject) input() map[string]any {
@@ -162,6 +165,8 @@ type Explanation struct {
 	// message), FormatTitle what that format is.
 	Format      string `json:"format,omitempty"`
 	FormatTitle string `json:"format_title,omitempty"`
+	// Payload is what the body is: its payload_encoding and a description.
+	Payload *inspect.PayloadInfo `json:"payload,omitempty"`
 	// Verdict is what the failure evidence says, read by the built-in
 	// failure families (also when a rules file decides).
 	Verdict *Verdict `json:"verdict,omitempty"`
@@ -187,8 +192,10 @@ func logsSearched(rec *record.Record) *record.FailureSource {
 // Explain classifies rec like Classify and returns every rule evaluated on
 // the way, with the reason each matched or not.
 func (rs *Rules) Explain(rec *record.Record, parsed any) *Explanation {
-	x := &subject{rec: rec, parsed: parsed}
+	x := &subject{rec: rec, parsed: parsed, explaining: true}
 	ex := &Explanation{Source: rs.Source, Verdict: x.verdict()}
+	p := inspect.DescribePayload(rec)
+	ex.Payload = &p
 	if f := rec.Failure; f != nil {
 		ex.Format, ex.FormatTitle = f.Format, inspect.FormatTitle(f.Format)
 	}

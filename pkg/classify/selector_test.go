@@ -32,7 +32,7 @@ func TestSelectorClassesUseBuiltinRules(t *testing.T) {
 		t.Errorf("Describe = %q", got)
 	}
 	timeout, tp := decodedRecord(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"timeout"}`, nil)
-	plain, pp := decodedRecord("hello", nil)
+	plain, pp := decodedRecord(`{"eventId":"e","eventType":"A",`, nil)
 	business, bp := decodedRecord(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"insufficient funds"}`, nil)
 	if !s.Match(timeout, tp) || !s.Match(plain, pp) {
 		t.Error("transient or permanent message not selected")
@@ -106,7 +106,7 @@ func TestSelectorConcurrentMatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bodies := []string{`{"amount":500}`, `{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"timeout"}`, `{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"declined"}`, "text"}
+	bodies := []string{`{"amount":500}`, `{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"timeout"}`, `{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"declined"}`, "{\"amount\":"}
 	want := []string{"big", ClassTransient, ClassBusiness, ClassPermanent}
 	done := make(chan error)
 	for w := 0; w < 8; w++ {

@@ -23,6 +23,9 @@ type Reading struct {
 	// Signal is the phrase that named the family.
 	Signal string `json:"signal,omitempty"`
 	Strong bool   `json:"strong,omitempty"`
+	// Weak is true for evidence found by its look in a field not named
+	// as failure context (a hint: never strong).
+	Weak bool `json:"weak,omitempty"`
 }
 
 // Verdict is what a message's failure evidence says, read by the built-in
@@ -45,7 +48,7 @@ func kindTier(kind string) int {
 	switch kind {
 	case record.EvidenceType, record.EvidenceCode, record.EvidenceStatus:
 		return 0
-	case record.EvidenceMessage, record.EvidenceCause:
+	case record.EvidenceMessage, record.EvidenceCause, record.EvidenceRootCause:
 		return 1
 	case record.EvidenceCondition:
 		return 2
@@ -113,6 +116,7 @@ type candidate struct {
 	idx     int // evidence index
 	pos     int
 	reading int
+	root    bool // read from a root cause
 }
 
 func readEvidence(ev []record.Evidence) *Verdict {
@@ -124,7 +128,7 @@ func readEvidence(ev []record.Evidence) *Verdict {
 	var cands []candidate
 	var buf [64]string
 	for i, e := range ev {
-		r := Reading{Field: e.Field, Kind: e.Kind, Text: e.Text}
+		r := Reading{Field: e.Field, Kind: e.Kind, Text: e.Text, Weak: e.Weak}
 		var hits []hit
 		if e.Kind == record.EvidenceStatus && isDigits(strings.TrimSpace(e.Text)) {
 			code := strings.TrimSpace(e.Text)
@@ -136,19 +140,32 @@ func readEvidence(ev []record.Evidence) *Verdict {
 		}
 		tier := kindTier(e.Kind)
 		best := -1
+		// An exception type or error code is specific: its words count as
+		// strong, unless it also holds a specific phrase, which then
+		// decides over its generic words (TimeoutRejectedException is a
+		// timeout, not a "rejected" business outcome).
+		native := false
+		for _, h := range hits {
+			native = native || h.strong
+		}
 		for k, h := range hits {
 			strong := h.strong
-			switch tier {
-			case 0:
-				strong = true // an exception type or error code is specific
-			case 3:
+			switch {
+			case e.Weak:
+				strong = false // found by its look in the message's data: a hint
+			case tier == 0:
+				strong = strong || !native
+			case tier == 3:
 				strong = false // the consumer's own label is a hint
 			}
 			hits[k].strong = strong
-			cands = append(cands, candidate{family: h.family, strong: strong, tier: tier, idx: i, pos: h.pos, reading: len(v.Readings)})
 			if best < 0 || better(hits[k], hits[best]) {
 				best = k
 			}
+			if e.Weak {
+				continue // a hint: shown, never decides
+			}
+			cands = append(cands, candidate{family: h.family, strong: strong, tier: tier, idx: i, pos: h.pos, reading: len(v.Readings), root: e.Kind == record.EvidenceRootCause})
 		}
 		if best >= 0 {
 			h := hits[best]
@@ -159,10 +176,20 @@ func readEvidence(ev []record.Evidence) *Verdict {
 	if len(cands) == 0 {
 		return v
 	}
+	// The root cause decides when it names a family specifically: the
+	// wrappers' words (a "ListenerExecutionFailedException", "failed to
+	// deserialize: …: connection reset") describe where it surfaced.
+	rootDecides := false
+	for i := range cands {
+		if cands[i].root && cands[i].strong {
+			rootDecides = true
+			break
+		}
+	}
 	var firstT, firstN *candidate
 	for i := range cands {
 		c := &cands[i]
-		if !c.strong {
+		if !c.strong || rootDecides && !c.root {
 			continue
 		}
 		if c.family == FamilyTransient {
@@ -258,8 +285,11 @@ func (v *Verdict) why() string {
 			d.Field, clip(d.Text), d.Signal, a.Field, clip(a.Text), a.Family, a.Signal)
 	}
 	strength := ""
-	if !d.Strong {
+	switch {
+	case !d.Strong:
 		strength = ", a weak signal nothing outweighs"
+	case d.Kind == record.EvidenceRootCause:
+		strength = ", the root cause: the wrappers' words do not decide"
 	}
 	family := v.Family
 	if family == FamilyConfig {

@@ -71,6 +71,11 @@ type Decoding struct {
 	// it is a JSON object.
 	Parsed any
 	Obj    map[string]any
+	// Payload is what the body is (its payload_encoding). When the body is
+	// base64, gzip or zlib around JSON, Parsed and Obj are that inner JSON
+	// (Layered is true), so formats read what the body decodes to.
+	Payload PayloadInfo
+	Layered bool
 
 	env     *record.Envelope
 	payload any
@@ -173,32 +178,12 @@ func (d *Decoding) Evidence(field, kind, text string) {
 	}
 }
 
-// StackEvidence records the root-cause lines of a stack trace ("Caused
-// by: …" in Java and .NET, "---> X: …" inner exceptions, the last
-// exception line of a Python traceback) as cause evidence. Frames are not
-// evidence: they name code, not failures.
-func (d *Decoding) StackEvidence(field, trace string) {
-	n := 0
-	lines := strings.Split(trace, "\n")
-	for i, l := range lines {
-		l = strings.TrimSpace(l)
-		var cause string
-		switch {
-		case strings.HasPrefix(l, "Caused by:"):
-			cause = strings.TrimSpace(strings.TrimPrefix(l, "Caused by:"))
-		case strings.HasPrefix(l, "---> "):
-			cause = strings.TrimSpace(strings.TrimPrefix(l, "---> "))
-		case i == len(lines)-1 && i > 0 && strings.HasPrefix(strings.TrimSpace(lines[0]), "Traceback"):
-			cause = l
-		}
-		if cause != "" {
-			d.Evidence(field, record.EvidenceCause, cause)
-			if n++; n == 3 {
-				return
-			}
-		}
-	}
-}
+// StackEvidence records what a stack trace says: its head exception, the
+// causes it chains ("Caused by: …" in Java, "---> X: …" inner exceptions
+// in .NET, chained Python tracebacks, PHP's "Next", anyhow's "Caused
+// by:") and the root cause (kind root_cause). Frames are not evidence:
+// they name code, not failures.
+func (d *Decoding) StackEvidence(field, trace string) { d.TextEvidence(field, "stack", trace) }
 
 // Attempts records the attempt count when it parses and none is known.
 func (d *Decoding) Attempts(s string) {
@@ -249,10 +234,20 @@ func truncUTF8(s string, n int) string {
 // reason.
 func Decode(rec *record.Record) any {
 	parsed, _ := parseJSON(rec.Body)
+	return decodeParsed(rec, parsed)
+}
+
+// decodeParsed is Decode with the body already parsed (nil: not JSON).
+func decodeParsed(rec *record.Record, parsed any) any {
 	d := &Decoding{Rec: rec, Parsed: parsed}
-	d.Obj, _ = parsed.(map[string]any)
+	d.Payload = DetectPayload(rec, parsed)
+	if parsed == nil && d.Payload.Inner != nil {
+		d.Parsed, d.Layered = d.Payload.Inner, true
+	}
+	d.Obj, _ = d.Parsed.(map[string]any)
 	prev := rec.Failure
 	rec.Envelope, rec.Failure, rec.Redrive, rec.Payload = nil, nil, nil, nil
+	rec.PayloadEncoding = d.Payload.Encoding
 	format := ""
 	for _, f := range formats {
 		if f.Decode(d) {
@@ -264,9 +259,25 @@ func Decode(rec *record.Record) any {
 	if format == "" && d.Obj != nil {
 		d.env = EnvelopeOf(d.Obj)
 	}
+	if d.Layered && !d.wrapped {
+		// The body is encoded JSON: what it decodes to is the payload.
+		d.SetPayload(d.Parsed)
+	}
 	genericAttrs(d)
 	if d.Obj != nil && !d.bodyHandled {
 		genericBody(d)
+	}
+	if len(d.Payload.xmlFailure) > 0 {
+		xmlEvidence(d)
+	}
+	if !d.fail.HasContext() {
+		scanValues(d)
+		if d.Parsed == nil && len(d.Payload.xmlFailure) == 0 && looksLikeFailureText(rec.Body) {
+			// A text body that reads like an exception or a stack trace
+			// (a log line, an error report): the message's own data, so
+			// a hint only.
+			d.textEvidence("body", record.EvidenceMessage, rec.Body, true)
+		}
 	}
 	if format == "" && d.fail.HasContext() {
 		format = FormatGeneric

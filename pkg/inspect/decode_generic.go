@@ -41,7 +41,8 @@ var genericKeys = map[string]string{
 	"responsestatus": record.EvidenceStatus, "status": record.EvidenceStatus,
 	// context
 	"attemptcount": "attempts", "attempts": "attempts", "retrycount": "attempts", "retries": "attempts",
-	"deliveryattempts": "attempts", "deliverycount": "attempts",
+	"deliveryattempts": "attempts", "deliverycount": "attempts", "attemptsmade": "attempts", "attemptnumber": "attempts",
+	"numattempts": "attempts", "tries": "attempts",
 	"consumerversion": "consumer", "failedat": "failedat", "failuretime": "failedat", "timeoffailure": "failedat",
 }
 
@@ -65,10 +66,18 @@ func failureKeyNorm(buf []byte, k string) []byte {
 // genericKind returns the kind of failure key k ("" when it is none).
 // status keys only count next to other failure keys (see genericObject).
 func genericKind(buf []byte, k string) string {
-	if len(k) > 48 {
+	if len(k) > 160 {
 		return ""
 	}
 	n := failureKeyNorm(buf, k)
+	if len(k) > 48 {
+		// Long keys (Symfony's "X-Message-Stamp-…ErrorDetailsStamp")
+		// only by their words.
+		if mayNameFailure(n) {
+			return wordKind(k)
+		}
+		return ""
+	}
 	if kind, ok := genericKeys[string(n)]; ok {
 		return kind
 	}
@@ -78,6 +87,9 @@ func genericKind(buf []byte, k string) string {
 				return kind
 			}
 		}
+	}
+	if mayNameFailure(n) {
+		return wordKind(k)
 	}
 	return ""
 }
@@ -93,6 +105,20 @@ func genericAttrs(d *Decoding) {
 		}
 		kind := genericKind(buf[:], name)
 		if kind == "" {
+			// An attribute holding a JSON object of headers (Symfony's
+			// X-Symfony-Messenger, a JSON "headers" attribute).
+			if v := a.Value; len(v) > 8 && v[0] == '{' && mayHoldFailure(v) {
+				if p, ok := parseJSON(v); ok {
+					if m, ok := p.(map[string]any); ok {
+						if genericObject(d, "attributes."+name, m, 0) {
+							found = true
+						}
+						if nestedFailureKeys(d, "attributes."+name, m, 0, true) {
+							found = true
+						}
+					}
+				}
+			}
 			continue
 		}
 		if kind == record.EvidenceStatus {
@@ -109,7 +135,10 @@ func genericAttrs(d *Decoding) {
 	}
 }
 
-func genericBody(d *Decoding) { genericObject(d, "body", d.Obj, 0) }
+func genericBody(d *Decoding) {
+	genericObject(d, "body", d.Obj, 0)
+	nestedFailureKeys(d, "body", d.Obj, 0, false)
+}
 
 // genericObject reads the failure keys of one JSON object (the body's top
 // level, or a nested error object).
@@ -159,14 +188,10 @@ func genericValue(d *Decoding, field, kind string, v any, depth int) bool {
 		}
 		switch kind {
 		case "stack":
-			if !strings.Contains(t, "\n") {
-				if !strings.Contains(t, "Error") && !strings.Contains(t, "Exception") {
-					return false // a trace id, not a stack trace
-				}
-				d.Evidence(field, record.EvidenceCause, t)
-				return true
+			if !strings.Contains(t, "\n") && !looksLikeFailureText(t) {
+				return false // a trace id, not a stack trace
 			}
-			d.StackEvidence(field, t)
+			d.TextEvidence(field, "stack", t)
 		case "attempts":
 			d.Attempts(t)
 			return false
@@ -176,17 +201,8 @@ func genericValue(d *Decoding, field, kind string, v any, depth int) bool {
 		case "failedat":
 			d.FailedAt(t)
 			return false
-		case record.EvidenceType, record.EvidenceMessage:
-			typ, msg := splitTypeMessage(t)
-			switch {
-			case kind == record.EvidenceMessage && typ == "" && isTypeName(t):
-				d.Evidence(field, record.EvidenceType, t)
-			case typ != "" && kind == record.EvidenceMessage:
-				d.Evidence(field, record.EvidenceType, typ)
-				d.Evidence(field, record.EvidenceMessage, msg)
-			default:
-				d.Evidence(field, kind, t)
-			}
+		case record.EvidenceType, record.EvidenceMessage, record.EvidenceCause:
+			d.TextEvidence(field, kind, t)
 		default:
 			d.Evidence(field, kind, t)
 		}
@@ -207,6 +223,12 @@ func genericValue(d *Decoding, field, kind string, v any, depth int) bool {
 			return false
 		}
 		found := false
+		if root := innermostCause(t); root != "" {
+			// The chain's innermost cause (Node's cause, .NET's
+			// InnerException) is the root cause.
+			d.Evidence(field+".cause", record.EvidenceRootCause, root)
+			found = true
+		}
 		// A nested error object: its own failure keys, plus the usual
 		// names of an error's parts (any case: "Code", "Message").
 		for _, k := range sortedKeys(t) {

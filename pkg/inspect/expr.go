@@ -149,9 +149,9 @@ func truthy(v any) bool {
 // Input builds the expression input for a record. parsed is the parsed
 // body as returned by Decode (nil when the body is not JSON).
 func Input(rec *record.Record, parsed any) map[string]any {
-	// Sized for all 17 top-level keys up front: growing a map rehashes it,
+	// Sized for all 18 top-level keys up front: growing a map rehashes it,
 	// and this runs once per record in filters, rules and group keys.
-	m := make(map[string]any, 17)
+	m := make(map[string]any, 18)
 	m["message_id"] = rec.MessageID
 	m["queue"] = rec.Queue
 	m["body"] = rec.Body
@@ -160,6 +160,7 @@ func Input(rec *record.Record, parsed any) map[string]any {
 	m["age_seconds"] = int(rec.AgeSeconds)
 	m["json"] = parsed
 	m["payload"] = PayloadOf(rec, parsed)
+	m["payload_encoding"] = nilIfEmpty(rec.PayloadEncoding)
 	attrs := make(map[string]any, len(rec.Attributes))
 	for k, a := range rec.Attributes {
 		am := map[string]any{"type": a.Type}
@@ -202,7 +203,11 @@ func Input(rec *record.Record, parsed any) map[string]any {
 	if f := rec.Failure; f != nil {
 		ev := make([]any, len(f.Evidence))
 		for i, e := range f.Evidence {
-			ev[i] = map[string]any{"field": e.Field, "kind": e.Kind, "text": e.Text}
+			em := map[string]any{"field": e.Field, "kind": e.Kind, "text": e.Text}
+			if e.Weak {
+				em["weak"] = true
+			}
+			ev[i] = em
 		}
 		m["failure"] = map[string]any{
 			"reason": f.Reason, "type": f.Type, "error_class": f.ErrorClass,

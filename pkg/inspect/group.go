@@ -110,6 +110,9 @@ var namedKeys = map[string]struct {
 		}
 		return None
 	}},
+	"encoding": {"what the body is (payload_encoding: json, xml, csv, text, base64/json, gzip/json, binary, malformed-json, …)", func(c *groupCtx) string {
+		return orNone(c.rec.PayloadEncoding)
+	}},
 	"shape": {"fingerprint of the body's JSON structure (not-json when unparseable)", func(c *groupCtx) string {
 		return ShapeFingerprint(c.parsed)
 	}},

@@ -119,3 +119,28 @@ func TestAgeBucket(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupByEncoding: group --by encoding counts what the bodies are.
+func TestGroupByEncoding(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	keys, err := ParseGroupKeys([]string{"encoding"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := NewGrouper(keys, now)
+	for i, body := range []string{`{"a":1}`, `{"b":2}`, `<Order id="1"/>`, `ORDER|o-1|5|EUR`, b64([]byte(`{"task":"x","id":"1"}`)), `{"a":`} {
+		rec, parsed := groupRecord(string(rune('a'+i)), body, "orders", now, 1)
+		g.Add(rec, parsed)
+	}
+	got := map[string]int{}
+	for _, gr := range g.Groups() {
+		got[gr.Key["encoding"]] = gr.Count
+	}
+	want := map[string]int{"json": 2, "xml": 1, "csv": 1, "base64/json": 1, "malformed-json": 1}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("encoding groups %v, want %v", got, want)
+			break
+		}
+	}
+}

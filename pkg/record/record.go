@@ -57,6 +57,11 @@ type Record struct {
 	// original_payload, ...). It is omitted when the body itself is the
 	// event. Expressions see it as .payload (the parsed body when omitted).
 	Payload any `json:"payload,omitempty"`
+	// PayloadEncoding says what the body is: json, ndjson, malformed-json, xml,
+	// malformed-xml, html, csv, text, empty, binary, avro or protobuf, under
+	// any base64, gzip and zlib layers written outermost first
+	// ("base64/gzip/json"). Set by decoding; see docs/triage.md.
+	PayloadEncoding string `json:"payload_encoding,omitempty"`
 	// Redrive is the decoded dlqctl redrive marker when the message was
 	// redriven by dlqctl before (an extension of the record).
 	Redrive *Marker `json:"redrive,omitempty"`
@@ -109,7 +114,7 @@ func (r Record) JSONForm() any {
 	out := recordJSON{
 		MessageID: r.MessageID, Queue: r.Queue, Broker: r.Broker, Body: r.Body, BodySHA256: r.BodySHA256, SizeBytes: r.SizeBytes,
 		Attributes: r.Attributes, OrderingKey: r.OrderingKey, System: r.System.jsonView(), AgeSeconds: r.AgeSeconds, ExpiresAt: recordTime(r.ExpiresAt),
-		Envelope: r.Envelope, Failure: r.Failure, Payload: r.Payload,
+		Envelope: r.Envelope, Failure: r.Failure, Payload: r.Payload, PayloadEncoding: r.PayloadEncoding,
 		Class: r.Class, Action: r.Action, Rule: r.Rule, ErrorFingerprint: r.ErrorFingerprint,
 	}
 	if out.Attributes == nil {
@@ -138,6 +143,7 @@ type recordJSON struct {
 	Envelope         *Envelope            `json:"envelope,omitempty"`
 	Failure          *Failure             `json:"failure,omitempty"`
 	Payload          any                  `json:"payload,omitempty"`
+	PayloadEncoding  string               `json:"payload_encoding,omitempty"`
 	Redrive          *markerJSON          `json:"redrive,omitempty"`
 	Class            string               `json:"class,omitempty"`
 	Action           string               `json:"action,omitempty"`
@@ -461,9 +467,15 @@ type Evidence struct {
 	// Kind says what the text is: type (an exception or error type), code
 	// (an error code), status (an HTTP status), message, cause (a nested or
 	// root-cause exception), class (the consumer's own label) or condition
-	// (why the platform gave up, e.g. RetriesExhausted).
+	// (why the platform gave up, e.g. RetriesExhausted) or root_cause (the
+	// innermost cause of a chain: Java's last "Caused by:", .NET's
+	// innermost "--->", …).
 	Kind string `json:"kind"`
 	Text string `json:"text"`
+	// Weak marks evidence found by its look (a value that reads like an
+	// exception or a stack trace in a field not named as failure
+	// context): a hint, weighed below evidence from failure fields.
+	Weak bool `json:"weak,omitempty"`
 }
 
 // Evidence kinds.
@@ -475,6 +487,7 @@ const (
 	EvidenceCause     = "cause"
 	EvidenceClass     = "class"
 	EvidenceCondition = "condition"
+	EvidenceRootCause = "root_cause"
 )
 
 // Marker is the dlqctl redrive marker carried in the MarkerAttribute
