@@ -91,17 +91,22 @@ func (s *peekSource) Leftover(context.Context) (broker.Leftover, error) {
 	return broker.Leftover{}, nil
 }
 
-// consumeSource reads as a member of the group; Ack commits.
+// consumeSource reads as a member of the group; Ack commits. Next is
+// serialised: one poll at a time, so the rebalance a poll lets through
+// never runs between another worker's poll and the records it hands out.
 type consumeSource struct {
 	e      *Endpoint
 	c      *Consumer
 	decode func(*record.Record) any
+	next   sync.Mutex
 }
 
 func (s *consumeSource) Name() string { return s.e.String() }
 
 func (s *consumeSource) Next(ctx context.Context, max int) ([]broker.Message, error) {
+	s.next.Lock()
 	ms, done, err := s.c.Poll(ctx, max)
+	s.next.Unlock()
 	if err != nil {
 		return nil, s.e.wrap(err)
 	}
