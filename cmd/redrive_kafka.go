@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 	"github.com/dlqctl/dlqctl/pkg/errs"
@@ -516,4 +515,3 @@ func kafkaWatchCanary(ctx context.Context, f *Factory, opts *RedriveOptions, ep 
 		}
 	}
 }
-
