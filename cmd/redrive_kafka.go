@@ -301,7 +301,7 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		rep.Status, rep.Interrupted = "interrupted", true
 	case runErr != nil:
 		rep.Status = "failed"
-	case st.Failed > 0 || st.LeftToOthers > 0:
+	case st.Failed > 0 || st.LeftToOthers > 0 || st.Unfinished > 0:
 		rep.Status = "partial"
 	default:
 		rep.Status = "completed"
@@ -327,6 +327,9 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	case "failed":
 		return kafkaErr(runErr)
 	case "partial":
+		if st.Unfinished > 0 {
+			return errs.Partialf("%d record(s) of partitions this run was assigned are still pending in %s: read back at the end, group %s's commit does not cover them (a partition came late or moved to another member); run the same command again", st.Unfinished, ep.Name(), ep.Group())
+		}
 		if st.LeftToOthers > 0 {
 			return errs.Partialf("%d record(s) are pending in partitions other members of group %s still held when this run ended; run the same command again once they are done", st.LeftToOthers, ep.Group())
 		}

@@ -301,6 +301,7 @@ func Run(ctx context.Context, src Source, sink Sink, opt Options) (*Result, erro
 	e.checkGuards(fin, true)
 	e.report()
 	e.recount(fin)
+	leftover, left := askLeftover(fin, src, clean && !e.stoppedAtMx.Load() && !e.heldLimit.Load())
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -318,6 +319,9 @@ func Run(ctx context.Context, src Source, sink Sink, opt Options) (*Result, erro
 	}
 	e.settleNotAckedLocked(r)
 	e.reconcileLocked(r)
+	if left {
+		applyLeftoverLocked(r, leftover)
+	}
 	return r, e.stopErr
 }
 

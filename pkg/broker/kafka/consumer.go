@@ -49,6 +49,14 @@ type Consumer struct {
 	// LeftToOthers counts the pending records of partitions other members
 	// still held when this member gave up waiting for them.
 	leftToOthers int64
+	// everAssigned lists every partition the group gave this member during
+	// the run (also those that moved away since): the end-of-run check
+	// (Unfinished) holds the run to each of them.
+	everAssigned map[int32]bool
+	// out lists the records Poll handed out that no Ack recorded yet, per
+	// partition: what the caller's own accounting covers (left pending by
+	// a selection, failed, in flight) at the end of the run.
+	out map[int32]map[int64]struct{}
 }
 
 type partState struct {
@@ -82,7 +90,8 @@ func OpenConsumer(ctx context.Context, addr Address, conn Conn, group string, op
 		admCl.Close()
 		return nil, err
 	}
-	c := &Consumer{addr: addr, group: group, adm: adm, admCl: admCl, ends: map[int32]int64{}, parts: map[int32]*partState{}, joinedAt: time.Now()}
+	c := &Consumer{addr: addr, group: group, adm: adm, admCl: admCl, ends: map[int32]int64{}, parts: map[int32]*partState{}, joinedAt: time.Now(),
+		everAssigned: map[int32]bool{}, out: map[int32]map[int64]struct{}{}}
 	for _, r := range plan.Partitions {
 		c.ends[r.Partition] = r.End
 	}
@@ -157,6 +166,7 @@ func (c *Consumer) onAssigned(ctx context.Context, _ *kgo.Client, m map[string][
 			end = start
 		}
 		c.parts[p] = &partState{j: j, end: end, pos: start}
+		c.everAssigned[p] = true
 	}
 	// A partition paused at its end before it moved away stays paused in
 	// the client when it comes back: resume it (its records from the
@@ -203,7 +213,7 @@ func (c *Consumer) Poll(ctx context.Context, max int) (msgs []*Message, done boo
 		}
 		if c.allDoneLocked() {
 			c.mu.Unlock()
-			if c.othersDone(ctx) {
+			if c.othersDone(ctx) && c.blockAndRecheck(ctx) {
 				return nil, true, nil
 			}
 		} else {
@@ -246,11 +256,22 @@ func (c *Consumer) Poll(ctx context.Context, max int) (msgs []*Message, done boo
 				pause = append(pause, r.Partition)
 			}
 			if r.Attrs.IsControl() {
+				// A transaction marker is no record: commit past it,
+				// or the committed offset would stop at it forever.
+				if ps.j.Mark(r.Offset) == nil {
+					ps.dirty = true
+				}
 				return
 			}
 			if ps.j.Handled(r.Offset) {
 				return
 			}
+			o := c.out[r.Partition]
+			if o == nil {
+				o = map[int64]struct{}{}
+				c.out[r.Partition] = o
+			}
+			o[r.Offset] = struct{}{}
 			msgs = append(msgs, fromKgo(r))
 		})
 		c.mu.Unlock()
@@ -262,6 +283,29 @@ func (c *Consumer) Poll(ctx context.Context, max int) (msgs []*Message, done boo
 		}
 	}
 	return msgs, false, nil
+}
+
+// blockAndRecheck runs when this member has read every partition it holds
+// to its end: it blocks rebalances again (AllowRebalance at the top of Poll
+// let them through) so that no partition changes hands while the caller
+// settles the records it still has in hand (an archive part not yet
+// verified), then checks that the group did not hand it more in between.
+// Without the block, a partition assigned (or moved away and back) after
+// the last poll was never read, and the run ended "done" with its records
+// pending.
+func (c *Consumer) blockAndRecheck(ctx context.Context) bool {
+	// A cancelled poll returns no records but registers a poller, which
+	// holds off rebalances until the next AllowRebalance (or Close).
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	c.cl.PollRecords(done, 1)
+	c.mu.Lock()
+	ok := c.allDoneLocked()
+	c.mu.Unlock()
+	if !ok {
+		c.cl.AllowRebalance()
+	}
+	return ok
 }
 
 func (c *Consumer) allDoneLocked() bool {
@@ -300,6 +344,7 @@ func (c *Consumer) Ack(m *Message) (ok bool, err error) {
 		return false, err
 	}
 	ps.dirty = true
+	delete(c.out[m.Partition], m.Offset)
 	return true, nil
 }
 
@@ -527,4 +572,104 @@ func (c *Consumer) LeftToOthers() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.leftToOthers
+}
+
+// Unfinished is the end-of-run account of what this member leaves pending
+// that the caller did not see: records of a partition the group gave it
+// that were never read, or read and settled but not committed past, or
+// that moved to another member first. Records Poll handed out and no Ack
+// recorded are the caller's to count (left by a selection, failed, in
+// flight) and are not in it.
+type Unfinished struct {
+	// Unread counts records of held partitions not read to their end, or
+	// read and handled but not committed past (the group's commit lags).
+	Unread int64
+	// Moved counts pending records of partitions that moved to another
+	// member during the run; LeftToOthers those of partitions other
+	// members held when this one stopped waiting for them.
+	Moved, LeftToOthers int64
+	// Partitions lists the partitions with something left.
+	Partitions []int32
+}
+
+// Total is every record Unfinished counts.
+func (u Unfinished) Total() int64 { return u.Unread + u.Moved + u.LeftToOthers }
+
+// Unfinished commits what is settled, then reads the group's commits
+// back from the coordinator and holds every partition this member was
+// assigned to them: a partition is finished only when its commit (offset
+// plus the handled list in its metadata) covers every record up to the end
+// taken at the start, except the ones the caller still accounts for. The
+// broker's word decides, never this member's memory of what it did.
+func (c *Consumer) Unfinished(ctx context.Context) (Unfinished, error) {
+	var u Unfinished
+	if err := c.Commit(ctx); err != nil {
+		return u, err
+	}
+	commits, err := fetchCommits(ctx, c.adm, c.group, c.addr.Topic)
+	if err != nil {
+		return u, fmt.Errorf("reading back the commits of group %s: %w", c.group, err)
+	}
+	starts, err := c.adm.ListStartOffsets(ctx, c.addr.Topic)
+	if err != nil {
+		return u, fmt.Errorf("reading the log start offsets of %s: %w", c.addr.Topic, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u.LeftToOthers = c.leftToOthers
+	ps := make([]int32, 0, len(c.everAssigned))
+	for p := range c.everAssigned {
+		ps = append(ps, p)
+	}
+	sort.Slice(ps, func(i, k int) bool { return ps[i] < ps[k] })
+	for _, p := range ps {
+		end, ok := c.ends[p]
+		if !ok {
+			continue // added after the start: not in this run
+		}
+		committed, md := int64(-1), ""
+		if r, ok := commits.Lookup(c.addr.Topic, p); ok && r.Err == nil && r.At >= 0 {
+			committed, md = r.At, r.Metadata
+		}
+		logStart := int64(0)
+		if s, ok := starts.Lookup(c.addr.Topic, p); ok && s.Err == nil {
+			logStart = s.Offset
+		}
+		j := NewPartitionJournal(max(committed, 0), md)
+		var left int64
+		for o := max(committed, logStart, 0); o < end; o++ {
+			if j.Handled(o) {
+				continue
+			}
+			if _, mine := c.out[p][o]; mine {
+				continue
+			}
+			if held := c.parts[p]; held != nil && o >= held.pos {
+				// Not read: a transaction marker or an aborted record
+				// is never handed out, so only offsets up to the read
+				// position are known records.
+				left++
+				continue
+			}
+			if held := c.parts[p]; held != nil && held.j.Handled(o) {
+				left++ // handled here, not (yet) in the group's commit
+				continue
+			}
+			if c.parts[p] == nil {
+				left++
+			}
+			// Held, read past and never handed out: a control record
+			// or an aborted transaction's record (read_committed).
+		}
+		if left == 0 {
+			continue
+		}
+		u.Partitions = append(u.Partitions, p)
+		if c.parts[p] == nil {
+			u.Moved += left
+		} else {
+			u.Unread += left
+		}
+	}
+	return u, nil
 }

@@ -85,6 +85,12 @@ type DrainStats struct {
 	// the group still held when this process ended (it waited two session
 	// timeouts for them).
 	LeftToOthers int64 `json:"left_to_others,omitempty"`
+	// Unfinished counts records of partitions the group gave this process
+	// that the group's commit (read back at the end) does not cover and
+	// that no other count holds: never read (the partition came late), or
+	// pending in a partition that moved to another member. Zero is what
+	// lets a run be complete.
+	Unfinished int64 `json:"unfinished,omitempty"`
 }
 
 // Drain reads the topic's pending records as a member of the group and
@@ -133,7 +139,11 @@ func Drain(ctx context.Context, opt DrainOptions) (DrainStats, error) {
 			return st, err
 		}
 		if done {
-			st.LeftToOthers = c.LeftToOthers()
+			u, err := c.Unfinished(settle())
+			if err != nil {
+				return st, err
+			}
+			st.LeftToOthers, st.Unfinished = u.LeftToOthers, u.Unread+u.Moved
 			return st, nil
 		}
 		st.Read += len(msgs)

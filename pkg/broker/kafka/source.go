@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -152,6 +153,39 @@ func (s *consumeSource) Ack(ctx context.Context, msgs []broker.Message) []error 
 
 // Release leaves the messages pending: the commit never passes them.
 func (s *consumeSource) Release(context.Context, []broker.Message) error { return nil }
+
+// Leftover is the end-of-run check of a consuming read: the run is
+// complete only when every partition the group gave this process was read
+// to the end taken at the start and the group's commit (read back from the
+// coordinator) covers every record the run handled. Records the run still
+// accounts for itself (left by a selection, failed) are not counted.
+func (s *consumeSource) Leftover(ctx context.Context) (broker.Leftover, error) {
+	u, err := s.c.Unfinished(ctx)
+	if err != nil {
+		e := s.e.wrap(err)
+		return broker.Leftover{Note: fmt.Sprintf("could not confirm the group's committed offsets at the end of the run (%v); run the same command again", e)}, e
+	}
+	if u.Total() == 0 {
+		return broker.Leftover{}, nil
+	}
+	lo := broker.Leftover{Unread: int(u.Unread), HeldElsewhere: int(u.Moved + u.LeftToOthers), ReturnAfter: 2 * s.c.session}
+	var parts []string
+	if u.Unread > 0 {
+		parts = append(parts, fmt.Sprintf("%d record(s) of partitions this run held were not read or not committed past", u.Unread))
+	}
+	if u.Moved > 0 {
+		parts = append(parts, fmt.Sprintf("%d record(s) are pending in partitions that moved to another member of group %s during the run", u.Moved, s.c.group))
+	}
+	if u.LeftToOthers > 0 {
+		parts = append(parts, fmt.Sprintf("%d record(s) are pending in partitions other members of group %s held when this run ended", u.LeftToOthers, s.c.group))
+	}
+	where := s.e.String()
+	if len(u.Partitions) > 0 {
+		where = fmt.Sprintf("partitions %v of %s", u.Partitions, s.e)
+	}
+	lo.Note = fmt.Sprintf("%s (%s); run the same command again to finish them", strings.Join(parts, "; "), where)
+	return lo, nil
+}
 
 func (s *consumeSource) Close(ctx context.Context) error {
 	return s.e.wrap(s.c.Close(context.WithoutCancel(ctx)))
