@@ -35,6 +35,11 @@ type Consumer struct {
 	total   int32
 	topicID [16]byte
 
+	// commitMu orders commits: one OffsetCommit in flight at a time, so a
+	// later commit (a revoke's, the run's next batch's) never lands before
+	// an earlier one and sets a partition's offset back.
+	commitMu sync.Mutex
+
 	mu        sync.Mutex
 	parts     map[int32]*partState
 	assigned  bool // the group assigned us something at least once (or settled with nothing)
@@ -358,6 +363,8 @@ func (c *Consumer) LostAcks() int {
 // Commit writes the journal of every changed partition: the committed
 // offset and the list of records handled past it, as this group member.
 func (c *Consumer) Commit(ctx context.Context) error {
+	c.commitMu.Lock()
+	defer c.commitMu.Unlock()
 	c.mu.Lock()
 	type item struct {
 		p      int32
@@ -461,6 +468,8 @@ func (c *Consumer) abandon() {
 // group member): the offsets become visible exactly when p's transaction
 // commits, together with the records p produced in it.
 func (c *Consumer) CommitInTxn(ctx context.Context, p *Producer) error {
+	c.commitMu.Lock()
+	defer c.commitMu.Unlock()
 	c.mu.Lock()
 	type item struct {
 		p      int32

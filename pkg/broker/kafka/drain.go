@@ -41,7 +41,8 @@ type DrainOptions struct {
 	// Wait blocks until n more records may be handled (rate, ramp,
 	// guards); an error stops the run.
 	Wait func(ctx context.Context, n int) error
-	// OnBatch is called after each batch is committed.
+	// OnBatch is called after each batch is settled (its commit is under
+	// way; it has landed before the next batch is committed).
 	OnBatch func(DrainStats)
 	// OnRecord is called for every record with its outcome.
 	OnRecord func(m *Message, outcome string, err error)
@@ -127,18 +128,40 @@ func Drain(ctx context.Context, opt DrainOptions) (DrainStats, error) {
 			opt.OnRecord(m, outcome, err)
 		}
 	}
+	// The commit of a batch runs while the next batch is polled and
+	// produced (commits are ordered by the consumer, and each covers only
+	// records already produced and acknowledged); it is waited for before
+	// the next commit and before the run returns. A failed commit stops the
+	// run: the batch it covered stays pending (duplicates, never a loss).
+	var inflight chan error
+	var inflightN int
+	waitCommit := func() error {
+		if inflight == nil {
+			return nil
+		}
+		err := <-inflight
+		inflight = nil
+		if err != nil {
+			st.Uncommitted += inflightN
+		}
+		return err
+	}
+	defer func() { _ = waitCommit() }()
 	for {
 		if err := ctx.Err(); err != nil {
-			return st, err
+			return st, errors.Join(err, waitCommit())
 		}
 		if opt.Limit > 0 && st.Handled >= opt.Limit {
-			return st, nil
+			return st, waitCommit()
 		}
 		msgs, done, err := c.Poll(ctx, batch)
 		if err != nil {
-			return st, err
+			return st, errors.Join(err, waitCommit())
 		}
 		if done {
+			if err := waitCommit(); err != nil {
+				return st, err
+			}
 			u, err := c.Unfinished(settle())
 			if err != nil {
 				return st, err
@@ -228,9 +251,19 @@ func Drain(ctx context.Context, opt DrainOptions) (DrainStats, error) {
 				return st, err
 			}
 		}
-		if err := c.Commit(settle()); err != nil {
-			st.Uncommitted += len(picked)
+		if err := waitCommit(); err != nil {
 			return st, err
+		}
+		if inTxn {
+			// The transaction committed the offsets; nothing is dirty.
+			if err := c.Commit(settle()); err != nil {
+				st.Uncommitted += len(picked)
+				return st, err
+			}
+		} else {
+			ch := make(chan error, 1)
+			inflight, inflightN = ch, len(picked)
+			go func() { ch <- c.Commit(settle()) }()
 		}
 		st.Batches++
 		if opt.OnBatch != nil {

@@ -239,7 +239,9 @@ func replayHeadersID(m *Message, origID, runID string, now time.Time) []Header {
 			out = append(out, h)
 		}
 	}
-	return append(out, Header{Key: MarkerHeader, Value: appendMarker(nil, runID, origID, n, now)})
+	// Sized once: the marker is the quoted ids plus ~50 bytes of JSON and time.
+	buf := make([]byte, 0, len(runID)+len(origID)+64)
+	return append(out, Header{Key: MarkerHeader, Value: appendMarker(buf, runID, origID, n, now)})
 }
 
 // ToKgo builds the franz-go record of a copy of m for topic (partition
