@@ -89,7 +89,12 @@ receive whose answer was lost, another consumer) are waited for until
 their visibility timeout ends (--wait-inflight, on by default) and then
 archived; without --delete, a FIFO queue cannot be read past the first
 message of each group, so such a run archives only those and ends partial
-(exit 4), saying how many it could not read. The manifest lists every
+(exit 4), saying how many it could not read. On Kafka the run reads the
+group's commits back at its end: it is complete only when every partition
+the group gave it was read to the end taken at its start and committed past
+every record it archived; a partition that moved to another process of the
+group with records pending (or came late) ends it partial (exit 4), saying
+how many records of which partitions are left. The manifest lists every
 verified part (key, records, bytes, SHA-256, first/last message id), the
 selection and whether messages were deleted; it is written also after a
 failure or Ctrl-C.

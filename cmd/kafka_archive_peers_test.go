@@ -78,9 +78,12 @@ func TestKafkaArchiveSeveralProcessesOneKilledNeverCompleteWithPending(t *testin
 			t.Fatalf("the surviving process exited 0 (complete) with %d record(s) pending\nstdout: %s\nstderr: %s", left, sOut, sErr)
 		}
 		var sum struct {
-			Complete bool `json:"complete"`
+			Status string `json:"status"`
+			Run    struct {
+				Complete bool `json:"complete"`
+			} `json:"run"`
 		}
-		if err := json.Unmarshal(sOut.Bytes(), &sum); err != nil || !sum.Complete {
+		if err := json.Unmarshal(sOut.Bytes(), &sum); err != nil || !sum.Run.Complete || sum.Status != "completed" {
 			t.Fatalf("exit 0 without a complete summary: %s (%v)", sOut, err)
 		}
 	case 4:
