@@ -6,7 +6,9 @@
 #   make test         gofmt check, go vet, go test -race (stack started and
 #                     stopped around it; KEEP_STACK=1 leaves it running)
 #   make bench        go test -bench against the stack (BENCH=Process: only the
-#                     whole-process benchmarks of internal/procbench, ~15 min)
+#                     whole-process benchmarks of internal/procbench, ~15 min;
+#                     BENCH=ProcessTriageFrom: classify/group --from over 100k
+#                     records in records/s, jq -c .class beside them, ~2 min)
 #   make fuzz         every native fuzz target for FUZZTIME each (default 30s),
 #                     one at a time with FUZZPARALLEL workers (default 1);
 #                     FUZZ=regexp picks targets. Seed corpora (testdata/fuzz)

@@ -56,12 +56,12 @@ discarded, and verify the archive.
 Messages are streamed into parts: gzip-compressed NDJSON of message records
 (the exact body, every attribute — binary ones as base64 — the system
 attributes, the class, action and rule — built-in rules unless --rules —
-and the error fingerprint; docs/archive.md has the record contract). A part
+and the error fingerprint; 'dlqctl help archive.md' has the record contract). A part
 closes at --part-size (compressed) or --part-records, whichever comes first,
 so the messages dlqctl holds stay far from SQS's 12 h visibility ceiling and
 its in-flight limit. Keys (Hive-style partition folders that Athena, DuckDB
 and Spark read as a table as they are; the manifest's leading "_" makes
-them skip it — see docs/archive-queries.md):
+them skip it — see 'dlqctl help archive-queries'):
 
   PREFIX/queue=<queue>/dt=<yyyy-mm-dd>/run=<run-id>/part-00001.ndjson.gz
   PREFIX/queue=<queue>/dt=<yyyy-mm-dd>/run=<run-id>/_manifest.json
@@ -83,11 +83,12 @@ deleted as soon as that part is verified, so on a FIFO queue (where SQS
 hands out nothing more of a group while one of its messages is held) the
 run goes on until the queue is drained.
 
-Before a run says complete it compares what the queue still holds with
-what it accounted for. Messages in flight that the run does not hold (a
-receive whose answer was lost, another consumer) are waited for until
-their visibility timeout ends (--wait-inflight, on by default) and then
-archived; without --delete, a FIFO queue cannot be read past the first
+A run ends when SQS has nothing more to give it (an empty long poll), never
+on the queue's approximate counts, which trail by up to a minute; when
+they disagree at the end the summary notes it (counts_note), exit 0.
+Messages a receive whose answer was lost may have taken are waited for
+until their visibility timeout ends (--wait-inflight, on by default) and
+then archived; without --delete, a FIFO queue cannot be read past the first
 message of each group, so such a run archives only those and ends partial
 (exit 4), saying how many it could not read. On Kafka the run reads the
 group's commits back at its end: it is complete only when every partition
@@ -358,7 +359,10 @@ type ArchiveSummary struct {
 	Stats      archive.Stats           `json:"stats"`
 	NotDeleted []archive.FailedMessage `json:"not_deleted,omitempty"`
 	Error      string                  `json:"error,omitempty"`
-	Run        *archive.Manifest       `json:"run"`
+	// CountsNote: the queue's approximate counts at the end, when they
+	// disagreed with what the run saw (advisory).
+	CountsNote string            `json:"counts_note,omitempty"`
+	Run        *archive.Manifest `json:"run"`
 }
 
 func printArchiveSummary(f *Factory, prog *output.Progress, format output.Format, res *archive.Result, runErr error) error {
@@ -374,7 +378,7 @@ func printArchiveSummary(f *Factory, prog *output.Progress, format output.Format
 	case !m.Complete:
 		status = "stopped"
 	}
-	sum := ArchiveSummary{Status: status, Stats: res.Stats, NotDeleted: res.NotDeleted, Run: m}
+	sum := ArchiveSummary{Status: status, Stats: res.Stats, NotDeleted: res.NotDeleted, Run: m, CountsNote: res.CountsNote}
 	if res.ManifestKey != "" {
 		sum.Manifest = archive.Location{Bucket: m.Bucket, Key: res.ManifestKey}.String()
 	}
@@ -415,6 +419,9 @@ func printArchiveSummary(f *Factory, prog *output.Progress, format output.Format
 	}
 	if m.Note != "" {
 		t.Row("note", m.Note)
+	}
+	if sum.CountsNote != "" {
+		t.Row("counts", sum.CountsNote)
 	}
 	return t.Render()
 }

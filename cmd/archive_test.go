@@ -29,7 +29,6 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -321,7 +320,7 @@ func (a *archiveFixture) readAll(t *testing.T, url string) []record.Record {
 		t.Fatal(err)
 	}
 	var recs []record.Record
-	if _, err := inspect.Scan(t.Context(), sqs.NewEndpoint(c, q, pipeline.OpenQueueSource), inspect.ScanOptions{Workers: 1}, func(m *record.Record, _ any) error {
+	if _, err := inspect.Scan(t.Context(), sqs.NewEndpoint(c, q), inspect.ScanOptions{Workers: 1}, func(m *record.Record, _ any) error {
 		recs = append(recs, *m)
 		return nil
 	}); err != nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/pipeline"
 )
 
 // AuditOptions are the inputs of `dlqctl audit`.
@@ -135,7 +134,6 @@ func auditRun(ctx context.Context, opts *AuditOptions) error {
 		return err
 	}
 	rep, err := health.Audit(ctx, c, health.AuditOptions{
-		Open:   pipeline.OpenQueueSource,
 		Queues: queues, Prefix: opts.Prefix,
 		Config:    health.Config{InvestigationWindow: opts.InvestigationWindow},
 		SampleMax: opts.Sample, SampleVisibility: opts.Visibility,

@@ -31,9 +31,15 @@ func poisonReturn(dests []*sqs.Queue, dlq *sqs.Queue) (d time.Duration, why stri
 	return d, why
 }
 
+// defaultCanaryWindow is the watch when --verify-for is not given and no
+// destination dead-letters into the DLQ (nothing known to wait for).
+const defaultCanaryWindow = 2 * time.Minute
+
 // canaryWindow is how long the canary watches: --verify-for when given
 // (with a warning when it is shorter than a poison message needs to come
-// back: a PASS then proves less), else that time, else the flag's default.
+// back: a PASS then proves less), else that time, else
+// defaultCanaryWindow. The flag has no default of its own, so --help
+// shows one truth: the computed window.
 func (c *CanaryFlags) canaryWindow(f *Factory, dests []*sqs.Queue, dlq *sqs.Queue) time.Duration {
 	need, why := poisonReturn(dests, dlq)
 	set := c.verifySet != nil && c.verifySet()
@@ -41,8 +47,11 @@ func (c *CanaryFlags) canaryWindow(f *Factory, dests []*sqs.Queue, dlq *sqs.Queu
 	case set && need > 0 && c.VerifyFor < need:
 		f.IO.Warnf("--verify-for %s is shorter than a failing message needs to come back to %s (%s = %s): a PASS proves less", c.VerifyFor, dlq.Name, why, need.Round(time.Second))
 		return c.VerifyFor
-	case set || need == 0:
+	case set:
 		return c.VerifyFor
+	case need == 0:
+		f.IO.Infof("canary: watching for %s (no destination dead-letters into %s, so there is no return time to compute); pass --verify-for to change it", defaultCanaryWindow, dlq.Name)
+		return defaultCanaryWindow
 	}
 	f.IO.Infof("canary: watching for %s (%s); pass --verify-for to change it", need.Round(time.Second), why)
 	return need

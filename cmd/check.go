@@ -13,7 +13,6 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/pipeline"
 )
 
 // CheckOptions are the inputs of `dlqctl check`.
@@ -63,7 +62,11 @@ uses --max-visible 0: any visible message is a breach.
                      unknown, unless --growth-sample D is given: then check
                      takes a second reading after D and scales that change.
 
--o json prints the report as one JSON document for machines.`),
+-o json prints the report as one JSON document for machines.
+
+Exit 3 is a breach. Exit 2 means check could not look: no credentials or
+region, an unknown queue, or AccessDenied (the message names the IAM action,
+'dlqctl help iam'); exit 1 an error. A monitor should alert on those too.`),
 		Example: `  dlqctl check orders-dlq                       # any message is a breach
   dlqctl check orders-dlq --max-visible 100 --max-age 2h --max-growth 50/5m
   */5 * * * * dlqctl check orders-dlq --max-growth 20/5m -o json || page-oncall`,
@@ -133,7 +136,6 @@ func checkRun(ctx context.Context, opts *CheckOptions) error {
 	}
 	stateDir := filepath.Join(f.StateDir(), "check")
 	rep, err := health.Check(ctx, c, q, health.CheckOptions{
-		Open:       pipeline.OpenQueueSource,
 		Thresholds: opts.Thresholds, SampleMax: opts.Sample, SampleVisibility: opts.Visibility,
 		History: health.FileHistory{Dir: stateDir}, GrowthSample: opts.GrowthSample,
 		OnSample: func(q *sqs.Queue, n int) {

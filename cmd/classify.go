@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -76,8 +77,8 @@ Without --rules the built-in rules apply, in this order:
 Explicit failure evidence beats body and envelope heuristics; a version
 counts only when the decoder vouches it is the event's schema version
 (never EventBridge "version" or CloudEvents "specversion"). See
-docs/triage.md for the formats and families. A rules file (YAML,
-docs/rules.md) lists its own rules and can include the built-ins
+'dlqctl help triage' for the formats and families. A rules file (YAML,
+'dlqctl help rules') lists its own rules and can include the built-ins
 ('- include: builtin'); .failure.format and .payload let a rule target one
 format. It is checked before any message is read: an invalid file exits 2
 naming file, line and reason.
@@ -92,7 +93,13 @@ Bodies are shown with secret-looking values masked (see 'dlqctl sample').
 
 ` + SelectionHelp + `
 
-` + LogsHelp + ` --explain shows the log lines used.`),
+` + LogsHelp + ` --explain shows the log lines used.
+
+Exit 4 with --all when the queue could not be read whole (FIFO groups
+locked behind held messages, messages in flight elsewhere, the in-flight
+limit): the result covers what was read and says what was not. Exit 2 on bad
+rules or keys, no credentials or region, or AccessDenied on the queue
+(naming the IAM action); a --logs group that may not be searched is exit 1.`),
 		Example: `  dlqctl classify orders-dlq --summary
   dlqctl classify orders-dlq --summary --logs /aws/lambda/orders-consumer,/ecs/orders-worker
   dlqctl classify orders-dlq --all --class transient -o ndjson > transient.ndjson
@@ -159,19 +166,38 @@ func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.S
 	}
 	var recs []record.Record
 	matched := 0
-	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) error {
+	// Classification, redaction and (for NDJSON) encoding run on the
+	// decoding goroutines; records are printed in input order.
+	type listed struct {
+		rec  record.Record
+		line json.RawMessage
+		err  error
+	}
+	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) any {
 		if !sel.Match(rec, parsed) {
 			return nil
 		}
-		matched++
-		r := *rec
+		l := &listed{rec: *rec}
 		if redactor != nil {
-			r = redactor.Record(r)
+			l.rec = redactor.Record(l.rec)
 		}
 		if nd != nil {
-			return nd.Write(r)
+			l.line, l.err = l.rec.MarshalJSON()
 		}
-		recs = append(recs, r)
+		return l
+	}, func(_ *record.Record, _, prepared any) error {
+		l, ok := prepared.(*listed)
+		if !ok {
+			return nil
+		}
+		matched++
+		if nd != nil {
+			if l.err != nil {
+				return l.err
+			}
+			return nd.Write(l.line)
+		}
+		recs = append(recs, l.rec)
 		return nil
 	})
 	if err != nil {
@@ -257,8 +283,10 @@ func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classif
 	g := inspect.NewGrouper(keys, now)
 	byRule := map[[2]string]map[string]int{}
 	notes := map[string]string{}
-	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) error {
-		if !sel.Match(rec, parsed) {
+	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) any {
+		return sel.Match(rec, parsed) // on the decoding goroutines
+	}, func(rec *record.Record, parsed, matched any) error {
+		if matched != true {
 			return nil
 		}
 		g.Add(rec, parsed)
@@ -361,7 +389,7 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	var found *classify.Explanation
 	var rec record.Record
 	var lookupErr error
-	rr, err := readRecords(ctx, f, opts.Queue, &read, nil, func(r *record.Record, parsed any) error {
+	rr, err := readRecords(ctx, f, opts.Queue, &read, nil, nil, func(r *record.Record, parsed, _ any) error {
 		if r.MessageID != opts.Explain {
 			return nil
 		}

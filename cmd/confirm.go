@@ -41,7 +41,7 @@ func limitedWhat(what string, canary, max int) string {
 }
 
 // waitInFlightHelp documents --wait-inflight (redrive, archive).
-const waitInFlightHelp = "at the end, wait (up to their visibility timeout) for messages in flight elsewhere — a receive whose answer was lost, another consumer — and process them; --wait-inflight=false reports them and exits 4"
+const waitInFlightHelp = "at the end, wait (up to their visibility timeout) for messages a receive whose answer was lost may have taken (in flight elsewhere, held by nobody), and process them; --wait-inflight=false reports them and exits 4. Without such a receive nothing is waited for"
 
 // maxWaitInFlight bounds --wait-inflight; the queue's visibility timeout
 // (and the run's own) bounds it first.

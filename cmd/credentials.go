@@ -43,7 +43,7 @@ func credentialError(err error, profile string) error {
 			who = "profile " + profile
 		}
 		if isAPI && (api.ErrorCode() == "AccessDenied" || api.ErrorCode() == "AccessDeniedException") {
-			return errs.BadInputf("AssumeRole denied: %s assumes a role and STS refused it (%s); check that the role's trust policy allows the source identity and that the source credentials may call sts:%s (see docs/iam.md)", who, detail, op.OperationName)
+			return errs.BadInputf("AssumeRole denied: %s assumes a role and STS refused it (%s); check that the role's trust policy allows the source identity and that the source credentials may call sts:%s (see 'dlqctl help iam')", who, detail, op.OperationName)
 		}
 		return errs.BadInputf("%s assumes a role and STS %s failed (%s); check the source credentials and role_arn of %s", who, op.OperationName, detail, who)
 	}

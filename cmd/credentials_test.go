@@ -129,7 +129,7 @@ func TestCredentialErrorsSayWhich(t *testing.T) {
 				t.Setenv("AWS_ENDPOINT_URL_STS", sts.URL)
 			},
 			args: []string{"--profile", "operator"},
-			want: []string{"AssumeRole denied: profile operator assumes a role and STS refused it", "arn:aws:iam::123456789012:role/dlqctl-operator", "trust policy", "sts:AssumeRole", "docs/iam.md"},
+			want: []string{"AssumeRole denied: profile operator assumes a role and STS refused it", "arn:aws:iam::123456789012:role/dlqctl-operator", "trust policy", "sts:AssumeRole", "dlqctl help iam"},
 		},
 	}
 	for _, c := range cases {

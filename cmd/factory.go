@@ -25,7 +25,6 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/pipeline"
 )
 
 // GlobalOptions are the persistent flags every command shares.
@@ -329,6 +328,11 @@ func checkRef(raw string) (broker.Ref, error) {
 		return ref, err
 	}
 	switch ref.Broker {
+	case broker.SQS:
+		// The shape of a URL or ARN is checked now, before any call.
+		if _, err := sqs.ParseRef(ref.Target); err != nil {
+			return ref, err
+		}
 	case broker.AMQP:
 		return ref, errs.BadInputf("%s is a RabbitMQ queue, and this dlqctl does not read RabbitMQ yet; pass an SQS queue (a name, URL, ARN or sqs://NAME)", ref)
 	}
@@ -355,7 +359,7 @@ func (f *Factory) sqsEndpoint(ctx context.Context, ref broker.Ref) (*sqs.Endpoin
 	if err != nil {
 		return nil, err
 	}
-	ep, err := sqs.Open(ctx, c, ref, pipeline.OpenQueueSource)
+	ep, err := sqs.Open(ctx, c, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -366,7 +370,7 @@ func (f *Factory) sqsEndpoint(ctx context.Context, ref broker.Ref) (*sqs.Endpoin
 // SQSQueue makes an SQS queue resolved some other way (a source queue, a
 // destination read from a journal) an endpoint.
 func (f *Factory) SQSQueue(c *sqs.Client, q *sqs.Queue) *sqs.Endpoint {
-	return sqs.NewEndpoint(c, q, pipeline.OpenQueueSource)
+	return sqs.NewEndpoint(c, q)
 }
 
 // ResolveQueue resolves a reference that must name an SQS queue and prints

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -274,4 +275,94 @@ func TestRedriveToSourceWithoutDeadLetterSourceArn(t *testing.T) {
 	if v, f := settledDepth(t, c, dlqURL); v+f != 0 {
 		t.Errorf("DLQ still holds %d visible, %d in flight", v, f)
 	}
+}
+
+// TestFIFOWithDefaultConcurrencyDrainsEveryGroupInOrder: on moto (which
+// locks message groups as AWS does), archive --delete and redrive --to
+// source of a multi-group FIFO DLQ with the DEFAULT concurrency move every
+// message, each group in order, and exit 0 — repeated, because the end of
+// such a run is a race between finishing a group's message and the next
+// empty receive: a run that ended on a count read while it still held a
+// group's message left that group's rest behind, saying "completed".
+func TestFIFOWithDefaultConcurrencyDrainsEveryGroupInOrder(t *testing.T) {
+	env := testenv.RequireMoto(t)
+	c := env.SQS(t)
+	const groups, per, rounds = 5, 12, 20
+	const n = groups * per
+	for i := range rounds {
+		t.Run(fmt.Sprintf("archive-delete/%02d", i), func(t *testing.T) {
+			url, _ := fifoDLQ(t, c, testenv.UniqueName(t, "fr"), groups, per)
+			bucket := motoBucket(t, env)
+			r := runCLI(t, env, "", "archive", url, "--to", "s3://"+bucket+"/p", "--delete", "--yes", "-o", "json")
+			if r.Code != 0 {
+				t.Fatalf("archive --delete: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+			}
+			if v, f := queueDepth(t, c, url); v+f != 0 { // moto's counts are exact
+				t.Fatalf("archive --delete exited 0 with %d visible and %d in flight left in the DLQ", v, f)
+			}
+			m := archiveManifest(t, env, bucket)
+			if !m.Complete || m.Totals.Records != n || m.Totals.Deleted != n {
+				t.Fatalf("manifest: complete=%v records=%d deleted=%d; want %d", m.Complete, m.Totals.Records, m.Totals.Deleted, n)
+			}
+			var bodies []string
+			for _, rec := range sampleArchive(t, env, "s3://"+bucket+"/"+strings.TrimSuffix(m.Parts[0].Key, "part-00001.ndjson.gz")+archive.ManifestName) {
+				bodies = append(bodies, rec.Body)
+			}
+			if len(bodies) != n {
+				t.Fatalf("archive read back %d records, want %d", len(bodies), n)
+			}
+			checkOrderPerGroup(t, bodies)
+		})
+		t.Run(fmt.Sprintf("redrive-to-source/%02d", i), func(t *testing.T) {
+			dlq, dlqARN := fifoDLQ(t, c, testenv.UniqueName(t, "frd"), groups, per)
+			src, _ := createQueue(t, c, testenv.UniqueName(t, "frs")+".fifo", map[string]string{
+				"FifoQueue": "true", "RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"3"}`, dlqARN),
+			})
+			r := runCLI(t, env, "", "redrive", dlq, "--to", "source", "--yes", "-o", "json")
+			var sum struct {
+				Status string `json:"status"`
+				Moved  int    `json:"moved"`
+			}
+			if err := json.Unmarshal([]byte(r.Stdout), &sum); r.Code != 0 || err != nil || sum.Moved != n || sum.Status != "completed" {
+				t.Fatalf("redrive --to source: exit %d, status %q, moved %d of %d (%v)\n%s", r.Code, sum.Status, sum.Moved, n, err, r.Stderr)
+			}
+			if v, f := queueDepth(t, c, dlq); v+f != 0 { // moto's counts are exact
+				t.Fatalf("redrive exited 0 with %d visible and %d in flight left in the DLQ", v, f)
+			}
+			got := receiveN(t, c, src, n)
+			if len(got) != n {
+				t.Fatalf("the source queue got %d messages, want %d", len(got), n)
+			}
+			checkOrderPerGroup(t, got)
+		})
+	}
+}
+
+// receiveN receives (and deletes) n messages from url in receive order,
+// then checks that nothing more is visible.
+func receiveN(t *testing.T, c *sqs.Client, url string, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	var bodies []string
+	deadline := time.Now().Add(30 * time.Second)
+	for len(bodies) < n && time.Now().Before(deadline) {
+		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var del []types.DeleteMessageBatchRequestEntry
+		for i, m := range out.Messages {
+			bodies = append(bodies, aws.ToString(m.Body))
+			del = append(del, types.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle})
+		}
+		if len(del) > 0 {
+			if _, err := c.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: del}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if v, f := queueDepth(t, c, url); v+f != 0 {
+		t.Fatalf("%s holds %d visible, %d in flight beyond the %d received", url, v, f, len(bodies))
+	}
+	return bodies
 }

@@ -31,7 +31,7 @@ type PaceFlags struct {
 }
 
 // rateShareHelp describes --rate-share (redrive, restore and archive).
-const rateShareHelp = "I/N: this process is the I-th of N sharing the run: it paces itself at 1/N of --rate and of every --ramp step (both are per process otherwise), and leaves to its peers the messages they hold (see docs/scale.md)"
+const rateShareHelp = "I/N: this process is the I-th of N sharing the run: it paces itself at 1/N of --rate and of every --ramp step (both are per process otherwise), and leaves to its peers the messages they hold (see 'dlqctl help scale')"
 
 // parseRateShare parses --rate-share I/N ("" is a run alone).
 func parseRateShare(raw string) (*redrive.Share, error) {
@@ -155,7 +155,7 @@ type CanaryFlags struct {
 // AddFlags registers the canary flags; what says what a canary does.
 func (c *CanaryFlags) AddFlags(fl *pflag.FlagSet, what string) {
 	fl.IntVar(&c.Canary, "canary", 0, what)
-	fl.DurationVar(&c.VerifyFor, "verify-for", 2*time.Minute, "how long a canary is watched (default: maxReceiveCount × the destination's visibility timeout + 30s, the time a poison message needs to come back; 2m when the destination has no redrive policy)")
+	fl.DurationVar(&c.VerifyFor, "verify-for", 0, "how long a canary is watched; when not given it is computed: maxReceiveCount × the destination's visibility timeout + 30s, the time a poison message needs to come back (2m when the destination has no redrive policy)")
 	c.verifySet = func() bool { return fl.Changed("verify-for") }
 	fl.BoolVar(&c.VerifyDrain, "verify-drain", false, "a canary passes only if the destination also consumed it")
 	fl.DurationVar(&c.VerifyPoll, "verify-poll", 5*time.Second, "how often a canary checks the DLQ depth")
@@ -170,7 +170,7 @@ func (c *CanaryFlags) validate(max int, dryRun bool) error {
 		return errs.BadInputf("--dry-run and --canary exclude each other; run --dry-run first, then --canary")
 	case c.Canary > 0 && max > 0:
 		return errs.BadInputf("--canary N already limits the run to N messages; drop --max")
-	case c.Canary > 0 && c.VerifyFor < time.Second:
+	case c.Canary > 0 && c.verifySet != nil && c.verifySet() && c.VerifyFor < time.Second:
 		return errs.BadInputf("--verify-for must be at least 1s (got %s)", c.VerifyFor)
 	}
 	return nil

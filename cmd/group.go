@@ -41,7 +41,7 @@ const DefaultSample = 1000
 func (r *ReadFlags) addFlags(c *cobra.Command) {
 	fl := c.Flags()
 	fl.IntVar(&r.Sample, "sample", DefaultSample, "read at most N messages (estimates scale groups to the queue depth)")
-	fl.BoolVar(&r.All, "all", false, "read the whole queue (every message once, held invisible until the end, then released); exit 4 when it cannot be read whole (FIFO groups locked behind held messages on AWS, messages in flight elsewhere)")
+	fl.BoolVar(&r.All, "all", false, "read the whole queue (every message once, held invisible until the end, then released); exit 4 when it cannot be read whole (FIFO groups locked behind held messages on AWS, messages a receive whose answer was lost took)")
 	fl.StringVar(&r.From, "from", "", fromFlagHelp)
 	fl.DurationVar(&r.Visibility, "visibility", 30*time.Second, "how long read messages stay hidden between heartbeats")
 	c.MarkFlagsMutuallyExclusive("sample", "all")
@@ -109,7 +109,13 @@ func (rr *readResult) finish(err error) error {
 //
 // With lk (--logs), records without failure context are looked up in the
 // consumer's logs in batches before fn sees them.
-func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *logsLookup, fn func(rec *record.Record, parsed any) error) (*readResult, error) {
+//
+// pre, when set, is the command's per-record work (classification, group
+// keys): for files and archives it runs in parallel on the decoding
+// goroutines (it must be safe for concurrent use on different records);
+// with --logs it runs after the record's failure context from the logs is
+// attached. fn gets what pre returned, one record at a time, in order.
+func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *logsLookup, pre func(rec *record.Record, parsed any) any, fn recordFunc) (*readResult, error) {
 	if r.From == "" && !isKafkaRef(q) {
 		_, qq, err := f.ResolveQueue(ctx, q)
 		if err != nil {
@@ -124,13 +130,30 @@ func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *lo
 	read := 0
 	limitFile := r.From != "" && r.sampleSet && !r.All
 	stoppedEarly := false
-	next, flush := lk.stream(fn)
-	res, err := f.ForEachRecord(ctx, r.input(q), func(rec *record.Record, parsed any) error {
+	in := r.input(q)
+	var next func(rec *record.Record, parsed, prepared any) error
+	flush := func() error { return nil }
+	if lk == nil {
+		in.Prepare, next = pre, fn
+	} else {
+		// Log lookups batch records and attach their failure context
+		// before anything classifies them: pre runs after.
+		var streamed func(rec *record.Record, parsed any) error
+		streamed, flush = lk.stream(func(rec *record.Record, parsed any) error {
+			var prep any
+			if pre != nil {
+				prep = pre(rec, parsed)
+			}
+			return fn(rec, parsed, prep)
+		})
+		next = func(rec *record.Record, parsed, _ any) error { return streamed(rec, parsed) }
+	}
+	res, err := f.ForEachPrepared(ctx, in, func(rec *record.Record, parsed, prepared any) error {
 		read++
 		if read%100 == 0 {
 			prog.Update(output.Stats{Op: "read", Done: int64(read), Total: int64(depth)}, false)
 		}
-		if err := next(rec, parsed); err != nil {
+		if err := next(rec, parsed, prepared); err != nil {
 			return err
 		}
 		if limitFile && read >= r.Sample {
@@ -167,12 +190,10 @@ func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *lo
 			}
 		case strings.Contains(res.Scan.Note, "in-flight"):
 			f.IO.Warnf("%s: read %d of about %d messages; the results are a bounded sample", res.Scan.Note, read, out.Depth)
-		case out.Complete && read < out.Depth:
-			// Messages in flight elsewhere (and, on real SQS, FIFO groups
-			// blocked behind the messages dlqctl holds) cannot be read.
-			f.IO.Warnf("%s held about %d messages when the read began but only %d could be read (messages in flight elsewhere, or FIFO groups blocked behind held messages, are not readable); treat the results as a sample",
-				res.Queue.Name(), out.Depth, read)
-			out.Complete = false
+		case res.Scan.CountsNote != "":
+			// The read is complete (it read until SQS had nothing more to
+			// give); the counts are advisory and say so.
+			f.IO.Warnf("%s", res.Scan.CountsNote)
 		}
 		f.Verbosef("read %d distinct messages from %s (depth at start: %d); all released", res.Scan.Seen, res.Queue.Name(), out.Depth)
 	}
@@ -312,9 +333,16 @@ func groupRun(ctx context.Context, opts *GroupOptions) (retErr error) {
 	for _, k := range keys {
 		opts.Read.chain = opts.Read.chain || k.Name == "stage"
 	}
-	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) error {
-		if sel.Match(rec, parsed) {
-			g.Add(rec, parsed)
+	// Classification and the group key values are computed on the decoding
+	// goroutines; counting into groups happens in order.
+	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) any {
+		if !sel.Match(rec, parsed) {
+			return nil
+		}
+		return g.Values(rec, parsed)
+	}, func(rec *record.Record, _, values any) error {
+		if v, ok := values.([]string); ok {
+			g.AddValues(rec, v)
 		}
 		return nil
 	})

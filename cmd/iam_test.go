@@ -161,6 +161,7 @@ func TestEveryCommandCallsExactlyTheDocumentedActions(t *testing.T) {
 		{doc: "dlqctl redrive --canary", args: []string{"redrive", p.dlqName, "--to", recName, "--yes", "--canary", "2", "--verify-for", "1s", "--verify-poll", "200ms", "--state-dir", state}},
 		{doc: "dlqctl redrive --engine native", args: []string{"redrive", p.dlqName, "--engine", "native", "--yes"}},
 		{doc: "dlqctl runs", args: []string{"runs", "--state-dir", state}},
+		{doc: "dlqctl doctor", args: []string{"doctor", p.dlqName, "--to", recName, "--archive", arch + "/", "--state-dir", state}},
 	}
 	documented := documentedActions(t)
 	for _, sc := range scenarios {

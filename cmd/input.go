@@ -26,6 +26,11 @@ type InputOptions struct {
 	// Chain reads a Kafka topic's whole retry chain (its retry topics and
 	// dead-letter topic), for group --by stage.
 	Chain bool
+	// Prepare, when set, is per-record work (classification, group keys)
+	// done before fn sees a record; for files and archives it runs on the
+	// decoding goroutines, in parallel (it must be safe for concurrent use
+	// on different records), and its result is passed to fn.
+	Prepare func(rec *record.Record, parsed any) any
 	// Refuse, when set, refuses flags the queue's broker cannot honour
 	// (refuseFlags), once the reference is resolved and before reading.
 	Refuse func(broker.Capabilities) error
@@ -37,12 +42,26 @@ type InputResult struct {
 	Scan  *inspect.ScanResult // nil for offline input
 }
 
+// referenceReader makes --from read with the sequential encoding/json
+// reader (inspect.ReadOptions.Reference): tests compare outputs of both.
+var referenceReader = false
+
+// recordFunc gets each record with its parsed body and what
+// InputOptions.Prepare returned for it.
+type recordFunc = func(rec *record.Record, parsed, prepared any) error
+
 // ForEachRecord streams records from the input to fn. Returning errStop
 // from fn ends the stream cleanly.
 func (f *Factory) ForEachRecord(ctx context.Context, in InputOptions, fn func(rec *record.Record, parsed any) error) (*InputResult, error) {
+	return f.ForEachPrepared(ctx, in, func(rec *record.Record, parsed, _ any) error { return fn(rec, parsed) })
+}
+
+// ForEachPrepared is ForEachRecord with in.Prepare's result passed to fn.
+func (f *Factory) ForEachPrepared(ctx context.Context, in InputOptions, fn recordFunc) (*InputResult, error) {
+	opt := inspect.ReadOptions{Prepare: in.Prepare, Reference: referenceReader}
 	if in.From != "" {
 		// Archives (s3:// or a local run) first, then a file of records.
-		if handled, err := openArchiveInput(ctx, f, in.From, fn); handled {
+		if handled, err := openArchiveInput(ctx, f, in.From, opt, fn); handled {
 			if errors.Is(err, errStop) {
 				err = nil
 			}
@@ -50,14 +69,14 @@ func (f *Factory) ForEachRecord(ctx context.Context, in InputOptions, fn func(re
 		}
 		var err error
 		if in.From == "-" {
-			err = inspect.ReadRecords(f.IO.In, "stdin", fn)
+			err = inspect.ReadRecordsWith(f.IO.In, "stdin", opt, fn)
 		} else {
 			fh, oerr := os.Open(in.From)
 			if oerr != nil {
 				return nil, errs.BadInputf("cannot read --from %s: %v; pass an NDJSON file of message records or - for stdin", in.From, oerr)
 			}
 			defer fh.Close()
-			err = inspect.ReadRecords(fh, in.From, fn)
+			err = inspect.ReadRecordsWith(fh, in.From, opt, fn)
 		}
 		if errors.Is(err, errStop) {
 			err = nil
@@ -70,7 +89,13 @@ func (f *Factory) ForEachRecord(ctx context.Context, in InputOptions, fn func(re
 				return nil, err
 			}
 		}
-		return f.kafkaForEachRecord(ctx, in, fn)
+		return f.kafkaForEachRecord(ctx, in, func(rec *record.Record, parsed any) error {
+			var prep any
+			if in.Prepare != nil {
+				prep = in.Prepare(rec, parsed)
+			}
+			return fn(rec, parsed, prep)
+		})
 	}
 	ep, err := f.Endpoint(ctx, in.Queue)
 	if err != nil {
@@ -81,7 +106,14 @@ func (f *Factory) ForEachRecord(ctx context.Context, in InputOptions, fn func(re
 			return nil, err
 		}
 	}
-	res, err := inspect.Scan(ctx, ep, inspect.ScanOptions{Max: in.Max, Visibility: in.Visibility}, fn)
+	res, err := inspect.Scan(ctx, ep, inspect.ScanOptions{Max: in.Max, Visibility: in.Visibility},
+		func(rec *record.Record, parsed any) error {
+			var prep any
+			if in.Prepare != nil {
+				prep = in.Prepare(rec, parsed)
+			}
+			return fn(rec, parsed, prep)
+		})
 	if errors.Is(err, errStop) {
 		err = nil
 	}

@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"github.com/dlqctl/dlqctl/pkg/archive"
-	"github.com/dlqctl/dlqctl/pkg/record"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
 )
 
 // Archives as offline input. --from takes:
@@ -21,7 +21,7 @@ import (
 //
 // Local parts and NDJSON files need no opener (ReadRecords reads gzip).
 
-func openArchiveInput(ctx context.Context, f *Factory, from string, fn func(*record.Record, any) error) (bool, error) {
+func openArchiveInput(ctx context.Context, f *Factory, from string, opt inspect.ReadOptions, fn recordFunc) (bool, error) {
 	if from == "-" {
 		return false, nil
 	}
@@ -32,7 +32,7 @@ func openArchiveInput(ctx context.Context, f *Factory, from string, fn func(*rec
 	if err != nil {
 		return true, err
 	}
-	return true, archive.ForEachInputRecord(ctx, in, fn)
+	return true, archive.ForEachInputRecordWith(ctx, in, opt, fn)
 }
 
 // archiveInput resolves an s3:// URI or local path of archive objects.

@@ -101,8 +101,8 @@ func (f *Factory) kafkaForEachRecord(ctx context.Context, in InputOptions, fn fu
 			for {
 				ms, err := src.Next(ctx, 500)
 				if errors.Is(err, broker.ErrSourceDone) {
-					if lo, _ := src.(broker.Reconciler).Leftover(ctx); lo.Note != "" {
-						f.IO.Warnf("%s: %s", e, lo.Note)
+					if t, ok := src.(interface{ TruncatedNote() string }); ok && t.TruncatedNote() != "" {
+						f.IO.Warnf("%s: %s", e, t.TruncatedNote())
 					}
 					return n, nil
 				}

@@ -20,6 +20,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
@@ -74,10 +75,14 @@ recovery queue), safely:
     the rest (visibility 0), print the summary, exit 130.
 
 The run says "completed" (exit 0) only when the DLQ was drained and
-nothing is left that it did not account for. Messages in flight elsewhere
-at the end (a receive whose answer was lost, another consumer) are waited
-for up to their visibility timeout and moved (--wait-inflight, default on;
---wait-inflight=false reports them, exit 4). On a FIFO DLQ a message the
+nothing is left that it did not account for: SQS had nothing more to give
+it (an empty long poll), never the queue's approximate counts, which trail
+by up to a minute (when they disagree at the end, the summary notes it;
+exit 0). Messages a receive whose answer was lost may have taken are
+waited for up to their visibility timeout and moved (--wait-inflight,
+default on; --wait-inflight=false reports them, exit 4). A send whose
+answer was lost and that the SDK sent again may have delivered its
+messages twice: the summary counts them (maybe_twice). On a FIFO DLQ a message the
 selection skips is held until the end, so SQS hands out nothing more of its
 group: later messages of that group are not moved ahead of it, and the run
 exits 4 naming the blocked groups. A message whose lease was lost is never
@@ -116,10 +121,16 @@ keep to one budget, and tells the run it has peers: it ends when nothing is
 visible for it, and reports the messages its peers hold (in_flight_at_peers)
 instead of waiting for them — unless one of its own receives may have lost
 its answer, which it waits out. The shared redrive is complete when every
-process exits 0. --canary and --engine native run alone. See docs/scale.md. Guards: --max-returns P (share of moved messages seen back in the DLQ,
+process exits 0. --canary and --engine native run alone. See 'dlqctl help scale'. Guards: --max-returns P (share of moved messages seen back in the DLQ,
 e.g. 5%) and --max-dest-backlog N (visible messages in a destination);
 --on-guard abort stops at once, pause holds sending until the condition
 clears or --pause-timeout passes. A tripped guard exits 3.
+
+Exit 1 is an error the run could not go on after (SQS or S3 still failing
+after retries, the journal not writable): what it moved is in its journal —
+'dlqctl runs', then 'dlqctl redrive resume'. Exit 2: bad flags, no
+credentials or region, or AccessDenied (naming the IAM action), nothing
+changed. Exit 4: some messages refused, unknown or not yet deleted.
 
 Every run has an id and a journal. After a crash or kill, 'dlqctl redrive
 resume RUN_ID' (or running the same command again) deletes what was already
@@ -142,7 +153,7 @@ func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error
 		Short: "Move messages from a DLQ back to their sources or a recovery queue, with nothing lost",
 		Long:  withExitCodes(redriveLong),
 		Example: `  dlqctl redrive orders-dlq --dry-run
-  dlqctl redrive orders-dlq --class transient --canary 10 --verify-for 2m --yes
+  dlqctl redrive orders-dlq --class transient --canary 10 --yes
   dlqctl redrive orders-dlq --class transient --ramp 5,20,50,100 --ramp-every 1m --max-returns 5% --yes
   dlqctl redrive orders-dlq --to orders-recovery --filter '.envelope.event_type == "OrderPaid"' --yes
   dlqctl redrive resume 20261130T031500-ab12cd --yes`,
@@ -507,7 +518,21 @@ func printRedriveSummary(f *Factory, prog *output.Progress, dlq *sqs.Queue, rout
 		t.Row("pending", fmt.Sprintf("%d sent but not yet deleted from the DLQ; re-run to finish", res.SentNotDeleted))
 	}
 	sharedRows(t, res)
+	countsRow(t, res.Counts)
 	return renderOutcomeRows(t, res, v)
+}
+
+// maybeTwiceNote says that n copies may have been delivered twice.
+func maybeTwiceNote(n int) string {
+	return fmt.Sprintf("%d message(s) may have been delivered twice: the send's answer was lost and the SDK sent it again; the destination's consumer should handle them idempotently (-o json lists them as maybe_twice_ids; the run's journal marks them maybe_twice)", n)
+}
+
+// countsRow shows what the queue's approximate counts said at the end when
+// they disagreed with what the run saw (advisory).
+func countsRow(t *output.TablePrinter, c *pipeline.CountsNote) {
+	if c != nil {
+		t.Row("counts", c.Note)
+	}
 }
 
 // sharedRows says, for a process of a shared run, which share it was and
@@ -529,6 +554,9 @@ func sharedRows(t *output.TablePrinter, res *redrive.Result) {
 // renderOutcomeRows adds the rows every pipeline summary (redrive, restore)
 // ends with — tripped guard, canary verdict, errors — and renders the table.
 func renderOutcomeRows(t *output.TablePrinter, res *redrive.Result, v *redrive.Verdict) error {
+	if res.MaybeTwice > 0 {
+		t.Row("maybe twice", maybeTwiceNote(res.MaybeTwice))
+	}
 	if res.Guard != nil {
 		t.Row("guard", fmt.Sprintf("%s tripped: %s", res.Guard.Name, res.Guard.Detail))
 	}
@@ -677,21 +705,43 @@ func orDash(s string) string {
 }
 
 func newCmdRedriveResume(f *Factory, runF func(context.Context, *RedriveOptions) error) *cobra.Command {
-	return &cobra.Command{
-		Use:   "resume RUN_ID",
+	var dlqRef string
+	c := &cobra.Command{
+		Use:   "resume RUN_ID | --dlq DLQ",
 		Short: "Finish a redrive run that was interrupted or killed",
 		Long: withExitCodes(`Continue a run from its journal: messages the run already sent are deleted
 from the DLQ without being sent again, the rest are moved with the run's
 original options. After a crash, resume first waits for the messages the
-run held to become visible again. 'dlqctl runs' lists run ids.`),
+run held to become visible again. 'dlqctl runs' lists run ids.
+
+--dlq DLQ resumes the newest unfinished redrive run (running — left by a
+killed process —, interrupted or partial) of that DLQ, never one of another
+DLQ and never a canary-failed or guard-tripped one (those stopped for a
+reason); with none, it says so and exits 0. The journals are read from
+--state-dir: use the same (persistent) directory as the run.`),
 		Example: `  dlqctl runs
-  dlqctl redrive resume 20261130T031500-ab12cd --yes`,
-		Args: exactArgs(1, "one RUN_ID (see 'dlqctl runs')"),
+  dlqctl redrive resume 20261130T031500-ab12cd --yes
+  dlqctl redrive resume --dlq orders-dlq --yes --state-dir /var/lib/dlqctl`,
+		Args: func(c *cobra.Command, args []string) error {
+			if (len(args) == 1) == (dlqRef != "") || len(args) > 1 {
+				return errs.BadInputf("redrive resume expects one RUN_ID or --dlq DLQ (not both); see 'dlqctl runs'")
+			}
+			return nil
+		},
 		RunE: func(c *cobra.Command, args []string) error {
-			if isKafkaRef(args[0]) {
+			if (len(args) == 1 && isKafkaRef(args[0])) || isKafkaRef(dlqRef) {
 				return errs.BadInputf("a Kafka redrive has no run journal to resume: the consumer group's committed offsets are its journal, so run the same redrive command again")
 			}
-			j, err := redrive.OpenJournal(f.StateDir(), args[0])
+			id := ""
+			if len(args) == 1 {
+				id = args[0]
+			} else {
+				var err error
+				if id, err = newestUnfinishedRedrive(c.Context(), f, dlqRef); err != nil || id == "" {
+					return err
+				}
+			}
+			j, err := redrive.OpenJournal(f.StateDir(), id)
 			if err != nil {
 				return err
 			}
@@ -716,6 +766,8 @@ run held to become visible again. 'dlqctl runs' lists run ids.`),
 			return redriveRun(c.Context(), opts)
 		},
 	}
+	c.Flags().StringVar(&dlqRef, "dlq", "", "resume the newest unfinished redrive run of this DLQ (name, URL or ARN)")
+	return c
 }
 
 func newCmdRedriveStatus(f *Factory) *cobra.Command {

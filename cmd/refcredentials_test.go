@@ -40,6 +40,8 @@ func TestReferencePasswordsAreNeverPrinted(t *testing.T) {
 			{"check", ref, "--max-visible", "0"},
 			{"watch", ref, "--count", "1"},
 			{"audit", ref},
+			{"doctor", ref},
+			{"doctor", "orders-dlq", "--to", ref},
 		} {
 			for _, format := range []string{"table", "json", "ndjson"} {
 				state := t.TempDir()

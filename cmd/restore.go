@@ -74,7 +74,7 @@ func NewCmdRestore(f *Factory, runF func(context.Context, *RestoreOptions) error
 		Short: "Re-send archived messages to a queue through the redrive pipeline",
 		Long:  withExitCodes(restoreLong),
 		Example: `  dlqctl restore s3://acme-dlq-archive/prod/queue=orders-dlq/dt=2026-11-30/run=20261130T031500Z-ab12cd34/ --to orders-recovery --dry-run
-  dlqctl restore s3://acme-dlq-archive/prod/queue=orders-dlq/dt=2026-11-30/run=20261130T031500Z-ab12cd34/_manifest.json --to orders --canary 5 --verify-for 2m --yes
+  dlqctl restore s3://acme-dlq-archive/prod/queue=orders-dlq/dt=2026-11-30/run=20261130T031500Z-ab12cd34/_manifest.json --to orders --canary 5 --yes
   dlqctl restore ./incident-42/ --to orders --filter '.envelope.event_type == "OrderPaid"' --rate 20 --yes`,
 		Args: exactArgs(1, "one archive run (s3://BUCKET/…/run=<id>/, its _manifest.json, or a local copy)"),
 		RunE: func(c *cobra.Command, args []string) error {

@@ -90,6 +90,10 @@ replay it without a second incident (redrive), and how to get rid of what can
 never succeed (archive, restore). Nothing dlqctl does deletes a message that
 is not durably somewhere else.
 
+In a new shell or account, start with 'dlqctl doctor QUEUE': identity,
+region, endpoints, IAM permissions, state directory. The documentation —
+IAM policies per role, on-call runbooks — is built in: 'dlqctl help topics'.
+
 ` + errs.ExitCodesHelp,
 		Version:       Version(),
 		SilenceUsage:  true,
@@ -142,6 +146,7 @@ is not durably somewhere else.
 	pf.BoolVar(&f.Opts.RequesterPays, "requester-pays", false, "accept the request charges of a requester-pays S3 bucket")
 	addKafkaFlags(pf, &f.Kafka)
 
+	root.SetHelpCommand(newHelpCmd(root))
 	// Every command, added here explicitly (no init() registration).
 	root.AddCommand(
 		NewCmdQueues(f, nil),
@@ -155,12 +160,14 @@ is not durably somewhere else.
 		NewCmdAudit(f, nil),
 		NewCmdCheck(f, nil),
 		NewCmdWatch(f, nil),
+		NewCmdDoctor(f, nil),
 		&cobra.Command{
 			Use:   "filters",
 			Short: "How --filter and rule expressions work",
 			Long:  inspect.ExprHelp,
 		},
 	)
+	documentPipedColumns(root)
 	return root
 }
 

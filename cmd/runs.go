@@ -22,11 +22,22 @@ func NewCmdRuns(f *Factory, runF func(context.Context, *RunsOptions) error) *cob
 	opts := &RunsOptions{F: f}
 	return &cobra.Command{
 		Use:   "runs",
-		Short: "List redrive runs and their journals' counts",
-		Long: withExitCodes(`List the runs recorded under --state-dir, newest first: id, start, status,
-DLQ, destination, and how many messages the journal records as sent and as
-deleted from the DLQ. A run left "running" was killed; "interrupted" and
-"partial" runs can be finished with 'dlqctl redrive resume RUN_ID'.`),
+		Short: "List redrive and restore runs and their journals' counts",
+		Long: withExitCodes(`List the runs recorded under --state-dir, newest first: id, start, kind
+(redrive or restore), status, the DLQ (or archive) read, destination, how
+many messages the journal records as sent and as deleted from the DLQ, and
+how to finish the run. A run left "running" was killed (or is still
+running); "interrupted", "partial" and killed runs are finished with
+'dlqctl redrive resume RUN_ID' (a redrive; or 'dlqctl redrive resume --dlq
+DLQ' for the newest of a DLQ), or by running the same 'dlqctl restore' again
+(a restore: it finds its unfinished run and does not send anything twice).
+A "canary-failed" or "guard-tripped" run stopped for a reason: triage first.
+
+Archive runs are not journaled here: their checkpoints and manifests are in
+S3 ('dlqctl archive verify s3://BUCKET/PREFIX/' lists and checks them).
+
+-o json adds "resume": the command that finishes the run ("" when there is
+nothing to finish).`),
 		Example: `  dlqctl runs
   dlqctl runs -o json`,
 		Args: exactArgs(0, "no arguments"),
@@ -45,16 +56,17 @@ func runsRun(opts *RunsOptions) error {
 	if err != nil {
 		return err
 	}
-	if runs == nil {
-		runs = []redrive.RunInfo{}
+	out := make([]runRow, 0, len(runs))
+	for _, r := range runs {
+		out = append(out, runRow{RunInfo: r, Resume: resumeCommand(r)})
 	}
 	format, _ := f.Format()
 	switch format {
 	case output.JSON:
-		return output.WriteJSON(f.IO.Out, runs)
+		return output.WriteJSON(f.IO.Out, out)
 	case output.NDJSON:
 		w := output.NewNDJSON(f.IO.Out)
-		for _, r := range runs {
+		for _, r := range out {
 			if err := w.Write(r); err != nil {
 				return err
 			}
@@ -65,13 +77,38 @@ func runsRun(opts *RunsOptions) error {
 		f.IO.Infof("no runs under %s", f.StateDir())
 		return nil
 	}
-	t := output.NewTable(f.IO, "RUN", "STARTED", "STATUS", "DLQ", "DESTINATION", "SENT", "DELETED")
-	for _, r := range runs {
+	t := output.NewTable(f.IO, "RUN", "STARTED", "KIND", "STATUS", "FROM", "DESTINATION", "SENT", "DELETED", "NEXT")
+	for _, r := range out {
 		dlq := sqs.NameFromARN(r.Source)
 		if dlq == "" {
 			dlq = r.Source
 		}
-		t.Row(r.ID, r.Created.Local().Format(time.DateTime), r.Status, dlq, r.Destination, fmt.Sprint(r.Sent), fmt.Sprint(r.Deleted))
+		t.Row(r.ID, r.Created.Local().Format(time.DateTime), orDash(r.Kind), r.Status, dlq, r.Destination, fmt.Sprint(r.Sent), fmt.Sprint(r.Deleted), orDash(r.Resume))
 	}
 	return t.Render()
+}
+
+// runRow is a run as `runs` prints it.
+type runRow struct {
+	redrive.RunInfo
+	// Resume is the command that finishes the run ("" when there is
+	// nothing to finish or it stopped on a verdict).
+	Resume string `json:"resume"`
+}
+
+// resumeCommand is how to finish an unfinished run: a redrive is resumed
+// by id; a restore by running the same restore again (it finds its run).
+func resumeCommand(r redrive.RunInfo) string {
+	switch r.Status {
+	case redrive.StatusRunning, redrive.StatusInterrupted, redrive.StatusPartial, redrive.StatusFailed:
+	default:
+		return ""
+	}
+	switch r.Kind {
+	case "restore":
+		return fmt.Sprintf("dlqctl restore %s --to %s (the same flags again)", r.Source, r.Destination)
+	case "redrive", "":
+		return "dlqctl redrive resume " + r.ID
+	}
+	return ""
 }

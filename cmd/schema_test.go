@@ -52,6 +52,8 @@ var schemaRefs = []string{
 	"health.schema.json#/$defs/run",
 	"archive-verify.schema.json",
 	"archive-verify.schema.json#/$defs/event",
+	"doctor.schema.json",
+	"doctor.schema.json#/$defs/check",
 }
 
 func loadSchemas(t testing.TB) map[string]*jsonschema.Schema {
@@ -114,7 +116,7 @@ func contractFor(args []string) outputContract {
 	valueFlags := map[string]bool{"-o": true, "--output": true, "--region": true, "--profile": true, "--endpoint-url": true,
 		"--sqs-endpoint-url": true, "--s3-endpoint-url": true, "--state-dir": true, "--bucket-owner": true}
 	commands := map[string]bool{"sample": true, "group": true, "classify": true, "redrive": true, "restore": true, "archive": true,
-		"queues": true, "audit": true, "check": true, "watch": true, "runs": true}
+		"queues": true, "audit": true, "check": true, "watch": true, "runs": true, "doctor": true}
 	var c outputContract
 	c.format = "table"
 	cmd, sub, engine := "", "", ""
@@ -200,6 +202,8 @@ func contractFor(args []string) outputContract {
 		}
 	case "runs":
 		c.json, c.ndjson = "health.schema.json#/$defs/runs", "health.schema.json#/$defs/run"
+	case "doctor":
+		c.json, c.ndjson = "doctor.schema.json", "doctor.schema.json#/$defs/check"
 	case "archive":
 		if sub == "verify" {
 			c.json, c.ndjson = "archive-verify.schema.json", "archive-verify.schema.json#/$defs/event"
@@ -315,6 +319,25 @@ func TestSchemasCatchContractBreaks(t *testing.T) {
 	}
 	if validate(ev, `{"type":"tick"}`) == nil {
 		t.Error("unknown event type accepted")
+	}
+	// A redrive summary reports possible duplicates (a send whose answer
+	// was lost and was retried) and what the counts said (advisory).
+	sum := s["redrive-summary.schema.json"]
+	goodSum := `{"run_id":"r1","received":10,"moved":10,"resumed":0,"sent_not_deleted":0,"failed":0,"unknown_outcome":0,"returned":0,` +
+		`"skipped":{},"unmarked":0,"complete":true,"interrupted":false,"elapsed_seconds":1.5,"rate":6.6,"status":"completed","dlq":"d","to":"q",` +
+		`"maybe_twice":3,"maybe_twice_ids":["m1","m2","m3"],` +
+		`"approximate_counts":{"visible":10,"in_flight":0,"note":"the queue's approximate counts still show 10 visible"}}`
+	if err := validate(sum, goodSum); err != nil {
+		t.Errorf("a redrive summary with maybe_twice and approximate_counts is refused: %v", err)
+	}
+	for name, bad := range map[string]string{
+		"maybe_twice as a string":           strings.Replace(goodSum, `"maybe_twice":3`, `"maybe_twice":"3"`, 1),
+		"maybe_twice negative":              strings.Replace(goodSum, `"maybe_twice":3`, `"maybe_twice":-1`, 1),
+		"approximate_counts without a note": strings.Replace(goodSum, `,"note":"the queue's approximate counts still show 10 visible"`, ``, 1),
+	} {
+		if validate(sum, bad) == nil {
+			t.Errorf("redrive summary, %s: accepted", name)
+		}
 	}
 	if c := contractFor([]string{"--region", "us-east-1", "classify", "q", "--summary", "-ondjson"}); c.format != "ndjson" || c.ndjson != "classify-summary.schema.json#/$defs/class" {
 		t.Errorf("contractFor: %+v", c)

@@ -33,17 +33,17 @@ type SelectionFlags struct {
 // SelectionHelp explains the selection flags for long help texts.
 const SelectionHelp = `Selecting messages: --class C[,C] keeps messages the rules put in those
 classes (the built-in rules unless --rules FILE is given; see 'dlqctl
-classify --help' and docs/rules.md); --filter EXPR keeps messages for which
+classify --help' and 'dlqctl help rules'); --filter EXPR keeps messages for which
 the jq expression is true (it also sees .class, .action and .rule).
 classify, group, redrive and archive also take --logs GROUP[,GROUP]: messages
 without failure context of their own are classified by what the consumer's
-CloudWatch Logs say about them (docs/logs.md); redrive and archive first
+CloudWatch Logs say about them ('dlqctl help logs'); redrive and archive first
 read the queue once, without consuming it, to search the logs in batches.`
 
 // AddFlags registers --filter, --rules and --class on fs.
 func (s *SelectionFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&s.Filter, "filter", "", "jq expression over the message record; keep messages where it is true (see 'dlqctl filters')")
-	fs.StringVar(&s.Rules, "rules", "", "classification rules file (YAML, see docs/rules.md); default: the built-in rules")
+	fs.StringVar(&s.Rules, "rules", "", "classification rules file (YAML, see 'dlqctl help rules'); default: the built-in rules")
 	fs.StringSliceVar(&s.Classes, "class", nil, "keep only messages classified as these classes (comma-separated)")
 }
 
@@ -103,7 +103,7 @@ invocation's error lines. Messages the logs do not mention stay unknown
 ("no log line mentions this message"). --logs-window: a duration back from
 now (6h, 3d) or FROM..TO in RFC 3339; default from each message's first
 send time minus 15 min (6 h on FIFO queues) to now. Needs
-logs:FilterLogEvents (docs/logs.md); AWS_ENDPOINT_URL_CLOUDWATCH_LOGS sets
+logs:FilterLogEvents ('dlqctl help logs'); AWS_ENDPOINT_URL_CLOUDWATCH_LOGS sets
 the endpoint.`
 
 // AddFlags registers --logs, --logs-window and --logs-refresh on fs.

@@ -14,7 +14,6 @@ import (
 
 	"github.com/dlqctl/dlqctl/internal/seed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/output"
 )
 
@@ -47,7 +46,7 @@ func runCLI(t testing.TB, env testenv.Env, stdin string, args ...string) cliResu
 func setStackEnv(t testing.TB, env testenv.Env) {
 	for _, kv := range env.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "AWS_") || k == sqs.CountsIncludeInFlightEnv {
+		if strings.HasPrefix(k, "AWS_") {
 			t.Setenv(k, v)
 		}
 	}

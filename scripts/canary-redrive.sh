@@ -2,7 +2,7 @@
 # canary-redrive.sh: the scripted redrive path for CI jobs and cron.
 #
 #   scripts/canary-redrive.sh DLQ [--to source|QUEUE] [--class C | --filter EXPR]
-#       [--canary 10] [--verify-for 2m] [--verify-poll 5s] [--verify-drain]
+#       [--canary 10] [--verify-for D] [--verify-poll 5s] [--verify-drain]
 #       [--ramp 5,20,50,100] [--ramp-every 1m] [--max-returns 5%]
 #       [--max-dest-backlog N] [--guard-interval 10s] [--max-redrives 3]
 #       [-- GLOBAL_DLQCTL_FLAGS...]
@@ -10,6 +10,8 @@
 # Three stages, each a dlqctl redrive with the same selection:
 #   1. dry-run  what would move (nothing to move: exit 0, nothing changed)
 #   2. canary   move --canary messages, watch the DLQ for --verify-for
+#               (when not given: dlqctl's computed window, maxReceiveCount ×
+#               the destination's visibility timeout + 30s)
 #   3. redrive  the rest, ramped (--ramp/--ramp-every) with the guards
 # It stops at the first stage that does not succeed, with that stage's
 # dlqctl exit code (3 = canary or guard verdict failed, 4 = partial, 130 =
@@ -31,7 +33,7 @@ dlq=""
 to="source"
 select_args=()
 canary=10
-verify_for="2m"
+verify_for=""
 verify_poll=""
 verify_drain=""
 ramp="5,20,50,100"
@@ -122,7 +124,8 @@ fi
 
 # 2. canary
 stage=canary
-canary_args=(--canary "$canary" --verify-for "$verify_for" --yes)
+canary_args=(--canary "$canary" --yes)
+[[ -n "$verify_for" ]] && canary_args+=(--verify-for "$verify_for")
 [[ -n "$verify_poll" ]] && canary_args+=(--verify-poll "$verify_poll")
 [[ -n "$verify_drain" ]] && canary_args+=(--verify-drain)
 run_stage canary "${common[@]}" "${canary_args[@]}"

@@ -13,6 +13,8 @@
 #            its queues untouched).
 #   stop     stop the processes this script started, remove the S3 data dir
 #   env      print `export ...` lines:  eval "$(scripts/stack.sh env)"
+#   unenv    print the `unset` line that undoes env (before working on AWS
+#            in the same shell):          eval "$(scripts/stack.sh unenv)"
 #   status   print what runs where; exit 0 only when every server answers
 #
 # Env file variables:
@@ -349,9 +351,6 @@ export AWS_DEFAULT_REGION=$region
 export DLQCTL_MOTO_ENDPOINT=$3
 # CloudWatch Logs (dlqctl --logs, the demo worker's log group): only moto has it.
 export AWS_ENDPOINT_URL_CLOUDWATCH_LOGS=$3
-# local-aws-sqs counts in-flight messages in ApproximateNumberOfMessages (AWS
-# and moto do not); dlqctl subtracts them when this is set (docs/emulators.md).
-export DLQCTL_SQS_COUNTS_INCLUDE_INFLIGHT=1
 unset AWS_PROFILE AWS_DEFAULT_PROFILE AWS_SESSION_TOKEN AWS_ENDPOINT_URL
 EOF
   kfake_env_lines >>"$tmp"
@@ -464,6 +463,16 @@ cmd_env() {
   cat "$stack_dir/env"
 }
 
+cmd_unenv() {
+  # Every variable env exports (the env file when there is one), unset:
+  # the shell is back to its own AWS configuration (profile, SSO, region).
+  local vars="AWS_ENDPOINT_URL_SQS AWS_ENDPOINT_URL_S3 AWS_ENDPOINT_URL_CLOUDWATCH_LOGS AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION AWS_DEFAULT_REGION DLQCTL_MOTO_ENDPOINT"
+  if [[ -f "$stack_dir/env" ]]; then
+    vars="$(sed -n 's/^export \([A-Za-z_][A-Za-z0-9_]*\)=.*/\1/p' "$stack_dir/env" | tr '\n' ' ')"
+  fi
+  echo "unset ${vars% }"
+}
+
 cmd_status() {
   local ok=0
   if alive "$stack_dir/sqs.pid" server.mjs; then
@@ -500,6 +509,7 @@ case "${1:-}" in
   stop) cmd_stop ;;
   restart) cmd_stop; cmd_start ;;
   env) cmd_env ;;
+  unenv) cmd_unenv ;;
   status) cmd_status ;;
-  *) echo "usage: $0 start|stop|restart|env|status" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|restart|env|unenv|status" >&2; exit 2 ;;
 esac

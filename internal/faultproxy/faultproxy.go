@@ -2,7 +2,8 @@
 // that injects faults: throttling errors, 500/503, connection resets
 // (before or after the request reached the server), answers lost after the
 // server acted, network latency, slow responses, and per-entry failures
-// inside SendMessageBatch / DeleteMessageBatch. Tests put it in front of
+// inside SendMessageBatch / DeleteMessageBatch, and queue counts that trail
+// the truth (SetCountLag, see countlag.go). Tests put it in front of
 // local-aws-sqs or moto_server to check that dlqctl's accounting stays exact
 // when SQS misbehaves or is far away.
 //
@@ -33,9 +34,9 @@
 // ReceiveMessage simply returns other messages (or none), and the messages
 // handed out in the lost answer stay in flight, invisible to everyone, until
 // their visibility timeout expires; then they come back with
-// ApproximateReceiveCount one higher. Nothing in the successful response
-// tells the caller that this happened; only the queue's
-// ApproximateNumberOfMessagesNotVisible shows it. For SendMessage(Batch) the
+// ApproximateReceiveCount one higher. Only the response's retry metadata
+// (retry.GetAttemptResults: more than one attempt) tells the caller that
+// this may have happened. For SendMessage(Batch) the
 // retry sends the messages again (duplicates on a standard queue; a FIFO
 // queue drops them by deduplication id within 5 minutes). ResetAfter has
 // the same effect at the server, but the client sees a connection error
@@ -53,6 +54,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -145,6 +147,9 @@ type Proxy struct {
 	mu     sync.Mutex
 	faults []*Fault
 	stats  Stats
+	calls  []Call
+
+	lag countLag
 }
 
 // New starts a proxy to target (the SQS endpoint URL).
@@ -168,7 +173,7 @@ func New(target string, faults ...Fault) (*Proxy, error) {
 }
 
 // Close stops the proxy.
-func (p *Proxy) Close() { p.srv.CloseClientConnections(); p.srv.Close() }
+func (p *Proxy) Close() { p.stopCountPolls(); p.srv.CloseClientConnections(); p.srv.Close() }
 
 // SetFaults replaces the fault rules (e.g. to stop injecting).
 func (p *Proxy) SetFaults(faults ...Fault) {
@@ -204,6 +209,7 @@ func (p *Proxy) ResetStats() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats = Stats{Requests: map[string]int{}, Fired: map[string]int{}}
+	p.calls = nil
 }
 
 // newReverseProxy forwards to target without changing the request: the
@@ -221,6 +227,9 @@ func newReverseProxy(target *url.URL) *httputil.ReverseProxy {
 			pr.Out.Host = pr.In.Host
 		},
 		Transport: tr,
+		// Abandoned long polls are expected; their cancellations are not
+		// news.
+		ErrorLog: log.New(io.Discard, "", 0),
 	}
 }
 
@@ -363,6 +372,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	action := actionOf(r, body)
+	p.logCall(action, r, body)
 	f, lat := p.pick(action)
 	if lat > 0 {
 		// Half on the way in, half on the way out.
@@ -372,6 +382,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		w = &delayedWriter{ResponseWriter: w, r: r, delay: lat - lat/2}
 	}
 	if f == nil {
+		if action == "GetQueueAttributes" && p.countLagOn() && p.serveLaggedCounts(w, r, body) {
+			return
+		}
 		p.forward(w, r, body)
 		return
 	}
@@ -400,6 +413,8 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	case EntryFail:
 		p.entryFail(w, r, body, f)
+	case Deny:
+		writeDenied(w, r, action)
 	default:
 		p.forward(w, r, body)
 	}

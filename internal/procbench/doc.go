@@ -4,13 +4,17 @@
 // the peak RSS of archive, restore and redrive at two queue sizes, and the
 // throughput of 1, 2 and 4 processes sharing one DLQ (--rate-share,
 // docs/scale.md).
+// BenchmarkProcessTriageFrom needs no stack: it times classify --from and
+// group --from over a file of real-format records next to jq parsing the
+// same file, and their peak RSS at two file sizes.
 // Programs run under ./launch, which reports their own ru_maxrss and CPU
 // time. Everything else is in the _test.go files.
 //
 //	go test -run '^$' -bench ProcessRedriveVsBareLoop -benchtime 1x -timeout 60m ./internal/procbench/   (~6 min)
 //	go test -run '^$' -bench ProcessRSS -benchtime 1x -timeout 60m ./internal/procbench/                 (~8 min)
 //	go test -run '^$' -bench ProcessSharedRedrive -benchtime 1x -timeout 60m ./internal/procbench/       (~4 min)
-//	make bench BENCH=Process                                                                              (all three)
+//	go test -run '^$' -bench ProcessTriageFrom -benchtime 3x ./internal/procbench/                       (~2 min, no stack)
+//	make bench BENCH=Process                                                                              (all four)
 //
 // The machines are small and shared, so wall-clock rates are noisy: the
 // order bare, dlqctl, dlqctl, bare (ABBA) cancels drift, not noise; use
@@ -35,4 +39,7 @@
 //	                          first of DLQCTL_BENCH_WORKERS, default 8)
 //	DLQCTL_BENCH_PEER_LATENCY per-call latency added to its processes' SQS
 //	                          calls (default none; docs/scale.md uses 20ms)
+//	DLQCTL_BENCH_TRIAGE_N     records of BenchmarkProcessTriageFrom (default 100000)
+//	DLQCTL_BENCH_TRIAGE_SMALL, DLQCTL_BENCH_TRIAGE_BIG
+//	                          its peak-RSS sizes (default 20000, 200000)
 package procbench

@@ -260,3 +260,8 @@ func (t *Truth) Summary() Summary {
 	}
 	return s
 }
+
+// Plan returns the messages Incident would send for prefix at now (scale
+// 0), without any server: the realistic bodies and attributes, for offline
+// record files (internal/benchdata).
+func Plan(prefix string, now time.Time) []Seeded { return plan(prefix, now, 0) }

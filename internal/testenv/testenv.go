@@ -386,7 +386,9 @@ func (e Env) Environ() []string {
 		"AWS_ROLE_ARN": true, "AWS_WEB_IDENTITY_TOKEN_FILE": true,
 		envSQS: true, envS3: true, envAccessKey: true, envSecretKey: true, envRegion: true,
 		"AWS_DEFAULT_REGION": true, "AWS_EC2_METADATA_DISABLED": true,
-		envCountsIncludeInFlight: true,
+		// No longer read by dlqctl (a run's end does not use counts); dropped
+		// so a stale shell cannot set it.
+		"DLQCTL_SQS_COUNTS_INCLUDE_INFLIGHT": true,
 	}
 	var out []string
 	for _, kv := range os.Environ() {
@@ -405,18 +407,13 @@ func (e Env) Environ() []string {
 		"AWS_CONFIG_FILE="+os.DevNull,
 		"AWS_SHARED_CREDENTIALS_FILE="+os.DevNull,
 		"AWS_EC2_METADATA_DISABLED=true",
-		envCountsIncludeInFlight+"="+strconv.FormatBool(e.CountsIncludeInFlight()),
 	)
 }
 
-// envCountsIncludeInFlight is queue.CountsIncludeInFlightEnv (not imported:
-// testenv stays free of the code it tests).
-const envCountsIncludeInFlight = "DLQCTL_SQS_COUNTS_INCLUDE_INFLIGHT"
-
 // CountsIncludeInFlight reports whether the server counts in-flight
 // messages in ApproximateNumberOfMessages (local-aws-sqs does; moto and AWS
-// do not). Set queue.Client.CountsIncludeInFlight from it for in-process
-// clients.
+// do not: docs/emulators.md row 7). A fact for tests that read counts
+// themselves; dlqctl needs no switch for it.
 func (e Env) CountsIncludeInFlight() bool { return !e.IsMoto() }
 
 func firstNonEmpty(vals ...string) string {

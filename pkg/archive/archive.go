@@ -138,6 +138,9 @@ type Result struct {
 	Note              string
 	Blocked           int
 	InFlightElsewhere int
+	// CountsNote: what the queue's approximate counts said at the end when
+	// they disagreed with what the run saw (advisory; never a failure).
+	CountsNote string
 }
 
 // FailedMessage is a message that could not be processed, and why.
@@ -240,6 +243,9 @@ func Run(ctx context.Context, ep broker.Endpoint, api S3API, opts Options) (res 
 	}
 	res.Complete, res.Note = s.man.Complete, s.man.Note
 	res.Blocked, res.InFlightElsewhere = pr.Blocked, pr.InFlightElsewhere
+	if pr.Counts != nil {
+		res.CountsNote = pr.Counts.Note
+	}
 	if len(s.man.Parts) > 0 {
 		key := ManifestKey(s.runDir)
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
@@ -594,7 +600,7 @@ func (s *partSink) report(f func(Reporter)) {
 func (s *partSink) stats(p *pipeline.Result, dups int) Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Stats{Received: p.Received, Selected: s.selected, Duplicates: dups + p.Duplicates, Deleted: 0}
+	st := Stats{Received: p.Received, Selected: s.selected, Duplicates: dups, Deleted: 0}
 	for _, part := range s.man.Parts {
 		st.Parts++
 		st.Archived += part.Records

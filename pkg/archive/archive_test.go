@@ -27,7 +27,6 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -467,5 +466,5 @@ func (c cancelAfterParts) PartDone(p Part) {
 
 // ep is q as the endpoint cmd's factory would give.
 func (f *fixture) ep(q *sqs.Queue) broker.Endpoint {
-	return sqs.NewEndpoint(f.qc, q, pipeline.OpenQueueSource)
+	return sqs.NewEndpoint(f.qc, q)
 }

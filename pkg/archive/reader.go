@@ -196,15 +196,25 @@ func ResolveRun(ctx context.Context, s string, api S3API) (Ref, error) {
 // ForEachInputRecord streams the records of every ref of in to fn, in
 // order (see ForEachRecord).
 func ForEachInputRecord(ctx context.Context, in *Input, fn func(rec *record.Record, parsed any) error) error {
+	return ForEachInputRecordWith(ctx, in, inspect.ReadOptions{}, dropPrepared(fn))
+}
+
+// ForEachInputRecordWith is ForEachInputRecord with read options (parallel
+// per-record work, see inspect.ReadRecordsWith).
+func ForEachInputRecordWith(ctx context.Context, in *Input, opt inspect.ReadOptions, fn func(rec *record.Record, parsed, prepared any) error) error {
 	for _, ref := range in.Refs {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := ForEachRecord(ctx, ref, fn); err != nil {
+		if err := ForEachRecordWith(ctx, ref, opt, fn); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func dropPrepared(fn func(rec *record.Record, parsed any) error) func(rec *record.Record, parsed, prepared any) error {
+	return func(rec *record.Record, parsed, _ any) error { return fn(rec, parsed) }
 }
 
 // kind of an opened object, from its first bytes.
@@ -247,35 +257,78 @@ func ReadManifest(ctx context.Context, ref Ref) (*Manifest, error) {
 // in order, or the records of one part / NDJSON file. Each record is
 // decoded (envelope, failure) before fn sees it; an error from fn stops.
 func ForEachRecord(ctx context.Context, ref Ref, fn func(rec *record.Record, parsed any) error) error {
+	return ForEachRecordWith(ctx, ref, inspect.ReadOptions{}, dropPrepared(fn))
+}
+
+// ForEachRecordWith is ForEachRecord with read options.
+func ForEachRecordWith(ctx context.Context, ref Ref, opt inspect.ReadOptions, fn func(rec *record.Record, parsed, prepared any) error) error {
 	br, c, k, err := open(ctx, ref)
 	if err != nil {
 		return err
 	}
 	if k == kindRecords {
 		defer c.Close()
-		return inspect.ReadRecords(br, ref.Name(), fn)
+		return inspect.ReadRecordsWith(br, ref.Name(), opt, fn)
 	}
 	m, err := DecodeManifest(br, ref.Name())
 	c.Close()
 	if err != nil {
 		return err
 	}
-	return ForEachManifestRecord(ctx, ref.Src, m, func(_ int, rec *record.Record, parsed any) error { return fn(rec, parsed) })
+	return forEachManifestRecord(ctx, ref.Src, m, opt, func(_ int, rec *record.Record, parsed, prepared any) error { return fn(rec, parsed, prepared) })
 }
 
 // ForEachManifestRecord streams every record of every part of m (read from
 // src) to fn with the part's index.
 func ForEachManifestRecord(ctx context.Context, src Source, m *Manifest, fn func(part int, rec *record.Record, parsed any) error) error {
+	return forEachManifestRecord(ctx, src, m, inspect.ReadOptions{}, func(part int, rec *record.Record, parsed, _ any) error { return fn(part, rec, parsed) })
+}
+
+// forEachManifestRecord reads the parts of m in order. While one part is
+// read, the next is already being opened (on S3 a GET's first byte takes
+// a round trip or more), so the decoders do not wait for it.
+func forEachManifestRecord(ctx context.Context, src Source, m *Manifest, opt inspect.ReadOptions, fn func(part int, rec *record.Record, parsed, prepared any) error) error {
+	type opened struct {
+		rc  io.ReadCloser
+		err error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	openPart := func(i int) <-chan opened {
+		ch := make(chan opened, 1)
+		go func() {
+			rc, err := src.Open(ctx, m.Parts[i].Key)
+			ch <- opened{rc, err}
+		}()
+		return ch
+	}
+	var next <-chan opened
+	if len(m.Parts) > 0 {
+		next = openPart(0)
+	}
+	// On an early return, stop opening ahead and close what was opened.
+	defer func() {
+		cancel()
+		if next != nil {
+			if o := <-next; o.rc != nil {
+				o.rc.Close()
+			}
+		}
+	}()
 	for i, p := range m.Parts {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		rc, err := src.Open(ctx, p.Key)
-		if err != nil {
-			return err
+		o := <-next
+		next = nil
+		if o.err != nil {
+			return o.err
 		}
-		err = inspect.ReadRecords(rc, src.Name(p.Key), func(rec *record.Record, parsed any) error { return fn(i, rec, parsed) })
-		rc.Close()
+		if i+1 < len(m.Parts) {
+			next = openPart(i + 1)
+		}
+		err := inspect.ReadRecordsWith(o.rc, src.Name(p.Key), opt, func(rec *record.Record, parsed, prepared any) error { return fn(i, rec, parsed, prepared) })
+		o.rc.Close()
 		if err != nil {
 			return err
 		}

@@ -60,7 +60,7 @@ func CheckBucket(ctx context.Context, api S3API, bucket string) error {
 	case isNotFound(err):
 		return errs.BadInputf("S3 bucket %q does not exist (or is not visible to these credentials); create it or fix --to", bucket)
 	case statusCode(err) == http.StatusForbidden || apiCode(err) == "AccessDenied":
-		return errs.BadInputf("access to S3 bucket %q denied; the credentials in use need s3:ListBucket, s3:PutObject and s3:GetObject on it (see docs/iam.md), and with --bucket-owner the bucket must belong to that account", bucket)
+		return errs.BadInputf("access to S3 bucket %q denied; the credentials in use need s3:ListBucket, s3:PutObject and s3:GetObject on it (see 'dlqctl help iam'), and with --bucket-owner the bucket must belong to that account", bucket)
 	case isUnreachable(err):
 		return errs.BadInputf("cannot reach the S3 endpoint (%v); check --s3-endpoint-url / AWS_ENDPOINT_URL_S3 and your network", firstLine(err))
 	}
@@ -120,7 +120,7 @@ func Put(ctx context.Context, api S3API, bucket, key string, body io.ReadSeeker,
 		return fmt.Errorf("s3://%s/%s: %w", bucket, key, ErrExists)
 	}
 	if isAccessDenied(err) {
-		return fmt.Errorf("uploading s3://%s/%s: access denied (%v); the credentials need s3:PutObject on arn:aws:s3:::%s/*%s (see docs/iam.md)", bucket, key, describeS3(err), bucket, kmsHint(enc.SSE, "kms:GenerateDataKey"))
+		return fmt.Errorf("uploading s3://%s/%s: access denied (%v); the credentials need s3:PutObject on arn:aws:s3:::%s/*%s (see 'dlqctl help iam')", bucket, key, describeS3(err), bucket, kmsHint(enc.SSE, "kms:GenerateDataKey"))
 	}
 	return fmt.Errorf("uploading s3://%s/%s: %w", bucket, key, describeS3(err))
 }
@@ -200,7 +200,7 @@ func (s S3Source) Open(ctx context.Context, key string) (io.ReadCloser, error) {
 			return nil, errs.BadInputf("cannot reach the S3 endpoint (%v); check --s3-endpoint-url / AWS_ENDPOINT_URL_S3 and your network", firstLine(err))
 		}
 		if isAccessDenied(err) {
-			return nil, fmt.Errorf("reading %s: access denied (%v); the credentials need s3:GetObject on arn:aws:s3:::%s/*, and kms:Decrypt on the KMS key if the archive was written with --sse aws:kms (see docs/iam.md)", s.Name(key), describeS3(err), s.Bucket)
+			return nil, fmt.Errorf("reading %s: access denied (%v); the credentials need s3:GetObject on arn:aws:s3:::%s/*, and kms:Decrypt on the KMS key if the archive was written with --sse aws:kms (see 'dlqctl help iam')", s.Name(key), describeS3(err), s.Bucket)
 		}
 		return nil, fmt.Errorf("reading %s: %w", s.Name(key), describeS3(err))
 	}

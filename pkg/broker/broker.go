@@ -174,27 +174,83 @@ type Source interface {
 	Close(ctx context.Context) error
 }
 
-// Reconciler is a Source that can say, at the end of a run, what it knows
-// is left that the run could not read. The engine puts those messages in
-// the run's accounting (each in exactly one bucket) and never calls a run
-// complete while any is left.
-type Reconciler interface {
-	Leftover(ctx context.Context) (Leftover, error)
+// Ender is a Source that never says "nothing more, ever" (a queue: it can
+// always be sent more, and it may hand out again what it handed out). After
+// a receive comes back empty the engine asks it whether reading is over;
+// the source answers from what it knows of its own calls — for SQS: empty
+// long polls, receives the SDK retried after a lost answer, FIFO groups
+// the run itself locks — never from a broker's approximate counts, which
+// are advisory only (EndState.Counts). What "empty", "unknown outcome" and
+// "locked" mean for a broker stays in its source; the engine reads the
+// neutral EndState.
+type Ender interface {
+	// End reports the source's end of reading. run is what the engine still
+	// has in hand. With final set (once, after the workers stopped and only
+	// when reading ended because the source was drained) the source also
+	// fills the report fields (Blocked, Counts) and may call the broker.
+	End(ctx context.Context, run RunState, final bool) (EndState, error)
+	// EndReading tells the source that reading is over. mayAbandon says
+	// that no message can become readable that the run would not read
+	// again (it gives nothing back at its end, no peer shares the source,
+	// no call with an unknown outcome is pending): the source may then end
+	// its pending receives early. Otherwise a receive abandoned mid-flight
+	// could take such a message and hide it with nobody holding it.
+	EndReading(mayAbandon bool)
 }
 
-// Leftover is what a source knows it could not hand out.
-type Leftover struct {
-	// Blocked: messages behind an ordering lock (an SQS FIFO group, a Kafka
-	// partition) held by a message the run could not remove.
-	Blocked int `json:"blocked,omitempty"`
-	// Unread: ready messages no read returned.
-	Unread int `json:"unread,omitempty"`
-	// HeldElsewhere: messages held by another consumer, or taken by a read
-	// whose answer was lost; they come back within ReturnAfter.
-	HeldElsewhere int           `json:"held_elsewhere,omitempty"`
-	ReturnAfter   time.Duration `json:"-"`
-	// Note says it in one sentence, in the broker's words.
-	Note string `json:"note,omitempty"`
+// RunState is what the engine tells an Ender about the run.
+type RunState struct {
+	// Busy counts items received and still being decided, delivered or
+	// removed: they leave the source soon (or are given back). Until then
+	// they may hold back others (a FIFO group's later messages).
+	Busy int64
+	// QuietSince is when Busy last became 0 (zero while Busy > 0, or when it
+	// never was above 0).
+	QuietSince time.Time
+}
+
+// EndState is an Ender's account of its end, in broker-neutral terms.
+type EndState struct {
+	// Drained: every message the source could hand this run was handed
+	// out; only what Unknown, Blocked or other consumers hold is left.
+	Drained bool
+	// Unknown is an upper bound of the messages calls with an unknown
+	// outcome may have taken (a receive whose answer was lost): nobody
+	// holds them until UnknownUntil, when they are back. Zero time: no such
+	// call is pending. A run waiting for in-flight messages keeps reading
+	// until the source stops reporting them.
+	Unknown      int
+	UnknownUntil time.Time
+	// Blocked (final): messages the run could not read because they wait
+	// behind messages it holds to the end in their ordering group (a FIFO
+	// group whose earlier message was skipped, or a read that consumes
+	// nothing); an estimate. BlockedGroups is the number of such groups.
+	Blocked       int
+	BlockedGroups int
+	// Ordered: the source keeps ordering groups (FIFO), so messages can
+	// wait behind others.
+	Ordered bool
+	// Note (final) says in one sentence, in the broker's words, what
+	// Blocked and Unknown count and what to do (the run's note when it is
+	// partial because of them); empty: the engine says it in general terms.
+	Note string
+	// Counts (final) are the broker's own counts, advisory: nil when the
+	// broker has none or they agree with what the run saw.
+	Counts *CountsNote
+}
+
+// CountsNote is what a broker's approximate counts said at the end of a
+// run when they disagreed with what the run saw. It never decides the end
+// of a run or its exit code.
+type CountsNote struct {
+	// Visible messages the counts still show, and InFlight messages in
+	// flight that the run did not hold (other consumers, peers of a shared
+	// run — or counts that trail). Both 0: the note is about what the
+	// counts could not confirm (FIFO groups held to the end).
+	Visible  int `json:"visible"`
+	InFlight int `json:"in_flight"`
+	// Note says it in one sentence.
+	Note string `json:"note"`
 }
 
 // Destination is where a Router or Endpoint.Target sends copies.
@@ -251,6 +307,11 @@ type Result struct {
 	// (the message stays at its source); any other error means the outcome
 	// is unknown.
 	Err error
+	// MaybeTwice: an earlier attempt of the call whose answer was lost may
+	// have published this entry already (a standard SQS queue does not
+	// deduplicate): a copy may exist twice, or — with Err — once although
+	// the entry was refused in the end. Runs count and report them.
+	MaybeTwice bool
 }
 
 // Publisher sends copies. Methods may be called from several goroutines.

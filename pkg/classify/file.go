@@ -21,7 +21,7 @@ import (
 func Load(path string) (*Rules, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, errs.BadInputf("cannot read rules file %s: %v; pass a YAML rules file (see docs/rules.md)", path, err)
+		return nil, errs.BadInputf("cannot read rules file %s: %v; pass a YAML rules file (see 'dlqctl help rules')", path, err)
 	}
 	return Parse(data, path)
 }
@@ -62,7 +62,7 @@ func (p *parser) parse(data []byte) (*Rules, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, p.errf(0, "the rules file is empty; it needs a `rules:` list (see docs/rules.md)")
+			return nil, p.errf(0, "the rules file is empty; it needs a `rules:` list (see 'dlqctl help rules')")
 		}
 		return nil, p.yamlErr(err)
 	}
@@ -71,7 +71,7 @@ func (p *parser) parse(data []byte) (*Rules, error) {
 		root = root.Content[0]
 	}
 	if root.Kind != yaml.MappingNode {
-		return nil, p.errf(root.Line, "the rules file must be a mapping with a `rules:` list (see docs/rules.md)")
+		return nil, p.errf(root.Line, "the rules file must be a mapping with a `rules:` list (see 'dlqctl help rules')")
 	}
 	rs := &Rules{Source: p.name, Default: Outcome{Class: ClassUnknown, Action: ActionInvestigate}}
 	var rulesNode *yaml.Node

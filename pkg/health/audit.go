@@ -41,8 +41,6 @@ type AuditOptions struct {
 	Now func() time.Time
 	// OnSample is called before a DLQ is sampled.
 	OnSample func(q *sqs.Queue, max int)
-	// Open opens the source the expiry sample reads (cmd's wiring).
-	Open sqs.SourceOpener
 }
 
 // AuditReport is the result of an audit (audit -o json).
@@ -324,7 +322,7 @@ func sampleExpiry(ctx context.Context, c *sqs.Client, g *Graph, opts AuditOption
 			opts.OnSample(n.Q, opts.SampleMax)
 		}
 		var recs []record.Record
-		_, err := inspect.Scan(ctx, sqs.NewEndpoint(c, n.Q, opts.Open), inspect.ScanOptions{Max: opts.SampleMax, Visibility: opts.SampleVisibility},
+		_, err := inspect.Scan(ctx, sqs.NewEndpoint(c, n.Q), inspect.ScanOptions{Max: opts.SampleMax, Visibility: opts.SampleVisibility},
 			func(m *record.Record, _ any) error {
 				recs = append(recs, *m)
 				return nil

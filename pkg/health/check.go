@@ -74,8 +74,6 @@ type CheckOptions struct {
 	Now          func() time.Time
 	// OnSample is called before messages are sampled for the oldest age.
 	OnSample func(q *sqs.Queue, max int)
-	// Open opens the source the sample reads (cmd's wiring).
-	Open sqs.SourceOpener
 	// OnWait is called before waiting GrowthSample for a second reading.
 	OnWait func(d time.Duration)
 }
@@ -97,7 +95,7 @@ func Check(ctx context.Context, c *sqs.Client, q *sqs.Queue, opts CheckOptions) 
 			if opts.OnSample != nil {
 				opts.OnSample(q, opts.SampleMax)
 			}
-			_, err := inspect.Scan(ctx, sqs.NewEndpoint(c, q, opts.Open), inspect.ScanOptions{Max: opts.SampleMax, Visibility: opts.SampleVisibility},
+			_, err := inspect.Scan(ctx, sqs.NewEndpoint(c, q), inspect.ScanOptions{Max: opts.SampleMax, Visibility: opts.SampleVisibility},
 				func(m *record.Record, _ any) error {
 					sampled++
 					oldest = max(oldest, time.Duration(m.AgeSeconds)*time.Second)

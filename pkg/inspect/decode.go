@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
@@ -325,11 +326,9 @@ func parseJSON(s string) (any, bool) {
 	if t == "" || (t[0] != '{' && t[0] != '[') {
 		return nil, false
 	}
-	var v any
-	if err := json.Unmarshal([]byte(t), &v); err != nil {
-		return nil, false
-	}
-	return v, true
+	// parseValue reads without writing or keeping the bytes: no copy of
+	// the body is needed.
+	return parseValue(unsafe.Slice(unsafe.StringData(t), len(t)))
 }
 
 // looksLikeJSON reports whether s starts like a JSON object or array.

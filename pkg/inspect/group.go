@@ -362,10 +362,28 @@ func (g *Grouper) NeedsClass() bool {
 // Add counts rec (with its parsed body, see Decode) into its group.
 func (g *Grouper) Add(rec *record.Record, parsed any) {
 	c := groupCtx{rec: rec, parsed: parsed, now: g.now}
-	g.sb.Reset()
 	for i, k := range g.keys {
-		v := k.value(&c)
-		g.buf[i] = v
+		g.buf[i] = k.value(&c)
+	}
+	g.AddValues(rec, g.buf)
+}
+
+// Values returns rec's group key values. Unlike Add it is safe for
+// concurrent use, so the values (fingerprints, expressions) can be
+// computed in parallel and counted in order with AddValues.
+func (g *Grouper) Values(rec *record.Record, parsed any) []string {
+	c := groupCtx{rec: rec, parsed: parsed, now: g.now}
+	out := make([]string, len(g.keys))
+	for i, k := range g.keys {
+		out[i] = k.value(&c)
+	}
+	return out
+}
+
+// AddValues counts rec into the group of values (from Values).
+func (g *Grouper) AddValues(rec *record.Record, values []string) {
+	g.sb.Reset()
+	for i, v := range values {
 		if i > 0 {
 			g.sb.WriteByte(0)
 		}
@@ -374,9 +392,9 @@ func (g *Grouper) Add(rec *record.Record, parsed any) {
 	id := g.sb.String()
 	grp, ok := g.groups[id]
 	if !ok {
-		grp = &Group{Key: make(map[string]string, len(g.keys)), Values: slices.Clone(g.buf)}
+		grp = &Group{Key: make(map[string]string, len(g.keys)), Values: slices.Clone(values)}
 		for i, k := range g.keys {
-			grp.Key[k.Name] = g.buf[i]
+			grp.Key[k.Name] = values[i]
 		}
 		grp.ReceiveCount.Min = rec.System.ReceiveCount
 		g.groups[id] = grp

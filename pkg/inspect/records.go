@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/record"
@@ -18,18 +19,64 @@ import (
 // or a JSON array as printed by `sample -o json`, optionally gzip-compressed.
 // Each record is decoded (envelope, failure) before fn sees it. name is used
 // in error messages. Unreadable input is a bad-input error with the line.
+//
+// fn sees the records one at a time, in input order, on the calling
+// goroutine; NDJSON lines are read and decoded ahead on other goroutines
+// (see ReadRecordsWith). rec is valid only during the call.
 func ReadRecords(r io.Reader, name string, fn func(rec *record.Record, parsed any) error) error {
+	return ReadRecordsWith(r, name, ReadOptions{}, func(rec *record.Record, parsed, _ any) error { return fn(rec, parsed) })
+}
+
+// ReadOptions tune ReadRecordsWith.
+type ReadOptions struct {
+	// Workers is how many goroutines decode NDJSON lines in parallel
+	// (default GOMAXPROCS).
+	Workers int
+	// Prepare, when set, runs on the decoding goroutines right after a
+	// record is decoded, concurrently for different records (it must be
+	// safe for that), and what it returns is passed to fn with the record:
+	// the per-record work of a command (classification, group keys) then
+	// runs in parallel too. Prepare may change the record.
+	Prepare func(rec *record.Record, parsed any) any
+	// Reference reads NDJSON the way ReadRecords did before it read in
+	// parallel: one line at a time on the calling goroutine, each record
+	// and body with encoding/json. It is slower and gives the same
+	// results; tests compare the two.
+	Reference bool
+}
+
+// ReadRecordsWith is ReadRecords with options; fn also gets what
+// opt.Prepare returned for the record (nil without Prepare).
+//
+// NDJSON is read as an ordered fan-out and fan-in: one goroutine reads
+// (and gunzips) the input and cuts it into batches of whole lines, the
+// workers decode batches in parallel, and the calling goroutine hands the
+// records to fn in input order. At most a few batches per worker are in
+// flight, so memory stays flat however long the input is. A bad line
+// stops the read after fn has seen every record before it, as a
+// sequential read would.
+func ReadRecordsWith(r io.Reader, name string, opt ReadOptions, fn func(rec *record.Record, parsed, prepared any) error) error {
 	br := bufio.NewReaderSize(r, 1<<20)
 	zipped := false
+	// closeGzip releases the gzip reader; the parallel NDJSON reader's
+	// reading goroutine calls it (it may outlive this call, see
+	// readNDJSON).
+	closeGzip := func() {}
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
 			return errs.BadInputf("%s: not a readable gzip file (%v); pass an NDJSON file of message records", name, err)
 		}
-		defer gz.Close()
+		closeGzip = func() { gz.Close() }
 		br = bufio.NewReaderSize(gz, 1<<20)
 		zipped = true
 	}
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			closeGzip()
+		}
+	}()
 	// readErr names the input; damaged compressed data is bad input (a
 	// truncated download, a cut-off part), not an internal error.
 	readErr := func(err error) error {
@@ -52,10 +99,20 @@ func ReadRecords(r io.Reader, name string, fn func(rec *record.Record, parsed an
 			continue
 		}
 		if b[0] == '[' {
-			return readArray(br, name, zipped, fn)
+			return readArray(br, name, zipped, opt.Prepare, fn)
 		}
 		break
 	}
+	if opt.Reference {
+		return readNDJSONReference(br, name, readErr, opt.Prepare, fn)
+	}
+	handedOver = true
+	return readNDJSON(br, name, readErr, opt, closeGzip, fn)
+}
+
+// readNDJSONReference is the sequential encoding/json reader (see
+// ReadOptions.Reference).
+func readNDJSONReference(br *bufio.Reader, name string, readErr func(error) error, prepare func(*record.Record, any) any, fn func(rec *record.Record, parsed, prepared any) error) error {
 	line := 0
 	for {
 		raw, err := readLine(br, maxRecordLine)
@@ -63,14 +120,11 @@ func ReadRecords(r io.Reader, name string, fn func(rec *record.Record, parsed an
 			return errs.BadInputf("%s:%d: a line longer than %d MiB is not a message record (SQS bodies are at most 1 MiB); pass NDJSON message records", name, line+1, maxRecordLine>>20)
 		}
 		if err != nil && err != io.EOF {
-			// The stream broke inside this line: say why, not that the
-			// cut-off line is not a record.
 			return readErr(err)
 		}
 		if len(raw) > 0 {
 			line++
-			raw = bytes.TrimSpace(raw)
-			if len(raw) > 0 {
+			if raw = bytes.TrimSpace(raw); len(raw) > 0 {
 				var rec record.Record
 				if jerr := json.Unmarshal(raw, &rec); jerr != nil {
 					return errs.BadInputf("%s:%d: not a message record (%v); pass NDJSON as written by `dlqctl sample -o ndjson` or an archive part", name, line, jerr)
@@ -79,7 +133,12 @@ func ReadRecords(r io.Reader, name string, fn func(rec *record.Record, parsed an
 					return errs.BadInputf("%s:%d: record has neither message_id nor body; pass NDJSON message records", name, line)
 				}
 				fill(&rec)
-				if ferr := fn(&rec, Decode(&rec)); ferr != nil {
+				parsed := decodeReference(&rec)
+				var prep any
+				if prepare != nil {
+					prep = prepare(&rec, parsed)
+				}
+				if ferr := fn(&rec, parsed, prep); ferr != nil {
 					return ferr
 				}
 			}
@@ -88,6 +147,18 @@ func ReadRecords(r io.Reader, name string, fn func(rec *record.Record, parsed an
 			return nil
 		}
 	}
+}
+
+// decodeReference is Decode with the body parsed by encoding/json (and
+// handed to Decode's formats as that tree).
+func decodeReference(rec *record.Record) any {
+	var parsed any
+	if t := strings.TrimSpace(rec.Body); t != "" && (t[0] == '{' || t[0] == '[') {
+		if json.Unmarshal([]byte(t), &parsed) != nil {
+			parsed = nil
+		}
+	}
+	return decodeParsed(rec, parsed)
 }
 
 // maxRecordLine bounds one NDJSON line: a record holds at most a 1 MiB body
@@ -101,15 +172,22 @@ var errLineTooLong = errors.New("line too long")
 // readLine is br.ReadBytes('\n') that gives up with errLineTooLong after
 // max bytes.
 func readLine(br *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
+	return appendLine(nil, br, max)
+}
+
+// appendLine appends the next line of br (with its '\n') to dst; it gives
+// up with errLineTooLong when the line is longer than max bytes.
+func appendLine(dst []byte, br *bufio.Reader, max int) ([]byte, error) {
+	n := 0
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if len(line)+len(chunk) > max {
-			return nil, errLineTooLong
+		if n+len(chunk) > max {
+			return dst, errLineTooLong
 		}
-		line = append(line, chunk...)
+		n += len(chunk)
+		dst = append(dst, chunk...)
 		if err != bufio.ErrBufferFull {
-			return line, err
+			return dst, err
 		}
 	}
 }
@@ -121,7 +199,7 @@ func isDamagedGzip(err error) bool {
 	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.As(err, &corrupt)
 }
 
-func readArray(r io.Reader, name string, zipped bool, fn func(rec *record.Record, parsed any) error) error {
+func readArray(r io.Reader, name string, zipped bool, prepare func(*record.Record, any) any, fn func(rec *record.Record, parsed, prepared any) error) error {
 	dec := json.NewDecoder(r)
 	if _, err := dec.Token(); err != nil {
 		return errs.BadInputf("%s: not a JSON array of message records (%v)", name, err)
@@ -137,7 +215,12 @@ func readArray(r io.Reader, name string, zipped bool, fn func(rec *record.Record
 			return errs.BadInputf("%s: element %d is not a message record (%v)", name, i, err)
 		}
 		fill(&rec)
-		if err := fn(&rec, Decode(&rec)); err != nil {
+		parsed := Decode(&rec)
+		var prep any
+		if prepare != nil {
+			prep = prepare(&rec, parsed)
+		}
+		if err := fn(&rec, parsed, prep); err != nil {
 			return err
 		}
 	}

@@ -40,17 +40,17 @@ type ScanResult struct {
 	// group is locked behind a message the scan holds (AWS hands out
 	// nothing more of a group while one of its messages is in flight).
 	Blocked int
-	// InFlightElsewhere counts messages another consumer (or a receive
-	// whose answer was lost) held while the scan ran: they were not read.
+	// InFlightElsewhere is at most how many messages a receive whose
+	// answer was lost took while the scan ran: they were not read.
 	InFlightElsewhere int
-	// VisibleLeft counts messages the queue still reported visible that no
-	// receive returned.
-	VisibleLeft int
+	// CountsNote is what the queue's approximate counts said at the end
+	// when they disagreed with what the scan saw (advisory: they trail).
+	CountsNote string
 }
 
 // Partial reports whether the scan had to read everything and could not.
 func (r *ScanResult) Partial() bool {
-	return !r.Complete && (r.Blocked > 0 || r.InFlightElsewhere > 0 || r.VisibleLeft > 0)
+	return !r.Complete && (r.Blocked > 0 || r.InFlightElsewhere > 0)
 }
 
 // Scan reads messages from ep without consuming them, on the one message
@@ -110,7 +110,10 @@ func Scan(ctx context.Context, ep broker.Endpoint, opt ScanOptions, fn func(rec 
 	case runErr != nil:
 		return res, runErr
 	}
-	res.Blocked, res.InFlightElsewhere, res.VisibleLeft = pr.Blocked, pr.InFlightElsewhere, pr.VisibleLeft
+	res.Blocked, res.InFlightElsewhere = pr.Blocked, pr.InFlightElsewhere
+	if pr.Counts != nil {
+		res.CountsNote = pr.Counts.Note
+	}
 	switch {
 	case pr.HeldLimit && res.Seen == 0:
 		return res, fmt.Errorf("%s refuses receives: its in-flight limit is reached (OverLimit), so no message could be read; wait until its consumers release messages or work from an archive with --from", ep.Name())
@@ -119,11 +122,9 @@ func Scan(ctx context.Context, ep broker.Endpoint, opt ScanOptions, fn func(rec 
 	case opt.Max > 0 && res.Seen >= opt.Max:
 		res.Note = "sample"
 	case pr.Blocked > 0:
-		res.Note = fmt.Sprintf("read %d of ~%d: a FIFO group's later messages cannot be read while its first is held (%d not read); to read all of it, archive it with --delete (every part is verified before its messages are deleted) and triage the archive with --from", res.Seen, res.Seen+pr.Blocked, pr.Blocked)
+		res.Note = fmt.Sprintf("read %d of ~%d: a FIFO group's later messages cannot be read while its first is held (~%d not read, behind %d group(s)); to read all of it, archive it with --delete (every part is verified before its messages are deleted) and triage the archive with --from", res.Seen, res.Seen+pr.Blocked, pr.Blocked, pr.BlockedGroups)
 	case pr.InFlightElsewhere > 0:
-		res.Note = fmt.Sprintf("read %d; %d more were in flight elsewhere (another consumer, or a receive whose answer was lost) and could not be read", res.Seen, pr.InFlightElsewhere)
-	case pr.VisibleLeft > 0:
-		res.Note = fmt.Sprintf("read %d; the queue still reports %d visible messages that no receive returned", res.Seen, pr.VisibleLeft)
+		res.Note = fmt.Sprintf("read %d; up to %d more were taken by a receive whose answer was lost and could not be read (they are back within %s)", res.Seen, pr.InFlightElsewhere, pr.ReturnAfter.Round(time.Second))
 	default:
 		res.Complete = true
 	}

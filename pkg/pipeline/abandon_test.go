@@ -40,7 +40,6 @@ func TestReleaseWaitsOutAbandonedPolls(t *testing.T) {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			f := sqsfake.New(sqsfake.Options{WaitScale: 1}) // real 1 s long polls
 			c := sqs.New(f, "us-east-1")
-			c.CountsIncludeInFlight = false
 			q := standardDLQ(t, f, c, 60)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()

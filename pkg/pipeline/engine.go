@@ -11,22 +11,34 @@ import (
 
 	"golang.org/x/time/rate"
 
-	queue "github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/broker"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // ErrHeldLimit is returned (wrapped) by Source.Next when the source cannot
 // hand out more without exceeding the queue's in-flight limit (the run's own
 // cap, or SQS answering OverLimit). The engine ends the run as partial.
-var ErrHeldLimit = errors.New("in-flight limit reached")
+var ErrHeldLimit = broker.ErrHeldLimit
 
-// stuckPatience is how long a run keeps polling a standard queue whose
-// counts show visible messages that no receive returns.
-const stuckPatience = 30 * time.Second
+// Default batch bounds (Options.BatchEntries, BatchBytes).
+const (
+	DefaultBatchEntries = 10
+	DefaultBatchBytes   = 1 << 20
+)
+
+// releasePatience is how long a run keeps reading for messages it gave back
+// during the run (and that a continuing run must read again).
+const releasePatience = 30 * time.Second
 
 // Options configure a run.
 type Options struct {
 	// Workers receive, decide and deliver concurrently (default 8).
 	Workers int
+	// BatchEntries and BatchBytes bound one read and one delivery (default
+	// 10 entries and 1 MiB of Decision.Size: SQS's batch limits, which the
+	// other brokers' batches fit).
+	BatchEntries int
+	BatchBytes   int
 	// Rate is the delivery rate in messages per second (0 = unlimited).
 	// Ramp, when set, replaces it: the rate starts at Ramp[0] and steps to
 	// the next value every RampEvery (default 1m) while no guard pauses.
@@ -42,20 +54,19 @@ type Options struct {
 	// Total is the expected number of items (for the ETA; 0 unknown).
 	Total  int
 	Guards Guards
-	// WaitInFlight is how long the run waits, at its end, for messages in
-	// flight that it does not hold (a receive whose answer was lost,
-	// another consumer) to become visible again and be processed. 0 does
-	// not wait: such messages are reported and the run is partial.
+	// WaitInFlight is how long the run waits, at its end, for messages a
+	// call with an unknown outcome may have taken (an Ender's
+	// EndState.Unknown: a receive whose answer was lost) to come back and
+	// be processed. 0 does not wait: they are reported and the run is
+	// partial. Nothing else makes a run wait.
 	WaitInFlight time.Duration
 	// EmptyReceives ends a worker after that many consecutive empty
-	// batches from a source that is not a Drainer (default 2).
+	// batches from a source that is not an Ender (default 2).
 	EmptyReceives int
 	// Peers is the number of processes sharing the source (--rate-share
-	// i/N; 0 or 1: this run is alone). A shared run ends when nothing is
-	// visible for it: messages in flight that it does not hold are its
-	// peers' (InFlightAtPeers), not waited for and not a failure — unless
-	// one of its own receives may have lost its answer (the source reports
-	// Remaining.LostUntil), which it then waits out like a single run.
+	// i/N; 0 or 1: this run is alone). A shared run ends like a single one:
+	// what its peers hold is theirs to account for (InFlightAtPeers and
+	// LockedByPeers come from the broker's advisory counts).
 	Peers int
 	// AckBeforeDeliver makes each worker wait until its previous batch was
 	// removed from the source before it delivers the next, so at most one
@@ -70,8 +81,7 @@ type Options struct {
 // Result is the accounting of a run: every item received ends in exactly
 // one of Delivered, Resumed, Skipped, Released, Refused, Unknown, NotAcked.
 type Result struct {
-	Received   int `json:"received"`
-	Duplicates int `json:"duplicates"`
+	Received int `json:"received"`
 	// Delivered: durable at the sink and removed from the source.
 	Delivered int `json:"delivered"`
 	// Resumed: already durable (an earlier attempt), removed from the source.
@@ -98,25 +108,27 @@ type Result struct {
 	// Complete: the source was read to its end and the reconciliation
 	// found nothing left that the run did not account for.
 	Complete bool `json:"complete"`
-	// Blocked: visible messages that could not be received because their
-	// FIFO group is locked behind a message the run holds.
-	Blocked int `json:"blocked,omitempty"`
-	// InFlightElsewhere: messages in flight that the run did not hold when
-	// it ended (they return after ReturnAfter).
+	// Blocked: messages that could not be read because they wait behind
+	// messages the run held to its end in their ordering group (a FIFO
+	// group); an estimate (EndState.Blocked). BlockedGroups: how many
+	// groups.
+	Blocked       int `json:"blocked,omitempty"`
+	BlockedGroups int `json:"-"`
+	// InFlightElsewhere: at most this many messages were taken by calls
+	// whose outcome is unknown (a receive whose answer was lost) and had
+	// not come back when the run ended (they return after ReturnAfter).
 	InFlightElsewhere int           `json:"in_flight_elsewhere,omitempty"`
 	ReturnAfter       time.Duration `json:"-"`
-	// InFlightAtPeers (a shared run, Options.Peers > 1): messages in flight
-	// that the run did not hold when it ended, and that no receive of its
-	// own can have lost: its peers hold them, and their runs account for
+	// InFlightAtPeers and LockedByPeers (a shared run, Options.Peers > 1;
+	// advisory, from the broker's counts): messages in flight that the run
+	// did not hold when it ended — its peers', whose runs account for them
+	// — and, on a source with ordering groups, messages waiting behind
 	// them. Not a failure.
 	InFlightAtPeers int `json:"in_flight_at_peers,omitempty"`
-	// LockedByPeers (a shared run on a FIFO queue): visible messages no
-	// receive returned because their groups are locked behind messages its
-	// peers hold; the peers read them once those are removed.
-	LockedByPeers int `json:"locked_by_peers,omitempty"`
-	// VisibleLeft: visible messages the run could not receive (standard
-	// queue; approximate).
-	VisibleLeft int `json:"visible_left,omitempty"`
+	LockedByPeers   int `json:"locked_by_peers,omitempty"`
+	// Counts is what the broker's approximate counts said at the end when
+	// they disagreed with what the run saw (advisory; never a failure).
+	Counts *CountsNote `json:"approximate_counts,omitempty"`
 	// HeldLimit: the run stopped at the queue's in-flight limit.
 	HeldLimit bool `json:"held_limit,omitempty"`
 	// StoppedAtMax: the run stopped at Options.Max or StopWhen.
@@ -162,7 +174,7 @@ type engine struct {
 	opt   Options
 	src   Source
 	sink  Sink
-	drain Drainer
+	ender Ender
 	start time.Time
 
 	limiter *rate.Limiter
@@ -180,13 +192,9 @@ type engine struct {
 	// processing counts items received and still being decided or
 	// delivered by their worker (they hold their FIFO groups too).
 	processing atomic.Int64
-	// lastDrainCheck is when a full batch last checked the queue's counts
-	// (unix nanoseconds).
-	lastDrainCheck atomic.Int64
-
-	// srcCounts: the source adds received items to processing itself
-	// (ReceiveCounter).
-	srcCounts bool
+	// quietSince is when processing+pendingAcks last became 0 (unix
+	// nanoseconds; RunState.QuietSince).
+	quietSince atomic.Int64
 
 	mu  sync.Mutex
 	res *Result
@@ -206,10 +214,11 @@ type engine struct {
 	// end detection
 	endMu         sync.Mutex
 	ended         bool
-	stuck         int
-	stuckSince    time.Time
+	drainedEnd    bool   // reading ended because the source was drained
+	endNote       string // the source's sentence on what is left (EndState.Note)
 	releasedSince time.Time
 	waitSince     time.Time
+	lastFlush     time.Time
 	sourceDone    atomic.Bool
 	heldLimit     atomic.Bool
 	stoppedAtMx   atomic.Bool
@@ -232,6 +241,12 @@ func Run(ctx context.Context, src Source, sink Sink, opt Options) (*Result, erro
 	if opt.EmptyReceives <= 0 {
 		opt.EmptyReceives = 2
 	}
+	if opt.BatchEntries <= 0 {
+		opt.BatchEntries = DefaultBatchEntries
+	}
+	if opt.BatchBytes <= 0 {
+		opt.BatchBytes = DefaultBatchBytes
+	}
 	if opt.Guards.Every <= 0 {
 		opt.Guards.Every = 10 * time.Second
 	}
@@ -241,19 +256,15 @@ func Run(ctx context.Context, src Source, sink Sink, opt Options) (*Result, erro
 	e := &engine{opt: opt, src: src, sink: sink, start: time.Now(),
 		res: &Result{Skipped: map[string]int{}}, pauseCh: make(chan struct{})}
 	close(e.pauseCh)
-	e.drain, _ = src.(Drainer)
-	if rc, ok := src.(ReceiveCounter); ok {
-		rc.CountReceived(func(n int) { e.processing.Add(int64(n)) })
-		e.srcCounts = true
-	}
+	e.ender, _ = src.(Ender)
 	first := opt.Rate
 	if len(opt.Ramp) > 0 {
 		first = opt.Ramp[0]
 	}
 	e.target.Store(first)
 	if first > 0 {
-		e.limiter = rate.NewLimiter(rate.Limit(first), queue.MaxBatchEntries)
-		e.limiter.AllowN(time.Now(), queue.MaxBatchEntries) // start empty: no burst above the rate
+		e.limiter = rate.NewLimiter(rate.Limit(first), opt.BatchEntries)
+		e.limiter.AllowN(time.Now(), opt.BatchEntries) // start empty: no burst above the rate
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	e.cancelRun = cancel
@@ -300,8 +311,7 @@ func Run(ctx context.Context, src Source, sink Sink, opt Options) (*Result, erro
 	bgWG.Wait()
 	e.checkGuards(fin, true)
 	e.report()
-	e.recount(fin)
-	leftover, left := askLeftover(fin, src, clean && !e.stoppedAtMx.Load() && !e.heldLimit.Load())
+	e.finalEnd(fin, clean && ctx.Err() == nil)
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -319,54 +329,69 @@ func Run(ctx context.Context, src Source, sink Sink, opt Options) (*Result, erro
 	}
 	e.settleNotAckedLocked(r)
 	e.reconcileLocked(r)
-	if left {
-		applyLeftoverLocked(r, leftover)
-	}
 	return r, e.stopErr
 }
 
-// recount replaces the end decision's snapshot of what was left (blocked,
-// visible, in flight elsewhere) with the queue's counts once every worker
-// and acker has stopped: workers that were mid-receive when reading ended
-// may have delivered more, and removals may have unlocked FIFO groups.
-func (e *engine) recount(ctx context.Context) {
-	e.mu.Lock()
-	r := e.res
-	left := r.Blocked > 0 || r.VisibleLeft > 0 || r.InFlightElsewhere > 0 || r.InFlightAtPeers > 0 || r.LockedByPeers > 0
-	e.mu.Unlock()
-	if !left || e.drain == nil {
+// finalEnd asks an Ender, once every worker and acker has stopped, for
+// the report of its end: what waits behind messages the run held, calls
+// whose outcome is still unknown, and what the broker's advisory counts say.
+func (e *engine) finalEnd(ctx context.Context, clean bool) {
+	e.endMu.Lock()
+	drained := e.drainedEnd
+	e.endMu.Unlock()
+	// A source that says "nothing more" (ErrSourceDone: a Kafka read that
+	// reached the ends taken at its start) is asked too, unless the run
+	// stopped at --max or the in-flight limit: what it reports left (a
+	// partition that changed hands, a commit that did not land) keeps the
+	// run from being complete.
+	drained = drained || (e.sourceDone.Load() && !e.stoppedAtMx.Load() && !e.heldLimit.Load())
+	if e.ender == nil || !clean || !drained {
 		return
 	}
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	var rem Remaining
-	var err error
-	if st, ok := e.drain.(Settler); ok {
-		rem, err = st.Settle(rctx)
-	} else {
-		rem, err = e.drain.Remaining(rctx)
-	}
+	st, err := e.ender.End(rctx, e.runState(), true)
 	if err != nil {
-		return // keep the snapshot
+		e.addError(fmt.Sprintf("reading the end of %s: %v", e.src.Name(), err))
+		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if r.Blocked > 0 || r.VisibleLeft > 0 {
-		r.Blocked, r.VisibleLeft = 0, 0
-		if rem.Groups {
-			r.Blocked = rem.Visible
-		} else {
-			r.VisibleLeft = rem.Visible
+	r := e.res
+	r.Blocked, r.BlockedGroups = st.Blocked, st.BlockedGroups
+	e.endNote = st.Note
+	r.InFlightElsewhere, r.ReturnAfter = 0, 0
+	if !st.UnknownUntil.IsZero() {
+		r.InFlightElsewhere = max(1, st.Unknown)
+		r.ReturnAfter = max(0, time.Until(st.UnknownUntil))
+	}
+	r.Counts = st.Counts
+	if e.opt.Peers > 1 && st.Counts != nil {
+		r.InFlightAtPeers = st.Counts.InFlight
+		if st.Ordered {
+			r.LockedByPeers = st.Counts.Visible
 		}
 	}
-	if r.InFlightElsewhere > 0 {
-		r.InFlightElsewhere = rem.InFlightElsewhere
+}
+
+// runState is what the engine still has in hand (RunState).
+func (e *engine) runState() RunState {
+	busy := e.processing.Load() + e.pendingAcks.Load()
+	var quiet time.Time
+	if n := e.quietSince.Load(); busy == 0 && n > 0 {
+		quiet = time.Unix(0, n)
 	}
-	if r.InFlightAtPeers > 0 || r.LockedByPeers > 0 {
-		r.InFlightAtPeers = rem.InFlightElsewhere
-		if r.LockedByPeers > 0 {
-			r.LockedByPeers = rem.Visible
-		}
+	return RunState{Busy: busy, QuietSince: quiet}
+}
+
+// unbusy takes n items off one of the busy counters and notes when the run
+// became quiet (RunState.QuietSince).
+func (e *engine) unbusy(c *atomic.Int64, n int64) {
+	if n == 0 {
+		return
+	}
+	if c.Add(-n) == 0 && e.processing.Load()+e.pendingAcks.Load() == 0 {
+		e.quietSince.Store(time.Now().UnixNano())
 	}
 }
 
@@ -401,12 +426,12 @@ func (e *engine) reconcileLocked(r *Result) {
 		r.Note = "stopped at the queue's in-flight limit: the run holds as many messages as SQS lets one queue have in flight; run again (a run that removes what it processed continues where this one ended)"
 	case r.StoppedAtMax:
 		r.Note = "stopped at the requested maximum"
+	case (r.Blocked > 0 || r.InFlightElsewhere > 0) && e.endNote != "":
+		r.Note = e.endNote
 	case r.Blocked > 0:
-		r.Note = fmt.Sprintf("%d message(s) could not be read: a FIFO group's later messages cannot be received while an earlier message of the group is held", r.Blocked)
+		r.Note = fmt.Sprintf("%d message(s) could not be read: they wait behind messages the run held to its end in their ordering group", r.Blocked)
 	case r.InFlightElsewhere > 0:
-		r.Note = fmt.Sprintf("%d message(s) were in flight elsewhere (a receive whose answer was lost, or another consumer) and did not come back; they become visible again within %s — re-run then", r.InFlightElsewhere, r.ReturnAfter.Round(time.Second))
-	case r.VisibleLeft > 0:
-		r.Note = fmt.Sprintf("the queue still reports %d visible message(s) that no receive returned; re-run to process them", r.VisibleLeft)
+		r.Note = fmt.Sprintf("up to %d message(s) were in flight elsewhere when the run ended: a call whose outcome is unknown may have taken them, and nobody holds them; they are back within %s — re-run then (or wait for them)", r.InFlightElsewhere, r.ReturnAfter.Round(time.Second))
 	case len(e.released) > 0:
 		r.Note = fmt.Sprintf("%d message(s) were given back to the source during the run and not read again; re-run to process them", len(e.released))
 	}
@@ -501,16 +526,13 @@ func (e *engine) worker(runCtx context.Context, w int, ack *acker) {
 		if e.maxReached() {
 			return
 		}
-		items, err := e.src.Next(runCtx, queue.MaxBatchEntries)
+		items, err := e.src.Next(runCtx, e.opt.BatchEntries)
 		// From here until they are processed or given back, the items
-		// count as processing: a source that counts them itself does so
-		// before the queue's counts can be read again (ReceiveCounter).
-		if len(items) > 0 && !e.srcCounts {
-			e.processing.Add(int64(len(items)))
-		}
+		// count as busy (RunState.Busy).
 		inHand := int64(len(items))
+		e.processing.Add(inHand)
 		if errors.Is(err, ErrSourceDone) {
-			e.processing.Add(-inHand)
+			e.unbusy(&e.processing, inHand)
 			e.sourceDone.Store(true)
 			e.endWith(func() {})
 			return
@@ -525,7 +547,7 @@ func (e *engine) worker(runCtx context.Context, w int, ack *acker) {
 		}
 		if err != nil {
 			_ = e.src.Release(context.WithoutCancel(runCtx), items)
-			e.processing.Add(-inHand)
+			e.unbusy(&e.processing, inHand)
 			if runCtx.Err() != nil {
 				return
 			}
@@ -541,15 +563,15 @@ func (e *engine) worker(runCtx context.Context, w int, ack *acker) {
 		}
 		e.mu.Unlock()
 		if runCtx.Err() != nil {
-			e.releaseItems(context.WithoutCancel(runCtx), items, "")
-			e.processing.Add(-inHand)
+			e.releaseItems(context.WithoutCancel(runCtx), items)
+			e.unbusy(&e.processing, inHand)
 			return
 		}
 		if len(items) > 0 {
 			e.process(runCtx, w, items, ack)
-			e.processing.Add(-inHand)
+			e.unbusy(&e.processing, inHand)
 		}
-		if e.drain == nil {
+		if e.ender == nil {
 			if len(items) == 0 {
 				if empty++; empty >= e.opt.EmptyReceives {
 					return
@@ -559,78 +581,48 @@ func (e *engine) worker(runCtx context.Context, w int, ack *acker) {
 			}
 			continue
 		}
-		// A short batch may mean the end; so may a full one, which is
-		// checked at most every drainCheckEvery across all workers (a queue
-		// holding a multiple of ten messages gives no short batch).
-		if (len(items) < queue.MaxBatchEntries || e.drainCheckDue()) && e.shortReceive(runCtx, len(items)) {
+		// Only an empty answer can end reading: a short batch says nothing
+		// (SQS returns fewer than asked from a full queue).
+		if len(items) == 0 && e.emptyReceive(runCtx) {
 			return
 		}
 	}
 }
 
-// abandonIfSafe ends the other workers' pending long polls once the queue
-// is drained, when the run will give nothing back at its end (nothing
-// skipped or refused is held, nothing released, no failure): then an
-// abandoned poll can only take a message that arrived after the drain.
-func (e *engine) abandonIfSafe() {
-	a, ok := e.src.(Abandoner)
-	if !ok || e.skipped.Load() > 0 || e.failed.Load() > 0 {
-		return
+// flushEvery spaces the flushes of a sink's buffered deliveries that empty
+// receives ask for (endMu is held).
+const flushEvery = 200 * time.Millisecond
+
+func (e *engine) flushDue() bool {
+	if time.Since(e.lastFlush) < flushEvery {
+		return false
 	}
+	e.lastFlush = time.Now()
+	return true
+}
+
+// endReading ends reading because the source is drained (endMu is held)
+// and tells the source, which may end its pending receives early when no
+// message can become visible that the run would not read again: the run
+// gives nothing back at its end (nothing skipped or refused is held,
+// nothing released, no failure), no peer shares the source, no call with
+// an unknown outcome is pending. Then an abandoned receive can only take a
+// message that arrived after the drain.
+func (e *engine) endReading(unknownPending bool) {
+	e.ended, e.drainedEnd = true, true
 	e.mu.Lock()
 	safe := e.stopErr == nil && e.res.Unknown == 0 && e.res.Released == 0
 	e.mu.Unlock()
-	if safe {
-		a.AbandonReceives()
-	}
-}
-
-// idleCheck runs when the run has nothing in process and nothing being
-// removed — the moment the queue's counts are exact for it: if the queue is
-// drained, reading ends now instead of after the workers' next empty long
-// polls (which are abandoned when that is safe).
-func (e *engine) idleCheck() {
-	if e.drain == nil || e.isEnded() {
-		return
-	}
-	e.endMu.Lock()
-	defer e.endMu.Unlock()
-	if e.ended {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	rem, err := e.drain.Remaining(ctx)
-	if err != nil || rem.Visible > 0 || rem.InFlightElsewhere > 0 || e.processing.Load() > 0 {
-		return
-	}
-	e.mu.Lock()
-	released := len(e.released)
-	e.mu.Unlock()
-	if released > 0 {
-		return
-	}
-	e.ended = true
-	e.abandonIfSafe()
-}
-
-// drainCheckEvery spaces the queue-count checks after full batches.
-const drainCheckEvery = 100 * time.Millisecond
-
-// drainCheckDue reports whether a full batch should check the queue's
-// counts now (at most once per drainCheckEvery, across all workers).
-func (e *engine) drainCheckDue() bool {
-	now := time.Now().UnixNano()
-	last := e.lastDrainCheck.Load()
-	if now-last < int64(drainCheckEvery) {
-		return false
-	}
-	return e.lastDrainCheck.CompareAndSwap(last, now)
+	// Peers' messages (a peer killed mid-run) and those of a lost receive
+	// become visible at any moment: a poll abandoned then would hide them
+	// for a visibility timeout with nobody holding them.
+	mayAbandon := safe && e.skipped.Load() == 0 && e.failed.Load() == 0 && e.opt.Peers <= 1 && !unknownPending
+	e.ender.EndReading(mayAbandon)
 }
 
 // awaitReleased reports whether messages the run gave back during the run
 // (and that a continuing run must read again) have not come back yet; it
-// waits for them at most stuckPatience. endMu is held.
+// waits for them at most releasePatience. endMu is held.
 func (e *engine) awaitReleased() bool {
 	e.mu.Lock()
 	n := len(e.released)
@@ -641,7 +633,7 @@ func (e *engine) awaitReleased() bool {
 	if e.releasedSince.IsZero() {
 		e.releasedSince = time.Now()
 	}
-	return time.Since(e.releasedSince) < stuckPatience
+	return time.Since(e.releasedSince) < releasePatience
 }
 
 // endWith marks the run's reading as over.
@@ -652,165 +644,60 @@ func (e *engine) endWith(f func()) {
 	f()
 }
 
-// shortReceive runs after a receive that returned fewer items than asked:
-// it asks the source what is left and decides whether reading is over. It
-// reports true when the worker should stop.
-func (e *engine) shortReceive(ctx context.Context, n int) bool {
+// emptyReceive runs after a receive from an Ender came back empty: it asks
+// the source whether reading is over and reports true when the worker
+// should stop.
+func (e *engine) emptyReceive(ctx context.Context) bool {
 	e.endMu.Lock()
 	defer e.endMu.Unlock()
 	if e.ended {
 		return true
 	}
-	rem, err := e.drain.Remaining(ctx)
-	if err == nil && n > 0 && (rem.Visible > 0 || rem.InFlightElsewhere > 0) {
-		// Messages are still coming (or being received by other workers
-		// right now); the empty receives that follow decide the rest.
-		e.stuck, e.stuckSince = 0, time.Time{}
-		return false
-	}
-	// Nothing visible and nothing in flight beyond what the run holds: no
-	// receive can be half done with messages either (they would count as
-	// in flight and not held), so the queue is drained. Otherwise decide on
-	// counts read while no other receive is half done, or messages another
-	// worker is receiving right now would look like messages in flight
-	// elsewhere.
-	// While removals are under way the lease may still count a message the
-	// server already deleted, which would hide a message in flight
-	// elsewhere: the end is decided once they landed (the acker that lands
-	// the last one checks again, see idleCheck).
-	if err == nil && e.pendingAcks.Load() > 0 && rem.Visible <= 0 {
+	if e.pendingAcks.Load() > 0 && e.flushDue() {
 		// Deliveries a sink buffers (an open archive part) become durable
-		// now, so their removals can land.
-		if _, ferr := e.sink.Flush(context.WithoutCancel(ctx)); ferr != nil {
+		// now, so their removals can land — on a FIFO queue, unlocking
+		// their groups' next messages.
+		if _, err := e.sink.Flush(context.WithoutCancel(ctx)); err != nil {
 			e.ended = true
-			e.stop(ferr)
+			e.stop(err)
 			return true
 		}
-		return false
 	}
-	drained := err == nil && rem.Visible <= 0 && rem.InFlightElsewhere <= 0
-	if st, ok := e.drain.(Settler); ok && err == nil && !drained {
-		rem, err = st.Settle(ctx)
-	}
+	st, err := e.ender.End(ctx, e.runState(), false)
 	if err != nil {
 		if ctx.Err() != nil {
 			return true
 		}
-		// Counts unavailable: fall back to an empty receive as the end.
-		if n == 0 {
-			e.ended = true
-			return true
-		}
+		e.ended = true
+		e.stop(fmt.Errorf("reading %s: %w", e.src.Name(), err))
+		return true
+	}
+	if !st.Drained {
 		return false
 	}
-	if rem.Visible <= 0 && rem.InFlightElsewhere <= 0 {
-		if e.awaitReleased() {
-			return false // a release of this run is landing: read it again
+	if !st.UnknownUntil.IsZero() {
+		// A call whose outcome is unknown may have taken messages: nobody
+		// holds them until they come back. Keep reading for them (the
+		// source stops reporting them once they are surely back and read),
+		// or end and report them.
+		now := time.Now()
+		if e.waitSince.IsZero() {
+			e.waitSince = now
 		}
-		e.ended = true
-		e.abandonIfSafe()
-		return true
-	}
-	if n > 0 {
-		e.stuck, e.stuckSince = 0, time.Time{}
-		return false // messages are still coming; keep reading
-	}
-	if rem.Visible > 0 {
-		// Nothing came back although the queue has visible messages: on a
-		// FIFO queue their groups are locked behind messages we hold. A
-		// buffered delivery (an open archive part) is made durable so its
-		// messages can be removed and their groups unlocked.
-		if flushed, ferr := e.sink.Flush(context.WithoutCancel(ctx)); ferr != nil {
-			e.ended = true
-			e.stop(ferr)
-			return true
-		} else if flushed {
-			e.stuck, e.stuckSince = 0, time.Time{}
+		if e.opt.WaitInFlight > 0 && now.Sub(e.waitSince) < e.opt.WaitInFlight {
 			return false
 		}
-		// A FIFO queue whose groups are locked stays stuck; on a standard
-		// queue, counts that lag behind deletes (AWS) or a server too busy
-		// to answer within the long poll (the emulator) settle: keep
-		// polling for a while before calling the messages unreadable.
-		if rem.Groups && e.pendingAcks.Load()+e.processing.Load() > 0 {
-			// Groups locked behind messages this run is still processing or
-			// removing (a part being verified, a journal write, a delete):
-			// they unlock when the removal lands.
-			e.stuck, e.stuckSince = 0, time.Time{}
-			return false
-		}
-		if e.stuckSince.IsZero() {
-			e.stuckSince = time.Now()
-		}
-		e.stuck++
-		if rem.Groups && e.stuck < 3 || !rem.Groups && time.Since(e.stuckSince) < stuckPatience {
-			return false
-		}
-		e.ended = true
-		e.mu.Lock()
-		switch {
-		case rem.Groups && e.peersHold(rem, time.Now()):
-			// A shared run that holds nothing of these groups itself: its
-			// peers hold their heads and read the rest once those are
-			// removed.
-			e.res.LockedByPeers = rem.Visible
-			e.res.InFlightAtPeers = rem.InFlightElsewhere
-		case rem.Groups:
-			e.res.Blocked = rem.Visible
-		default:
-			e.res.VisibleLeft = rem.Visible
-		}
-		e.mu.Unlock()
+		e.endReading(true)
 		return true
 	}
-	// Only messages in flight elsewhere are left — unless removals of this
-	// run are still under way (a message being deleted can look in flight
-	// and not held): decide once they landed.
-	if e.pendingAcks.Load() > 0 {
-		return false
+	if e.awaitReleased() {
+		return false // a release of this run is landing: read it again
 	}
-	now := time.Now()
-	if e.peersHold(rem, now) {
-		// A shared run: what it does not hold, its peers do (no receive of
-		// its own can have lost messages). They account for those; this
-		// run is done with what was visible for it.
-		e.ended = true
-		e.mu.Lock()
-		e.res.InFlightAtPeers = rem.InFlightElsewhere
-		e.mu.Unlock()
-		return true
-	}
-	if e.waitSince.IsZero() {
-		e.waitSince = now
-	}
-	limit := e.opt.WaitInFlight
-	if rem.ReturnAfter > 0 && limit > rem.ReturnAfter+5*time.Second {
-		limit = rem.ReturnAfter + 5*time.Second
-	}
-	if limit > 0 && now.Sub(e.waitSince) < limit {
-		return false // keep polling: they come back when their visibility ends
-	}
-	e.ended = true
-	e.mu.Lock()
-	e.res.InFlightElsewhere = rem.InFlightElsewhere
-	e.res.ReturnAfter = rem.ReturnAfter
-	e.mu.Unlock()
+	e.endReading(false)
 	return true
 }
 
-// peersHold reports whether, in a shared run, the messages in flight that
-// the run does not hold are surely its peers': none of its own receives
-// can have lost its answer (or those messages are back by now), and — for
-// locked FIFO groups — the run holds no skipped message that could be
-// locking them itself.
-func (e *engine) peersHold(rem Remaining, now time.Time) bool {
-	if e.opt.Peers <= 1 || rem.InFlightElsewhere <= 0 || now.Before(rem.LostUntil) {
-		return false
-	}
-	return !rem.Groups || e.skipped.Load() == 0
-}
-
-func (e *engine) releaseItems(ctx context.Context, items []Item, reason string) {
+func (e *engine) releaseItems(ctx context.Context, items []Item) {
 	if len(items) == 0 {
 		return
 	}
@@ -828,7 +715,6 @@ func (e *engine) releaseItems(ctx context.Context, items []Item, reason string) 
 	if err := e.src.Release(ctx, items); err != nil {
 		e.addError(fmt.Sprintf("releasing %d message(s) failed (%v); they become visible again when their visibility timeout ends", len(items), err))
 	}
-	_ = reason
 }
 
 type pendingItem struct {
@@ -875,7 +761,7 @@ func (e *engine) process(runCtx context.Context, w int, items []Item, ack *acker
 			groups[dec.Key] = append(groups[dec.Key], pendingItem{it: it, dec: dec})
 		}
 	}
-	e.releaseItems(fin, release, "")
+	e.releaseItems(fin, release)
 	if len(ackOnly) > 0 {
 		e.pendingAcks.Add(int64(len(ackOnly)))
 		ack.push(ackJob{items: slimItems(ackOnly), resumed: true})
@@ -884,7 +770,7 @@ func (e *engine) process(runCtx context.Context, w int, items []Item, ack *acker
 		ps := groups[key]
 		for len(ps) > 0 {
 			n, size := 0, 0
-			for n < len(ps) && n < queue.MaxBatchEntries && (n == 0 || size+ps[n].dec.Size <= queue.MaxBatchBytes) {
+			for n < len(ps) && n < e.opt.BatchEntries && (n == 0 || size+ps[n].dec.Size <= e.opt.BatchBytes) {
 				size += ps[n].dec.Size
 				n++
 			}
@@ -915,7 +801,7 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 		payloads[i] = p.dec.Payload
 	}
 	if !e.waitTokens(runCtx, len(batch)) {
-		e.releaseItems(fin, items, "stopping")
+		e.releaseItems(fin, items)
 		return
 	}
 	if e.opt.AckBeforeDeliver {
@@ -958,14 +844,14 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 		}
 	}
 	if len(notSent) > 0 {
-		e.releaseItems(fin, notSent, "not sent")
+		e.releaseItems(fin, notSent)
 		e.stop(notSentErr)
 	}
 	if len(unknown) > 0 {
 		e.mu.Lock()
 		e.res.Unknown += len(unknown)
 		e.mu.Unlock()
-		e.releaseItems(fin, unknown, "unknown")
+		e.releaseItems(fin, unknown)
 		e.stop(fmt.Errorf("delivering to %s failed: %w", batch[0].dec.Label, unknownErr))
 	}
 	if len(accepted) > 0 {
@@ -979,7 +865,7 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 func slimItems(items []Item) []Item {
 	out := make([]Item, len(items))
 	for i, it := range items {
-		out[i] = Item{Record: &queue.Record{MessageID: it.Record.MessageID, Class: it.Record.Class}, Handle: it.Handle}
+		out[i] = Item{Record: &record.Record{MessageID: it.Record.MessageID, Class: it.Record.Class}, Handle: it.Handle}
 	}
 	return out
 }
@@ -1065,11 +951,7 @@ func (a *acker) run(e *engine) {
 func (e *engine) ack(j ackJob) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	defer func() {
-		if e.pendingAcks.Add(-int64(len(j.items))) == 0 && e.processing.Load() == 0 {
-			e.idleCheck()
-		}
-	}()
+	defer e.unbusy(&e.pendingAcks, int64(len(j.items)))
 	if j.commit != nil {
 		<-j.commit.Done()
 		if err := j.commit.Err(); err != nil {
@@ -1099,7 +981,7 @@ func (e *engine) ack(j ackJob) {
 			if e.notAcked == nil {
 				e.notAcked = map[string]notAckedItem{}
 			}
-			e.notAcked[id] = notAckedItem{reason: err.Error(), leaseLost: errors.Is(err, queue.ErrLeaseLost)}
+			e.notAcked[id] = notAckedItem{reason: err.Error(), leaseLost: errors.Is(err, broker.ErrLeaseLost)}
 			e.addErrorLocked(fmt.Sprintf("removing a processed message from %s: %v", e.src.Name(), err))
 			continue
 		}

@@ -11,7 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/dlqctl/dlqctl/internal/sqsfake"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	queue "github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
 )
 
@@ -124,7 +126,7 @@ func TestLostReceiveIsWaitedFor(t *testing.T) {
 	q := standardDLQ(t, f, c, 50)
 	f.LoseReceives(300*time.Millisecond, 2) // they come back after 0.3 s
 	sink := &recSink{}
-	res := run(t, newSource(c, q), sink, pipeline.Options{WaitInFlight: 10 * time.Second})
+	res := runSrc(t, newUnknownSource(f, newSource(c, q), 300*time.Millisecond), sink, pipeline.Options{WaitInFlight: 10 * time.Second})
 
 	if f.LostMessages() != 10 {
 		t.Fatalf("%d messages lost; the fault did not fire", f.LostMessages())
@@ -147,12 +149,12 @@ func TestLostReceiveWithoutWaitingIsPartial(t *testing.T) {
 	q := standardDLQ(t, f, c, 50)
 	f.LoseReceives(0, 2) // in flight for the receive's 30 s visibility
 	sink := &recSink{}
-	res := run(t, newSource(c, q), sink, pipeline.Options{})
+	res := runSrc(t, newUnknownSource(f, newSource(c, q), 30*time.Second), sink, pipeline.Options{})
 
-	if res.Complete || res.InFlightElsewhere != 10 || res.Delivered != 40 || res.ReturnAfter < 30*time.Second {
+	if res.Complete || res.InFlightElsewhere != 10 || res.Delivered != 40 || res.ReturnAfter < 25*time.Second {
 		t.Fatalf("result %+v; want 40 delivered and 10 in flight elsewhere", res)
 	}
-	if !strings.Contains(res.Note, "10 message(s) were in flight elsewhere") {
+	if !strings.Contains(res.Note, "up to 10 message(s) were in flight elsewhere when the run ended") {
 		t.Fatalf("note %q", res.Note)
 	}
 	if c := f.Counts(q.URL); c.Deleted != 40 || c.InFlight != 10 {
@@ -294,7 +296,7 @@ func TestAccountingEveryBucket(t *testing.T) {
 // handleSpy records each received message's receipt handle (the fake's
 // hooks see handles, the test names messages by id).
 type handleSpy struct {
-	*pipeline.QueueSource
+	*sqs.QueueSource
 	record func(id, handle string)
 }
 
@@ -376,5 +378,39 @@ func TestReleasedMessageIsReadAgainOrThePartialIsSaid(t *testing.T) {
 			t.Fatalf("the run says complete (%+v) but %d released message(s) were never read again and are still in the queue (first %s)",
 				res, len(left), left[0].Body)
 		}
+	}
+}
+
+// TestNoCountsSwitch: whether a server counts in-flight messages as visible
+// (local-aws-sqs) or not (AWS, moto), the same runs end the same way with
+// no switch: a read that holds everything, a run that consumes a standard
+// queue and one that drains a group-locking FIFO queue are complete, and
+// the counts at their end raise no note.
+func TestNoCountsSwitch(t *testing.T) {
+	for _, inc := range []bool{false, true} {
+		t.Run(fmt.Sprintf("counts-include-in-flight=%v", inc), func(t *testing.T) {
+			newF := func() (*sqsfake.SQS, *sqs.Client) {
+				f := sqsfake.New(sqsfake.Options{CountsIncludeInFlight: inc})
+				return f, queue.New(f, "us-east-1")
+			}
+			f, c := newF()
+			q := standardDLQ(t, f, c, 50)
+			read := &recSink{decide: func(pipeline.Item) pipeline.Decision { return pipeline.Decision{Verb: pipeline.Skip, Reason: "read"} }}
+			if res := run(t, newSource(c, q), read, pipeline.Options{}); !res.Complete || res.Skipped["read"] != 50 || res.Counts != nil {
+				t.Fatalf("read-only: %+v (counts %+v); want all 50 read, complete, no note", res, res.Counts)
+			}
+			if res := run(t, newSource(c, q), &recSink{}, pipeline.Options{}); !res.Complete || res.Delivered != 50 || res.Counts != nil {
+				t.Fatalf("consuming: %+v (counts %+v); want all 50 delivered, complete, no note", res, res.Counts)
+			}
+			f, c = newF()
+			fq := fifoDLQ(t, f, c, 5, 10)
+			sink := &recSink{}
+			res := run(t, newSource(c, fq), sink, pipeline.Options{})
+			delivered, _ := sink.bodies()
+			checkGroupOrder(t, delivered)
+			if !res.Complete || res.Delivered != 50 || res.Counts != nil {
+				t.Fatalf("FIFO: %+v (counts %+v); want all 50 delivered in group order, complete, no note", res, res.Counts)
+			}
+		})
 	}
 }

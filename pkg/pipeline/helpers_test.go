@@ -18,13 +18,11 @@ import (
 // same behaviours run against local-aws-sqs and moto in the integration
 // tests of the commands; these pin them without the stack.
 
-// newFake returns a fake and a client on it that reads counts as AWS
-// reports them (visible only), whatever the environment says.
+// newFake returns a fake and a client on it.
 func newFake(t *testing.T) (*sqsfake.SQS, *sqs.Client) {
 	t.Helper()
 	f := sqsfake.New(sqsfake.Options{})
 	c := sqs.New(f, "us-east-1")
-	c.CountsIncludeInFlight = false
 	return f, c
 }
 
@@ -66,8 +64,8 @@ func standardDLQ(t *testing.T, f *sqsfake.SQS, c *sqs.Client, n int) *sqs.Queue 
 
 // newSource reads q through a lease; each receive long-polls 1 s (10 ms on
 // the fake).
-func newSource(c *sqs.Client, q *sqs.Queue) *pipeline.QueueSource {
-	return pipeline.NewQueueSource(c, q, pipeline.QueueSourceOptions{Visibility: 30 * time.Second, Wait: time.Second})
+func newSource(c *sqs.Client, q *sqs.Queue) *sqs.QueueSource {
+	return sqs.NewQueueSource(c, q, sqs.QueueSourceOptions{Visibility: 30 * time.Second, Wait: time.Second})
 }
 
 // recSink is the test sink: it decides with decide (default: deliver
@@ -114,7 +112,7 @@ func (s *recSink) bodies() (delivered, accepted []string) {
 
 // run runs the pipeline on src and closes the source (releasing what the
 // run still holds), as every command does.
-func run(t *testing.T, src *pipeline.QueueSource, sink pipeline.Sink, opt pipeline.Options) *pipeline.Result {
+func run(t *testing.T, src *sqs.QueueSource, sink pipeline.Sink, opt pipeline.Options) *pipeline.Result {
 	t.Helper()
 	return runSrc(t, src, sink, opt)
 }

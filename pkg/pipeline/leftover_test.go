@@ -2,7 +2,6 @@ package pipeline_test
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"testing"
 
@@ -12,13 +11,13 @@ import (
 )
 
 // doneSource hands out its ids, then says it is done (a Kafka read that
-// reached its start-time ends); at the end it reports left what it was
-// told to (a partition that changed hands and was never read).
+// reached its start-time ends); at its final End it reports left what it
+// was told to (a partition that changed hands and was never read).
 type doneSource struct {
 	mu     sync.Mutex
 	queue  []string
-	left   broker.Leftover
-	asked  int
+	left   broker.EndState
+	finals int
 	closed bool
 }
 
@@ -40,46 +39,48 @@ func (s *doneSource) Ack(_ context.Context, items []pipeline.Item) []error {
 }
 func (s *doneSource) Release(context.Context, []pipeline.Item) error { return nil }
 func (s *doneSource) Close(context.Context) error                    { s.closed = true; return nil }
+func (s *doneSource) EndReading(bool)                                {}
 
-func (s *doneSource) Leftover(context.Context) (broker.Leftover, error) {
+func (s *doneSource) End(_ context.Context, _ pipeline.RunState, final bool) (pipeline.EndState, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.asked++
+	if !final {
+		return pipeline.EndState{}, nil
+	}
+	s.finals++
 	return s.left, nil
 }
 
-// TestRunIsNotCompleteWhileTheSourceReportsRecordsLeft: a source that read
-// to its end but knows records are left (Kafka: the group's commit, read
-// back, does not cover a partition the run was assigned) makes the run
-// partial with its sentence, never complete; with nothing left it is
-// complete. The source is asked once, after the last ack, before Close.
-func TestRunIsNotCompleteWhileTheSourceReportsRecordsLeft(t *testing.T) {
+// TestRunIsNotCompleteWhileADoneSourceReportsRecordsLeft: a source that
+// read to its end (ErrSourceDone) but knows records are left (Kafka: the
+// group's commit, read back, does not cover a partition the run was
+// assigned) makes the run partial with its sentence, never complete; with
+// nothing left it is complete. It is asked once, after the last ack,
+// before Close; a run stopped at --max is not asked.
+func TestRunIsNotCompleteWhileADoneSourceReportsRecordsLeft(t *testing.T) {
 	note := "20 record(s) of partitions this run held were not read or not committed past (partitions [2] of kafka://x/dlt); run the same command again to finish them"
-	src := &doneSource{queue: []string{"m-1", "m-2"}, left: broker.Leftover{Unread: 20, Note: note}}
+	src := &doneSource{queue: []string{"m-1", "m-2"}, left: pipeline.EndState{Drained: true, Blocked: 20, Note: note}}
 	res, err := pipeline.Run(context.Background(), src, &durableSink{sent: map[string]int{}}, pipeline.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Complete || res.Note != note || res.VisibleLeft != 20 || src.asked != 1 || src.closed {
-		t.Fatalf("complete=%v note=%q visible_left=%d asked=%d closed-before-end=%v; want partial with the source's note, asked once before Close",
-			res.Complete, res.Note, res.VisibleLeft, src.asked, src.closed)
+	if res.Complete || res.Note != note || res.Blocked != 20 || src.finals != 1 || src.closed {
+		t.Fatalf("complete=%v note=%q blocked=%d finals=%d closed-before-end=%v; want partial with the source's note, asked once before Close",
+			res.Complete, res.Note, res.Blocked, src.finals, src.closed)
 	}
 
-	src = &doneSource{queue: []string{"m-1", "m-2"}}
+	src = &doneSource{queue: []string{"m-1", "m-2"}, left: pipeline.EndState{Drained: true}}
 	res, err = pipeline.Run(context.Background(), src, &durableSink{sent: map[string]int{}}, pipeline.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Complete || res.Delivered != 2 || src.asked != 1 {
-		t.Fatalf("nothing left: %+v asked=%d; want complete, 2 delivered", res, src.asked)
+	if !res.Complete || res.Delivered != 2 || src.finals != 1 {
+		t.Fatalf("nothing left: %+v finals=%d; want complete, 2 delivered", res, src.finals)
 	}
 
-	// An interrupted run is partial already: the source is not asked.
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	src = &doneSource{queue: []string{"m-1"}, left: broker.Leftover{Unread: 1, Note: note}}
-	res, _ = pipeline.Run(ctx, src, &durableSink{sent: map[string]int{}}, pipeline.Options{Workers: 1})
-	if res.Complete || src.asked != 0 || strings.Contains(res.Note, "partitions") {
-		t.Fatalf("interrupted: complete=%v asked=%d note=%q", res.Complete, src.asked, res.Note)
+	src = &doneSource{queue: []string{"m-1", "m-2", "m-3"}, left: pipeline.EndState{Drained: true, Blocked: 1, Note: note}}
+	res, _ = pipeline.Run(context.Background(), src, &durableSink{sent: map[string]int{}}, pipeline.Options{Workers: 1, Max: 1})
+	if src.finals != 0 || !res.StoppedAtMax {
+		t.Fatalf("--max: finals=%d stopped_at_max=%v; a run stopped at its maximum is partial already and not asked", src.finals, res.StoppedAtMax)
 	}
 }

@@ -3,22 +3,26 @@ package pipeline_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/dlqctl/dlqctl/internal/sqsfake"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
 )
 
-// Several dlqctl processes on one DLQ (--rate-share i/N): what one run does
-// not hold, its peers may. A shared run (Options.Peers > 1) ends when
-// nothing is visible for it and reports the peers' messages; a single run
-// keeps waiting for them (or reports them as a partial run).
+// Several dlqctl processes on one DLQ (--rate-share i/N), or another
+// consumer: what one run does not hold, others may. A run ends on what it
+// saw — an empty long poll — whether it is shared or alone, and never
+// waits for what others hold; the queue's counts only add a note (and, for
+// a shared run, what its peers held).
 
-// TestSharedRunLeavesPeersMessagesToThem: a peer holds 10 of 50 messages.
-// The shared run delivers the other 40 and is complete, with the 10 reported
-// as in flight at peers; the same run alone says they were in flight
-// elsewhere and is partial. Either way the peer's 10 are untouched.
-func TestSharedRunLeavesPeersMessagesToThem(t *testing.T) {
+// TestRunLeavesOthersMessagesToThem: a peer holds 10 of 50 messages. The run
+// delivers the other 40 and is complete at once, shared or alone; the
+// counts' note says 10 were in flight elsewhere (a shared run reports them
+// as its peers'). The peer's 10 are untouched.
+func TestRunLeavesOthersMessagesToThem(t *testing.T) {
 	for _, peers := range []int{4, 0} {
 		t.Run(fmt.Sprintf("peers=%d", peers), func(t *testing.T) {
 			f, c := newFake(t)
@@ -33,12 +37,11 @@ func TestSharedRunLeavesPeersMessagesToThem(t *testing.T) {
 			if res.Delivered != 40 || len(delivered) != 40 {
 				t.Fatalf("delivered %d (%d), want the 40 the peer does not hold: %+v", res.Delivered, len(delivered), res)
 			}
-			if peers > 1 {
-				if !res.Complete || res.Note != "" || res.InFlightAtPeers != 10 || res.InFlightElsewhere != 0 {
-					t.Fatalf("shared run: %+v; want complete with 10 in flight at peers", res)
-				}
-			} else if res.Complete || res.InFlightElsewhere != 10 || res.InFlightAtPeers != 0 {
-				t.Fatalf("single run: %+v; want partial with 10 in flight elsewhere", res)
+			if !res.Complete || res.Note != "" || res.InFlightElsewhere != 0 || res.Counts == nil || res.Counts.InFlight != 10 {
+				t.Fatalf("result %+v (counts %+v); want complete, the counts noting 10 in flight elsewhere", res, res.Counts)
+			}
+			if peers > 1 && res.InFlightAtPeers != 10 {
+				t.Fatalf("shared run: in flight at peers %d; want 10", res.InFlightAtPeers)
 			}
 			if c := f.Counts(q.URL); c.Deleted != 40 || c.InFlight != 10 {
 				t.Fatalf("queue after the run: %+v; want the peer's 10 still in flight", c)
@@ -47,12 +50,12 @@ func TestSharedRunLeavesPeersMessagesToThem(t *testing.T) {
 	}
 }
 
-// TestSharedFIFORunLeavesGroupsLockedByPeers: on a group-locking FIFO queue
-// a peer holds the head of one group. A shared run delivers the other
-// groups whole and in order and ends complete, reporting the locked group's
-// messages as locked by peers; alone, the same run reports them blocked
-// (partial).
-func TestSharedFIFORunLeavesGroupsLockedByPeers(t *testing.T) {
+// TestFIFORunLeavesGroupsLockedByOthers: on a group-locking FIFO queue a
+// peer holds the head of one group. The run delivers the other groups
+// whole and in order and ends complete: it holds nothing that locks the
+// fifth group (its holder drains it). A shared run reports the group's
+// messages as locked by peers.
+func TestFIFORunLeavesGroupsLockedByOthers(t *testing.T) {
 	for _, peers := range []int{2, 0} {
 		t.Run(fmt.Sprintf("peers=%d", peers), func(t *testing.T) {
 			f, c := newFake(t)
@@ -68,25 +71,24 @@ func TestSharedFIFORunLeavesGroupsLockedByPeers(t *testing.T) {
 			if len(delivered) != 80 || len(groups) != 4 {
 				t.Fatalf("delivered %d in %d groups, want the 4 groups the peer does not lock (80)", len(delivered), len(groups))
 			}
-			if peers > 1 {
-				if !res.Complete || res.LockedByPeers != 19 || res.InFlightAtPeers != 1 || res.Blocked != 0 {
-					t.Fatalf("shared run: %+v; want complete, 19 locked by peers, 1 in flight at peers", res)
-				}
-			} else if res.Complete || res.Blocked != 19 {
-				t.Fatalf("single run: %+v; want partial with 19 blocked", res)
+			if !res.Complete || res.Blocked != 0 || res.Counts == nil || res.Counts.Visible != 19 || res.Counts.InFlight != 1 {
+				t.Fatalf("result %+v (counts %+v); want complete, the counts noting 19 visible and 1 in flight", res, res.Counts)
+			}
+			if peers > 1 && (res.LockedByPeers != 19 || res.InFlightAtPeers != 1) {
+				t.Fatalf("shared run: %+v; want 19 locked by peers, 1 in flight at peers", res)
 			}
 		})
 	}
 }
 
 // TestSharedRunStillWaitsForItsOwnLostReceive: a shared run whose source
-// reports that one of its own receives may have lost its answer waits for
-// those messages like a single run, instead of taking them for a peer's.
+// reports that one of its own receives may have lost messages waits for
+// them like a single run.
 func TestSharedRunStillWaitsForItsOwnLostReceive(t *testing.T) {
 	f, c := newFake(t)
 	q := standardDLQ(t, f, c, 50)
 	f.LoseReceives(300*time.Millisecond, 2)
-	src := &lostSource{QueueSource: newSource(c, q), until: time.Now().Add(time.Second)}
+	src := newUnknownSource(f, newSource(c, q), 300*time.Millisecond)
 	sink := &recSink{}
 	res := runSrc(t, src, sink, pipeline.Options{Peers: 3, WaitInFlight: 10 * time.Second})
 	delivered, _ := sink.bodies()
@@ -99,24 +101,49 @@ func TestSharedRunStillWaitsForItsOwnLostReceive(t *testing.T) {
 	}
 }
 
-// lostSource is a QueueSource whose counts say that one of its receives may
-// have lost its answer until until (what the SDK's retry metadata tells the
-// real source; the in-memory SQS has no retryer).
-type lostSource struct {
-	*pipeline.QueueSource
-	until time.Time
+// unknownSource is a QueueSource on the in-memory SQS that reports the
+// fake's lost receives as the real source reports what the SDK's retry
+// metadata tells it (the fake has no retryer): up to 10 messages may be out
+// until the lost receive's messages are back and an empty long poll begun
+// after that. The real source's detection runs on the stack, through
+// internal/faultproxy (cmd's TestLostReceivesAreWaitedForOrReported).
+type unknownSource struct {
+	*sqs.QueueSource
+	f      *sqsfake.SQS
+	hidden time.Duration
+
+	mu        sync.Mutex
+	lostAt    time.Time
+	lastEmpty time.Time
 }
 
-func (s *lostSource) Remaining(ctx context.Context) (pipeline.Remaining, error) {
-	r, err := s.QueueSource.Remaining(ctx)
-	r.LostUntil = s.until
-	return r, err
+func newUnknownSource(f *sqsfake.SQS, s *sqs.QueueSource, hidden time.Duration) *unknownSource {
+	return &unknownSource{QueueSource: s, f: f, hidden: hidden}
 }
 
-func (s *lostSource) Settle(ctx context.Context) (pipeline.Remaining, error) {
-	r, err := s.QueueSource.Settle(ctx)
-	r.LostUntil = s.until
-	return r, err
+func (s *unknownSource) Next(ctx context.Context, max int) ([]pipeline.Item, error) {
+	start := time.Now()
+	lost := s.f.LostMessages()
+	items, err := s.QueueSource.Next(ctx, max)
+	s.mu.Lock()
+	if s.f.LostMessages() > lost && s.lostAt.IsZero() {
+		s.lostAt = start
+	}
+	if err == nil && len(items) == 0 && start.After(s.lastEmpty) {
+		s.lastEmpty = start
+	}
+	s.mu.Unlock()
+	return items, err
+}
+
+func (s *unknownSource) End(ctx context.Context, run pipeline.RunState, final bool) (pipeline.EndState, error) {
+	st, err := s.QueueSource.End(ctx, run, final)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if until := s.lostAt.Add(s.hidden + 2*time.Second); !s.lostAt.IsZero() && s.lastEmpty.Before(until) {
+		st.Unknown, st.UnknownUntil = 10, until
+	}
+	return st, err
 }
 
 // runSrc is run for any source.

@@ -18,11 +18,12 @@
 //     (delivered, resumed, skipped, refused, unknown outcome, not acked,
 //     lease lost), and the run is "complete" only when the end-of-run
 //     reconciliation found nothing left that it did not account for;
-//   - the end of the run: a source that can report what it still holds
-//     (Drainer) is asked whether anything is left once receives come back
-//     short — messages in flight elsewhere (a receive whose answer was lost,
-//     another consumer) are waited for, FIFO groups locked behind messages
-//     the run holds are reported as blocked;
+//   - the end of the run: a source that can always be sent more (an
+//     Ender: a queue) is asked whether reading is over when a receive comes
+//     back empty. It answers from what it knows — empty answers, calls
+//     whose outcome is unknown (waited for, or reported), ordering groups
+//     locked behind messages the run holds (reported as blocked) — never
+//     from a broker's approximate counts, which only add a note;
 //   - progress, guard and message events.
 //
 // The queue-specific parts — leases, receipt handles, message groups,
@@ -51,58 +52,15 @@ var ErrSourceDone = broker.ErrSourceDone
 // methods may be called from several goroutines.
 type Source = broker.Source
 
-// Remaining is what a Drainer source still has beyond what the run holds.
-type Remaining struct {
-	// Visible messages the run could still receive (approximate).
-	Visible int
-	// InFlightElsewhere are messages in flight that the run does not hold:
-	// a receive whose answer was lost, or another consumer.
-	InFlightElsewhere int
-	// Held is what the run holds (received and not yet acked or released).
-	Held int
-	// ReturnAfter is how long a message in flight elsewhere can stay
-	// invisible (the queue's visibility timeout, or the longest visibility
-	// the run itself received with).
-	ReturnAfter time.Duration
-	// Groups is true for a FIFO queue: visible messages that cannot be
-	// received are locked behind held messages of their group.
-	Groups bool
-	// LostUntil is set when one of the run's own receives may have lost
-	// its answer (the SDK retried it, so the first attempt may have taken
-	// messages nobody got): until then, messages in flight elsewhere may be
-	// those, and a shared run waits for them like a single run does.
-	LostUntil time.Time
-}
-
-// ReceiveCounter is a Source that reports the items a Next returns before
-// the queue's counts can be read again (a Settler's counts): the engine
-// then knows that messages missing from the counts are in its hands, not
-// locked or lost, even in the instant between a receive and its
-// processing (on a FIFO queue, a group taken by another worker's receive
-// is not "blocked").
-type ReceiveCounter interface {
-	CountReceived(func(n int))
-}
-
-// Drainer is a Source that can tell what is left (a queue).
-type Drainer interface {
-	Remaining(ctx context.Context) (Remaining, error)
-}
-
-// Settler is a Drainer whose counts can be read with no receive half done
-// (its messages already taken on the server, not yet held by the run):
-// the engine decides the end of a run on settled counts.
-type Settler interface {
-	Settle(ctx context.Context) (Remaining, error)
-}
-
-// Abandoner is a source whose pending receives can be ended early once it
-// is drained (AbandonReceives); the engine calls it only when the run will
-// release nothing at its end, so an abandoned receive cannot take back a
-// message the run gives back.
-type Abandoner interface {
-	AbandonReceives()
-}
+// The end-of-reading contract of sources that can always be sent more (a
+// queue) is the broker seam's (package broker): the engine asks an Ender,
+// and reads its neutral EndState.
+type (
+	Ender      = broker.Ender
+	RunState   = broker.RunState
+	EndState   = broker.EndState
+	CountsNote = broker.CountsNote
+)
 
 // Verb says what the engine does with an item.
 type Verb int
@@ -235,7 +193,6 @@ type Snapshot struct {
 	Total     int64
 	Skipped   int64
 	Failed    int64
-	Returned  int64
 	Rate      float64 // recent deliveries per second
 	Target    float64 // current rate step; 0 = unlimited
 	Elapsed   time.Duration

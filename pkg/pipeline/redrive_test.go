@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
-	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
@@ -23,7 +22,7 @@ type selectFn func(rec *record.Record) bool
 func (s selectFn) Match(rec *record.Record, _ any) bool { return s(rec) }
 func (s selectFn) Describe() string                     { return "test selection" }
 
-func redriveRun(t *testing.T, c *sqs.Client, src *pipeline.QueueSource, dest *sqs.Queue, sel redrive.Selector) *redrive.Result {
+func redriveRun(t *testing.T, c *sqs.Client, src *sqs.QueueSource, dest *sqs.Queue, sel redrive.Selector) *redrive.Result {
 	t.Helper()
 	j, err := redrive.CreateJournal(t.TempDir(), redrive.RunMeta{ID: redrive.NewRunID(time.Now()), Kind: "redrive",
 		Source: src.Name(), Destination: dest.Name, Created: time.Now()})

@@ -53,6 +53,9 @@ type SentRecord struct {
 	Dest   string `json:"dest"`
 	DestID string `json:"dest_id"`
 	SHA    string `json:"sha"`
+	// MaybeTwice: the send's answer was lost and the SDK sent it again, so
+	// the (standard) destination may hold this copy twice.
+	MaybeTwice bool `json:"maybe_twice,omitempty"`
 }
 
 type line struct {
@@ -87,7 +90,14 @@ type Journal struct {
 	pending map[string]SentRecord
 	sent    map[digest]struct{}
 	shas    map[uint64]struct{}
+	// twice counts the sent records marked MaybeTwice; twiceRecs keeps the
+	// first maxTwiceRecords of them.
+	twice     int
+	twiceRecs []SentRecord
 }
+
+// maxTwiceRecords bounds the possibly-doubled records kept in memory.
+const maxTwiceRecords = 1000
 
 // digest is a message id's SHA-256, truncated to 128 bits: a collision
 // (which would delete a message as already sent) is about as likely as
@@ -140,6 +150,12 @@ func (j *Journal) recordSentLocked(r SentRecord) {
 	}
 	j.sent[d] = struct{}{}
 	j.pending[r.Orig] = r
+	if r.MaybeTwice {
+		j.twice++
+		if len(j.twiceRecs) < maxTwiceRecords {
+			j.twiceRecs = append(j.twiceRecs, r)
+		}
+	}
 	if len(j.shas) < maxBodyKeys {
 		j.shas[bodyKey(r.SHA)] = struct{}{}
 	}
@@ -365,6 +381,15 @@ func (j *Journal) Counts() (sent, deleted int) {
 	return len(j.sent), len(j.sent) - len(j.pending)
 }
 
+// MaybeTwice returns how many copies the journal records as possibly
+// delivered twice (a send whose answer was lost and was retried), and the
+// first of their records.
+func (j *Journal) MaybeTwice() (int, []SentRecord) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.twice, append([]SentRecord(nil), j.twiceRecs...)
+}
+
 // PendingRecords returns the sent records whose source message is not yet
 // recorded as deleted.
 func (j *Journal) PendingRecords() []SentRecord {
@@ -430,6 +455,9 @@ type RunInfo struct {
 	RunMeta
 	Sent    int `json:"sent"`
 	Deleted int `json:"deleted"`
+	// MaybeTwice: copies possibly delivered twice (a send whose answer was
+	// lost and was retried).
+	MaybeTwice int `json:"maybe_twice,omitempty"`
 }
 
 // ListRuns returns every run under stateDir, newest first.
@@ -455,7 +483,7 @@ func ListRuns(stateDir string) ([]RunInfo, error) {
 		if err := j.load(filepath.Join(dir, "journal.ndjson")); err != nil {
 			return nil, err
 		}
-		out = append(out, RunInfo{RunMeta: meta, Sent: len(j.sent), Deleted: len(j.sent) - len(j.pending)})
+		out = append(out, RunInfo{RunMeta: meta, Sent: len(j.sent), Deleted: len(j.sent) - len(j.pending), MaybeTwice: j.twice})
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].ID > out[b].ID })
 	return out, nil

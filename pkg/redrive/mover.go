@@ -195,9 +195,13 @@ type Result struct {
 	// groups (up to 20).
 	Blocked       int      `json:"blocked,omitempty"`
 	BlockedGroups []string `json:"blocked_groups,omitempty"`
-	// InFlightElsewhere: messages in flight that the run did not hold at
-	// its end (a receive whose answer was lost, another consumer).
+	// InFlightElsewhere: at most this many messages were taken by a
+	// receive whose answer was lost and had not come back at the run's end.
 	InFlightElsewhere int `json:"in_flight_elsewhere,omitempty"`
+	// Counts: what the DLQ's approximate counts said at the end when they
+	// disagreed with what the run saw (advisory: they trail by up to a
+	// minute on AWS; never a failure).
+	Counts *pipeline.CountsNote `json:"approximate_counts,omitempty"`
 	// Share is "I/N" for a run shared by N processes (--rate-share).
 	Share string `json:"rate_share,omitempty"`
 	// InFlightAtPeers (a shared run): messages in flight that the run did
@@ -208,6 +212,14 @@ type Result struct {
 	// were locked behind messages its peers held; the peers move them.
 	LockedByPeers int  `json:"locked_by_peers,omitempty"`
 	StoppedAtMax  bool `json:"stopped_at_max,omitempty"`
+	// MaybeTwice: messages whose copy may have been delivered twice — a
+	// send whose answer was lost (a 5xx, a reset, a timeout) was retried
+	// by the SDK, and a standard destination does not deduplicate. The
+	// destination's consumer owner should check them; MaybeTwiceIDs lists
+	// (up to 100) their DLQ message ids, and the journal marks their
+	// records maybe_twice.
+	MaybeTwice    int      `json:"maybe_twice,omitempty"`
+	MaybeTwiceIDs []string `json:"maybe_twice_ids,omitempty"`
 	// Duplicates: redeliveries of messages the run already held.
 	Duplicates     int         `json:"duplicates,omitempty"`
 	Interrupted    bool        `json:"interrupted"`
@@ -365,12 +377,16 @@ type moveSink struct {
 
 	returned atomic.Int64
 
-	mu            sync.Mutex
-	dests         map[string]broker.Destination
-	byDest        map[string]int
-	byClass       map[string]int
-	unmarked      map[string]bool // ids sent without the marker, until acked
-	unmarkedN     int
+	mu        sync.Mutex
+	dests     map[string]broker.Destination
+	byDest    map[string]int
+	byClass   map[string]int
+	unmarked  map[string]bool // ids sent without the marker, until acked
+	unmarkedN int
+	// twice counts messages whose copy may have been delivered twice;
+	// twiceIDs lists the first of them (noteTwice).
+	twice         int
+	twiceIDs      []string
 	returnedIDs   []string
 	skippedGroups map[string]bool // FIFO groups with a held, unselected message
 	// last is each worker's previous journal write: the worker waits for
@@ -493,12 +509,21 @@ func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item,
 		}
 		switch {
 		case r.Err == nil && r.ID != "":
-			recs = append(recs, SentRecord{Orig: it.Record.MessageID, Dest: dest.Key, DestID: r.ID, SHA: it.Record.BodySHA256})
+			recs = append(recs, SentRecord{Orig: it.Record.MessageID, Dest: dest.Key, DestID: r.ID, SHA: it.Record.BodySHA256, MaybeTwice: r.MaybeTwice})
+			if r.MaybeTwice {
+				s.noteTwice(it.Record.MessageID)
+			}
 			outs[i].Detail = r.ID
 			if !batch[i].Marked {
 				unmarked = append(unmarked, it.Record.MessageID)
 			}
 		case errors.Is(r.Err, broker.ErrRejected):
+			if r.MaybeTwice {
+				// Refused in the end, but an earlier attempt whose answer
+				// was lost may have delivered it: a copy may exist while
+				// the message stays in the DLQ.
+				s.noteTwice(it.Record.MessageID)
+			}
 			outs[i].Err = pipeline.Refused(r.Err)
 		case r.Err != nil:
 			outs[i].Err = r.Err
@@ -524,6 +549,19 @@ func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item,
 	s.last[w] = jw
 	return outs, jw
 }
+
+// noteTwice counts a message whose copy may have been delivered twice.
+func (s *moveSink) noteTwice(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.twice++
+	if len(s.twiceIDs) < maxTwiceIDs {
+		s.twiceIDs = append(s.twiceIDs, id)
+	}
+}
+
+// maxTwiceIDs bounds the ids listed in Result.MaybeTwiceIDs.
+const maxTwiceIDs = 100
 
 // Flush has nothing buffered: every batch is sent when it is delivered.
 func (s *moveSink) Flush(context.Context) (bool, error) { return false, nil }
@@ -596,7 +634,8 @@ func (s *moveSink) result(pr *pipeline.Result, src Source) *Result {
 		Unmarked: s.unmarkedN, ByDestination: s.byDest, ByClass: s.byClass,
 		Complete: pr.Complete, Note: pr.Note, Blocked: pr.Blocked, InFlightElsewhere: pr.InFlightElsewhere,
 		Share: s.opt.Share.String(), InFlightAtPeers: pr.InFlightAtPeers, LockedByPeers: pr.LockedByPeers,
-		StoppedAtMax: pr.StoppedAtMax, Duplicates: pr.Duplicates,
+		StoppedAtMax: pr.StoppedAtMax, Counts: pr.Counts,
+		MaybeTwice: s.twice, MaybeTwiceIDs: append([]string(nil), s.twiceIDs...),
 		Interrupted: pr.Interrupted, Guard: pr.Guard, Errors: pr.Errors,
 		ElapsedSeconds: pr.ElapsedSeconds, Rate: pr.Rate,
 	}
@@ -611,7 +650,7 @@ func (s *moveSink) result(pr *pipeline.Result, src Source) *Result {
 		if len(r.BlockedGroups) > 20 {
 			r.BlockedGroups = r.BlockedGroups[:20]
 		}
-		r.Note = fmt.Sprintf("%d message(s) could not be read: they wait behind unselected messages of FIFO group(s) %s, which this run left in the DLQ; select whole groups, or archive the DLQ with --delete first and restore the groups you want (docs/runbooks/fifo-redrive.md)", r.Blocked, strings.Join(r.BlockedGroups, ", "))
+		r.Note = fmt.Sprintf("%d message(s) could not be read: they wait behind unselected messages of FIFO group(s) %s, which this run left in the DLQ; select whole groups, or archive the DLQ with --delete first and restore the groups you want ('dlqctl help fifo-redrive')", r.Blocked, strings.Join(r.BlockedGroups, ", "))
 	}
 	for _, d := range s.dests {
 		r.Destinations = append(r.Destinations, d)

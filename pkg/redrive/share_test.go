@@ -82,7 +82,6 @@ func TestSharedRunCountsPeersReturns(t *testing.T) {
 		t.Run("share="+share.String(), func(t *testing.T) {
 			f := sqsfake.New(sqsfake.Options{})
 			c := sqs.New(f, "us-east-1")
-			c.CountsIncludeInFlight = false
 			dlqURL := f.AddQueue("orders-dlq", false, nil)
 			destURL := f.AddQueue("orders", false, nil)
 			marker := func(run string, at time.Time) map[string]types.MessageAttributeValue {
@@ -171,7 +170,6 @@ func TestSharedRunsGiveAMessageOneFIFODedupID(t *testing.T) {
 		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
 			f := sqsfake.New(sqsfake.Options{})
 			c := sqs.New(f, "us-east-1")
-			c.CountsIncludeInFlight = false
 			destURL := f.AddQueue("orders.fifo", true, nil)
 			ctx := context.Background()
 			dest, _ := c.Resolve(ctx, destURL)

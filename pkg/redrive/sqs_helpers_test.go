@@ -6,18 +6,17 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/pipeline"
 )
 
 // newQueueSource reads q through a lease for a redrive, decoding each
 // record for selection (what cmd opens through the queue's endpoint).
-func newQueueSource(c *sqs.Client, q *sqs.Queue, visibility, wait time.Duration) *pipeline.QueueSource {
-	return pipeline.NewQueueSource(c, q, pipeline.QueueSourceOptions{Visibility: visibility, Wait: wait, Decode: inspect.Decode})
+func newQueueSource(c *sqs.Client, q *sqs.Queue, visibility, wait time.Duration) *sqs.QueueSource {
+	return sqs.NewQueueSource(c, q, sqs.QueueSourceOptions{Visibility: visibility, Wait: wait, Decode: inspect.Decode})
 }
 
 // newUnselectedQueueSource is newQueueSource decoding only the marker.
-func newUnselectedQueueSource(c *sqs.Client, q *sqs.Queue, visibility, wait time.Duration) *pipeline.QueueSource {
-	return pipeline.NewQueueSource(c, q, pipeline.QueueSourceOptions{Visibility: visibility, Wait: wait, Decode: inspect.DecodeMarker})
+func newUnselectedQueueSource(c *sqs.Client, q *sqs.Queue, visibility, wait time.Duration) *sqs.QueueSource {
+	return sqs.NewQueueSource(c, q, sqs.QueueSourceOptions{Visibility: visibility, Wait: wait, Decode: inspect.DecodeMarker})
 }
 
 // capsOf is the capabilities of the queue a source reads (the zero value

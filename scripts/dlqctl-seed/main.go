@@ -5,7 +5,9 @@
 //
 // The endpoint comes from --endpoint-url, else from the local stack
 // (AWS_ENDPOINT_URL_SQS or the scripts/stack.sh env file). It never falls back
-// to real AWS: seeding creates queues and sends messages.
+// to real AWS: seeding creates queues and sends messages, so any endpoint
+// that is not a loopback address (127.0.0.1, ::1, localhost) is refused
+// with exit 2.
 package main
 
 import (
@@ -19,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/dlqctl/dlqctl/internal/localonly"
 	"github.com/dlqctl/dlqctl/internal/seed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
 )
@@ -32,7 +35,7 @@ func run() int {
 	prefix := fs.String("prefix", "demo", "queue name prefix: PREFIX-dlq, PREFIX-orders, PREFIX-payments, PREFIX-dlq.fifo, PREFIX-orders.fifo")
 	scale := fs.Int("scale", 0, "extra transient messages to dead-letter through PREFIX-orders")
 	reset := fs.Bool("reset", false, "delete the PREFIX-* queues first")
-	endpoint := fs.String("endpoint-url", "", "SQS endpoint (default: the local stack)")
+	endpoint := fs.String("endpoint-url", "", "SQS endpoint of a local stack, loopback only (default: the local stack)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: go run ./scripts/dlqctl-seed [flags]\n\n")
 		fs.PrintDefaults()
@@ -50,6 +53,11 @@ func run() int {
 	} else if err != nil {
 		fmt.Fprintf(os.Stderr, "seed: no local stack: %v\nstart it with scripts/stack.sh start, or pass --endpoint-url\n", err)
 		return 1
+	}
+
+	if err := localonly.Check("SQS endpoint", env.SQSEndpoint); err != nil {
+		fmt.Fprintf(os.Stderr, "seed: %v\n", err)
+		return 2
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

@@ -14,6 +14,10 @@
 // trace) or lambda (Node.js Lambda runtime lines keyed by request id).
 //
 // AWS settings come from the environment (eval "$(scripts/stack.sh env)").
+// It only ever talks to a local stack: an SQS endpoint (AWS_ENDPOINT_URL_SQS,
+// else AWS_ENDPOINT_URL) or logs endpoint that is missing (which means AWS)
+// or not a loopback address is refused with exit 2, so a shell pointed at a
+// real account cannot have its queues consumed by the demo worker.
 package main
 
 import (
@@ -31,6 +35,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/dlqctl/dlqctl/internal/localonly"
 	"github.com/dlqctl/dlqctl/internal/worker"
 )
 
@@ -46,6 +51,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "worker: --queue is required")
 		os.Exit(2)
 	}
+	sqsEndpoint := localonly.ServiceEndpoint("SQS")
+	if err := localonly.Check("SQS endpoint", sqsEndpoint); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(2)
+	}
+	logsEndpoint := localonly.ServiceEndpoint("CLOUDWATCH_LOGS")
+	if *logGroup != "" {
+		if err := localonly.Check("CloudWatch Logs endpoint", logsEndpoint); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(2)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg, err := config.LoadDefaultConfig(ctx)
@@ -53,7 +70,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}
-	api := sqs.NewFromConfig(cfg)
+	// The checked endpoints, explicitly: a profile's endpoint_url must not
+	// take the worker anywhere else.
+	api := sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = aws.String(sqsEndpoint) })
 	url := *q
 	if !strings.Contains(url, "://") {
 		out, err := api.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(url)})
@@ -65,7 +84,7 @@ func main() {
 	}
 	var sink *worker.LogSink
 	if *logGroup != "" {
-		sink = &worker.LogSink{API: cloudwatchlogs.NewFromConfig(cfg), Group: *logGroup, Style: *logStyle}
+		sink = &worker.LogSink{API: cloudwatchlogs.NewFromConfig(cfg, func(o *cloudwatchlogs.Options) { o.BaseEndpoint = aws.String(logsEndpoint) }), Group: *logGroup, Style: *logStyle}
 		if err := sink.Ensure(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
 			os.Exit(2)

@@ -84,12 +84,13 @@ func (s *peekSource) Release(context.Context, []broker.Message) error { return n
 
 func (s *peekSource) Close(context.Context) error { s.r.close(); return nil }
 
-// Leftover reports partitions the read gave up on before their end.
-func (s *peekSource) Leftover(context.Context) (broker.Leftover, error) {
+// TruncatedNote says which partitions the read gave up on before their
+// end (empty: none).
+func (s *peekSource) TruncatedNote() string {
 	if n := len(s.r.stats.Truncated); n > 0 {
-		return broker.Leftover{Note: fmt.Sprintf("%d partition(s) made no progress before their end offset: %v", n, s.r.stats.Truncated)}, nil
+		return fmt.Sprintf("%d partition(s) made no progress before their end offset: %v", n, s.r.stats.Truncated)
 	}
-	return broker.Leftover{}, nil
+	return ""
 }
 
 // consumeSource reads as a member of the group; Ack commits. Next is
@@ -154,21 +155,36 @@ func (s *consumeSource) Ack(ctx context.Context, msgs []broker.Message) []error 
 // Release leaves the messages pending: the commit never passes them.
 func (s *consumeSource) Release(context.Context, []broker.Message) error { return nil }
 
-// Leftover is the end-of-run check of a consuming read: the run is
-// complete only when every partition the group gave this process was read
-// to the end taken at the start and the group's commit (read back from the
-// coordinator) covers every record the run handled. Records the run still
-// accounts for itself (left by a selection, failed) are not counted.
-func (s *consumeSource) Leftover(ctx context.Context) (broker.Leftover, error) {
+// End is the end-of-run check of a consuming read (broker.Ender; the
+// engine asks with final set once every worker and acker stopped after
+// Next said ErrSourceDone): the run is complete only when every partition
+// the group gave this process was read to the end taken at the start and
+// the group's commit, read back from the coordinator, covers every record
+// the run handled. Records the run accounts for itself (left by a
+// selection, failed) are not counted. Records of partitions this process
+// holds or held and did not finish are Blocked; records pending in
+// partitions another member took are Unknown until two session timeouts
+// from now (its run, or the next, reads them). Next never comes back
+// empty, so a non-final End has nothing to say.
+func (s *consumeSource) End(ctx context.Context, _ broker.RunState, final bool) (broker.EndState, error) {
+	if !final {
+		return broker.EndState{}, nil
+	}
 	u, err := s.c.Unfinished(ctx)
 	if err != nil {
-		e := s.e.wrap(err)
-		return broker.Leftover{Note: fmt.Sprintf("could not confirm the group's committed offsets at the end of the run (%v); run the same command again", e)}, e
+		// Not confirmed is not complete: reported as an unknown outcome
+		// (an engine error would not keep the run from saying complete).
+		return broker.EndState{Drained: true, Ordered: true, Unknown: 1, UnknownUntil: time.Now().Add(s.c.session),
+			Note: fmt.Sprintf("could not read back group %s's committed offsets at the end of the run (%v), so it cannot say every record was committed past; run the same command again", s.c.group, s.e.wrap(err))}, nil
 	}
+	st := broker.EndState{Drained: true, Ordered: true}
 	if u.Total() == 0 {
-		return broker.Leftover{}, nil
+		return st, nil
 	}
-	lo := broker.Leftover{Unread: int(u.Unread), HeldElsewhere: int(u.Moved + u.LeftToOthers), ReturnAfter: 2 * s.c.session}
+	st.Blocked = int(u.Unread)
+	if n := u.Moved + u.LeftToOthers; n > 0 {
+		st.Unknown, st.UnknownUntil = int(n), time.Now().Add(2*s.c.session)
+	}
 	var parts []string
 	if u.Unread > 0 {
 		parts = append(parts, fmt.Sprintf("%d record(s) of partitions this run held were not read or not committed past", u.Unread))
@@ -183,9 +199,12 @@ func (s *consumeSource) Leftover(ctx context.Context) (broker.Leftover, error) {
 	if len(u.Partitions) > 0 {
 		where = fmt.Sprintf("partitions %v of %s", u.Partitions, s.e)
 	}
-	lo.Note = fmt.Sprintf("%s (%s); run the same command again to finish them", strings.Join(parts, "; "), where)
-	return lo, nil
+	st.Note = fmt.Sprintf("%s (%s); run the same command again to finish them", strings.Join(parts, "; "), where)
+	return st, nil
 }
+
+// EndReading: a Kafka read has no receive to cut short.
+func (s *consumeSource) EndReading(bool) {}
 
 func (s *consumeSource) Close(ctx context.Context) error {
 	return s.e.wrap(s.c.Close(context.WithoutCancel(ctx)))

@@ -43,7 +43,7 @@ func TestAccessDeniedNamesActionAndResource(t *testing.T) {
 	denied := "User: arn:aws:sts::123456789012:assumed-role/triage/ci is not authorized to perform: sqs:getqueueattributes on resource: arn:aws:sqs:us-east-1:123456789012:orders-dlq because no identity-based policy allows the sqs:getqueueattributes action"
 	c := New(fakeDenyingSQS(t, "AccessDenied", denied), "us-east-1")
 	_, err := c.Resolve(ctx, "https://sqs.us-east-1.amazonaws.com/123456789012/orders-dlq")
-	for _, want := range []string{"access denied: the credentials in use may not call sqs:GetQueueAttributes on arn:aws:sqs:us-east-1:123456789012:orders-dlq", "docs/iam.md"} {
+	for _, want := range []string{"access denied: the credentials in use may not call sqs:GetQueueAttributes on arn:aws:sqs:us-east-1:123456789012:orders-dlq", "dlqctl help iam"} {
 		if errs.Code(err) != errs.ExitUsage || err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("Resolve: %v (exit %d), want %q", err, errs.Code(err), want)
 		}

@@ -399,6 +399,13 @@ type SendResult struct {
 	MessageID      string
 	SequenceNumber string
 	Err            error
+	// MaybeTwice: a call that carried this entry was retried by the SDK
+	// after an attempt SQS may have carried out (its answer was lost: a
+	// 5xx, a reset, a timeout), so a standard queue may hold the message
+	// twice — or, for an entry that ended failed, once although the send
+	// failed. Never set for a FIFO queue, which drops a repeat by its
+	// deduplication id.
+	MaybeTwice bool
 }
 
 // SendBatch sends up to 10 entries (≤ 1 MiB in total) in one
@@ -411,6 +418,12 @@ func (c *Client) SendBatch(ctx context.Context, q *Queue, entries []SendEntry) (
 		return nil, fmt.Errorf("SendBatch: %d entries, at most %d", len(entries), MaxBatchEntries)
 	}
 	results := make([]SendResult, len(entries))
+	maybe := make([]bool, len(entries))
+	defer func() {
+		for i := range results {
+			results[i].MaybeTwice = maybe[i]
+		}
+	}()
 	pending := make([]int, len(entries))
 	for i := range entries {
 		pending[i] = i
@@ -439,6 +452,11 @@ func (c *Client) SendBatch(ctx context.Context, q *Queue, entries []SendEntry) (
 				results[i].Err = err
 			}
 			return results, WrapAWSError(err)
+		}
+		if !q.FIFO && AttemptsThatMayHaveActed(out.ResultMetadata) > 0 {
+			for _, i := range pending {
+				maybe[i] = true
+			}
 		}
 		for _, s := range out.Successful {
 			i, _ := strconv.Atoi(aws.ToString(s.Id))

@@ -15,7 +15,6 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/brokertest"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
-	"github.com/dlqctl/dlqctl/pkg/pipeline"
 )
 
 // TestConformance runs the broker conformance suite against SQS on both
@@ -64,7 +63,6 @@ func (h *sqsHarness) client(t *testing.T, faults ...faultproxy.Fault) (*sqs.Clie
 	t.Cleanup(p.Close)
 	api := awssqs.NewFromConfig(h.env.AWSConfig(context.Background()), func(o *awssqs.Options) { o.BaseEndpoint = aws.String(p.URL) })
 	c := sqs.New(api, "us-east-1")
-	c.CountsIncludeInFlight = h.env.CountsIncludeInFlight()
 	return c, p
 }
 
@@ -90,7 +88,7 @@ func (h *sqsHarness) NewQueue(t *testing.T, opt brokertest.QueueOptions) broker.
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := sqs.Open(t.Context(), c, ref, nil)
+	ep, err := sqs.Open(t.Context(), c, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +98,7 @@ func (h *sqsHarness) NewQueue(t *testing.T, opt brokertest.QueueOptions) broker.
 // OpenSource opens a source with a client of its own.
 func (e *endpoint) OpenSource(ctx context.Context, opt broker.SourceOptions) (broker.Source, error) {
 	c, p := e.h.client(e.t)
-	src, err := pipeline.OpenQueueSource(ctx, c, e.Queue(), opt)
+	src, err := sqs.NewEndpoint(c, e.Queue()).OpenSource(ctx, opt)
 	if err == nil {
 		e.h.mu.Lock()
 		if e.h.proxies == nil {

@@ -31,26 +31,17 @@ func Capabilities(fifo bool) broker.Capabilities {
 	return c
 }
 
-// SourceOpener opens a lease-holding source on q. The SQS source still
-// lives in package pipeline while its end-of-run logic is rewritten (issue
-// #22); cmd's factory hands its constructor to the Endpoint.
-type SourceOpener func(ctx context.Context, c *Client, q *Queue, opt broker.SourceOptions) (broker.Source, error)
-
 // Endpoint is an SQS queue as a broker.Endpoint.
 type Endpoint struct {
-	c    *Client
-	q    *Queue
-	open SourceOpener
+	c *Client
+	q *Queue
 }
 
-// NewEndpoint makes the resolved queue q an Endpoint; open opens its
-// sources (nil: OpenSource fails).
-func NewEndpoint(c *Client, q *Queue, open SourceOpener) *Endpoint {
-	return &Endpoint{c: c, q: q, open: open}
-}
+// NewEndpoint makes the resolved queue q an Endpoint.
+func NewEndpoint(c *Client, q *Queue) *Endpoint { return &Endpoint{c: c, q: q} }
 
 // Open resolves ref (an SQS name, URL, ARN or sqs://NAME) with c.
-func Open(ctx context.Context, c *Client, ref broker.Ref, open SourceOpener) (*Endpoint, error) {
+func Open(ctx context.Context, c *Client, ref broker.Ref) (*Endpoint, error) {
 	if ref.Broker != broker.SQS {
 		return nil, errors.New("sqs.Open: not an SQS reference")
 	}
@@ -58,7 +49,7 @@ func Open(ctx context.Context, c *Client, ref broker.Ref, open SourceOpener) (*E
 	if err != nil {
 		return nil, err
 	}
-	return NewEndpoint(c, q, open), nil
+	return NewEndpoint(c, q), nil
 }
 
 // Client is the SQS client the endpoint uses.
@@ -82,13 +73,28 @@ func (e *Endpoint) ID() string { return e.q.ARN }
 // Capabilities of the queue (standard or FIFO).
 func (e *Endpoint) Capabilities() broker.Capabilities { return Capabilities(e.q.FIFO) }
 
-// OpenSource reads the queue through a lease.
-func (e *Endpoint) OpenSource(ctx context.Context, opt broker.SourceOptions) (broker.Source, error) {
-	if e.open == nil {
-		return nil, errors.New("no SQS source opener wired")
+// OpenSource reads the queue through a lease (QueueSource). In Peek mode
+// it removes nothing: what the run acks stays held until the run ends, then
+// is given back.
+func (e *Endpoint) OpenSource(_ context.Context, opt broker.SourceOptions) (broker.Source, error) {
+	qs := NewQueueSource(e.c, e.q, QueueSourceOptions{Visibility: opt.Hold, Wait: opt.Wait, MaxHeld: opt.MaxHeld, Decode: opt.Decode})
+	if opt.Mode == broker.Peek {
+		return peekSource{qs}, nil
 	}
-	return e.open(ctx, e.c, e.q, opt)
+	return qs, nil
 }
+
+// peekSource reads without removing anything: acknowledged messages stay
+// held until the run ends, then are released.
+type peekSource struct{ *QueueSource }
+
+func (peekSource) Ack(_ context.Context, msgs []broker.Message) []error {
+	return make([]error, len(msgs))
+}
+
+// EndReading never abandons receives: everything a peek read is held
+// until the end and then released, and an abandoned poll could take it.
+func (p peekSource) EndReading(bool) { p.QueueSource.EndReading(false) }
 
 // OpenPublisher sends with SendMessageBatch.
 func (e *Endpoint) OpenPublisher(context.Context) (broker.Publisher, error) {
@@ -133,7 +139,10 @@ func (c *Client) DestinationDepth(ctx context.Context, dest broker.Destination) 
 	return DepthOf(cp.Counts()), nil
 }
 
-var _ broker.Endpoint = (*Endpoint)(nil)
+var (
+	_ broker.Endpoint = (*Endpoint)(nil)
+	_ broker.Ender    = peekSource{}
+)
 
 // Depths is each queue's total depth (visible, in flight, delayed) from its
 // last attribute read, by URL (a canary's baseline).

@@ -161,6 +161,7 @@ func (p *Publisher) Publish(ctx context.Context, dest broker.Destination, batch 
 		if i < len(res) {
 			r = res[i]
 		}
+		out[i].MaybeTwice = r.MaybeTwice
 		switch {
 		case r.Err == nil && r.MessageID != "":
 			out[i].ID = r.MessageID

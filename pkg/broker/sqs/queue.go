@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -58,22 +57,12 @@ type Client struct {
 	// BatchConcurrency bounds the batch calls (visibility changes, deletes)
 	// in flight at once for one operation; 0 means DefaultBatchConcurrency.
 	BatchConcurrency int
-	// CountsIncludeInFlight says that the server's ApproximateNumberOfMessages
-	// also counts in-flight messages (local-aws-sqs does; AWS and moto do
-	// not). Set from DLQCTL_SQS_COUNTS_INCLUDE_INFLIGHT, which
-	// scripts/stack.sh exports for the local emulator.
-	CountsIncludeInFlight bool
 }
 
 // New returns a Client over api.
 func New(api API, region string) *Client {
-	inc, _ := strconv.ParseBool(os.Getenv(CountsIncludeInFlightEnv))
-	return &Client{API: api, Region: region, CountsIncludeInFlight: inc}
+	return &Client{API: api, Region: region}
 }
-
-// CountsIncludeInFlightEnv names the environment variable that sets
-// Client.CountsIncludeInFlight (an emulator compatibility switch).
-const CountsIncludeInFlightEnv = "DLQCTL_SQS_COUNTS_INCLUDE_INFLIGHT"
 
 // Queue is a resolved queue reference.
 type Queue struct {
@@ -270,7 +259,7 @@ func WrapAWSError(err error) error {
 		case code == "AccessDenied" || code == "AccessDeniedException":
 			return accessDenied(err, ae)
 		case strings.HasPrefix(code, "KMS.") || code == "KmsAccessDenied":
-			return errs.BadInputf("the queue is encrypted with a KMS key these credentials may not use (%s: %s); grant kms:GenerateDataKey (to send) and kms:Decrypt (to receive) on that key — see docs/iam.md", code, firstLine(ScrubReceiptHandles(ae.ErrorMessage())))
+			return errs.BadInputf("the queue is encrypted with a KMS key these credentials may not use (%s: %s); grant kms:GenerateDataKey (to send) and kms:Decrypt (to receive) on that key — see 'dlqctl help iam'", code, firstLine(ScrubReceiptHandles(ae.ErrorMessage())))
 		}
 	}
 	return err
@@ -298,7 +287,7 @@ func accessDenied(err error, ae smithy.APIError) error {
 	if action == "" {
 		action = "the SQS action"
 	}
-	return errs.BadInputf("access denied: the credentials in use may not call %s on %s (AWS: %s); grant it to the role or user — docs/iam.md lists the actions each command needs", action, resource, firstLine(msg))
+	return errs.BadInputf("access denied: the credentials in use may not call %s on %s (AWS: %s); grant it to the role or user — 'dlqctl help iam' lists the actions each command needs", action, resource, firstLine(msg))
 }
 
 // IAMAction is the IAM action that authorizes an API operation of an AWS

@@ -1,0 +1,415 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/spf13/cobra"
+
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/doctor"
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/output"
+)
+
+// DoctorOptions are the inputs of `dlqctl doctor`.
+type DoctorOptions struct {
+	F       *Factory
+	Queues  []string
+	Roles   []string
+	To      string
+	Archive string // s3://BUCKET/PREFIX
+	Logs    []string
+}
+
+// NewCmdDoctor builds `dlqctl doctor`.
+func NewCmdDoctor(f *Factory, runF func(context.Context, *DoctorOptions) error) *cobra.Command {
+	opts := &DoctorOptions{F: f}
+	var role string
+	c := &cobra.Command{
+		Use:   "doctor [QUEUE…] [--role ROLE] [--to QUEUE] [--archive s3://BUCKET/PREFIX] [--logs GROUP]",
+		Short: "Can this shell work on these queues? Identity, region, endpoints, permissions, state dir, tools",
+		Long: withExitCodes(`Run this first in a new shell, before any runbook. doctor checks, and
+says what to fix:
+
+  region        the region in use and where it came from (--region,
+                AWS_REGION, AWS_DEFAULT_REGION, the profile); none is a failure
+  credentials   which provider gave them (environment, profile, SSO,
+                AssumeRole, instance role) — never the keys themselves
+  identity      sts:GetCallerIdentity: the account and the principal
+                (not checked when SQS is a local stack and STS would be AWS)
+  endpoints     every endpoint override (flags, AWS_ENDPOINT_URL*), and a
+                failure when they point at a local stack while the
+                credentials look real, or at AWS with a local stack's
+                placeholder credentials
+  permissions   for each QUEUE, each IAM action the runbooks of --role need,
+                proven with calls that change nothing: sqs:GetQueueUrl,
+                sqs:GetQueueAttributes, sqs:ListDeadLetterSourceQueues,
+                sqs:ListMessageMoveTasks, sqs:ListQueues; the destinations
+                (the DLQ's sources, or --to); with --archive s3:ListBucket
+                (ListObjectsV2) and s3:GetObject (HeadObject); with --logs
+                logs:FilterLogEvents. Receive, visibility, delete, send,
+                move tasks and PutObject can only be proven by changing
+                something (a receive increments ApproximateReceiveCount):
+                doctor asks IAM's policy simulator about them
+                (iam:SimulatePrincipalPolicy, for the role or user STS
+                named; identity policies only), and when it may not, they
+                are "not-checked", with the policy statement to verify and
+                the aws iam simulate-principal-policy command for your role
+  state-dir     run journals (redrive resume, restore, runs): writable (it
+                creates the directory when missing, as any run would, and
+                writes and removes one probe file), and whether they
+                outlive this process: a warning on tmpfs and on a
+                container's or pod's own filesystem
+  tool jq       the runbooks pipe JSON through jq
+
+--role read-only|operator|archivist (comma list, default all): the roles of
+'dlqctl help iam'. A check fails only when something is missing or denied;
+warnings and not-checked permissions do not fail.
+
+Statuses: ok, warn, not-checked, fail. On a terminal: a table (CHECK,
+STATUS, DETAIL) and the fixes below it. Piped: one line per check, tab-
+separated, no header, 5 columns: check, status, resource (an ARN or "-"),
+detail, fix ("-" when none). -o json: one document (docs/schema/
+doctor.schema.json); -o ndjson: one check per line.
+
+Exit 0 when no check fails, 3 when one does, 2 on bad flags.`),
+		Example: `  dlqctl doctor                                   # this shell: region, identity, endpoints, state dir, jq
+  dlqctl doctor orders-dlq --role read-only       # before triage
+  dlqctl doctor orders-dlq --role operator        # before a redrive (destinations: the DLQ's sources)
+  dlqctl doctor orders-dlq --role archivist --archive s3://dlq-archive/orders/
+  dlqctl doctor orders-dlq --logs /ecs/orders -o json`,
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Queues = args
+			roles, ok := doctor.ParseRoles(role)
+			if !ok {
+				return errs.BadInputf("--role %q: pass read-only, operator, archivist (a comma list) or all", role)
+			}
+			opts.Roles = roles
+			if opts.Archive != "" && (!strings.HasPrefix(opts.Archive, "s3://") || len(opts.Archive) <= len("s3://")) {
+				return errs.BadInputf("--archive %q is not an S3 location; pass s3://BUCKET/PREFIX", opts.Archive)
+			}
+			for _, q := range append(append([]string{}, opts.Queues...), opts.To) {
+				if q == "" {
+					continue
+				}
+				if _, err := checkRef(q); err != nil {
+					return err
+				}
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return doctorRun(c.Context(), opts)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&role, "role", "all", "which roles' permissions to check: read-only, operator, archivist (comma list) or all")
+	fl.StringVar(&opts.To, "to", "", "destination queue of a redrive or restore (default: the DLQs' source queues)")
+	fl.StringVar(&opts.Archive, "archive", "", "archive location to check (s3://BUCKET/PREFIX): s3:ListBucket, s3:GetObject")
+	fl.StringArrayVar(&opts.Logs, "logs", nil, "CloudWatch Logs group used with --logs (repeatable): logs:FilterLogEvents")
+	return c
+}
+
+func doctorRun(ctx context.Context, opts *DoctorOptions) error {
+	f := opts.F
+	rep := &doctor.Report{}
+
+	// Region, and where it came from.
+	region, regionSource := regionInUse(ctx, f.Opts.Region, f.Opts.Profile)
+	cfg, cfgErr := f.AWSConfig(ctx)
+	if cfgErr == nil {
+		region = cfg.Region
+	}
+	rep.Region, rep.RegionSource = region, regionSource
+	switch {
+	case region == "":
+		rep.Add(doctor.Check{Name: "region", Status: doctor.Fail, Detail: "no AWS region: not in --region, AWS_REGION, AWS_DEFAULT_REGION or the profile",
+			Fix: "export AWS_REGION=REGION (the DLQ's region) or pass --region"})
+	default:
+		rep.Add(doctor.Check{Name: "region", Status: doctor.OK, Detail: region + " (from " + regionSource + ")"})
+	}
+
+	// Credentials.
+	var creds doctor.Credentials
+	credsKnown := false
+	switch {
+	case cfgErr != nil && region == "":
+		rep.Add(doctor.Check{Name: "credentials", Status: doctor.NotChecked, Detail: "not checked: no region to load the AWS configuration with"})
+	case cfgErr != nil:
+		rep.Add(doctor.Check{Name: "credentials", Status: doctor.Fail, Detail: cfgErr.Error(), Fix: "see the message; 'dlqctl help iam' lists what each command needs"})
+	case cfg.Credentials == nil:
+		rep.Add(doctor.Check{Name: "credentials", Status: doctor.Fail, Detail: "no credentials provider", Fix: "set AWS_PROFILE or --profile"})
+	default:
+		v, err := cfg.Credentials.Retrieve(ctx)
+		if err != nil {
+			rep.Add(doctor.Check{Name: "credentials", Status: doctor.Fail, Detail: credentialError(err, profileInUse(f.Opts.Profile)).Error()})
+			break
+		}
+		creds = doctor.Credentials{Source: v.Source, AccessKeyID: v.AccessKeyID, Session: v.SessionToken != ""}
+		credsKnown = true
+		d := creds.Kind() + " from " + v.Source
+		if p := profileInUse(f.Opts.Profile); p != "" {
+			d += ", profile " + p
+		}
+		if v.CanExpire {
+			d += fmt.Sprintf(", expire in %s", time.Until(v.Expires).Round(time.Minute))
+		}
+		rep.Add(doctor.Check{Name: "credentials", Status: doctor.OK, Detail: d})
+	}
+
+	// Endpoints, against the credentials.
+	sqsEP := firstSet(f.sqsEndpointFlag(), os.Getenv("AWS_ENDPOINT_URL_SQS"), os.Getenv("AWS_ENDPOINT_URL"))
+	s3EP := f.s3EndpointOverride()
+	var overrides []doctor.Endpoint
+	for _, fl := range []struct{ name, v string }{{"--endpoint-url", f.Opts.EndpointURL}, {"--sqs-endpoint-url", f.Opts.SQSEndpointURL}, {"--s3-endpoint-url", f.Opts.S3EndpointURL}} {
+		if fl.v != "" {
+			overrides = append(overrides, doctor.Endpoint{Name: fl.name, Value: fl.v})
+		}
+	}
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "AWS_ENDPOINT_URL") && v != "" {
+			overrides = append(overrides, doctor.Endpoint{Name: k, Value: v})
+		}
+	}
+	rep.Add(doctor.EnvironmentCheck(sqsEP, s3EP, overrides, creds, credsKnown))
+
+	// Identity.
+	if cfgErr == nil && credsKnown {
+		stsEP := firstSet(os.Getenv("AWS_ENDPOINT_URL_STS"), os.Getenv("AWS_ENDPOINT_URL"))
+		if sqsEP != "" && doctor.EndpointKind(sqsEP) == "local" && stsEP == "" {
+			rep.Add(doctor.Check{Name: "identity", Status: doctor.NotChecked, Action: "sts:GetCallerIdentity",
+				Detail: "not checked: SQS is a local stack and STS would be AWS's own (set AWS_ENDPOINT_URL_STS to the stack's STS to check it)"})
+		} else {
+			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			stsC := sts.NewFromConfig(cfg, func(o *sts.Options) { o.Retryer = retry.AddWithMaxAttempts(retry.NewStandard(), 2) })
+			rep.Add(doctor.Identity(cctx, stsC, rep))
+			cancel()
+		}
+	}
+
+	// Permissions.
+	if cfgErr == nil && credsKnown && (len(opts.Queues) > 0 || opts.Archive != "" || len(opts.Logs) > 0) {
+		sqsC := awssqs.NewFromConfig(cfg, func(o *awssqs.Options) {
+			o.Retryer = retry.AddWithMaxAttempts(retry.NewStandard(), 3)
+			if e := f.sqsEndpointFlag(); e != "" {
+				o.BaseEndpoint = aws.String(e)
+			}
+		})
+		p := &doctor.Prober{SQS: sqsC, Region: region, Roles: opts.Roles, Principal: rep.Principal, Parse: parseQueueRef}
+		if rep.Principal != "" {
+			// IAM's policy simulator, for what no harmless call proves
+			// (AWS_ENDPOINT_URL_IAM is honoured by the SDK).
+			p.IAM = iam.NewFromConfig(cfg, func(o *iam.Options) { o.Retryer = retry.AddWithMaxAttempts(retry.NewStandard(), 3) })
+		}
+		t := doctor.Targets{Queues: opts.Queues, To: opts.To, LogGroups: opts.Logs}
+		if opts.Archive != "" {
+			bucket, prefix, _ := strings.Cut(strings.TrimPrefix(opts.Archive, "s3://"), "/")
+			t.Bucket, t.Prefix = bucket, prefix
+			var s3c *s3.Client
+			var err error
+			if s3c, err = f.S3For(ctx, bucket); err != nil {
+				s3c, err = f.S3(ctx)
+			}
+			if err == nil {
+				p.S3 = s3c
+			}
+		}
+		if len(opts.Logs) > 0 {
+			if lc, err := f.Logs(ctx); err == nil {
+				p.Logs = lc
+			}
+		}
+		p.Run(ctx, t, rep)
+	}
+
+	// State directory.
+	dir, src := f.StateDir(), stateDirSource(f.Opts.StateDir)
+	rep.StateDir = dir
+	mountinfo, _ := os.ReadFile("/proc/self/mountinfo")
+	cgroup, _ := os.ReadFile("/proc/1/cgroup")
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	rep.Add(doctor.StateDirCheck(doctor.StateDirFacts{Path: dir, Source: src, MountInfo: string(mountinfo),
+		Container: doctor.ContainerSigns(os.Getenv, exists, string(cgroup), string(mountinfo))}))
+
+	// Tools.
+	rep.Add(doctor.ToolCheck("jq", "the runbooks pipe dlqctl's JSON through jq", exec.LookPath, func(p string) string {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(cctx, p, "--version").Output()
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(out))
+	}))
+
+	rep.Finish()
+	if err := printDoctor(f, rep); err != nil {
+		return err
+	}
+	f.IO.Infof("doctor: %d ok, %d warn, %d not checked, %d failed", rep.Counts[doctor.OK], rep.Counts[doctor.Warn], rep.Counts[doctor.NotChecked], rep.Counts[doctor.Fail])
+	if !rep.OK {
+		return &errs.Silent{Err: errs.Verdictf("doctor: %d check(s) failed", rep.Counts[doctor.Fail])}
+	}
+	return nil
+}
+
+func printDoctor(f *Factory, rep *doctor.Report) error {
+	format, _ := f.Format()
+	switch format {
+	case output.JSON:
+		return output.WriteJSON(f.IO.Out, rep)
+	case output.NDJSON:
+		w := output.NewNDJSON(f.IO.Out)
+		for _, c := range rep.Checks {
+			if err := w.Write(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if !f.IO.OutTTY {
+		for _, c := range rep.Checks {
+			line := []string{c.Name, string(c.Status), dash(c.Resource), c.Detail, dash(c.Fix)}
+			for i := range line {
+				line[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(line[i])
+			}
+			if _, err := fmt.Fprintln(f.IO.Out, strings.Join(line, "\t")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	t := output.NewTable(f.IO, "CHECK", "STATUS", "DETAIL")
+	var fixes []string
+	for _, c := range rep.Checks {
+		name := c.Name
+		if c.Resource != "" && c.Resource != "*" {
+			name += " " + shortResource(c.Resource)
+		}
+		t.Row(name, string(c.Status), c.Detail)
+		if c.Fix != "" && c.Status != doctor.OK {
+			fixes = append(fixes, fmt.Sprintf("%s %s: %s", f.IO.Paint(output.StatusStyle(string(c.Status)), string(c.Status)), name, c.Fix))
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	if len(fixes) > 0 {
+		fmt.Fprintln(f.IO.Out, "\nTo fix (fail, warn) or verify (not-checked):")
+		for _, x := range fixes {
+			fmt.Fprintln(f.IO.Out, "  "+x)
+		}
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// shortResource is the last part of an ARN (a queue name, a bucket, a log
+// group).
+func shortResource(arn string) string {
+	if strings.HasPrefix(arn, "arn:aws:s3:::") {
+		return strings.TrimPrefix(arn, "arn:aws:s3:::")
+	}
+	if i := strings.Index(arn, ":log-group:"); i >= 0 {
+		return strings.TrimSuffix(arn[i+len(":log-group:"):], ":*")
+	}
+	return arn[strings.LastIndex(arn, ":")+1:]
+}
+
+func firstSet(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// regionInUse is the region the SDK will use and where it comes from:
+// --region, AWS_REGION, AWS_DEFAULT_REGION, else the profile's config.
+func regionInUse(ctx context.Context, flag, profileFlag string) (string, string) {
+	switch {
+	case flag != "":
+		return flag, "--region"
+	case os.Getenv("AWS_REGION") != "":
+		return os.Getenv("AWS_REGION"), "AWS_REGION"
+	case os.Getenv("AWS_DEFAULT_REGION") != "":
+		return os.Getenv("AWS_DEFAULT_REGION"), "AWS_DEFAULT_REGION"
+	}
+	name := profileInUse(profileFlag)
+	if name == "" {
+		name = "default"
+	}
+	sc, err := config.LoadSharedConfigProfile(ctx, name, func(o *config.LoadSharedConfigOptions) {
+		// The files the SDK itself reads (LoadSharedConfigProfile alone
+		// ignores these variables).
+		if p := os.Getenv("AWS_CONFIG_FILE"); p != "" {
+			o.ConfigFiles = []string{p}
+		}
+		if p := os.Getenv("AWS_SHARED_CREDENTIALS_FILE"); p != "" {
+			o.CredentialsFiles = []string{p}
+		}
+	})
+	if err == nil && sc.Region != "" {
+		return sc.Region, "profile " + name + " (" + configFile() + ")"
+	}
+	return "", ""
+}
+
+func configFile() string {
+	if p := os.Getenv("AWS_CONFIG_FILE"); p != "" {
+		return p
+	}
+	return filepath.Join("~", ".aws", "config")
+}
+
+// stateDirSource says where StateDir came from.
+func stateDirSource(flag string) string {
+	switch {
+	case flag != "":
+		return "--state-dir"
+	case os.Getenv("DLQCTL_STATE_DIR") != "":
+		return "DLQCTL_STATE_DIR"
+	case os.Getenv("XDG_STATE_HOME") != "":
+		return "XDG_STATE_HOME"
+	}
+	return "the default, ~/.local/state/dlqctl"
+}
+
+// parseQueueRef gives doctor the SQS package's reading of a queue
+// reference (every AWS URL form, ARNs, names).
+func parseQueueRef(ref string) (doctor.QueueRef, error) {
+	br, err := checkRef(ref)
+	if err != nil {
+		return doctor.QueueRef{}, err
+	}
+	r, err := sqs.ParseRef(br.Target)
+	if err != nil {
+		return doctor.QueueRef{}, err
+	}
+	out := doctor.QueueRef{Name: r.Name, Account: r.Account, Region: r.Region}
+	if r.Kind == sqs.RefURL {
+		out.URL = r.URL
+	}
+	return out, nil
+}

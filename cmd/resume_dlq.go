@@ -1,0 +1,42 @@
+package cmd
+
+import (
+	"context"
+
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/redrive"
+)
+
+// newestUnfinishedRedrive is the id of the newest redrive run of the DLQ
+// ref names that did not finish (killed, interrupted, partial), or "" (and
+// a note on stderr) when there is none. Runs of other DLQs, restores and
+// runs that stopped on a verdict are never picked.
+func newestUnfinishedRedrive(ctx context.Context, f *Factory, ref string) (string, error) {
+	runs, err := redrive.ListRuns(f.StateDir())
+	if err != nil {
+		return "", err
+	}
+	// Match by ARN when the reference is one, else resolve it (name or URL).
+	arn := ""
+	if r, err := sqs.ParseRef(ref); err == nil && r.Kind == sqs.RefARN {
+		arn = r.Raw
+	} else {
+		_, q, err := f.ResolveQueue(ctx, ref)
+		if err != nil {
+			return "", err
+		}
+		arn = q.ARN
+	}
+	for _, r := range runs { // newest first
+		if r.Kind != "redrive" || r.Source != arn {
+			continue
+		}
+		switch r.Status {
+		case redrive.StatusRunning, redrive.StatusInterrupted, redrive.StatusPartial:
+			f.IO.Infof("resuming run %s (%s, started %s): the newest unfinished redrive of %s", r.ID, r.Status, r.Created.Format("2006-01-02 15:04:05Z07:00"), sqs.NameFromARN(arn))
+			return r.ID, nil
+		}
+	}
+	f.IO.Infof("no unfinished redrive run of %s under %s: nothing to resume", sqs.NameFromARN(arn), f.StateDir())
+	return "", nil
+}

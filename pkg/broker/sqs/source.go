@@ -1,0 +1,680 @@
+package sqs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go"
+	"github.com/dlqctl/dlqctl/pkg/broker"
+)
+
+// In-flight limits of SQS (120,000 per queue, standard and FIFO). A run
+// stops short of them so the queue keeps serving its real consumers.
+const (
+	InFlightLimit    = 120_000
+	InFlightHeadroom = 10_000
+)
+
+// QueueSourceOptions configure a QueueSource.
+type QueueSourceOptions struct {
+	// Visibility is how long received messages stay hidden between
+	// heartbeats (default 60s).
+	Visibility time.Duration
+	// Wait is the long-poll wait of each receive (default and minimum 1s:
+	// SQS counts whole seconds, 1 is the shortest long poll, and only a
+	// long poll's empty answer ends a run).
+	Wait time.Duration
+	// MaxHeld caps the messages held at once (default: the in-flight limit
+	// less headroom).
+	MaxHeld int
+	// Decode decodes a received record (envelope, failure, marker) and
+	// returns the parsed body; nil leaves records as received.
+	Decode func(*Record) any
+}
+
+// QueueSource is an SQS queue read through a lease: received messages are
+// held invisible with a heartbeat until they are acked (deleted with their
+// newest receipt handle) or released, and Close releases what is left. It
+// is an broker.Ender: it decides the end of reading from what it saw, never from
+// the queue's approximate counts (see End).
+type QueueSource struct {
+	c     *Client
+	q     *Queue
+	lease *Lease
+	opt   QueueSourceOptions
+	stop  context.CancelFunc
+	dups  atomic.Int64
+	// recvMu serializes the receives of a FIFO queue, and End with them:
+	// SQS hands a message group to one receive at a time, and a server
+	// that could split one between two concurrent receives (moto under
+	// load) would lose the group's order; End then reads the receives'
+	// outcomes with none half done. fifoDone (set once reading is over)
+	// makes later receives return nothing.
+	recvMu   prioLock
+	fifoDone atomic.Bool
+	// gate orders a standard queue's receives against End: a receive holds
+	// it shared for its whole call; End takes it exclusively (ahead of new
+	// receives), so it decides with no receive under way — an empty answer
+	// proves nothing while a concurrent receive may still bring the last
+	// messages (the server may have handled that one first).
+	gate sync.RWMutex
+	// fifoBusy: the run last said it had messages in hand (End). Its own
+	// messages then lock their groups and unlock them any moment: a FIFO
+	// queue is polled briefly (WaitTimeSeconds 0, shortPollGap apart after
+	// an empty answer) instead of long-polled, because a long poll may not
+	// see a group unlocked while it waits (moto decides the locked groups
+	// when the poll begins) and its empty answer would prove nothing while
+	// the run holds messages. Once the run has nothing in hand, a long poll
+	// decides the end. shortEmpty (recvMu): the last short poll was empty;
+	// lastGot (recvMu): the last receive returned messages (the run has them
+	// in hand now, though End has not said so yet).
+	fifoBusy   atomic.Bool
+	shortEmpty bool
+	lastGot    bool
+	// polls ends long polls that can only come back empty (see
+	// EndReading).
+	polls       context.Context
+	abandonPoll context.CancelFunc
+	// pollMu guards the start times of the receives under way and, once
+	// they are abandoned, the moment the last of them has surely ended on
+	// the server (quietAt): an abandoned long poll keeps claiming messages
+	// there until its wait is over, so a release before then could hand
+	// the released messages to a poll nobody reads (invisible for the
+	// visibility timeout, with nobody holding them). It also guards what
+	// the receives answered (lastItems, lastEmpty).
+	pollMu  sync.Mutex
+	pollSeq int
+	pending map[int]time.Time
+	quietAt time.Time
+	// lastItems is when a receive last returned messages; lastEmpty is the
+	// latest start of a long poll that came back empty.
+	lastItems time.Time
+	lastEmpty time.Time
+	// rc receives through recv, which notes receives the SDK retried: the
+	// first attempt may have taken messages on the server whose answer
+	// never arrived.
+	rc   *Client
+	recv *receiveWatch
+
+	// FIFO: the groups of the messages held (groupOf, held), and whether
+	// the server handed out a message of a group while the run held an
+	// earlier one (it does not lock groups: local-aws-sqs).
+	gmu       sync.Mutex
+	groupOf   map[*Message]string
+	held      map[string]int
+	noLock    bool
+	distinct  atomic.Int64
+	startSeen Counts
+}
+
+// prioLock is a mutex whose priority holders (End) go ahead of the others
+// waiting (the receives), so that End waits for the receive under way only,
+// not for every worker's receive queued behind it.
+type prioLock struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	held bool
+	prio int
+}
+
+func (l *prioLock) lock(prio bool) {
+	l.mu.Lock()
+	if l.cond == nil {
+		l.cond = sync.NewCond(&l.mu)
+	}
+	if prio {
+		l.prio++
+	}
+	for l.held || (!prio && l.prio > 0) {
+		l.cond.Wait()
+	}
+	if prio {
+		l.prio--
+	}
+	l.held = true
+	l.mu.Unlock()
+}
+
+func (l *prioLock) unlock() {
+	l.mu.Lock()
+	l.held = false
+	c := l.cond
+	l.mu.Unlock()
+	if c != nil {
+		c.Broadcast()
+	}
+}
+
+// shortPollGap spaces a FIFO queue's brief polls after an empty answer
+// while the run has messages in hand (fifoBusy).
+const shortPollGap = 50 * time.Millisecond
+
+// abandonGrace is how long past its wait an abandoned long poll is assumed
+// to still take messages on the server (local-aws-sqs: about 40 ms; AWS
+// ends a poll at its wait; a slow link delays the request's arrival).
+const abandonGrace = 500 * time.Millisecond
+
+// NewQueueSource starts a lease heartbeat on q; call Close when done.
+func NewQueueSource(c *Client, q *Queue, opt QueueSourceOptions) *QueueSource {
+	if opt.Visibility <= 0 {
+		opt.Visibility = 60 * time.Second
+	}
+	if opt.Wait < time.Second {
+		opt.Wait = time.Second // only a long poll's empty answer is worth anything
+	}
+	if opt.MaxHeld <= 0 {
+		opt.MaxHeld = InFlightLimit - InFlightHeadroom
+	}
+	s := &QueueSource{c: c, q: q, opt: opt, lease: NewLease(c, q, opt.Visibility)}
+	s.pending = map[int]time.Time{}
+	s.groupOf, s.held = map[*Message]string{}, map[string]int{}
+	s.startSeen = q.Counts()
+	s.recv = &receiveWatch{API: c.API, hidden: opt.Visibility}
+	rc := *c
+	rc.API = s.recv
+	s.rc = &rc
+	polls, abandon := context.WithCancel(context.Background())
+	s.polls = polls
+	s.abandonPoll = func() {
+		s.pollMu.Lock()
+		defer s.pollMu.Unlock()
+		if polls.Err() != nil {
+			return
+		}
+		for _, start := range s.pending {
+			if end := start.Add(s.opt.Wait + abandonGrace); end.After(s.quietAt) {
+				s.quietAt = end
+			}
+		}
+		abandon()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop = cancel
+	go s.lease.Run(ctx)
+	return s
+}
+
+// Queue is the queue read.
+func (s *QueueSource) Queue() *Queue { return s.q }
+
+// Name is the queue name.
+func (s *QueueSource) Name() string { return s.q.Name }
+
+// Held is the number of messages currently held.
+func (s *QueueSource) Held() int { return s.lease.Len() }
+
+// Duplicates counts redeliveries of messages the run already held.
+func (s *QueueSource) Duplicates() int { return int(s.dups.Load()) }
+
+// LeasesLost counts messages whose lease the heartbeat could not keep.
+func (s *QueueSource) LeasesLost() int { return s.lease.Lost() }
+
+// Next receives up to max messages and holds them. The receive itself is
+// not cut short by ctx: a long poll abandoned mid-flight could leave the
+// messages it returned invisible with nobody holding them.
+func (s *QueueSource) Next(ctx context.Context, max int) ([]broker.Message, error) {
+	if s.q.FIFO {
+		s.recvMu.lock(false)
+		defer s.recvMu.unlock()
+		if s.fifoDone.Load() {
+			return nil, nil
+		}
+	} else {
+		s.gate.RLock()
+		defer s.gate.RUnlock()
+	}
+	if s.lease.Len()+max > s.opt.MaxHeld {
+		return nil, fmt.Errorf("%w: %d messages held", broker.ErrHeldLimit, s.lease.Len())
+	}
+	wait := s.opt.Wait
+	if s.q.FIFO && (s.fifoBusy.Load() || s.lastGot) {
+		wait = 0
+		if s.shortEmpty {
+			t := time.NewTimer(shortPollGap)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, nil
+			}
+		}
+	}
+	s.pollMu.Lock()
+	if s.polls.Err() != nil {
+		s.pollMu.Unlock()
+		return nil, nil
+	}
+	s.pollSeq++
+	seq := s.pollSeq
+	start := time.Now()
+	s.pending[seq] = start
+	s.pollMu.Unlock()
+	rctx, cancel := context.WithTimeout(s.polls, wait+60*time.Second)
+	msgs, err := s.rc.Receive(rctx, s.q, max, s.opt.Visibility, wait)
+	cancel()
+	s.pollMu.Lock()
+	delete(s.pending, seq)
+	abandoned := s.polls.Err() != nil
+	if err == nil && !abandoned && len(msgs) == 0 && wait > 0 && start.After(s.lastEmpty) {
+		s.lastEmpty = start // only a long poll's empty answer counts
+	}
+	s.pollMu.Unlock()
+	if s.q.FIFO {
+		s.shortEmpty = wait == 0 && err == nil && len(msgs) == 0
+		s.lastGot = err == nil && len(msgs) > 0
+	}
+	if err != nil && abandoned {
+		return nil, nil // abandoned: the queue was drained
+	}
+	if err != nil {
+		if isOverLimit(err) {
+			return nil, fmt.Errorf("%w: %s answered OverLimit", broker.ErrHeldLimit, s.q.Name)
+		}
+		return nil, err
+	}
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	// The lease holds slim copies (id and receipt handle): held messages do
+	// not keep their bodies in memory.
+	slims := make([]*Message, len(msgs))
+	for i, m := range msgs {
+		slims[i] = &Message{Record: Record{MessageID: m.MessageID}, ReceiptHandle: m.ReceiptHandle, ReceivedAt: m.ReceivedAt}
+	}
+	redelivered := s.lease.Add(slims...)
+	var dup map[*Message]bool
+	if len(redelivered) > 0 {
+		dup = make(map[*Message]bool, len(redelivered))
+		for _, m := range redelivered {
+			dup[m] = true
+		}
+		s.dups.Add(int64(len(redelivered)))
+	}
+	items := make([]broker.Message, 0, len(msgs))
+	var fresh []*Message
+	for i, m := range msgs {
+		if dup[slims[i]] {
+			// A redelivery of a message this run already holds (its lease
+			// ran out and it was received again): the lease now has its
+			// newest receipt handle; the run goes on with the one it has.
+			continue
+		}
+		var parsed any
+		if s.opt.Decode != nil {
+			parsed = s.opt.Decode(&m.Record)
+		}
+		items = append(items, broker.Message{Record: &m.Record, Parsed: parsed, Handle: slims[i]})
+		fresh = append(fresh, m)
+	}
+	s.distinct.Add(int64(len(items)))
+	if len(items) > 0 {
+		// Handed out now (redeliveries of messages the run already holds
+		// are not: the run has them in hand already).
+		s.pollMu.Lock()
+		s.lastItems = time.Now()
+		s.pollMu.Unlock()
+	}
+	if s.q.FIFO && len(items) > 0 {
+		s.gmu.Lock()
+		for _, it := range items {
+			if s.held[it.Record.System.MessageGroupID] > 0 {
+				// A later message of a group whose earlier one the run
+				// still holds: this server does not lock groups.
+				s.noLock = true
+			}
+		}
+		for _, it := range items {
+			g := it.Record.System.MessageGroupID
+			s.groupOf[it.Handle.(*Message)] = g
+			s.held[g]++
+		}
+		s.gmu.Unlock()
+	}
+	return items, nil
+}
+
+// unhold notes that msgs are no longer held (removed or given back).
+func (s *QueueSource) unhold(msgs []*Message) {
+	if !s.q.FIFO {
+		return
+	}
+	s.gmu.Lock()
+	defer s.gmu.Unlock()
+	for _, m := range msgs {
+		g, ok := s.groupOf[m]
+		if !ok {
+			continue
+		}
+		delete(s.groupOf, m)
+		if s.held[g]--; s.held[g] <= 0 {
+			delete(s.held, g)
+		}
+	}
+}
+
+func handles(items []broker.Message) []*Message {
+	msgs := make([]*Message, 0, len(items))
+	for _, it := range items {
+		if m, ok := it.Handle.(*Message); ok {
+			msgs = append(msgs, m)
+		}
+	}
+	return msgs
+}
+
+// Ack deletes the items from the queue with their newest receipt handles.
+// An item whose lease was lost is not deleted (deleting with a superseded
+// handle can succeed without deleting); it fails with ErrLeaseLost
+// and is processed again when it is received again.
+func (s *QueueSource) Ack(ctx context.Context, items []broker.Message) []error {
+	msgs := handles(items)
+	failed := s.lease.Delete(ctx, msgs)
+	// A message received again while its delete was in flight is held
+	// under its new receipt handle: delete it once more with that one.
+	var again []*Message
+	for m, err := range failed {
+		if errors.Is(err, ErrReceivedAgain) {
+			again = append(again, m)
+		}
+	}
+	if len(again) > 0 {
+		retry := s.lease.Delete(ctx, again)
+		for _, m := range again {
+			if err, bad := retry[m]; bad {
+				failed[m] = err
+			} else {
+				delete(failed, m)
+			}
+		}
+	}
+	out := make([]error, len(items))
+	var gone []*Message
+	for i, it := range items {
+		m, ok := it.Handle.(*Message)
+		if !ok {
+			out[i] = errors.New("item was not received from this queue")
+			continue
+		}
+		out[i] = failed[m]
+		if out[i] == nil {
+			gone = append(gone, m)
+		}
+	}
+	s.unhold(gone)
+	return out
+}
+
+// Release makes the items visible again, once no abandoned long poll can
+// take them on the server.
+func (s *QueueSource) Release(ctx context.Context, items []broker.Message) error {
+	if len(items) == 0 {
+		return nil
+	}
+	s.waitQuiet(ctx)
+	msgs := handles(items)
+	err := s.lease.Release(ctx, msgs)
+	s.unhold(msgs)
+	return err
+}
+
+// waitQuiet waits until every abandoned long poll has ended on the server.
+func (s *QueueSource) waitQuiet(ctx context.Context) {
+	s.pollMu.Lock()
+	d := time.Until(s.quietAt)
+	s.pollMu.Unlock()
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// EndReading makes later receives of a FIFO queue return nothing and,
+// when mayAbandon, ends the long polls under way: a poll abandoned
+// mid-flight goes on at the server until its wait is over and may still
+// take a message there (it stays invisible for the run's visibility
+// timeout, then is back — nothing is lost). If the run releases after all
+// (a guard trips, an interrupt), Release and Close first wait until those
+// polls have surely ended, so they cannot take what is given back. It
+// saves up to one long-poll wait at the end of a run.
+func (s *QueueSource) EndReading(mayAbandon bool) {
+	s.fifoDone.Store(true)
+	if mayAbandon {
+		s.abandonPoll()
+	}
+}
+
+// Close stops the heartbeat and releases every message still held.
+func (s *QueueSource) Close(ctx context.Context) error {
+	s.abandonPoll()
+	s.stop()
+	if s.lease.Len() > 0 {
+		s.waitQuiet(ctx)
+	}
+	return s.lease.ReleaseAll(ctx)
+}
+
+// End decides the end of reading from what the receives answered.
+//
+// A long poll (WaitTimeSeconds ≥ 1, which every receive here is) asks
+// every SQS server, so an empty answer means nothing was visible while it
+// waited. On a standard queue one empty long poll that began after the last
+// messages were handed out ends reading. On a FIFO queue a message the run
+// holds locks its group: the empty answer counts only if it began after the
+// run last had nothing in hand (run.QuietSince) — finishing a message
+// unlocks the next of its group, so a run that consumes drains every group.
+// What a run holds to its end (skipped, or a read that consumes nothing)
+// keeps its groups locked: the final report estimates what waits behind
+// them (Blocked). A receive the SDK retried after a lost answer may have
+// taken messages nobody holds until their visibility ends: they are
+// reported (Unknown, UnknownUntil) until an empty long poll that began
+// after that proves them back and read. The queue's approximate counts
+// (which trail by up to a minute on AWS, and count in-flight messages as
+// visible on local-aws-sqs) are read only for the final report's advisory
+// note.
+func (s *QueueSource) End(ctx context.Context, run broker.RunState, final bool) (broker.EndState, error) {
+	switch {
+	case final:
+	case s.q.FIFO:
+		s.recvMu.lock(true) // ahead of the receives waiting: at most the one under way
+		defer s.recvMu.unlock()
+	default:
+		s.gate.Lock() // waits for the receives under way (one long poll at most)
+		defer s.gate.Unlock()
+	}
+	s.pollMu.Lock()
+	lastItems, lastEmpty := s.lastItems, s.lastEmpty
+	s.pollMu.Unlock()
+	if s.q.FIFO && !final {
+		s.fifoBusy.Store(run.Busy > 0)
+	}
+	st := broker.EndState{Ordered: s.q.FIFO}
+	st.Drained = !lastEmpty.IsZero() && !lastEmpty.Before(lastItems)
+	if s.q.FIFO && st.Drained && !final {
+		st.Drained = run.Busy == 0 && !run.QuietSince.Before(lastItems) && !lastEmpty.Before(run.QuietSince)
+	}
+	st.Unknown, st.UnknownUntil = s.recv.unknownAfter(lastEmpty)
+	if st.Drained && st.UnknownUntil.IsZero() && !final {
+		s.fifoDone.Store(true) // the engine ends reading now
+	}
+	if !final {
+		return st, nil
+	}
+	return s.report(ctx, st)
+}
+
+// report fills the final broker.EndState: what waits behind the FIFO groups the
+// run held to its end, and the queue's counts where they disagree with
+// what the run saw (advisory).
+func (s *QueueSource) report(ctx context.Context, st broker.EndState) (broker.EndState, error) {
+	cp := *s.q
+	countsErr := s.c.Refresh(ctx, &cp)
+	n := cp.Counts()
+	held := s.lease.Len()
+	// local-aws-sqs counts held messages as visible too; AWS and moto do
+	// not. Held messages the counts show both ways are not "visible".
+	visible := n.Visible
+	if held > 0 && visible >= held && n.InFlight >= held {
+		visible -= held
+	}
+	other := max(0, n.InFlight-held)
+	if s.q.FIFO {
+		s.gmu.Lock()
+		groups, noLock := len(s.held), s.noLock
+		s.gmu.Unlock()
+		if groups > 0 && !noLock {
+			// A read that holds a group's message to its end cannot see the
+			// rest of that group: estimate what waits behind from the
+			// counts seen when the run began and now.
+			st.BlockedGroups = groups
+			st.Blocked = max(0, s.startSeen.Visible-int(s.distinct.Load()))
+			if countsErr == nil {
+				st.Blocked = max(st.Blocked, visible)
+			}
+		}
+	}
+	if !st.UnknownUntil.IsZero() && countsErr == nil && other > 0 {
+		st.Unknown = min(st.Unknown, other)
+	}
+	var notes []string
+	if st.Blocked > 0 {
+		notes = append(notes, fmt.Sprintf("%d message(s) could not be read: a FIFO group's later messages cannot be received while an earlier message of the group is held", st.Blocked))
+	}
+	if !st.UnknownUntil.IsZero() {
+		notes = append(notes, fmt.Sprintf("up to %d message(s) were in flight elsewhere when the run ended: a receive whose answer was lost may have taken them, and nobody holds them; they become visible again within %s — re-run then (or run with --wait-inflight)",
+			max(1, st.Unknown), max(0, time.Until(st.UnknownUntil)).Round(time.Second)))
+	}
+	st.Note = strings.Join(notes, "; ")
+	if countsErr != nil {
+		return st, nil // the counts only add a note
+	}
+	shownVisible := visible
+	if st.Blocked > 0 {
+		shownVisible = 0 // already reported as blocked
+	}
+	if shownVisible > 0 || other > 0 || n.Delayed > 0 {
+		var parts []string
+		if shownVisible > 0 {
+			parts = append(parts, fmt.Sprintf("%d visible", shownVisible))
+		}
+		if other > 0 {
+			parts = append(parts, fmt.Sprintf("%d in flight that this run did not hold", other))
+		}
+		if n.Delayed > 0 {
+			parts = append(parts, fmt.Sprintf("%d delayed (not yet receivable)", n.Delayed))
+		}
+		st.Counts = &broker.CountsNote{Visible: shownVisible, InFlight: other, Note: fmt.Sprintf(
+			"the queue's approximate counts still show %s, although this run's receives found it empty; SQS's counts can trail by up to a minute%s",
+			strings.Join(parts, " and "), otherNote(other))}
+	} else if st.BlockedGroups > 0 && st.Blocked == 0 {
+		st.Counts = &broker.CountsNote{Note: fmt.Sprintf(
+			"this run held messages of %d FIFO group(s) to its end, and SQS hands out nothing more of a group while one of its messages is held; the queue's approximate counts show nothing waiting behind them, but they can trail by up to a minute — to be sure to see every message, archive with --delete and work from the archive", st.BlockedGroups)}
+	}
+	return st, nil
+}
+
+func otherNote(other int) string {
+	if other == 0 {
+		return ""
+	}
+	return ", and messages in flight may be held by another consumer (or a peer of a shared run)"
+}
+
+// RetriedReceives counts the run's receives that the SDK sent more than
+// once (or that failed after they may have reached SQS).
+func (s *QueueSource) RetriedReceives() int { return int(s.recv.retried.Load()) }
+
+// receiveWatch is the queue API with ReceiveMessage watched: a receive the
+// SDK's retryer sent more than once may have been carried out by SQS
+// without its answer arriving (internal/faultproxy LostReceives), leaving
+// messages in flight that nobody holds until their visibility ends. It
+// notes until when such messages may be out, and how many at most.
+type receiveWatch struct {
+	API
+	hidden  time.Duration
+	retried atomic.Int64
+	mu      sync.Mutex
+	lost    []lostWindow
+}
+
+// lostWindow: up to n messages may be in flight with nobody holding them
+// until until.
+type lostWindow struct {
+	until time.Time
+	n     int
+}
+
+// lostGrace is added to a receive's visibility before messages it may have
+// lost are surely visible again.
+const lostGrace = 2 * time.Second
+
+func (w *receiveWatch) ReceiveMessage(ctx context.Context, in *awssqs.ReceiveMessageInput, opts ...func(*awssqs.Options)) (*awssqs.ReceiveMessageOutput, error) {
+	start := time.Now()
+	out, err := w.API.ReceiveMessage(ctx, in, opts...)
+	lost := 0
+	if out != nil {
+		lost = AttemptsThatMayHaveActed(out.ResultMetadata)
+	}
+	if err != nil && ctx.Err() == nil && MayHaveActed(err) {
+		lost++ // the last attempt may have reached SQS before it failed
+	}
+	if lost > 0 {
+		w.retried.Add(1)
+		per := int(in.MaxNumberOfMessages)
+		if per <= 0 {
+			per = 1
+		}
+		hidden := w.hidden
+		if in.VisibilityTimeout > 0 {
+			hidden = time.Duration(in.VisibilityTimeout) * time.Second
+		}
+		w.mu.Lock()
+		w.lost = append(w.lost, lostWindow{until: start.Add(hidden + lostGrace), n: lost * per})
+		w.mu.Unlock()
+	}
+	return out, err
+}
+
+// unknownAfter returns how many messages at most lost receives may still
+// hold out, and until when: the windows no empty long poll begun after
+// their end (emptySince) has closed.
+func (w *receiveWatch) unknownAfter(emptySince time.Time) (int, time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, until := 0, time.Time{}
+	keep := w.lost[:0]
+	for _, l := range w.lost {
+		if !emptySince.Before(l.until) {
+			continue // back by then, and an empty long poll came after
+		}
+		keep = append(keep, l)
+		n += l.n
+		if l.until.After(until) {
+			until = l.until
+		}
+	}
+	w.lost = keep
+	return n, until
+}
+
+// isOverLimit reports whether err is SQS's OverLimit error (too many
+// messages in flight).
+func isOverLimit(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "OverLimit"
+}
+
+var (
+	_ broker.Source = (*QueueSource)(nil)
+	_ broker.Ender  = (*QueueSource)(nil)
+)

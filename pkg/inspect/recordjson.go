@@ -1,0 +1,671 @@
+package inspect
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"strconv"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/dlqctl/dlqctl/pkg/record"
+)
+
+// Reading a record line fast.
+//
+// An offline record line (NDJSON from `sample -o ndjson`, an archive part)
+// carries, besides what a message is (id, body, attributes, system
+// attributes), what an earlier decoding derived from it: envelope, failure
+// and the original payload, which for wrapped formats is the body again as
+// a JSON tree. ReadRecords decodes every record afresh (Decode replaces
+// envelope, failure, payload and redrive), so building those from the line
+// is wasted work: with encoding/json into record.Record, turning the payload
+// into a map[string]any tree, then parsing the body into another one, cost
+// more than half of `classify --from`.
+//
+// unmarshalRecord is a lazy reader for the record contract: it walks the
+// line's top-level object once, validating every value as encoding/json
+// does, reads the message's own fields directly, and only validates what
+// Decode derives again (envelope, payload, payload_encoding, redrive, and
+// failure unless it carries context from the consumer's logs). Anything out of the ordinary — a field of an
+// unexpected JSON type, a key that matches a record field only
+// case-insensitively, a repeated key, invalid JSON — goes to
+// json.Unmarshal, so the result (and every error message) is exactly what
+// encoding/json gives; FuzzUnmarshalRecord checks that.
+//
+// Chosen by measurement: records per CPU-second reading 3,000 real-format
+// record lines (internal/benchdata, ~1.7 KB each) on one core of the
+// shared 2-core benchmark machine (CPU time of -benchtime 21x minus 1x, so
+// contention barely moves it; BenchmarkUnmarshalRecord for the first and
+// last rows, the others with the same harness):
+//
+//	encoding/json into record.Record (the reader before)             ~45,000
+//	github.com/go-json-experiment/json (v2) into record.Record        ~77,000
+//	  the same, derived fields skipped (jsontext.Value)             ~103,000
+//	github.com/goccy/go-json into record.Record                      ~133,000
+//	  the same, derived fields skipped                              ~176,000
+//	unmarshalRecord (this file)                                     ~140,000
+//
+// goccy/go-json is ~25% faster still but accepts and rejects other inputs
+// than encoding/json (what counts as broken JSON decides classes) and
+// would be a new dependency; the v2 API rejects duplicate names and
+// invalid UTF-8 unless told otherwise and is slower here. The lazy reader
+// keeps encoding/json's results and errors with the standard library
+// only. (Parsing bodies, see parseValue: encoding/json 1.0×, v2 0.9×,
+// goccy 2.2×, parseValue 2.0×.)
+func unmarshalRecord(line []byte, rec *record.Record) error {
+	if fastRecord(line, rec) {
+		return nil
+	}
+	*rec = record.Record{}
+	return json.Unmarshal(line, rec)
+}
+
+// recordFields are the record's JSON names (record.Record's tags); a key
+// equal to one of them only case-insensitively is left to encoding/json.
+var recordFields = []string{"message_id", "queue", "body", "body_sha256", "size_bytes", "attributes", "system",
+	"age_seconds", "expires_at", "envelope", "failure", "payload", "payload_encoding", "redrive", "class", "action", "rule", "error_fingerprint"}
+
+// fastRecord reads line into rec and reports whether it could; false
+// means json.Unmarshal must decide (rec is then in an unspecified state).
+func fastRecord(b []byte, rec *record.Record) bool {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return skipWS(b, i+1) == len(b)
+	}
+	var seen uint32
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return false
+		}
+		kEnd, kEsc, ok := scanString(b, i)
+		if !ok || kEsc {
+			return false
+		}
+		key := b[i+1 : kEnd-1]
+		i = skipWS(b, kEnd)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipWS(b, i+1)
+		vStart := i
+		vEnd, ok := skipValue(b, i)
+		if !ok {
+			return false
+		}
+		val := b[vStart:vEnd]
+		field := -1
+		for n, name := range recordFields {
+			if string(key) == name {
+				field = n
+				break
+			}
+		}
+		if field < 0 {
+			for _, name := range recordFields {
+				if bytes.EqualFold(key, []byte(name)) {
+					return false
+				}
+			}
+		} else {
+			if seen&(1<<field) != 0 {
+				return false
+			}
+			seen |= 1 << field
+			if !setField(rec, field, val) {
+				return false
+			}
+		}
+		i = skipWS(b, vEnd)
+		if i >= len(b) {
+			return false
+		}
+		if b[i] == '}' {
+			return skipWS(b, i+1) == len(b)
+		}
+		if b[i] != ',' {
+			return false
+		}
+		i = skipWS(b, i+1)
+	}
+}
+
+// setField decodes val (a valid JSON value) into record field n.
+func setField(rec *record.Record, n int, val []byte) bool {
+	null := string(val) == "null"
+	switch recordFields[n] {
+	case "message_id":
+		return null || fastString(val, &rec.MessageID)
+	case "queue":
+		return null || fastString(val, &rec.Queue)
+	case "body":
+		return null || fastString(val, &rec.Body)
+	case "body_sha256":
+		return null || fastString(val, &rec.BodySHA256)
+	case "class":
+		return null || fastString(val, &rec.Class)
+	case "action":
+		return null || fastString(val, &rec.Action)
+	case "rule":
+		return null || fastString(val, &rec.Rule)
+	case "error_fingerprint":
+		return null || fastString(val, &rec.ErrorFingerprint)
+	case "size_bytes":
+		if null {
+			return true
+		}
+		v, err := strconv.ParseInt(string(val), 10, strconv.IntSize)
+		rec.SizeBytes = int(v)
+		return err == nil
+	case "age_seconds":
+		if null {
+			return true
+		}
+		v, err := strconv.ParseInt(string(val), 10, 64)
+		rec.AgeSeconds = v
+		return err == nil
+	case "payload", "payload_encoding", "envelope", "redrive":
+		// Decode derives these from the body and attributes again: they
+		// are validated as JSON (skipValue) but not decoded.
+		return true
+	case "failure":
+		// Derived again too, except failure context found in the
+		// consumer's logs (failure.source, see --logs), which Decode
+		// keeps.
+		// (`source"` starts with a rarer byte than `"source"`; a key
+		// merely ending in "source" only costs the decoding.)
+		if !bytes.Contains(val, []byte(`source"`)) {
+			return true
+		}
+		return json.Unmarshal(val, &rec.Failure) == nil
+	case "attributes":
+		return fastAttributes(val, rec)
+	case "system":
+		return fastSystem(val, &rec.System)
+	case "expires_at":
+		return rec.ExpiresAt.UnmarshalJSON(val) == nil
+	}
+	return false
+}
+
+// eachMember calls fn with each key (its token) and value of the valid
+// JSON object obj, in order, until fn returns false.
+func eachMember(obj []byte, fn func(key, val []byte) bool) bool {
+	i := skipWS(obj, 1)
+	if i < len(obj) && obj[i] == '}' {
+		return true
+	}
+	for {
+		kEnd, _, _ := scanString(obj, i)
+		key := obj[i:kEnd]
+		i = skipWS(obj, kEnd) + 1 // ':'
+		i = skipWS(obj, i)
+		vEnd, _ := skipValue(obj, i)
+		if !fn(key, obj[i:vEnd]) {
+			return false
+		}
+		i = skipWS(obj, vEnd)
+		if obj[i] == '}' {
+			return true
+		}
+		i = skipWS(obj, i+1) // ','
+	}
+}
+
+// plainKey returns the text of a key token without escapes, or false.
+func plainKey(tok []byte) ([]byte, bool) {
+	k := tok[1 : len(tok)-1]
+	return k, bytes.IndexByte(k, '\\') < 0
+}
+
+func isObject(val []byte) bool { return len(val) > 0 && val[0] == '{' }
+
+// fastAttributes reads the attributes object ({"name": {"type", "value",
+// "base64"}}) as encoding/json reads it into map[string]record.Attribute.
+func fastAttributes(val []byte, rec *record.Record) bool {
+	if string(val) == "null" {
+		rec.Attributes = nil
+		return true
+	}
+	if !isObject(val) {
+		return false
+	}
+	if rec.Attributes == nil {
+		rec.Attributes = make(map[string]record.Attribute, 4)
+	}
+	return eachMember(val, func(ktok, v []byte) bool {
+		var name string
+		if !fastString(ktok, &name) {
+			return false
+		}
+		var a record.Attribute
+		if string(v) != "null" {
+			if !isObject(v) {
+				return false
+			}
+			ok := eachMember(v, func(ftok, fv []byte) bool {
+				k, plain := plainKey(ftok)
+				if !plain {
+					return false
+				}
+				var dst *string
+				switch string(k) {
+				case "type":
+					dst = &a.Type
+				case "value":
+					dst = &a.Value
+				case "base64":
+					dst = &a.Base64
+				default:
+					if bytes.EqualFold(k, []byte("type")) || bytes.EqualFold(k, []byte("value")) || bytes.EqualFold(k, []byte("base64")) {
+						return false
+					}
+					return true
+				}
+				return string(fv) == "null" || fastString(fv, dst)
+			})
+			if !ok {
+				return false
+			}
+		}
+		rec.Attributes[name] = a
+		return true
+	})
+}
+
+var systemFields = []string{"receive_count", "sent_at", "first_received_at", "source_queue_arn", "message_group_id", "deduplication_id", "sequence_number"}
+
+// fastSystem reads the system attributes as encoding/json reads them into
+// record.System.
+func fastSystem(val []byte, s *record.System) bool {
+	if string(val) == "null" {
+		return true
+	}
+	if !isObject(val) {
+		return false
+	}
+	return eachMember(val, func(ktok, v []byte) bool {
+		k, plain := plainKey(ktok)
+		if !plain {
+			return false
+		}
+		null := string(v) == "null"
+		switch string(k) {
+		case "receive_count":
+			if null {
+				return true
+			}
+			n, err := strconv.ParseInt(string(v), 10, strconv.IntSize)
+			s.ReceiveCount = int(n)
+			return err == nil
+		case "sent_at":
+			return s.SentAt.UnmarshalJSON(v) == nil
+		case "first_received_at":
+			return s.FirstReceivedAt.UnmarshalJSON(v) == nil
+		case "source_queue_arn":
+			return null || fastString(v, &s.SourceQueueARN)
+		case "message_group_id":
+			return null || fastString(v, &s.MessageGroupID)
+		case "deduplication_id":
+			return null || fastString(v, &s.DeduplicationID)
+		case "sequence_number":
+			return null || fastString(v, &s.SequenceNumber)
+		}
+		for _, f := range systemFields {
+			if bytes.EqualFold(k, []byte(f)) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// fastString sets *dst from a JSON string token without escapes and with
+// valid UTF-8 (what encoding/json would give); escaped strings go through
+// json.Unmarshal. It returns false when val is not a string.
+func fastString(val []byte, dst *string) bool {
+	if len(val) < 2 || val[0] != '"' {
+		return false
+	}
+	s := val[1 : len(val)-1]
+	if bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s) {
+		*dst = string(s)
+		return true
+	}
+	*dst = unquote(s)
+	return true
+}
+
+// unquote decodes the contents of a valid JSON string token as
+// encoding/json does: escapes resolved, a \u escape of a lone or broken
+// UTF-16 surrogate and each byte of invalid UTF-8 become U+FFFD.
+func unquote(s []byte) string {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); {
+		// Copy the run up to the next escape at once when it is valid
+		// UTF-8 (almost always).
+		// (Runs are short in escaped JSON: a loop beats IndexByte's call.)
+		if j := i; s[j] != '\\' {
+			var high byte
+			for j < len(s) && s[j] != '\\' {
+				high |= s[j]
+				j++
+			}
+			if high < utf8.RuneSelf {
+				out = append(out, s[i:j]...)
+			} else {
+				out = appendUTF8(out, s[i:j])
+			}
+			i = j
+			continue
+		}
+		// An escape.
+		switch s[i+1] {
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r := hex4(s[i+2 : i+6])
+			i += 6
+			if utf16.IsSurrogate(r) {
+				r2 := rune(-1)
+				if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
+					r2 = hex4(s[i+2 : i+6])
+				}
+				if d := utf16.DecodeRune(r, r2); d != unicode.ReplacementChar {
+					r = d
+					i += 6
+				} else {
+					r = unicode.ReplacementChar
+				}
+			}
+			out = utf8.AppendRune(out, r)
+			continue
+		default: // '"', '\\', '/'
+			out = append(out, s[i+1])
+		}
+		i += 2
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	// out is not used again: the string can share its bytes.
+	return unsafe.String(&out[0], len(out))
+}
+
+// appendUTF8 appends run (text without escapes) with each byte of invalid
+// UTF-8 replaced by U+FFFD.
+func appendUTF8(out, run []byte) []byte {
+	if utf8.Valid(run) {
+		return append(out, run...)
+	}
+	for i := 0; i < len(run); {
+		r, n := utf8.DecodeRune(run[i:])
+		if r == utf8.RuneError && n == 1 {
+			out = utf8.AppendRune(out, unicode.ReplacementChar)
+		} else {
+			out = append(out, run[i:i+n]...)
+		}
+		i += n
+	}
+	return out
+}
+
+// hex4 decodes 4 hex digits (validated by scanString).
+func hex4(h []byte) rune {
+	var r rune
+	for _, c := range h {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		default:
+			c = c - 'A' + 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// scanString validates the JSON string starting at b[i] == '"' and returns
+// the index after its closing quote and whether it has escapes.
+func scanString(b []byte, i int) (end int, escaped, ok bool) {
+	i++
+	for i < len(b) {
+		// The common run: plain bytes, eight at a time.
+		for i+8 <= len(b) && !specialByte(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
+		c := b[i]
+		switch {
+		case c == '"':
+			return i + 1, escaped, true
+		case c == '\\':
+			escaped = true
+			if i+1 >= len(b) {
+				return 0, false, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) || !isHexDigit(b[i+2]) || !isHexDigit(b[i+3]) || !isHexDigit(b[i+4]) || !isHexDigit(b[i+5]) {
+					return 0, false, false
+				}
+				i += 6
+			default:
+				return 0, false, false
+			}
+		case c < 0x20:
+			return 0, false, false
+		default:
+			i++
+		}
+	}
+	return 0, false, false
+}
+
+// specialByte reports whether one of the 8 bytes of x ends a plain run of a
+// JSON string: '"', '\\' or a control byte (< 0x20). (A word has a zero
+// byte where (x-0x01…)&^x&0x80… is set; the test may also flag bytes >=
+// 0x80 next to such a byte, which only ends the fast run early.)
+func specialByte(x uint64) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	quote := x ^ (lo * '"')
+	backslash := x ^ (lo * '\\')
+	return ((quote-lo)&^quote|(backslash-lo)&^backslash|(x-lo*0x20)&^x)&hi != 0
+}
+
+func isHexDigit(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// maxNesting is encoding/json's nesting limit: deeper values are left to
+// it (it rejects them).
+const maxNesting = 10000
+
+// skipValue validates the JSON value starting at b[i] (RFC 8259, as
+// encoding/json's scanner: invalid UTF-8 in strings is accepted) and
+// returns the index after it.
+func skipValue(b []byte, i int) (int, bool) {
+	// stack of open containers: '{' or '['; afterKey tells whether an
+	// object is waiting for a value after its key.
+	var stackBuf [32]byte
+	stack := stackBuf[:0]
+	for {
+		i = skipWS(b, i)
+		if i >= len(b) {
+			return 0, false
+		}
+		// A value.
+		switch c := b[i]; {
+		case c == '{':
+			if len(stack) >= maxNesting {
+				return 0, false
+			}
+			i = skipWS(b, i+1)
+			if i < len(b) && b[i] == '}' {
+				i++
+				break
+			}
+			stack = append(stack, '{')
+			var ok bool
+			if i, ok = skipKey(b, i); !ok {
+				return 0, false
+			}
+			continue
+		case c == '[':
+			if len(stack) >= maxNesting {
+				return 0, false
+			}
+			i = skipWS(b, i+1)
+			if i < len(b) && b[i] == ']' {
+				i++
+				break
+			}
+			stack = append(stack, '[')
+			continue
+		case c == '"':
+			end, _, ok := scanString(b, i)
+			if !ok {
+				return 0, false
+			}
+			i = end
+		case c == '-' || c >= '0' && c <= '9':
+			end, ok := scanNumber(b, i)
+			if !ok {
+				return 0, false
+			}
+			i = end
+		case c == 't':
+			if !bytes.HasPrefix(b[i:], []byte("true")) {
+				return 0, false
+			}
+			i += 4
+		case c == 'f':
+			if !bytes.HasPrefix(b[i:], []byte("false")) {
+				return 0, false
+			}
+			i += 5
+		case c == 'n':
+			if !bytes.HasPrefix(b[i:], []byte("null")) {
+				return 0, false
+			}
+			i += 4
+		default:
+			return 0, false
+		}
+		// After a value: close containers or go on to the next element.
+		for {
+			if len(stack) == 0 {
+				return i, true
+			}
+			i = skipWS(b, i)
+			if i >= len(b) {
+				return 0, false
+			}
+			top := stack[len(stack)-1]
+			if b[i] == ',' {
+				i = skipWS(b, i+1)
+				if top == '{' {
+					var ok bool
+					if i, ok = skipKey(b, i); !ok {
+						return 0, false
+					}
+				}
+				break
+			}
+			if top == '{' && b[i] == '}' || top == '[' && b[i] == ']' {
+				stack = stack[:len(stack)-1]
+				i++
+				continue
+			}
+			return 0, false
+		}
+	}
+}
+
+// skipKey validates `"key" :` at b[i] and returns the index after the colon.
+func skipKey(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, false
+	}
+	end, _, ok := scanString(b, i)
+	if !ok {
+		return 0, false
+	}
+	i = skipWS(b, end)
+	if i >= len(b) || b[i] != ':' {
+		return 0, false
+	}
+	return i + 1, true
+}
+
+// scanNumber validates a JSON number at b[i]:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func scanNumber(b []byte, i int) (int, bool) {
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return 0, false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return 0, false
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return 0, false
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	return i, true
+}
