@@ -569,7 +569,15 @@ func (c *Consumer) othersDone(ctx context.Context) bool {
 		c.waitingSince = time.Now()
 	}
 	if time.Since(c.waitingSince) > 2*c.session+5*time.Second {
-		c.leftToOthers = pending
+		// Partitions this member held earlier in the run are counted by
+		// Unfinished (as moved); these are the ones it never held.
+		var never int64
+		for _, pr := range plan.Partitions {
+			if _, mine := c.parts[pr.Partition]; !mine && !c.everAssigned[pr.Partition] {
+				never += pr.Pending()
+			}
+		}
+		c.leftToOthers = never
 		return true
 	}
 	return false
