@@ -15,6 +15,7 @@
 #                     run in make test; new crashers land there too.
 #   make demo         scripts/demo.sh: stack, seeded incident, walkthrough
 #   make demo-rabbitmq  scripts/demo-rabbitmq.sh: the same on RabbitMQ
+#   make demo-kafka   scripts/demo-kafka.sh: the same on Kafka dead-letter topics (kfake)
 #   make seed         seed an incident (PREFIX=demo, SEED_FLAGS="--scale 500 --reset")
 #   make stack-start / stack-stop / stack-status
 
@@ -35,7 +36,7 @@ WITH_STACK = scripts/tools.sh || exit $$?; \
 	eval "$$stack_env"; \
 	export DLQCTL_REQUIRE_STACK=1;
 
-.PHONY: build test fmt-check vet bench fuzz demo demo-rabbitmq seed stack-start stack-stop stack-status clean
+.PHONY: build test fmt-check vet bench fuzz demo demo-rabbitmq demo-kafka seed stack-start stack-stop stack-status clean
 
 build:
 	$(GO) build -o bin/dlqctl .
@@ -82,6 +83,9 @@ demo:
 
 demo-rabbitmq:
 	scripts/demo-rabbitmq.sh
+
+demo-kafka:
+	scripts/demo-kafka.sh
 
 seed:
 	@$(STACK) start >/dev/null && $(GO) run ./scripts/dlqctl-seed --prefix $(PREFIX) $(SEED_FLAGS)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dlqctl/dlqctl/pkg/archive"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -42,9 +43,14 @@ type ArchiveOptions struct {
 	WaitInFlight bool
 	// RateShareRaw is --rate-share I/N (cmd/flaggroups.go).
 	RateShareRaw string
+	// DeleteRecords (Kafka) deletes the records below dlqctl's committed
+	// offsets after the run (DeleteRecords: irreversible).
+	DeleteRecords bool
 }
 
-const archiveLong = `Archive messages of a queue (normally a DLQ) to S3 before anything is
+const archiveLong = `Archive messages of a queue (normally a DLQ; or a Kafka topic, kafka://HOST:PORT/TOPIC,
+where --delete commits dlqctl's group past verified records and
+--delete-records then deletes them from the topic) to S3 before anything is
 discarded, and verify the archive.
 
 Messages are streamed into parts: gzip-compressed NDJSON of message records
@@ -84,7 +90,12 @@ Messages a receive whose answer was lost may have taken are waited for
 until their visibility timeout ends (--wait-inflight, on by default) and
 then archived; without --delete, a FIFO queue cannot be read past the first
 message of each group, so such a run archives only those and ends partial
-(exit 4), saying how many it could not read. The manifest lists every
+(exit 4), saying how many it could not read. On Kafka the run reads the
+group's commits back at its end: it is complete only when every partition
+the group gave it was read to the end taken at its start and committed past
+every record it archived; a partition that moved to another process of the
+group with records pending (or came late) ends it partial (exit 4), saying
+how many records of which partitions are left. The manifest lists every
 verified part (key, records, bytes, SHA-256, first/last message id), the
 selection and whether messages were deleted; it is written also after a
 failure or Ctrl-C.
@@ -134,7 +145,8 @@ func NewCmdArchive(f *Factory, runF func(context.Context, *ArchiveOptions) error
 	opts.Selection.AddFlags(fl)
 	opts.Selection.AddLogsFlags(fl)
 	fl.IntVar(&opts.Max, "max", 0, "archive at most N messages (0 = all)")
-	fl.BoolVar(&opts.Delete, "delete", false, "delete each message from the queue once the part holding it is verified")
+	fl.BoolVar(&opts.Delete, "delete", false, "delete each message from the queue once the part holding it is verified (Kafka: commit dlqctl's group past it)")
+	fl.BoolVar(&opts.DeleteRecords, "delete-records", false, "Kafka: after the run, delete the topic's records below dlqctl's committed offsets (DeleteRecords, irreversible; needs --delete and --yes)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing; print how many messages, bytes and parts would be archived")
 	fl.StringVar(&opts.PartSizeRaw, "part-size", "64MiB", "close a part at this compressed size (e.g. 16MiB, 1GiB; at most 5GiB)")
 	fl.IntVar(&opts.PartRecords, "part-records", archive.DefaultPartRecords, "close a part at this many records")
@@ -217,6 +229,9 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 		return amqpArchiveRun(ctx, opts)
 	}
 	f := opts.F
+	if isKafkaRef(opts.Queue) {
+		return kafkaArchiveRun(ctx, opts)
+	}
 	c, q, err := f.ResolveQueue(ctx, opts.Queue)
 	if err != nil {
 		return err
@@ -267,7 +282,7 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	}
 	format, _ := f.Format()
 	if opts.DryRun {
-		return archivePlan(ctx, f, c, q, aopts, format)
+		return archivePlan(ctx, f, f.SQSQueue(c, q), int64(q.Counts().Visible), aopts, format)
 	}
 	if opts.Delete {
 		if err := confirmArchiveDelete(f, q, sel.Describe(), opts); err != nil {
@@ -434,10 +449,10 @@ type ArchivePlanOutput struct {
 	PartRecords int   `json:"part_records"`
 }
 
-func archivePlan(ctx context.Context, f *Factory, c *sqs.Client, q *sqs.Queue, aopts archive.Options, format output.Format) error {
+func archivePlan(ctx context.Context, f *Factory, ep broker.Endpoint, total int64, aopts archive.Options, format output.Format) error {
 	prog := output.NewProgress(f.IO, format)
-	pl, err := archive.DryRun(ctx, f.SQSQueue(c, q), aopts, func(seen int) {
-		prog.Update(output.Stats{Op: "scan", Done: int64(seen), Total: int64(q.Counts().Visible)}, false)
+	pl, err := archive.DryRun(ctx, ep, aopts, func(seen int) {
+		prog.Update(output.Stats{Op: "scan", Done: int64(seen), Total: total}, false)
 	})
 	prog.Done()
 	if err != nil {

@@ -34,7 +34,9 @@ func NewCmdAudit(f *Factory, runF func(context.Context, *AuditOptions) error) *c
 	c := &cobra.Command{
 		Use:   "audit [QUEUE…] [--prefix P] [--investigation-window 7d]",
 		Short: "Check source queues and DLQs against a production checklist",
-		Long: withExitCodes(`Check source queues and their dead-letter queues for the configuration
+		Long: withExitCodes(`Check source queues and their dead-letter queues (or Kafka dead-letter
+topics, kafka://HOST:PORT/TOPIC: compaction, partitions, retention,
+replication, retry topics without a DLT) for the configuration
 mistakes that turn a bad deploy into lost messages. With no QUEUE every queue
 in the region is audited (only names starting with --prefix when given); a
 named queue is audited together with its DLQ, the queues that dead-letter
@@ -145,6 +147,12 @@ func auditRun(ctx context.Context, opts *AuditOptions) error {
 		return amqpAuditRun(ctx, opts)
 	}
 	f := opts.F
+	if k := countKafkaRefs(opts.Queues); k > 0 {
+		if k != len(opts.Queues) {
+			return errs.BadInputf("audit takes either SQS queues or kafka:// topics in one run, not both; run it once per broker")
+		}
+		return kafkaAuditRun(ctx, opts)
+	}
 	queues, err := sqsTargets(opts.Queues)
 	if err != nil {
 		return err

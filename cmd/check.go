@@ -40,7 +40,9 @@ func NewCmdCheck(f *Factory, runF func(context.Context, *CheckOptions) error) *c
 	c := &cobra.Command{
 		Use:   "check DLQ [--max-visible N] [--max-age D] [--max-growth N/5m]",
 		Short: "One-shot threshold check of a DLQ for cron, CI and monitoring agents",
-		Long: withExitCodes(`Check a DLQ against thresholds and print one line per threshold: its
+		Long: withExitCodes(`Check a DLQ (or a Kafka dead-letter topic, kafka://HOST:PORT/TOPIC: records
+pending for dlqctl's group, and the exact oldest pending age) against
+thresholds and print one line per threshold: its
 status (ok, breach or unknown), the value and the limit. Exit 3 when any
 threshold is breached; unknown never fails. With no threshold flag, check
 uses --max-visible 0: any visible message is a breach.
@@ -140,6 +142,9 @@ func checkRun(ctx context.Context, opts *CheckOptions) error {
 	f := opts.F
 	if isAMQPRef(opts.Queue) {
 		return amqpCheckRun(ctx, opts)
+	}
+	if isKafkaRef(opts.Queue) {
+		return kafkaCheckRun(ctx, opts)
 	}
 	c, q, err := f.ResolveQueue(ctx, opts.Queue)
 	if err != nil {

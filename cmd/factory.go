@@ -22,6 +22,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/archive"
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/amqp"
+	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -57,6 +58,8 @@ type Factory struct {
 	Opts GlobalOptions
 	// AMQP is the RabbitMQ flag group (cmd/flags_amqp.go).
 	AMQP amqp.Config
+	// Kafka is the Kafka connection (flags_kafka.go).
+	Kafka kafka.Config
 
 	once    sync.Once
 	cfg     aws.Config
@@ -323,6 +326,8 @@ func (f *Factory) Endpoint(ctx context.Context, raw string) (broker.Endpoint, er
 		}
 		f.Verbosef("queue %s -> %s (%s queue, management API %s)", ref, ep.ID(), ep.Info().Type, ep.Management().URL())
 		return ep, nil
+	case broker.Kafka:
+		return f.KafkaEndpoint(ctx, raw)
 	}
 	return nil, errs.BadInputf("%s: unknown broker %q", ref, ref.Broker)
 }
@@ -341,8 +346,6 @@ func checkRef(raw string) (broker.Ref, error) {
 		if _, err := sqs.ParseRef(ref.Target); err != nil {
 			return ref, err
 		}
-	case broker.Kafka:
-		return ref, errs.BadInputf("%s is a Kafka topic, and this dlqctl does not read Kafka yet; pass an SQS queue (a name, URL, ARN or sqs://NAME)", ref)
 	}
 	return ref, nil
 }

@@ -31,6 +31,8 @@ type ReadFlags struct {
 	Visibility time.Duration
 	// sampleSet is true when --sample was given explicitly.
 	sampleSet bool
+	// chain reads a Kafka topic's whole retry chain (group --by stage).
+	chain bool
 }
 
 // DefaultSample is how many messages triage reads without --all.
@@ -61,7 +63,7 @@ func (r *ReadFlags) validate(c *cobra.Command) error {
 
 // input returns the InputOptions for queue q.
 func (r *ReadFlags) input(q string) InputOptions {
-	in := InputOptions{Queue: q, From: r.From, Visibility: r.Visibility,
+	in := InputOptions{Queue: q, From: r.From, Visibility: r.Visibility, Chain: r.chain,
 		Refuse: func(caps broker.Capabilities) error { return refuseFlags(caps, r.flags, false) }}
 	if !r.All {
 		in.Max = r.Sample
@@ -114,7 +116,7 @@ func (rr *readResult) finish(err error) error {
 // with --logs it runs after the record's failure context from the logs is
 // attached. fn gets what pre returned, one record at a time, in order.
 func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *logsLookup, pre func(rec *record.Record, parsed any) any, fn recordFunc) (*readResult, error) {
-	if r.From == "" {
+	if r.From == "" && !isKafkaRef(q) {
 		if err := warnPeekSideEffects(ctx, f, q); err != nil {
 			return nil, err
 		}
@@ -230,7 +232,8 @@ func NewCmdGroup(f *Factory, runF func(context.Context, *GroupOptions) error) *c
 	c := &cobra.Command{
 		Use:   "group QUEUE --by KEYS",
 		Short: "Count messages by source, event type, error fingerprint, shape, age, …",
-		Long: withExitCodes(`Group the messages of a dead-letter queue and count each group: what
+		Long: withExitCodes(`Group the messages of a dead-letter queue (or Kafka topic: --by stage reads
+its whole retry chain) and count each group: what
 failed, from where, since when. Nothing is consumed: messages are read
 (held invisible with a heartbeat so each is seen once) and released at the
 end, also on Ctrl-C and on errors.
@@ -322,6 +325,9 @@ func groupRun(ctx context.Context, opts *GroupOptions) (retErr error) {
 	lk, err := newLogsLookup(ctx, f, &opts.Selection.Logs)
 	if err != nil {
 		return err
+	}
+	for _, k := range keys {
+		opts.Read.chain = opts.Read.chain || k.Name == "stage"
 	}
 	// Classification and the group key values are computed on the decoding
 	// goroutines; counting into groups happens in order.

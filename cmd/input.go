@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
+	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/record"
@@ -22,6 +23,9 @@ type InputOptions struct {
 	From       string        // NDJSON/JSON file of records, "-" for stdin
 	Max        int           // distinct messages to read from the queue; 0 = all
 	Visibility time.Duration // hold time between heartbeats while scanning
+	// Chain reads a Kafka topic's whole retry chain (its retry topics and
+	// dead-letter topic), for group --by stage.
+	Chain bool
 	// Prepare, when set, is per-record work (classification, group keys)
 	// done before fn sees a record; for files and archives it runs on the
 	// decoding goroutines, in parallel (it must be safe for concurrent use
@@ -78,6 +82,20 @@ func (f *Factory) ForEachPrepared(ctx context.Context, in InputOptions, fn recor
 			err = nil
 		}
 		return &InputResult{}, err
+	}
+	if isKafkaRef(in.Queue) {
+		if in.Refuse != nil {
+			if err := in.Refuse(kafka.Capabilities()); err != nil {
+				return nil, err
+			}
+		}
+		return f.kafkaForEachRecord(ctx, in, func(rec *record.Record, parsed any) error {
+			var prep any
+			if in.Prepare != nil {
+				prep = in.Prepare(rec, parsed)
+			}
+			return fn(rec, parsed, prep)
+		})
 	}
 	ep, err := f.Endpoint(ctx, in.Queue)
 	if err != nil {

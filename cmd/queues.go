@@ -26,7 +26,7 @@ type QueuesOptions struct {
 func NewCmdQueues(f *Factory, runF func(context.Context, *QueuesOptions) error) *cobra.Command {
 	opts := &QueuesOptions{F: f}
 	c := &cobra.Command{
-		Use:   "queues [amqp://HOST/VHOST/] [--prefix P]",
+		Use:   "queues [--prefix P] | queues amqp://HOST/VHOST/ | queues kafka://HOST:PORT[/PREFIX]",
 		Short: "List dead-letter queues with their sources, depths and retention",
 		Long: withExitCodes(`List the dead-letter queues in the account and region: every queue that
 some queue's RedrivePolicy targets. For each: its source queues with their
@@ -39,16 +39,29 @@ it expires from the DLQ earlier than the DLQ's retention suggests.
 
 RabbitMQ: 'queues amqp://USER:PASS@HOST/VHOST/' lists the vhost's queues that
 some queue's dead-letter exchange routes to, with their type, ready and
-unacknowledged counts, consumers, limits and sources (management API).`),
+unacknowledged counts, consumers, limits and sources (management API).
+
+With kafka://HOST:PORT[/PREFIX] it lists a Kafka cluster's dead-letter and
+retry topics instead (names starting with PREFIX): recognised by name
+(BASE-retry[-N], BASE-dlt, BASE-dlq, BASE.DLT) or by the dead-letter headers
+of their records, with each partition's end offset, dlqctl's committed offset
+(--group, default dlqctl-TOPIC) and pending records, the oldest pending
+record's age, retention and cleanup policy, and the source topics the
+headers name.`),
 		Example: `  dlqctl queues
-  dlqctl queues --prefix orders -o json`,
+  dlqctl queues --prefix orders -o json
+  dlqctl queues amqp://USER:PASS@rabbit:5672/%2f/
+  dlqctl queues kafka://kafka-1:9092/orders`,
 		Args: func(c *cobra.Command, args []string) error {
-			if len(args) == 1 && isAMQPRef(args[0]) {
+			if len(args) == 1 && (isAMQPRef(args[0]) || isKafkaRef(args[0])) {
 				return nil
 			}
-			return exactArgs(0, "no arguments (or one amqp://HOST/VHOST/ reference)")(c, args)
+			return exactArgs(0, "no arguments (or one amqp://HOST/VHOST/ or kafka://HOST:PORT[/PREFIX] reference)")(c, args)
 		},
 		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 && isKafkaRef(args[0]) {
+				return kafkaQueuesRun(c.Context(), f, args[0], opts.Prefix)
+			}
 			if len(args) == 1 {
 				opts.AMQP = args[0]
 			}

@@ -52,6 +52,9 @@ type RedriveOptions struct {
 
 	// ResumeID continues the named run instead of starting one.
 	ResumeID string `json:"-"`
+
+	// Kafka holds the flags only Kafka topics take.
+	Kafka KafkaRedriveFlags `json:"kafka,omitzero"`
 }
 
 const redriveLong = `Move messages from a dead-letter queue back to their source queues (or to a
@@ -84,6 +87,12 @@ selection skips is held until the end, so SQS hands out nothing more of its
 group: later messages of that group are not moved ahead of it, and the run
 exits 4 naming the blocked groups. A message whose lease was lost is never
 counted as moved; it is deleted when received again, without a second send.
+
+A Kafka dead-letter topic (kafka://HOST:PORT/TOPIC) is redriven to the
+original topic named in each record's headers (or --to kafka://…/TOPIC), key
+kept, dead-letter headers dropped; dlqctl's consumer group (--group) is the
+journal, replayed records land after newer records with the same key, and
+--max-dest-lag GROUP:N and --exactly-once apply (docs/kafka.md).
 
 --to source (default) sends each message to the queue named by its
 DeadLetterQueueSourceArn (or the DLQ's only source queue); --to QUEUE sends
@@ -175,6 +184,7 @@ func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error
 	fl.StringVar(&opts.Engine, "engine", "dlqctl", "dlqctl (this pipeline) or native (SQS StartMessageMoveTask)")
 	fl.DurationVar(&opts.Visibility, "visibility", 30*time.Second, "how long received messages stay hidden between heartbeats")
 	fl.BoolVar(&opts.WaitInFlight, "wait-inflight", true, waitInFlightHelp)
+	opts.Kafka.addFlags(fl)
 
 	c.AddCommand(newCmdRedriveResume(f, runF), newCmdRedriveStatus(f), newCmdRedriveCancel(f))
 	return c
@@ -207,6 +217,9 @@ func (o *RedriveOptions) validate(c *cobra.Command) error {
 		if _, err := checkRef(o.To); err != nil {
 			return err
 		}
+	}
+	if err := checkKafkaPair(o.DLQ, o.To); err != nil {
+		return err
 	}
 	if err := o.PaceFlags.validate(); err != nil {
 		return err
@@ -290,6 +303,9 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		return amqpRedriveRun(ctx, opts)
 	}
 	f := opts.F
+	if isKafkaRef(opts.DLQ) {
+		return kafkaRedriveRun(ctx, opts)
+	}
 	c, dlq, err := f.ResolveQueue(ctx, opts.DLQ)
 	if err != nil {
 		return err
@@ -716,6 +732,9 @@ reason); with none, it says so and exits 0. The journals are read from
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
+			if (len(args) == 1 && isKafkaRef(args[0])) || isKafkaRef(dlqRef) {
+				return errs.BadInputf("a Kafka redrive has no run journal to resume: the consumer group's committed offsets are its journal, so run the same redrive command again")
+			}
 			id := ""
 			if len(args) == 1 {
 				id = args[0]
@@ -761,6 +780,9 @@ func newCmdRedriveStatus(f *Factory) *cobra.Command {
 		Long:  withExitCodes(`List the SQS move tasks of a DLQ (SQS keeps the last ten): status, messages moved and to move, rate and destination.`),
 		Args:  exactArgs(1, "one DLQ (name, URL or ARN)"),
 		RunE: func(c *cobra.Command, args []string) error {
+			if isKafkaRef(args[0]) {
+				return errs.BadInputf("redrive status shows SQS move tasks; Kafka has none: 'dlqctl redrive kafka://… --dry-run' shows what is pending")
+			}
 			ctx := c.Context()
 			cl, dlq, err := f.ResolveQueue(ctx, args[0])
 			if err != nil {
@@ -811,6 +833,9 @@ func newCmdRedriveCancel(f *Factory) *cobra.Command {
 		Long:  withExitCodes(`Cancel the running SQS move task of a DLQ. Messages already moved stay moved; the rest stay in the DLQ.`),
 		Args:  exactArgs(1, "one DLQ (name, URL or ARN)"),
 		RunE: func(c *cobra.Command, args []string) error {
+			if isKafkaRef(args[0]) {
+				return errs.BadInputf("redrive cancel stops SQS move tasks; Kafka has none: stop a running Kafka redrive with Ctrl-C (it finishes its batch and commits)")
+			}
 			ctx := c.Context()
 			cl, dlq, err := f.ResolveQueue(ctx, args[0])
 			if err != nil {

@@ -93,7 +93,7 @@ func NewCmdRestore(f *Factory, runF func(context.Context, *RestoreOptions) error
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&opts.To, "to", "", "destination queue name, URL or ARN (required)")
+	fl.StringVar(&opts.To, "to", "", "destination queue name, URL or ARN, or a Kafka topic kafka://HOST:PORT/TOPIC (required)")
 	opts.Selection.AddFlags(fl)
 	fl.IntVar(&opts.Max, "max", 0, "restore at most N messages (0 = all)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing; print what would be sent and how long it would take")
@@ -150,6 +150,9 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	if isAMQPRef(opts.To) {
 		return amqpRestoreRun(ctx, opts, ref, m)
 	}
+	if isKafkaRef(opts.To) {
+		return kafkaRestoreRun(ctx, opts, ref, m)
+	}
 	c, dest, err := f.ResolveQueue(ctx, opts.To)
 	if err != nil {
 		return err
@@ -172,20 +175,8 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 		f.IO.Warnf("%s is FIFO but the archive of %s is not: records without a message group will be skipped", dest.Name, m.Queue.Name)
 	}
 
-	f.IO.Infof("verifying %s (%d part(s), %d record(s)) before sending anything", ref.Name(), len(m.Parts), m.Records())
-	rep, err := archive.VerifyArchive(ctx, ref, nil)
-	if err != nil {
+	if err := verifyBeforeRestore(ctx, f, ref, m); err != nil {
 		return err
-	}
-	if !rep.OK {
-		var probs []string
-		for _, pc := range rep.Parts {
-			for _, p := range pc.Problems {
-				probs = append(probs, pc.Key+": "+p)
-			}
-		}
-		probs = append(probs, rep.Problems...)
-		return errs.Verdictf("the archive failed verification, nothing was sent: %s", strings.Join(probs, "; "))
 	}
 
 	router := sqs.ToQueue(dest)
@@ -245,7 +236,7 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	if out.CloseErr != nil {
 		f.IO.Warnf("releasing held messages: %v (they become visible again when their visibility timeout ends)", out.CloseErr)
 	}
-	if err := printRestoreSummary(f, prog, ref, dest, out.Result, out.Verdict, out.Status); err != nil {
+	if err := printRestoreSummary(f, prog, ref, dest.Name, out.Result, out.Verdict, out.Status); err != nil {
 		return err
 	}
 	return out.Err
@@ -267,8 +258,8 @@ type RestoreSummary struct {
 	Canary  *redrive.Verdict `json:"canary,omitempty"`
 }
 
-func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, dest *sqs.Queue, res *redrive.Result, v *redrive.Verdict, status string) error {
-	sum := RestoreSummary{Result: res, Status: status, Archive: ref.Name(), To: dest.Name, Canary: v}
+func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, destName string, res *redrive.Result, v *redrive.Verdict, status string) error {
+	sum := RestoreSummary{Result: res, Status: status, Archive: ref.Name(), To: destName, Canary: v}
 	format, _ := f.Format()
 	switch format {
 	case output.JSON:
@@ -279,7 +270,7 @@ func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, des
 	t := output.NewTable(f.IO, "", "")
 	t.Row("run", res.RunID)
 	t.Row("status", status)
-	t.Row("sent", fmt.Sprintf("%d from %s to %s in %s (%.1f/s)", res.Moved, ref.Name(), dest.Name, output.Duration(time.Duration(res.ElapsedSeconds*float64(time.Second))), res.Rate))
+	t.Row("sent", fmt.Sprintf("%d from %s to %s in %s (%.1f/s)", res.Moved, ref.Name(), destName, output.Duration(time.Duration(res.ElapsedSeconds*float64(time.Second))), res.Rate))
 	if res.Resumed > 0 {
 		t.Row("resumed", fmt.Sprintf("%d already sent by an earlier attempt; not sent again", res.Resumed))
 	}
@@ -287,7 +278,7 @@ func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, des
 		t.Row("skipped", fmt.Sprintf("%d %s", res.Skipped[r], r))
 	}
 	if res.Failed > 0 {
-		t.Row("failed", fmt.Sprintf("%d refused by %s; run the same command again to retry", res.Failed, dest.Name))
+		t.Row("failed", fmt.Sprintf("%d refused by %s; run the same command again to retry", res.Failed, destName))
 	}
 	if res.Unknown > 0 {
 		t.Row("unknown", fmt.Sprintf("%d whose send outcome is unknown; a FIFO destination de-duplicates a retry within 5 minutes", res.Unknown))
@@ -347,4 +338,25 @@ func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *
 		t.Row("duration", output.Duration(time.Duration(pl.EstimatedSeconds*float64(time.Second))))
 	}
 	return t.Render()
+}
+
+// verifyBeforeRestore re-reads every part of the archive and refuses to
+// send anything from an archive that fails verification.
+func verifyBeforeRestore(ctx context.Context, f *Factory, ref archive.Ref, m *archive.Manifest) error {
+	f.IO.Infof("verifying %s (%d part(s), %d record(s)) before sending anything", ref.Name(), len(m.Parts), m.Records())
+	rep, err := archive.VerifyArchive(ctx, ref, nil)
+	if err != nil {
+		return err
+	}
+	if !rep.OK {
+		var probs []string
+		for _, pc := range rep.Parts {
+			for _, p := range pc.Problems {
+				probs = append(probs, pc.Key+": "+p)
+			}
+		}
+		probs = append(probs, rep.Problems...)
+		return errs.Verdictf("the archive failed verification, nothing was sent: %s", strings.Join(probs, "; "))
+	}
+	return nil
 }

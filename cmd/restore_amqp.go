@@ -9,7 +9,6 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/archive"
 	"github.com/dlqctl/dlqctl/pkg/broker/amqp"
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
@@ -108,7 +107,7 @@ func amqpRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref, 
 	if err != nil {
 		return err
 	}
-	if err := printRestoreSummary(f, prog, ref, &sqs.Queue{Name: t.Label}, out.Result, out.Verdict, out.Status); err != nil {
+	if err := printRestoreSummary(f, prog, ref, t.Label, out.Result, out.Verdict, out.Status); err != nil {
 		return err
 	}
 	return out.Err

@@ -145,6 +145,7 @@ IAM policies per role, on-call runbooks — is built in: 'dlqctl help topics'.
 	pf.StringVar(&f.Opts.BucketOwner, "bucket-owner", "", "12-digit account id that must own the S3 bucket; S3 refuses every call to a bucket owned by anyone else (ExpectedBucketOwner)")
 	pf.BoolVar(&f.Opts.RequesterPays, "requester-pays", false, "accept the request charges of a requester-pays S3 bucket")
 	addAMQPFlags(pf, &f.AMQP)
+	addKafkaFlags(pf, &f.Kafka)
 
 	root.SetHelpCommand(newHelpCmd(root))
 	// Every command, added here explicitly (no init() registration).

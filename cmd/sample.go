@@ -45,7 +45,9 @@ received (hidden for --visibility while dlqctl holds them), turned into
 message records, and released (visibility 0) before dlqctl exits, also on
 Ctrl-C and on errors. Nothing is deleted.
 
-QUEUE is a queue name, URL or ARN (or sqs://NAME). --from reads records from a file written
+QUEUE is a queue name, URL or ARN (or sqs://NAME), or a Kafka topic
+kafka://HOST:PORT/TOPIC (read from dlqctl's group's committed offsets to the
+end offsets at the start, read_committed, nothing committed; docs/kafka.md). --from reads records from a file written
 by 'sample -o ndjson' instead (- for stdin).
 
 Side effects to know: every receive increments ApproximateReceiveCount; if
@@ -129,7 +131,7 @@ func sampleRun(ctx context.Context, opts *SampleOptions) error {
 	if filter != nil {
 		in.Max = max(opts.ScanMax, opts.N)
 	}
-	if opts.From == "" {
+	if opts.From == "" && !isKafkaRef(opts.Queue) {
 		if err := warnPeekSideEffects(ctx, f, opts.Queue); err != nil {
 			return err
 		}
@@ -199,6 +201,9 @@ func printRecords(f *Factory, recs []record.Record) error {
 		}
 		errText := errorCell(&r) // also "(logs: no log line mentions this message)"
 		src := sqs.NameFromARN(r.System.SourceQueueARN)
+		if k := r.System.Kafka; k != nil && k.Origin != nil {
+			src = k.Origin.Topic
+		}
 		if r.System.MessageGroupID != "" {
 			src += " [" + r.System.MessageGroupID + "]"
 		}

@@ -42,6 +42,8 @@ var schemaRefs = []string{
 	"dry-run-plan.schema.json#/$defs/archive",
 	"health.schema.json#/$defs/queues",
 	"health.schema.json#/$defs/dlq",
+	"health.schema.json#/$defs/kafka_topics",
+	"health.schema.json#/$defs/kafka_topic",
 	"health.schema.json#/$defs/audit",
 	"health.schema.json#/$defs/finding",
 	"health.schema.json#/$defs/check",
@@ -185,6 +187,9 @@ func contractFor(args []string) outputContract {
 		c.json, c.ndjson, c.summary = "restore-summary.schema.json", "progress-event.schema.json", "restore-summary.schema.json"
 	case "queues":
 		c.json, c.ndjson = "health.schema.json#/$defs/queues", "health.schema.json#/$defs/queue_entry"
+		if strings.HasPrefix(sub, "kafka://") {
+			c.json, c.ndjson = "health.schema.json#/$defs/kafka_topics", "health.schema.json#/$defs/kafka_topic"
+		}
 	case "audit":
 		c.json, c.ndjson = "health.schema.json#/$defs/audit", "health.schema.json#/$defs/finding"
 	case "check":

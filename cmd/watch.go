@@ -31,7 +31,10 @@ func NewCmdWatch(f *Factory, runF func(context.Context, *WatchOptions) error) *c
 	c := &cobra.Command{
 		Use:   "watch DLQ [--interval 10s] [--count N]",
 		Short: "Live view of a DLQ's depth, growth and move tasks",
-		Long: withExitCodes(`Watch a DLQ: every --interval, read its visible, in-flight and delayed
+		Long: withExitCodes(`(A Kafka topic, kafka://HOST:PORT/TOPIC, is watched by its records pending
+for dlqctl's group.)
+
+Watch a DLQ: every --interval, read its visible, in-flight and delayed
 counts, the growth per minute (change of visible + in flight + delayed over up
 to the last minute) and any running message move task out of it. Nothing is
 received: watching has no side effects.
@@ -75,6 +78,9 @@ func watchRun(ctx context.Context, opts *WatchOptions) error {
 	f := opts.F
 	if isAMQPRef(opts.Queue) {
 		return amqpWatchRun(ctx, opts)
+	}
+	if isKafkaRef(opts.Queue) {
+		return kafkaWatchRun(ctx, opts)
 	}
 	c, q, err := f.ResolveQueue(ctx, opts.Queue)
 	if err != nil {

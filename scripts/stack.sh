@@ -26,6 +26,8 @@
 #                          testing/testing; region us-east-1; S3 path-style)
 #   AWS_ENDPOINT_URL_CLOUDWATCH_LOGS   moto_server's CloudWatch Logs (the
 #                          SDK's per-service variable; dlqctl --logs)
+#   DLQCTL_KAFKA_BROKERS   kfake (franz-go's Kafka protocol server, its own
+#                          process): bootstrap HOST:PORT, no topics at start
 #
 # State lives in ${DLQCTL_STACK_DIR:-<repo>/.stack}: pids, logs, the env
 # file (read by internal/testenv) and the path of the S3 data dir.
@@ -253,10 +255,82 @@ stop_pid() { # PIDFILE PATTERN NAME
   rm -f "$1"
 }
 
+# --- Kafka: franz-go's kfake as its own process (scripts/dlqctl-kfake) ---
+# Built with `go build` into the stack dir on every start (cached after the
+# first), listening on a free 127.0.0.1 port it picks itself (--port 0) and
+# reports in kfake.addr once bound: no window between picking and binding.
+# In memory: stop (or a crash) loses every topic. Env: DLQCTL_KAFKA_BROKERS.
+kfake_running() {
+  alive "$stack_dir/kfake.pid" dlqctl-kfake && [[ -s "$stack_dir/kfake.addr" ]] &&
+    "$stack_dir/dlqctl-kfake" probe "$(cat "$stack_dir/kfake.addr")" >/dev/null 2>&1
+}
+
+start_kfake() { # -> 0 started (or already running), 1 failed
+  kfake_running && return 0
+  stop_kfake 2>/dev/null
+  need go "builds the Kafka test server (scripts/dlqctl-kfake)"
+  (cd "$repo" && go build -o "$stack_dir/dlqctl-kfake.tmp" ./scripts/dlqctl-kfake) >&2 ||
+    { log "could not build scripts/dlqctl-kfake"; return 1; }
+  mv "$stack_dir/dlqctl-kfake.tmp" "$stack_dir/dlqctl-kfake"
+  rm -f "$stack_dir/kfake.addr"
+  spawn "$stack_dir/kfake.log" "$stack_dir/dlqctl-kfake" serve --port 0 \
+    --ready-file "$stack_dir/kfake.addr" >"$stack_dir/kfake.pid"
+  local i
+  for i in $(seq 1 100); do # up to ~20 s
+    if kfake_running; then
+      log "kfake         on $(cat "$stack_dir/kfake.addr") (pid $(cat "$stack_dir/kfake.pid")), Kafka protocol"
+      return 0
+    fi
+    alive "$stack_dir/kfake.pid" dlqctl-kfake || break
+    sleep 0.2
+  done
+  log "kfake did not come up; last log lines:"
+  tail -n 5 "$stack_dir/kfake.log" >&2 || true
+  stop_kfake
+  return 1
+}
+
+stop_kfake() {
+  stop_pid "$stack_dir/kfake.pid" dlqctl-kfake "kfake"
+  rm -f "$stack_dir/kfake.addr" "$stack_dir/kfake.addr.tmp" "$stack_dir/dlqctl-kfake" "$stack_dir/dlqctl-kfake.tmp"
+}
+
+kfake_env_lines() {
+  if [[ -s "$stack_dir/kfake.addr" ]]; then
+    echo "# Kafka (kfake, in memory): the bootstrap brokers of kafka://HOST:PORT/TOPIC."
+    echo "export DLQCTL_KAFKA_BROKERS=$(cat "$stack_dir/kfake.addr")"
+  fi
+}
+
+# ensure_kfake: start kfake if needed and put its line in the env file.
+ensure_kfake() {
+  local try
+  for try in 1 2 3; do
+    if start_kfake; then
+      local tmp="$stack_dir/env.kfake.tmp"
+      grep -v -e '^export DLQCTL_KAFKA_BROKERS=' -e '^# Kafka (kfake' "$stack_dir/env" >"$tmp" || true
+      kfake_env_lines >>"$tmp"
+      mv "$tmp" "$stack_dir/env"
+      return 0
+    fi
+  done
+  die "could not start kfake; log in $stack_dir/kfake.log"
+}
+
+status_kfake() { # -> 0 running
+  if alive "$stack_dir/kfake.pid" dlqctl-kfake; then
+    echo "kafka: pid $(cat "$stack_dir/kfake.pid") on $(cat "$stack_dir/kfake.addr" 2>/dev/null) ($stack_dir/kfake.log)"
+    return 0
+  fi
+  echo "kafka: not running"
+  return 1
+}
+
 cmd_stop() {
   stop_pid "$stack_dir/sqs.pid" server.mjs "local-aws-sqs"
   stop_pid "$stack_dir/s3.pid" versitygw "versitygw"
   stop_pid "$stack_dir/moto.pid" moto_server "moto_server"
+  stop_kfake
   if [[ -f "$stack_dir/s3dir" ]]; then
     local d
     d="$(cat "$stack_dir/s3dir")"
@@ -282,6 +356,7 @@ export DLQCTL_MOTO_ENDPOINT=$3
 export AWS_ENDPOINT_URL_CLOUDWATCH_LOGS=$3
 unset AWS_PROFILE AWS_DEFAULT_PROFILE AWS_SESSION_TOKEN AWS_ENDPOINT_URL
 EOF
+  kfake_env_lines >>"$tmp"
   mv "$tmp" "$stack_dir/env"
   merge_rabbitmq_env
 }
@@ -356,6 +431,7 @@ cmd_start() {
   if running; then
     log "already running"
     merge_rabbitmq_env
+    ensure_kfake
     cat "$stack_dir/env"
     return 0
   fi
@@ -365,6 +441,7 @@ cmd_start() {
     for try in 1 2 3; do
       if moto_running || add_moto; then
         ensure_rabbitmq
+        ensure_kfake
         cat "$stack_dir/env"
         return 0
       fi
@@ -378,6 +455,7 @@ cmd_start() {
   for attempt in 1 2 3; do # a free port can be taken between probe and bind
     if start_once; then
       ensure_rabbitmq
+      ensure_kfake
       cat "$stack_dir/env"
       return 0
     fi
@@ -388,7 +466,7 @@ cmd_start() {
 }
 
 cmd_env() {
-  running || die "stack not running (scripts/stack.sh start)"
+  running && kfake_running || die "stack not running (scripts/stack.sh start)"
   cat "$stack_dir/env"
 }
 
@@ -420,9 +498,10 @@ cmd_status() {
     echo "moto: not running"; ok=1
   fi
   status_rabbitmq || ok=1
+  status_kfake || ok=1
   if [[ $ok == 0 ]]; then
-    if running; then
-      grep -E '^export (AWS_ENDPOINT|DLQCTL_MOTO_ENDPOINT|DLQCTL_AMQP_MANAGEMENT_URL)' "$stack_dir/env" | sed 's/^export /endpoint: /'
+    if running && kfake_running; then
+      grep -E '^export (AWS_ENDPOINT|DLQCTL_MOTO_ENDPOINT|DLQCTL_AMQP_MANAGEMENT_URL|DLQCTL_KAFKA_BROKERS)' "$stack_dir/env" | sed 's/^export /endpoint: /'
       echo "status: ok"
     else
       echo "status: processes up but not answering"; ok=1

@@ -37,9 +37,21 @@ func decodeSpringKafka(d *Decoding) bool {
 		field := "attributes." + name
 		switch n[8:] {
 		case "exceptionfqcn", "keyexceptionfqcn":
+			// Spring writes the cause's class too when the exception has
+			// one: the wrapper (ListenerExecutionFailedException) says
+			// only that the listener threw; the cause is the failure.
+			cause := "exceptioncausefqcn"
+			if n[8:] == "keyexceptionfqcn" {
+				cause = "keyexceptioncausefqcn"
+			}
+			if hasAttrNorm(d, "kafkadlt"+cause) {
+				continue
+			}
 			d.Evidence(field, record.EvidenceType, a.Value)
 		case "exceptioncausefqcn", "keyexceptioncausefqcn":
-			d.Evidence(field, record.EvidenceCause, a.Value)
+			// The cause's class is the failure's type (the wrapper above
+			// is skipped when this one is present).
+			d.Evidence(field, record.EvidenceType, a.Value)
 		case "exceptionmessage", "keyexceptionmessage":
 			d.Evidence(field, record.EvidenceMessage, a.Value)
 		case "exceptionstacktrace", "keyexceptionstacktrace":
@@ -53,4 +65,16 @@ func decodeSpringKafka(d *Decoding) bool {
 		d.SetEnvelope(EnvelopeOf(d.Obj))
 	}
 	return true
+}
+
+// hasAttrNorm reports whether a text attribute with the normalised name n
+// is present.
+func hasAttrNorm(d *Decoding, n string) bool {
+	var buf [64]byte
+	for name, a := range d.Rec.Attributes {
+		if !a.IsBinary() && a.Value != "" && string(failureKeyNorm(buf[:], name)) == n {
+			return true
+		}
+	}
+	return false
 }

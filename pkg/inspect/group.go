@@ -54,11 +54,17 @@ var namedKeys = map[string]struct {
 	help string
 	fn   func(c *groupCtx) string
 }{
-	"source": {"the queue the message was dead-lettered from", func(c *groupCtx) string {
+	"source": {"the queue (Kafka: the original topic) the message was dead-lettered from", func(c *groupCtx) string {
 		return orNone(c.rec.SourceQueue())
 	}},
 	"reason": {"why the broker dead-lettered it (RabbitMQ: the newest x-death reason — rejected, expired, maxlen, delivery_limit; a Spring recoverer's copy: recoverer)", func(c *groupCtx) string {
 		return orNone(c.rec.DeadLetterReason())
+	}},
+	"stage": {"Kafka: the record's topic in its retry chain, as stage and topic (retry-1 orders-retry-1, dlt orders-dlq); group reads the whole chain", func(c *groupCtx) string {
+		if k := c.rec.System.Kafka; k != nil && k.Stage != "" {
+			return k.Stage + " " + k.Topic
+		}
+		return None
 	}},
 	"event_type": {"envelope event type", func(c *groupCtx) string {
 		if e := c.rec.Envelope; e != nil {

@@ -339,6 +339,12 @@ func (e *engine) finalEnd(ctx context.Context, clean bool) {
 	e.endMu.Lock()
 	drained := e.drainedEnd
 	e.endMu.Unlock()
+	// A source that says "nothing more" (ErrSourceDone: a Kafka read that
+	// reached the ends taken at its start) is asked too, unless the run
+	// stopped at --max or the in-flight limit: what it reports left (a
+	// partition that changed hands, a commit that did not land) keeps the
+	// run from being complete.
+	drained = drained || (e.sourceDone.Load() && !e.stoppedAtMx.Load() && !e.heldLimit.Load())
 	if e.ender == nil || !clean || !drained {
 		return
 	}

@@ -278,6 +278,29 @@ type KafkaSystem struct {
 	// Headers are every header in order, repeats kept (Record.Attributes
 	// keeps the last value of each key).
 	Headers []Header `json:"headers,omitempty"`
+	// Stage is the topic's place in a retry chain: "retry-N" (or "retry")
+	// for a retry topic, "dlt" for a dead-letter topic, "" outside a chain
+	// (group --by stage).
+	Stage string `json:"stage,omitempty"`
+	// Origin is where the record was dead-lettered from, read from its
+	// headers; nil when they name no original topic.
+	Origin *KafkaOrigin `json:"origin,omitempty"`
+}
+
+// KafkaOrigin is the record a dead letter copies, as its recoverer wrote it
+// in the headers (Spring kafka_dlt-original-*, Connect __connect.errors.*,
+// Streams __streams.errors.*, Spring Cloud Stream x-original-*, the
+// hand-rolled original_*).
+type KafkaOrigin struct {
+	Topic string `json:"topic"`
+	// Partition and Offset are -1 when the headers do not say.
+	Partition     int32     `json:"partition"`
+	Offset        int64     `json:"offset"`
+	Timestamp     Timestamp `json:"timestamp,omitzero"`
+	ConsumerGroup string    `json:"consumer_group,omitempty"`
+	// Format names the header convention: spring-kafka, kafka-connect,
+	// kafka-streams, spring-cloud-stream or dlq-headers.
+	Format string `json:"format"`
 }
 
 // Header is one Kafka header: Value when it is valid UTF-8, else Base64.
@@ -529,6 +552,9 @@ func (r *Record) SourceQueue() string {
 		if len(a.Deaths) > 0 {
 			return a.Deaths[len(a.Deaths)-1].Queue
 		}
+	}
+	if k := r.System.Kafka; k != nil && k.Origin != nil {
+		return k.Origin.Topic
 	}
 	return ""
 }

@@ -1,0 +1,31 @@
+package cmd
+
+import (
+	"github.com/spf13/pflag"
+
+	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
+)
+
+// addKafkaFlags registers the Kafka connection flags (kafka:// references).
+// The SASL password is never a flag: DLQCTL_KAFKA_PASSWORD.
+func addKafkaFlags(fs *pflag.FlagSet, c *kafka.Config) {
+	fs.BoolVar(&c.TLS, "kafka-tls", false, "Kafka: connect with TLS (system roots, plus --kafka-ca)")
+	fs.StringVar(&c.CAFile, "kafka-ca", "", "Kafka: PEM file of extra CA certificates (implies --kafka-tls)")
+	fs.StringVar(&c.SASL, "kafka-sasl", "", "Kafka: SASL mechanism PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (password in "+kafka.EnvPassword+") or AWS_MSK_IAM (the AWS credential chain)")
+	fs.StringVar(&c.User, "kafka-user", "", "Kafka: SASL user (or kafka://USER@HOST:PORT/TOPIC)")
+	fs.StringVar(&c.Group, "group", "", "Kafka: dlqctl's consumer group on the topic, whose committed offsets are the journal (default dlqctl-TOPIC)")
+}
+
+// KafkaRedriveFlags are redrive's Kafka-only flags.
+type KafkaRedriveFlags struct {
+	// MaxDestLag is --max-dest-lag GROUP:N (repeatable): a guard on the
+	// lag of the destination's consumer groups.
+	MaxDestLag []string `json:"max_dest_lag,omitempty"`
+	// ExactlyOnce produces and commits in one transaction per batch.
+	ExactlyOnce bool `json:"exactly_once,omitempty"`
+}
+
+func (k *KafkaRedriveFlags) addFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&k.MaxDestLag, "max-dest-lag", nil, "Kafka guard: GROUP:N, stop (or pause, --on-guard) while consumer group GROUP lags more than N records on the destination topic (repeatable)")
+	fs.BoolVar(&k.ExactlyOnce, "exactly-once", false, "Kafka: produce each batch and commit its offsets in one transaction (read_committed consumers of the destination see a batch whole or not at all)")
+}

@@ -1,0 +1,474 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/dlqctl/dlqctl/pkg/broker"
+	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/health"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/record"
+)
+
+// isKafkaRef reports whether a queue reference is kafka://….
+func isKafkaRef(s string) bool { return kafka.IsReference(strings.TrimSpace(s)) }
+
+// KafkaEndpoint resolves a kafka:// reference with the Kafka flags, the
+// password from DLQCTL_KAFKA_PASSWORD and, for AWS_MSK_IAM, the AWS
+// credential chain. Bad references and settings are exit 2.
+func (f *Factory) KafkaEndpoint(ctx context.Context, refStr string) (*kafka.Endpoint, error) {
+	ref, err := broker.ParseRef(refStr)
+	if err != nil {
+		return nil, err
+	}
+	cfg := f.Kafka
+	cfg.Password = os.Getenv(kafka.EnvPassword)
+	if mech, _ := kafka.NormalizeSASL(cfg.SASL); mech == kafka.SASLAWSMSKIAM {
+		cfg.AWS = func(ctx context.Context) (aws.Credentials, error) {
+			c, err := f.AWSConfig(ctx)
+			if err != nil {
+				return aws.Credentials{}, err
+			}
+			return c.Credentials.Retrieve(ctx)
+		}
+	}
+	ep, err := kafka.Open(ctx, ref, cfg)
+	if err != nil {
+		return nil, kafkaErr(err)
+	}
+	f.Verbosef("Kafka topic %s, consumer group %s", ep, ep.Group())
+	return ep, nil
+}
+
+// kafkaErr maps the Kafka package's errors to exit codes: bad input and
+// missing topics are exit 2 (nothing changed).
+func kafkaErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ue *kafka.UsageError
+	if errors.As(err, &ue) {
+		return errs.BadInputf("%s", ue.Msg)
+	}
+	if errors.Is(err, broker.ErrNotFound) {
+		return errs.BadInput(err)
+	}
+	return err
+}
+
+// kafkaForEachRecord is ForEachRecord for a kafka:// reference: a peek of
+// the topic (or of its whole retry chain with in.Chain) from the group's
+// committed offsets to the ends taken at the start, read_committed,
+// committing nothing.
+func (f *Factory) kafkaForEachRecord(ctx context.Context, in InputOptions, fn func(rec *record.Record, parsed any) error) (*InputResult, error) {
+	ep, err := f.KafkaEndpoint(ctx, in.Queue)
+	if err != nil {
+		return nil, err
+	}
+	defer ep.Close()
+	eps := []*kafka.Endpoint{ep}
+	if in.Chain {
+		if eps, err = f.kafkaChain(ctx, ep); err != nil {
+			return nil, err
+		}
+		defer func() {
+			for _, e := range eps[1:] {
+				e.Close()
+			}
+		}()
+	}
+	read := 0
+	for _, e := range eps {
+		src, err := e.OpenSource(ctx, broker.SourceOptions{Mode: broker.Peek, Decode: inspect.Decode})
+		if err != nil {
+			return nil, kafkaErr(err)
+		}
+		n, err := func() (int, error) {
+			defer src.Close(context.WithoutCancel(ctx))
+			n := 0
+			for {
+				ms, err := src.Next(ctx, 500)
+				if errors.Is(err, broker.ErrSourceDone) {
+					if t, ok := src.(interface{ TruncatedNote() string }); ok && t.TruncatedNote() != "" {
+						f.IO.Warnf("%s: %s", e, t.TruncatedNote())
+					}
+					return n, nil
+				}
+				if err != nil {
+					return n, err
+				}
+				for _, m := range ms {
+					n++
+					if err := fn(m.Record, m.Parsed); err != nil {
+						return n, err
+					}
+					if in.Max > 0 && read+n >= in.Max {
+						return n, errStop
+					}
+				}
+			}
+		}()
+		read += n
+		f.Verbosef("read %d pending records of %s (group %s; nothing committed)", n, e, e.Group())
+		if errors.Is(err, errStop) {
+			return &InputResult{}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return &InputResult{}, nil
+}
+
+// kafkaChain returns the retry chain ep's topic belongs to: its retry
+// topics in order, then its dead-letter topic(s) (orders-retry-1,
+// orders-retry-2, …, orders-dlq), each with its own default group (or
+// --group for all).
+func (f *Factory) kafkaChain(ctx context.Context, ep *kafka.Endpoint) ([]*kafka.Endpoint, error) {
+	_, base := kafka.Stage(ep.Name())
+	adm, err := ep.Admin()
+	if err != nil {
+		return nil, err
+	}
+	td, err := adm.ListTopics(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing topics: %w", err)
+	}
+	var names []string
+	for name := range td {
+		if st, b := kafka.Stage(name); st != "" && b == base {
+			names = append(names, name)
+		}
+	}
+	sort.Slice(names, func(i, k int) bool { return stageOrder(names[i]) < stageOrder(names[k]) })
+	if len(names) == 0 {
+		names = []string{ep.Name()}
+	}
+	out := []*kafka.Endpoint{ep}
+	addr := ep.Address()
+	for _, n := range names {
+		if n == ep.Name() {
+			continue
+		}
+		ref := addr.WithTopic(n)
+		ref.User = ""
+		e, err := f.KafkaEndpoint(ctx, ref.String())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// stageOrder sorts a chain: retry-1 < retry-2 < … < retry-10 < retry < dlt.
+func stageOrder(topic string) string {
+	st, _ := kafka.Stage(topic)
+	switch {
+	case st == "dlt":
+		return "2" + topic
+	case strings.HasPrefix(st, "retry-"):
+		return fmt.Sprintf("0%08s", strings.TrimPrefix(st, "retry-"))
+	}
+	return "1" + topic
+}
+
+// kafkaUnsupported is the one sentence for a command dlqctl cannot run on
+// Kafka yet (exit 2, nothing changed).
+func kafkaUnsupported(cmd, instead string) error {
+	return errs.BadInputf("%s does not support Kafka topics yet; %s", cmd, instead)
+}
+
+// kafkaGroupLag sums a consumer group's lag over every topic it has
+// committed on (end offset − committed).
+func kafkaGroupLag(ctx context.Context, adm *kadm.Client, group string) (int64, error) {
+	lags, err := adm.Lag(ctx, group)
+	if err != nil {
+		return 0, err
+	}
+	l, ok := lags[group]
+	if !ok {
+		return 0, fmt.Errorf("group %s not found", group)
+	}
+	if err := l.Error(); err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, ps := range l.Lag {
+		for _, pl := range ps {
+			if pl.Lag > 0 {
+				n += pl.Lag
+			}
+		}
+	}
+	return n, nil
+}
+
+func countKafkaRefs(refs []string) int {
+	n := 0
+	for _, r := range refs {
+		if isKafkaRef(r) {
+			n++
+		}
+	}
+	return n
+}
+
+// kafkaAuditRun audits kafka:// dead-letter topics (and their retry
+// chains) with the admin API and a sample of their records' headers.
+func kafkaAuditRun(ctx context.Context, opts *AuditOptions) error {
+	f := opts.F
+	rep := &health.AuditReport{Findings: []health.Finding{}, Notes: []string{}}
+	for _, q := range opts.Queues {
+		ep, err := f.KafkaEndpoint(ctx, q)
+		if err != nil {
+			return err
+		}
+		fs, notes, err := kafka.Audit(ctx, ep, kafka.AuditOptions{InvestigationWindow: opts.InvestigationWindow, Sample: opts.Sample})
+		ep.Close()
+		if err != nil {
+			return kafkaErr(err)
+		}
+		rep.Queues = append(rep.Queues, ep.String())
+		rep.Notes = append(rep.Notes, notes...)
+		for _, x := range fs {
+			rep.Findings = append(rep.Findings, health.Finding{
+				Severity: health.Severity(x.Severity), Check: x.Check, Queue: x.Topic, Related: x.Related,
+				Problem: x.Problem, Why: x.Why, Sampled: x.Sampled,
+				Fix: health.Fix{Queue: x.Topic, Command: x.Command, Text: x.Fix},
+			})
+		}
+	}
+	rep.Tally = health.Count(rep.Findings)
+	if err := printAudit(f, rep); err != nil {
+		return err
+	}
+	for _, n := range rep.Notes {
+		f.IO.Infof("note: %s", n)
+	}
+	t := rep.Tally
+	f.IO.Infof("audited %d topic(s): %d error(s), %d warning(s), %d info", len(rep.Queues), t.Errors, t.Warnings, t.Infos)
+	if failing := health.AtLeast(rep.Findings, opts.FailOn); len(failing) > 0 {
+		return errs.Verdictf("audit failed: %d finding(s) at or above %s", len(failing), opts.FailOn)
+	}
+	return nil
+}
+
+// checkKafkaPair refuses a redrive between Kafka and another broker (one
+// sentence, exit 2), after checking the Kafka reference itself (so a
+// password in it is refused as such, never printed).
+func checkKafkaPair(dlq, to string) error {
+	fromKafka, toKafka := isKafkaRef(dlq), isKafkaRef(to)
+	if strings.EqualFold(to, "source") || fromKafka == toKafka {
+		return nil
+	}
+	k := dlq
+	if toKafka {
+		k = to
+	}
+	ref, err := broker.ParseRef(k)
+	if err != nil {
+		return err
+	}
+	if _, err := kafka.Open(context.Background(), ref, kafka.Config{}); err != nil {
+		return kafkaErr(err)
+	}
+	if toKafka {
+		return errs.BadInputf("redrive from an SQS queue to a Kafka topic (%s) is not supported; redrive to an SQS queue, or --to source", ref)
+	}
+	return errs.BadInputf("a Kafka dead-letter topic is redriven to --to source or --to kafka://HOST:PORT/TOPIC, not to %s", broker.Redact(to))
+}
+
+// kafkaQueuesRun lists a Kafka cluster's dead-letter and retry topics.
+func kafkaQueuesRun(ctx context.Context, f *Factory, raw, prefix string) error {
+	rest := raw[len("kafka://"):]
+	hosts, path, _ := strings.Cut(rest, "/")
+	if prefix != "" && path != "" {
+		return errs.BadInputf("give the topic prefix once: kafka://HOST:PORT/PREFIX or --prefix PREFIX")
+	}
+	if path != "" {
+		prefix = path
+	}
+	// Parse (and check credentials) as a topic reference on the cluster.
+	ep, err := f.KafkaEndpoint(ctx, "kafka://"+hosts+"/__dlqctl_queues")
+	if err != nil {
+		return err
+	}
+	defer ep.Close()
+	group := func(topic string) string {
+		if f.Kafka.Group != "" {
+			return f.Kafka.Group
+		}
+		return kafka.DefaultGroup(topic)
+	}
+	topics, err := kafka.ListTopics(ctx, ep.Address(), ep.Conn(), prefix, group)
+	if err != nil {
+		return kafkaErr(err)
+	}
+	if topics == nil {
+		topics = []kafka.TopicInfo{}
+	}
+	if done, err := writeStructured(f, topics, topics); done {
+		return err
+	}
+	if len(topics) == 0 {
+		f.IO.Infof("no dead-letter or retry topics found")
+		return nil
+	}
+	t := output.NewTable(f.IO, "TOPIC", "STAGE", "PARTITIONS", "PENDING", "OLDEST", "RETENTION", "SOURCES", "FOUND BY")
+	for _, ti := range topics {
+		ret := "unlimited"
+		if ti.RetentionMS >= 0 {
+			ret = (time.Duration(ti.RetentionMS) * time.Millisecond).String()
+		}
+		oldest := "-"
+		if ti.Pending > 0 {
+			oldest = (time.Duration(ti.OldestPendingAge) * time.Second).String()
+		}
+		t.Row(ti.Name, ti.Stage, strconv.Itoa(len(ti.Partitions)), strconv.FormatInt(ti.Pending, 10), oldest, ret, strings.Join(ti.Sources, ","), ti.FoundBy)
+	}
+	return t.Render()
+}
+
+// kafkaCheckRun checks a Kafka dead-letter topic against --max-visible
+// (records pending for dlqctl's group: end − committed, an upper bound)
+// and --max-age (the oldest pending record: the first pending one of each
+// partition, exact — no sample needed).
+func kafkaCheckRun(ctx context.Context, opts *CheckOptions) error {
+	f := opts.F
+	if opts.MaxGrowth != nil {
+		return errs.BadInputf("--max-growth compares SQS depth readings saved between runs and is not built for Kafka topics; use --max-visible on the group's pending records (and --max-age)")
+	}
+	ep, err := f.KafkaEndpoint(ctx, opts.Queue)
+	if err != nil {
+		return err
+	}
+	defer ep.Close()
+	ti, err := ep.Info(ctx)
+	if err != nil {
+		return kafkaErr(err)
+	}
+	rep := &health.CheckReport{Queue: ep.Name(), QueueURL: ep.ID(), CheckedAt: time.Now().UTC(), OK: true}
+	rep.Counts.Visible = int(ti.Pending)
+	if opts.MaxVisible != nil {
+		r := health.Result{Name: "visible", Status: health.StatusOK, Value: float64(ti.Pending), Limit: float64(*opts.MaxVisible), Unit: "messages",
+			Detail: fmt.Sprintf("records pending for group %s over %d partition(s) (end − committed; transaction markers make it an upper bound)", ti.Group, len(ti.Partitions))}
+		if ti.Pending > int64(*opts.MaxVisible) {
+			r.Status = health.StatusBreach
+		}
+		rep.Results = append(rep.Results, r)
+	}
+	if opts.MaxAge > 0 {
+		r := health.Result{Name: "oldest_age", Status: health.StatusOK, Value: float64(ti.OldestPendingAge), Limit: opts.MaxAge.Seconds(), Unit: "seconds",
+			Detail: "the first pending record of each partition (exact)"}
+		if time.Duration(ti.OldestPendingAge)*time.Second > opts.MaxAge {
+			r.Status = health.StatusBreach
+		}
+		rep.Results = append(rep.Results, r)
+	}
+	for _, r := range rep.Results {
+		if r.Status == health.StatusBreach {
+			rep.OK = false
+		}
+	}
+	format, _ := f.Format()
+	switch format {
+	case output.JSON:
+		err = output.WriteJSON(f.IO.Out, rep)
+	case output.NDJSON:
+		err = output.NewNDJSON(f.IO.Out).Write(rep)
+	default:
+		t := output.NewTable(f.IO, "STATUS", "THRESHOLD", "VALUE", "LIMIT", "DETAIL")
+		for _, r := range rep.Results {
+			t.Row(r.Status, r.Name, formatValue(r, r.Value, true), formatValue(r, r.Limit, false), r.Detail)
+		}
+		err = t.Render()
+	}
+	if err != nil {
+		return err
+	}
+	if b := rep.Breaches(); len(b) > 0 {
+		names := make([]string, len(b))
+		for i, r := range b {
+			names[i] = r.Name
+		}
+		return errs.Verdictf("%s: %d of %d threshold(s) breached: %s", ep.Name(), len(b), len(rep.Results), strings.Join(names, ", "))
+	}
+	return nil
+}
+
+// kafkaWatchRun samples a Kafka topic's pending records for dlqctl's group
+// every --interval: the same ticks as for SQS (visible = pending, growth
+// per minute over up to the last minute; Kafka has no move tasks).
+func kafkaWatchRun(ctx context.Context, opts *WatchOptions) error {
+	f := opts.F
+	ep, err := f.KafkaEndpoint(ctx, opts.Queue)
+	if err != nil {
+		return err
+	}
+	defer ep.Close()
+	format, _ := f.Format()
+	var nd *output.NDJSONWriter
+	if format != output.Table {
+		nd = output.NewNDJSON(f.IO.Out)
+	}
+	type reading struct {
+		at time.Time
+		n  int64
+	}
+	var hist []reading
+	for seq := 1; ; seq++ {
+		d, err := ep.Depth(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return kafkaErr(err)
+		}
+		now := time.Now().UTC()
+		t := health.Tick{Seq: seq, At: now, MoveTasks: []health.MoveTask{}}
+		t.Counts.Visible = int(d.Ready)
+		hist = append(hist, reading{now, d.Ready})
+		for len(hist) > 1 && now.Sub(hist[0].at) > time.Minute {
+			hist = hist[1:]
+		}
+		if len(hist) > 1 {
+			if el := now.Sub(hist[0].at).Minutes(); el > 0 {
+				g := float64(d.Ready-hist[0].n) / el
+				t.GrowthPerMinute = &g
+			}
+		}
+		switch {
+		case nd != nil:
+			err = nd.Write(t)
+		default:
+			// The columns of an SQS watch (in flight and delayed are 0 on
+			// Kafka, and there are no move tasks).
+			_, err = fmt.Fprintln(f.IO.Out, strings.Join([]string{t.At.Format(time.RFC3339), fmt.Sprint(t.Counts.Visible), "0", "0",
+				growthText(t.GrowthPerMinute), "-"}, "\t"))
+		}
+		if err != nil {
+			return err
+		}
+		if opts.Count > 0 && seq >= opts.Count {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(opts.Interval):
+		}
+	}
+}

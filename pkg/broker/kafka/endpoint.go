@@ -1,0 +1,312 @@
+package kafka
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/dlqctl/dlqctl/pkg/broker"
+	"github.com/dlqctl/dlqctl/pkg/record"
+)
+
+// Config is how dlqctl reaches a Kafka cluster and which group keeps its
+// journal: plain data filled by cmd (flags, DLQCTL_KAFKA_PASSWORD, the AWS
+// credential chain).
+type Config struct {
+	TLS    bool   // --kafka-tls
+	CAFile string // --kafka-ca
+	SASL   string // --kafka-sasl
+	User   string // --kafka-user (or kafka://USER@…)
+	// Password is DLQCTL_KAFKA_PASSWORD (read by cmd).
+	Password string
+	// AWS resolves MSK IAM credentials (the standard chain, from cmd).
+	AWS func(ctx context.Context) (aws.Credentials, error)
+	// Group is dlqctl's consumer group on the topic (--group; "" means
+	// dlqctl-TOPIC).
+	Group string
+}
+
+func (c Config) conn() Conn {
+	return Conn{TLS: c.TLS, CAFile: c.CAFile, SASL: c.SASL, User: c.User, Password: c.Password, AWS: c.AWS}
+}
+
+// DefaultGroup is dlqctl's consumer group on topic when --group is not set.
+func DefaultGroup(topic string) string { return "dlqctl-" + topic }
+
+// Endpoint is a Kafka topic as dlqctl reads and writes it.
+type Endpoint struct {
+	addr  Address
+	conn  Conn
+	group string
+
+	once   sync.Once
+	cl     *kgo.Client
+	adm    *kadm.Client
+	clErr  error
+	closed bool
+}
+
+var _ broker.Endpoint = (*Endpoint)(nil)
+
+// Open resolves a kafka:// reference. It does not connect: the first call
+// that needs the cluster does.
+func Open(_ context.Context, ref broker.Ref, cfg Config) (*Endpoint, error) {
+	u := ref.URL()
+	if u == nil {
+		return nil, &UsageError{Msg: fmt.Sprintf("%s is not a kafka:// reference", ref.Display)}
+	}
+	if _, has := u.User.Password(); has {
+		return nil, &UsageError{Msg: fmt.Sprintf("a Kafka reference must not carry a password: put it in %s and write kafka://USER@%s%s", EnvPassword, u.Host, u.Path)}
+	}
+	raw := Scheme + "://"
+	if u.User != nil {
+		raw += u.User.Username() + "@"
+	}
+	raw += u.Host + u.EscapedPath()
+	if u.RawQuery != "" {
+		raw += "?" + u.RawQuery
+	}
+	addr, err := ParseAddress(raw)
+	if err != nil {
+		return nil, err
+	}
+	conn := cfg.conn()
+	if conn.User == "" {
+		conn.User = addr.User
+	}
+	if err := conn.Validate(); err != nil {
+		return nil, err
+	}
+	g := cfg.Group
+	if g == "" {
+		g = DefaultGroup(addr.Topic)
+	}
+	return &Endpoint{addr: addr, conn: conn, group: g}, nil
+}
+
+// Address is the parsed reference.
+func (e *Endpoint) Address() Address { return e.addr }
+
+// Conn is the connection settings.
+func (e *Endpoint) Conn() Conn { return e.conn }
+
+// Group is dlqctl's consumer group on the topic.
+func (e *Endpoint) Group() string { return e.group }
+
+func (e *Endpoint) Broker() string { return broker.Kafka }
+func (e *Endpoint) String() string { return e.addr.String() }
+func (e *Endpoint) Name() string   { return e.addr.Topic }
+
+// ID is kafka://BROKERS/TOPIC, without user or password.
+func (e *Endpoint) ID() string {
+	return Scheme + "://" + strings.Join(e.addr.Brokers, ",") + "/" + e.addr.Topic
+}
+
+// Capabilities of a Kafka topic.
+func (e *Endpoint) Capabilities() broker.Capabilities { return Capabilities() }
+
+// Capabilities of every Kafka topic: free reads by offset, removal by
+// committing an offset, order per partition, exact counts (transaction
+// markers aside), no native move, group-shared partitions.
+func Capabilities() broker.Capabilities {
+	return broker.Capabilities{
+		Label:             "Kafka",
+		Hold:              broker.HoldNone,
+		Removal:           broker.RemoveCommitOffset,
+		Ordering:          broker.OrderPartition,
+		Counts:            broker.CountsExact,
+		ReadCounts:        false,
+		ReleaseKeepsOrder: true,
+		NativeMove:        false,
+		MaxBatchEntries:   500,
+		MaxBatchBytes:     16 << 20,
+		// max.message.bytes is per topic (1 MiB by default): the broker
+		// rejects a larger record per entry, dlqctl does not guess.
+		MaxMessageBytes: 0,
+		MaxAttributes:   0,
+		Sharing:         broker.ShareGroup,
+	}
+}
+
+// Admin returns the endpoint's admin client (connected on first use).
+func (e *Endpoint) Admin() (*kadm.Client, error) {
+	e.once.Do(func() {
+		e.cl, e.clErr = NewClient(e.addr, e.conn)
+		if e.clErr == nil {
+			e.adm = kadm.NewClient(e.cl)
+		}
+	})
+	return e.adm, e.clErr
+}
+
+// Close releases the endpoint's admin connection.
+func (e *Endpoint) Close() {
+	if e.cl != nil {
+		e.cl.Close()
+	}
+}
+
+// Plan reads the topic's ranges and the group's journal.
+func (e *Endpoint) Plan(ctx context.Context) (*Plan, error) {
+	adm, err := e.Admin()
+	if err != nil {
+		return nil, err
+	}
+	p, err := MakePlan(ctx, adm, e.addr.Topic, e.group)
+	return p, e.wrap(err)
+}
+
+// wrap maps Kafka errors to the broker-neutral ones, credentials redacted.
+func (e *Endpoint) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		return err
+	}
+	text := broker.Redact(err.Error(), e.conn.Password)
+	switch {
+	case errors.Is(err, ErrTopicNotFound), errors.Is(err, kerr.UnknownTopicOrPartition):
+		return fmt.Errorf("topic %s does not exist on %s: %w", e.addr.Topic, strings.Join(e.addr.Brokers, ","), broker.ErrNotFound)
+	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.GroupAuthorizationFailed),
+		errors.Is(err, kerr.SaslAuthenticationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed):
+		return fmt.Errorf("%s: %w", text, broker.ErrAccessDenied)
+	}
+	return errors.New(text)
+}
+
+// Depth is the sum over partitions of the end offset less the group's
+// committed offset (less records a previous run handled past a pending
+// one): an upper bound, as transaction markers take offsets too.
+func (e *Endpoint) Depth(ctx context.Context) (broker.Depth, error) {
+	p, err := e.Plan(ctx)
+	if err != nil {
+		return broker.Depth{}, err
+	}
+	return broker.Depth{Ready: p.Pending(), Exact: true}, nil
+}
+
+// ToRecord builds the broker-neutral record of m read from endpoint id.
+func ToRecord(m *Message, id string, now time.Time) *record.Record {
+	body := string(m.Value)
+	r := &record.Record{
+		MessageID:  m.ID(),
+		Queue:      id,
+		Broker:     record.BrokerKafka,
+		Body:       body,
+		BodySHA256: record.SHA256Hex(body),
+		Attributes: HeaderAttributes(m.Headers),
+	}
+	sys := &record.KafkaSystem{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset}
+	if !m.Timestamp.IsZero() {
+		sys.Timestamp = record.Timestamp{Time: m.Timestamp}
+		r.System.SentAt = m.Timestamp
+		if age := int64(now.Sub(m.Timestamp) / time.Second); age > 0 {
+			r.AgeSeconds = age
+		}
+	}
+	if m.Key != nil {
+		if utf8.Valid(m.Key) {
+			sys.Key = string(m.Key)
+		} else {
+			sys.KeyBase64 = base64.StdEncoding.EncodeToString(m.Key)
+		}
+		r.OrderingKey = sys.Key
+		if r.OrderingKey == "" {
+			r.OrderingKey = sys.KeyBase64
+		}
+	}
+	size := len(m.Value) + len(m.Key)
+	for _, h := range m.Headers {
+		size += len(h.Key) + len(h.Value)
+		rh := record.Header{Key: h.Key}
+		if utf8.Valid(h.Value) {
+			rh.Value = string(h.Value)
+		} else {
+			rh.Base64 = base64.StdEncoding.EncodeToString(h.Value)
+		}
+		sys.Headers = append(sys.Headers, rh)
+	}
+	r.SizeBytes = size
+	sys.Stage, _ = Stage(m.Topic)
+	if o := m.Origin; o.Topic != "" {
+		ko := &record.KafkaOrigin{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, ConsumerGroup: o.ConsumerGroup, Format: o.Format}
+		if !o.Timestamp.IsZero() {
+			ko.Timestamp = record.Timestamp{Time: o.Timestamp}
+		}
+		sys.Origin = ko
+	}
+	if mk := ReplayMarker(m.Headers); mk != nil {
+		r.System.ReceiveCount = 0
+	}
+	r.System.Kafka = sys
+	return r
+}
+
+// messageFromRecord rebuilds the Kafka record a record.Record describes:
+// key, value and every header in order (from System.Kafka when the record
+// was read from Kafka; else the ordering key and the attributes, sorted by
+// name, as a restore from another broker's archive needs).
+func messageFromRecord(rec *record.Record) (*Message, error) {
+	m := &Message{Value: []byte(rec.Body), Partition: -1, Offset: -1}
+	if k := rec.System.Kafka; k != nil {
+		m.Topic, m.Partition, m.Offset = k.Topic, k.Partition, k.Offset
+		switch {
+		case k.KeyBase64 != "":
+			b, err := base64.StdEncoding.DecodeString(k.KeyBase64)
+			if err != nil {
+				return nil, fmt.Errorf("record %s: key_base64: %w", rec.MessageID, err)
+			}
+			m.Key = b
+		case k.Key != "":
+			m.Key = []byte(k.Key)
+		}
+		for _, h := range k.Headers {
+			v := []byte(h.Value)
+			if h.Base64 != "" {
+				b, err := base64.StdEncoding.DecodeString(h.Base64)
+				if err != nil {
+					return nil, fmt.Errorf("record %s: header %s: %w", rec.MessageID, h.Key, err)
+				}
+				v = b
+			}
+			m.Headers = append(m.Headers, Header{Key: h.Key, Value: v})
+		}
+		m.Origin = DecodeOrigin(m.Headers)
+		return m, nil
+	}
+	if rec.OrderingKey != "" {
+		m.Key = []byte(rec.OrderingKey)
+	}
+	names := make([]string, 0, len(rec.Attributes))
+	for n := range rec.Attributes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		a := rec.Attributes[n]
+		v := []byte(a.Value)
+		if a.IsBinary() {
+			b, err := base64.StdEncoding.DecodeString(a.Base64)
+			if err != nil {
+				return nil, fmt.Errorf("record %s: attribute %s: %w", rec.MessageID, n, err)
+			}
+			v = b
+		}
+		m.Headers = append(m.Headers, Header{Key: n, Value: v})
+	}
+	m.Origin = DecodeOrigin(m.Headers)
+	return m, nil
+}

@@ -1,0 +1,321 @@
+package kafka
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/dlqctl/dlqctl/pkg/record"
+)
+
+// Header is one Kafka record header (franz-go's own type, so a record's
+// headers are used as read, without a copy). Keys may repeat; readers take
+// the last.
+type Header = kgo.RecordHeader
+
+// Message is one record read from a topic: everything a replay needs
+// (key, value, headers in order) and where it sits (partition, offset).
+type Message struct {
+	Topic       string
+	Partition   int32
+	Offset      int64
+	LeaderEpoch int32
+	Key         []byte
+	Value       []byte
+	Headers     []Header
+	Timestamp   time.Time
+	// Origin is decoded from the headers by the reader.
+	Origin Origin
+}
+
+// ID names the record for people and journals: TOPIC-PARTITION@OFFSET, as
+// kcat and most Kafka tools print it.
+func (m *Message) ID() string {
+	b := make([]byte, 0, len(m.Topic)+24)
+	b = append(b, m.Topic...)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, int64(m.Partition), 10)
+	b = append(b, '@')
+	b = strconv.AppendInt(b, m.Offset, 10)
+	return string(b)
+}
+
+// Header returns the value of the last header named key (Kafka headers
+// repeat; a recoverer that appends on every hop leaves the newest last).
+func (m *Message) Header(key string) ([]byte, bool) { return lastHeader(m.Headers, key) }
+
+func lastHeader(hs []Header, key string) ([]byte, bool) {
+	for i := len(hs) - 1; i >= 0; i-- {
+		if hs[i].Key == key {
+			return hs[i].Value, true
+		}
+	}
+	return nil, false
+}
+
+func fromKgo(r *kgo.Record) *Message {
+	m := &Message{
+		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, LeaderEpoch: r.LeaderEpoch,
+		Key: r.Key, Value: r.Value, Timestamp: r.Timestamp.UTC(),
+	}
+	m.Headers = r.Headers
+	m.Origin = DecodeOrigin(m.Headers)
+	return m
+}
+
+// Origin is where a dead-lettered record came from, as its recoverer wrote
+// it in the headers. Partition and Offset are -1 when unknown.
+type Origin struct {
+	Topic         string    `json:"topic,omitempty"`
+	Partition     int32     `json:"partition"`
+	Offset        int64     `json:"offset"`
+	Timestamp     time.Time `json:"timestamp,omitzero"`
+	ConsumerGroup string    `json:"consumer_group,omitempty"`
+	// Format names the header convention the origin was read from:
+	// spring-kafka, kafka-connect, kafka-streams, spring-cloud-stream,
+	// dlq-headers (dlq_* / original_* of the hand-rolled pattern).
+	Format string `json:"format,omitempty"`
+}
+
+// headerFormat is one header convention for the origin of a record.
+type headerFormat struct {
+	name                                     string
+	topic, partition, offset, timestamp, grp string
+	binary                                   bool // numbers as big-endian binary (Spring) or decimal text
+}
+
+// Conventions, most specific first. Spring Kafka's
+// DeadLetterPublishingRecoverer writes the partition as a 4-byte and the
+// offset and timestamp as 8-byte big-endian numbers; Kafka Connect, Kafka
+// Streams and the hand-rolled dlq_* pattern write decimal strings; Spring
+// Cloud Stream's Kafka binder writes binary numbers like Spring Kafka.
+var headerFormats = []headerFormat{
+	{name: "spring-kafka", topic: "kafka_dlt-original-topic", partition: "kafka_dlt-original-partition",
+		offset: "kafka_dlt-original-offset", timestamp: "kafka_dlt-original-timestamp", grp: "kafka_dlt-original-consumer-group", binary: true},
+	{name: "kafka-connect", topic: "__connect.errors.topic", partition: "__connect.errors.partition", offset: "__connect.errors.offset"},
+	{name: "kafka-streams", topic: "__streams.errors.topic", partition: "__streams.errors.partition", offset: "__streams.errors.offset"},
+	{name: "spring-cloud-stream", topic: "x-original-topic", partition: "x-original-partition",
+		offset: "x-original-offset", timestamp: "x-original-timestamp", binary: true},
+	{name: "dlq-headers", topic: "original_topic", partition: "original_partition", offset: "original_offset", timestamp: "dlq_timestamp"},
+}
+
+// DecodeOrigin reads the origin of a dead-lettered record from its headers
+// (the first convention whose topic header is present; the last header of
+// a repeated key wins).
+func DecodeOrigin(hs []Header) Origin {
+	o := Origin{Partition: -1, Offset: -1}
+	for _, f := range headerFormats {
+		t, ok := lastHeader(hs, f.topic)
+		if !ok || len(t) == 0 {
+			continue
+		}
+		o.Topic = string(t)
+		o.Format = f.name
+		if v, ok := lastHeader(hs, f.partition); ok {
+			if n, ok := headerNumber(v, f.binary); ok && n >= 0 && n <= 1<<31-1 {
+				o.Partition = int32(n)
+			}
+		}
+		if v, ok := lastHeader(hs, f.offset); ok {
+			if n, ok := headerNumber(v, f.binary); ok && n >= 0 {
+				o.Offset = n
+			}
+		}
+		if f.timestamp != "" {
+			if v, ok := lastHeader(hs, f.timestamp); ok {
+				o.Timestamp = headerTime(v, f.binary)
+			}
+		}
+		if f.grp != "" {
+			if v, ok := lastHeader(hs, f.grp); ok {
+				o.ConsumerGroup = string(v)
+			}
+		}
+		return o
+	}
+	return o
+}
+
+// headerNumber reads a number header: 4- or 8-byte big-endian when the
+// convention is binary (Spring), decimal text otherwise; each falls back on
+// the other shape, as bridges and hand-written producers mix them.
+func headerNumber(v []byte, binaryFirst bool) (int64, bool) {
+	dec := func() (int64, bool) {
+		n, err := strconv.ParseInt(strings.TrimSpace(string(v)), 10, 64)
+		return n, err == nil
+	}
+	bin := func() (int64, bool) {
+		switch len(v) {
+		case 4:
+			return int64(int32(binary.BigEndian.Uint32(v))), true
+		case 8:
+			return int64(binary.BigEndian.Uint64(v)), true
+		}
+		return 0, false
+	}
+	if binaryFirst {
+		if n, ok := bin(); ok {
+			return n, true
+		}
+		return dec()
+	}
+	if n, ok := dec(); ok {
+		return n, true
+	}
+	return bin()
+}
+
+// headerTime reads epoch milliseconds (binary or decimal) or an RFC 3339 text.
+func headerTime(v []byte, binaryFirst bool) time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(v))); err == nil {
+		return t.UTC()
+	}
+	if n, ok := headerNumber(v, binaryFirst); ok && n > 0 {
+		return time.UnixMilli(n).UTC()
+	}
+	return time.Time{}
+}
+
+// failureHeaderPrefixes are the headers a recoverer adds about the failure
+// and the origin; a replayed copy leaves them behind (its new consumer
+// would otherwise read a stale failure, and a second dead-lettering would
+// append to them).
+var failureHeaderPrefixes = []string{
+	"kafka_dlt-", "__connect.errors.", "__streams.errors.", "x-original-", "x-exception-",
+	"retry_topic-", "dlq_", "original_",
+}
+
+// IsFailureHeader reports whether a header is dead-letter context (dropped
+// from a replayed copy).
+func IsFailureHeader(key string) bool {
+	for _, p := range failureHeaderPrefixes {
+		if len(key) >= len(p) && strings.EqualFold(key[:len(p)], p) {
+			return true
+		}
+	}
+	return strings.EqualFold(key, record.MarkerAttribute)
+}
+
+// MarkerHeader is the header dlqctl adds to every replayed copy: the
+// redrive marker (run, original record, replay count n, time) as JSON, the
+// same marker SQS copies carry as a message attribute.
+const MarkerHeader = record.MarkerAttribute
+
+// ReplayMarker returns the marker of a previous replay carried by m, or nil.
+func ReplayMarker(hs []Header) *record.Marker {
+	v, ok := lastHeader(hs, MarkerHeader)
+	if !ok {
+		return nil
+	}
+	var mk record.Marker
+	if json.Unmarshal(v, &mk) != nil {
+		return nil
+	}
+	return &mk
+}
+
+// ReplayHeaders returns the headers of m's replayed copy: m's own headers in
+// order minus the dead-letter context, plus the dlqctl marker counting this
+// replay (loop detection reads n).
+func ReplayHeaders(m *Message, runID string, now time.Time) []Header {
+	return replayHeadersID(m, m.ID(), runID, now)
+}
+
+func replayHeadersID(m *Message, origID, runID string, now time.Time) []Header {
+	n := 1
+	if prev := ReplayMarker(m.Headers); prev != nil {
+		n = prev.Count + 1
+	}
+	out := make([]Header, 0, len(m.Headers)+1)
+	for _, h := range m.Headers {
+		if !IsFailureHeader(h.Key) {
+			out = append(out, h)
+		}
+	}
+	// Sized once: the marker is the quoted ids plus ~50 bytes of JSON and time.
+	buf := make([]byte, 0, len(runID)+len(origID)+64)
+	return append(out, Header{Key: MarkerHeader, Value: appendMarker(buf, runID, origID, n, now)})
+}
+
+// ToKgo builds the franz-go record of a copy of m for topic (partition
+// left to the partitioner, so the key keeps its per-key placement).
+func ToKgo(m *Message, topic string, headers []Header) *kgo.Record {
+	return &kgo.Record{Topic: topic, Key: m.Key, Value: m.Value, Headers: headers}
+}
+
+// textHeader reports whether a header value is text a person can read
+// (valid UTF-8 without control characters other than tab/newline).
+func textHeader(v []byte) bool {
+	if !utf8.Valid(v) {
+		return false
+	}
+	for _, c := range v {
+		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// HeaderAttributes maps headers to record attributes (last value of a
+// repeated key): text values as String, anything else as Binary (base64).
+// Spring's binary partition/offset/timestamp headers stay Binary; their
+// decoded values are in the record's origin.
+func HeaderAttributes(hs []Header) map[string]record.Attribute {
+	out := make(map[string]record.Attribute, len(hs))
+	for _, h := range hs {
+		if textHeader(h.Value) {
+			out[h.Key] = record.Attribute{Type: "String", Value: string(h.Value)}
+		} else {
+			out[h.Key] = record.Attribute{Type: "Binary", Base64: base64.StdEncoding.EncodeToString(h.Value)}
+		}
+	}
+	return out
+}
+
+// stageRE finds a retry-chain stage in a topic name: Spring's -retry-N /
+// -retry-<delay> / -retry, the seed pattern's -retry-N, and -dlt/-dlq/.DLT.
+var stageRE = regexp.MustCompile(`(?i)^(.+?)[-._](retry(?:[-._]?\d+)?|dlt|dlq|dead[-._]?letter)$`)
+
+// Stage returns the stage of a topic in a retry chain and the chain's base
+// topic: ("retry-2", "orders") for orders-retry-2, ("dlt", "orders") for
+// orders-dlq or orders.DLT, ("", topic) for a topic outside a chain.
+func Stage(topic string) (stage, base string) {
+	m := stageRE.FindStringSubmatch(topic)
+	if m == nil {
+		return "", topic
+	}
+	s := strings.ToLower(m[2])
+	switch {
+	case strings.HasPrefix(s, "retry"):
+		num := strings.TrimLeft(s[len("retry"):], "-._")
+		if num == "" {
+			return "retry", m[1]
+		}
+		return "retry-" + num, m[1]
+	default:
+		return "dlt", m[1]
+	}
+}
+
+// appendMarker appends the JSON of record.Marker{run, orig, n, at} (the
+// same bytes encoding/json writes, without its reflection: this runs once
+// per replayed record).
+func appendMarker(b []byte, runID, origID string, n int, at time.Time) []byte {
+	b = append(b, `{"run":`...)
+	b = strconv.AppendQuote(b, runID)
+	b = append(b, `,"orig":`...)
+	b = strconv.AppendQuote(b, origID)
+	b = append(b, `,"n":`...)
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = append(b, `,"at":"`...)
+	b = at.UTC().Truncate(time.Millisecond).AppendFormat(b, time.RFC3339Nano)
+	return append(b, `"}`...)
+}

@@ -1,0 +1,138 @@
+package kafka
+
+import (
+	"encoding/binary"
+	"strings"
+	"testing"
+	"time"
+)
+
+func be(n int64, size int) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, uint64(n))
+	return b[8-size:]
+}
+
+func TestDecodeOriginConventions(t *testing.T) {
+	ts := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name string
+		hs   []Header
+		want Origin
+	}{
+		{"spring binary numbers, repeated headers: the last wins", []Header{
+			{Key: "kafka_dlt-original-topic", Value: []byte("first-hop")},
+			{Key: "kafka_dlt-original-partition", Value: be(9, 4)},
+			{Key: "kafka_dlt-original-topic", Value: []byte("orders")},
+			{Key: "kafka_dlt-original-partition", Value: be(3, 4)},
+			{Key: "kafka_dlt-original-offset", Value: be(88213, 8)},
+			{Key: "kafka_dlt-original-timestamp", Value: be(ts.UnixMilli(), 8)},
+			{Key: "kafka_dlt-original-consumer-group", Value: []byte("fulfilment")},
+		}, Origin{Topic: "orders", Partition: 3, Offset: 88213, Timestamp: ts, ConsumerGroup: "fulfilment", Format: "spring-kafka"}},
+		{"connect decimal strings", []Header{
+			{Key: "__connect.errors.topic", Value: []byte("inventory")},
+			{Key: "__connect.errors.partition", Value: []byte("2")},
+			{Key: "__connect.errors.offset", Value: []byte("4410")},
+		}, Origin{Topic: "inventory", Partition: 2, Offset: 4410, Format: "kafka-connect"}},
+		{"streams", []Header{
+			{Key: "__streams.errors.topic", Value: []byte("orders")},
+			{Key: "__streams.errors.partition", Value: []byte("0")},
+			{Key: "__streams.errors.offset", Value: []byte("981")},
+		}, Origin{Topic: "orders", Partition: 0, Offset: 981, Format: "kafka-streams"}},
+		{"spring cloud stream binary numbers", []Header{
+			{Key: "x-original-topic", Value: []byte("payments")},
+			{Key: "x-original-partition", Value: be(1, 4)},
+			{Key: "x-original-offset", Value: be(77, 8)},
+		}, Origin{Topic: "payments", Partition: 1, Offset: 77, Format: "spring-cloud-stream"}},
+		{"hand-rolled dlq_* pattern", []Header{
+			{Key: "original_topic", Value: []byte("orders")},
+			{Key: "original_offset", Value: []byte("12")},
+			{Key: "dlq_timestamp", Value: []byte("2026-12-01T10:00:00Z")},
+		}, Origin{Topic: "orders", Partition: -1, Offset: 12, Timestamp: ts, Format: "dlq-headers"}},
+		{"nothing", []Header{{Key: "traceparent", Value: []byte("x")}}, Origin{Partition: -1, Offset: -1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := DecodeOrigin(c.hs)
+			if !got.Timestamp.Equal(c.want.Timestamp) {
+				t.Fatalf("timestamp %v, want %v", got.Timestamp, c.want.Timestamp)
+			}
+			got.Timestamp, c.want.Timestamp = time.Time{}, time.Time{}
+			if got != c.want {
+				t.Fatalf("origin %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestReplayHeadersDropDeadLetterContextAndCountReplays(t *testing.T) {
+	m := &Message{Topic: "orders-dlq", Partition: 0, Offset: 5, Headers: []Header{
+		{Key: "traceparent", Value: []byte("t")},
+		{Key: "KAFKA_DLT-exception-fqcn", Value: []byte("x")},
+		{Key: "__connect.errors.topic", Value: []byte("x")},
+		{Key: "x-exception-message", Value: []byte("x")},
+		{Key: "retry_topic-attempts", Value: be(3, 4)},
+		{Key: "dlq_reason", Value: []byte("x")},
+		{Key: "tenant", Value: []byte("acme")},
+	}}
+	hs := ReplayHeaders(m, "run-1", time.Now())
+	var keys []string
+	for _, h := range hs {
+		keys = append(keys, h.Key)
+	}
+	if strings.Join(keys, ",") != "traceparent,tenant,"+MarkerHeader {
+		t.Fatalf("replay headers %v", keys)
+	}
+	m.Headers = hs
+	again := ReplayHeaders(m, "run-2", time.Now())
+	if mk := ReplayMarker(again); mk == nil || mk.Count != 2 || mk.RunID != "run-2" {
+		t.Fatalf("second replay marker %+v", mk)
+	}
+	if n := strings.Count(strings.Join(func() []string {
+		var k []string
+		for _, h := range again {
+			k = append(k, h.Key)
+		}
+		return k
+	}(), ","), MarkerHeader); n != 1 {
+		t.Fatalf("%d markers after two replays", n)
+	}
+}
+
+func TestStage(t *testing.T) {
+	for topic, want := range map[string][2]string{
+		"orders-retry-1": {"retry-1", "orders"}, "orders-retry-5000": {"retry-5000", "orders"}, "orders-retry": {"retry", "orders"},
+		"orders-dlq": {"dlt", "orders"}, "orders-dlt": {"dlt", "orders"}, "orders.DLT": {"dlt", "orders"}, "orders": {"", "orders"},
+		"my.orders-dead-letter": {"dlt", "my.orders"},
+	} {
+		st, base := Stage(topic)
+		if st != want[0] || base != want[1] {
+			t.Errorf("Stage(%q) = %q, %q; want %q, %q", topic, st, base, want[0], want[1])
+		}
+	}
+}
+
+func TestParseAddress(t *testing.T) {
+	a, err := ParseAddress("kafka://k1:9092,k2:9093/orders-dlq")
+	if err != nil || len(a.Brokers) != 2 || a.Topic != "orders-dlq" || a.String() != "kafka://k1:9092,k2:9093/orders-dlq" {
+		t.Fatalf("%+v %v", a, err)
+	}
+	a, err = ParseAddress("kafka://ops@k1:9092/orders-dlq")
+	if err != nil || a.User != "ops" || a.String() != "kafka://ops@k1:9092/orders-dlq" {
+		t.Fatalf("%+v %v", a, err)
+	}
+	for ref, want := range map[string]string{
+		"kafka://k1:9092":                    "names no topic",
+		"kafka://k1/orders":                  "HOST:PORT",
+		"kafka://k1:0/orders":                "port",
+		"kafka://u:hunter2@k1:9092/orders":   "DLQCTL_KAFKA_PASSWORD",
+		"kafka://k1:9092/orders?password=pw": "query strings",
+		"kafka://k1:9092/ord ers":            "character",
+		"kafka:///orders":                    "names no broker",
+	} {
+		_, err := ParseAddress(ref)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "=pw") {
+			t.Errorf("ParseAddress(%q) = %v, want an error mentioning %q", ref, err, want)
+		}
+	}
+}

@@ -1,0 +1,362 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/dlqctl/dlqctl/pkg/broker"
+	"github.com/dlqctl/dlqctl/pkg/record"
+)
+
+// OpenSource reads the topic. Peek reads from the group's committed
+// offsets (or the earliest) to the ends taken now, joining no group and
+// committing nothing. Consume joins the group: Kafka assigns the
+// partitions among every process of the run, and Ack commits.
+func (e *Endpoint) OpenSource(ctx context.Context, opt broker.SourceOptions) (broker.Source, error) {
+	if opt.Mode == broker.Peek {
+		plan, err := e.Plan(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r, err := newPeekReader(e.addr, e.conn, plan, 0)
+		if err != nil {
+			return nil, e.wrap(err)
+		}
+		return &peekSource{e: e, r: r, decode: opt.Decode}, nil
+	}
+	c, err := OpenConsumer(ctx, e.addr, e.conn, e.group, ConsumerOptions{})
+	if err != nil {
+		return nil, e.wrap(err)
+	}
+	return &consumeSource{e: e, c: c, decode: opt.Decode}, nil
+}
+
+func (e *Endpoint) message(m *Message, decode func(*record.Record) any) broker.Message {
+	rec := ToRecord(m, e.ID(), time.Now())
+	var parsed any
+	if decode != nil {
+		parsed = decode(rec)
+	}
+	return broker.Message{Record: rec, Parsed: parsed, Handle: m}
+}
+
+// peekSource is a read that leaves the group's offsets as they are.
+type peekSource struct {
+	e      *Endpoint
+	r      *peekReader
+	decode func(*record.Record) any
+	mu     sync.Mutex
+}
+
+func (s *peekSource) Name() string { return s.e.String() }
+
+func (s *peekSource) Next(ctx context.Context, max int) ([]broker.Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ms, done, err := s.r.next(ctx, max)
+	if err != nil {
+		return nil, s.e.wrap(err)
+	}
+	if done {
+		return nil, broker.ErrSourceDone
+	}
+	out := make([]broker.Message, len(ms))
+	for i, m := range ms {
+		out[i] = s.e.message(m, s.decode)
+	}
+	return out, nil
+}
+
+// Ack on a peek removes nothing (broker.Peek): no offset is committed.
+func (s *peekSource) Ack(_ context.Context, msgs []broker.Message) []error {
+	return make([]error, len(msgs))
+}
+
+// Release gives nothing back: a peek held nothing (reads are free).
+func (s *peekSource) Release(context.Context, []broker.Message) error { return nil }
+
+func (s *peekSource) Close(context.Context) error { s.r.close(); return nil }
+
+// TruncatedNote says which partitions the read gave up on before their
+// end (empty: none).
+func (s *peekSource) TruncatedNote() string {
+	if n := len(s.r.stats.Truncated); n > 0 {
+		return fmt.Sprintf("%d partition(s) made no progress before their end offset: %v", n, s.r.stats.Truncated)
+	}
+	return ""
+}
+
+// consumeSource reads as a member of the group; Ack commits. Next is
+// serialised: one poll at a time, so the rebalance a poll lets through
+// never runs between another worker's poll and the records it hands out.
+type consumeSource struct {
+	e      *Endpoint
+	c      *Consumer
+	decode func(*record.Record) any
+	next   sync.Mutex
+}
+
+func (s *consumeSource) Name() string { return s.e.String() }
+
+func (s *consumeSource) Next(ctx context.Context, max int) ([]broker.Message, error) {
+	s.next.Lock()
+	ms, done, err := s.c.Poll(ctx, max)
+	s.next.Unlock()
+	if err != nil {
+		return nil, s.e.wrap(err)
+	}
+	if done {
+		return nil, broker.ErrSourceDone
+	}
+	out := make([]broker.Message, len(ms))
+	for i, m := range ms {
+		out[i] = s.e.message(m, s.decode)
+	}
+	return out, nil
+}
+
+// Ack records each message as handled and commits: the committed offset
+// moves past a partition's contiguous handled records, the commit metadata
+// lists those handled past a pending one. A message whose partition moved
+// to another process wraps broker.ErrLeaseLost (it will be read again).
+func (s *consumeSource) Ack(ctx context.Context, msgs []broker.Message) []error {
+	errs := make([]error, len(msgs))
+	for i, bm := range msgs {
+		m, ok := bm.Handle.(*Message)
+		if !ok {
+			errs[i] = errors.New("not a message of this source")
+			continue
+		}
+		recorded, err := s.c.Ack(m)
+		switch {
+		case err != nil:
+			errs[i] = fmt.Errorf("%s: %w", m.ID(), err)
+		case !recorded:
+			errs[i] = fmt.Errorf("%s: its partition moved to another member of group %s before the commit: %w", m.ID(), s.c.group, broker.ErrLeaseLost)
+		}
+	}
+	if err := s.c.Commit(ctx); err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = s.e.wrap(err)
+			}
+		}
+	}
+	return errs
+}
+
+// Release leaves the messages pending: the commit never passes them.
+func (s *consumeSource) Release(context.Context, []broker.Message) error { return nil }
+
+// End is the end-of-run check of a consuming read (broker.Ender; the
+// engine asks with final set once every worker and acker stopped after
+// Next said ErrSourceDone): the run is complete only when every partition
+// the group gave this process was read to the end taken at the start and
+// the group's commit, read back from the coordinator, covers every record
+// the run handled. Records the run accounts for itself (left by a
+// selection, failed) are not counted. Records of partitions this process
+// holds or held and did not finish are Blocked; records pending in
+// partitions another member took are Unknown until two session timeouts
+// from now (its run, or the next, reads them). Next never comes back
+// empty, so a non-final End has nothing to say.
+func (s *consumeSource) End(ctx context.Context, _ broker.RunState, final bool) (broker.EndState, error) {
+	if !final {
+		return broker.EndState{}, nil
+	}
+	u, err := s.c.Unfinished(ctx)
+	if err != nil {
+		// Not confirmed is not complete: reported as an unknown outcome
+		// (an engine error would not keep the run from saying complete).
+		return broker.EndState{Drained: true, Ordered: true, Unknown: 1, UnknownUntil: time.Now().Add(s.c.session),
+			Note: fmt.Sprintf("could not read back group %s's committed offsets at the end of the run (%v), so it cannot say every record was committed past; run the same command again", s.c.group, s.e.wrap(err))}, nil
+	}
+	st := broker.EndState{Drained: true, Ordered: true}
+	if u.Total() == 0 {
+		return st, nil
+	}
+	st.Blocked = int(u.Unread)
+	if n := u.Moved + u.LeftToOthers; n > 0 {
+		st.Unknown, st.UnknownUntil = int(n), time.Now().Add(2*s.c.session)
+	}
+	var parts []string
+	if u.Unread > 0 {
+		parts = append(parts, fmt.Sprintf("%d record(s) of partitions this run held were not read or not committed past", u.Unread))
+	}
+	if u.Moved > 0 {
+		parts = append(parts, fmt.Sprintf("%d record(s) are pending in partitions that moved to another member of group %s during the run", u.Moved, s.c.group))
+	}
+	if u.LeftToOthers > 0 {
+		parts = append(parts, fmt.Sprintf("%d record(s) are pending in partitions other members of group %s held when this run ended", u.LeftToOthers, s.c.group))
+	}
+	where := s.e.String()
+	if len(u.Partitions) > 0 {
+		where = fmt.Sprintf("partitions %v of %s", u.Partitions, s.e)
+	}
+	st.Note = fmt.Sprintf("%s (%s); run the same command again to finish them", strings.Join(parts, "; "), where)
+	return st, nil
+}
+
+// EndReading: a Kafka read has no receive to cut short.
+func (s *consumeSource) EndReading(bool) {}
+
+func (s *consumeSource) Close(ctx context.Context) error {
+	return s.e.wrap(s.c.Close(context.WithoutCancel(ctx)))
+}
+
+// publisher produces copies with the idempotent producer.
+type publisher struct {
+	e *Endpoint
+	p *Producer
+}
+
+// OpenPublisher opens an idempotent, acks=all producer on the cluster.
+func (e *Endpoint) OpenPublisher(context.Context) (broker.Publisher, error) {
+	p, err := OpenProducer(e.addr, e.conn, ProducerOptions{})
+	if err != nil {
+		return nil, e.wrap(err)
+	}
+	return &publisher{e: e, p: p}, nil
+}
+
+// Prepare builds the copy: value byte for byte, key kept (the partitioner
+// keeps per-key placement), headers in order minus the dead-letter
+// context, plus the dlqctl marker with the replay count.
+func (p *publisher) Prepare(rec *record.Record, dest broker.Destination, opt broker.CopyOptions) (broker.Outgoing, string) {
+	topic, _ := dest.Target.(string)
+	if topic == "" {
+		return broker.Outgoing{}, "no destination topic"
+	}
+	m, err := messageFromRecord(rec)
+	if err != nil {
+		return broker.Outgoing{}, err.Error()
+	}
+	if m.Topic == "" {
+		m.Topic = rec.Queue
+	}
+	id := rec.MessageID
+	now := opt.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	hs := replayHeadersID(m, id, opt.RunID, now)
+	kr := ToKgo(m, topic, hs)
+	size := len(kr.Key) + len(kr.Value)
+	for _, h := range kr.Headers {
+		size += len(h.Key) + len(h.Value)
+	}
+	return broker.Outgoing{Size: size, Marked: true, Native: kr}, ""
+}
+
+// Publish produces a batch and waits for every acknowledgement (acks=all).
+func (p *publisher) Publish(ctx context.Context, dest broker.Destination, batch []broker.Outgoing) ([]broker.Result, error) {
+	recs := make([]*kgo.Record, len(batch))
+	for i, o := range batch {
+		r, ok := o.Native.(*kgo.Record)
+		if !ok {
+			return nil, errors.New("kafka: Publish got an entry Prepare did not build")
+		}
+		recs[i] = r
+	}
+	errs := p.p.Send(ctx, recs)
+	out := make([]broker.Result, len(batch))
+	for i, err := range errs {
+		if err == nil {
+			out[i].ID = fmt.Sprintf("%s-%d@%d", recs[i].Topic, recs[i].Partition, recs[i].Offset)
+			continue
+		}
+		if certainlyNotWritten(err) {
+			out[i].Err = broker.Rejected(p.e.wrap(err))
+		} else {
+			out[i].Err = p.e.wrap(err)
+		}
+	}
+	return out, nil
+}
+
+// certainlyNotWritten reports errors after which the record is known not
+// to be in the log (the broker refused it as a whole).
+func certainlyNotWritten(err error) bool {
+	return errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) ||
+		errors.Is(err, kerr.InvalidRecord) || errors.Is(err, kerr.CorruptMessage) ||
+		errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.TopicAuthorizationFailed) ||
+		errors.Is(err, kerr.InvalidTopicException) || errors.Is(err, kerr.PolicyViolation)
+}
+
+func (p *publisher) Close(context.Context) error { p.p.Close(); return nil }
+
+// Target is this topic as a destination (--to, restore); it must exist.
+func (e *Endpoint) Target(ctx context.Context) (broker.Destination, error) {
+	adm, err := e.Admin()
+	if err != nil {
+		return broker.Destination{}, e.wrap(err)
+	}
+	ok, err := TopicExists(ctx, adm, e.addr.Topic)
+	if err != nil {
+		return broker.Destination{}, e.wrap(err)
+	}
+	if !ok {
+		return broker.Destination{}, fmt.Errorf("destination topic %s does not exist on %s (dlqctl never creates topics): %w", e.addr.Topic, e.ID(), broker.ErrNotFound)
+	}
+	return broker.Destination{Key: e.addr.Topic, Label: e.ID(), Target: e.addr.Topic}, nil
+}
+
+// sourceRouter routes a dead letter to its original topic on the same
+// cluster, read from its headers.
+type sourceRouter struct {
+	e *Endpoint
+	r *Router
+}
+
+// RouterToSource routes each record to the topic its headers name.
+func (e *Endpoint) RouterToSource(context.Context) (broker.Router, error) {
+	adm, err := e.Admin()
+	if err != nil {
+		return nil, e.wrap(err)
+	}
+	return &sourceRouter{e: e, r: NewRouter(adm, "")}, nil
+}
+
+func (s *sourceRouter) Route(ctx context.Context, rec *record.Record) (broker.Destination, string, error) {
+	m, err := messageFromRecord(rec)
+	if err != nil {
+		return broker.Destination{}, err.Error(), nil
+	}
+	if m.Topic == "" {
+		m.Topic = s.e.addr.Topic
+	}
+	t, err := s.r.Route(ctx, m)
+	if err != nil {
+		if errors.Is(err, ErrNoOrigin) {
+			return broker.Destination{}, "no original-topic header", nil
+		}
+		if errors.Is(err, errTopicMissing) {
+			return broker.Destination{}, "source topic missing", nil
+		}
+		return broker.Destination{}, "", s.e.wrap(err)
+	}
+	return broker.Destination{Key: t, Label: s.e.addr.WithTopic(t).String(), Target: t}, "", nil
+}
+
+func (s *sourceRouter) Describe() string {
+	return "the original topic named in each record's dead-letter headers (kafka_dlt-original-topic, __connect.errors.topic, __streams.errors.topic, x-original-topic, original_topic)"
+}
+
+// Abandon drops a source's connections without committing anything more —
+// what a process killed with -9 leaves behind: the group's offsets as of
+// the last commit. (The conformance suite's crash; a killed process needs
+// no call.)
+func Abandon(src broker.Source) {
+	switch s := src.(type) {
+	case *consumeSource:
+		s.c.abandon()
+	case *peekSource:
+		s.r.close()
+	}
+}
