@@ -148,7 +148,7 @@ func TestClassifyExplain(t *testing.T) {
 	for _, want := range []string{
 		"message " + timeout.MessageID,
 		"format: enriched", `body.failure_type [type] → "DatabaseTimeout": transient/timeout`,
-		"no   redrive-loop", "no   body-not-json", "no   schema-mismatch: the failure context names a transient failure first",
+		"no   redrive-loop", "no   broker-capacity", "no   body-not-json", "no   schema-mismatch: the failure context names a transient failure first",
 		"no   conflicting-signals",
 		"YES  transient-failure: body.failure_type \"DatabaseTimeout\" names a transient failure",
 		"=> class transient, action redrive (rule transient-failure)",
@@ -162,7 +162,7 @@ func TestClassifyExplain(t *testing.T) {
 	}
 	j := runCLI(t, env, "", "classify", truth.DLQ.Name, "--explain", timeout.MessageID, "-o", "json")
 	var rep ExplainReport
-	if err := json.Unmarshal([]byte(j.Stdout), &rep); err != nil || rep.Outcome.Class != classify.ClassTransient || len(rep.Steps) != 5 || rep.Format != "enriched" {
+	if err := json.Unmarshal([]byte(j.Stdout), &rep); err != nil || rep.Outcome.Class != classify.ClassTransient || len(rep.Steps) != 6 || rep.Format != "enriched" {
 		t.Errorf("explain -o json: %v %+v", err, rep)
 	}
 	missing := runCLI(t, env, "", "classify", truth.DLQ.Name, "--explain", "no-such-id")

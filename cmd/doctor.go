@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/spf13/cobra"
 
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/doctor"
 	"github.com/dlqctl/dlqctl/pkg/errs"
@@ -105,8 +106,12 @@ Exit 0 when no check fails, 3 when one does, 2 on bad flags.`),
 				if q == "" {
 					continue
 				}
-				if _, err := checkRef(q); err != nil {
+				ref, err := checkRef(q)
+				if err != nil {
 					return err
+				}
+				if ref.Broker != broker.SQS {
+					return errs.BadInputf("%s is a %s reference; doctor checks this shell's AWS access to SQS queues (pass an SQS queue: a name, URL, ARN or sqs://NAME)", ref, brokerTitle(ref.Broker))
 				}
 			}
 			if runF != nil {
@@ -412,4 +417,15 @@ func parseQueueRef(ref string) (doctor.QueueRef, error) {
 		out.URL = r.URL
 	}
 	return out, nil
+}
+
+// brokerTitle names a broker as users know it.
+func brokerTitle(b string) string {
+	switch b {
+	case broker.AMQP:
+		return "RabbitMQ"
+	case broker.Kafka:
+		return "Kafka"
+	}
+	return b
 }
