@@ -173,7 +173,30 @@ func checkRun(ctx context.Context, opts *CheckOptions) error {
 	if opts.DefaultedVisible {
 		f.Verbosef("no threshold given: using --max-visible 0")
 	}
+	return printCheckReport(f, rep, q.Name)
+}
+
+// formatValue renders a threshold value in its unit.
+func formatValue(r health.Result, v float64, isValue bool) string {
+	switch {
+	case r.Status == health.StatusUnknown && isValue:
+		return "?"
+	case r.Unit == "seconds":
+		return output.Duration(time.Duration(v * float64(time.Second)))
+	case strings.HasPrefix(r.Unit, "messages/"):
+		per := strings.TrimPrefix(r.Unit, "messages")
+		if isValue {
+			return fmt.Sprintf("%+.1f%s", v, per)
+		}
+		return fmt.Sprintf("%.0f%s", v, per)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// printCheckReport prints a check report and turns breaches into exit 3.
+func printCheckReport(f *Factory, rep *health.CheckReport, name string) error {
 	format, _ := f.Format()
+	var err error
 	switch format {
 	case output.JSON:
 		err = output.WriteJSON(f.IO.Out, rep)
@@ -194,24 +217,7 @@ func checkRun(ctx context.Context, opts *CheckOptions) error {
 		for i, r := range b {
 			names[i] = r.Name
 		}
-		return errs.Verdictf("%s: %d of %d threshold(s) breached: %s", q.Name, len(b), len(rep.Results), strings.Join(names, ", "))
+		return errs.Verdictf("%s: %d of %d threshold(s) breached: %s", name, len(b), len(rep.Results), strings.Join(names, ", "))
 	}
 	return nil
-}
-
-// formatValue renders a threshold value in its unit.
-func formatValue(r health.Result, v float64, isValue bool) string {
-	switch {
-	case r.Status == health.StatusUnknown && isValue:
-		return "?"
-	case r.Unit == "seconds":
-		return output.Duration(time.Duration(v * float64(time.Second)))
-	case strings.HasPrefix(r.Unit, "messages/"):
-		per := strings.TrimPrefix(r.Unit, "messages")
-		if isValue {
-			return fmt.Sprintf("%+.1f%s", v, per)
-		}
-		return fmt.Sprintf("%.0f%s", v, per)
-	}
-	return fmt.Sprintf("%.0f", v)
 }

@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/broker/amqp"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
-	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -137,33 +135,4 @@ func amqpGrowthResult(ctx context.Context, f *Factory, opts *CheckOptions, ep *a
 	}
 	f.Verbosef("depth readings are kept in %s", hist.Dir)
 	return health.GrowthResult(rate, ok, lim, measured), nil
-}
-
-// printCheckReport prints a check report and turns breaches into exit 3.
-func printCheckReport(f *Factory, rep *health.CheckReport, name string) error {
-	format, _ := f.Format()
-	var err error
-	switch format {
-	case output.JSON:
-		err = output.WriteJSON(f.IO.Out, rep)
-	case output.NDJSON:
-		err = output.NewNDJSON(f.IO.Out).Write(rep)
-	default:
-		t := output.NewTable(f.IO, "STATUS", "THRESHOLD", "VALUE", "LIMIT", "DETAIL")
-		for _, r := range rep.Results {
-			t.Row(r.Status, r.Name, formatValue(r, r.Value, true), formatValue(r, r.Limit, false), r.Detail)
-		}
-		err = t.Render()
-	}
-	if err != nil {
-		return err
-	}
-	if b := rep.Breaches(); len(b) > 0 {
-		names := make([]string, len(b))
-		for i, r := range b {
-			names[i] = r.Name
-		}
-		return errs.Verdictf("%s: %d of %d threshold(s) breached: %s", name, len(b), len(rep.Results), strings.Join(names, ", "))
-	}
-	return nil
 }

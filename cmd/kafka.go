@@ -383,30 +383,7 @@ func kafkaCheckRun(ctx context.Context, opts *CheckOptions) error {
 			rep.OK = false
 		}
 	}
-	format, _ := f.Format()
-	switch format {
-	case output.JSON:
-		err = output.WriteJSON(f.IO.Out, rep)
-	case output.NDJSON:
-		err = output.NewNDJSON(f.IO.Out).Write(rep)
-	default:
-		t := output.NewTable(f.IO, "STATUS", "THRESHOLD", "VALUE", "LIMIT", "DETAIL")
-		for _, r := range rep.Results {
-			t.Row(r.Status, r.Name, formatValue(r, r.Value, true), formatValue(r, r.Limit, false), r.Detail)
-		}
-		err = t.Render()
-	}
-	if err != nil {
-		return err
-	}
-	if b := rep.Breaches(); len(b) > 0 {
-		names := make([]string, len(b))
-		for i, r := range b {
-			names[i] = r.Name
-		}
-		return errs.Verdictf("%s: %d of %d threshold(s) breached: %s", ep.Name(), len(b), len(rep.Results), strings.Join(names, ", "))
-	}
-	return nil
+	return printCheckReport(f, rep, ep.Name())
 }
 
 // kafkaWatchRun samples a Kafka topic's pending records for dlqctl's group
