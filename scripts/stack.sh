@@ -171,6 +171,28 @@ free_ports() {
   ' "$1"
 }
 
+# free_port_between LOW HIGH [EXCLUDED...]: a port in LOW..HIGH that
+# 127.0.0.1 can bind now and that is none of EXCLUDED.
+free_port_between() {
+  node -e '
+    const net = require("net");
+    const [lo, hi, ...excl] = process.argv.slice(1).map(Number);
+    const tryPort = (p) => new Promise((ok) => {
+      const s = net.createServer();
+      s.once("error", () => ok(false));
+      s.listen(p, "127.0.0.1", () => s.close(() => ok(true)));
+    });
+    (async () => {
+      for (let i = 0; i < 200; i++) {
+        const p = lo + Math.floor(Math.random() * (hi - lo + 1));
+        if (excl.includes(p)) continue;
+        if (await tryPort(p)) { console.log(p); return; }
+      }
+      process.exit(1);
+    })();
+  ' "$@"
+}
+
 # probe sqs|s3|moto URL: exit 0 when the server answers a real request.
 # moto: SQS ListQueues (JSON protocol; routed to SQS by the credential scope
 # of a dummy SigV4 header, unchecked by moto) and S3 ListBuckets.
@@ -627,9 +649,12 @@ start_rabbitmq() { # -> 0 started, 1 failed (logs kept)
   mkdir -p "$d/home" "$d/mnesia" "$d/log"
   read -r amqp epmd mgmt <<<"$(free_ports 3)"
   # The distribution port is fixed (RABBITMQ_DIST_PORT) and the CLI tools
-  # take theirs from DIST_PORT+10000..+10010: pick DIST so that both are
-  # free-ish and below 65535.
-  dist=$(( (amqp % 20000) + 20000 ))
+  # take theirs from DIST_PORT+10000..+10010. The VM binds DIST first, long
+  # before RabbitMQ opens its AMQP listener, so DIST must never equal a port
+  # picked above (an earlier formula did for AMQP ports 32768-39999, and the
+  # node died at boot with eaddrinuse). It comes from 20000-32767: below the
+  # kernel's ephemeral range, so no other server is handed it later.
+  dist="$(free_port_between 20000 32767 "$amqp" "$epmd" "$mgmt")" || { log "no free port for the Erlang distribution"; return 1; }
   echo "$amqp $dist $epmd $mgmt" >"$d/ports"
   # A private Erlang cookie: the CLI tools read $HOME/.erlang.cookie.
   head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$d/home/.erlang.cookie"
@@ -668,6 +693,13 @@ ENVF
   rabbit_exec spawn "$d/log/startup.log" "$bin" >"$d/server.pid"
   for i in $(seq 1 300); do # up to ~60 s (3.10 boots in ~5-15 s on a busy machine)
     if probe_rabbitmq "amqp://$rabbit_user:$rabbit_pass@127.0.0.1:$amqp/" "http://127.0.0.1:$mgmt"; then
+      # Still there a moment later: a node that answered once and then
+      # failed a late boot step is a failed start, not a running node.
+      sleep 1
+      if ! alive "$d/server.pid" rabbitmq-server ||
+        ! probe_rabbitmq "amqp://$rabbit_user:$rabbit_pass@127.0.0.1:$amqp/" "http://127.0.0.1:$mgmt"; then
+        break
+      fi
       # The pid is the server script: it turns SIGTERM into a clean stop.
       log "rabbitmq      on amqp://127.0.0.1:$amqp/ management http://127.0.0.1:$mgmt (pid $(cat "$d/server.pid")), data in $d"
       return 0
@@ -685,6 +717,11 @@ stop_rabbitmq() {
   d="$(rabbit_dir)"
   [[ -d "$d" ]] || return 0
   if [[ -f "$d/ports" ]]; then
+    if [[ -f "$d/server.pid" ]] && ! alive "$d/server.pid" rabbitmq-server && [[ -f "$d/log/startup.log" ]]; then
+      # It died on its own: say so (in CI this is the only trace left).
+      log "rabbitmq (pid $(cat "$d/server.pid")) had already exited; last log lines:"
+      tail -n 5 "$d/log/startup.log" >&2 2>/dev/null || true
+    fi
     if alive "$d/server.pid" rabbitmq-server; then
       pid="$(cat "$d/server.pid")"
       # rabbitmqctl stop shuts the node down cleanly; SIGTERM does too.
