@@ -205,8 +205,13 @@ func headerNumber(v []byte, binaryFirst bool) (int64, bool) {
 
 // headerTime reads epoch milliseconds (binary or decimal) or an RFC 3339 text.
 func headerTime(v []byte, binaryFirst bool) time.Time {
-	if t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(v))); err == nil {
-		return t.UTC()
+	// The shortest RFC 3339 time ("2006-01-02T15:04:05Z") is 20 bytes:
+	// Spring's 8-byte binary timestamp never is one, so it skips the
+	// failing parse (and its error allocation) on every record.
+	if len(v) >= len("2006-01-02T15:04:05Z") {
+		if t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(v))); err == nil {
+			return t.UTC()
+		}
 	}
 	if n, ok := headerNumber(v, binaryFirst); ok && n > 0 {
 		return time.UnixMilli(n).UTC()
@@ -314,6 +319,7 @@ func replayCopies(msgs []*Message, topics []string, runID string, now time.Time)
 	buf := make([]byte, 0, nb+len(msgs)*(len(run)+len(at)+80))
 	recs := make([]kgo.Record, len(msgs))
 	out := make([]*kgo.Record, len(msgs))
+	plainTopic, plain := "", false // the last topic checked by jsonPlain (a batch has one or a few)
 	for i, m := range msgs {
 		h0 := len(hs)
 		for _, h := range m.Headers {
@@ -325,7 +331,10 @@ func replayCopies(msgs []*Message, topics []string, runID string, now time.Time)
 		buf = append(buf, `{"run":`...)
 		buf = append(buf, run...)
 		buf = append(buf, `,"orig":`...)
-		buf = appendJSONID(buf, m.Topic, m.Partition, m.Offset)
+		if m.Topic != plainTopic || plainTopic == "" {
+			plainTopic, plain = m.Topic, jsonPlain(m.Topic)
+		}
+		buf = appendJSONID(buf, m.Topic, m.Partition, m.Offset, plain)
 		buf = append(buf, `,"n":`...)
 		buf = strconv.AppendInt(buf, int64(replayCount(m.Headers)), 10)
 		buf = append(buf, `,"at":`...)
@@ -342,8 +351,9 @@ func replayCopies(msgs []*Message, topics []string, runID string, now time.Time)
 
 // appendJSONID appends the JSON string of the ID TOPIC-PARTITION@OFFSET
 // (Message.ID) without building the ID first.
-func appendJSONID(b []byte, topic string, partition int32, offset int64) []byte {
-	if !jsonPlain(topic) {
+// plain is jsonPlain(topic).
+func appendJSONID(b []byte, topic string, partition int32, offset int64, plain bool) []byte {
+	if !plain {
 		id := (&Message{Topic: topic, Partition: partition, Offset: offset}).ID()
 		return appendJSONString(b, id)
 	}
