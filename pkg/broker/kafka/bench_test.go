@@ -1,6 +1,7 @@
 package kafka_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os/exec"
@@ -14,8 +15,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/dlqctl/dlqctl/cmd"
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
+	"github.com/dlqctl/dlqctl/pkg/output"
 )
 
 // fillDLT creates a DLT of n Spring-style dead letters (3 partitions, 300-byte
@@ -52,45 +55,55 @@ func fillDLT(b testing.TB, c cluster, n int) (dlt, dest string) {
 	return dlt, dest
 }
 
-// BenchmarkRedrive compares dlqctl's Kafka redrive (Drain + ReplaySink:
-// group consumer, journal, selection hook, header filtering, marker,
-// idempotent acks=all producer, commit per batch) with a bare franz-go
+// BenchmarkRedrive compares dlqctl's Kafka redrive with a bare franz-go
 // consume → produce → commit loop doing the same work with the same
 // batching: a group consumer fetching with dlqctl's fetch bounds and
 // read_committed, polls of 500, each poll produced with acks=all (same
-// linger) and waited for, then its offsets committed. The bare loop copies
-// the headers as they are; dlqctl drops the dead-letter ones and adds its
-// marker (that per-record work is part of what is measured).
+// linger, idempotent) and waited for, then its offsets committed. The bare
+// loop copies the headers as they are; dlqctl drops the dead-letter ones
+// and adds its marker (that per-record work is part of what is measured).
+// Two dlqctl sides:
 //
-// Each iteration runs both on their own fresh 50k-record DLTs, side by side
-// (dlqctl first on even iterations, the bare loop first on odd ones, so
-// both see the same machine load and the same broker state), after a GC
-// so that neither pays for the other's garbage. Reported, as medians over
-// the iterations: records/s of each, ratio (dlqctl/bare records/s of the
-// same iteration; the issue asks ≥ 0.9) and CPU µs per record of each
-// (user+system of this process while that side ran; kfake runs apart).
+//   - cli: `dlqctl redrive kafka://…/DLT --yes -o json` run in this process
+//     (cmd.Run: flags, plan, selection, routing, report; no process start);
+//   - engine: kafka.Drain + kafka.ReplaySink alone (group consumer,
+//     journal, header filter, marker, producer, commit per batch).
 //
-//	go test -run '^$' -bench 'BenchmarkRedrive$' -benchtime 10x ./pkg/broker/kafka
+// Each iteration runs the three on their own fresh 50k-record DLTs, side by
+// side (the order rotates every iteration, so each sees the same machine
+// load and broker state), each after a GC so none pays for another's
+// garbage; the topics are dropped afterwards. Reported, as medians over
+// the iterations: records/s of each, the ratio of each dlqctl side to the
+// bare loop of the same iteration (the issue asks ≥ 0.9), and CPU µs per
+// record (user+system of this process while that side ran; kfake runs
+// apart).
+//
+//	go test -run '^$' -bench 'BenchmarkRedrive$' -benchtime 15x ./pkg/broker/kafka
 func BenchmarkRedrive(b *testing.B) {
 	const n = 50000
 	c := newCluster(b)
-	var rates, cpus [2][]float64 // [dlqctl, bare]
-	var ratios []float64
+	sides := []string{"cli", "engine", "bare"}
+	rates := map[string][]float64{}
+	cpus := map[string][]float64{}
+	ratios := map[string][]float64{}
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
-		var dlt, dest [2]string
-		for s := range 2 {
+		dlt, dest := map[string]string{}, map[string]string{}
+		for _, s := range sides {
 			dlt[s], dest[s] = fillDLT(b, c, n)
 		}
-		var wall [2]float64
-		for k := range 2 {
-			s := (i + k) % 2 // ABBA: who goes first alternates
+		wall := map[string]float64{}
+		for k := range sides {
+			s := sides[(i+k)%len(sides)] // who goes first rotates
 			runtime.GC()
 			t0, c0 := time.Now(), processCPU()
 			b.StartTimer()
-			if s == 0 {
+			switch s {
+			case "cli":
+				cliRedrive(b, c, dlt[s])
+			case "engine":
 				dlqctlRedrive(b, c, dlt[s], n)
-			} else {
+			default:
 				bareLoop(b, c, dlt[s], dest[s], n)
 			}
 			b.StopTimer()
@@ -98,18 +111,35 @@ func BenchmarkRedrive(b *testing.B) {
 			cpus[s] = append(cpus[s], (processCPU()-c0).Seconds()*1e6/n)
 			rates[s] = append(rates[s], n/wall[s])
 			if got := topicRecords(b, c, dest[s]); got != n {
-				b.Fatalf("side %d copied %d records, want %d", s, got, n)
+				b.Fatalf("%s copied %d records, want %d", s, got, n)
 			}
 		}
-		ratios = append(ratios, wall[1]/wall[0])
-		dropTopics(c, dlt[0], dest[0], dlt[1], dest[1])
+		for _, s := range sides[:2] {
+			ratios[s] = append(ratios[s], wall["bare"]/wall[s])
+		}
+		for _, s := range sides {
+			dropTopics(c, dlt[s], dest[s])
+		}
 	}
-	b.ReportMetric(median(rates[0]), "dlqctl-records/s")
-	b.ReportMetric(median(rates[1]), "bare-records/s")
-	b.ReportMetric(median(ratios), "ratio")
-	b.ReportMetric(median(cpus[0]), "dlqctl-cpu-µs/record")
-	b.ReportMetric(median(cpus[1]), "bare-cpu-µs/record")
-	b.Logf("%d records × %d: ratio dlqctl/bare per iteration %s", n, b.N, fmtAll(ratios))
+	for _, s := range sides {
+		b.ReportMetric(median(rates[s]), s+"-records/s")
+		b.ReportMetric(median(cpus[s]), s+"-cpu-µs/record")
+	}
+	for _, s := range sides[:2] {
+		b.ReportMetric(median(ratios[s]), s+"-ratio")
+		b.Logf("%d records × %d: %s/bare per iteration %s", n, b.N, s, fmtAll(ratios[s]))
+	}
+}
+
+// cliRedrive runs `dlqctl redrive kafka://…/DLT --yes -o json` in this
+// process.
+func cliRedrive(b testing.TB, c cluster, dlt string) {
+	var out, errOut bytes.Buffer
+	code := cmd.Run(context.Background(), output.Test(strings.NewReader(""), &out, &errOut, false),
+		[]string{"redrive", "kafka://" + strings.Join(c.addr.Brokers, ",") + "/" + dlt, "--yes", "-o", "json"})
+	if code != 0 {
+		b.Fatalf("redrive: exit %d: %s", code, errOut.String())
+	}
 }
 
 // dlqctlRedrive is dlqctl's redrive of dlt to the topic its records name.
@@ -224,15 +254,16 @@ func BenchmarkRedriveRSS(b *testing.B) {
 			var rss int64
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				dlt, _ := fillDLT(b, c, n)
+				dlt, dest := fillDLT(b, c, n)
 				b.StartTimer()
-				cmd := exec.Command(bin, "redrive", "kafka://"+strings.Join(c.addr.Brokers, ",")+"/"+dlt, "--yes", "-o", "json")
-				if out, err := cmd.CombinedOutput(); err != nil {
+				proc := exec.Command(bin, "redrive", "kafka://"+strings.Join(c.addr.Brokers, ",")+"/"+dlt, "--yes", "-o", "json")
+				if out, err := proc.CombinedOutput(); err != nil {
 					b.Fatalf("%v: %s", err, out)
 				}
-				if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+				if ru, ok := proc.ProcessState.SysUsage().(*syscall.Rusage); ok {
 					rss = max(rss, ru.Maxrss)
 				}
+				dropTopics(c, dlt, dest)
 			}
 			b.ReportMetric(float64(rss)/1024, "maxrss_MB")
 			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "records/s")

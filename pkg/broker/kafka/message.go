@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -433,6 +435,27 @@ var stageRE = regexp.MustCompile(`(?i)^(.+?)[-._](retry(?:[-._]?\d+)?|dlt|dlq|de
 // topic: ("retry-2", "orders") for orders-retry-2, ("dlt", "orders") for
 // orders-dlq or orders.DLT, ("", topic) for a topic outside a chain.
 func Stage(topic string) (stage, base string) {
+	// Every record of a topic asks for the same answer (ToRecord, group
+	// --by stage): the regexp runs once per topic, not once per record.
+	if v, ok := stages.Load(topic); ok {
+		sb := v.([2]string)
+		return sb[0], sb[1]
+	}
+	stage, base = stageOf(topic)
+	if stagesN.Add(1) <= maxStages {
+		stages.Store(topic, [2]string{stage, base})
+	}
+	return stage, base
+}
+
+var (
+	stages  sync.Map // topic -> [stage, base]
+	stagesN atomic.Int64
+)
+
+const maxStages = 4096
+
+func stageOf(topic string) (stage, base string) {
 	m := stageRE.FindStringSubmatch(topic)
 	if m == nil {
 		return "", topic
