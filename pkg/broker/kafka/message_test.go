@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
@@ -209,5 +211,28 @@ func TestIsFailureHeaderEveryPrefixAnyCase(t *testing.T) {
 		if IsFailureHeader(k) {
 			t.Errorf("IsFailureHeader(%q) = true", k)
 		}
+	}
+}
+
+// The interner shares origin strings between records and stays bounded
+// however many distinct origins a topic holds; what it returns is always
+// the header's text.
+func TestInternedOriginsAreBoundedAndExact(t *testing.T) {
+	var in interner
+	for i := 0; i < 3*maxInterned; i++ {
+		topic := fmt.Sprintf("orders-%d", i%(2*maxInterned))
+		o := decodeOrigin([]Header{{Key: "kafka_dlt-original-topic", Value: []byte(topic)},
+			{Key: "kafka_dlt-original-consumer-group", Value: []byte("svc")}}, &in)
+		if o.Topic != topic || o.ConsumerGroup != "svc" || o.Format != "spring-kafka" {
+			t.Fatalf("origin %+v, want topic %s", o, topic)
+		}
+		if len(in.m) > maxInterned {
+			t.Fatalf("interner holds %d strings, bound %d", len(in.m), maxInterned)
+		}
+	}
+	a := decodeOrigin([]Header{{Key: "original_topic", Value: []byte("payments")}}, &in)
+	b := decodeOrigin([]Header{{Key: "original_topic", Value: []byte("payments")}}, &in)
+	if unsafe.StringData(a.Topic) != unsafe.StringData(b.Topic) {
+		t.Fatal("the same origin topic was allocated twice")
 	}
 }
