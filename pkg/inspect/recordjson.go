@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"strconv"
 	"unicode"
 	"unicode/utf16"
@@ -457,16 +458,25 @@ func skipWS(b []byte, i int) int {
 // the index after its closing quote and whether it has escapes.
 func scanString(b []byte, i int) (end int, escaped, ok bool) {
 	i++
-	for i < len(b) {
-		// The common run: plain bytes, eight at a time.
-		for i+8 <= len(b) && !specialByte(binary.LittleEndian.Uint64(b[i:])) {
+	for {
+		// The common run: plain bytes, eight at a time; a word holding a
+		// byte that ends the run says exactly where (specialMask is exact),
+		// so the run is never rescanned byte by byte.
+		for i+8 <= len(b) {
+			if m := specialMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				goto special
+			}
 			i += 8
 		}
-		if i >= len(b) {
-			break
+		for i < len(b) && b[i] != '"' && b[i] != '\\' && b[i] >= 0x20 {
+			i++
 		}
-		c := b[i]
-		switch {
+		if i >= len(b) {
+			return 0, false, false
+		}
+	special:
+		switch c := b[i]; {
 		case c == '"':
 			return i + 1, escaped, true
 		case c == '\\':
@@ -485,24 +495,26 @@ func scanString(b []byte, i int) (end int, escaped, ok bool) {
 			default:
 				return 0, false, false
 			}
-		case c < 0x20:
+		default: // a control byte (< 0x20)
 			return 0, false, false
-		default:
-			i++
 		}
 	}
-	return 0, false, false
 }
 
-// specialByte reports whether one of the 8 bytes of x ends a plain run of a
-// JSON string: '"', '\\' or a control byte (< 0x20). (A word has a zero
-// byte where (x-0x01…)&^x&0x80… is set; the test may also flag bytes >=
-// 0x80 next to such a byte, which only ends the fast run early.)
-func specialByte(x uint64) bool {
-	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	quote := x ^ (lo * '"')
-	backslash := x ^ (lo * '\\')
-	return ((quote-lo)&^quote|(backslash-lo)&^backslash|(x-lo*0x20)&^x)&hi != 0
+// specialMask returns, for the 8 bytes of x (little-endian: byte k is bits
+// 8k..8k+7), a word with bit 8k+7 set exactly where byte k ends a plain run
+// of a JSON string: '"', '\\' or a control byte (< 0x20). Each test is exact
+// (no false positives, no carries between bytes): a byte v is zero iff
+// ((v&0x7f)+0x7f)|v has its high bit clear, and below 0x20 iff its high
+// bit is clear and (v&0x7f)+0x60 has its high bit clear.
+func specialMask(x uint64) uint64 {
+	const lo, lo7, hi = 0x0101010101010101, 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+	q := x ^ (lo * '"')
+	bs := x ^ (lo * '\\')
+	quote := ^((q&lo7 + lo7) | q)
+	backslash := ^((bs&lo7 + lo7) | bs)
+	control := ^(x&lo7 + lo*0x60) &^ x
+	return (quote | backslash | control) & hi
 }
 
 func isHexDigit(c byte) bool {

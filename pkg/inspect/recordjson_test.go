@@ -3,6 +3,7 @@ package inspect
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -140,4 +141,33 @@ func FuzzParseValue(f *testing.F) {
 			t.Fatalf("%q:\n got %#v\nwant %#v", b, got, want)
 		}
 	})
+}
+
+// TestSpecialMaskIsExact: specialMask flags exactly the bytes that end a
+// plain run of a JSON string ('"', '\\', < 0x20), in every position, next
+// to every other byte value (the carries and borrows of the word tricks
+// must never flag a neighbour or miss one): scanString jumps to the byte
+// it names.
+func TestSpecialMaskIsExact(t *testing.T) {
+	special := func(c byte) bool { return c == '"' || c == '\\' || c < 0x20 }
+	var w [8]byte
+	for pos := range 8 {
+		for c := range 256 {
+			for _, fill := range []byte{0x00, 0x1f, 0x20, '"', '\\', 'a', 0x7f, 0x80, 0xa2, 0xdc, 0xff} {
+				for k := range w {
+					w[k] = fill
+				}
+				w[pos] = byte(c)
+				got := specialMask(binary.LittleEndian.Uint64(w[:]))
+				for k := range w {
+					if want := special(w[k]); (got>>(8*k+7)&1 == 1) != want {
+						t.Fatalf("bytes % x: byte %d (%#x) flagged %v, want %v", w, k, w[k], !want, want)
+					}
+				}
+				if got&^0x8080808080808080 != 0 {
+					t.Fatalf("bytes % x: mask %#x has bits outside the high bits", w, got)
+				}
+			}
+		}
+	}
 }
