@@ -2,6 +2,8 @@ package classify
 
 import (
 	"strings"
+	"sync"
+	"unsafe"
 )
 
 // Failure families: what kind of failure a piece of failure evidence names.
@@ -198,6 +200,11 @@ func schemaPhrases() []string {
 type vocabulary struct {
 	byFirst  map[string][]*signal
 	prefixes []*signal
+	// firstLens has bit min(len, 63) of entry c set when a key of
+	// byFirst starts with byte c and has that length; prefixFirst is
+	// true for the first bytes of the prefixes.
+	firstLens   [256]uint64
+	prefixFirst [256]bool
 }
 
 var builtinVocab = compileVocab()
@@ -219,7 +226,30 @@ func compileVocab() *vocabulary {
 			v.byFirst[words[0]] = append(v.byFirst[words[0]], s)
 		}
 	}
+	for w := range v.byFirst {
+		v.firstLens[w[0]] |= 1 << min(len(w), 63)
+	}
+	for _, s := range v.prefixes {
+		v.prefixFirst[s.words[0][0]] = true
+	}
 	return v
+}
+
+// appendTokens is tokens over c held in a byte slice: the words share
+// c's bytes (valid until c is written again).
+func appendTokens(out []string, c []byte) []string {
+	start := -1
+	for i := 0; i <= len(c); i++ {
+		alnum := i < len(c) && (c[i] >= 'a' && c[i] <= 'z' || c[i] >= '0' && c[i] <= '9' || c[i] >= 0x80)
+		switch {
+		case alnum && start < 0:
+			start = i
+		case !alnum && start >= 0:
+			out = append(out, unsafe.String(&c[start], i-start))
+			start = -1
+		}
+	}
+	return out
 }
 
 // tokens splits canonical text into words of letters and digits.
@@ -244,8 +274,6 @@ type hit struct {
 	strong                bool
 	pos                   int
 }
-
-var negators = map[string]bool{"non": true, "not": true, "never": true, "without": true}
 
 // httpContext are words after which a 3-digit number is an HTTP status.
 var httpContext = map[string]bool{"http": true, "https": true, "status": true, "code": true, "statuscode": true, "returned": true,
@@ -284,34 +312,69 @@ var businessEntities = map[string]bool{"order": true, "customer": true, "account
 	"payment": true, "invoice": true, "item": true, "sku": true, "cart": true, "subscription": true, "merchant": true,
 	"shipment": true, "booking": true, "reservation": true, "member": true, "tenant": true, "contract": true, "policy": true}
 
-// scan returns the signals found in text: at most one hit per family (the
-// strongest, earliest).
-func (v *vocabulary) scan(text string, buf []string) ([]hit, []string) {
-	c := canonical(stripURLs(text))
-	words := tokens(c, buf[:0])
-	var hits []hit
-	add := func(h hit) {
-		for i := range hits {
-			if hits[i].family == h.family {
-				if h.strong && !hits[i].strong {
-					hits[i] = h
-				}
-				return
-			}
-		}
-		hits = append(hits, h)
+// scanner is the scratch space of scans: the canonical text, its words
+// and the hits. One scan at a time per scanner; scanners are pooled, so
+// reading evidence allocates nothing per text.
+type scanner struct {
+	text  []byte
+	words []string
+	hits  []hit
+}
+
+var scanners = sync.Pool{New: func() any {
+	return &scanner{text: make([]byte, 0, 512), words: make([]string, 0, 64), hits: make([]hit, 0, 8)}
+}}
+
+func getScanner() *scanner  { return scanners.Get().(*scanner) }
+func putScanner(s *scanner) { scanners.Put(s) }
+
+// isNegator reports whether w negates the phrase after it ("not
+// retryable", "non-transient").
+func isNegator(w string) bool {
+	switch w {
+	case "non", "not", "never", "without":
+		return true
 	}
+	return false
+}
+
+// add records h: at most one hit per family (the strongest, earliest).
+func (sc *scanner) add(h hit) {
+	for i := range sc.hits {
+		if sc.hits[i].family == h.family {
+			if h.strong && !sc.hits[i].strong {
+				sc.hits[i] = h
+			}
+			return
+		}
+	}
+	sc.hits = append(sc.hits, h)
+}
+
+// scan returns the signals found in text: at most one hit per family (the
+// strongest, earliest). The hits live in sc until its next scan.
+func (v *vocabulary) scan(text string, sc *scanner) []hit {
+	sc.text = appendCanonical(sc.text[:0], stripURLs(text))
+	sc.words = appendTokens(sc.words[:0], sc.text)
+	sc.hits = sc.hits[:0]
+	words := sc.words
 	for i, w := range words {
-		negated := i > 0 && negators[words[i-1]]
+		negated := i > 0 && isNegator(words[i-1])
 		if !negated {
-			for _, s := range v.byFirst[w] {
-				if matchAt(words, i, s) {
-					add(hit{s.family, s.group, s.text, s.strong, i})
+			// Most words start no phrase: the first byte and length
+			// say so without hashing the word.
+			if v.firstLens[w[0]]&(1<<min(len(w), 63)) != 0 {
+				for _, s := range v.byFirst[w] {
+					if matchAt(words, i, s) {
+						sc.add(hit{s.family, s.group, s.text, s.strong, i})
+					}
 				}
 			}
-			for _, s := range v.prefixes {
-				if strings.HasPrefix(w, s.words[0]) {
-					add(hit{s.family, s.group, s.text, s.strong, i})
+			if v.prefixFirst[w[0]] {
+				for _, s := range v.prefixes {
+					if strings.HasPrefix(w, s.words[0]) {
+						sc.add(hit{s.family, s.group, s.text, s.strong, i})
+					}
 				}
 			}
 		}
@@ -322,7 +385,7 @@ func (v *vocabulary) scan(text string, buf []string) ([]hit, []string) {
 			for k := i - 1; k >= 0 && k >= i-3; k-- {
 				if httpContext[words[k]] {
 					if f := httpStatusFamily(w); f != "" {
-						add(hit{f, "http", "HTTP " + w, f == FamilyTransient, i})
+						sc.add(hit{f, "http", "HTTP " + w, f == FamilyTransient, i})
 					}
 					break
 				}
@@ -333,7 +396,7 @@ func (v *vocabulary) scan(text string, buf []string) ([]hit, []string) {
 		if (w == "found" && i > 0 && words[i-1] == "not") || (w == "exist" && i > 1 && words[i-1] == "not" && words[i-2] == "does") {
 			for k := i - 2; k >= 0 && k >= i-6; k-- {
 				if businessEntities[words[k]] {
-					add(hit{FamilyBusiness, "rejection", words[k] + " … not found", true, k})
+					sc.add(hit{FamilyBusiness, "rejection", words[k] + " … not found", true, k})
 					break
 				}
 			}
@@ -341,20 +404,20 @@ func (v *vocabulary) scan(text string, buf []string) ([]hit, []string) {
 		// SQLSTATE codes: "SQLSTATE 40001", "SQL state: 23505".
 		if (w == "sqlstate" || (w == "state" && i > 0 && words[i-1] == "sql")) && i+1 < len(words) {
 			if f, g := sqlStateFamily(words[i+1]); f != "" {
-				add(hit{f, g, "SQLSTATE " + strings.ToUpper(words[i+1]), true, i})
+				sc.add(hit{f, g, "SQLSTATE " + strings.ToUpper(words[i+1]), true, i})
 			}
 		}
 		// "exceeds the search-indexer limit": a business limit.
 		if strings.HasPrefix(w, "exceed") {
 			for k := i + 1; k < len(words) && k <= i+4; k++ {
 				if words[k] == "limit" {
-					add(hit{FamilyBusiness, "rejection", "exceeds … limit", false, i})
+					sc.add(hit{FamilyBusiness, "rejection", "exceeds … limit", false, i})
 					break
 				}
 			}
 		}
 	}
-	return hits, words
+	return sc.hits
 }
 
 func matchAt(words []string, i int, s *signal) bool {
@@ -423,9 +486,10 @@ func sqlStateFamily(code string) (string, string) {
 // An acronym ends before a capitalised word ("HTTPError" -> "http error",
 // "JSONDecodeError" -> "json decode error"); runs of capitals stay one
 // word ("ECONNRESET").
-func canonical(s string) string {
-	var b strings.Builder
-	b.Grow(len(s) + 8)
+func canonical(s string) string { return string(appendCanonical(nil, s)) }
+
+// appendCanonical appends the canonical form of s (see canonical) to b.
+func appendCanonical(b []byte, s string) []byte {
 	var prev byte
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -433,22 +497,22 @@ func canonical(s string) string {
 		case c >= 'A' && c <= 'Z':
 			lowerNext := i+1 < len(s) && s[i+1] >= 'a' && s[i+1] <= 'z'
 			if prev >= 'a' && prev <= 'z' || (lowerNext && (prev >= 'A' && prev <= 'Z' || prev >= '0' && prev <= '9')) {
-				b.WriteByte(' ')
+				b = append(b, ' ')
 			}
-			b.WriteByte(c + ('a' - 'A'))
+			b = append(b, c+('a'-'A'))
 		case c == '_' || c == '-' || c == '\t' || c == '\n' || c == '\r':
 			if prev != ' ' {
-				b.WriteByte(' ')
+				b = append(b, ' ')
 			}
 			c = ' '
 		case c == ' ':
 			if prev != ' ' {
-				b.WriteByte(' ')
+				b = append(b, ' ')
 			}
 		default:
-			b.WriteByte(c)
+			b = append(b, c)
 		}
 		prev = c
 	}
-	return b.String()
+	return b
 }
