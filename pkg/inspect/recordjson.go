@@ -460,8 +460,8 @@ func scanString(b []byte, i int) (end int, escaped, ok bool) {
 	i++
 	for {
 		// The common run: plain bytes, eight at a time; a word holding a
-		// byte that ends the run says exactly where (specialMask is exact),
-		// so the run is never rescanned byte by byte.
+		// byte that ends the run says exactly where (specialMask), so the
+		// run is never rescanned byte by byte.
 		for i+8 <= len(b) {
 			if m := specialMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
@@ -502,19 +502,16 @@ func scanString(b []byte, i int) (end int, escaped, ok bool) {
 }
 
 // specialMask returns, for the 8 bytes of x (little-endian: byte k is bits
-// 8k..8k+7), a word with bit 8k+7 set exactly where byte k ends a plain run
-// of a JSON string: '"', '\\' or a control byte (< 0x20). Each test is exact
-// (no false positives, no carries between bytes): a byte v is zero iff
-// ((v&0x7f)+0x7f)|v has its high bit clear, and below 0x20 iff its high
-// bit is clear and (v&0x7f)+0x60 has its high bit clear.
+// 8k..8k+7), a word whose lowest set bit is bit 8k+7 for the first byte k
+// that ends a plain run of a JSON string: '"', '\\' or a control byte
+// (< 0x20); 0 when there is none. ((v-0x01…)&^v&0x80… flags the zero
+// bytes of v exactly up to the first one; above it a borrow may flag more,
+// which the lowest set bit never sees.)
 func specialMask(x uint64) uint64 {
-	const lo, lo7, hi = 0x0101010101010101, 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
-	q := x ^ (lo * '"')
-	bs := x ^ (lo * '\\')
-	quote := ^((q&lo7 + lo7) | q)
-	backslash := ^((bs&lo7 + lo7) | bs)
-	control := ^(x&lo7 + lo*0x60) &^ x
-	return (quote | backslash | control) & hi
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	quote := x ^ (lo * '"')
+	backslash := x ^ (lo * '\\')
+	return ((quote-lo)&^quote | (backslash-lo)&^backslash | (x-lo*0x20)&^x) & hi
 }
 
 func isHexDigit(c byte) bool {
