@@ -200,11 +200,45 @@ func schemaPhrases() []string {
 type vocabulary struct {
 	byFirst  map[string][]*signal
 	prefixes []*signal
-	// firstLens has bit min(len, 63) of entry c set when a key of
-	// byFirst starts with byte c and has that length; prefixFirst is
-	// true for the first bytes of the prefixes.
-	firstLens   [256]uint64
+	// table is byFirst as an open-addressing hash table on wordHash (the
+	// scan hashes each word while splitting the text: no second pass over
+	// it, no hashing of a string per lookup); mask is len(table)-1.
+	table []vocabSlot
+	mask  uint32
+	// prefixFirst is true for the first bytes of the prefixes.
 	prefixFirst [256]bool
+}
+
+type vocabSlot struct {
+	word string
+	sigs []*signal
+}
+
+// FNV-1a, 32 bits: the hash of a word, byte by byte.
+const (
+	hashInit  uint32 = 2166136261
+	hashPrime uint32 = 16777619
+)
+
+func wordHash(w string) uint32 {
+	h := hashInit
+	for i := 0; i < len(w); i++ {
+		h = (h ^ uint32(w[i])) * hashPrime
+	}
+	return h
+}
+
+// first returns the phrases whose first word is w (h = wordHash(w)).
+func (v *vocabulary) first(w string, h uint32) []*signal {
+	for i := h & v.mask; ; i = (i + 1) & v.mask {
+		s := &v.table[i]
+		if s.word == w {
+			return s.sigs
+		}
+		if s.word == "" {
+			return nil
+		}
+	}
 }
 
 var builtinVocab = compileVocab()
@@ -226,8 +260,17 @@ func compileVocab() *vocabulary {
 			v.byFirst[words[0]] = append(v.byFirst[words[0]], s)
 		}
 	}
-	for w := range v.byFirst {
-		v.firstLens[w[0]] |= 1 << min(len(w), 63)
+	size := 1
+	for size < 4*len(v.byFirst) {
+		size *= 2
+	}
+	v.table, v.mask = make([]vocabSlot, size), uint32(size-1)
+	for w, sigs := range v.byFirst {
+		i := wordHash(w) & v.mask
+		for v.table[i].word != "" {
+			i = (i + 1) & v.mask
+		}
+		v.table[i] = vocabSlot{w, sigs}
 	}
 	for _, s := range v.prefixes {
 		v.prefixFirst[s.words[0][0]] = true
@@ -235,21 +278,82 @@ func compileVocab() *vocabulary {
 	return v
 }
 
-// appendTokens is tokens over c held in a byte slice: the words share
-// c's bytes (valid until c is written again).
-func appendTokens(out []string, c []byte) []string {
-	start := -1
-	for i := 0; i <= len(c); i++ {
-		alnum := i < len(c) && (c[i] >= 'a' && c[i] <= 'z' || c[i] >= '0' && c[i] <= '9' || c[i] >= 0x80)
+// Byte classes for split.
+const (
+	clsOther = iota // ends a word
+	clsSep          // ends a word; canonical makes it a space (_ - TAB CR LF SPACE)
+	clsUpper        // A-Z: lower-cased; may start a word (camelCase)
+	clsWord         // a-z, 0-9, bytes of UTF-8 sequences
+)
+
+var byteClass = func() (t [256]uint8) {
+	for c := range 256 {
 		switch {
-		case alnum && start < 0:
-			start = i
-		case !alnum && start >= 0:
-			out = append(out, unsafe.String(&c[start], i-start))
-			start = -1
+		case c >= 'A' && c <= 'Z':
+			t[c] = clsUpper
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c >= 0x80:
+			t[c] = clsWord
+		case c == '_', c == '-', c == '\t', c == '\n', c == '\r', c == ' ':
+			t[c] = clsSep
 		}
 	}
-	return out
+	return t
+}()
+
+// split sets sc.words to the words of text's canonical form (what
+// tokens(canonical(text)) gives) and sc.hashes to their wordHash, in one
+// pass: the words are text's letters lower-cased into sc.text, split where
+// canonical puts a space (camelCase, acronyms) and at every byte that is
+// not a letter, a digit or part of a UTF-8 sequence.
+func (sc *scanner) split(text string) {
+	if cap(sc.text) < len(text) {
+		sc.text = make([]byte, len(text))
+	}
+	buf := sc.text[:len(text)] // the words' bytes, back to back: never more than text
+	words, hashes := sc.words[:0], sc.hashes[:0]
+	n, start, h := 0, -1, hashInit
+	var prev byte // the previous byte as canonical sees it (a space for clsSep)
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch byteClass[c] {
+		case clsUpper:
+			// canonical puts a space before a capital after a lower-case
+			// letter, and before one starting a word after capitals or
+			// digits ("HTTPError", "EC2Throttled").
+			if start >= 0 && (byteClass[prev] == clsWord && prev >= 'a' && prev <= 'z' ||
+				i+1 < len(text) && text[i+1] >= 'a' && text[i+1] <= 'z' && (byteClass[prev] == clsUpper || prev >= '0' && prev <= '9')) {
+				words, hashes = append(words, unsafe.String(&buf[start], n-start)), append(hashes, h)
+				start = -1
+			}
+			if start < 0 {
+				start, h = n, hashInit
+			}
+			c := c + ('a' - 'A')
+			buf[n] = c
+			n++
+			h = (h ^ uint32(c)) * hashPrime
+		case clsWord:
+			if start < 0 {
+				start, h = n, hashInit
+			}
+			buf[n] = c
+			n++
+			h = (h ^ uint32(c)) * hashPrime
+		case clsSep:
+			c = ' '
+			fallthrough
+		default:
+			if start >= 0 {
+				words, hashes = append(words, unsafe.String(&buf[start], n-start)), append(hashes, h)
+				start = -1
+			}
+		}
+		prev = c
+	}
+	if start >= 0 {
+		words, hashes = append(words, unsafe.String(&buf[start], n-start)), append(hashes, h)
+	}
+	sc.words, sc.hashes = words, hashes
 }
 
 // tokens splits canonical text into words of letters and digits.
@@ -316,13 +420,14 @@ var businessEntities = map[string]bool{"order": true, "customer": true, "account
 // and the hits. One scan at a time per scanner; scanners are pooled, so
 // reading evidence allocates nothing per text.
 type scanner struct {
-	text  []byte
-	words []string
-	hits  []hit
+	text   []byte
+	words  []string
+	hashes []uint32
+	hits   []hit
 }
 
 var scanners = sync.Pool{New: func() any {
-	return &scanner{text: make([]byte, 0, 512), words: make([]string, 0, 64), hits: make([]hit, 0, 8)}
+	return &scanner{text: make([]byte, 0, 512), words: make([]string, 0, 64), hashes: make([]uint32, 0, 64), hits: make([]hit, 0, 8)}
 }}
 
 func getScanner() *scanner  { return scanners.Get().(*scanner) }
@@ -354,20 +459,15 @@ func (sc *scanner) add(h hit) {
 // scan returns the signals found in text: at most one hit per family (the
 // strongest, earliest). The hits live in sc until its next scan.
 func (v *vocabulary) scan(text string, sc *scanner) []hit {
-	sc.text = appendCanonical(sc.text[:0], stripURLs(text))
-	sc.words = appendTokens(sc.words[:0], sc.text)
+	sc.split(stripURLs(text))
 	sc.hits = sc.hits[:0]
 	words := sc.words
 	for i, w := range words {
 		negated := i > 0 && isNegator(words[i-1])
 		if !negated {
-			// Most words start no phrase: the first byte and length
-			// say so without hashing the word.
-			if v.firstLens[w[0]]&(1<<min(len(w), 63)) != 0 {
-				for _, s := range v.byFirst[w] {
-					if matchAt(words, i, s) {
-						sc.add(hit{s.family, s.group, s.text, s.strong, i})
-					}
+			for _, s := range v.first(w, sc.hashes[i]) {
+				if matchAt(words, i, s) {
+					sc.add(hit{s.family, s.group, s.text, s.strong, i})
 				}
 			}
 			if v.prefixFirst[w[0]] {
