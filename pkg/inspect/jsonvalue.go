@@ -144,13 +144,13 @@ func (p *valueParser) value(depth int) (any, bool) {
 // the record, as a group key does, keeps the whole body: Grouper clones
 // the values of the groups it creates.)
 func (p *valueParser) str() (string, bool) {
-	end, escaped, ok := scanString(p.b, p.i)
+	end, flags, ok := scanString(p.b, p.i)
 	if !ok {
 		return "", false
 	}
 	s := p.b[p.i+1 : end-1]
 	p.i = end
-	if !escaped && utf8.Valid(s) {
+	if flags&strEscaped == 0 && (flags&strNonASCII == 0 || utf8.Valid(s)) {
 		if len(s) == 0 {
 			return "", true
 		}

@@ -186,3 +186,38 @@ func TestSpecialMaskFindsTheFirstSpecialByte(t *testing.T) {
 		}
 	}
 }
+
+// FuzzScanStringFlags: scanString accepts exactly the string tokens
+// encoding/json accepts, says strEscaped exactly when the token has a
+// backslash, and never leaves strNonASCII unset for a token with a byte
+// >= 0x80 (the readers then skip the UTF-8 check).
+func FuzzScanStringFlags(f *testing.F) {
+	for _, s := range []string{`""`, `"a"`, `"abcdefghijklmnop"`, `"é"`, `"abcdefg\u00e9"`, "\"abcdefgh\xff\"", `"a\"b"`, `"\\"`, "\"abc\x01\"", `"abc`, "\"0123456\"\xc3\xa9", `"x"é`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 || b[0] != '"' {
+			return
+		}
+		end, flags, ok := scanString(b, 0)
+		tokenEnd := end
+		if !ok {
+			tokenEnd = len(b)
+		}
+		if want := json.Valid(b[:tokenEnd]); ok != want || ok && !json.Valid(b[:end]) {
+			t.Fatalf("%q: scanString ok %v (end %d), encoding/json says %v", b, ok, end, want)
+		}
+		if !ok {
+			return
+		}
+		tok := b[1 : end-1]
+		if esc := bytes.IndexByte(tok, '\\') >= 0; esc != (flags&strEscaped != 0) {
+			t.Fatalf("%q: escaped %v, flags %b", b, esc, flags)
+		}
+		for _, c := range tok {
+			if c >= 0x80 && flags&strNonASCII == 0 {
+				t.Fatalf("%q: byte %#x, yet strNonASCII is not set", b, c)
+			}
+		}
+	})
+}
