@@ -336,9 +336,14 @@ func (sc *scanner) split(text string) {
 			if start < 0 {
 				start, h = n, hashInit
 			}
-			buf[n] = c
-			n++
-			h = (h ^ uint32(c)) * hashPrime
+			// The rest of the run of lower-case letters and digits at once.
+			j := i
+			for j < len(text) && byteClass[text[j]] == clsWord {
+				h = (h ^ uint32(text[j])) * hashPrime
+				j++
+			}
+			n += copy(buf[n:], text[i:j])
+			i, c = j-1, text[j-1]
 		case clsSep:
 			c = ' '
 			fallthrough
