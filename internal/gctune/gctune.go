@@ -22,8 +22,10 @@ import (
 )
 
 // maxPercent bounds GOGC: beyond it the collections saved no longer pay
-// for the memory.
-const maxPercent = 1000
+// for the memory, and the heap goal a collection sets before the tuner
+// has seen its live heap (the finalizer runs after it, later on a busy
+// machine) stays within 5× the live heap.
+const maxPercent = 400
 
 var (
 	mu      sync.Mutex

@@ -12,8 +12,9 @@ func TestPercent(t *testing.T) {
 		target, live uint64
 		base, want   int
 	}{
-		{64 << 20, 8 << 20, 100, 700},   // the next collection at 64 MB
-		{64 << 20, 0, 100, 1000},        // before the first collection: capped
+		{32 << 20, 8 << 20, 100, 300},   // the next collection at 32 MB
+		{64 << 20, 8 << 20, 100, 400},   // capped
+		{64 << 20, 0, 100, 400},         // before the first collection: capped
 		{64 << 20, 32 << 20, 100, 100},  // half the target: as without the tuner
 		{64 << 20, 900 << 20, 100, 100}, // a big live heap: never more often than before
 		{64 << 20, 16 << 20, 500, 500},  // never below the GOGC in effect
