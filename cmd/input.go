@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/dlqctl/dlqctl/internal/gctune"
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 	"github.com/dlqctl/dlqctl/pkg/errs"
@@ -60,6 +61,9 @@ func (f *Factory) ForEachRecord(ctx context.Context, in InputOptions, fn func(re
 func (f *Factory) ForEachPrepared(ctx context.Context, in InputOptions, fn recordFunc) (*InputResult, error) {
 	opt := inspect.ReadOptions{Prepare: in.Prepare, Reference: referenceReader}
 	if in.From != "" {
+		// Reading a file decodes as fast as the CPUs go and keeps little:
+		// let the collector run less often while the live heap is small.
+		defer gctune.Start(offlineHeapTarget)()
 		// Archives (s3:// or a local run) first, then a file of records.
 		if handled, err := openArchiveInput(ctx, f, in.From, opt, fn); handled {
 			if errors.Is(err, errStop) {
@@ -119,6 +123,13 @@ func (f *Factory) ForEachPrepared(ctx context.Context, in InputOptions, fn recor
 	}
 	return &InputResult{Queue: ep, Scan: res}, err
 }
+
+// offlineHeapTarget is the heap size up to which offline reads let
+// garbage accumulate between collections (see internal/gctune): with
+// ~8 MB live, a collection every ~24 MB of input decoded instead of every
+// ~8 MB (a tenth less CPU; peak RSS ~45 -> ~60 MB, the same at any input
+// size).
+const offlineHeapTarget = 32 << 20
 
 // fromFlagHelp is the help of --from on sample, group and classify.
 const fromFlagHelp = "read message records from an NDJSON file (- for stdin) or an archive (s3://… or local: a run folder or _manifest.json, a queue=NAME/ or dt=DAY/ prefix, a part) instead of a queue"

@@ -95,9 +95,12 @@ func schemaMatcher(o BuiltinOptions) funcMatcher {
 		v := x.verdict()
 		switch v.Family {
 		case FamilySchema:
-			return true, v.why(), nil
+			return true, x.verdictWhy(v), nil
 		case "":
 		default:
+			if !x.explaining {
+				return false, "", nil
+			}
 			return false, "the failure context names " + v.familyPhrase() + " first; explicit failure evidence outranks the envelope", nil
 		}
 		e := x.rec.Envelope
@@ -106,13 +109,21 @@ func schemaMatcher(o BuiltinOptions) funcMatcher {
 			case !e.VersionIsSchema:
 				// fall through to the schema_ref check and the summary below
 			case !vset[versionKey(e.EventVersion)]:
+				if !x.explaining {
+					return true, "", nil
+				}
 				return true, fmt.Sprintf("envelope event_version %v is not a supported version (%s)", e.EventVersion, vlist), nil
 			}
 		}
 		if rset != nil && e != nil && e.SchemaRef != "" && !rset[e.SchemaRef] {
+			if !x.explaining {
+				return true, "", nil
+			}
 			return true, fmt.Sprintf("envelope schema_ref %q is not a known schema", e.SchemaRef), nil
 		}
 		switch {
+		case !x.explaining:
+			return false, "", nil
 		case e == nil:
 			return false, "no envelope, and the failure context names no schema problem", nil
 		case e.EventVersion == nil:
@@ -136,13 +147,19 @@ func formatName(rec *record.Record) string {
 func familyMatcher(family, none string) funcMatcher {
 	return func(x *subject) (bool, string, error) {
 		if !x.rec.Failure.HasContext() {
+			if !x.explaining {
+				return false, "", nil
+			}
 			return false, noContextWhy(x.rec), nil
 		}
 		v := x.verdict()
 		if v.Family == family {
-			return true, v.why(), nil
+			return true, x.verdictWhy(v), nil
 		}
 		if v.Family != "" {
+			if !x.explaining {
+				return false, "", nil
+			}
 			return false, "the failure context names " + v.familyPhrase(), nil
 		}
 		return false, none, nil
@@ -225,7 +242,7 @@ func builtinRules(o BuiltinOptions) []*Rule {
 			m: funcMatcher(func(x *subject) (bool, string, error) {
 				v := x.verdict()
 				if v.Family == FamilyConflict {
-					return true, v.why(), nil
+					return true, x.verdictWhy(v), nil
 				}
 				return false, "the failure evidence does not contradict itself", nil
 			}),

@@ -2,6 +2,8 @@ package classify
 
 import (
 	"strings"
+	"sync"
+	"unsafe"
 )
 
 // Failure families: what kind of failure a piece of failure evidence names.
@@ -198,6 +200,45 @@ func schemaPhrases() []string {
 type vocabulary struct {
 	byFirst  map[string][]*signal
 	prefixes []*signal
+	// table is byFirst as an open-addressing hash table on wordHash (the
+	// scan hashes each word while splitting the text: no second pass over
+	// it, no hashing of a string per lookup); mask is len(table)-1.
+	table []vocabSlot
+	mask  uint32
+	// prefixFirst is true for the first bytes of the prefixes.
+	prefixFirst [256]bool
+}
+
+type vocabSlot struct {
+	word string
+	sigs []*signal
+}
+
+// FNV-1a, 32 bits: the hash of a word, byte by byte.
+const (
+	hashInit  uint32 = 2166136261
+	hashPrime uint32 = 16777619
+)
+
+func wordHash(w string) uint32 {
+	h := hashInit
+	for i := 0; i < len(w); i++ {
+		h = (h ^ uint32(w[i])) * hashPrime
+	}
+	return h
+}
+
+// first returns the phrases whose first word is w (h = wordHash(w)).
+func (v *vocabulary) first(w string, h uint32) []*signal {
+	for i := h & v.mask; ; i = (i + 1) & v.mask {
+		s := &v.table[i]
+		if s.word == w {
+			return s.sigs
+		}
+		if s.word == "" {
+			return nil
+		}
+	}
 }
 
 var builtinVocab = compileVocab()
@@ -219,7 +260,105 @@ func compileVocab() *vocabulary {
 			v.byFirst[words[0]] = append(v.byFirst[words[0]], s)
 		}
 	}
+	size := 1
+	for size < 4*len(v.byFirst) {
+		size *= 2
+	}
+	v.table, v.mask = make([]vocabSlot, size), uint32(size-1)
+	for w, sigs := range v.byFirst {
+		i := wordHash(w) & v.mask
+		for v.table[i].word != "" {
+			i = (i + 1) & v.mask
+		}
+		v.table[i] = vocabSlot{w, sigs}
+	}
+	for _, s := range v.prefixes {
+		v.prefixFirst[s.words[0][0]] = true
+	}
 	return v
+}
+
+// Byte classes for split.
+const (
+	clsOther = iota // ends a word
+	clsSep          // ends a word; canonical makes it a space (_ - TAB CR LF SPACE)
+	clsUpper        // A-Z: lower-cased; may start a word (camelCase)
+	clsWord         // a-z, 0-9, bytes of UTF-8 sequences
+)
+
+var byteClass = func() (t [256]uint8) {
+	for c := range 256 {
+		switch {
+		case c >= 'A' && c <= 'Z':
+			t[c] = clsUpper
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c >= 0x80:
+			t[c] = clsWord
+		case c == '_', c == '-', c == '\t', c == '\n', c == '\r', c == ' ':
+			t[c] = clsSep
+		}
+	}
+	return t
+}()
+
+// split sets sc.words to the words of text's canonical form (what
+// tokens(canonical(text)) gives) and sc.hashes to their wordHash, in one
+// pass: the words are text's letters lower-cased into sc.text, split where
+// canonical puts a space (camelCase, acronyms) and at every byte that is
+// not a letter, a digit or part of a UTF-8 sequence.
+func (sc *scanner) split(text string) {
+	if cap(sc.text) < len(text) {
+		sc.text = make([]byte, len(text))
+	}
+	buf := sc.text[:len(text)] // the words' bytes, back to back: never more than text
+	words, hashes := sc.words[:0], sc.hashes[:0]
+	n, start, h := 0, -1, hashInit
+	var prev byte // the previous byte as canonical sees it (a space for clsSep)
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch byteClass[c] {
+		case clsUpper:
+			// canonical puts a space before a capital after a lower-case
+			// letter, and before one starting a word after capitals or
+			// digits ("HTTPError", "EC2Throttled").
+			if start >= 0 && (byteClass[prev] == clsWord && prev >= 'a' && prev <= 'z' ||
+				i+1 < len(text) && text[i+1] >= 'a' && text[i+1] <= 'z' && (byteClass[prev] == clsUpper || prev >= '0' && prev <= '9')) {
+				words, hashes = append(words, unsafe.String(&buf[start], n-start)), append(hashes, h)
+				start = -1
+			}
+			if start < 0 {
+				start, h = n, hashInit
+			}
+			c := c + ('a' - 'A')
+			buf[n] = c
+			n++
+			h = (h ^ uint32(c)) * hashPrime
+		case clsWord:
+			if start < 0 {
+				start, h = n, hashInit
+			}
+			// The rest of the run of lower-case letters and digits at once.
+			j := i
+			for j < len(text) && byteClass[text[j]] == clsWord {
+				h = (h ^ uint32(text[j])) * hashPrime
+				j++
+			}
+			n += copy(buf[n:], text[i:j])
+			i, c = j-1, text[j-1]
+		case clsSep:
+			c = ' '
+			fallthrough
+		default:
+			if start >= 0 {
+				words, hashes = append(words, unsafe.String(&buf[start], n-start)), append(hashes, h)
+				start = -1
+			}
+		}
+		prev = c
+	}
+	if start >= 0 {
+		words, hashes = append(words, unsafe.String(&buf[start], n-start)), append(hashes, h)
+	}
+	sc.words, sc.hashes = words, hashes
 }
 
 // tokens splits canonical text into words of letters and digits.
@@ -244,8 +383,6 @@ type hit struct {
 	strong                bool
 	pos                   int
 }
-
-var negators = map[string]bool{"non": true, "not": true, "never": true, "without": true}
 
 // httpContext are words after which a 3-digit number is an HTTP status.
 var httpContext = map[string]bool{"http": true, "https": true, "status": true, "code": true, "statuscode": true, "returned": true,
@@ -284,34 +421,65 @@ var businessEntities = map[string]bool{"order": true, "customer": true, "account
 	"payment": true, "invoice": true, "item": true, "sku": true, "cart": true, "subscription": true, "merchant": true,
 	"shipment": true, "booking": true, "reservation": true, "member": true, "tenant": true, "contract": true, "policy": true}
 
-// scan returns the signals found in text: at most one hit per family (the
-// strongest, earliest).
-func (v *vocabulary) scan(text string, buf []string) ([]hit, []string) {
-	c := canonical(stripURLs(text))
-	words := tokens(c, buf[:0])
-	var hits []hit
-	add := func(h hit) {
-		for i := range hits {
-			if hits[i].family == h.family {
-				if h.strong && !hits[i].strong {
-					hits[i] = h
-				}
-				return
-			}
-		}
-		hits = append(hits, h)
+// scanner is the scratch space of scans: the canonical text, its words
+// and the hits. One scan at a time per scanner; scanners are pooled, so
+// reading evidence allocates nothing per text.
+type scanner struct {
+	text   []byte
+	words  []string
+	hashes []uint32
+	hits   []hit
+}
+
+var scanners = sync.Pool{New: func() any {
+	return &scanner{text: make([]byte, 0, 512), words: make([]string, 0, 64), hashes: make([]uint32, 0, 64), hits: make([]hit, 0, 8)}
+}}
+
+func getScanner() *scanner  { return scanners.Get().(*scanner) }
+func putScanner(s *scanner) { scanners.Put(s) }
+
+// isNegator reports whether w negates the phrase after it ("not
+// retryable", "non-transient").
+func isNegator(w string) bool {
+	switch w {
+	case "non", "not", "never", "without":
+		return true
 	}
+	return false
+}
+
+// add records h: at most one hit per family (the strongest, earliest).
+func (sc *scanner) add(h hit) {
+	for i := range sc.hits {
+		if sc.hits[i].family == h.family {
+			if h.strong && !sc.hits[i].strong {
+				sc.hits[i] = h
+			}
+			return
+		}
+	}
+	sc.hits = append(sc.hits, h)
+}
+
+// scan returns the signals found in text: at most one hit per family (the
+// strongest, earliest). The hits live in sc until its next scan.
+func (v *vocabulary) scan(text string, sc *scanner) []hit {
+	sc.split(stripURLs(text))
+	sc.hits = sc.hits[:0]
+	words := sc.words
 	for i, w := range words {
-		negated := i > 0 && negators[words[i-1]]
+		negated := i > 0 && isNegator(words[i-1])
 		if !negated {
-			for _, s := range v.byFirst[w] {
+			for _, s := range v.first(w, sc.hashes[i]) {
 				if matchAt(words, i, s) {
-					add(hit{s.family, s.group, s.text, s.strong, i})
+					sc.add(hit{s.family, s.group, s.text, s.strong, i})
 				}
 			}
-			for _, s := range v.prefixes {
-				if strings.HasPrefix(w, s.words[0]) {
-					add(hit{s.family, s.group, s.text, s.strong, i})
+			if v.prefixFirst[w[0]] {
+				for _, s := range v.prefixes {
+					if strings.HasPrefix(w, s.words[0]) {
+						sc.add(hit{s.family, s.group, s.text, s.strong, i})
+					}
 				}
 			}
 		}
@@ -322,7 +490,7 @@ func (v *vocabulary) scan(text string, buf []string) ([]hit, []string) {
 			for k := i - 1; k >= 0 && k >= i-3; k-- {
 				if httpContext[words[k]] {
 					if f := httpStatusFamily(w); f != "" {
-						add(hit{f, "http", "HTTP " + w, f == FamilyTransient, i})
+						sc.add(hit{f, "http", "HTTP " + w, f == FamilyTransient, i})
 					}
 					break
 				}
@@ -333,7 +501,7 @@ func (v *vocabulary) scan(text string, buf []string) ([]hit, []string) {
 		if (w == "found" && i > 0 && words[i-1] == "not") || (w == "exist" && i > 1 && words[i-1] == "not" && words[i-2] == "does") {
 			for k := i - 2; k >= 0 && k >= i-6; k-- {
 				if businessEntities[words[k]] {
-					add(hit{FamilyBusiness, "rejection", words[k] + " … not found", true, k})
+					sc.add(hit{FamilyBusiness, "rejection", words[k] + " … not found", true, k})
 					break
 				}
 			}
@@ -341,20 +509,20 @@ func (v *vocabulary) scan(text string, buf []string) ([]hit, []string) {
 		// SQLSTATE codes: "SQLSTATE 40001", "SQL state: 23505".
 		if (w == "sqlstate" || (w == "state" && i > 0 && words[i-1] == "sql")) && i+1 < len(words) {
 			if f, g := sqlStateFamily(words[i+1]); f != "" {
-				add(hit{f, g, "SQLSTATE " + strings.ToUpper(words[i+1]), true, i})
+				sc.add(hit{f, g, "SQLSTATE " + strings.ToUpper(words[i+1]), true, i})
 			}
 		}
 		// "exceeds the search-indexer limit": a business limit.
 		if strings.HasPrefix(w, "exceed") {
 			for k := i + 1; k < len(words) && k <= i+4; k++ {
 				if words[k] == "limit" {
-					add(hit{FamilyBusiness, "rejection", "exceeds … limit", false, i})
+					sc.add(hit{FamilyBusiness, "rejection", "exceeds … limit", false, i})
 					break
 				}
 			}
 		}
 	}
-	return hits, words
+	return sc.hits
 }
 
 func matchAt(words []string, i int, s *signal) bool {
@@ -423,9 +591,10 @@ func sqlStateFamily(code string) (string, string) {
 // An acronym ends before a capitalised word ("HTTPError" -> "http error",
 // "JSONDecodeError" -> "json decode error"); runs of capitals stay one
 // word ("ECONNRESET").
-func canonical(s string) string {
-	var b strings.Builder
-	b.Grow(len(s) + 8)
+func canonical(s string) string { return string(appendCanonical(nil, s)) }
+
+// appendCanonical appends the canonical form of s (see canonical) to b.
+func appendCanonical(b []byte, s string) []byte {
 	var prev byte
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -433,22 +602,22 @@ func canonical(s string) string {
 		case c >= 'A' && c <= 'Z':
 			lowerNext := i+1 < len(s) && s[i+1] >= 'a' && s[i+1] <= 'z'
 			if prev >= 'a' && prev <= 'z' || (lowerNext && (prev >= 'A' && prev <= 'Z' || prev >= '0' && prev <= '9')) {
-				b.WriteByte(' ')
+				b = append(b, ' ')
 			}
-			b.WriteByte(c + ('a' - 'A'))
+			b = append(b, c+('a'-'A'))
 		case c == '_' || c == '-' || c == '\t' || c == '\n' || c == '\r':
 			if prev != ' ' {
-				b.WriteByte(' ')
+				b = append(b, ' ')
 			}
 			c = ' '
 		case c == ' ':
 			if prev != ' ' {
-				b.WriteByte(' ')
+				b = append(b, ' ')
 			}
 		default:
-			b.WriteByte(c)
+			b = append(b, c)
 		}
 		prev = c
 	}
-	return b.String()
+	return b
 }

@@ -69,6 +69,16 @@ type subject struct {
 	explaining bool
 }
 
+// verdictWhy explains v when the reasons are shown, else returns ""
+// (Classify discards the reasons; building them cost as much as reading
+// the evidence).
+func (x *subject) verdictWhy(v *Verdict) string {
+	if !x.explaining {
+		return ""
+	}
+	return v.why()
+}
+
 func (x *subject) input() map[string]any {
 	if x.in == nil {
 		x.in = inspect.Input(x.rec, x.parsed)
@@ -92,6 +102,9 @@ func (m exprMatcher) match(x *subject) (bool, string, error) {
 	ok, err := m.e.Match(x.input())
 	if err != nil {
 		return false, "", err
+	}
+	if !x.explaining {
+		return ok, "", nil
 	}
 	if ok {
 		return true, fmt.Sprintf("`%s` is true", m.e.String()), nil

@@ -126,7 +126,8 @@ func readEvidence(ev []record.Evidence) *Verdict {
 	}
 	v.Readings = make([]Reading, 0, len(ev))
 	var cands []candidate
-	var buf [64]string
+	sc := getScanner()
+	defer putScanner(sc)
 	for i, e := range ev {
 		r := Reading{Field: e.Field, Kind: e.Kind, Text: e.Text, Weak: e.Weak}
 		var hits []hit
@@ -136,7 +137,7 @@ func readEvidence(ev []record.Evidence) *Verdict {
 				hits = []hit{{family: f, group: "http", phrase: "HTTP " + code, strong: true}}
 			}
 		} else {
-			hits, _ = builtinVocab.scan(e.Text, buf[:0])
+			hits = builtinVocab.scan(e.Text, sc)
 		}
 		tier := kindTier(e.Kind)
 		best := -1
@@ -250,8 +251,9 @@ func earlier(a, b *candidate) bool {
 
 // signalFor returns the phrase of family in text.
 func signalFor(text, family string) string {
-	var buf [64]string
-	hits, _ := builtinVocab.scan(text, buf[:0])
+	sc := getScanner()
+	defer putScanner(sc)
+	hits := builtinVocab.scan(text, sc)
 	for _, h := range hits {
 		if h.family == family {
 			return h.phrase

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/dlqctl/dlqctl/pkg/record"
@@ -158,18 +159,49 @@ func detectBytes(b []byte, declared string, depth int) PayloadInfo {
 	return detectBinary(b, declared, "bytes that are not text")
 }
 
-func inflated(b []byte, layer, what, declared string, depth int) PayloadInfo {
-	var r io.ReadCloser
-	var err error
+// Decompressors are reused: each holds a 32 KiB window that a new one
+// allocates and clears.
+var (
+	gzipReaders sync.Pool // *gzip.Reader
+	zlibReaders sync.Pool // zlib's io.ReadCloser, a zlib.Resetter
+)
+
+// openInflater returns a reader of the layer's decompressed b and a
+// function that releases it.
+func openInflater(layer string, b []byte) (io.Reader, func(), error) {
+	src := bytes.NewReader(b)
 	if layer == EncodingGzip {
-		r, err = gzip.NewReader(bytes.NewReader(b))
-	} else {
-		r, err = zlib.NewReader(bytes.NewReader(b))
+		if zr, ok := gzipReaders.Get().(*gzip.Reader); ok {
+			if err := zr.Reset(src); err != nil {
+				return nil, nil, err
+			}
+			return zr, func() { zr.Close(); gzipReaders.Put(zr) }, nil
+		}
+		zr, err := gzip.NewReader(src)
+		if err != nil {
+			return nil, nil, err
+		}
+		return zr, func() { zr.Close(); gzipReaders.Put(zr) }, nil
 	}
+	if zr, ok := zlibReaders.Get().(io.ReadCloser); ok {
+		if err := zr.(zlib.Resetter).Reset(src, nil); err != nil {
+			return nil, nil, err
+		}
+		return zr, func() { zr.Close(); zlibReaders.Put(zr) }, nil
+	}
+	zr, err := zlib.NewReader(src)
+	if err != nil {
+		return nil, nil, err
+	}
+	return zr, func() { zr.Close(); zlibReaders.Put(zr) }, nil
+}
+
+func inflated(b []byte, layer, what, declared string, depth int) PayloadInfo {
+	r, release, err := openInflater(layer, b)
 	if err != nil {
 		return PayloadInfo{Encoding: layer, Description: what + " that does not decompress (" + err.Error() + ")"}
 	}
-	defer r.Close()
+	defer release()
 	out, err := io.ReadAll(io.LimitReader(r, maxInflate+1))
 	switch {
 	case len(out) > maxInflate:

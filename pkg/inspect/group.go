@@ -343,7 +343,7 @@ type Grouper struct {
 	groups map[string]*Group
 	total  int
 	buf    []string
-	sb     strings.Builder
+	sb     []byte // the group id of the record being added
 }
 
 // NewGrouper groups by keys; now is the reference time for age buckets
@@ -385,22 +385,27 @@ func (g *Grouper) Values(rec *record.Record, parsed any) []string {
 
 // AddValues counts rec into the group of values (from Values).
 func (g *Grouper) AddValues(rec *record.Record, values []string) {
-	g.sb.Reset()
+	g.sb = g.sb[:0]
 	for i, v := range values {
 		if i > 0 {
-			g.sb.WriteByte(0)
+			g.sb = append(g.sb, 0)
 		}
-		g.sb.WriteString(v)
+		g.sb = append(g.sb, v...)
 	}
-	id := g.sb.String()
-	grp, ok := g.groups[id]
+	grp, ok := g.groups[string(g.sb)] // no copy of the key to look it up
 	if !ok {
-		grp = &Group{Key: make(map[string]string, len(g.keys)), Values: slices.Clone(values)}
+		// The values may share the bytes of a whole body (see
+		// valueParser.str): a group keeps copies.
+		vals := make([]string, len(values))
+		for i, v := range values {
+			vals[i] = strings.Clone(v)
+		}
+		grp = &Group{Key: make(map[string]string, len(g.keys)), Values: vals}
 		for i, k := range g.keys {
-			grp.Key[k.Name] = values[i]
+			grp.Key[k.Name] = vals[i]
 		}
 		grp.ReceiveCount.Min = rec.System.ReceiveCount
-		g.groups[id] = grp
+		g.groups[string(g.sb)] = grp
 	}
 	g.total++
 	grp.Count++

@@ -3,9 +3,11 @@ package inspect
 import (
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
-// parseValue parses b, one JSON value with optional surrounding JSON
+// parseValue parses b (the bytes of a Go string: never changed, see str),
+// one JSON value with optional surrounding JSON
 // whitespace, into what json.Unmarshal gives for an `any` target
 // (map[string]any, []any, string, float64, bool, nil): the same values,
 // the same inputs refused (invalid JSON, a number out of float64's range,
@@ -136,16 +138,23 @@ func (p *valueParser) value(depth int) (any, bool) {
 	return nil, false
 }
 
-// str reads the string token at p.i.
+// str reads the string token at p.i. A string without escapes is the
+// text of b itself, not a copy: b is always the bytes of a Go string (see
+// parseJSON), which nothing can change. (Whoever keeps such a string past
+// the record, as a group key does, keeps the whole body: Grouper clones
+// the values of the groups it creates.)
 func (p *valueParser) str() (string, bool) {
-	end, escaped, ok := scanString(p.b, p.i)
+	end, flags, ok := scanString(p.b, p.i)
 	if !ok {
 		return "", false
 	}
 	s := p.b[p.i+1 : end-1]
 	p.i = end
-	if !escaped && utf8.Valid(s) {
-		return string(s), true
+	if flags&strEscaped == 0 && (flags&strNonASCII == 0 || utf8.Valid(s)) {
+		if len(s) == 0 {
+			return "", true
+		}
+		return unsafe.String(&s[0], len(s)), true
 	}
 	return unquote(s), true
 }

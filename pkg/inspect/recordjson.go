@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"strconv"
 	"unicode"
 	"unicode/utf16"
@@ -84,8 +85,8 @@ func fastRecord(b []byte, rec *record.Record) bool {
 		if i >= len(b) || b[i] != '"' {
 			return false
 		}
-		kEnd, kEsc, ok := scanString(b, i)
-		if !ok || kEsc {
+		kEnd, kFlags, ok := scanString(b, i)
+		if !ok || kFlags&strEscaped != 0 {
 			return false
 		}
 		key := b[i+1 : kEnd-1]
@@ -95,7 +96,13 @@ func fastRecord(b []byte, rec *record.Record) bool {
 		}
 		i = skipWS(b, i+1)
 		vStart := i
-		vEnd, ok := skipValue(b, i)
+		var vEnd int
+		var vFlags uint8
+		if i < len(b) && b[i] == '"' {
+			vEnd, vFlags, ok = scanString(b, i)
+		} else {
+			vEnd, ok = skipValue(b, i)
+		}
 		if !ok {
 			return false
 		}
@@ -118,7 +125,7 @@ func fastRecord(b []byte, rec *record.Record) bool {
 				return false
 			}
 			seen |= 1 << field
-			if !setField(rec, field, val) {
+			if !setField(rec, field, val, vFlags) {
 				return false
 			}
 		}
@@ -136,26 +143,27 @@ func fastRecord(b []byte, rec *record.Record) bool {
 	}
 }
 
-// setField decodes val (a valid JSON value) into record field n.
-func setField(rec *record.Record, n int, val []byte) bool {
+// setField decodes val (a valid JSON value; flags from scanString when it
+// is a string) into record field n.
+func setField(rec *record.Record, n int, val []byte, flags uint8) bool {
 	null := string(val) == "null"
 	switch recordFields[n] {
 	case "message_id":
-		return null || fastString(val, &rec.MessageID)
+		return null || scannedString(val, flags, &rec.MessageID)
 	case "queue":
-		return null || fastString(val, &rec.Queue)
+		return null || scannedString(val, flags, &rec.Queue)
 	case "body":
-		return null || fastString(val, &rec.Body)
+		return null || scannedString(val, flags, &rec.Body)
 	case "body_sha256":
-		return null || fastString(val, &rec.BodySHA256)
+		return null || scannedString(val, flags, &rec.BodySHA256)
 	case "class":
-		return null || fastString(val, &rec.Class)
+		return null || scannedString(val, flags, &rec.Class)
 	case "action":
-		return null || fastString(val, &rec.Action)
+		return null || scannedString(val, flags, &rec.Action)
 	case "rule":
-		return null || fastString(val, &rec.Rule)
+		return null || scannedString(val, flags, &rec.Rule)
 	case "error_fingerprint":
-		return null || fastString(val, &rec.ErrorFingerprint)
+		return null || scannedString(val, flags, &rec.ErrorFingerprint)
 	case "size_bytes":
 		if null {
 			return true
@@ -326,6 +334,24 @@ func fastSystem(val []byte, s *record.System) bool {
 	})
 }
 
+// scannedString is fastString for a token scanString read: its flags say
+// whether it needs unescaping or a UTF-8 check.
+func scannedString(val []byte, flags uint8, dst *string) bool {
+	if len(val) < 2 || val[0] != '"' {
+		return false
+	}
+	s := val[1 : len(val)-1]
+	switch {
+	case flags&strEscaped != 0:
+		*dst = unquote(s)
+	case flags&strNonASCII == 0 || utf8.Valid(s):
+		*dst = string(s)
+	default:
+		*dst = unquote(s)
+	}
+	return true
+}
+
 // fastString sets *dst from a JSON string token without escapes and with
 // valid UTF-8 (what encoding/json would give); escaped strings go through
 // json.Unmarshal. It returns false when val is not a string.
@@ -453,56 +479,79 @@ func skipWS(b []byte, i int) int {
 	return i
 }
 
+// Flags scanString returns about a string token.
+const (
+	strEscaped  = 1 << iota // it has escapes
+	strNonASCII             // it may have bytes >= 0x80 (never set for pure ASCII)
+)
+
 // scanString validates the JSON string starting at b[i] == '"' and returns
-// the index after its closing quote and whether it has escapes.
-func scanString(b []byte, i int) (end int, escaped, ok bool) {
+// the index after its closing quote and its flags.
+func scanString(b []byte, i int) (end int, flags uint8, ok bool) {
 	i++
-	for i < len(b) {
-		// The common run: plain bytes, eight at a time.
-		for i+8 <= len(b) && !specialByte(binary.LittleEndian.Uint64(b[i:])) {
+	// acc gathers the bytes read (whole words: possibly a few after the
+	// string, which can only make strNonASCII set needlessly).
+	var acc uint64
+	for {
+		// The common run: plain bytes, eight at a time; a word holding a
+		// byte that ends the run says exactly where (specialMask), so the
+		// run is never rescanned byte by byte.
+		for i+8 <= len(b) {
+			w := binary.LittleEndian.Uint64(b[i:])
+			acc |= w
+			if m := specialMask(w); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				goto special
+			}
 			i += 8
 		}
-		if i >= len(b) {
-			break
+		for i < len(b) && b[i] != '"' && b[i] != '\\' && b[i] >= 0x20 {
+			acc |= uint64(b[i])
+			i++
 		}
-		c := b[i]
-		switch {
+		if i >= len(b) {
+			return 0, 0, false
+		}
+	special:
+		switch c := b[i]; {
 		case c == '"':
-			return i + 1, escaped, true
+			if acc&0x8080808080808080 != 0 {
+				flags |= strNonASCII
+			}
+			return i + 1, flags, true
 		case c == '\\':
-			escaped = true
+			flags |= strEscaped
 			if i+1 >= len(b) {
-				return 0, false, false
+				return 0, 0, false
 			}
 			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
 				if i+6 > len(b) || !isHexDigit(b[i+2]) || !isHexDigit(b[i+3]) || !isHexDigit(b[i+4]) || !isHexDigit(b[i+5]) {
-					return 0, false, false
+					return 0, 0, false
 				}
 				i += 6
 			default:
-				return 0, false, false
+				return 0, 0, false
 			}
-		case c < 0x20:
-			return 0, false, false
-		default:
-			i++
+		default: // a control byte (< 0x20)
+			return 0, 0, false
 		}
 	}
-	return 0, false, false
 }
 
-// specialByte reports whether one of the 8 bytes of x ends a plain run of a
-// JSON string: '"', '\\' or a control byte (< 0x20). (A word has a zero
-// byte where (x-0x01…)&^x&0x80… is set; the test may also flag bytes >=
-// 0x80 next to such a byte, which only ends the fast run early.)
-func specialByte(x uint64) bool {
+// specialMask returns, for the 8 bytes of x (little-endian: byte k is bits
+// 8k..8k+7), a word whose lowest set bit is bit 8k+7 for the first byte k
+// that ends a plain run of a JSON string: '"', '\\' or a control byte
+// (< 0x20); 0 when there is none. ((v-0x01…)&^v&0x80… flags the zero
+// bytes of v exactly up to the first one; above it a borrow may flag more,
+// which the lowest set bit never sees.)
+func specialMask(x uint64) uint64 {
 	const lo, hi = 0x0101010101010101, 0x8080808080808080
 	quote := x ^ (lo * '"')
 	backslash := x ^ (lo * '\\')
-	return ((quote-lo)&^quote|(backslash-lo)&^backslash|(x-lo*0x20)&^x)&hi != 0
+	return ((quote-lo)&^quote | (backslash-lo)&^backslash | (x-lo*0x20)&^x) & hi
 }
 
 func isHexDigit(c byte) bool {
