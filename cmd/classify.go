@@ -259,6 +259,22 @@ type ClassSummary struct {
 	Note  string         `json:"note,omitempty"`
 }
 
+// rowNote is a summary row's note: the note of the rule that decided most
+// of its messages (ties: the rule name first in order). A row is not
+// labelled with the note of a rule that decided none of its messages.
+func rowNote(counts map[string]int, notes map[string]string) string {
+	best, bestN := "", 0
+	for rule, n := range counts {
+		if notes[rule] == "" {
+			continue
+		}
+		if n > bestN || n == bestN && rule < best {
+			best, bestN = rule, n
+		}
+	}
+	return notes[best]
+}
+
 // ClassifyReport is the JSON output of `classify --summary`.
 type ClassifyReport struct {
 	Queue     string          `json:"queue,omitempty"`
@@ -305,12 +321,12 @@ func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classif
 	defer func() { retErr = rr.finish(retErr) }()
 	rules := sel.Rules()
 	for _, r := range rules.Rules {
-		if _, ok := notes[r.Class]; !ok && r.Note != "" {
-			notes[r.Class] = r.Note
+		if _, ok := notes[r.Name]; !ok && r.Note != "" {
+			notes[r.Name] = r.Note
 		}
 	}
-	if _, ok := notes[rules.Default.Class]; !ok {
-		notes[rules.Default.Class] = rules.Default.Note
+	if _, ok := notes[classify.DefaultRuleName]; !ok {
+		notes[classify.DefaultRuleName] = rules.Default.Note
 	}
 	groups := g.Groups()
 	if !rr.Complete && rr.Queue != nil {
@@ -323,7 +339,8 @@ func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classif
 	}
 	for _, grp := range groups {
 		cls, act := grp.Values[0], grp.Values[1]
-		rep.Classes = append(rep.Classes, &ClassSummary{Class: cls, Action: act, Group: grp, Rules: byRule[[2]string{cls, act}], Note: notes[cls]})
+		counts := byRule[[2]string{cls, act}]
+		rep.Classes = append(rep.Classes, &ClassSummary{Class: cls, Action: act, Group: grp, Rules: counts, Note: rowNote(counts, notes)})
 	}
 	f.IO.Infof("%s", describeRead(rr, g.Total(), sel))
 	if done, err := writeStructured(f, rep, rep.Classes); done {
