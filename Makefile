@@ -53,7 +53,7 @@ test:
 	bad="$$(gofmt -l .)"; \
 	if [ -n "$$bad" ]; then echo "gofmt: these files need formatting (run gofmt -w):" >&2; echo "$$bad" >&2; exit 1; fi; \
 	echo "go vet ./..." >&2; $(GO) vet ./... || exit $$?; \
-	echo "go test -race -count=1 -timeout 30m ./..." >&2; $(GO) test -race -count=1 -timeout 30m ./...
+	echo "go test -race -count=1 -timeout 45m ./..." >&2; $(GO) test -race -count=1 -timeout 45m ./...
 
 BENCH ?= .
 
