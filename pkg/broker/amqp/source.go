@@ -117,7 +117,7 @@ func (s *Source) consumer(ctx context.Context) (*Consumer, error) {
 		// reading on would hand them out again.
 		return nil, fmt.Errorf("the channel to %s closed during the peek (its messages went back to the queue): %w", s.ep.display, broker.ErrLeaseLost)
 	}
-	c, err := Consume(ctx, s.conn, s.ep.ref.Queue, s.ep.info.Type, ConsumeOptions{Prefetch: s.prefetch(), Tag: newTag("dlqctl")})
+	c, err := Consume(ctx, s.conn, s.ep.ref.Queue, s.ep.info.Type, ConsumeOptions{Prefetch: s.prefetch(), Tag: consumerTag(s.opt.Share)})
 	if err != nil {
 		return nil, err
 	}
