@@ -32,8 +32,8 @@ func amqpArchiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	if err := refuseFlags(ep.Capabilities(), opts.flags, false); err != nil {
 		return err
 	}
-	if len(opts.Selection.Logs.Groups) > 0 {
-		return errs.BadInputf("--logs cannot be used with RabbitMQ: it reads an AWS consumer's CloudWatch Logs by SQS message id; drop --logs")
+	if err := refuseAMQPLogs(opts.Selection.Logs); err != nil {
+		return err
 	}
 	sel, err := opts.Selection.selector(true)
 	if err != nil {

@@ -36,8 +36,8 @@ func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	if err := refuseFlags(ep.Capabilities(), opts.flags, opts.Engine == "native"); err != nil {
 		return err
 	}
-	if len(opts.Selection.Logs.Groups) > 0 {
-		return errs.BadInputf("--logs cannot be used with RabbitMQ: it reads an AWS consumer's CloudWatch Logs by SQS message id; drop --logs")
+	if err := refuseAMQPLogs(opts.Selection.Logs); err != nil {
+		return err
 	}
 	var router redrive.Router
 	pubEp := ep // where copies are published
