@@ -727,7 +727,7 @@ func (e *engine) releaseItems(ctx context.Context, items []Item) {
 	}
 	e.mu.Unlock()
 	if err := e.src.Release(ctx, items); err != nil {
-		e.addError(fmt.Sprintf("releasing %d message(s) failed (%v); they become visible again when their visibility timeout ends", len(items), err))
+		e.addError(fmt.Sprintf("releasing %d message(s) failed (%v); they go back to the queue when the run's hold on them ends (SQS: their visibility timeout; RabbitMQ: when the run's connection closes)", len(items), err))
 	}
 }
 
