@@ -403,11 +403,35 @@ func TestAMQPArchiveDeleteKill9AndResume(t *testing.T) {
 	if dups > 2*1000 {
 		t.Errorf("%d duplicates", dups)
 	}
-	// Restore the archive to the orders queue: each message once, with the
+	// Restore the archive to the orders queue, run by run as the archive
+	// lists them (the killed run left a checkpoint manifest when it had
+	// verified a part before the kill): each message once, with the
 	// redrive marker; a second restore is refused.
-	res = runCLI(t, senv, "", "restore", "s3://"+bucket+"/dlq/", "--to", env.QueueRef(names.Orders), "--yes", "-o", "json")
+	res = runCLI(t, senv, "", "archive", "verify", "s3://"+bucket+"/dlq/", "-o", "json")
 	if res.Code != 0 {
-		t.Fatalf("restore: exit %d %s", res.Code, res.Stderr)
+		t.Fatalf("archive verify: exit %d %s", res.Code, res.Stderr)
+	}
+	var verified struct {
+		Manifest string `json:"manifest"`
+		Runs     []struct {
+			Manifest string `json:"manifest"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &verified); err != nil {
+		t.Fatalf("archive verify -o json: %v\n%s", err, res.Stdout)
+	}
+	manifests := []string{verified.Manifest}
+	if len(verified.Runs) > 0 {
+		manifests = manifests[:0]
+		for _, r := range verified.Runs {
+			manifests = append(manifests, r.Manifest)
+		}
+	}
+	for _, m := range manifests {
+		res = runCLI(t, senv, "", "restore", m, "--to", env.QueueRef(names.Orders), "--yes", "-o", "json")
+		if res.Code != 0 {
+			t.Fatalf("restore %s: exit %d %s", m, res.Code, res.Stderr)
+		}
 	}
 	back := drainIDs(t, env, names.Orders)
 	if len(back) != n {
@@ -418,7 +442,7 @@ func TestAMQPArchiveDeleteKill9AndResume(t *testing.T) {
 			t.Errorf("%s restored %d times", id, c)
 		}
 	}
-	res = runCLI(t, senv, "", "restore", "s3://"+bucket+"/dlq/", "--to", env.QueueRef(names.Orders), "--yes")
+	res = runCLI(t, senv, "", "restore", manifests[0], "--to", env.QueueRef(names.Orders), "--yes")
 	if res.Code != 2 || !strings.Contains(res.Stderr, "already restored") {
 		t.Fatalf("second restore: exit %d %s", res.Code, res.Stderr)
 	}

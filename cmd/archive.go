@@ -86,9 +86,10 @@ run goes on until the queue is drained.
 A run ends when SQS has nothing more to give it (an empty long poll), never
 on the queue's approximate counts, which trail by up to a minute; when
 they disagree at the end the summary notes it (counts_note), exit 0.
-Messages a receive whose answer was lost may have taken are waited for
-until their visibility timeout ends (--wait-inflight, on by default) and
-then archived; without --delete, a FIFO queue cannot be read past the first
+Messages a receive whose answer was lost may have taken, and those a
+killed dlqctl process still hides (the hold ledger in --state-dir, same
+host), are waited for until their visibility timeout ends (--wait-inflight,
+on by default) and then archived; without --delete, a FIFO queue cannot be read past the first
 message of each group, so such a run archives only those and ends partial
 (exit 4), saying how many it could not read. On Kafka the run reads the
 group's commits back at its end: it is complete only when every partition

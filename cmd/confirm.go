@@ -41,7 +41,7 @@ func limitedWhat(what string, canary, max int) string {
 }
 
 // waitInFlightHelp documents --wait-inflight (redrive, archive).
-const waitInFlightHelp = "at the end, wait (up to their visibility timeout) for messages a receive whose answer was lost may have taken (in flight elsewhere, held by nobody), and process them; --wait-inflight=false reports them and exits 4. Without such a receive nothing is waited for"
+const waitInFlightHelp = "at the end, wait (up to their visibility timeout) for messages held by nobody — taken by a receive whose answer was lost, or still hidden by a killed dlqctl process (the hold ledger in --state-dir) — and process them; --wait-inflight=false reports them and exits 4. Without such messages nothing is waited for"
 
 // maxWaitInFlight bounds --wait-inflight; the queue's visibility timeout
 // (and the run's own) bounds it first.

@@ -378,13 +378,21 @@ func (f *Factory) sqsEndpoint(ctx context.Context, ref broker.Ref) (*sqs.Endpoin
 		return nil, err
 	}
 	f.Verbosef("queue %s -> %s", ref, ep.Queue().URL)
-	return ep, nil
+	return f.withHoldLedger(ep), nil
 }
 
 // SQSQueue makes an SQS queue resolved some other way (a source queue, a
 // destination read from a journal) an endpoint.
 func (f *Factory) SQSQueue(c *sqs.Client, q *sqs.Queue) *sqs.Endpoint {
-	return sqs.NewEndpoint(c, q)
+	return f.withHoldLedger(sqs.NewEndpoint(c, q))
+}
+
+// withHoldLedger keeps the queue's hold ledger in the state dir
+// (docs/state.md): a run knows what a killed dlqctl process still hides.
+func (f *Factory) withHoldLedger(ep *sqs.Endpoint) *sqs.Endpoint {
+	return ep.WithHoldLedger(f.StateDir(),
+		func(s string) { f.IO.Infof("%s", s) },
+		func(s string) { f.IO.Warnf("%s", s) })
 }
 
 // ResolveQueue resolves a reference that must name an SQS queue and prints

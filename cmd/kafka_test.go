@@ -144,6 +144,20 @@ func TestKafkaRedriveSelectionLeavesRecordsPendingAcrossRuns(t *testing.T) {
 	if n := len(copiesIn(t, brokers, orders)); n != 0 {
 		t.Fatalf("the dry run produced %d copies", n)
 	}
+	// Without a selection (no record is decoded for it) every routable
+	// record would move, counted under class "all" per destination.
+	r = runCLI(t, testenv.Env{}, "", "redrive", ref, "--dry-run", "-o", "json")
+	var all KafkaRedrivePlan
+	if err := json.Unmarshal([]byte(r.Stdout), &all); r.Code != 0 || err != nil {
+		t.Fatalf("dry run without selection: exit %d: %v: %s", r.Code, err, r.Stderr)
+	}
+	byAll := 0
+	for _, classes := range all.ByDest {
+		byAll += classes["all"]
+	}
+	if all.Scanned != total || all.WouldMove <= plan.WouldMove || byAll != all.WouldMove || all.ByDest[orders]["all"] == 0 {
+		t.Fatalf("dry run without selection %+v (filtered plan would move %d)", all, plan.WouldMove)
+	}
 	// Without --yes in a script: refused, nothing changed.
 	if r := runCLI(t, testenv.Env{}, "", "redrive", ref); r.Code != 2 || !strings.Contains(r.Stderr, "--yes") {
 		t.Fatalf("no --yes: exit %d: %s", r.Code, r.Stderr)

@@ -78,9 +78,10 @@ The run says "completed" (exit 0) only when the DLQ was drained and
 nothing is left that it did not account for: SQS had nothing more to give
 it (an empty long poll), never the queue's approximate counts, which trail
 by up to a minute (when they disagree at the end, the summary notes it;
-exit 0). Messages a receive whose answer was lost may have taken are
-waited for up to their visibility timeout and moved (--wait-inflight,
-default on; --wait-inflight=false reports them, exit 4). A send whose
+exit 0). Messages a receive whose answer was lost may have taken, and
+those a killed dlqctl process still hides (the hold ledger in --state-dir,
+same host), are waited for up to their visibility timeout and moved
+(--wait-inflight, default on; --wait-inflight=false reports them, exit 4). A send whose
 answer was lost and that the SDK sent again may have delivered its
 messages twice: the summary counts them (maybe_twice). On a FIFO DLQ a message the
 selection skips is held until the end, so SQS hands out nothing more of its

@@ -166,11 +166,18 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 
 	// decide classifies a record (selection, loop limit, route) and
 	// returns its destination or why it stays pending.
+	// Without a selection every record is picked: its record (body hash,
+	// attributes, decoded envelope) is not built, which is most of a
+	// replay's per-record work.
+	matchAll := sel.MatchesAll()
 	decide := func(m *kafka.Message) (dest, class, why string) {
-		rec := kafka.ToRecord(m, ep.ID(), time.Now())
-		parsed := inspect.Decode(rec)
-		if !sel.Match(rec, parsed) {
-			return "", "", "not selected"
+		if !matchAll {
+			rec := kafka.ToRecord(m, ep.ID(), time.Now())
+			parsed := inspect.Decode(rec)
+			if !sel.Match(rec, parsed) {
+				return "", "", "not selected"
+			}
+			class = rec.Class
 		}
 		if mk := kafka.ReplayMarker(m.Headers); mk != nil && opts.MaxRedrives > 0 && mk.Count >= opts.MaxRedrives {
 			return "", "", fmt.Sprintf("redriven %d times before (--max-redrives)", mk.Count)
@@ -185,7 +192,6 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 			}
 			return "", "", "route: " + err.Error()
 		}
-		class = rec.Class
 		if class == "" {
 			class = "all"
 		}

@@ -139,7 +139,7 @@ IAM policies per role, on-call runbooks — is built in: 'dlqctl help topics'.
 	pf.StringVarP(&f.Opts.Output, "output", "o", "table", "output format: table, json or ndjson")
 	pf.BoolVar(&f.Opts.NoColor, "no-color", false, "no colour on a terminal (also NO_COLOR=1 or TERM=dumb; never coloured when piped)")
 	pf.BoolVar(&f.Opts.Yes, "yes", false, "do not ask for confirmation (scripts)")
-	pf.StringVar(&f.Opts.StateDir, "state-dir", "", "where run journals live (default $DLQCTL_STATE_DIR, else $XDG_STATE_HOME/dlqctl)")
+	pf.StringVar(&f.Opts.StateDir, "state-dir", "", "where run journals and the hold ledger live (default $DLQCTL_STATE_DIR, else $XDG_STATE_HOME/dlqctl)")
 	pf.BoolVarP(&f.Opts.Verbose, "verbose", "v", false, "print resolved queues, endpoints and API details to stderr (never credentials or receipt handles)")
 	pf.BoolVar(&f.Opts.PathStyle, "s3-path-style", false, "use path-style S3 addressing (automatic with a non-AWS S3 endpoint)")
 	pf.StringVar(&f.Opts.BucketOwner, "bucket-owner", "", "12-digit account id that must own the S3 bucket; S3 refuses every call to a bucket owned by anyone else (ExpectedBucketOwner)")

@@ -114,6 +114,13 @@ func (s *Selector) Describe() string {
 	return strings.Join(parts, "; ")
 }
 
+// MatchesAll reports whether Match passes every record without looking at
+// it (no rules, classes, filter or enrichment): a caller may then skip
+// decoding records for it.
+func (s *Selector) MatchesAll() bool {
+	return s == nil || (s.rules == nil && s.classSet == nil && s.filter == nil && s.enrich == nil)
+}
+
 // Filters reports whether the selector has a --filter expression.
 func (s *Selector) Filters() bool { return s != nil && s.filter != nil }
 

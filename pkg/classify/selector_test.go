@@ -7,6 +7,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 func TestNilSelectorMatchesEverything(t *testing.T) {
@@ -126,6 +127,34 @@ func TestSelectorConcurrentMatch(t *testing.T) {
 	for w := 0; w < 8; w++ {
 		if err := <-done; err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// MatchesAll lets a caller skip decoding records: it must be true only for
+// a selector whose Match passes every record unseen.
+func TestSelectorMatchesAllOnlyWithoutSelection(t *testing.T) {
+	var none *Selector
+	empty, _ := NewSelector(nil, nil, nil)
+	f, _ := inspect.CompileFilter(`.json.x == 1`)
+	filtered, _ := NewSelector(nil, nil, f)
+	classed, _ := NewSelector(nil, []string{"transient"}, nil)
+	ruled, _ := NewSelector(Builtin(), nil, nil)
+	enriched, _ := NewSelector(nil, nil, nil)
+	enriched.SetEnrich(func(*record.Record) {})
+	for name, c := range map[string]struct {
+		s    *Selector
+		want bool
+	}{"nil": {none, true}, "empty": {empty, true}, "filter": {filtered, false}, "class": {classed, false},
+		"rules": {ruled, false}, "enrich": {enriched, false}} {
+		if got := c.s.MatchesAll(); got != c.want {
+			t.Errorf("%s: MatchesAll = %v, want %v", name, got, c.want)
+		}
+		if c.want {
+			rec, parsed := decodedRecord("not json", nil)
+			if !c.s.Match(rec, parsed) {
+				t.Errorf("%s: MatchesAll but Match rejected a record", name)
+			}
 		}
 	}
 }

@@ -123,6 +123,8 @@ func Scan(ctx context.Context, ep broker.Endpoint, opt ScanOptions, fn func(rec 
 		res.Note = "sample"
 	case pr.Blocked > 0:
 		res.Note = fmt.Sprintf("read %d of ~%d: a FIFO group's later messages cannot be read while its first is held (~%d not read, behind %d group(s)); to read all of it, archive it with --delete (every part is verified before its messages are deleted) and triage the archive with --from", res.Seen, res.Seen+pr.Blocked, pr.Blocked, pr.BlockedGroups)
+	case pr.InFlightElsewhere > 0 && pr.Note != "":
+		res.Note = fmt.Sprintf("read %d; %s", res.Seen, pr.Note)
 	case pr.InFlightElsewhere > 0:
 		res.Note = fmt.Sprintf("read %d; up to %d more were taken by a receive whose answer was lost and could not be read (they are back within %s)", res.Seen, pr.InFlightElsewhere, pr.ReturnAfter.Round(time.Second))
 	default:

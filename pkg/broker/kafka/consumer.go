@@ -62,6 +62,9 @@ type Consumer struct {
 	// partition: what the caller's own accounting covers (left pending by
 	// a selection, failed, in flight) at the end of the run.
 	out map[int32]map[int64]struct{}
+	// intern shares the origin strings decoded from the headers between
+	// records (Poll holds mu).
+	intern interner
 }
 
 type partState struct {
@@ -114,7 +117,7 @@ func OpenConsumer(ctx context.Context, addr Address, conn Conn, group string, op
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.FetchMaxWait(fetchMaxWait),
 		// Bound what franz-go buffers ahead of the run (its default
 		// fetch is 50 MiB): memory stays flat however large the topic.
 		kgo.FetchMaxBytes(fetchMaxBytes),
@@ -242,6 +245,8 @@ func (c *Consumer) Poll(ctx context.Context, max int) (msgs []*Message, done boo
 		}
 		c.mu.Lock()
 		var pause []int32
+		// One allocation for the messages of the poll, not one per record.
+		var slab []Message
 		fs.EachRecord(func(r *kgo.Record) {
 			ps := c.parts[r.Partition]
 			if ps == nil || r.Offset < ps.pos {
@@ -277,7 +282,13 @@ func (c *Consumer) Poll(ctx context.Context, max int) (msgs []*Message, done boo
 				c.out[r.Partition] = o
 			}
 			o[r.Offset] = struct{}{}
-			msgs = append(msgs, fromKgo(r))
+			if len(slab) == 0 {
+				slab = make([]Message, fs.NumRecords())
+			}
+			m := &slab[0]
+			slab = slab[1:]
+			fillFromKgo(m, r, &c.intern)
+			msgs = append(msgs, m)
 		})
 		c.mu.Unlock()
 		if len(pause) > 0 {

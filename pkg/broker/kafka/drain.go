@@ -329,19 +329,21 @@ func (r *Router) Route(ctx context.Context, m *Message) (string, error) {
 func ReplaySink(p *Producer, r *Router, runID string) func(ctx context.Context, msgs []*Message) []error {
 	return func(ctx context.Context, msgs []*Message) []error {
 		errs := make([]error, len(msgs))
-		recs := make([]*kgo.Record, 0, len(msgs))
+		routed := make([]*Message, 0, len(msgs))
+		topics := make([]string, 0, len(msgs))
 		idx := make([]int, 0, len(msgs))
-		now := time.Now()
 		for i, m := range msgs {
 			t, err := r.Route(ctx, m)
 			if err != nil {
 				errs[i] = err
 				continue
 			}
-			recs = append(recs, ToKgo(m, t, ReplayHeaders(m, runID, now)))
+			routed = append(routed, m)
+			topics = append(topics, t)
 			idx = append(idx, i)
 		}
-		if len(recs) > 0 {
+		if len(routed) > 0 {
+			recs := replayCopies(routed, topics, runID, time.Now())
 			for k, e := range p.Send(ctx, recs) {
 				errs[idx[k]] = e
 			}

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -61,13 +63,42 @@ func lastHeader(hs []Header, key string) ([]byte, bool) {
 }
 
 func fromKgo(r *kgo.Record) *Message {
-	m := &Message{
-		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, LeaderEpoch: r.LeaderEpoch,
-		Key: r.Key, Value: r.Value, Timestamp: r.Timestamp.UTC(),
-	}
-	m.Headers = r.Headers
-	m.Origin = DecodeOrigin(m.Headers)
+	m := new(Message)
+	fillFromKgo(m, r, nil)
 	return m
+}
+
+// fillFromKgo fills m from r (headers used as read, without a copy); in,
+// when set, shares the origin's strings between records.
+func fillFromKgo(m *Message, r *kgo.Record, in *interner) {
+	*m = Message{
+		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, LeaderEpoch: r.LeaderEpoch,
+		Key: r.Key, Value: r.Value, Timestamp: r.Timestamp.UTC(), Headers: r.Headers,
+	}
+	m.Origin = decodeOrigin(m.Headers, in)
+}
+
+// interner hands out one string per distinct header value (the origin
+// topic and group repeat on every record of a dead-letter topic): a run
+// over a topic allocates them once, not once per record. Bounded: it
+// starts over past maxInterned distinct values.
+type interner struct{ m map[string]string }
+
+const maxInterned = 1024
+
+func (in *interner) str(b []byte) string {
+	if in == nil {
+		return string(b)
+	}
+	if s, ok := in.m[string(b)]; ok { // no allocation for the lookup
+		return s
+	}
+	if in.m == nil || len(in.m) >= maxInterned {
+		in.m = make(map[string]string, 16)
+	}
+	s := string(b)
+	in.m[s] = s
+	return s
 }
 
 // Origin is where a dead-lettered record came from, as its recoverer wrote
@@ -109,14 +140,16 @@ var headerFormats = []headerFormat{
 // DecodeOrigin reads the origin of a dead-lettered record from its headers
 // (the first convention whose topic header is present; the last header of
 // a repeated key wins).
-func DecodeOrigin(hs []Header) Origin {
+func DecodeOrigin(hs []Header) Origin { return decodeOrigin(hs, nil) }
+
+func decodeOrigin(hs []Header, in *interner) Origin {
 	o := Origin{Partition: -1, Offset: -1}
 	for _, f := range headerFormats {
 		t, ok := lastHeader(hs, f.topic)
 		if !ok || len(t) == 0 {
 			continue
 		}
-		o.Topic = string(t)
+		o.Topic = in.str(t)
 		o.Format = f.name
 		if v, ok := lastHeader(hs, f.partition); ok {
 			if n, ok := headerNumber(v, f.binary); ok && n >= 0 && n <= 1<<31-1 {
@@ -135,7 +168,7 @@ func DecodeOrigin(hs []Header) Origin {
 		}
 		if f.grp != "" {
 			if v, ok := lastHeader(hs, f.grp); ok {
-				o.ConsumerGroup = string(v)
+				o.ConsumerGroup = in.str(v)
 			}
 		}
 		return o
@@ -174,8 +207,13 @@ func headerNumber(v []byte, binaryFirst bool) (int64, bool) {
 
 // headerTime reads epoch milliseconds (binary or decimal) or an RFC 3339 text.
 func headerTime(v []byte, binaryFirst bool) time.Time {
-	if t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(v))); err == nil {
-		return t.UTC()
+	// The shortest RFC 3339 time ("2006-01-02T15:04:05Z") is 20 bytes:
+	// Spring's 8-byte binary timestamp never is one, so it skips the
+	// failing parse (and its error allocation) on every record.
+	if len(v) >= len("2006-01-02T15:04:05Z") {
+		if t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(v))); err == nil {
+			return t.UTC()
+		}
 	}
 	if n, ok := headerNumber(v, binaryFirst); ok && n > 0 {
 		return time.UnixMilli(n).UTC()
@@ -195,6 +233,20 @@ var failureHeaderPrefixes = []string{
 // IsFailureHeader reports whether a header is dead-letter context (dropped
 // from a replayed copy).
 func IsFailureHeader(key string) bool {
+	if key == "" {
+		return false
+	}
+	// Every prefix and the marker start with one of these (any case): most
+	// headers (traceparent, content-type, ids) are decided by one byte.
+	c := key[0]
+	if 'A' <= c && c <= 'Z' {
+		c += 'a' - 'A'
+	}
+	switch c {
+	case 'k', '_', 'x', 'r', 'd', 'o':
+	default:
+		return false
+	}
 	for _, p := range failureHeaderPrefixes {
 		if len(key) >= len(p) && strings.EqualFold(key[:len(p)], p) {
 			return true
@@ -229,10 +281,6 @@ func ReplayHeaders(m *Message, runID string, now time.Time) []Header {
 }
 
 func replayHeadersID(m *Message, origID, runID string, now time.Time) []Header {
-	n := 1
-	if prev := ReplayMarker(m.Headers); prev != nil {
-		n = prev.Count + 1
-	}
 	out := make([]Header, 0, len(m.Headers)+1)
 	for _, h := range m.Headers {
 		if !IsFailureHeader(h.Key) {
@@ -241,7 +289,106 @@ func replayHeadersID(m *Message, origID, runID string, now time.Time) []Header {
 	}
 	// Sized once: the marker is the quoted ids plus ~50 bytes of JSON and time.
 	buf := make([]byte, 0, len(runID)+len(origID)+64)
-	return append(out, Header{Key: MarkerHeader, Value: appendMarker(buf, runID, origID, n, now)})
+	return append(out, Header{Key: MarkerHeader, Value: appendMarker(buf, runID, origID, replayCount(m.Headers), now)})
+}
+
+// replayCount is the n of the marker a copy of a record carrying hs gets:
+// one more than the record's own marker says, 1 for a first replay.
+func replayCount(hs []Header) int {
+	if prev := ReplayMarker(hs); prev != nil {
+		return prev.Count + 1
+	}
+	return 1
+}
+
+// replayCopies builds the replayed copies of msgs in one go (what
+// ToKgo(m, topics[i], ReplayHeaders(m, runID, now)) builds for each, byte
+// for byte): the records, their headers and their markers share three
+// allocations per batch instead of five per record, and the parts of the
+// marker every record of the batch shares (run id, time) are encoded once.
+// This runs for every replayed record.
+func replayCopies(msgs []*Message, topics []string, runID string, now time.Time) []*kgo.Record {
+	nh, nb := 0, 0
+	for _, m := range msgs {
+		nh += len(m.Headers) + 1
+		nb += len(m.Topic)
+	}
+	run := appendJSONString(nil, runID)
+	at := appendJSONString(nil, now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano))
+	// Per marker: {"run":RUN,"orig":"TOPIC-P@O","n":N,"at":AT} = 32 bytes of
+	// JSON, two numbers of up to 20 digits each, the count.
+	hs := make([]Header, 0, nh)
+	buf := make([]byte, 0, nb+len(msgs)*(len(run)+len(at)+80))
+	recs := make([]kgo.Record, len(msgs))
+	out := make([]*kgo.Record, len(msgs))
+	plainTopic, plain := "", false // the last topic checked by jsonPlain (a batch has one or a few)
+	for i, m := range msgs {
+		h0 := len(hs)
+		for _, h := range m.Headers {
+			if !IsFailureHeader(h.Key) {
+				hs = append(hs, h)
+			}
+		}
+		b0 := len(buf)
+		buf = append(buf, `{"run":`...)
+		buf = append(buf, run...)
+		buf = append(buf, `,"orig":`...)
+		if m.Topic != plainTopic || plainTopic == "" {
+			plainTopic, plain = m.Topic, jsonPlain(m.Topic)
+		}
+		buf = appendJSONID(buf, m.Topic, m.Partition, m.Offset, plain)
+		buf = append(buf, `,"n":`...)
+		buf = strconv.AppendInt(buf, int64(replayCount(m.Headers)), 10)
+		buf = append(buf, `,"at":`...)
+		buf = append(buf, at...)
+		buf = append(buf, '}')
+		// Capped slices: an append by a later reader never writes into the
+		// next record's headers or marker.
+		hs = append(hs, Header{Key: MarkerHeader, Value: buf[b0:len(buf):len(buf)]})
+		recs[i] = kgo.Record{Topic: topics[i], Key: m.Key, Value: m.Value, Headers: hs[h0:len(hs):len(hs)]}
+		out[i] = &recs[i]
+	}
+	return out
+}
+
+// appendJSONID appends the JSON string of the ID TOPIC-PARTITION@OFFSET
+// (Message.ID) without building the ID first.
+// plain is jsonPlain(topic).
+func appendJSONID(b []byte, topic string, partition int32, offset int64, plain bool) []byte {
+	if !plain {
+		id := (&Message{Topic: topic, Partition: partition, Offset: offset}).ID()
+		return appendJSONString(b, id)
+	}
+	b = append(b, '"')
+	b = append(b, topic...)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, int64(partition), 10)
+	b = append(b, '@')
+	b = strconv.AppendInt(b, offset, 10)
+	return append(b, '"')
+}
+
+// jsonPlain reports whether encoding/json writes s between quotes as it
+// is: printable ASCII without a quote, a backslash or HTML's <, >, &.
+func jsonPlain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// appendJSONString appends s as encoding/json encodes a string.
+func appendJSONString(b []byte, s string) []byte {
+	if jsonPlain(s) {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	q, _ := json.Marshal(s) // a string always encodes
+	return append(b, q...)
 }
 
 // ToKgo builds the franz-go record of a copy of m for topic (partition
@@ -288,6 +435,27 @@ var stageRE = regexp.MustCompile(`(?i)^(.+?)[-._](retry(?:[-._]?\d+)?|dlt|dlq|de
 // topic: ("retry-2", "orders") for orders-retry-2, ("dlt", "orders") for
 // orders-dlq or orders.DLT, ("", topic) for a topic outside a chain.
 func Stage(topic string) (stage, base string) {
+	// Every record of a topic asks for the same answer (ToRecord, group
+	// --by stage): the regexp runs once per topic, not once per record.
+	if v, ok := stages.Load(topic); ok {
+		sb := v.([2]string)
+		return sb[0], sb[1]
+	}
+	stage, base = stageOf(topic)
+	if stagesN.Add(1) <= maxStages {
+		stages.Store(topic, [2]string{stage, base})
+	}
+	return stage, base
+}
+
+var (
+	stages  sync.Map // topic -> [stage, base]
+	stagesN atomic.Int64
+)
+
+const maxStages = 4096
+
+func stageOf(topic string) (stage, base string) {
 	m := stageRE.FindStringSubmatch(topic)
 	if m == nil {
 		return "", topic
@@ -310,9 +478,9 @@ func Stage(topic string) (stage, base string) {
 // per replayed record).
 func appendMarker(b []byte, runID, origID string, n int, at time.Time) []byte {
 	b = append(b, `{"run":`...)
-	b = strconv.AppendQuote(b, runID)
+	b = appendJSONString(b, runID)
 	b = append(b, `,"orig":`...)
-	b = strconv.AppendQuote(b, origID)
+	b = appendJSONString(b, origID)
 	b = append(b, `,"n":`...)
 	b = strconv.AppendInt(b, int64(n), 10)
 	b = append(b, `,"at":"`...)

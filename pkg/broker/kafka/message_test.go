@@ -1,10 +1,16 @@
 package kafka
 
 import (
+	"bytes"
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 func be(n int64, size int) []byte {
@@ -99,6 +105,57 @@ func TestReplayHeadersDropDeadLetterContextAndCountReplays(t *testing.T) {
 	}
 }
 
+// replayCopies (the batch builder the replay sink uses) must write the same
+// copies, byte for byte, as ToKgo with ReplayHeaders one record at a time,
+// and its markers must decode to what encoding/json would read back; no
+// copy may share writable memory with its neighbour.
+func TestReplayCopiesMatchReplayHeaders(t *testing.T) {
+	prev := ReplayHeaders(&Message{Topic: "orders-dlq", Partition: 1, Offset: 9}, "run-0", time.Now())
+	msgs := []*Message{
+		{Topic: "orders-dlq", Partition: 0, Offset: 5, Key: []byte("k1"), Value: []byte("v1"), Headers: []Header{
+			{Key: "traceparent", Value: []byte("t")}, {Key: "kafka_dlt-exception-fqcn", Value: []byte("x")},
+			{Key: "Original_Topic", Value: []byte("orders")}, {Key: "tenant", Value: []byte("acme")}}},
+		{Topic: "orders-dlq", Partition: 2, Offset: 1 << 40, Value: []byte("v2"), Headers: prev}, // replayed before: n=2
+		{Topic: `odd"<topic>&\\é`, Partition: 0, Offset: 0},                                      // from an archive: any text, escaped as encoding/json does
+		{Topic: "orders-dlq", Partition: 0, Offset: 6},
+	}
+	topics := []string{"orders", "orders", "other", "orders"}
+	for _, run := range []string{"20261202T010203Z-abcd", `run "quoted" <&>`} {
+		now := time.Date(2026, 12, 2, 1, 2, 3, 456789000, time.UTC)
+		got := replayCopies(msgs, topics, run, now)
+		for i, m := range msgs {
+			want := ToKgo(m, topics[i], ReplayHeaders(m, run, now))
+			g := got[i]
+			if g.Topic != want.Topic || !bytes.Equal(g.Key, want.Key) || !bytes.Equal(g.Value, want.Value) || len(g.Headers) != len(want.Headers) {
+				t.Fatalf("copy %d: %+v, want %+v", i, g, want)
+			}
+			for k := range want.Headers {
+				if g.Headers[k].Key != want.Headers[k].Key || !bytes.Equal(g.Headers[k].Value, want.Headers[k].Value) {
+					t.Fatalf("copy %d header %d: %s=%s, want %s=%s", i, k, g.Headers[k].Key, g.Headers[k].Value, want.Headers[k].Key, want.Headers[k].Value)
+				}
+				if cap(g.Headers[k].Value) != len(g.Headers[k].Value) && k == len(want.Headers)-1 {
+					t.Fatalf("copy %d: its marker can be appended into the next one's", i)
+				}
+			}
+			if cap(g.Headers) != len(g.Headers) {
+				t.Fatalf("copy %d: its headers can be appended into the next copy's", i)
+			}
+			mk := ReplayMarker(g.Headers)
+			var std record.Marker
+			if err := json.Unmarshal(g.Headers[len(g.Headers)-1].Value, &std); err != nil || mk == nil || std.RunID != run || std.OriginalID != m.ID() {
+				t.Fatalf("copy %d marker %s: %+v %v", i, g.Headers[len(g.Headers)-1].Value, std, err)
+			}
+			enc, _ := json.Marshal(record.Marker{RunID: run, OriginalID: m.ID(), Count: std.Count, At: now.Truncate(time.Millisecond)})
+			if !bytes.Equal(enc, g.Headers[len(g.Headers)-1].Value) {
+				t.Fatalf("copy %d marker %s, encoding/json writes %s", i, g.Headers[len(g.Headers)-1].Value, enc)
+			}
+		}
+		if mk := ReplayMarker(got[1].Headers); mk.Count != 2 {
+			t.Fatalf("a record replayed once before got n=%d", mk.Count)
+		}
+	}
+}
+
 func TestStage(t *testing.T) {
 	for topic, want := range map[string][2]string{
 		"orders-retry-1": {"retry-1", "orders"}, "orders-retry-5000": {"retry-5000", "orders"}, "orders-retry": {"retry", "orders"},
@@ -134,5 +191,48 @@ func TestParseAddress(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "=pw") {
 			t.Errorf("ParseAddress(%q) = %v, want an error mentioning %q", ref, err, want)
 		}
+	}
+}
+
+// IsFailureHeader's one-byte pre-check must agree with the prefix list for
+// every prefix in any case.
+func TestIsFailureHeaderEveryPrefixAnyCase(t *testing.T) {
+	for _, p := range append(append([]string(nil), failureHeaderPrefixes...), record.MarkerAttribute) {
+		for _, k := range []string{p + "x", strings.ToUpper(p) + "x", strings.ToUpper(p[:1]) + p[1:] + "x"} {
+			if k == record.MarkerAttribute+"x" || k == strings.ToUpper(record.MarkerAttribute)+"x" || k == strings.ToUpper(record.MarkerAttribute[:1])+record.MarkerAttribute[1:]+"x" {
+				k = k[:len(k)-1]
+			}
+			if !IsFailureHeader(k) {
+				t.Errorf("IsFailureHeader(%q) = false", k)
+			}
+		}
+	}
+	for _, k := range []string{"", "traceparent", "tenant", "content-type", "dlq", "originally"} {
+		if IsFailureHeader(k) {
+			t.Errorf("IsFailureHeader(%q) = true", k)
+		}
+	}
+}
+
+// The interner shares origin strings between records and stays bounded
+// however many distinct origins a topic holds; what it returns is always
+// the header's text.
+func TestInternedOriginsAreBoundedAndExact(t *testing.T) {
+	var in interner
+	for i := 0; i < 3*maxInterned; i++ {
+		topic := fmt.Sprintf("orders-%d", i%(2*maxInterned))
+		o := decodeOrigin([]Header{{Key: "kafka_dlt-original-topic", Value: []byte(topic)},
+			{Key: "kafka_dlt-original-consumer-group", Value: []byte("svc")}}, &in)
+		if o.Topic != topic || o.ConsumerGroup != "svc" || o.Format != "spring-kafka" {
+			t.Fatalf("origin %+v, want topic %s", o, topic)
+		}
+		if len(in.m) > maxInterned {
+			t.Fatalf("interner holds %d strings, bound %d", len(in.m), maxInterned)
+		}
+	}
+	a := decodeOrigin([]Header{{Key: "original_topic", Value: []byte("payments")}}, &in)
+	b := decodeOrigin([]Header{{Key: "original_topic", Value: []byte("payments")}}, &in)
+	if unsafe.StringData(a.Topic) != unsafe.StringData(b.Topic) {
+		t.Fatal("the same origin topic was allocated twice")
 	}
 }

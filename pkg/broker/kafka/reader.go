@@ -19,6 +19,8 @@ var ErrTopicNotFound = errors.New("topic not found")
 const (
 	fetchMaxBytes          = 1 << 20
 	fetchMaxPartitionBytes = 512 << 10
+	// fetchMaxWait is how long the broker may hold a fetch for records.
+	fetchMaxWait = 500 * time.Millisecond
 )
 
 // PartitionRange is what a run reads of one partition: from Start (the
@@ -203,7 +205,7 @@ func newPeekReader(addr Address, conn Conn, plan *Plan, idle time.Duration) (*pe
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{plan.Topic: starts}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
-		kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.FetchMaxWait(fetchMaxWait),
 		// Bound what franz-go buffers ahead of the run (its default
 		// fetch is 50 MiB): memory stays flat however large the topic.
 		kgo.FetchMaxBytes(fetchMaxBytes),

@@ -3,6 +3,7 @@ package sqs
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 )
@@ -35,6 +36,20 @@ func Capabilities(fifo bool) broker.Capabilities {
 type Endpoint struct {
 	c *Client
 	q *Queue
+	// stateDir keeps the hold ledger (WithHoldLedger); tell and warn are
+	// told about dead processes' holds and ledger trouble.
+	stateDir   string
+	tell, warn func(string)
+}
+
+// WithHoldLedger makes the sources of the queue keep a hold ledger in
+// stateDir (holds.go): what this process may hide is on file while it
+// runs, and what dead processes still hide is waited for or reported.
+// tell is told (once per source) what dead processes hide; warn about a
+// ledger that cannot be written.
+func (e *Endpoint) WithHoldLedger(stateDir string, tell, warn func(string)) *Endpoint {
+	e.stateDir, e.tell, e.warn = stateDir, tell, warn
+	return e
 }
 
 // NewEndpoint makes the resolved queue q an Endpoint.
@@ -77,7 +92,22 @@ func (e *Endpoint) Capabilities() broker.Capabilities { return Capabilities(e.q.
 // it removes nothing: what the run acks stays held until the run ends, then
 // is given back.
 func (e *Endpoint) OpenSource(_ context.Context, opt broker.SourceOptions) (broker.Source, error) {
-	qs := NewQueueSource(e.c, e.q, QueueSourceOptions{Visibility: opt.Hold, Wait: opt.Wait, MaxHeld: opt.MaxHeld, Decode: opt.Decode})
+	qo := QueueSourceOptions{Visibility: opt.Hold, Wait: opt.Wait, MaxHeld: opt.MaxHeld, Decode: opt.Decode, StateDir: e.stateDir, Warn: e.warn}
+	if e.stateDir != "" {
+		dead, err := DeadHolds(e.stateDir, e.q.URL)
+		if err != nil && e.warn != nil {
+			e.warn(fmt.Sprintf("cannot read the hold ledger in %s (%v): messages a killed dlqctl process still hides are not known to this run", e.stateDir, err))
+		}
+		qo.DeadHolds = dead
+		if len(dead) > 0 && e.tell != nil {
+			what := "this run waits for them before it ends (unless --wait-inflight=false) and then processes them"
+			if opt.Mode == broker.Peek {
+				what = "this read cannot see them before then and says so at its end"
+			}
+			e.tell(DescribeDeadHolds(dead) + ": " + what)
+		}
+	}
+	qs := NewQueueSource(e.c, e.q, qo)
 	if opt.Mode == broker.Peek {
 		return peekSource{qs}, nil
 	}

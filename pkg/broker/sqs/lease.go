@@ -61,6 +61,9 @@ type Lease struct {
 	// longer than a third of the visibility (the pass extended n messages);
 	// Run then starts the next pass sooner.
 	OnSlowExtend func(took time.Duration, n int)
+	// BeforeExtend, when set, is told until when an extension about to be
+	// sent hides its messages (the hold ledger is written first).
+	BeforeExtend func(until time.Time)
 }
 
 // leaseEntry is what a Lease keeps of one message.
@@ -395,6 +398,9 @@ func (l *Lease) extend(ctx context.Context, minAge time.Duration) (extended int,
 		// or being deleted meanwhile are left out.
 		start: func(lo, hi int) []int {
 			now := time.Now()
+			if l.BeforeExtend != nil {
+				l.BeforeExtend(now.Add(l.visibility))
+			}
 			l.mu.Lock()
 			defer l.mu.Unlock()
 			idx := make([]int, 0, hi-lo)

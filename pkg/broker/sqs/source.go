@@ -36,6 +36,14 @@ type QueueSourceOptions struct {
 	// Decode decodes a received record (envelope, failure, marker) and
 	// returns the parsed body; nil leaves records as received.
 	Decode func(*Record) any
+	// StateDir, when set, keeps the hold ledger there (holds.go): this
+	// process's file covers what it may hide, and DeadHolds (read from it
+	// by the caller) are waited for or reported like lost receives.
+	StateDir string
+	// DeadHolds: what dead dlqctl processes may still hide in the queue.
+	DeadHolds []DeadHold
+	// Warn is told once when the ledger cannot be written.
+	Warn func(string)
 }
 
 // QueueSource is an SQS queue read through a lease: received messages are
@@ -111,6 +119,12 @@ type QueueSource struct {
 	noLock    bool
 	distinct  atomic.Int64
 	startSeen Counts
+
+	// ledger: this process's hold ledger file (created at the first
+	// receive); ledgerMu guards its creation.
+	ledgerMu  sync.Mutex
+	ledger    *HoldLedger
+	ledgerOff bool
 }
 
 // prioLock is a mutex whose priority holders (End) go ahead of the others
@@ -176,6 +190,12 @@ func NewQueueSource(c *Client, q *Queue, opt QueueSourceOptions) *QueueSource {
 	s.groupOf, s.held = map[*Message]string{}, map[string]int{}
 	s.startSeen = q.Counts()
 	s.recv = &receiveWatch{API: c.API, hidden: opt.Visibility}
+	for _, h := range opt.DeadHolds {
+		// A dead process's messages: like a lost receive's, they come
+		// back when its hold ends, and nobody reads them before.
+		s.recv.lost = append(s.recv.lost, lostWindow{until: h.Until.Add(lostGrace), n: max(1, h.Held), dead: true})
+	}
+	s.lease.BeforeExtend = func(until time.Time) { s.cover(until, 0) }
 	rc := *c
 	rc.API = s.recv
 	s.rc = &rc
@@ -255,9 +275,15 @@ func (s *QueueSource) Next(ctx context.Context, max int) ([]broker.Message, erro
 	start := time.Now()
 	s.pending[seq] = start
 	s.pollMu.Unlock()
+	// Ledger first: should this process die during the receive, SQS may
+	// still hand the messages out and hide them for the visibility.
+	s.cover(start.Add(wait+s.opt.Visibility+holdReceiveSlack), max)
 	rctx, cancel := context.WithTimeout(s.polls, wait+60*time.Second)
 	msgs, err := s.rc.Receive(rctx, s.q, max, s.opt.Visibility, wait)
 	cancel()
+	if len(msgs) > 0 {
+		s.cover(time.Now().Add(s.opt.Visibility), 0) // a slow answer: hidden from when SQS answered
+	}
 	s.pollMu.Lock()
 	delete(s.pending, seq)
 	abandoned := s.polls.Err() != nil
@@ -407,6 +433,7 @@ func (s *QueueSource) Ack(ctx context.Context, items []broker.Message) []error {
 		}
 	}
 	s.unhold(gone)
+	s.lowerHold()
 	return out
 }
 
@@ -420,6 +447,7 @@ func (s *QueueSource) Release(ctx context.Context, items []broker.Message) error
 	msgs := handles(items)
 	err := s.lease.Release(ctx, msgs)
 	s.unhold(msgs)
+	s.lowerHold()
 	return err
 }
 
@@ -454,14 +482,59 @@ func (s *QueueSource) EndReading(mayAbandon bool) {
 	}
 }
 
-// Close stops the heartbeat and releases every message still held.
+// Close stops the heartbeat and releases every message still held. With
+// nothing left hidden, this process's ledger file goes; the files of dead
+// processes whose time has passed go too.
 func (s *QueueSource) Close(ctx context.Context) error {
 	s.abandonPoll()
 	s.stop()
 	if s.lease.Len() > 0 {
 		s.waitQuiet(ctx)
 	}
-	return s.lease.ReleaseAll(ctx)
+	err := s.lease.ReleaseAll(ctx)
+	s.ledgerMu.Lock()
+	s.ledger.Close(err == nil && s.lease.Len() == 0)
+	s.ledgerMu.Unlock()
+	ForgetDeadHolds(s.opt.DeadHolds)
+	return err
+}
+
+// holdReceiveSlack: how long past its wait a receive's answer may still be
+// decided at SQS (the ledger covers it).
+const holdReceiveSlack = 2 * time.Second
+
+// cover makes this process's ledger file (created on first use) say that
+// messages may stay hidden until until, with up to more messages beyond
+// those held now.
+func (s *QueueSource) cover(until time.Time, more int) {
+	if s.opt.StateDir == "" {
+		return
+	}
+	s.ledgerMu.Lock()
+	if s.ledger == nil && !s.ledgerOff {
+		l, err := OpenHoldLedger(s.opt.StateDir, s.q.URL, s.opt.Warn)
+		if err != nil {
+			s.ledgerOff = true // no ledger for this run
+			s.ledgerMu.Unlock()
+			if s.opt.Warn != nil {
+				s.opt.Warn(fmt.Sprintf("no hold ledger in %s (%v): if this process dies, a re-run cannot know which messages it still hides", s.opt.StateDir, err))
+			}
+			return
+		}
+		s.ledger = l
+	}
+	l := s.ledger
+	s.ledgerMu.Unlock()
+	l.Cover(until, s.lease.Len()+more, holdHeadroom(s.opt.Visibility))
+}
+
+// lowerHold tells the ledger file how many messages are held now (after
+// deletes and releases).
+func (s *QueueSource) lowerHold() {
+	s.ledgerMu.Lock()
+	l := s.ledger
+	s.ledgerMu.Unlock()
+	l.Lower(s.lease.Len())
 }
 
 // End decides the end of reading from what the receives answered.
@@ -503,7 +576,7 @@ func (s *QueueSource) End(ctx context.Context, run broker.RunState, final bool) 
 	if s.q.FIFO && st.Drained && !final {
 		st.Drained = run.Busy == 0 && !run.QuietSince.Before(lastItems) && !lastEmpty.Before(run.QuietSince)
 	}
-	st.Unknown, st.UnknownUntil = s.recv.unknownAfter(lastEmpty)
+	st.Unknown, st.UnknownUntil, _ = s.recv.unknownAfter(lastEmpty)
 	if st.Drained && st.UnknownUntil.IsZero() && !final {
 		s.fifoDone.Store(true) // the engine ends reading now
 	}
@@ -551,8 +624,15 @@ func (s *QueueSource) report(ctx context.Context, st broker.EndState) (broker.En
 		notes = append(notes, fmt.Sprintf("%d message(s) could not be read: a FIFO group's later messages cannot be received while an earlier message of the group is held", st.Blocked))
 	}
 	if !st.UnknownUntil.IsZero() {
-		notes = append(notes, fmt.Sprintf("up to %d message(s) were in flight elsewhere when the run ended: a receive whose answer was lost may have taken them, and nobody holds them; they become visible again within %s — re-run then (or run with --wait-inflight)",
-			max(1, st.Unknown), max(0, time.Until(st.UnknownUntil)).Round(time.Second)))
+		lost, lostUntil, dead, deadUntil := s.recv.outstanding()
+		if lost > 0 {
+			notes = append(notes, fmt.Sprintf("up to %d message(s) were in flight elsewhere when the run ended: a receive whose answer was lost may have taken them, and nobody holds them; they become visible again within %s — re-run then (or run with --wait-inflight)",
+				lost, max(0, time.Until(lostUntil)).Round(time.Second)))
+		}
+		if dead > 0 {
+			notes = append(notes, fmt.Sprintf("up to %d message(s) are still hidden by a dlqctl process that ended without releasing them (killed or crashed; its hold ledger says so); they become visible again within %s — re-run then (or run with --wait-inflight)",
+				dead, max(0, time.Until(deadUntil)).Round(time.Second)))
+		}
 	}
 	st.Note = strings.Join(notes, "; ")
 	if countsErr != nil {
@@ -608,10 +688,12 @@ type receiveWatch struct {
 }
 
 // lostWindow: up to n messages may be in flight with nobody holding them
-// until until.
+// until until. dead: a dead dlqctl process's hold (its ledger file), not a
+// lost receive of this run.
 type lostWindow struct {
 	until time.Time
 	n     int
+	dead  bool
 }
 
 // lostGrace is added to a receive's visibility before messages it may have
@@ -648,10 +730,10 @@ func (w *receiveWatch) ReceiveMessage(ctx context.Context, in *awssqs.ReceiveMes
 // unknownAfter returns how many messages at most lost receives may still
 // hold out, and until when: the windows no empty long poll begun after
 // their end (emptySince) has closed.
-func (w *receiveWatch) unknownAfter(emptySince time.Time) (int, time.Time) {
+func (w *receiveWatch) unknownAfter(emptySince time.Time) (int, time.Time, int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	n, until := 0, time.Time{}
+	n, until, dead := 0, time.Time{}, 0
 	keep := w.lost[:0]
 	for _, l := range w.lost {
 		if !emptySince.Before(l.until) {
@@ -659,12 +741,36 @@ func (w *receiveWatch) unknownAfter(emptySince time.Time) (int, time.Time) {
 		}
 		keep = append(keep, l)
 		n += l.n
+		if l.dead {
+			dead += l.n
+		}
 		if l.until.After(until) {
 			until = l.until
 		}
 	}
 	w.lost = keep
-	return n, until
+	return n, until, dead
+}
+
+// outstanding splits the windows still open (as unknownAfter last left
+// them) into lost receives and dead processes' holds.
+func (w *receiveWatch) outstanding() (lost int, lostUntil time.Time, dead int, deadUntil time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, l := range w.lost {
+		if l.dead {
+			dead += l.n
+			if l.until.After(deadUntil) {
+				deadUntil = l.until
+			}
+		} else {
+			lost += l.n
+			if l.until.After(lostUntil) {
+				lostUntil = l.until
+			}
+		}
+	}
+	return
 }
 
 // isOverLimit reports whether err is SQS's OverLimit error (too many
