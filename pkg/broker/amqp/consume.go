@@ -115,7 +115,13 @@ func Consume(ctx context.Context, conn *amqp091.Connection, queue, queueType str
 		closed:    ch.NotifyClose(make(chan *amqp091.Error, 1)),
 		cancelled: ch.NotifyCancel(make(chan string, 1)),
 	}
-	c.deliveries, err = ch.ConsumeWithContext(ctx, queue, tag, false, false, false, false, args)
+	// The consumer lives until cancel, ReleaseAll or Close, not until ctx
+	// ends: the client library cancels a consumer whose context ends from
+	// a goroutine of its own, which raced this consumer's own basic.cancel
+	// and channel.close on the same channel (replies crossed: "unexpected
+	// command received"; a basic.cancel after channel.close made RabbitMQ
+	// close the whole connection: "expected 'channel.open'").
+	c.deliveries, err = ch.ConsumeWithContext(context.WithoutCancel(ctx), queue, tag, false, false, false, false, args)
 	if err != nil {
 		_ = ch.Close()
 		return nil, consumeError(queue, err)
