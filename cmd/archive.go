@@ -96,7 +96,13 @@ group's commits back at its end: it is complete only when every partition
 the group gave it was read to the end taken at its start and committed past
 every record it archived; a partition that moved to another process of the
 group with records pending (or came late) ends it partial (exit 4), saying
-how many records of which partitions are left. The manifest lists every
+how many records of which partitions are left. On RabbitMQ the run ends
+when it holds nothing and the queue has no ready message (an exact count);
+messages another application's consumer holds unacknowledged end it partial
+(exit 4), naming how many. With --rate-share I/N the processes are competing
+consumers that recognise each other by their consumer tags: what a peer
+holds when one process ends is the peer's to archive (in_flight_at_peers,
+exit 0). The manifest lists every
 verified part (key, records, bytes, SHA-256, first/last message id), the
 selection and whether messages were deleted; it is written also after a
 failure or Ctrl-C.
@@ -366,8 +372,12 @@ type ArchiveSummary struct {
 	Error      string                  `json:"error,omitempty"`
 	// CountsNote: the queue's approximate counts at the end, when they
 	// disagreed with what the run saw (advisory).
-	CountsNote string            `json:"counts_note,omitempty"`
-	Run        *archive.Manifest `json:"run"`
+	CountsNote string `json:"counts_note,omitempty"`
+	// Share is this process's share of a shared run (--rate-share I/N);
+	// InFlightAtPeers what its peers held when it ended (theirs).
+	Share           string            `json:"rate_share,omitempty"`
+	InFlightAtPeers int               `json:"in_flight_at_peers,omitempty"`
+	Run             *archive.Manifest `json:"run"`
 }
 
 func printArchiveSummary(f *Factory, prog *output.Progress, format output.Format, res *archive.Result, runErr error) error {
@@ -383,7 +393,8 @@ func printArchiveSummary(f *Factory, prog *output.Progress, format output.Format
 	case !m.Complete:
 		status = "stopped"
 	}
-	sum := ArchiveSummary{Status: status, Stats: res.Stats, NotDeleted: res.NotDeleted, Run: m, CountsNote: res.CountsNote}
+	sum := ArchiveSummary{Status: status, Stats: res.Stats, NotDeleted: res.NotDeleted, Run: m, CountsNote: res.CountsNote,
+		Share: res.Share, InFlightAtPeers: res.InFlightAtPeers}
 	if res.ManifestKey != "" {
 		sum.Manifest = archive.Location{Bucket: m.Bucket, Key: res.ManifestKey}.String()
 	}
@@ -427,6 +438,13 @@ func printArchiveSummary(f *Factory, prog *output.Progress, format output.Format
 	}
 	if sum.CountsNote != "" {
 		t.Row("counts", sum.CountsNote)
+	}
+	if res.Share != "" {
+		peers := "nothing was in flight at its peers when it ended"
+		if res.InFlightAtPeers > 0 {
+			peers = fmt.Sprintf("%d message(s) were in flight at its peers when it ended (their runs archive them)", res.InFlightAtPeers)
+		}
+		t.Row("shared", fmt.Sprintf("process %s: %s; the shared archive is complete when every process exits 0", res.Share, peers))
 	}
 	return t.Render()
 }

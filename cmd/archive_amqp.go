@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/archive"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/amqp"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -31,8 +32,8 @@ func amqpArchiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	if err := refuseFlags(ep.Capabilities(), opts.flags, false); err != nil {
 		return err
 	}
-	if len(opts.Selection.Logs.Groups) > 0 {
-		return errs.BadInputf("--logs cannot be used with RabbitMQ: it reads an AWS consumer's CloudWatch Logs by SQS message id; drop --logs")
+	if err := refuseAMQPLogs(opts.Selection.Logs); err != nil {
+		return err
 	}
 	sel, err := opts.Selection.selector(true)
 	if err != nil {
@@ -73,7 +74,11 @@ func amqpArchiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	}
 	share, _ := parseRateShare(opts.RateShareRaw) // validated
 	if share != nil {
+		// The processes are competing consumers of the queue: the source
+		// tags its consumer as one of the share's, so at the end what the
+		// peers hold is theirs and what other applications hold is not.
 		aopts.Rate, aopts.Peers = share.Rate(opts.Rate), share.N
+		aopts.Share = broker.Share{I: share.I, N: share.N}
 	} else {
 		aopts.Rate = opts.Rate
 	}

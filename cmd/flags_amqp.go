@@ -24,7 +24,7 @@ const envAMQPManagementURL = "DLQCTL_AMQP_MANAGEMENT_URL"
 func addAMQPFlags(fs *pflag.FlagSet, c *amqp.Config) {
 	fs.StringVar(&c.ManagementURL, "amqp-management-url", "", "RabbitMQ management HTTP API (default $DLQCTL_AMQP_MANAGEMENT_URL, else http://HOST:15672): queue types, arguments, depths, bindings, policies")
 	fs.StringVar(&c.CAFile, "amqp-ca", "", "PEM file of CA certificates trusted for amqps:// (besides the system roots)")
-	fs.IntVar(&c.Prefetch, "amqp-prefetch", 1000, "RabbitMQ: the most deliveries dlqctl holds unacknowledged at once")
+	fs.IntVar(&c.Prefetch, "amqp-prefetch", 1000, "RabbitMQ: the most deliveries dlqctl holds unacknowledged at once (a filtered redrive also holds the messages it skips until the end: it stops partial when they fill the prefetch)")
 	fs.IntVar(&c.ConfirmWindow, "amqp-confirm-window", 256, "RabbitMQ: the most publishes awaiting a publisher confirm at once")
 }
 
@@ -51,6 +51,21 @@ func validateAMQPFlags(c amqp.Config) error {
 		return errs.BadInputf("--amqp-confirm-window must be between 1 and 100000 (got %d)", c.ConfirmWindow)
 	}
 	return nil
+}
+
+// refuseAMQPLogs refuses --logs for a command that moves messages out of a
+// RabbitMQ DLQ (redrive, archive): the CloudWatch Logs lookup keys on the
+// SQS message id and its send time, while a RabbitMQ message id is
+// optional and producer-chosen (dlqctl derives one when it is missing, so
+// no log line mentions it), and RabbitMQ already records why a message
+// died (x-death, and Spring/MassTransit/NServiceBus failure headers),
+// which the selection reads. Moving messages on evidence that may belong
+// to another message is worse than not having it.
+func refuseAMQPLogs(l LogsFlags) error {
+	if len(l.Groups) == 0 {
+		return nil
+	}
+	return errs.BadInputf("--logs cannot select messages to move out of a RabbitMQ DLQ: it matches CloudWatch Logs lines by SQS message id, while RabbitMQ records why each message died in x-death and the consumer's failure headers, which --filter and --class already read; drop --logs")
 }
 
 // isAMQPRef reports whether a reference names RabbitMQ (amqp://, amqps://).

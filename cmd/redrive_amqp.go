@@ -14,6 +14,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
@@ -36,8 +37,8 @@ func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	if err := refuseFlags(ep.Capabilities(), opts.flags, opts.Engine == "native"); err != nil {
 		return err
 	}
-	if len(opts.Selection.Logs.Groups) > 0 {
-		return errs.BadInputf("--logs cannot be used with RabbitMQ: it reads an AWS consumer's CloudWatch Logs by SQS message id; drop --logs")
+	if err := refuseAMQPLogs(opts.Selection.Logs); err != nil {
+		return err
 	}
 	var router redrive.Router
 	pubEp := ep // where copies are published
@@ -141,6 +142,24 @@ func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		},
 	}
 	opts.PaceFlags.apply(&spec.Move)
+	if spec.Move.Rate == 0 && len(spec.Move.Ramp) == 0 {
+		// Unpaced: one read and one publish batch per confirm window.
+		// RabbitMQ has no batch API, and the pipeline's default batch
+		// (SQS's 10) made each worker wait for confirms every 10
+		// messages. A paced run keeps small batches: a worker waits for
+		// the rate's tokens for its whole batch, holding it meanwhile.
+		// Never more than --max (or --canary) per batch: what a worker
+		// reads beyond it is held and given back, and on a quorum queue
+		// every give-back counts toward the delivery limit.
+		// (10, the pipeline's default, stays the floor.)
+		batch := f.amqpConfig().ConfirmWindow
+		if max > 0 && max < batch {
+			batch = max
+		}
+		if batch > pipeline.DefaultBatchEntries {
+			spec.Move.BatchEntries, spec.Move.BatchBytes = batch, amqp.MaxBatchBytes
+		}
+	}
 	if opts.Canary > 0 {
 		window := opts.VerifyFor
 		spec.Canary = &redrive.CanarySpec{Watch: ep, DestDepth: destDepth, Baseline: map[string]int{},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/archive"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/amqp"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -20,9 +21,6 @@ import (
 // twice. The archive is verified first, as for SQS.
 func amqpRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *archive.Manifest) error {
 	f := opts.F
-	if opts.Canary > 0 {
-		return errs.BadInputf("--canary cannot be used when restoring to RabbitMQ yet: it watches the destination's DLQ, which dlqctl finds from an SQS RedrivePolicy; restore with --max first and check the DLQ with 'dlqctl sample'")
-	}
 	gep, err := f.Endpoint(ctx, opts.To)
 	if err != nil {
 		return err
@@ -30,6 +28,23 @@ func amqpRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref, 
 	dest, ok := gep.(*amqp.Endpoint)
 	if !ok {
 		return errs.BadInputf("%s is not a RabbitMQ queue", gep)
+	}
+	// A canary watches the queue the destination dead-letters to, found
+	// before anything is verified or sent: a destination whose failures
+	// are dropped (no dead-letter exchange, one that routes nowhere) is
+	// refused, since a canary there could only pass.
+	var watch *amqp.Endpoint
+	if opts.Canary > 0 {
+		name, err := dest.DeadLetterQueue(ctx)
+		if err != nil {
+			return err
+		}
+		if watch, err = dest.Sibling(ctx, name); err != nil {
+			return err
+		}
+		if err := amqp.CheckPeekSafe(watch.Info()); err != nil {
+			return errs.BadInputf("--canary reads %s to find copies that came back: %v", name, err)
+		}
 	}
 	sel, _ := opts.Selection.Selector()
 	var selector redrive.Selector
@@ -87,7 +102,7 @@ func amqpRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref, 
 		},
 		Confirm: func() error {
 			return confirm(f,
-				fmt.Sprintf("Send %s of %d archived message(s) of %s to %s?", limitedWhat(sel.Describe(), 0, opts.Max), m.Records(), m.Queue.Name, t.Label),
+				fmt.Sprintf("Send %s of %d archived message(s) of %s to %s?", limitedWhat(sel.Describe(), opts.Canary, opts.Max), m.Records(), m.Queue.Name, t.Label),
 				fmt.Sprintf("restore sends archived messages to %s; pass --yes to confirm", t.Label),
 				"restore not confirmed; nothing was sent")
 		},
@@ -102,6 +117,20 @@ func amqpRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref, 
 		},
 	}
 	opts.PaceFlags.apply(&spec.Move)
+	if opts.Canary > 0 {
+		window := opts.amqpCanaryWindow(f, dest, watch.Name())
+		baseline := map[string]int{}
+		if d, err := dest.DestinationDepth(ctx, t); err == nil {
+			baseline[t.Key] = int(d.Ready + d.Held)
+		} else if opts.VerifyDrain {
+			return errs.BadInputf("--verify-drain compares the destination's depth before and after the canary, but %s has none; restore the canary --to a queue, or drop --verify-drain", t.Label)
+		}
+		spec.Canary = &redrive.CanarySpec{Watch: watch, Dests: []broker.Destination{t}, DestDepth: dest.DestinationDepth, Baseline: baseline,
+			Verify: redrive.VerifyOptions{For: window, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain},
+			OnStart: func(moved int) {
+				f.IO.Infof("canary: sent %d message(s) to %s; watching %s (where it dead-letters) for %s", moved, t.Label, watch.Name(), window)
+			}}
+	}
 	out, err := redrive.Execute(ctx, spec)
 	prog.Done()
 	if err != nil {
@@ -111,4 +140,22 @@ func amqpRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref, 
 		return err
 	}
 	return out.Err
+}
+
+// amqpCanaryWindow is how long a restore canary to RabbitMQ is watched:
+// --verify-for when given, else 2 minutes — longer when the destination
+// queue has a message TTL (a copy nobody consumes dies when it expires, so
+// the canary waits for that plus 30 s).
+func (o *RestoreOptions) amqpCanaryWindow(f *Factory, dest *amqp.Endpoint, dlq string) time.Duration {
+	if o.verifySet != nil && o.verifySet() {
+		return o.VerifyFor
+	}
+	if ttl, ok := dest.Info().MessageTTL(); ok {
+		if need := time.Duration(ttl)*time.Millisecond + 30*time.Second; need > defaultCanaryWindow {
+			f.IO.Infof("canary: watching for %s (the destination's message TTL %s + 30s: an unconsumed copy dies then, into %s); pass --verify-for to change it", need.Round(time.Second), time.Duration(ttl)*time.Millisecond, dlq)
+			return need
+		}
+	}
+	f.IO.Infof("canary: watching for %s; pass --verify-for to change it", defaultCanaryWindow)
+	return defaultCanaryWindow
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/dlqctl/dlqctl/internal/amqpseed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
@@ -44,7 +45,9 @@ func TestRabbitMQRunbook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ch.QueueDeclare(prefix+".recovery", true, false, false, false, nil); err != nil {
+	// The recovery queue dead-letters into the DLQ (the restore canary
+	// watches it).
+	if _, err := ch.QueueDeclare(prefix+".recovery", true, false, false, false, amqp091.Table{"x-dead-letter-exchange": names.DLX}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -79,7 +79,11 @@ type Options struct {
 	WaitInFlight time.Duration
 	// Peers is the number of processes archiving the queue together
 	// (--rate-share I/N; 0 or 1: alone): see pipeline.Options.Peers.
-	Peers       int
+	Peers int
+	// Share is this process's part of such a run, handed to the source
+	// (a competing-consumer broker tells its peers from other consumers by
+	// it). Zero: alone, or a broker that shares otherwise.
+	Share       broker.Share
 	Encryption  Encryption
 	ToolVersion string
 	RunID       string           // default: time + random
@@ -141,6 +145,11 @@ type Result struct {
 	// CountsNote: what the queue's approximate counts said at the end when
 	// they disagreed with what the run saw (advisory; never a failure).
 	CountsNote string
+	// Share is this process's share of a shared run ("I/N", "" alone);
+	// InFlightAtPeers what its peers held when it ended (theirs to
+	// account for).
+	Share           string
+	InFlightAtPeers int
 }
 
 // FailedMessage is a message that could not be processed, and why.
@@ -200,7 +209,7 @@ func Run(ctx context.Context, ep broker.Endpoint, api S3API, opts Options) (res 
 		mode = broker.Consume
 	}
 	src, err := ep.OpenSource(ctx, broker.SourceOptions{Mode: mode,
-		Hold: opts.Visibility, Wait: opts.Wait, MaxHeld: opts.MaxHeld, Decode: inspect.Decode})
+		Hold: opts.Visibility, Wait: opts.Wait, MaxHeld: opts.MaxHeld, Decode: inspect.Decode, Share: opts.Share})
 	if err != nil {
 		return nil, err
 	}
@@ -243,6 +252,10 @@ func Run(ctx context.Context, ep broker.Endpoint, api S3API, opts Options) (res 
 	}
 	res.Complete, res.Note = s.man.Complete, s.man.Note
 	res.Blocked, res.InFlightElsewhere = pr.Blocked, pr.InFlightElsewhere
+	res.InFlightAtPeers = pr.InFlightAtPeers
+	if opts.Share.N > 1 {
+		res.Share = fmt.Sprintf("%d/%d", opts.Share.I, opts.Share.N)
+	}
 	if pr.Counts != nil {
 		res.CountsNote = pr.Counts.Note
 	}

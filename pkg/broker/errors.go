@@ -11,8 +11,10 @@ var (
 	// NOT removed and will be read again. Never counted as moved.
 	ErrLeaseLost = errors.New("the hold on the message was lost")
 	// ErrHeldLimit: the source cannot hold more messages (SQS's in-flight
-	// limit, the run's own cap); the run ends partial.
-	ErrHeldLimit = errors.New("in-flight limit reached")
+	// limit, the run's own cap, a RabbitMQ consumer's full prefetch); the
+	// run ends partial. A source wraps it with what the limit is and the
+	// way out in its broker's terms ("%w: …"): the run's note shows that.
+	ErrHeldLimit = errors.New("limit of held messages reached")
 	// ErrNotFound: the queue, exchange or topic does not exist.
 	ErrNotFound = errors.New("not found")
 	// ErrAccessDenied: the credentials may not do this.

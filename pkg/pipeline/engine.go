@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -221,6 +222,7 @@ type engine struct {
 	lastFlush     time.Time
 	sourceDone    atomic.Bool
 	heldLimit     atomic.Bool
+	heldLimitWhy  atomic.Value // string: the source's explanation (ErrHeldLimit's wrap)
 	stoppedAtMx   atomic.Bool
 }
 
@@ -423,7 +425,8 @@ func (e *engine) reconcileLocked(r *Result) {
 	case r.Guard != nil, r.Interrupted, e.stopErr != nil:
 		r.Note = "the run stopped before the source was drained"
 	case r.HeldLimit:
-		r.Note = "stopped at the queue's in-flight limit: the run holds as many messages as SQS lets one queue have in flight; run again (a run that removes what it processed continues where this one ended)"
+		why, _ := e.heldLimitWhy.Load().(string)
+		r.Note = "stopped at a limit on held messages: " + why
 	case r.StoppedAtMax:
 		r.Note = "stopped at the requested maximum"
 	case (r.Blocked > 0 || r.InFlightElsewhere > 0) && e.endNote != "":
@@ -439,6 +442,16 @@ func (e *engine) reconcileLocked(r *Result) {
 	if r.Note == "" && !r.Complete {
 		r.Note = fmt.Sprintf("%d message(s) were not processed (%d refused, %d with unknown outcome, %d durable but still in the source); re-run to retry", r.Refused+r.Unknown+r.NotAcked, r.Refused, r.Unknown, r.NotAcked)
 	}
+}
+
+// heldLimitReason is what a source said of its limit on held messages
+// (the text it wrapped ErrHeldLimit with), or a broker-neutral sentence
+// when it said nothing more.
+func heldLimitReason(err error) string {
+	if why, ok := strings.CutPrefix(err.Error(), ErrHeldLimit.Error()+": "); ok && why != "" {
+		return why
+	}
+	return "the source cannot hold more messages at once; run again (a run that removes what it processed continues where this one ended)"
 }
 
 func (e *engine) failedStop() error {
@@ -538,6 +551,7 @@ func (e *engine) worker(runCtx context.Context, w int, ack *acker) {
 			return
 		}
 		if errors.Is(err, ErrHeldLimit) {
+			e.heldLimitWhy.CompareAndSwap(nil, heldLimitReason(err))
 			e.heldLimit.Store(true)
 			e.endWith(func() {})
 			if len(items) == 0 {
@@ -713,7 +727,7 @@ func (e *engine) releaseItems(ctx context.Context, items []Item) {
 	}
 	e.mu.Unlock()
 	if err := e.src.Release(ctx, items); err != nil {
-		e.addError(fmt.Sprintf("releasing %d message(s) failed (%v); they become visible again when their visibility timeout ends", len(items), err))
+		e.addError(fmt.Sprintf("releasing %d message(s) failed (%v); they go back to the queue when the run's hold on them ends (SQS: their visibility timeout; RabbitMQ: when the run's connection closes)", len(items), err))
 	}
 }
 

@@ -135,7 +135,12 @@ type Options struct {
 	RampEvery time.Duration
 	// Concurrency is the number of workers (default 8).
 	Concurrency int
-	Guards      Guards
+	// BatchEntries and BatchBytes bound what a worker reads and sends at
+	// once (0: the pipeline's defaults, SQS's 10 entries and 1 MiB). A
+	// broker without a batch API (RabbitMQ) sets one publisher-confirm
+	// window: a worker waits for confirms once per batch.
+	BatchEntries, BatchBytes int
+	Guards                   Guards
 	// WaitInFlight is how long the end of the run waits for messages in
 	// flight elsewhere (a lost receive) to come back (0: do not wait).
 	WaitInFlight time.Duration
@@ -318,6 +323,7 @@ func Run(ctx context.Context, src Source, opt Options) (*Result, error) {
 	popt := pipeline.Options{
 		Workers: opt.Concurrency, Rate: opt.Rate, Ramp: opt.Ramp, RampEvery: opt.RampEvery,
 		Max: opt.Max, Total: opt.Total, WaitInFlight: opt.WaitInFlight,
+		BatchEntries: opt.BatchEntries, BatchBytes: opt.BatchBytes,
 		Guards: pipeline.Guards{OnGuard: opt.Guards.OnGuard, PauseTimeout: opt.Guards.PauseTimeout, Every: opt.Guards.Every},
 		// A batch's originals are deleted before the worker sends its next
 		// batch: at most one batch per worker is at the destination and

@@ -6,10 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dlqctl/dlqctl/pkg/broker"
 )
 
 // Message is one delivery and what dlqctl decoded from it.
@@ -112,7 +115,13 @@ func Consume(ctx context.Context, conn *amqp091.Connection, queue, queueType str
 		closed:    ch.NotifyClose(make(chan *amqp091.Error, 1)),
 		cancelled: ch.NotifyCancel(make(chan string, 1)),
 	}
-	c.deliveries, err = ch.ConsumeWithContext(ctx, queue, tag, false, false, false, false, args)
+	// The consumer lives until cancel, ReleaseAll or Close, not until ctx
+	// ends: the client library cancels a consumer whose context ends from
+	// a goroutine of its own, which raced this consumer's own basic.cancel
+	// and channel.close on the same channel (replies crossed: "unexpected
+	// command received"; a basic.cancel after channel.close made RabbitMQ
+	// close the whole connection: "expected 'channel.open'").
+	c.deliveries, err = ch.ConsumeWithContext(context.WithoutCancel(ctx), queue, tag, false, false, false, false, args)
 	if err != nil {
 		_ = ch.Close()
 		return nil, consumeError(queue, err)
@@ -225,6 +234,23 @@ func (c *Consumer) Close() error {
 	}
 	return err
 }
+
+// peerTagPrefix starts the consumer tag of every process of a shared run
+// (--rate-share I/N): the processes recognise each other's consumers by it
+// at the end of a run (end.go), and tell them from other applications'.
+const peerTagPrefix = "dlqctl-share-"
+
+// consumerTag is a reading's consumer tag: dlqctl-<hex> alone,
+// dlqctl-share-IofN-<hex> in a shared run.
+func consumerTag(sh broker.Share) string {
+	if sh.N > 1 {
+		return newTag(fmt.Sprintf("%s%dof%d", peerTagPrefix, sh.I, sh.N))
+	}
+	return newTag("dlqctl")
+}
+
+// isPeerTag says whether a consumer tag is a shared run's process's.
+func isPeerTag(tag string) bool { return strings.HasPrefix(tag, peerTagPrefix) }
 
 // newTag returns prefix-<16 hex digits>.
 func newTag(prefix string) string {

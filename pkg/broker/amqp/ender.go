@@ -12,8 +12,9 @@ import (
 // and the queue's exact ready count is 0 (or ready messages stop reaching
 // this run). Final: what is left — ready messages the run did not read
 // (Blocked, with the note), and messages other consumers hold
-// unacknowledged (in flight elsewhere: the run is partial and says so; in
-// a shared run, --rate-share, they are the peers' and only noted).
+// unacknowledged (in flight elsewhere: the run is partial and says so).
+// In a shared run (--rate-share) what the run's peers hold is theirs and
+// only noted; what other applications hold still makes the run partial.
 func (s *Source) End(ctx context.Context, run broker.RunState, final bool) (broker.EndState, error) {
 	if s.mode != broker.Consume {
 		return broker.EndState{Drained: true}, nil
@@ -27,16 +28,13 @@ func (s *Source) End(ctx context.Context, run broker.RunState, final bool) (brok
 		return broker.EndState{Drained: true}, err
 	}
 	st := broker.EndState{Drained: true, Blocked: r.NotRead, Note: r.Note}
-	switch {
-	case r.HeldElsewhere > 0 && s.opt.Share.N > 1:
-		st.Counts = &broker.CountsNote{InFlight: r.HeldElsewhere, Note: r.HeldNote}
-		st.Note = ""
-		if r.NotRead > 0 {
-			st.Note = r.NotReadNote
-		}
-	case r.HeldElsewhere > 0:
-		// Nobody in this run holds them and they come back only when
-		// their consumer lets go: reported as in flight elsewhere.
+	if r.PeersHeld > 0 {
+		// A shared run's peers hold them and account for them: noted.
+		st.Counts = &broker.CountsNote{InFlight: r.PeersHeld, Note: r.PeersNote}
+	}
+	if r.HeldElsewhere > 0 {
+		// Nobody in the run holds them and they come back only when their
+		// consumer lets go: in flight elsewhere, the run is partial.
 		st.Unknown, st.UnknownUntil = r.HeldElsewhere, time.Now()
 	}
 	return st, nil

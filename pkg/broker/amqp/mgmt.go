@@ -161,6 +161,35 @@ type QueueInfo struct {
 	State           string         `json:"state"`
 	// Bytes of message bodies (ready + unacked).
 	Bytes int64 `json:"message_bytes"`
+	// ConsumerDetails lists the queue's consumers (only in the answer for
+	// one queue, not in a listing).
+	ConsumerDetails []QueueConsumer `json:"consumer_details"`
+}
+
+// QueueConsumer is one consumer of a queue as the management API lists it.
+type QueueConsumer struct {
+	Tag         string `json:"consumer_tag"`
+	AckRequired bool   `json:"ack_required"`
+	Prefetch    int    `json:"prefetch_count"`
+	Channel     struct {
+		Name string `json:"name"`
+	} `json:"channel_details"`
+}
+
+// ChannelInfo is the part of a channel's description dlqctl reads.
+type ChannelInfo struct {
+	Name string `json:"name"`
+	// Unacked is what the channel holds unacknowledged, over every queue
+	// it consumes (refreshed every statistics interval).
+	Unacked   int64 `json:"messages_unacknowledged"`
+	Consumers int   `json:"consumer_count"`
+}
+
+// Channel reads one channel by name. ErrNotFound when it is closed.
+func (m *Management) Channel(ctx context.Context, name string) (ChannelInfo, error) {
+	var c ChannelInfo
+	err := m.get(ctx, &c, "channels", name)
+	return c, err
 }
 
 // UnmarshalJSON tolerates the management API's quirks: an empty

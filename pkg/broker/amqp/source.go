@@ -117,7 +117,7 @@ func (s *Source) consumer(ctx context.Context) (*Consumer, error) {
 		// reading on would hand them out again.
 		return nil, fmt.Errorf("the channel to %s closed during the peek (its messages went back to the queue): %w", s.ep.display, broker.ErrLeaseLost)
 	}
-	c, err := Consume(ctx, s.conn, s.ep.ref.Queue, s.ep.info.Type, ConsumeOptions{Prefetch: s.prefetch(), Tag: newTag("dlqctl")})
+	c, err := Consume(ctx, s.conn, s.ep.ref.Queue, s.ep.info.Type, ConsumeOptions{Prefetch: s.prefetch(), Tag: consumerTag(s.opt.Share)})
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +222,11 @@ func (s *Source) Next(ctx context.Context, max int) ([]broker.Message, error) {
 			// nothing is in progress, not here.
 			return nil, nil
 		case len(s.held)+len(s.released) >= s.prefetch():
-			return nil, fmt.Errorf("%d messages ready in %s but this run holds %d (its prefetch): %w", n, s.ep.ref.Queue, len(s.held)+len(s.released), broker.ErrHeldLimit)
+			// Full prefetch: RabbitMQ delivers nothing more to this run.
+			// Given-back deliveries (not selected, or returned) are held
+			// to the end, else RabbitMQ would hand them to the run again.
+			return nil, fmt.Errorf("%w: this run holds %d deliveries unacknowledged, its prefetch (--amqp-prefetch), %d of them not selected or given back and kept until the end so they are not delivered to it again, and RabbitMQ delivers no more while %d are ready in %s; raise --amqp-prefetch above the number of messages the run skips (at most 65535), or move or archive those first",
+				broker.ErrHeldLimit, len(s.held)+len(s.released), len(s.released), n, s.ep.ref.Queue)
 		}
 	}
 	return out, nil

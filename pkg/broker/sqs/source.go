@@ -250,7 +250,7 @@ func (s *QueueSource) Next(ctx context.Context, max int) ([]broker.Message, erro
 		defer s.gate.RUnlock()
 	}
 	if s.lease.Len()+max > s.opt.MaxHeld {
-		return nil, fmt.Errorf("%w: %d messages held", broker.ErrHeldLimit, s.lease.Len())
+		return nil, fmt.Errorf("%w: the run holds %d messages, as many as it may hold at once (SQS lets one queue have at most 120,000 in flight); run again (a run that removes what it processed continues where this one ended)", broker.ErrHeldLimit, s.lease.Len())
 	}
 	wait := s.opt.Wait
 	if s.q.FIFO && (s.fifoBusy.Load() || s.lastGot) {
@@ -300,7 +300,7 @@ func (s *QueueSource) Next(ctx context.Context, max int) ([]broker.Message, erro
 	}
 	if err != nil {
 		if isOverLimit(err) {
-			return nil, fmt.Errorf("%w: %s answered OverLimit", broker.ErrHeldLimit, s.q.Name)
+			return nil, fmt.Errorf("%w: %s answered OverLimit: the queue has as many messages in flight as SQS allows (120,000); run again once they are released (a run that removes what it processed continues where this one ended)", broker.ErrHeldLimit, s.q.Name)
 		}
 		return nil, err
 	}
