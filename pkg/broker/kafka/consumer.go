@@ -122,6 +122,9 @@ func OpenConsumer(ctx context.Context, addr Address, conn Conn, group string, op
 	if st <= 0 {
 		st = 10 * time.Second
 	}
+	c.session = st
+	c.reuse = opt.ReuseMessages
+	c.originTopicOnly = opt.OriginTopicOnly
 	cl, err := NewClient(addr, conn,
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(addr.Topic),
@@ -144,17 +147,25 @@ func OpenConsumer(ctx context.Context, addr Address, conn Conn, group string, op
 		admCl.Close()
 		return nil, err
 	}
+	if afterConsumerClient != nil {
+		afterConsumerClient(c)
+	}
 	c.cl = cl
-	c.session = st
-	c.reuse = opt.ReuseMessages
-	c.originTopicOnly = opt.OriginTopicOnly
 	return c, nil
 }
+
+// afterConsumerClient, when set (tests), runs between the creation of a
+// consumer's client and the end of OpenConsumer.
+var afterConsumerClient func(*Consumer)
 
 // Client is the consumer's franz-go client (for transactions sharing it).
 func (c *Consumer) Client() *kgo.Client { return c.cl }
 
-func (c *Consumer) onAssigned(ctx context.Context, _ *kgo.Client, m map[string][]int32) {
+// The group callbacks use the client they are given, never c.cl: the
+// group can assign partitions before OpenConsumer has stored its client
+// (the join starts inside kgo.NewClient; on a loaded machine it can finish
+// before NewClient's caller runs again).
+func (c *Consumer) onAssigned(ctx context.Context, cl *kgo.Client, m map[string][]int32) {
 	ps := m[c.addr.Topic]
 	c.mu.Lock()
 	c.assigned = true
@@ -194,13 +205,13 @@ func (c *Consumer) onAssigned(ctx context.Context, _ *kgo.Client, m map[string][
 	// A partition paused at its end before it moved away stays paused in
 	// the client when it comes back: resume it (its records from the
 	// committed offset on are read again, skipping those the journal lists).
-	c.cl.ResumeFetchPartitions(map[string][]int32{c.addr.Topic: ps})
+	cl.ResumeFetchPartitions(map[string][]int32{c.addr.Topic: ps})
 }
 
-func (c *Consumer) onRevoked(ctx context.Context, _ *kgo.Client, m map[string][]int32) {
+func (c *Consumer) onRevoked(ctx context.Context, cl *kgo.Client, m map[string][]int32) {
 	// BlockRebalanceOnPoll: we get here only from Poll, after the previous
 	// batch was settled and committed; commit again in case it was not.
-	_ = c.Commit(ctx)
+	_ = c.commit(ctx, cl)
 	c.drop(m[c.addr.Topic])
 }
 
@@ -430,7 +441,9 @@ func (c *Consumer) LostAcks() int {
 
 // Commit writes the journal of every changed partition: the committed
 // offset and the list of records handled past it, as this group member.
-func (c *Consumer) Commit(ctx context.Context) error {
+func (c *Consumer) Commit(ctx context.Context) error { return c.commit(ctx, c.cl) }
+
+func (c *Consumer) commit(ctx context.Context, cl *kgo.Client) error {
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
 	c.mu.Lock()
@@ -451,7 +464,7 @@ func (c *Consumer) Commit(ctx context.Context) error {
 		return nil
 	}
 	sort.Slice(items, func(i, k int) bool { return items[i].p < items[k].p })
-	member, gen := c.cl.GroupMetadata()
+	member, gen := cl.GroupMetadata()
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group = c.group
 	req.Generation = gen
@@ -469,7 +482,7 @@ func (c *Consumer) Commit(ctx context.Context) error {
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, c.cl)
+	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		return fmt.Errorf("committing offsets of group %s: %w", c.group, err)
 	}
