@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
@@ -16,6 +15,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // kafkaReplayNote is said on every Kafka redrive: a replay appends.
@@ -179,7 +179,7 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 			}
 			class = rec.Class
 		}
-		if mk := kafka.ReplayMarker(m.Headers); mk != nil && opts.MaxRedrives > 0 && mk.Count >= opts.MaxRedrives {
+		if mk := maxRedrivesMarker(m, opts.MaxRedrives); mk != nil {
 			return "", "", fmt.Sprintf("redriven %d times before (--max-redrives)", mk.Count)
 		}
 		t, err := router.Route(ctx, m)
@@ -244,22 +244,40 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		dlqEnd[pr.Partition] = pr.End
 	}
 	start := time.Now()
-	var mu sync.Mutex
-	routeOf := map[*kafka.Message]string{}
+	// Drain calls Select and OnRecord one at a time from its own
+	// goroutine: the counts need no lock. A handled record went where the
+	// router sent it: --to, or the original topic in its headers (what
+	// Route returned for it in decide).
+	destOf := func(m *kafka.Message) string {
+		if to != "" {
+			return to
+		}
+		return m.Origin.Topic
+	}
+	// Per-record counting by destination goes through one counter while
+	// the destination repeats (a dead-letter topic has one or a few).
+	byDest := map[string]*int{}
+	lastDest, lastN := "", (*int)(nil)
+	countDest := func(d string) {
+		if lastN == nil || d != lastDest {
+			if lastN = byDest[d]; lastN == nil {
+				lastN = new(int)
+				byDest[d] = lastN
+			}
+			lastDest = d
+		}
+		*lastN++
+	}
 	sink := kafka.ReplaySink(prod, router, runID)
 	st, runErr := kafka.Drain(ctx, kafka.DrainOptions{
 		Source: ep.Address(), Conn: ep.Conn(), Group: ep.Group(), Batch: batch, Limit: limit, Txn: txn,
 		Select: func(m *kafka.Message) kafka.Decision {
-			dest, _, why := decide(m)
-			mu.Lock()
-			defer mu.Unlock()
-			if why != "" {
+			if _, _, why := decide(m); why != "" {
 				if why != "not selected" {
 					rep.Skipped[why]++
 				}
 				return kafka.Leave
 			}
-			routeOf[m] = dest
 			return kafka.Handle
 		},
 		Sink: sink,
@@ -273,18 +291,18 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 			}
 		},
 		OnRecord: func(m *kafka.Message, outcome string, err error) {
-			mu.Lock()
-			defer mu.Unlock()
 			switch outcome {
 			case kafka.OutcomeFailed:
 				f.IO.Warnf("%s: not replayed, stays pending: %v", m.ID(), err)
 			case kafka.OutcomeHandled:
-				rep.ByDest[routeOf[m]]++
+				countDest(destOf(m))
 			}
-			delete(routeOf, m)
 		},
 	})
 	prog.Done()
+	for d, n := range byDest {
+		rep.ByDest[d] = *n
+	}
 	rep.Stats = st
 	rep.Elapsed = time.Since(start).Seconds()
 	if rep.Elapsed > 0 {
@@ -340,6 +358,19 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 			return errs.Partialf("%d record(s) are pending in partitions other members of group %s still held when this run ended; run the same command again once they are done", st.LeftToOthers, ep.Group())
 		}
 		return errs.Partialf("%d record(s) could not be replayed and stay pending in %s (see the warnings above)", st.Failed, ep.Name())
+	}
+	return nil
+}
+
+// maxRedrivesMarker returns m's replay marker when it says the record was
+// redriven max times or more (max 0: no limit, and the headers are not
+// searched).
+func maxRedrivesMarker(m *kafka.Message, max int) *record.Marker {
+	if max <= 0 {
+		return nil
+	}
+	if mk := kafka.ReplayMarker(m.Headers); mk != nil && mk.Count >= max {
+		return mk
 	}
 	return nil
 }

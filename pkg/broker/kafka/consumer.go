@@ -61,10 +61,16 @@ type Consumer struct {
 	// out lists the records Poll handed out that no Ack recorded yet, per
 	// partition: what the caller's own accounting covers (left pending by
 	// a selection, failed, in flight) at the end of the run.
-	out map[int32]map[int64]struct{}
+	out map[int32]*offsetSet
 	// intern shares the origin strings decoded from the headers between
 	// records (Poll holds mu).
 	intern interner
+	// reuse: Poll's messages are valid until the next Poll, which writes
+	// the next batch into the same memory (slab, polled).
+	reuse           bool
+	originTopicOnly bool
+	slab            []Message
+	polled          []*Message
 }
 
 type partState struct {
@@ -83,6 +89,13 @@ type ConsumerOptions struct {
 	// default is 45 s; a dlqctl run killed with -9 keeps its partitions
 	// until the session times out, so a resumed run would wait that long.
 	SessionTimeout time.Duration
+	// ReuseMessages lets each Poll write its messages into the memory of
+	// the previous Poll's: a caller that is done with a batch's messages
+	// before it polls the next (Drain) saves an allocation a batch.
+	ReuseMessages bool
+	// OriginTopicOnly decodes only the topic and format of each
+	// message's origin (Message.FullOrigin decodes the rest on demand).
+	OriginTopicOnly bool
 }
 
 // OpenConsumer joins group on addr.Topic. The ends of every partition are
@@ -99,7 +112,7 @@ func OpenConsumer(ctx context.Context, addr Address, conn Conn, group string, op
 		return nil, err
 	}
 	c := &Consumer{addr: addr, group: group, adm: adm, admCl: admCl, ends: map[int32]int64{}, parts: map[int32]*partState{}, joinedAt: time.Now(),
-		everAssigned: map[int32]bool{}, out: map[int32]map[int64]struct{}{}}
+		everAssigned: map[int32]bool{}, out: map[int32]*offsetSet{}}
 	for _, r := range plan.Partitions {
 		c.ends[r.Partition] = r.End
 	}
@@ -109,6 +122,9 @@ func OpenConsumer(ctx context.Context, addr Address, conn Conn, group string, op
 	if st <= 0 {
 		st = 10 * time.Second
 	}
+	c.session = st
+	c.reuse = opt.ReuseMessages
+	c.originTopicOnly = opt.OriginTopicOnly
 	cl, err := NewClient(addr, conn,
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(addr.Topic),
@@ -131,15 +147,25 @@ func OpenConsumer(ctx context.Context, addr Address, conn Conn, group string, op
 		admCl.Close()
 		return nil, err
 	}
+	if afterConsumerClient != nil {
+		afterConsumerClient(c)
+	}
 	c.cl = cl
-	c.session = st
 	return c, nil
 }
+
+// afterConsumerClient, when set (tests), runs between the creation of a
+// consumer's client and the end of OpenConsumer.
+var afterConsumerClient func(*Consumer)
 
 // Client is the consumer's franz-go client (for transactions sharing it).
 func (c *Consumer) Client() *kgo.Client { return c.cl }
 
-func (c *Consumer) onAssigned(ctx context.Context, _ *kgo.Client, m map[string][]int32) {
+// The group callbacks use the client they are given, never c.cl: the
+// group can assign partitions before OpenConsumer has stored its client
+// (the join starts inside kgo.NewClient; on a loaded machine it can finish
+// before NewClient's caller runs again).
+func (c *Consumer) onAssigned(ctx context.Context, cl *kgo.Client, m map[string][]int32) {
 	ps := m[c.addr.Topic]
 	c.mu.Lock()
 	c.assigned = true
@@ -179,13 +205,13 @@ func (c *Consumer) onAssigned(ctx context.Context, _ *kgo.Client, m map[string][
 	// A partition paused at its end before it moved away stays paused in
 	// the client when it comes back: resume it (its records from the
 	// committed offset on are read again, skipping those the journal lists).
-	c.cl.ResumeFetchPartitions(map[string][]int32{c.addr.Topic: ps})
+	cl.ResumeFetchPartitions(map[string][]int32{c.addr.Topic: ps})
 }
 
-func (c *Consumer) onRevoked(ctx context.Context, _ *kgo.Client, m map[string][]int32) {
+func (c *Consumer) onRevoked(ctx context.Context, cl *kgo.Client, m map[string][]int32) {
 	// BlockRebalanceOnPoll: we get here only from Poll, after the previous
 	// batch was settled and committed; commit again in case it was not.
-	_ = c.Commit(ctx)
+	_ = c.commit(ctx, cl)
 	c.drop(m[c.addr.Topic])
 }
 
@@ -209,6 +235,15 @@ func (c *Consumer) Poll(ctx context.Context, max int) (msgs []*Message, done boo
 		max = 500
 	}
 	c.cl.AllowRebalance()
+	var slab []Message
+	if c.reuse {
+		slab, msgs = c.slab, c.polled[:0]
+		defer func() {
+			if msgs != nil {
+				c.polled = msgs
+			}
+		}()
+	}
 	for len(msgs) == 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, false, err
@@ -246,9 +281,13 @@ func (c *Consumer) Poll(ctx context.Context, max int) (msgs []*Message, done boo
 		c.mu.Lock()
 		var pause []int32
 		// One allocation for the messages of the poll, not one per record.
-		var slab []Message
+		// A poll's records come partition by partition: the partition's
+		// state is looked up when it changes, not for every record.
+		lastP, ps, o := int32(-1), (*partState)(nil), (*offsetSet)(nil)
 		fs.EachRecord(func(r *kgo.Record) {
-			ps := c.parts[r.Partition]
+			if r.Partition != lastP {
+				lastP, ps, o = r.Partition, c.parts[r.Partition], c.out[r.Partition]
+			}
 			if ps == nil || r.Offset < ps.pos {
 				return
 			}
@@ -276,18 +315,23 @@ func (c *Consumer) Poll(ctx context.Context, max int) (msgs []*Message, done boo
 			if ps.j.Handled(r.Offset) {
 				return
 			}
-			o := c.out[r.Partition]
 			if o == nil {
-				o = map[int64]struct{}{}
+				o = new(offsetSet)
 				c.out[r.Partition] = o
 			}
-			o[r.Offset] = struct{}{}
+			o.add(r.Offset)
 			if len(slab) == 0 {
 				slab = make([]Message, fs.NumRecords())
+				if c.reuse {
+					c.slab = slab
+				}
+				if msgs == nil {
+					msgs = make([]*Message, 0, len(slab))
+				}
 			}
 			m := &slab[0]
 			slab = slab[1:]
-			fillFromKgo(m, r, &c.intern)
+			fillFromKgo(m, r, &c.intern, !c.originTopicOnly)
 			msgs = append(msgs, m)
 		})
 		c.mu.Unlock()
@@ -347,6 +391,28 @@ func (c *Consumer) allDoneLocked() bool {
 func (c *Consumer) Ack(m *Message) (ok bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.ackLocked(m)
+}
+
+// ackAll acks msgs under one lock; res[i] is msgs[i]'s result (res is
+// reused when it is large enough).
+func (c *Consumer) ackAll(msgs []*Message, res []ackResult) []ackResult {
+	res = reuse(res, len(msgs))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range msgs {
+		ok, err := c.ackLocked(m)
+		res = append(res, ackResult{ok, err})
+	}
+	return res
+}
+
+type ackResult struct {
+	ok  bool
+	err error
+}
+
+func (c *Consumer) ackLocked(m *Message) (ok bool, err error) {
 	ps := c.parts[m.Partition]
 	if ps == nil {
 		c.lostAcks++
@@ -360,7 +426,9 @@ func (c *Consumer) Ack(m *Message) (ok bool, err error) {
 		return false, err
 	}
 	ps.dirty = true
-	delete(c.out[m.Partition], m.Offset)
+	if o := c.out[m.Partition]; o != nil {
+		o.remove(m.Offset)
+	}
 	return true, nil
 }
 
@@ -373,7 +441,9 @@ func (c *Consumer) LostAcks() int {
 
 // Commit writes the journal of every changed partition: the committed
 // offset and the list of records handled past it, as this group member.
-func (c *Consumer) Commit(ctx context.Context) error {
+func (c *Consumer) Commit(ctx context.Context) error { return c.commit(ctx, c.cl) }
+
+func (c *Consumer) commit(ctx context.Context, cl *kgo.Client) error {
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
 	c.mu.Lock()
@@ -394,7 +464,7 @@ func (c *Consumer) Commit(ctx context.Context) error {
 		return nil
 	}
 	sort.Slice(items, func(i, k int) bool { return items[i].p < items[k].p })
-	member, gen := c.cl.GroupMetadata()
+	member, gen := cl.GroupMetadata()
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group = c.group
 	req.Generation = gen
@@ -412,7 +482,7 @@ func (c *Consumer) Commit(ctx context.Context) error {
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, c.cl)
+	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		return fmt.Errorf("committing offsets of group %s: %w", c.group, err)
 	}
@@ -669,7 +739,7 @@ func (c *Consumer) Unfinished(ctx context.Context) (Unfinished, error) {
 			if j.Handled(o) {
 				continue
 			}
-			if _, mine := c.out[p][o]; mine {
+			if c.out[p].has(o) {
 				continue
 			}
 			if held := c.parts[p]; held != nil && o >= held.pos {

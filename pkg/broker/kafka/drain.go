@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -32,7 +33,9 @@ type DrainOptions struct {
 	// Select decides per record (nil: Handle every record).
 	Select func(*Message) Decision
 	// Sink makes copies durable somewhere else and returns one result
-	// per record (nil: durable, the record may be committed past).
+	// per record (nil: durable, the record may be committed past). The
+	// msgs slice is Drain's to reuse once Sink returns (the messages in it
+	// stay valid).
 	Sink func(ctx context.Context, msgs []*Message) []error
 	// Batch bounds the records of one poll, sink call and commit (0: 500).
 	Batch int
@@ -44,7 +47,11 @@ type DrainOptions struct {
 	// OnBatch is called after each batch is settled (its commit is under
 	// way; it has landed before the next batch is committed).
 	OnBatch func(DrainStats)
-	// OnRecord is called for every record with its outcome.
+	// OnRecord is called for every record with its outcome. Select,
+	// Sink, OnRecord and OnBatch are called one at a time, from the
+	// goroutine running Drain. The messages they are given are valid
+	// until their batch is settled (the next batch is read into the same
+	// memory): copy what must outlive it.
 	OnRecord func(m *Message, outcome string, err error)
 	// SessionTimeout of the group membership (0: 10 s).
 	SessionTimeout time.Duration
@@ -104,7 +111,8 @@ func Drain(ctx context.Context, opt DrainOptions) (DrainStats, error) {
 	if batch <= 0 {
 		batch = 500
 	}
-	c, err := OpenConsumer(ctx, opt.Source, opt.Conn, opt.Group, ConsumerOptions{MaxPollRecords: batch, SessionTimeout: opt.SessionTimeout})
+	c, err := OpenConsumer(ctx, opt.Source, opt.Conn, opt.Group, ConsumerOptions{MaxPollRecords: batch, SessionTimeout: opt.SessionTimeout,
+		ReuseMessages: true, OriginTopicOnly: true})
 	if err != nil {
 		return st, err
 	}
@@ -147,6 +155,11 @@ func Drain(ctx context.Context, opt DrainOptions) (DrainStats, error) {
 		return err
 	}
 	defer func() { _ = waitCommit() }()
+	// Reused from batch to batch.
+	var (
+		picked, sent []*Message
+		acks         []ackResult
+	)
 	for {
 		if err := ctx.Err(); err != nil {
 			return st, errors.Join(err, waitCommit())
@@ -170,7 +183,7 @@ func Drain(ctx context.Context, opt DrainOptions) (DrainStats, error) {
 			return st, nil
 		}
 		st.Read += len(msgs)
-		var picked []*Message
+		picked = picked[:0]
 		for _, m := range msgs {
 			d := Handle
 			if opt.Select != nil {
@@ -216,6 +229,15 @@ func Drain(ctx context.Context, opt DrainOptions) (DrainStats, error) {
 		handledBefore := st.Handled
 		if len(picked) > 0 {
 			errs := opt.Sink(settle(), picked)
+			// The records the sink made durable are acked under one lock.
+			sent = sent[:0]
+			for i, m := range picked {
+				if i < len(errs) && errs[i] == nil {
+					sent = append(sent, m)
+				}
+			}
+			acks = c.ackAll(sent, acks)
+			k := 0
 			for i, m := range picked {
 				var e error
 				if i < len(errs) {
@@ -228,16 +250,18 @@ func Drain(ctx context.Context, opt DrainOptions) (DrainStats, error) {
 					note(m, OutcomeFailed, e)
 					continue
 				}
+				a := acks[k]
+				k++
 				st.Handled++
-				ok, jerr := c.Ack(m)
 				switch {
-				case errors.Is(jerr, ErrJournalFull):
+				case errors.Is(a.err, ErrJournalFull):
 					st.JournalFull++
-				case !ok:
+				case !a.ok:
 					st.Unacked++
 				}
 				note(m, OutcomeHandled, nil)
 			}
+			clear(sent)
 		}
 		if inTxn {
 			if err := endTxn(settle(), c, opt.Txn, st.Handled-handledBefore < len(picked)); err != nil {
@@ -279,12 +303,21 @@ type Router struct {
 	adm *kadm.Client
 
 	mu     sync.Mutex
-	exists map[string]error
+	exists map[string]*routeCheck
+	// last is the last destination checked: records of a dead-letter
+	// topic go to one or a few, so most look-ups end here without a lock.
+	last atomic.Pointer[routeCheck]
+}
+
+// routeCheck is a destination and whether it exists (nil: it does).
+type routeCheck struct {
+	topic string
+	err   error
 }
 
 // NewRouter returns a router checking destinations on adm's cluster.
 func NewRouter(adm *kadm.Client, to string) *Router {
-	return &Router{To: to, adm: adm, exists: map[string]error{}}
+	return &Router{To: to, adm: adm, exists: map[string]*routeCheck{}}
 }
 
 // ErrNoOrigin is returned for a record without an original-topic header
@@ -305,33 +338,47 @@ func (r *Router) Route(ctx context.Context, m *Message) (string, error) {
 	if t == m.Topic {
 		return "", fmt.Errorf("the destination %s is the topic being read: a replay would loop", t)
 	}
+	if l := r.last.Load(); l != nil && l.topic == t {
+		return t, l.err
+	}
 	r.mu.Lock()
-	err, seen := r.exists[t]
+	c := r.exists[t]
 	r.mu.Unlock()
-	if !seen {
+	if c == nil {
 		ok, lerr := TopicExists(ctx, r.adm, t)
+		c = &routeCheck{topic: t}
 		switch {
 		case lerr != nil:
 			return "", lerr // not cached: transient
 		case !ok:
-			err = fmt.Errorf("destination topic %s does not exist (dlqctl never creates topics): %w", t, errTopicMissing)
+			c.err = fmt.Errorf("destination topic %s does not exist (dlqctl never creates topics): %w", t, errTopicMissing)
 		}
 		r.mu.Lock()
-		r.exists[t] = err
+		r.exists[t] = c
 		r.mu.Unlock()
 	}
-	return t, err
+	r.last.Store(c)
+	return t, c.err
 }
 
 // ReplaySink returns a Drain sink producing each record's copy to its
 // route: key kept (the partitioner keeps per-key placement), headers kept
-// minus the dead-letter context, plus the dlqctl marker.
+// minus the dead-letter context, plus the dlqctl marker. The copies of a
+// batch are built into memory the sink reuses for the next batch (the
+// producer is done with them when Send returns); calls are serialized.
 func ReplaySink(p *Producer, r *Router, runID string) func(ctx context.Context, msgs []*Message) []error {
+	var (
+		mu     sync.Mutex
+		cp     copier
+		routed []*Message
+		topics []string
+		idx    []int
+	)
 	return func(ctx context.Context, msgs []*Message) []error {
-		errs := make([]error, len(msgs))
-		routed := make([]*Message, 0, len(msgs))
-		topics := make([]string, 0, len(msgs))
-		idx := make([]int, 0, len(msgs))
+		mu.Lock()
+		defer mu.Unlock()
+		errs := make([]error, len(msgs)) // the caller keeps it
+		routed, topics, idx = reuse(routed, len(msgs)), reuse(topics, len(msgs)), reuse(idx, len(msgs))
 		for i, m := range msgs {
 			t, err := r.Route(ctx, m)
 			if err != nil {
@@ -343,11 +390,10 @@ func ReplaySink(p *Producer, r *Router, runID string) func(ctx context.Context, 
 			idx = append(idx, i)
 		}
 		if len(routed) > 0 {
-			recs := replayCopies(routed, topics, runID, time.Now())
-			for k, e := range p.Send(ctx, recs) {
-				errs[idx[k]] = e
-			}
+			recs := cp.build(routed, topics, runID, time.Now())
+			p.sendInto(ctx, recs, func(k int, e error) { errs[idx[k]] = e })
 		}
+		clear(routed) // drop the references to this batch's messages
 		return errs
 	}
 }

@@ -241,7 +241,7 @@ func ToRecord(m *Message, id string, now time.Time) *record.Record {
 	}
 	r.SizeBytes = size
 	sys.Stage, _ = Stage(m.Topic)
-	if o := m.Origin; o.Topic != "" {
+	if o := m.FullOrigin(); o.Topic != "" {
 		ko := &record.KafkaOrigin{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, ConsumerGroup: o.ConsumerGroup, Format: o.Format}
 		if !o.Timestamp.IsZero() {
 			ko.Timestamp = record.Timestamp{Time: o.Timestamp}

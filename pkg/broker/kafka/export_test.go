@@ -1,5 +1,7 @@
 package kafka
 
+import "time"
+
 // Fetch bounds of dlqctl's consumer, for the bare loop of BenchmarkRedrive
 // (it must fetch the same way to be compared side by side).
 const (
@@ -7,3 +9,23 @@ const (
 	FetchMaxPartitionBytes = fetchMaxPartitionBytes
 	FetchMaxWait           = fetchMaxWait
 )
+
+// DelayOpenConsumer makes OpenConsumer wait, once its group client exists,
+// until the group has assigned it partitions (or for at most d): what a
+// loaded machine does when the goroutine opening the consumer is not
+// scheduled while the join completes. It returns a restore function.
+func DelayOpenConsumer(d time.Duration) (restore func()) {
+	afterConsumerClient = func(c *Consumer) {
+		deadline := time.Now().Add(d)
+		for time.Now().Before(deadline) {
+			c.mu.Lock()
+			n := len(c.parts)
+			c.mu.Unlock()
+			if n > 0 {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return func() { afterConsumerClient = nil }
+}

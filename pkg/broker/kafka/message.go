@@ -29,12 +29,24 @@ type Message struct {
 	Partition   int32
 	Offset      int64
 	LeaderEpoch int32
-	Key         []byte
-	Value       []byte
-	Headers     []Header
-	Timestamp   time.Time
-	// Origin is decoded from the headers by the reader.
+	// originTopicOnly: Origin holds Topic and Format only (FullOrigin).
+	originTopicOnly bool
+	Key             []byte
+	Value           []byte
+	Headers         []Header
+	Timestamp       time.Time
+	// Origin is decoded from the headers by the reader. Drain's messages
+	// carry only its Topic and Format (what routing needs: the other
+	// fields read as unknown); FullOrigin decodes all of it.
 	Origin Origin
+}
+
+// FullOrigin is the origin of m with every field the headers give.
+func (m *Message) FullOrigin() Origin {
+	if m.originTopicOnly {
+		return decodeOrigin(m.Headers, nil, true)
+	}
+	return m.Origin
 }
 
 // ID names the record for people and journals: TOPIC-PARTITION@OFFSET, as
@@ -64,25 +76,34 @@ func lastHeader(hs []Header, key string) ([]byte, bool) {
 
 func fromKgo(r *kgo.Record) *Message {
 	m := new(Message)
-	fillFromKgo(m, r, nil)
+	fillFromKgo(m, r, nil, true)
 	return m
 }
 
 // fillFromKgo fills m from r (headers used as read, without a copy); in,
-// when set, shares the origin's strings between records.
-func fillFromKgo(m *Message, r *kgo.Record, in *interner) {
+// when set, shares the origin's strings between records. Without full,
+// only the origin's topic and format are decoded (FullOrigin does the
+// rest on demand): a replay reads no other header value of a record.
+func fillFromKgo(m *Message, r *kgo.Record, in *interner, full bool) {
 	*m = Message{
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, LeaderEpoch: r.LeaderEpoch,
 		Key: r.Key, Value: r.Value, Timestamp: r.Timestamp.UTC(), Headers: r.Headers,
+		Origin: decodeOrigin(r.Headers, in, full), originTopicOnly: !full,
 	}
-	m.Origin = decodeOrigin(m.Headers, in)
 }
 
 // interner hands out one string per distinct header value (the origin
 // topic and group repeat on every record of a dead-letter topic): a run
 // over a topic allocates them once, not once per record. Bounded: it
 // starts over past maxInterned distinct values.
-type interner struct{ m map[string]string }
+type interner struct {
+	m map[string]string
+	// recent holds the last values handed out (a dead-letter topic's
+	// records name the same origin topic and group over and over): a hit
+	// costs a comparison, not a hash and a map lookup.
+	recent [2]string
+	next   int
+}
 
 const maxInterned = 1024
 
@@ -90,7 +111,13 @@ func (in *interner) str(b []byte) string {
 	if in == nil {
 		return string(b)
 	}
+	for _, s := range in.recent {
+		if s == string(b) && s != "" { // no allocation for the comparison
+			return s
+		}
+	}
 	if s, ok := in.m[string(b)]; ok { // no allocation for the lookup
+		in.remember(s)
 		return s
 	}
 	if in.m == nil || len(in.m) >= maxInterned {
@@ -98,7 +125,13 @@ func (in *interner) str(b []byte) string {
 	}
 	s := string(b)
 	in.m[s] = s
+	in.remember(s)
 	return s
+}
+
+func (in *interner) remember(s string) {
+	in.recent[in.next] = s
+	in.next = (in.next + 1) % len(in.recent)
 }
 
 // Origin is where a dead-lettered record came from, as its recoverer wrote
@@ -140,9 +173,11 @@ var headerFormats = []headerFormat{
 // DecodeOrigin reads the origin of a dead-lettered record from its headers
 // (the first convention whose topic header is present; the last header of
 // a repeated key wins).
-func DecodeOrigin(hs []Header) Origin { return decodeOrigin(hs, nil) }
+func DecodeOrigin(hs []Header) Origin { return decodeOrigin(hs, nil, true) }
 
-func decodeOrigin(hs []Header, in *interner) Origin {
+// decodeOrigin decodes the origin; without full, its topic and format
+// only (partition and offset -1, no time, no group).
+func decodeOrigin(hs []Header, in *interner, full bool) Origin {
 	o := Origin{Partition: -1, Offset: -1}
 	for _, f := range headerFormats {
 		t, ok := lastHeader(hs, f.topic)
@@ -151,25 +186,40 @@ func decodeOrigin(hs []Header, in *interner) Origin {
 		}
 		o.Topic = in.str(t)
 		o.Format = f.name
-		if v, ok := lastHeader(hs, f.partition); ok {
-			if n, ok := headerNumber(v, f.binary); ok && n >= 0 && n <= 1<<31-1 {
+		if !full {
+			return o
+		}
+		// The convention's other headers in one pass from the end: the
+		// first seen of each key is its last (a repeated key's last wins).
+		var part, off, ts, grp []byte
+		var hasPart, hasOff, hasTS, hasGrp bool
+		for i := len(hs) - 1; i >= 0; i-- {
+			switch k := hs[i].Key; {
+			case !hasPart && k == f.partition:
+				part, hasPart = hs[i].Value, true
+			case !hasOff && k == f.offset:
+				off, hasOff = hs[i].Value, true
+			case !hasTS && f.timestamp != "" && k == f.timestamp:
+				ts, hasTS = hs[i].Value, true
+			case !hasGrp && f.grp != "" && k == f.grp:
+				grp, hasGrp = hs[i].Value, true
+			}
+		}
+		if hasPart {
+			if n, ok := headerNumber(part, f.binary); ok && n >= 0 && n <= 1<<31-1 {
 				o.Partition = int32(n)
 			}
 		}
-		if v, ok := lastHeader(hs, f.offset); ok {
-			if n, ok := headerNumber(v, f.binary); ok && n >= 0 {
+		if hasOff {
+			if n, ok := headerNumber(off, f.binary); ok && n >= 0 {
 				o.Offset = n
 			}
 		}
-		if f.timestamp != "" {
-			if v, ok := lastHeader(hs, f.timestamp); ok {
-				o.Timestamp = headerTime(v, f.binary)
-			}
+		if hasTS {
+			o.Timestamp = headerTime(ts, f.binary)
 		}
-		if f.grp != "" {
-			if v, ok := lastHeader(hs, f.grp); ok {
-				o.ConsumerGroup = in.str(v)
-			}
+		if hasGrp {
+			o.ConsumerGroup = in.str(grp)
 		}
 		return o
 	}
@@ -237,22 +287,50 @@ func IsFailureHeader(key string) bool {
 		return false
 	}
 	// Every prefix and the marker start with one of these (any case): most
-	// headers (traceparent, content-type, ids) are decided by one byte.
+	// headers (traceparent, content-type, ids) are decided by one byte,
+	// the others by the one or two prefixes starting with it.
 	c := key[0]
 	if 'A' <= c && c <= 'Z' {
 		c += 'a' - 'A'
 	}
 	switch c {
-	case 'k', '_', 'x', 'r', 'd', 'o':
-	default:
+	case 'k':
+		return hasPrefixFold(key, "kafka_dlt-")
+	case '_':
+		return hasPrefixFold(key, "__connect.errors.") || hasPrefixFold(key, "__streams.errors.")
+	case 'x':
+		return hasPrefixFold(key, "x-original-") || hasPrefixFold(key, "x-exception-")
+	case 'r':
+		return hasPrefixFold(key, "retry_topic-")
+	case 'o':
+		return hasPrefixFold(key, "original_")
+	case 'd':
+		return hasPrefixFold(key, "dlq_") || len(key) == len(record.MarkerAttribute) && strings.EqualFold(key, record.MarkerAttribute)
+	}
+	return false
+}
+
+// hasPrefixFold reports whether key starts with the lower-case ASCII
+// prefix p in any case: what strings.EqualFold(key[:len(p)], p) answers
+// (a multi-byte rune that folds to an ASCII letter, like U+212A for k,
+// never matches a prefix cut at len(p) bytes), without its Unicode path.
+func hasPrefixFold(key, p string) bool {
+	if len(key) < len(p) {
 		return false
 	}
-	for _, p := range failureHeaderPrefixes {
-		if len(key) >= len(p) && strings.EqualFold(key[:len(p)], p) {
-			return true
+	if key[:len(p)] == p { // as written by most producers
+		return true
+	}
+	for i := 0; i < len(p); i++ {
+		c := key[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != p[i] {
+			return false
 		}
 	}
-	return strings.EqualFold(key, record.MarkerAttribute)
+	return true
 }
 
 // MarkerHeader is the header dlqctl adds to every replayed copy: the
@@ -303,24 +381,58 @@ func replayCount(hs []Header) int {
 
 // replayCopies builds the replayed copies of msgs in one go (what
 // ToKgo(m, topics[i], ReplayHeaders(m, runID, now)) builds for each, byte
-// for byte): the records, their headers and their markers share three
-// allocations per batch instead of five per record, and the parts of the
-// marker every record of the batch shares (run id, time) are encoded once.
-// This runs for every replayed record.
+// for byte); see copier.
 func replayCopies(msgs []*Message, topics []string, runID string, now time.Time) []*kgo.Record {
+	var cp copier
+	return cp.build(msgs, topics, runID, now)
+}
+
+// copier builds the replayed copies of one batch at a time into memory it
+// keeps from batch to batch: the records, their headers and their markers
+// cost no allocation once the first batch sized them, and the parts of the
+// marker every record shares (run id, time) are encoded once per batch.
+// The copies of a batch are valid until the next build: the replay sink
+// builds a batch only after the producer is done with the previous one
+// (ProduceSync returned, every record's promise called). This runs for
+// every replayed record.
+type copier struct {
+	recs []kgo.Record
+	out  []*kgo.Record
+	hs   []Header
+	buf  []byte
+	// run and at are the encoded run id and time of the last build.
+	runID string
+	now   time.Time
+	run   []byte
+	at    []byte
+}
+
+func (cp *copier) build(msgs []*Message, topics []string, runID string, now time.Time) []*kgo.Record {
 	nh, nb := 0, 0
 	for _, m := range msgs {
 		nh += len(m.Headers) + 1
 		nb += len(m.Topic)
 	}
-	run := appendJSONString(nil, runID)
-	at := appendJSONString(nil, now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano))
+	if cp.run == nil || runID != cp.runID {
+		cp.run, cp.runID = appendJSONString(cp.run[:0], runID), runID
+	}
+	if cp.at == nil || !now.Equal(cp.now) {
+		cp.at = appendJSONString(cp.at[:0], now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano))
+		cp.now = now
+	}
+	run, at := cp.run, cp.at
 	// Per marker: {"run":RUN,"orig":"TOPIC-P@O","n":N,"at":AT} = 32 bytes of
-	// JSON, two numbers of up to 20 digits each, the count.
-	hs := make([]Header, 0, nh)
-	buf := make([]byte, 0, nb+len(msgs)*(len(run)+len(at)+80))
-	recs := make([]kgo.Record, len(msgs))
-	out := make([]*kgo.Record, len(msgs))
+	// JSON, two numbers of up to 20 digits each, the count. Sized before the
+	// first append: a marker never moves once its header points at it.
+	// (A topic that is not jsonPlain goes through appendJSONString, which
+	// may grow buf; the markers already written keep the old array.)
+	hs := reuse(cp.hs, nh)
+	buf := reuse(cp.buf, nb+len(msgs)*(len(run)+len(at)+80))
+	if cap(cp.recs) < len(msgs) {
+		cp.recs = make([]kgo.Record, len(msgs))
+		cp.out = make([]*kgo.Record, len(msgs))
+	}
+	recs, out := cp.recs[:len(msgs)], cp.out[:len(msgs)]
 	plainTopic, plain := "", false // the last topic checked by jsonPlain (a batch has one or a few)
 	for i, m := range msgs {
 		h0 := len(hs)
@@ -345,10 +457,23 @@ func replayCopies(msgs []*Message, topics []string, runID string, now time.Time)
 		// Capped slices: an append by a later reader never writes into the
 		// next record's headers or marker.
 		hs = append(hs, Header{Key: MarkerHeader, Value: buf[b0:len(buf):len(buf)]})
+		// Every field is set anew: franz-go fills in a produced record's
+		// partition, offset, timestamp and producer fields.
 		recs[i] = kgo.Record{Topic: topics[i], Key: m.Key, Value: m.Value, Headers: hs[h0:len(hs):len(hs)]}
 		out[i] = &recs[i]
 	}
+	// Kept for the next batch, unless one batch needed far more than usual.
+	cp.hs, cp.buf = hs[:0], buf[:0]
 	return out
+}
+
+// reuse returns s emptied with room for n elements: s's own array when it
+// is large enough, a new one otherwise.
+func reuse[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:0]
+	}
+	return make([]T, 0, n)
 }
 
 // appendJSONID appends the JSON string of the ID TOPIC-PARTITION@OFFSET

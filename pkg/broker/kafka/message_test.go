@@ -10,6 +10,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -66,6 +68,26 @@ func TestDecodeOriginConventions(t *testing.T) {
 			got.Timestamp, c.want.Timestamp = time.Time{}, time.Time{}
 			if got != c.want {
 				t.Fatalf("origin %+v, want %+v", got, c.want)
+			}
+			// Read the way Drain reads (topic and format only, interned):
+			// routing sees the same topic, and FullOrigin (what ToRecord,
+			// hence a selection, uses) the whole origin.
+			var m Message
+			var in interner
+			fillFromKgo(&m, &kgo.Record{Topic: "dlt", Headers: c.hs, Timestamp: ts}, &in, false)
+			if m.Origin.Topic != c.want.Topic || m.Origin.Format != c.want.Format {
+				t.Fatalf("topic-only origin %+v, want topic %q format %q", m.Origin, c.want.Topic, c.want.Format)
+			}
+			full := m.FullOrigin()
+			if !full.Timestamp.Equal(DecodeOrigin(c.hs).Timestamp) {
+				t.Fatalf("FullOrigin timestamp %v", full.Timestamp)
+			}
+			full.Timestamp = time.Time{}
+			if full != c.want {
+				t.Fatalf("FullOrigin %+v, want %+v", full, c.want)
+			}
+			if ko := ToRecord(&m, "arn", ts).System.Kafka.Origin; c.want.Topic != "" && (ko == nil || ko.Partition != c.want.Partition || ko.Offset != c.want.Offset || ko.ConsumerGroup != c.want.ConsumerGroup) {
+				t.Fatalf("record origin %+v, want %+v", ko, c.want)
 			}
 		})
 	}
@@ -222,7 +244,7 @@ func TestInternedOriginsAreBoundedAndExact(t *testing.T) {
 	for i := 0; i < 3*maxInterned; i++ {
 		topic := fmt.Sprintf("orders-%d", i%(2*maxInterned))
 		o := decodeOrigin([]Header{{Key: "kafka_dlt-original-topic", Value: []byte(topic)},
-			{Key: "kafka_dlt-original-consumer-group", Value: []byte("svc")}}, &in)
+			{Key: "kafka_dlt-original-consumer-group", Value: []byte("svc")}}, &in, true)
 		if o.Topic != topic || o.ConsumerGroup != "svc" || o.Format != "spring-kafka" {
 			t.Fatalf("origin %+v, want topic %s", o, topic)
 		}
@@ -230,8 +252,8 @@ func TestInternedOriginsAreBoundedAndExact(t *testing.T) {
 			t.Fatalf("interner holds %d strings, bound %d", len(in.m), maxInterned)
 		}
 	}
-	a := decodeOrigin([]Header{{Key: "original_topic", Value: []byte("payments")}}, &in)
-	b := decodeOrigin([]Header{{Key: "original_topic", Value: []byte("payments")}}, &in)
+	a := decodeOrigin([]Header{{Key: "original_topic", Value: []byte("payments")}}, &in, true)
+	b := decodeOrigin([]Header{{Key: "original_topic", Value: []byte("payments")}}, &in, true)
 	if unsafe.StringData(a.Topic) != unsafe.StringData(b.Topic) {
 		t.Fatal("the same origin topic was allocated twice")
 	}

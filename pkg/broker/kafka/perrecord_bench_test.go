@@ -14,9 +14,11 @@ import (
 // dlqctl's Kafka redrive does on top of a bare consume → produce → commit
 // loop, one step at a time, on batches of 500 Spring-style dead letters
 // like BenchmarkRedrive's (300-byte values, 8 headers): reading a polled
-// record into a Message with its origin decoded from the headers, routing
-// it, building its copy (dead-letter headers dropped, marker added) and
-// marking it handled in the partition's journal. The bare loop's own
+// record into a Message with its origin's topic decoded from the headers
+// (into the previous batch's messages, as Drain does), routing it,
+// building its copy (dead-letter headers dropped, marker added; into the
+// previous batch's memory, as the replay sink does) and marking it handled
+// in the partition's journal. The bare loop's own
 // per-record work (a kgo.Record with the same key, value and headers) is
 // the "bare" step. ns/op is per record.
 //
@@ -38,11 +40,12 @@ func BenchmarkReplayPerRecord(b *testing.B) {
 				{Key: "kafka_dlt-original-consumer-group", Value: []byte("orders-service")},
 			}}
 	}
+	// Drain reads each batch into the previous batch's messages.
+	slab := make([]Message, batch)
+	msgs := make([]*Message, batch)
 	read := func(in *interner) []*Message {
-		slab := make([]Message, batch)
-		msgs := make([]*Message, batch)
 		for i, r := range recs {
-			fillFromKgo(&slab[i], r, in)
+			fillFromKgo(&slab[i], r, in, false)
 			msgs[i] = &slab[i]
 		}
 		return msgs
@@ -65,9 +68,9 @@ func BenchmarkReplayPerRecord(b *testing.B) {
 		var in interner
 		perRecord(b, func() { read(&in) })
 	})
-	msgs := read(&interner{})
+	read(&interner{})
 	b.Run("route", func(b *testing.B) {
-		r := &Router{exists: map[string]error{"orders": nil}}
+		r := &Router{exists: map[string]*routeCheck{"orders": {topic: "orders"}}}
 		ctx := context.Background()
 		perRecord(b, func() {
 			for _, m := range msgs {
@@ -83,7 +86,8 @@ func BenchmarkReplayPerRecord(b *testing.B) {
 			topics[i] = "orders"
 		}
 		now := time.Now()
-		perRecord(b, func() { replayCopies(msgs, topics, "20261202T010203Z-abcd1234", now) })
+		var cp copier // the replay sink keeps one for the run
+		perRecord(b, func() { cp.build(msgs, topics, "20261202T010203Z-abcd1234", now) })
 	})
 	b.Run("journal", func(b *testing.B) {
 		perRecord(b, func() {

@@ -52,11 +52,32 @@ func (p *Producer) Client() *kgo.Client { return p.cl }
 // result of recs[i] (nil: durable).
 func (p *Producer) Send(ctx context.Context, recs []*kgo.Record) []error {
 	errs := make([]error, len(recs))
-	res := p.cl.ProduceSync(ctx, recs...)
-	for i, r := range res {
-		errs[i] = r.Err
-	}
+	p.sendInto(ctx, recs, func(i int, err error) { errs[i] = err })
 	return errs
+}
+
+// sendInto produces recs, waits for every acknowledgement and reports the
+// error of each record that failed by its index in recs (a record not
+// reported is durable).
+func (p *Producer) sendInto(ctx context.Context, recs []*kgo.Record, failed func(i int, err error)) {
+	// ProduceSync lists its results in the order the records were
+	// settled, which is not the order given when they went to several
+	// partitions: a failure is matched to its record, never to a position.
+	var at map[*kgo.Record]int
+	for _, r := range p.cl.ProduceSync(ctx, recs...) {
+		if r.Err == nil {
+			continue
+		}
+		if at == nil {
+			at = make(map[*kgo.Record]int, len(recs))
+			for i, rec := range recs {
+				at[rec] = i
+			}
+		}
+		if i, ok := at[r.Record]; ok {
+			failed(i, r.Err)
+		}
+	}
 }
 
 // Close flushes and closes the producer.
