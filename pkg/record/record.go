@@ -227,6 +227,11 @@ type AMQPSystem struct {
 	// BodyEncoding is "base64" when the body is not valid UTF-8 and
 	// Record.Body holds its base64 (AMQP bodies are bytes); "" otherwise.
 	BodyEncoding string `json:"body_encoding,omitempty"`
+	// Native is the delivery as the broker package read it, kept while
+	// the record lives in the process that read it (a copy is made from it
+	// without a trip through the attributes); never written, nil for a
+	// record read back from JSON or an archive.
+	Native any `json:"-"`
 }
 
 // AMQPProperties are the basic properties of an AMQP message.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"sync"
@@ -78,6 +79,13 @@ type side struct {
 	stall   time.Duration // the longest gap between two acknowledgements
 	end     time.Duration // redrive: from the n-th acknowledgement to Run's return
 	peak    uint64        // redrive: peak heap in use
+	allocs  uint64        // heap allocations of this process over the run
+}
+
+func mallocs() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.Mallocs
 }
 
 func cpuTime() time.Duration {
@@ -182,13 +190,13 @@ func engineRedrive(b *testing.B, ep *amqp.Endpoint, n, workers int) side {
 		}
 	}()
 	defer close(stopPeak)
-	cpu0, start := cpuTime(), time.Now()
+	m0, cpu0, start := mallocs(), cpuTime(), time.Now()
 	res, err := redrivepkg.Run(ctx, countingSource{src, clock}, redrivepkg.Options{
 		Publisher: pub, Journal: j, Router: router, Concurrency: workers,
 		BatchEntries: benchWindow, BatchBytes: amqp.MaxBatchBytes,
 		SourceCaps: ep.Capabilities(), Total: n,
 	})
-	ended := time.Now()
+	ended, m1 := time.Now(), mallocs()
 	if err := src.Close(context.Background()); err != nil {
 		b.Fatal(err)
 	}
@@ -201,7 +209,7 @@ func engineRedrive(b *testing.B, ep *amqp.Endpoint, n, workers int) side {
 		b.Fatalf("redrive moved %d of %d: %s", res.Moved, n, res.Note)
 	}
 	return side{moved: int64(res.Moved), elapsed: clock.at.Sub(start), cpu: clock.cpu - cpu0, stall: clock.stall,
-		end: ended.Sub(clock.at), peak: peak.Load()}
+		end: ended.Sub(clock.at), peak: peak.Load(), allocs: m1 - m0}
 }
 
 // bareRedrive is the loop a user would write: consume with manual ack at
@@ -223,7 +231,7 @@ func bareRedrive(b *testing.B, r *rig, dlq string, n, workers int) side {
 	cch, _ := conn.Channel()
 	_ = cch.Qos(benchPrefetch, 0, false)
 	clock := newAckClock(int64(n))
-	cpu0, start := cpuTime(), time.Now()
+	m0, cpu0, start := mallocs(), cpuTime(), time.Now()
 	ds, err := cch.Consume(dlq, "", false, false, false, false, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -312,7 +320,7 @@ func bareRedrive(b *testing.B, r *rig, dlq string, n, workers int) side {
 	default:
 		b.Fatalf("bare moved %d of %d", clock.n, n)
 	}
-	return side{moved: clock.n, elapsed: clock.at.Sub(start), cpu: clock.cpu - cpu0, stall: clock.stall}
+	return side{moved: clock.n, elapsed: clock.at.Sub(start), cpu: clock.cpu - cpu0, stall: clock.stall, allocs: mallocs() - m0}
 }
 
 func median(xs []float64) float64 {
@@ -340,7 +348,7 @@ func BenchmarkRedriveVsBare(b *testing.B) {
 	// 8 is redrive's default --concurrency.
 	for _, workers := range []int{1, 4, 8} {
 		b.Run(fmt.Sprintf("n=%d/workers=%d", n, workers), func(b *testing.B) {
-			var ratios, engRates, bareRates, engCPU, bareCPU, ends []float64
+			var ratios, engRates, bareRates, engCPU, bareCPU, engAllocs, bareAllocs, ends []float64
 			var peak uint64
 			var engStall, bareStall time.Duration
 			for i := 0; i < b.N; i++ {
@@ -349,8 +357,16 @@ func BenchmarkRedriveVsBare(b *testing.B) {
 					a, bq := benchSeed(b, r, n), benchSeed(b, r, n)
 					ep := r.endpointB(b, a.DLQ)
 					var eng, bare side
-					runEng := func() { runtime.GC(); eng = engineRedrive(b, ep, n, workers) }
-					runBare := func() { runtime.GC(); bare = bareRedrive(b, r, bq.DLQ, n, workers) }
+					// Profile labels tell the sides apart in -cpuprofile:
+					// go tool pprof -tagfocus side=redrive.
+					runEng := func() {
+						runtime.GC()
+						pprof.Do(context.Background(), pprof.Labels("side", "redrive"), func(context.Context) { eng = engineRedrive(b, ep, n, workers) })
+					}
+					runBare := func() {
+						runtime.GC()
+						pprof.Do(context.Background(), pprof.Labels("side", "bare"), func(context.Context) { bare = bareRedrive(b, r, bq.DLQ, n, workers) })
+					}
 					if p%2 == 0 {
 						runEng()
 						runBare()
@@ -363,6 +379,8 @@ func BenchmarkRedriveVsBare(b *testing.B) {
 					engRates, bareRates = append(engRates, er), append(bareRates, br)
 					engCPU = append(engCPU, float64(eng.cpu.Microseconds())/float64(n))
 					bareCPU = append(bareCPU, float64(bare.cpu.Microseconds())/float64(n))
+					engAllocs = append(engAllocs, float64(eng.allocs)/float64(n))
+					bareAllocs = append(bareAllocs, float64(bare.allocs)/float64(n))
 					ends = append(ends, eng.end.Seconds())
 					peak = max(peak, eng.peak)
 					engStall, bareStall = max(engStall, eng.stall), max(bareStall, bare.stall)
@@ -370,8 +388,8 @@ func BenchmarkRedriveVsBare(b *testing.B) {
 					if p%2 == 1 {
 						order = "bare,redrive"
 					}
-					b.Logf("pair %d (%s): redrive %.0f msg/s (%.1f µs CPU/msg, longest gap %s), bare %.0f msg/s (%.1f µs CPU/msg, longest gap %s): ratio %.2f",
-						p+1, order, er, engCPU[len(engCPU)-1], eng.stall.Round(time.Millisecond), br, bareCPU[len(bareCPU)-1], bare.stall.Round(time.Millisecond), er/br)
+					b.Logf("pair %d (%s): redrive %.0f msg/s (%.1f µs CPU/msg, %.0f allocs/msg, longest gap %s), bare %.0f msg/s (%.1f µs CPU/msg, %.0f allocs/msg, longest gap %s): ratio %.2f",
+						p+1, order, er, engCPU[len(engCPU)-1], engAllocs[len(engAllocs)-1], eng.stall.Round(time.Millisecond), br, bareCPU[len(bareCPU)-1], bareAllocs[len(bareAllocs)-1], bare.stall.Round(time.Millisecond), er/br)
 				}
 			}
 			b.ReportMetric(median(ratios), "ratio")
@@ -379,6 +397,8 @@ func BenchmarkRedriveVsBare(b *testing.B) {
 			b.ReportMetric(median(bareRates), "bare-msg/s")
 			b.ReportMetric(median(engCPU), "redrive-cpu-µs/msg")
 			b.ReportMetric(median(bareCPU), "bare-cpu-µs/msg")
+			b.ReportMetric(median(engAllocs), "redrive-allocs/msg")
+			b.ReportMetric(median(bareAllocs), "bare-allocs/msg")
 			b.ReportMetric(median(ends), "end-s")
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 			b.ReportMetric(engStall.Seconds(), "redrive-max-gap-s")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
@@ -43,9 +44,22 @@ func (p *BrokerPublisher) Prepare(rec *record.Record, dest broker.Destination, o
 	if !ok {
 		return broker.Outgoing{}, "destination is not a RabbitMQ exchange or queue"
 	}
-	m, err := DeliveryOf(rec)
-	if err != nil {
-		return broker.Outgoing{}, err.Error()
+	// A record read in this process carries its delivery: the copy is
+	// made from it, each header given the value the record's attribute
+	// would give it (the same copy, without the trip through the record).
+	// A record read back (an archive, a plan) is turned into one.
+	var m Message
+	native, fromDelivery := nativeOf(rec)
+	if fromDelivery {
+		m = *native
+		if !m.Timestamp.IsZero() {
+			m.Timestamp = m.Timestamp.UTC() // as the record keeps it (the same second on the wire)
+		}
+	} else {
+		var err error
+		if m, err = DeliveryOf(rec); err != nil {
+			return broker.Outgoing{}, err.Error()
+		}
 	}
 	if len(m.Body) > MaxMessageBytes {
 		return broker.Outgoing{}, fmt.Sprintf("body of %d bytes is over RabbitMQ's default max_message_size (%d)", len(m.Body), MaxMessageBytes)
@@ -54,8 +68,11 @@ func (p *BrokerPublisher) Prepare(rec *record.Record, dest broker.Destination, o
 	if now.IsZero() {
 		now = p.ep.cfg.Now()
 	}
-	pub, err := Republish(m, route, rec.MessageID, RepublishOptions{RunID: opt.RunID, Now: now})
+	pub, err := republish(m, route, rec.MessageID, RepublishOptions{RunID: opt.RunID, Now: now}, fromDelivery)
 	if err != nil {
+		if fromDelivery && !errors.Is(err, ErrNoRoute) {
+			return broker.Outgoing{}, fmt.Sprintf("message %s: %v", rec.MessageID, err)
+		}
 		return broker.Outgoing{}, err.Error()
 	}
 	return broker.Outgoing{Size: len(pub.Msg.Body), Marked: true, Native: pub}, ""
@@ -88,7 +105,7 @@ func (p *BrokerPublisher) Publish(ctx context.Context, dest broker.Destination, 
 			if id == "" {
 				id = "confirm"
 			}
-			out[i].ID = fmt.Sprintf("%s#%d", id, r.Seq)
+			out[i].ID = id + "#" + strconv.FormatUint(r.Seq, 10)
 		case errors.Is(r.Err, ErrUnroutable), errors.Is(r.Err, ErrNacked), errors.Is(r.Err, ErrBadMessage), errors.Is(r.Err, ErrNotFound), errors.Is(r.Err, ErrAuth):
 			out[i].Err = broker.Rejected(r.Err)
 		default:
@@ -131,4 +148,15 @@ func (e *Endpoint) DestinationDepth(ctx context.Context, d broker.Destination) (
 		return broker.Depth{}, err
 	}
 	return broker.Depth{Ready: int64(n), Exact: true}, nil
+}
+
+// nativeOf returns the delivery a record was read from, when it was read
+// by this process (Source.Next keeps it on the record).
+func nativeOf(rec *record.Record) (*Message, bool) {
+	if a := rec.System.AMQP; a != nil {
+		if m, ok := a.Native.(*Message); ok && m != nil {
+			return m, true
+		}
+	}
+	return nil, false
 }

@@ -147,22 +147,33 @@ func consumeError(queue string, err error) error {
 // Next waits up to idle for the next delivery. It returns ok=false when
 // none arrived in time.
 func (c *Consumer) Next(ctx context.Context, idle time.Duration) (Message, bool, error) {
+	// A delivery already waiting is taken without a timer (a batch is
+	// mostly deliveries that arrived before it was read).
+	select {
+	case d, ok := <-c.deliveries:
+		return c.take(d, ok)
+	default:
+	}
 	t := time.NewTimer(idle)
 	defer t.Stop()
 	select {
 	case d, ok := <-c.deliveries:
-		if !ok {
-			return Message{}, false, c.closeReason()
-		}
-		c.mu.Lock()
-		c.lastTag = d.DeliveryTag
-		c.mu.Unlock()
-		return newMessage(d), true, nil
+		return c.take(d, ok)
 	case <-t.C:
 		return Message{}, false, nil
 	case <-ctx.Done():
 		return Message{}, false, ctx.Err()
 	}
+}
+
+func (c *Consumer) take(d amqp091.Delivery, ok bool) (Message, bool, error) {
+	if !ok {
+		return Message{}, false, c.closeReason()
+	}
+	c.mu.Lock()
+	c.lastTag = d.DeliveryTag
+	c.mu.Unlock()
+	return newMessage(d), true, nil
 }
 
 func (c *Consumer) closeReason() error {

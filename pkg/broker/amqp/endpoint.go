@@ -300,7 +300,11 @@ func (e *Endpoint) RouterToSource(ctx context.Context) (broker.Router, error) {
 	return &router{ep: e}, nil
 }
 
-type router struct{ ep *Endpoint }
+type router struct {
+	ep    *Endpoint
+	mu    sync.Mutex
+	dests map[string]broker.Destination // by routeKey
+}
 
 func (r *router) Describe() string {
 	return "each message's first death: the exchange and routing keys it was published with (x-death)"
@@ -314,7 +318,12 @@ const (
 )
 
 func (r *router) Route(ctx context.Context, rec *record.Record) (broker.Destination, string, error) {
-	m := Message{Deaths: DeathsOf(rec)}
+	var m Message
+	if native, ok := nativeOf(rec); ok {
+		m.Deaths = native.Deaths // what DeathsOf(rec) gives, already decoded
+	} else {
+		m.Deaths = DeathsOf(rec)
+	}
 	if len(m.Deaths.Deaths) == 0 {
 		// Spring's RepublishMessageRecoverer: x-original-exchange/-routingKey.
 		h := amqp091.Table{}
@@ -338,6 +347,12 @@ func (r *router) Route(ctx context.Context, rec *record.Record) (broker.Destinat
 		}
 		return broker.Destination{}, "", missing
 	}
+	key := routeKey(route)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d, ok := r.dests[key]; ok {
+		return d, "", nil // the same route as an earlier message
+	}
 	label := fmt.Sprintf("exchange %q routing key %q", route.Exchange, route.RoutingKeys[0])
 	if route.Exchange == "" {
 		label = "queue " + route.RoutingKeys[0]
@@ -345,8 +360,19 @@ func (r *router) Route(ctx context.Context, rec *record.Record) (broker.Destinat
 	if len(route.RoutingKeys) > 1 {
 		label += fmt.Sprintf(" (CC %s)", strings.Join(route.RoutingKeys[1:], ", "))
 	}
-	return broker.Destination{Key: routeKey(route), Label: label, Target: route}, "", nil
+	d := broker.Destination{Key: key, Label: label, Target: route}
+	if len(r.dests) < maxCachedRoutes {
+		if r.dests == nil {
+			r.dests = map[string]broker.Destination{}
+		}
+		r.dests[key] = d
+	}
+	return d, "", nil
 }
+
+// maxCachedRoutes bounds the destinations a router remembers (a DLQ fed
+// by a handful of exchanges and keys: each is built once).
+const maxCachedRoutes = 1024
 
 // exchangeMissing checks (once per exchange) that a route's exchange
 // exists: ErrNotFound when it does not, nil when it does or when it cannot

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
@@ -48,7 +49,8 @@ const (
 )
 
 // ToRecord builds the broker-neutral record of a delivery read from a queue
-// of queueType; id is the endpoint's ID (no credentials).
+// of queueType; id is the endpoint's ID (no credentials). The record's
+// body shares m.Body's bytes: m.Body must not be written afterwards.
 func ToRecord(m Message, id, queueType string, now time.Time) *record.Record {
 	body := m.Body
 	bodySum := sha256.Sum256(body)
@@ -70,7 +72,9 @@ func ToRecord(m Message, id, queueType string, now time.Time) *record.Record {
 		},
 	}
 	if utf8.Valid(body) {
-		rec.Body = string(body)
+		// The record's body shares the delivery's bytes (a delivery's
+		// body is its own allocation, never written after): no copy.
+		rec.Body = unsafe.String(unsafe.SliceData(body), len(body))
 	} else {
 		rec.Body = base64.StdEncoding.EncodeToString(body)
 		sys.BodyEncoding = "base64"

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"maps"
 	"time"
+	"unsafe"
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
+	"github.com/dlqctl/dlqctl/internal/jsonenc"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -84,47 +86,62 @@ func ReadMarker(h amqp091.Table) (record.Marker, bool) {
 // broker's delivery annotations, the death history and the redrive marker
 // (count + 1) added, CC set to the route's other keys.
 func Republish(m Message, route Route, origID string, o RepublishOptions) (Publishing, error) {
+	return republish(m, route, origID, o, false)
+}
+
+// republish is Republish; asRecord gives each header the value it has
+// after a trip through the record's attributes (what a copy made from the
+// record carries: nested tables and arrays as plain JSON), for a message
+// taken as the broker delivered it.
+func republish(m Message, route Route, origID string, o RepublishOptions, asRecord bool) (Publishing, error) {
 	if len(route.RoutingKeys) == 0 {
 		return Publishing{}, ErrNoRoute
 	}
-	h := amqp091.Table{}
+	h := make(amqp091.Table, len(m.Headers)+2)
 	for k, v := range m.Headers {
 		if IsDeathHeader(k) || isDeliveryAnnotation(k) || k == "CC" || k == "BCC" {
 			continue
 		}
+		if asRecord {
+			var err error
+			if v, err = throughRecord(v); err != nil {
+				return Publishing{}, fmt.Errorf("header %q: %w", k, err)
+			}
+		}
 		h[k] = v
 	}
 	// Death history: this message's x-death, then what earlier redrives kept.
-	var hist []Death
-	hist = append(hist, m.Deaths.Deaths...)
+	hist := m.Deaths.Deaths
 	if s, ok := asString(m.Headers[DeathHistoryHeader]); ok {
 		var prev []Death
 		if json.Unmarshal([]byte(s), &prev) == nil {
-			hist = append(hist, prev...)
+			hist = append(append([]Death(nil), hist...), prev...)
 		}
 	}
 	if len(hist) > MaxDeathHistory {
 		hist = hist[:MaxDeathHistory] // newest first: the oldest go
 	}
 	if len(hist) > 0 {
-		b, err := json.Marshal(hist)
+		b, err := appendDeaths(make([]byte, 0, 160*len(hist)), hist)
 		if err != nil {
 			return Publishing{}, err
 		}
-		h[DeathHistoryHeader] = string(b)
+		h[DeathHistoryHeader] = unsafe.String(unsafe.SliceData(b), len(b)) // b is not written again
 	}
 	mk := record.Marker{RunID: o.RunID, OriginalID: origID, Count: 1, At: o.Now.UTC().Truncate(time.Millisecond)}
-	if prev, ok := ReadMarker(m.Headers); ok {
-		mk.Count = prev.Count + 1
-		if prev.OriginalID != "" {
-			mk.OriginalID = prev.OriginalID
+	if _, ok := m.Headers[MarkerHeader]; ok {
+		if prev, ok := ReadMarker(m.Headers); ok {
+			mk.Count = prev.Count + 1
+			if prev.OriginalID != "" {
+				mk.OriginalID = prev.OriginalID
+			}
 		}
 	}
-	b, err := json.Marshal(mk)
+	b, err := appendMarker(make([]byte, 0, 64+len(mk.RunID)+len(mk.OriginalID)), mk)
 	if err != nil {
 		return Publishing{}, err
 	}
-	h[MarkerHeader] = string(b)
+	h[MarkerHeader] = unsafe.String(unsafe.SliceData(b), len(b)) // b is not written again
 	if len(route.RoutingKeys) > 1 {
 		cc := make([]any, 0, len(route.RoutingKeys)-1)
 		for _, k := range route.RoutingKeys[1:] {
@@ -133,6 +150,69 @@ func Republish(m Message, route Route, origID string, o RepublishOptions) (Publi
 		h["CC"] = cc
 	}
 	return Publishing{Exchange: route.Exchange, RoutingKey: route.RoutingKeys[0], Msg: CopyPublishing(m.Delivery, h)}, nil
+}
+
+// throughRecord is v after HeadersToAttributes and AttributesToHeaders:
+// the same value for the types a record attribute keeps exactly (every
+// scalar the client library decodes), the record's rendering for the
+// others (nested tables and arrays, timestamps).
+func throughRecord(v any) (any, error) {
+	switch v.(type) {
+	case string, []byte, int64, int32, int16, int8, uint8, uint16, uint32, float64, float32, bool, amqp091.Decimal, nil:
+		return v, nil
+	}
+	return fromAttribute(toAttribute(v))
+}
+
+// appendMarker appends the marker's JSON: what json.Marshal writes for
+// it, without reflection (a copy of every message carries one).
+func appendMarker(b []byte, mk record.Marker) ([]byte, error) {
+	b = append(b, `{"run":`...)
+	b = jsonenc.String(b, mk.RunID)
+	b = append(b, `,"orig":`...)
+	b = jsonenc.String(b, mk.OriginalID)
+	b = append(b, `,"n":`...)
+	b = jsonenc.Int(b, int64(mk.Count))
+	b = append(b, `,"at":`...)
+	b, ok := jsonenc.Time(b, mk.At)
+	if !ok {
+		return json.Marshal(mk)
+	}
+	return append(b, '}'), nil
+}
+
+// appendDeaths appends the death history's JSON: what json.Marshal
+// writes for it, without reflection.
+func appendDeaths(b []byte, ds []Death) ([]byte, error) {
+	b = append(b, '[')
+	for i, d := range ds {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"count":`...)
+		b = jsonenc.Int(b, d.Count)
+		b = append(b, `,"reason":`...)
+		b = jsonenc.String(b, d.Reason)
+		b = append(b, `,"queue":`...)
+		b = jsonenc.String(b, d.Queue)
+		b = append(b, `,"exchange":`...)
+		b = jsonenc.String(b, d.Exchange)
+		b = append(b, `,"routing-keys":`...)
+		b = jsonenc.Strings(b, d.RoutingKeys)
+		if !d.Time.IsZero() {
+			b = append(b, `,"time":`...)
+			var ok bool
+			if b, ok = jsonenc.Time(b, d.Time); !ok {
+				return json.Marshal(ds)
+			}
+		}
+		if d.OriginalExpiration != "" {
+			b = append(b, `,"original-expiration":`...)
+			b = jsonenc.String(b, d.OriginalExpiration)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']'), nil
 }
 
 // CopyPublishing is d's body and properties with headers h (nil: d's own

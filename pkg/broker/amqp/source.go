@@ -31,10 +31,12 @@ type Source struct {
 	conn *amqp091.Connection
 	raw  net.Conn // the TCP connection under conn
 
-	mu   sync.Mutex
-	c    *Consumer
-	gen  int
-	held map[uint64]bool // delivery tags held in the current generation
+	// readMu: one Next receives at a time (its batch is consecutive).
+	readMu sync.Mutex
+	mu     sync.Mutex
+	c      *Consumer
+	gen    int
+	held   map[uint64]bool // delivery tags held in the current generation
 	// released: deliveries given back by Release, returned to the queue at
 	// Close (a requeue now would hand them to this run again).
 	released map[uint64]bool
@@ -152,11 +154,22 @@ func (s *Source) Next(ctx context.Context, max int) ([]broker.Message, error) {
 	}
 	s.mu.Unlock()
 	// Wait without the lock: other workers ack and release meanwhile.
+	// One read at a time takes its batch and records it as held before
+	// the next read starts: a batch is a run of consecutive deliveries,
+	// which Ack can then remove with one basic.ack(multiple).
+	s.readMu.Lock()
+	defer s.readMu.Unlock()
 	wait := s.opt.Wait
 	if wait <= 0 {
 		wait = s.ep.cfg.Idle
 	}
-	var got []Message
+	// Deliveries stream in behind the first: room for a whole batch up to
+	// the prefetch (the records point into it, so it is not copied).
+	room := min(max, s.prefetch())
+	if room < 0 {
+		room = 0
+	}
+	got := make([]Message, 0, room)
 	var recvErr error
 	for len(got) < max {
 		d := wait
@@ -178,17 +191,20 @@ func (s *Source) Next(ctx context.Context, max int) ([]broker.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]broker.Message, 0, len(got))
+	now, id := s.ep.cfg.Now(), s.ep.ID()
 	if len(got) > 0 {
 		s.lastDelivery = time.Now()
 	}
-	for _, m := range got {
+	for i, m := range got {
 		s.read++
 		if c.stream {
 			_ = c.Ack(m.DeliveryTag) // stream credit: removes nothing
 		} else if gen == s.gen {
 			s.held[m.DeliveryTag] = true
 		}
-		rec := ToRecord(m, s.ep.ID(), s.ep.info.Type, s.ep.cfg.Now())
+		rec := ToRecord(m, id, s.ep.info.Type, now)
+		// The delivery stays with its record: a copy is made from it.
+		rec.System.AMQP.Native = &got[i]
 		bm := broker.Message{Record: rec, Handle: handle{gen: gen, tag: m.DeliveryTag}}
 		if s.opt.Decode != nil {
 			bm.Parsed = s.opt.Decode(rec)
@@ -236,11 +252,17 @@ func (s *Source) Next(ctx context.Context, max int) ([]broker.Message, error) {
 const lingerFor = 2 * time.Millisecond
 
 // Ack removes messages (consume mode). A delivery of a channel that has
-// since closed went back to the queue: ErrLeaseLost, not removed.
+// since closed went back to the queue: ErrLeaseLost, not removed. When
+// the messages are every delivery the channel still has outstanding up to
+// the newest of them (one worker's batch, read in one go, finished before
+// the batches behind it), one basic.ack(multiple) removes them all; what
+// is left is acknowledged one by one.
 func (s *Source) Ack(ctx context.Context, msgs []broker.Message) []error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	errsOut := make([]error, len(msgs))
+	var tags []uint64
+	var idx []int
 	for i, m := range msgs {
 		h, ok := m.Handle.(handle)
 		switch {
@@ -252,14 +274,73 @@ func (s *Source) Ack(ctx context.Context, msgs []broker.Message) []error {
 			// A peek removes nothing: the message stays held until Close
 			// gives it back.
 		default:
-			if err := s.c.Ack(h.tag); err != nil {
-				errsOut[i] = fmt.Errorf("message %s: %v: %w", m.Record.MessageID, err, broker.ErrLeaseLost)
-				continue
-			}
-			delete(s.held, h.tag)
+			tags, idx = append(tags, h.tag), append(idx, i)
 		}
 	}
+	upTo := s.ackablePrefix(tags)
+	if upTo > 0 {
+		if err := s.c.AckUpTo(upTo); err != nil {
+			for j, tag := range tags {
+				if tag <= upTo {
+					errsOut[idx[j]] = fmt.Errorf("message %s: %v: %w", msgs[idx[j]].Record.MessageID, err, broker.ErrLeaseLost)
+				}
+			}
+		} else {
+			for _, tag := range tags {
+				if tag <= upTo {
+					delete(s.held, tag)
+				}
+			}
+		}
+	}
+	for j, tag := range tags {
+		if tag <= upTo {
+			continue
+		}
+		if err := s.c.Ack(tag); err != nil {
+			errsOut[idx[j]] = fmt.Errorf("message %s: %v: %w", msgs[idx[j]].Record.MessageID, err, broker.ErrLeaseLost)
+			continue
+		}
+		delete(s.held, tag)
+	}
 	return errsOut
+}
+
+// ackablePrefix returns the newest tag t of tags such that every delivery
+// the channel has outstanding (held, or given back and kept to the end)
+// up to t is in tags: basic.ack(t, multiple) then removes exactly those.
+// 0 when there is no such prefix of two or more. s.mu must be held.
+func (s *Source) ackablePrefix(tags []uint64) uint64 {
+	if len(tags) < 2 {
+		return 0
+	}
+	mine := make(map[uint64]struct{}, len(tags))
+	var newest uint64
+	for _, t := range tags {
+		mine[t] = struct{}{}
+		newest = max(newest, t)
+	}
+	// The oldest outstanding delivery that is not in tags bounds the prefix.
+	bound := newest + 1
+	for _, m := range []map[uint64]bool{s.held, s.released} {
+		for t := range m {
+			if _, ok := mine[t]; !ok && t < bound {
+				bound = t
+			}
+		}
+	}
+	var upTo uint64
+	n := 0
+	for _, t := range tags {
+		if t < bound {
+			upTo = max(upTo, t)
+			n++
+		}
+	}
+	if n < 2 {
+		return 0
+	}
+	return upTo
 }
 
 // Release gives messages back. They return to the queue when the source
