@@ -70,7 +70,8 @@ same plan as for SQS and publishes nothing. --canary N there watches the
 queue the destination dead-letters to (its dead-letter exchange and
 routing key, followed through the bindings; for an exchange, the one
 queue all its queues dead-letter to) by peeking it, for --verify-for
-(default 2m, longer when the destination has a message TTL); a destination
+(when not given it is computed: 2m, or the destination's message TTL +
+30s when longer); a destination
 whose failures would be dropped (no dead-letter exchange, or one routing
 nowhere) is refused with exit 2 before anything is sent. An archive is not
 drained by restoring it: the restore after a canary sends the canary's N
