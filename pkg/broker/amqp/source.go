@@ -202,7 +202,7 @@ func (s *Source) Next(ctx context.Context, max int) ([]broker.Message, error) {
 		} else if gen == s.gen {
 			s.held[m.DeliveryTag] = true
 		}
-		rec := ToRecord(m, id, s.ep.info.Type, now)
+		rec := toRecord(m, id, s.ep.info.Type, now, s.opt.Lean)
 		// The delivery stays with its record: a copy is made from it.
 		rec.System.AMQP.Native = &got[i]
 		bm := broker.Message{Record: rec, Handle: handle{gen: gen, tag: m.DeliveryTag}}
