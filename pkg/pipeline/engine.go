@@ -876,10 +876,13 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 
 // slimItems keeps what acking and reporting need, not the bodies: a batch
 // can wait in an acker queue for a whole archive part.
+// A batch's slim records are one allocation (they are acked together).
 func slimItems(items []Item) []Item {
 	out := make([]Item, len(items))
+	recs := make([]record.Record, len(items))
 	for i, it := range items {
-		out[i] = Item{Record: &record.Record{MessageID: it.Record.MessageID, Class: it.Record.Class}, Handle: it.Handle}
+		recs[i] = record.Record{MessageID: it.Record.MessageID, Class: it.Record.Class}
+		out[i] = Item{Record: &recs[i], Handle: it.Handle}
 	}
 	return out
 }
