@@ -66,9 +66,17 @@ var leanAttributes = [...]string{MarkerHeader, "x-original-exchange", "x-origina
 // leanAttributes and the decoded death history. The id, body SHA-256,
 // size, times, properties and first/last death are as ToRecord gives them.
 func toRecord(m Message, id, queueType string, now time.Time, lean bool) *record.Record {
+	rec := new(record.Record)
+	fillRecord(rec, new(record.AMQPSystem), m, id, queueType, now, lean)
+	return rec
+}
+
+// fillRecord writes toRecord's record into rec and sys (rec.System.AMQP
+// = sys): a read allocates a batch's records at once.
+func fillRecord(rec *record.Record, sys *record.AMQPSystem, m Message, id, queueType string, now time.Time, lean bool) {
 	body := m.Body
 	bodySum := sha256.Sum256(body)
-	rec := &record.Record{
+	*rec = record.Record{
 		MessageID:  m.MessageId,
 		Queue:      id,
 		Broker:     record.BrokerAMQP,
@@ -87,7 +95,7 @@ func toRecord(m Message, id, queueType string, now time.Time, lean bool) *record
 	} else {
 		rec.Attributes = HeadersToAttributes(m.Headers)
 	}
-	sys := &record.AMQPSystem{
+	*sys = record.AMQPSystem{
 		Exchange: m.Exchange, RoutingKey: m.RoutingKey, Redelivered: m.Redelivered,
 		QueueType: queueType,
 		Properties: record.AMQPProperties{
@@ -151,7 +159,6 @@ func toRecord(m Message, id, queueType string, now time.Time, lean bool) *record
 		// journal knows that one as sent), by the marker and the new death.
 		rec.MessageID += "~" + occurrence(mk, m.Deaths)
 	}
-	return rec
 }
 
 // occurrence is 8 hex digits of the SHA-256 of a redriven copy's marker
