@@ -63,8 +63,9 @@ var leanAttributes = [...]string{MarkerHeader, "x-original-exchange", "x-origina
 
 // toRecord is ToRecord; lean (broker.SourceOptions.Lean) leaves out what
 // only a selection or a listing reads: the headers other than
-// leanAttributes and the decoded death history. The id, body SHA-256,
-// size, times, properties and first/last death are as ToRecord gives them.
+// leanAttributes and the decoded death history (x-death, first and last
+// death). The id, body SHA-256, size, times and properties are as
+// ToRecord gives them.
 func toRecord(m Message, id, queueType string, now time.Time, lean bool) *record.Record {
 	rec := new(record.Record)
 	fillRecord(rec, new(record.AMQPSystem), m, id, queueType, now, lean)
@@ -134,10 +135,10 @@ func fillRecord(rec *record.Record, sys *record.AMQPSystem, m Message, id, queue
 			})
 		}
 	}
-	if d := m.Deaths; d.FirstReason != "" || d.FirstQueue != "" {
+	if d := m.Deaths; !lean && (d.FirstReason != "" || d.FirstQueue != "") {
 		sys.FirstDeath = &record.AMQPDeathRef{Exchange: d.FirstExchange, Queue: d.FirstQueue, Reason: d.FirstReason}
 	}
-	if d := m.Deaths; d.LastReason != "" || d.LastQueue != "" {
+	if d := m.Deaths; !lean && (d.LastReason != "" || d.LastQueue != "") {
 		sys.LastDeath = &record.AMQPDeathRef{Exchange: d.LastExchange, Queue: d.LastQueue, Reason: d.LastReason}
 	}
 	rec.System.AMQP = sys

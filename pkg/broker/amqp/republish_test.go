@@ -170,13 +170,13 @@ func TestLeanRecordKeepsWhatARedriveReads(t *testing.T) {
 		if len(full.System.AMQP.Deaths) != len(m.Deaths.Deaths) {
 			t.Fatalf("delivery %d: the whole record has %d deaths, want %d", i, len(full.System.AMQP.Deaths), len(m.Deaths.Deaths))
 		}
-		if lean.System.AMQP.Deaths != nil {
+		if a := lean.System.AMQP; a.Deaths != nil || a.FirstDeath != nil || a.LastDeath != nil {
 			t.Errorf("delivery %d: the lean record converted the death history", i)
 		}
 		// The whole record, less what a lean one leaves out.
 		want := *full
 		wantSys := *full.System.AMQP
-		wantSys.Deaths = nil
+		wantSys.Deaths, wantSys.FirstDeath, wantSys.LastDeath = nil, nil, nil
 		want.System.AMQP = &wantSys
 		want.Attributes = nil
 		for _, k := range leanAttributes {
