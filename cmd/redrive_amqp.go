@@ -100,7 +100,10 @@ func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	// source knows it shares the queue, so what the peers hold at the end
 	// is theirs, not another application's.
 	sh := opts.PaceFlags.share()
-	src, err := ep.OpenSource(ctx, broker.SourceOptions{Mode: broker.Consume, Wait: time.Second, Decode: decode, Share: broker.Share{I: sh.I, N: sh.N}})
+	// Without a selection nothing reads a record's headers (beyond the
+	// marker and the original route) or its death history: the copy and
+	// the route come from the delivery the record carries.
+	src, err := ep.OpenSource(ctx, broker.SourceOptions{Mode: broker.Consume, Wait: time.Second, Decode: decode, Lean: selector == nil, Share: broker.Share{I: sh.I, N: sh.N}})
 	if err != nil {
 		return err
 	}

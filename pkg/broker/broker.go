@@ -123,6 +123,13 @@ type SourceOptions struct {
 	// Decode decodes a record (envelope, failure, marker) and returns the
 	// parsed body; nil leaves records as read.
 	Decode func(*record.Record) any
+	// Lean says the reader uses only what a redrive without a selection
+	// needs: the message id, body SHA-256 and size, the redrive marker
+	// and the route. A broker may then leave out the rest of the record
+	// (RabbitMQ: the other headers as attributes and the decoded death
+	// history, which the delivery kept on the record still carries).
+	// Brokers that build their records whole ignore it.
+	Lean bool
 	// Share is this process's part of a run several processes share
 	// (--rate-share I/N; the zero value: alone). Competing-consumer brokers
 	// ignore it; Kafka joins the group with it.

@@ -822,10 +822,14 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 		ack.waitIdle()
 	}
 	outs, commit := e.sink.Deliver(fin, w, key, items, payloads)
-	var accepted []Item
-	var details, labels []string
+	accepted := make([]Item, 0, len(batch))
+	details, labels := make([]string, 0, len(batch)), make([]string, 0, len(batch))
 	var unknown, notSent []Item
 	var unknownErr, notSentErr error
+	// errors.As's targets, once per batch (they escape): each is read only
+	// when errors.As has just set it.
+	var refused *RefusedError
+	var undelivered *UndeliveredError
 	for i, p := range batch {
 		var o Outcome
 		if i < len(outs) {
@@ -833,8 +837,6 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 		} else {
 			o.Err = errors.New("the sink gave no outcome for this message")
 		}
-		var refused *RefusedError
-		var undelivered *UndeliveredError
 		switch {
 		case errors.As(o.Err, &undelivered):
 			notSent = append(notSent, p.it)
@@ -876,10 +878,13 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 
 // slimItems keeps what acking and reporting need, not the bodies: a batch
 // can wait in an acker queue for a whole archive part.
+// A batch's slim records are one allocation (they are acked together).
 func slimItems(items []Item) []Item {
 	out := make([]Item, len(items))
+	recs := make([]record.Record, len(items))
 	for i, it := range items {
-		out[i] = Item{Record: &record.Record{MessageID: it.Record.MessageID, Class: it.Record.Class}, Handle: it.Handle}
+		recs[i] = record.Record{MessageID: it.Record.MessageID, Class: it.Record.Class}
+		out[i] = Item{Record: &recs[i], Handle: it.Handle}
 	}
 	return out
 }

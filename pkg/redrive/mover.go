@@ -504,7 +504,7 @@ func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item,
 	bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	results, callErr := s.opt.Publisher.Publish(bctx, dest, batch)
-	var recs []SentRecord
+	recs := make([]SentRecord, 0, len(items))
 	var unmarked []string
 	for i, it := range items {
 		var r broker.Result

@@ -155,7 +155,7 @@ func (s countingSource) Ack(ctx context.Context, msgs []broker.Message) []error 
 func engineRedrive(b *testing.B, ep *amqp.Endpoint, n, workers int) side {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	src, err := ep.OpenReader(ctx, broker.SourceOptions{Mode: broker.Consume, Wait: time.Second, Decode: inspect.DecodeMarker})
+	src, err := ep.OpenReader(ctx, broker.SourceOptions{Mode: broker.Consume, Wait: time.Second, Decode: inspect.DecodeMarker, Lean: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -52,17 +52,51 @@ const (
 // of queueType; id is the endpoint's ID (no credentials). The record's
 // body shares m.Body's bytes: m.Body must not be written afterwards.
 func ToRecord(m Message, id, queueType string, now time.Time) *record.Record {
+	return toRecord(m, id, queueType, now, false)
+}
+
+// leanAttributes are the headers a lean record keeps as attributes: the
+// redrive marker (loop detection, --max-redrives) and the original route
+// of a message republished by Spring's RepublishMessageRecoverer (the
+// router's fallback without x-death).
+var leanAttributes = [...]string{MarkerHeader, "x-original-exchange", "x-original-routingKey"}
+
+// toRecord is ToRecord; lean (broker.SourceOptions.Lean) leaves out what
+// only a selection or a listing reads: the headers other than
+// leanAttributes and the decoded death history (x-death, first and last
+// death). The id, body SHA-256, size, times and properties are as
+// ToRecord gives them.
+func toRecord(m Message, id, queueType string, now time.Time, lean bool) *record.Record {
+	rec := new(record.Record)
+	fillRecord(rec, new(record.AMQPSystem), m, id, queueType, now, lean)
+	return rec
+}
+
+// fillRecord writes toRecord's record into rec and sys (rec.System.AMQP
+// = sys): a read allocates a batch's records at once.
+func fillRecord(rec *record.Record, sys *record.AMQPSystem, m Message, id, queueType string, now time.Time, lean bool) {
 	body := m.Body
 	bodySum := sha256.Sum256(body)
-	rec := &record.Record{
+	*rec = record.Record{
 		MessageID:  m.MessageId,
 		Queue:      id,
 		Broker:     record.BrokerAMQP,
 		BodySHA256: hex.EncodeToString(bodySum[:]),
 		SizeBytes:  len(body),
-		Attributes: HeadersToAttributes(m.Headers),
 	}
-	sys := &record.AMQPSystem{
+	if lean {
+		for _, k := range leanAttributes {
+			if v, ok := m.Headers[k]; ok {
+				if rec.Attributes == nil {
+					rec.Attributes = make(map[string]record.Attribute, len(leanAttributes))
+				}
+				rec.Attributes[k] = toAttribute(v)
+			}
+		}
+	} else {
+		rec.Attributes = HeadersToAttributes(m.Headers)
+	}
+	*sys = record.AMQPSystem{
 		Exchange: m.Exchange, RoutingKey: m.RoutingKey, Redelivered: m.Redelivered,
 		QueueType: queueType,
 		Properties: record.AMQPProperties{
@@ -91,16 +125,20 @@ func ToRecord(m Message, id, queueType string, now time.Time) *record.Record {
 	} else {
 		rec.System.ReceiveCount = 1
 	}
-	for _, d := range m.Deaths.Deaths {
-		sys.Deaths = append(sys.Deaths, record.AMQPDeath{
-			Count: d.Count, Reason: d.Reason, Queue: d.Queue, Exchange: d.Exchange,
-			RoutingKeys: d.RoutingKeys, Time: record.Timestamp{Time: d.Time}, OriginalExpiration: d.OriginalExpiration,
-		})
+	if !lean {
+		// A lean record's copy and route come from its delivery (kept on
+		// the record): its death history is not converted.
+		for _, d := range m.Deaths.Deaths {
+			sys.Deaths = append(sys.Deaths, record.AMQPDeath{
+				Count: d.Count, Reason: d.Reason, Queue: d.Queue, Exchange: d.Exchange,
+				RoutingKeys: d.RoutingKeys, Time: record.Timestamp{Time: d.Time}, OriginalExpiration: d.OriginalExpiration,
+			})
+		}
 	}
-	if d := m.Deaths; d.FirstReason != "" || d.FirstQueue != "" {
+	if d := m.Deaths; !lean && (d.FirstReason != "" || d.FirstQueue != "") {
 		sys.FirstDeath = &record.AMQPDeathRef{Exchange: d.FirstExchange, Queue: d.FirstQueue, Reason: d.FirstReason}
 	}
-	if d := m.Deaths; d.LastReason != "" || d.LastQueue != "" {
+	if d := m.Deaths; !lean && (d.LastReason != "" || d.LastQueue != "") {
 		sys.LastDeath = &record.AMQPDeathRef{Exchange: d.LastExchange, Queue: d.LastQueue, Reason: d.LastReason}
 	}
 	rec.System.AMQP = sys
@@ -122,7 +160,6 @@ func ToRecord(m Message, id, queueType string, now time.Time) *record.Record {
 		// journal knows that one as sent), by the marker and the new death.
 		rec.MessageID += "~" + occurrence(mk, m.Deaths)
 	}
-	return rec
 }
 
 // occurrence is 8 hex digits of the SHA-256 of a redriven copy's marker

@@ -153,3 +153,58 @@ func float64NaN() float64 {
 	z := 0.0
 	return z / z
 }
+
+// A lean record (a redrive without a selection) is the whole record less
+// the headers nothing reads and the converted death history: the same id,
+// body hash, size, times, marker and original route; its copy, made from
+// the delivery it carries, is byte for byte the copy of the whole record.
+func TestLeanRecordKeepsWhatARedriveReads(t *testing.T) {
+	pub := &BrokerPublisher{}
+	now := time.Date(2026, 12, 2, 5, 30, 1, 987654321, time.UTC)
+	copt := broker.CopyOptions{RunID: "20261202T053000-0a1b2c", Now: now}
+	id := "amqp://127.0.0.1:5672/%2f/orders.dlq"
+	for i, d := range copyDeliveries() {
+		m := newMessage(d)
+		full := ToRecord(m, id, TypeClassic, now)
+		lean := toRecord(m, id, TypeClassic, now, true)
+		if len(full.System.AMQP.Deaths) != len(m.Deaths.Deaths) {
+			t.Fatalf("delivery %d: the whole record has %d deaths, want %d", i, len(full.System.AMQP.Deaths), len(m.Deaths.Deaths))
+		}
+		if a := lean.System.AMQP; a.Deaths != nil || a.FirstDeath != nil || a.LastDeath != nil {
+			t.Errorf("delivery %d: the lean record converted the death history", i)
+		}
+		// The whole record, less what a lean one leaves out.
+		want := *full
+		wantSys := *full.System.AMQP
+		wantSys.Deaths, wantSys.FirstDeath, wantSys.LastDeath = nil, nil, nil
+		want.System.AMQP = &wantSys
+		want.Attributes = nil
+		for _, k := range leanAttributes {
+			if a, ok := full.Attributes[k]; ok {
+				if want.Attributes == nil {
+					want.Attributes = map[string]record.Attribute{}
+				}
+				want.Attributes[k] = a
+			}
+		}
+		if !reflect.DeepEqual(lean, &want) {
+			t.Errorf("delivery %d: lean record\n got %#v\nwant %#v", i, lean, &want)
+		}
+		if _, ok := d.Headers[MarkerHeader]; ok {
+			if _, ok := lean.Attributes[MarkerHeader]; !ok {
+				t.Errorf("delivery %d: the lean record lost the redrive marker", i)
+			}
+		}
+		route, err := SourceRoute(m)
+		if err != nil {
+			t.Fatalf("delivery %d: %v", i, err)
+		}
+		dest := broker.Destination{Key: routeKey(route), Target: route}
+		full.System.AMQP.Native, lean.System.AMQP.Native = &m, &m
+		a, skipA := pub.Prepare(full, dest, copt)
+		b, skipB := pub.Prepare(lean, dest, copt)
+		if skipA != "" || skipB != "" || !reflect.DeepEqual(a, b) {
+			t.Errorf("delivery %d: the lean record's copy differs (skips %q %q):\n got %#v\nwant %#v", i, skipB, skipA, b.Native, a.Native)
+		}
+	}
+}

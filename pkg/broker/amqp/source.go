@@ -12,6 +12,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // handle is a delivery's place: the consumer generation (a new channel
@@ -195,6 +196,11 @@ func (s *Source) Next(ctx context.Context, max int) ([]broker.Message, error) {
 	if len(got) > 0 {
 		s.lastDelivery = time.Now()
 	}
+	// A batch's records, their AMQP parts and handles are one allocation
+	// each (a batch is handled, acked and dropped together).
+	recs := make([]record.Record, len(got))
+	syss := make([]record.AMQPSystem, len(got))
+	hs := make([]handle, len(got))
 	for i, m := range got {
 		s.read++
 		if c.stream {
@@ -202,10 +208,12 @@ func (s *Source) Next(ctx context.Context, max int) ([]broker.Message, error) {
 		} else if gen == s.gen {
 			s.held[m.DeliveryTag] = true
 		}
-		rec := ToRecord(m, id, s.ep.info.Type, now)
+		rec := &recs[i]
+		fillRecord(rec, &syss[i], m, id, s.ep.info.Type, now, s.opt.Lean)
 		// The delivery stays with its record: a copy is made from it.
 		rec.System.AMQP.Native = &got[i]
-		bm := broker.Message{Record: rec, Handle: handle{gen: gen, tag: m.DeliveryTag}}
+		hs[i] = handle{gen: gen, tag: m.DeliveryTag}
+		bm := broker.Message{Record: rec, Handle: &hs[i]}
 		if s.opt.Decode != nil {
 			bm.Parsed = s.opt.Decode(rec)
 		}
@@ -264,9 +272,9 @@ func (s *Source) Ack(ctx context.Context, msgs []broker.Message) []error {
 	var tags []uint64
 	var idx []int
 	for i, m := range msgs {
-		h, ok := m.Handle.(handle)
+		h, ok := m.Handle.(*handle)
 		switch {
-		case !ok:
+		case !ok || h == nil:
 			errsOut[i] = errors.New("not a RabbitMQ delivery")
 		case s.c == nil || h.gen != s.gen || s.c.ch.IsClosed() || !s.held[h.tag]:
 			errsOut[i] = fmt.Errorf("message %s: its channel closed, the delivery went back to the queue: %w", m.Record.MessageID, broker.ErrLeaseLost)
@@ -350,8 +358,8 @@ func (s *Source) Release(ctx context.Context, msgs []broker.Message) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, m := range msgs {
-		h, ok := m.Handle.(handle)
-		if !ok || h.gen != s.gen || !s.held[h.tag] {
+		h, ok := m.Handle.(*handle)
+		if !ok || h == nil || h.gen != s.gen || !s.held[h.tag] {
 			continue // that channel closed: already back in the queue
 		}
 		delete(s.held, h.tag)
