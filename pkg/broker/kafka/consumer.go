@@ -439,6 +439,30 @@ func (c *Consumer) LostAcks() int {
 	return c.lostAcks
 }
 
+// commitItem is one changed partition's journal to commit: its offset and
+// metadata as of the snapshot, and the state to mark clean once written.
+type commitItem struct {
+	p      int32
+	off    int64
+	md     string
+	target *partState
+}
+
+// dirtyParts snapshots the journals of the changed partitions, in
+// partition order (what Commit and CommitInTxn write).
+func (c *Consumer) dirtyParts() []commitItem {
+	c.mu.Lock()
+	var items []commitItem
+	for p, ps := range c.parts {
+		if ps.dirty {
+			items = append(items, commitItem{p, ps.j.Committed(), ps.j.Metadata(), ps})
+		}
+	}
+	c.mu.Unlock()
+	sort.Slice(items, func(i, k int) bool { return items[i].p < items[k].p })
+	return items
+}
+
 // Commit writes the journal of every changed partition: the committed
 // offset and the list of records handled past it, as this group member.
 func (c *Consumer) Commit(ctx context.Context) error { return c.commit(ctx, c.cl) }
@@ -446,24 +470,10 @@ func (c *Consumer) Commit(ctx context.Context) error { return c.commit(ctx, c.cl
 func (c *Consumer) commit(ctx context.Context, cl *kgo.Client) error {
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
-	c.mu.Lock()
-	type item struct {
-		p      int32
-		off    int64
-		md     string
-		target *partState
-	}
-	var items []item
-	for p, ps := range c.parts {
-		if ps.dirty {
-			items = append(items, item{p, ps.j.Committed(), ps.j.Metadata(), ps})
-		}
-	}
-	c.mu.Unlock()
+	items := c.dirtyParts()
 	if len(items) == 0 {
 		return nil
 	}
-	sort.Slice(items, func(i, k int) bool { return items[i].p < items[k].p })
 	member, gen := cl.GroupMetadata()
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group = c.group
@@ -551,24 +561,10 @@ func (c *Consumer) abandon() {
 func (c *Consumer) CommitInTxn(ctx context.Context, p *Producer) error {
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
-	c.mu.Lock()
-	type item struct {
-		p      int32
-		off    int64
-		md     string
-		target *partState
-	}
-	var items []item
-	for pn, ps := range c.parts {
-		if ps.dirty {
-			items = append(items, item{pn, ps.j.Committed(), ps.j.Metadata(), ps})
-		}
-	}
-	c.mu.Unlock()
+	items := c.dirtyParts()
 	if len(items) == 0 {
 		return nil
 	}
-	sort.Slice(items, func(i, k int) bool { return items[i].p < items[k].p })
 	txnID, _ := p.cl.OptValue(kgo.TransactionalID).(string)
 	if txnID == "" {
 		return errors.New("CommitInTxn: the producer is not transactional")
