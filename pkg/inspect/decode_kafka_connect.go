@@ -1,10 +1,6 @@
 package inspect
 
-import (
-	"strings"
-
-	"github.com/dlqctl/dlqctl/pkg/record"
-)
+import "github.com/dlqctl/dlqctl/pkg/record"
 
 // Kafka Connect dead-letter queue (errors.deadletterqueue.context.headers.enable),
 // headers bridged to SQS message attributes: __connect.errors.topic,
@@ -22,36 +18,16 @@ func init() {
 }
 
 func decodeKafkaConnect(d *Decoding) bool {
-	var buf [64]byte
-	found := false
-	for _, name := range d.sortedAttrs() {
-		a := d.Rec.Attributes[name]
-		if a.IsBinary() {
-			continue
-		}
-		n := string(failureKeyNorm(buf[:], name))
-		if !strings.HasPrefix(n, "connecterrors") {
-			continue
-		}
-		found = true
-		d.Use(name)
-		field := "attributes." + name
-		switch n[len("connecterrors"):] {
+	return decodeErrorHeaders(d, "connecterrors", func(field, key, value string) {
+		switch key {
 		case "exceptionclassname":
-			d.Evidence(field, record.EvidenceType, a.Value)
+			d.Evidence(field, record.EvidenceType, value)
 		case "exceptionmessage":
-			d.Evidence(field, record.EvidenceMessage, a.Value)
+			d.Evidence(field, record.EvidenceMessage, value)
 		case "exceptionstacktrace":
-			d.StackEvidence(field, a.Value)
+			d.StackEvidence(field, value)
 		case "stage":
-			d.Evidence(field, record.EvidenceCondition, "stage "+a.Value)
+			d.Evidence(field, record.EvidenceCondition, "stage "+value)
 		}
-	}
-	if !found {
-		return false
-	}
-	if d.Obj != nil {
-		d.SetEnvelope(EnvelopeOf(d.Obj))
-	}
-	return true
+	})
 }

@@ -20,6 +20,24 @@ func init() {
 }
 
 func decodeKafkaStreams(d *Decoding) bool {
+	return decodeErrorHeaders(d, "streamserrors", func(field, key, value string) {
+		switch key {
+		case "exception":
+			d.Evidence(field, record.EvidenceType, value)
+		case "message":
+			d.Evidence(field, record.EvidenceMessage, value)
+		case "stacktrace":
+			d.StackEvidence(field, value)
+		}
+	})
+}
+
+// decodeErrorHeaders reads the text attributes whose normalised name
+// (failureKeyNorm) starts with prefix — the error headers a Kafka
+// framework writes under one namespace — marks them used and hands each
+// to use with its field path and the rest of its normalised name. It
+// reports whether there was any; the body's envelope is then read too.
+func decodeErrorHeaders(d *Decoding, prefix string, use func(field, key, value string)) bool {
 	var buf [64]byte
 	found := false
 	for _, name := range d.sortedAttrs() {
@@ -28,20 +46,12 @@ func decodeKafkaStreams(d *Decoding) bool {
 			continue
 		}
 		n := string(failureKeyNorm(buf[:], name))
-		if !strings.HasPrefix(n, "streamserrors") {
+		if !strings.HasPrefix(n, prefix) {
 			continue
 		}
 		found = true
 		d.Use(name)
-		field := "attributes." + name
-		switch n[len("streamserrors"):] {
-		case "exception":
-			d.Evidence(field, record.EvidenceType, a.Value)
-		case "message":
-			d.Evidence(field, record.EvidenceMessage, a.Value)
-		case "stacktrace":
-			d.StackEvidence(field, a.Value)
-		}
+		use("attributes."+name, n[len(prefix):], a.Value)
 	}
 	if !found {
 		return false
