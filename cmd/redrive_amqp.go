@@ -146,20 +146,13 @@ func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	}
 	opts.PaceFlags.apply(&spec.Move)
 	if spec.Move.Rate == 0 && len(spec.Move.Ramp) == 0 {
-		// Unpaced: one read and one publish batch per confirm window.
-		// RabbitMQ has no batch API, and the pipeline's default batch
-		// (SQS's 10) made each worker wait for confirms every 10
-		// messages. A paced run keeps small batches: a worker waits for
-		// the rate's tokens for its whole batch, holding it meanwhile.
-		// Never more than --max (or --canary) per batch: what a worker
-		// reads beyond it is held and given back, and on a quorum queue
-		// every give-back counts toward the delivery limit.
-		// (10, the pipeline's default, stays the floor.)
-		batch := f.amqpConfig().ConfirmWindow
-		if max > 0 && max < batch {
-			batch = max
-		}
-		if batch > pipeline.DefaultBatchEntries {
+		// Unpaced: RabbitMQ has no batch API, and the pipeline's default
+		// batch (SQS's 10) made each worker wait for confirms every 10
+		// messages: a batch is up to a confirm window, sized so every
+		// worker finds deliveries (amqp.UnpacedBatch). A paced run keeps
+		// small batches: a worker waits for the rate's tokens for its
+		// whole batch, holding it meanwhile.
+		if batch := amqp.UnpacedBatch(f.amqpConfig(), opts.Concurrency, max); batch > pipeline.DefaultBatchEntries {
 			spec.Move.BatchEntries, spec.Move.BatchBytes = batch, amqp.MaxBatchBytes
 		}
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -17,6 +19,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/dlqctl/dlqctl/internal/amqpseed"
+	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/amqp"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
@@ -25,23 +28,57 @@ import (
 
 // Redrive — the real engine (redrive.Run: pipeline workers, router,
 // exact copies, journal with fsync, acknowledgement after the confirm) —
-// against a bare loop (consume -> publish with a confirm window -> ack
+// against bare loops (consume -> publish with a confirm window -> ack
 // after the confirm), moving N dead letters back to their source queue.
-// Both sides: the same prefetch (1000), the same confirm window (256:
-// redrive's unpaced RabbitMQ batch is one window), the same concurrency
+// Every side: the same prefetch (1000), the same confirm window (256;
+// redrive's unpaced batch is at most one window, amqp.UnpacedBatch: 256
+// for 1 worker, 125 for 4, 62 for 8), the same concurrency
 // (redrive workers, bare goroutines each with its own confirm channel over
 // one consumer), a fresh seeded queue each, timed from the start to the
 // N-th acknowledgement (redrive's end-of-run check, which waits for the
-// management API's statistics, is measured apart: end-s). The sides run
-// interleaved in pairs, the order alternating (A/B, B/A, …), after one
-// uncounted warm-up pair, so both see
-// the same load on a shared machine; the ratio reported is the median of
-// the pairs' redrive/bare rates. Sizes from DLQCTL_AMQP_BENCH_N (default
-// 10000), pairs from DLQCTL_AMQP_BENCH_PAIRS (default 5).
+// management API's statistics, is measured apart: end-s).
+//
+// The bare loops differ only in what they publish:
+//
+//   - bare: each delivery as it came (body, properties and headers,
+//     x-death included) to its first death's exchange and routing key —
+//     the loop people write, and what a shovel does. The bar's reference.
+//   - stripped: the same without the dead-lettering headers (x-death,
+//     x-first-death-*, x-last-death-*), which redrive strips too; with
+//     nothing in their place it publishes about 300 bytes less per message
+//     than either redrive or bare (redrive keeps the history and its
+//     marker: dlqctl-death-history, dlqctl-redrive).
+//   - samecopy: redrive's own copy (amqp.Republish), so redrive/samecopy
+//     is what the engine costs beyond the bytes it publishes.
+//
+// Sides run one after the other in a rotating order (round r starts with
+// side r mod 4: each side runs in each position once per four rounds),
+// all four queues seeded before the first runs, and the node given
+// benchSettle to finish writing the seeded messages: without it the side
+// that ran first was about 20% slower, whichever it was. The ratios
+// reported are the medians of the rounds' ratios. With the node's pid
+// (scripts/stack.sh's rabbitmq/rabbit.pid) readable, each side's broker
+// CPU per message is reported too: on this 2-core machine the broker, not
+// the client, is what a side waits for. Sizes from DLQCTL_AMQP_BENCH_N
+// (default 10000), rounds from DLQCTL_AMQP_BENCH_ROUNDS (default 4),
+// worker counts from DLQCTL_AMQP_BENCH_WORKERS (default 1,4,8).
 //
 //	go test -run '^$' -bench RedriveVsBare -benchtime 1x -v ./pkg/broker/amqp/
 
 const benchPrefetch, benchWindow = 1000, 256
+
+func benchWorkers() []int {
+	var ws []int
+	for _, f := range strings.Split(os.Getenv("DLQCTL_AMQP_BENCH_WORKERS"), ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			ws = append(ws, n)
+		}
+	}
+	if len(ws) == 0 {
+		ws = []int{1, 4, 8} // 8 is redrive's default --concurrency
+	}
+	return ws
+}
 
 func benchN() int { return envInt("DLQCTL_AMQP_BENCH_N", 10000) }
 
@@ -193,7 +230,7 @@ func engineRedrive(b *testing.B, ep *amqp.Endpoint, n, workers int) side {
 	m0, cpu0, start := mallocs(), cpuTime(), time.Now()
 	res, err := redrivepkg.Run(ctx, countingSource{src, clock}, redrivepkg.Options{
 		Publisher: pub, Journal: j, Router: router, Concurrency: workers,
-		BatchEntries: benchWindow, BatchBytes: amqp.MaxBatchBytes,
+		BatchEntries: amqp.UnpacedBatch(amqp.Config{Prefetch: benchPrefetch, ConfirmWindow: benchWindow}, workers, 0), BatchBytes: amqp.MaxBatchBytes,
 		SourceCaps: ep.Capabilities(), Total: n,
 	})
 	ended, m1 := time.Now(), mallocs()
@@ -212,11 +249,44 @@ func engineRedrive(b *testing.B, ep *amqp.Endpoint, n, workers int) side {
 		end: ended.Sub(clock.at), peak: peak.Load(), allocs: m1 - m0}
 }
 
+// copyFunc is what a bare loop publishes for a delivery.
+type copyFunc func(d amqp091.Delivery) (amqp091.Publishing, error)
+
+// asItCame publishes the delivery as it came, x-death and all.
+func asItCame(d amqp091.Delivery) (amqp091.Publishing, error) {
+	return amqp.CopyPublishing(d, nil), nil
+}
+
+// withoutDeaths publishes the delivery without its dead-lettering headers.
+func withoutDeaths(d amqp091.Delivery) (amqp091.Publishing, error) {
+	h := make(amqp091.Table, len(d.Headers))
+	for k, v := range d.Headers {
+		if !amqp.IsDeathHeader(k) {
+			h[k] = v
+		}
+	}
+	return amqp.CopyPublishing(d, h), nil
+}
+
+// redriveCopy publishes what redrive publishes: amqp.Republish's copy.
+func redriveCopy(runID string) copyFunc {
+	return func(d amqp091.Delivery) (amqp091.Publishing, error) {
+		m := amqp.Message{Delivery: d, Deaths: amqp.ParseDeaths(d.Headers)}
+		route, err := amqp.SourceRoute(m)
+		if err != nil {
+			return amqp091.Publishing{}, err
+		}
+		p, err := amqp.Republish(m, route, d.MessageId, amqp.RepublishOptions{RunID: runID, Now: time.Now()})
+		return p.Msg, err
+	}
+}
+
 // bareRedrive is the loop a user would write: consume with manual ack at
-// the prefetch; `workers` goroutines take deliveries, each publishing on
-// its own confirm channel to the first death's exchange and key, a window
-// at a time, and acknowledging each delivery after its confirm.
-func bareRedrive(b *testing.B, r *rig, dlq string, n, workers int) side {
+// the prefetch; `workers` goroutines take deliveries, each publishing
+// copyOf(delivery) on its own confirm channel to the first death's
+// exchange and key, a window at a time, and acknowledging each delivery
+// after its confirm.
+func bareRedrive(b *testing.B, r *rig, dlq string, n, workers int, copyOf copyFunc) side {
 	ctx := context.Background()
 	conn, err := amqp.Dial(ctx, r.ref, amqp.ConnOptions{})
 	if err != nil {
@@ -290,15 +360,13 @@ func bareRedrive(b *testing.B, r *rig, dlq string, n, workers int) side {
 						}
 					}
 				}
-				deaths := amqp.ParseDeaths(d.Headers)
-				f, _ := deaths.First()
-				h := amqp091.Table{}
-				for k, v := range d.Headers {
-					if !amqp.IsDeathHeader(k) {
-						h[k] = v
-					}
+				f, _ := amqp.ParseDeaths(d.Headers).First()
+				msg, err := copyOf(d)
+				if err != nil {
+					errc <- err
+					return
 				}
-				dc, err := pch.PublishWithDeferredConfirm(f.Exchange, f.RoutingKeys[0], true, false, amqp.CopyPublishing(d, h))
+				dc, err := pch.PublishWithDeferredConfirm(f.Exchange, f.RoutingKeys[0], true, false, msg)
 				if err != nil {
 					errc <- err
 					return
@@ -335,74 +403,144 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
+// benchSettle is how long the node is left to finish writing the seeded
+// messages before a round's first side runs.
+const benchSettle = 2 * time.Second
+
+// brokerCPU returns the RabbitMQ node's CPU time (user+sys) so far, and
+// false when its pid is not known (scripts/stack.sh writes it).
+func brokerCPU() (time.Duration, bool) {
+	dir := os.Getenv("DLQCTL_STACK_DIR")
+	if dir == "" {
+		root, err := testenv.RepoRoot()
+		if err != nil {
+			return 0, false
+		}
+		dir = filepath.Join(root, ".stack")
+	}
+	pid, err := os.ReadFile(filepath.Join(dir, "rabbitmq", "rabbit.pid"))
+	if err != nil {
+		return 0, false
+	}
+	stat, err := os.ReadFile(filepath.Join("/proc", strings.TrimSpace(string(pid)), "stat"))
+	if err != nil {
+		return 0, false
+	}
+	// The fields after the command (which may hold spaces) in parentheses:
+	// utime and stime are the 14th and 15th of the line, in clock ticks
+	// (100 a second on Linux).
+	i := strings.LastIndexByte(string(stat), ')')
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(u+st) * 10 * time.Millisecond, true
+}
+
+// benchSides are the sides of a round, in the order of round 0.
+var benchSides = []string{"redrive", "bare", "stripped", "samecopy"}
+
 func BenchmarkRedriveVsBare(b *testing.B) {
 	r := newRig(b)
-	n, pairs := benchN(), envInt("DLQCTL_AMQP_BENCH_PAIRS", 5)
+	n, rounds := benchN(), envInt("DLQCTL_AMQP_BENCH_ROUNDS", 4)
 	{
 		// Warm-up, not counted: the first run in a process pays for
 		// connections, page faults and goroutine stacks on its own.
 		a, bq := benchSeed(b, r, 1000), benchSeed(b, r, 1000)
 		engineRedrive(b, r.endpointB(b, a.DLQ), 1000, 4)
-		bareRedrive(b, r, bq.DLQ, 1000, 4)
+		bareRedrive(b, r, bq.DLQ, 1000, 4, asItCame)
 	}
-	// 8 is redrive's default --concurrency.
-	for _, workers := range []int{1, 4, 8} {
+	for _, workers := range benchWorkers() {
 		b.Run(fmt.Sprintf("n=%d/workers=%d", n, workers), func(b *testing.B) {
-			var ratios, engRates, bareRates, engCPU, bareCPU, engAllocs, bareAllocs, ends []float64
+			rates := map[string][]float64{}
+			cpu := map[string][]float64{}
+			allocs := map[string][]float64{}
+			broker := map[string][]float64{}
+			ratios := map[string][]float64{}
+			var ends []float64
 			var peak uint64
-			var engStall, bareStall time.Duration
+			stalls := map[string]time.Duration{}
 			for i := 0; i < b.N; i++ {
-				for p := 0; p < pairs; p++ {
-					// Fresh queues for both sides, seeded before either runs.
-					a, bq := benchSeed(b, r, n), benchSeed(b, r, n)
-					ep := r.endpointB(b, a.DLQ)
-					var eng, bare side
-					// Profile labels tell the sides apart in -cpuprofile:
-					// go tool pprof -tagfocus side=redrive.
-					runEng := func() {
+				for round := 0; round < rounds; round++ {
+					// Fresh queues for every side, seeded before any runs.
+					dlqs := map[string]string{}
+					for _, name := range benchSides {
+						dlqs[name] = benchSeed(b, r, n).DLQ
+					}
+					ep := r.endpointB(b, dlqs["redrive"])
+					time.Sleep(benchSettle)
+					res := map[string]side{}
+					var order []string
+					for k := range benchSides {
+						name := benchSides[(round+k)%len(benchSides)]
+						order = append(order, name)
 						runtime.GC()
-						pprof.Do(context.Background(), pprof.Labels("side", "redrive"), func(context.Context) { eng = engineRedrive(b, ep, n, workers) })
+						b0, brokerKnown := brokerCPU()
+						// Profile labels tell the sides apart in -cpuprofile:
+						// go tool pprof -tagfocus side=redrive.
+						pprof.Do(context.Background(), pprof.Labels("side", name), func(context.Context) {
+							switch name {
+							case "redrive":
+								res[name] = engineRedrive(b, ep, n, workers)
+							case "bare":
+								res[name] = bareRedrive(b, r, dlqs[name], n, workers, asItCame)
+							case "stripped":
+								res[name] = bareRedrive(b, r, dlqs[name], n, workers, withoutDeaths)
+							case "samecopy":
+								res[name] = bareRedrive(b, r, dlqs[name], n, workers, redriveCopy(redrivepkg.NewRunID(time.Now())))
+							}
+						})
+						if b1, ok := brokerCPU(); ok && brokerKnown {
+							// Up to Run's return for redrive: its end-of-run
+							// wait is idle on the broker's side.
+							broker[name] = append(broker[name], float64((b1-b0).Microseconds())/float64(n))
+						}
 					}
-					runBare := func() {
-						runtime.GC()
-						pprof.Do(context.Background(), pprof.Labels("side", "bare"), func(context.Context) { bare = bareRedrive(b, r, bq.DLQ, n, workers) })
+					line := fmt.Sprintf("round %d (%s):", round+1, strings.Join(order, ","))
+					for _, name := range benchSides {
+						sd := res[name]
+						rate := float64(n) / sd.elapsed.Seconds()
+						rates[name] = append(rates[name], rate)
+						cpu[name] = append(cpu[name], float64(sd.cpu.Microseconds())/float64(n))
+						allocs[name] = append(allocs[name], float64(sd.allocs)/float64(n))
+						stalls[name] = max(stalls[name], sd.stall)
+						line += fmt.Sprintf(" %s %.0f msg/s (client %.1f µs CPU/msg", name, rate, cpu[name][len(cpu[name])-1])
+						if bs := broker[name]; len(bs) > 0 {
+							line += fmt.Sprintf(", broker %.0f", bs[len(bs)-1])
+						}
+						line += ");"
 					}
-					if p%2 == 0 {
-						runEng()
-						runBare()
-					} else {
-						runBare()
-						runEng()
-					}
-					er, br := float64(n)/eng.elapsed.Seconds(), float64(n)/bare.elapsed.Seconds()
-					ratios = append(ratios, er/br)
-					engRates, bareRates = append(engRates, er), append(bareRates, br)
-					engCPU = append(engCPU, float64(eng.cpu.Microseconds())/float64(n))
-					bareCPU = append(bareCPU, float64(bare.cpu.Microseconds())/float64(n))
-					engAllocs = append(engAllocs, float64(eng.allocs)/float64(n))
-					bareAllocs = append(bareAllocs, float64(bare.allocs)/float64(n))
+					eng := res["redrive"]
 					ends = append(ends, eng.end.Seconds())
 					peak = max(peak, eng.peak)
-					engStall, bareStall = max(engStall, eng.stall), max(bareStall, bare.stall)
-					order := "redrive,bare"
-					if p%2 == 1 {
-						order = "bare,redrive"
+					er := float64(n) / eng.elapsed.Seconds()
+					for _, name := range benchSides[1:] {
+						ratio := er / (float64(n) / res[name].elapsed.Seconds())
+						ratios[name] = append(ratios[name], ratio)
+						line += fmt.Sprintf(" redrive/%s %.2f", name, ratio)
 					}
-					b.Logf("pair %d (%s): redrive %.0f msg/s (%.1f µs CPU/msg, %.0f allocs/msg, longest gap %s), bare %.0f msg/s (%.1f µs CPU/msg, %.0f allocs/msg, longest gap %s): ratio %.2f",
-						p+1, order, er, engCPU[len(engCPU)-1], engAllocs[len(engAllocs)-1], eng.stall.Round(time.Millisecond), br, bareCPU[len(bareCPU)-1], bareAllocs[len(bareAllocs)-1], bare.stall.Round(time.Millisecond), er/br)
+					b.Log(line)
 				}
 			}
-			b.ReportMetric(median(ratios), "ratio")
-			b.ReportMetric(median(engRates), "redrive-msg/s")
-			b.ReportMetric(median(bareRates), "bare-msg/s")
-			b.ReportMetric(median(engCPU), "redrive-cpu-µs/msg")
-			b.ReportMetric(median(bareCPU), "bare-cpu-µs/msg")
-			b.ReportMetric(median(engAllocs), "redrive-allocs/msg")
-			b.ReportMetric(median(bareAllocs), "bare-allocs/msg")
+			b.ReportMetric(median(ratios["bare"]), "ratio")
+			b.ReportMetric(median(ratios["stripped"]), "ratio-vs-stripped")
+			b.ReportMetric(median(ratios["samecopy"]), "ratio-vs-samecopy")
+			for _, name := range benchSides {
+				b.ReportMetric(median(rates[name]), name+"-msg/s")
+				b.ReportMetric(median(cpu[name]), name+"-cpu-µs/msg")
+				b.ReportMetric(median(allocs[name]), name+"-allocs/msg")
+				if len(broker[name]) > 0 {
+					b.ReportMetric(median(broker[name]), name+"-broker-cpu-µs/msg")
+				}
+				b.ReportMetric(stalls[name].Seconds(), name+"-max-gap-s")
+			}
 			b.ReportMetric(median(ends), "end-s")
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
-			b.ReportMetric(engStall.Seconds(), "redrive-max-gap-s")
-			b.ReportMetric(bareStall.Seconds(), "bare-max-gap-s")
 		})
 	}
 }

@@ -64,6 +64,31 @@ const (
 	MaxMessageBytes = 128 << 20
 )
 
+// UnpacedBatch is the read and publish batch of an unpaced move by
+// `workers` workers: as many deliveries as leave room in the prefetch for
+// two batches per worker (one being published, one waiting for its
+// journal write and acknowledgement), at most one confirm window and at
+// least 10 (the pipeline's default batch). With bigger batches a few
+// workers hold the whole prefetch while the others wait for deliveries:
+// at the defaults (prefetch 1000, window 256) 8 workers move batches of
+// 62, 4 of 125 and 1 of 256. limit > 0 (--max, --canary) caps it: what a
+// worker reads beyond it is held and given back, and on a quorum queue
+// every give-back counts toward the delivery limit.
+func UnpacedBatch(c Config, workers, limit int) int {
+	c = c.withDefaults()
+	if workers <= 0 {
+		workers = 8 // the pipeline's default concurrency
+	}
+	b := max(min(c.Prefetch/(2*workers), c.ConfirmWindow), minBatch)
+	if limit > 0 {
+		b = min(b, limit)
+	}
+	return b
+}
+
+// minBatch is the smallest unpaced batch (the pipeline's default).
+const minBatch = 10
+
 // Endpoint is a RabbitMQ queue (or, for a destination, an exchange).
 type Endpoint struct {
 	ref     Ref

@@ -354,3 +354,24 @@ func TestEndpointCrashReturnsHeldAndStaleAckIsLeaseLost(t *testing.T) {
 		t.Errorf("DLQ holds %d after acking all", got)
 	}
 }
+
+func TestUnpacedBatchLeavesEveryWorkerDeliveries(t *testing.T) {
+	for _, c := range []struct {
+		prefetch, window, workers, limit, want int
+	}{
+		{0, 0, 1, 0, 256},         // defaults: one worker takes a whole window
+		{0, 0, 4, 0, 125},         // two batches per worker fit the prefetch of 1000
+		{0, 0, 8, 0, 62},          // redrive's default concurrency
+		{0, 0, 0, 0, 62},          // 0 workers: the pipeline's default, 8
+		{0, 0, 200, 0, 10},        // never below the pipeline's batch
+		{0, 0, 8, 5, 5},           // --max / --canary caps it
+		{65535, 256, 8, 0, 256},   // never above the confirm window
+		{20, 256, 8, 0, 10},       // a small prefetch: the floor
+		{5000, 1000, 2, 300, 300}, // a limit below the window
+	} {
+		got := amqp.UnpacedBatch(amqp.Config{Prefetch: c.prefetch, ConfirmWindow: c.window}, c.workers, c.limit)
+		if got != c.want {
+			t.Errorf("prefetch %d, window %d, %d workers, limit %d: batch %d, want %d", c.prefetch, c.window, c.workers, c.limit, got, c.want)
+		}
+	}
+}
