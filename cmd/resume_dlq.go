@@ -12,7 +12,7 @@ import (
 // a note on stderr) when there is none. Runs of other DLQs, restores and
 // runs that stopped on a verdict are never picked.
 func newestUnfinishedRedrive(ctx context.Context, f *Factory, ref string) (string, error) {
-	runs, err := redrive.ListRuns(f.StateDir())
+	runs, err := redrive.ListRunMetas(f.StateDir())
 	if err != nil {
 		return "", err
 	}

@@ -478,8 +478,30 @@ type RunInfo struct {
 	MaybeTwice int `json:"maybe_twice,omitempty"`
 }
 
-// ListRuns returns every run under stateDir, newest first.
+// ListRuns returns every run under stateDir with its counts, newest first.
+// It reads every run's journal (`dlqctl runs`); finding a run to resume or
+// skip reads only the descriptions (ListRunMetas).
 func ListRuns(stateDir string) ([]RunInfo, error) {
+	metas, err := ListRunMetas(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RunInfo, 0, len(metas))
+	for _, m := range metas {
+		info, err := LoadRunInfo(stateDir, m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// ListRunMetas returns the description of every run under stateDir, newest
+// first, without reading their journals: a state directory keeps every
+// past run, and their journals (a line per message moved) add up to
+// hundreds of megabytes after a few large incidents.
+func ListRunMetas(stateDir string) ([]RunMeta, error) {
 	ents, err := os.ReadDir(RunsDir(stateDir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -487,37 +509,53 @@ func ListRuns(stateDir string) ([]RunInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []RunInfo
+	var out []RunMeta
 	for _, e := range ents {
 		if !e.IsDir() {
 			continue
 		}
-		dir := filepath.Join(RunsDir(stateDir), e.Name())
-		meta, err := readMeta(dir)
+		meta, err := readMeta(filepath.Join(RunsDir(stateDir), e.Name()))
 		if err != nil {
 			continue
 		}
-		j := newJournalState()
-		if err := j.load(filepath.Join(dir, "journal.ndjson")); err != nil {
-			return nil, err
-		}
-		out = append(out, RunInfo{RunMeta: meta, Sent: len(j.sent), Deleted: len(j.sent) - len(j.pending), MaybeTwice: j.twice})
+		out = append(out, meta)
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].ID > out[b].ID })
 	return out, nil
 }
 
-// FindUnfinished returns the newest run with the fingerprint that did not
-// complete (killed, interrupted, partial), or nil.
-func FindUnfinished(stateDir, fingerprint string) (*RunInfo, error) {
-	runs, err := ListRuns(stateDir)
+// LoadRunInfo reads the journal of the run meta describes for its counts.
+func LoadRunInfo(stateDir string, meta RunMeta) (RunInfo, error) {
+	j := newJournalState()
+	if err := j.load(filepath.Join(RunsDir(stateDir), meta.ID, "journal.ndjson")); err != nil {
+		return RunInfo{}, fmt.Errorf("reading the journal of run %s: %w", meta.ID, err)
+	}
+	return RunInfo{RunMeta: meta, Sent: len(j.sent), Deleted: len(j.sent) - len(j.pending), MaybeTwice: j.twice}, nil
+}
+
+// newestRun returns the newest run that match accepts, with its counts, or
+// nil; only that run's journal is read.
+func newestRun(stateDir string, match func(RunMeta) bool) (*RunInfo, error) {
+	metas, err := ListRunMetas(stateDir)
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range runs {
-		if r.Fingerprint == fingerprint && (r.Status == StatusRunning || r.Status == StatusInterrupted || r.Status == StatusPartial) {
-			return &r, nil
+	for _, m := range metas {
+		if match(m) {
+			info, err := LoadRunInfo(stateDir, m)
+			if err != nil {
+				return nil, err
+			}
+			return &info, nil
 		}
 	}
 	return nil, nil
+}
+
+// FindUnfinished returns the newest run with the fingerprint that did not
+// complete (killed, interrupted, partial), or nil.
+func FindUnfinished(stateDir, fingerprint string) (*RunInfo, error) {
+	return newestRun(stateDir, func(m RunMeta) bool {
+		return m.Fingerprint == fingerprint && (m.Status == StatusRunning || m.Status == StatusInterrupted || m.Status == StatusPartial)
+	})
 }

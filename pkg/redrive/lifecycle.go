@@ -250,14 +250,5 @@ func waitForHeld(ctx context.Context, j *Journal, tell func(string, time.Duratio
 
 // completedRun returns the newest completed run with the fingerprint, or nil.
 func completedRun(stateDir, fp string) (*RunInfo, error) {
-	runs, err := ListRuns(stateDir)
-	if err != nil {
-		return nil, err
-	}
-	for i := range runs {
-		if runs[i].Fingerprint == fp && runs[i].Status == StatusCompleted {
-			return &runs[i], nil
-		}
-	}
-	return nil, nil
+	return newestRun(stateDir, func(m RunMeta) bool { return m.Fingerprint == fp && m.Status == StatusCompleted })
 }
