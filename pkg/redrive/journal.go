@@ -438,11 +438,59 @@ func (j *Journal) Close() error {
 	}
 	j.flushLocked()
 	err := j.err
+	c := runCounts{Sent: len(j.sent), Deleted: len(j.sent) - len(j.pending), MaybeTwice: j.twice}
 	j.mu.Unlock()
+	if err == nil {
+		if st, serr := j.f.Stat(); serr == nil {
+			c.JournalBytes = st.Size()
+			writeCounts(j.dir, c)
+		}
+	}
 	if cerr := j.f.Close(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// runCounts (counts.json) are a journal's counts, saved when the journal
+// is closed or was last read whole, so listing runs does not read every
+// journal again: valid while journal.ndjson still has JournalBytes bytes
+// (it is only ever appended to: a resume, a live run).
+type runCounts struct {
+	JournalBytes int64 `json:"journal_bytes"`
+	Sent         int   `json:"sent"`
+	Deleted      int   `json:"deleted"`
+	MaybeTwice   int   `json:"maybe_twice"`
+}
+
+const countsFile = "counts.json"
+
+// writeCounts saves c in the run directory dir; a failure (a read-only
+// state directory) only makes the next listing read the journal again.
+func writeCounts(dir string, c runCounts) {
+	b, _ := json.Marshal(c)
+	tmp := filepath.Join(dir, countsFile+".tmp")
+	if os.WriteFile(tmp, append(b, '\n'), 0o600) == nil {
+		_ = os.Rename(tmp, filepath.Join(dir, countsFile))
+	}
+}
+
+// cachedCounts returns the counts saved when the run's journal was last
+// closed, if the journal has not changed size since.
+func cachedCounts(dir string) (runCounts, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, countsFile))
+	if err != nil {
+		return runCounts{}, false
+	}
+	var c runCounts
+	if json.Unmarshal(b, &c) != nil {
+		return runCounts{}, false
+	}
+	st, err := os.Stat(filepath.Join(dir, "journal.ndjson"))
+	if err != nil || st.Size() != c.JournalBytes {
+		return runCounts{}, false
+	}
+	return c, true
 }
 
 func (j *Journal) writeMeta() error {
@@ -524,13 +572,26 @@ func ListRunMetas(stateDir string) ([]RunMeta, error) {
 	return out, nil
 }
 
-// LoadRunInfo reads the journal of the run meta describes for its counts.
+// LoadRunInfo returns the counts of the run meta describes: those saved
+// when its journal was last closed, else read from the journal.
 func LoadRunInfo(stateDir string, meta RunMeta) (RunInfo, error) {
+	dir := filepath.Join(RunsDir(stateDir), meta.ID)
+	if c, ok := cachedCounts(dir); ok {
+		return RunInfo{RunMeta: meta, Sent: c.Sent, Deleted: c.Deleted, MaybeTwice: c.MaybeTwice}, nil
+	}
+	// The size before reading: if the journal grows meanwhile (a live run),
+	// the counts saved below never match its size and are not used.
+	path := filepath.Join(dir, "journal.ndjson")
+	st, statErr := os.Stat(path)
 	j := newJournalState()
-	if err := j.load(filepath.Join(RunsDir(stateDir), meta.ID, "journal.ndjson")); err != nil {
+	if err := j.load(path); err != nil {
 		return RunInfo{}, fmt.Errorf("reading the journal of run %s: %w", meta.ID, err)
 	}
-	return RunInfo{RunMeta: meta, Sent: len(j.sent), Deleted: len(j.sent) - len(j.pending), MaybeTwice: j.twice}, nil
+	info := RunInfo{RunMeta: meta, Sent: len(j.sent), Deleted: len(j.sent) - len(j.pending), MaybeTwice: j.twice}
+	if statErr == nil && st.Mode().IsRegular() {
+		writeCounts(dir, runCounts{JournalBytes: st.Size(), Sent: info.Sent, Deleted: info.Deleted, MaybeTwice: info.MaybeTwice})
+	}
+	return info, nil
 }
 
 // newestRun returns the newest run that match accepts, with its counts, or

@@ -153,3 +153,59 @@ func TestFindingARunReadsOnlyItsOwnJournal(t *testing.T) {
 		t.Fatalf("ListRuns = %v, want an error naming run dddddd", err)
 	}
 }
+
+// `dlqctl runs` counts a closed run from what its journal said when it was
+// closed, and reads the journal again once it has grown: a resume (or a
+// resumed run killed mid-way) appends to it.
+func TestRunCountsSurviveCloseAndFollowAResume(t *testing.T) {
+	dir := t.TempDir()
+	meta := RunMeta{ID: "20260101T000000-aaaaaa", Kind: "redrive", Fingerprint: "fp", Created: time.Now()}
+	j, err := CreateJournal(dir, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Sent([]SentRecord{{Orig: "m1", Dest: "d", DestID: "1", SHA: "aa"}, {Orig: "m2", Dest: "d", DestID: "2", SHA: "bb", MaybeTwice: true}}); err != nil {
+		t.Fatal(err)
+	}
+	j.Deleted([]string{"m1"})
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	counts := func() RunInfo {
+		t.Helper()
+		runs, err := ListRuns(dir)
+		if err != nil || len(runs) != 1 {
+			t.Fatalf("ListRuns = %v, %v", runs, err)
+		}
+		return runs[0]
+	}
+	if r := counts(); r.Sent != 2 || r.Deleted != 1 || r.MaybeTwice != 1 {
+		t.Fatalf("after close: sent %d deleted %d maybe-twice %d, want 2 1 1", r.Sent, r.Deleted, r.MaybeTwice)
+	}
+	if _, err := os.Stat(filepath.Join(RunsDir(dir), meta.ID, countsFile)); err != nil {
+		t.Fatalf("no counts saved at close: %v", err)
+	}
+	// A resume sends one more and deletes m2, then dies before closing.
+	j2, err := OpenJournal(dir, meta.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j2.Sent([]SentRecord{{Orig: "m3", Dest: "d", DestID: "3", SHA: "cc"}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := counts(); r.Sent != 3 || r.Deleted != 1 {
+		t.Fatalf("during a resume: sent %d deleted %d, want 3 1 (the journal grew: read again)", r.Sent, r.Deleted)
+	}
+	j2.Deleted([]string{"m2", "m3"})
+	if err := j2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r := counts(); r.Sent != 3 || r.Deleted != 3 || r.MaybeTwice != 1 {
+		t.Fatalf("after the resume closed: sent %d deleted %d maybe-twice %d, want 3 3 1", r.Sent, r.Deleted, r.MaybeTwice)
+	}
+	// The saved counts agree with a full read of the journal.
+	os.Remove(filepath.Join(RunsDir(dir), meta.ID, countsFile))
+	if r := counts(); r.Sent != 3 || r.Deleted != 3 || r.MaybeTwice != 1 {
+		t.Fatalf("from the journal: sent %d deleted %d maybe-twice %d, want 3 3 1", r.Sent, r.Deleted, r.MaybeTwice)
+	}
+}
