@@ -405,21 +405,40 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 				f.IO.Infof("canary: moved %d message(s); watching %s for %s", moved, dlq.Name, window)
 			}}
 	}
+	return executeMove(ctx, f, prog, spec, sqsCloseWarning, func(out *redrive.Outcome) error {
+		noCanaryMatch(f, opts, out)
+		return printRedriveSummary(f, prog, dlq, router, out.Result, out.Verdict, out.Status)
+	})
+}
+
+// sqsCloseWarning is what a run says when giving back the SQS messages it
+// held failed.
+const sqsCloseWarning = "releasing held messages: %v (they become visible again when their visibility timeout ends)"
+
+// executeMove runs a redrive or restore, then prints its summary: the
+// run's own verdict (out.Err: partial, canary verdict, interrupted) is the
+// command's. closeWarning formats the failure to give back what the source
+// still held ("" for a source that holds nothing).
+func executeMove(ctx context.Context, f *Factory, prog *output.Progress, spec redrive.RunSpec, closeWarning string, summary func(*redrive.Outcome) error) error {
 	out, err := redrive.Execute(ctx, spec)
 	prog.Done()
 	if err != nil {
 		return err
 	}
-	if out.CloseErr != nil {
-		f.IO.Warnf("releasing held messages: %v (they become visible again when their visibility timeout ends)", out.CloseErr)
+	if out.CloseErr != nil && closeWarning != "" {
+		f.IO.Warnf(closeWarning, out.CloseErr)
 	}
-	if opts.Canary > 0 && out.Result.Moved+out.Result.Resumed == 0 && out.Err == nil {
-		f.IO.Infof("canary: no matching message to move")
-	}
-	if err := printRedriveSummary(f, prog, dlq, router, out.Result, out.Verdict, out.Status); err != nil {
+	if err := summary(out); err != nil {
 		return err
 	}
 	return out.Err
+}
+
+// noCanaryMatch says so when a canary found nothing to move.
+func noCanaryMatch(f *Factory, opts *RedriveOptions, out *redrive.Outcome) {
+	if opts.Canary > 0 && out.Result.Moved+out.Result.Resumed == 0 && out.Err == nil {
+		f.IO.Infof("canary: no matching message to move")
+	}
 }
 
 // dlqSource reads the DLQ to consume it; without a selection the bodies

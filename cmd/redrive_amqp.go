@@ -164,21 +164,10 @@ func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 				f.IO.Infof("canary: moved %d message(s); watching %s for %s", moved, ep.Name(), window)
 			}}
 	}
-	out, err := redrive.Execute(ctx, spec)
-	prog.Done()
-	if err != nil {
-		return err
-	}
-	if out.CloseErr != nil {
-		f.IO.Warnf("returning held messages: %v (the broker returns them when the connection closes)", out.CloseErr)
-	}
-	if opts.Canary > 0 && out.Result.Moved+out.Result.Resumed == 0 && out.Err == nil {
-		f.IO.Infof("canary: no matching message to move")
-	}
-	if err := printRedriveSummary(f, prog, name, router, out.Result, out.Verdict, out.Status); err != nil {
-		return err
-	}
-	return out.Err
+	return executeMove(ctx, f, prog, spec, "returning held messages: %v (the broker returns them when the connection closes)", func(out *redrive.Outcome) error {
+		noCanaryMatch(f, opts, out)
+		return printRedriveSummary(f, prog, name, router, out.Result, out.Verdict, out.Status)
+	})
 }
 
 // fixedRouter sends every message to one destination (--to).

@@ -237,18 +237,9 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 				f.IO.Infof("canary: sent %d message(s); watching %s for %s", moved, destDLQ.Name, window)
 			}}
 	}
-	out, err := redrive.Execute(ctx, spec)
-	prog.Done()
-	if err != nil {
-		return err
-	}
-	if out.CloseErr != nil {
-		f.IO.Warnf("releasing held messages: %v (they become visible again when their visibility timeout ends)", out.CloseErr)
-	}
-	if err := printRestoreSummary(f, prog, ref, dest.Name, out.Result, out.Verdict, out.Status); err != nil {
-		return err
-	}
-	return out.Err
+	return executeMove(ctx, f, prog, spec, sqsCloseWarning, func(out *redrive.Outcome) error {
+		return printRestoreSummary(f, prog, ref, dest.Name, out.Result, out.Verdict, out.Status)
+	})
 }
 
 func confirmRestore(f *Factory, m *archive.Manifest, dest *sqs.Queue, what string, opts *RestoreOptions) error {

@@ -131,15 +131,9 @@ func amqpRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref, 
 				f.IO.Infof("canary: sent %d message(s) to %s; watching %s (where it dead-letters) for %s", moved, t.Label, watch.Name(), window)
 			}}
 	}
-	out, err := redrive.Execute(ctx, spec)
-	prog.Done()
-	if err != nil {
-		return err
-	}
-	if err := printRestoreSummary(f, prog, ref, t.Label, out.Result, out.Verdict, out.Status); err != nil {
-		return err
-	}
-	return out.Err
+	return executeMove(ctx, f, prog, spec, "", func(out *redrive.Outcome) error {
+		return printRestoreSummary(f, prog, ref, t.Label, out.Result, out.Verdict, out.Status)
+	})
 }
 
 // amqpCanaryWindow is how long a restore canary to RabbitMQ is watched:
