@@ -113,6 +113,7 @@ type side struct {
 	moved   int64
 	elapsed time.Duration // to the n-th acknowledgement
 	cpu     time.Duration // user+sys of this process over the same span
+	broker  time.Duration // the RabbitMQ node's user+sys over the same span (0: pid unknown)
 	stall   time.Duration // the longest gap between two acknowledgements
 	end     time.Duration // redrive: from the n-th acknowledgement to Run's return
 	peak    uint64        // redrive: peak heap in use
@@ -142,6 +143,9 @@ type ackClock struct {
 	done  chan struct{}
 	at    time.Time
 	cpu   time.Duration
+	// broker: the node's CPU time at the n-th acknowledgement (0 when its
+	// pid is unknown).
+	broker time.Duration
 }
 
 func newAckClock(want int64) *ackClock {
@@ -158,6 +162,7 @@ func (c *ackClock) add(k int) {
 	c.n += int64(k)
 	if before < c.want && c.n >= c.want {
 		c.at, c.cpu = now, cpuTime()
+		c.broker, _ = brokerCPU()
 		close(c.done)
 	}
 }
@@ -228,6 +233,7 @@ func engineRedrive(b *testing.B, ep *amqp.Endpoint, n, workers int) side {
 	}()
 	defer close(stopPeak)
 	m0, cpu0, start := mallocs(), cpuTime(), time.Now()
+	broker0, _ := brokerCPU()
 	res, err := redrivepkg.Run(ctx, countingSource{src, clock}, redrivepkg.Options{
 		Publisher: pub, Journal: j, Router: router, Concurrency: workers,
 		BatchEntries: amqp.UnpacedBatch(amqp.Config{Prefetch: benchPrefetch, ConfirmWindow: benchWindow}, workers, 0), BatchBytes: amqp.MaxBatchBytes,
@@ -245,7 +251,7 @@ func engineRedrive(b *testing.B, ep *amqp.Endpoint, n, workers int) side {
 	default:
 		b.Fatalf("redrive moved %d of %d: %s", res.Moved, n, res.Note)
 	}
-	return side{moved: int64(res.Moved), elapsed: clock.at.Sub(start), cpu: clock.cpu - cpu0, stall: clock.stall,
+	return side{moved: int64(res.Moved), elapsed: clock.at.Sub(start), cpu: clock.cpu - cpu0, broker: clock.broker - broker0, stall: clock.stall,
 		end: ended.Sub(clock.at), peak: peak.Load(), allocs: m1 - m0}
 }
 
@@ -302,6 +308,7 @@ func bareRedrive(b *testing.B, r *rig, dlq string, n, workers int, copyOf copyFu
 	_ = cch.Qos(benchPrefetch, 0, false)
 	clock := newAckClock(int64(n))
 	m0, cpu0, start := mallocs(), cpuTime(), time.Now()
+	broker0, _ := brokerCPU()
 	ds, err := cch.Consume(dlq, "", false, false, false, false, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -388,7 +395,7 @@ func bareRedrive(b *testing.B, r *rig, dlq string, n, workers int, copyOf copyFu
 	default:
 		b.Fatalf("bare moved %d of %d", clock.n, n)
 	}
-	return side{moved: clock.n, elapsed: clock.at.Sub(start), cpu: clock.cpu - cpu0, stall: clock.stall, allocs: mallocs() - m0}
+	return side{moved: clock.n, elapsed: clock.at.Sub(start), cpu: clock.cpu - cpu0, broker: clock.broker - broker0, stall: clock.stall, allocs: mallocs() - m0}
 }
 
 func median(xs []float64) float64 {
@@ -480,7 +487,6 @@ func BenchmarkRedriveVsBare(b *testing.B) {
 						name := benchSides[(round+k)%len(benchSides)]
 						order = append(order, name)
 						runtime.GC()
-						b0, brokerKnown := brokerCPU()
 						// Profile labels tell the sides apart in -cpuprofile:
 						// go tool pprof -tagfocus side=redrive.
 						pprof.Do(context.Background(), pprof.Labels("side", name), func(context.Context) {
@@ -495,10 +501,8 @@ func BenchmarkRedriveVsBare(b *testing.B) {
 								res[name] = bareRedrive(b, r, dlqs[name], n, workers, redriveCopy(redrivepkg.NewRunID(time.Now())))
 							}
 						})
-						if b1, ok := brokerCPU(); ok && brokerKnown {
-							// Up to Run's return for redrive: its end-of-run
-							// wait is idle on the broker's side.
-							broker[name] = append(broker[name], float64((b1-b0).Microseconds())/float64(n))
+						if sd := res[name]; sd.broker > 0 {
+							broker[name] = append(broker[name], float64(sd.broker.Microseconds())/float64(n))
 						}
 					}
 					line := fmt.Sprintf("round %d (%s):", round+1, strings.Join(order, ","))
