@@ -24,7 +24,7 @@ const envAMQPManagementURL = "DLQCTL_AMQP_MANAGEMENT_URL"
 func addAMQPFlags(fs *pflag.FlagSet, c *amqp.Config) {
 	fs.StringVar(&c.ManagementURL, "amqp-management-url", "", "RabbitMQ management HTTP API (default $DLQCTL_AMQP_MANAGEMENT_URL, else http://HOST:15672): queue types, arguments, depths, bindings, policies")
 	fs.StringVar(&c.CAFile, "amqp-ca", "", "PEM file of CA certificates trusted for amqps:// (besides the system roots)")
-	fs.IntVar(&c.Prefetch, "amqp-prefetch", 1000, "RabbitMQ: the most deliveries dlqctl holds unacknowledged at once (a filtered redrive also holds the messages it skips until the end: it stops partial when they fill the prefetch)")
+	fs.IntVar(&c.Prefetch, "amqp-prefetch", 1000, "RabbitMQ: the most deliveries dlqctl holds unacknowledged at once (an unpaced redrive reads and publishes batches of prefetch / (2 × --concurrency), at most --amqp-confirm-window; a filtered redrive also holds the messages it skips until the end: it stops partial when they fill the prefetch)")
 	fs.IntVar(&c.ConfirmWindow, "amqp-confirm-window", 256, "RabbitMQ: the most publishes awaiting a publisher confirm at once")
 }
 
