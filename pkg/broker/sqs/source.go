@@ -11,6 +11,7 @@ import (
 
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
 	"github.com/dlqctl/dlqctl/pkg/broker"
 )
 
@@ -196,6 +197,9 @@ func NewQueueSource(c *Client, q *Queue, opt QueueSourceOptions) *QueueSource {
 		s.recv.lost = append(s.recv.lost, lostWindow{until: h.Until.Add(lostGrace), n: max(1, h.Held), dead: true})
 	}
 	s.lease.BeforeExtend = func(until time.Time) { s.cover(until, 0) }
+	if opt.StateDir != "" {
+		s.recv.beforeAttempt = func(until time.Time, n int) { s.cover(until, n) }
+	}
 	rc := *c
 	rc.API = s.recv
 	s.rc = &rc
@@ -685,6 +689,11 @@ type receiveWatch struct {
 	retried atomic.Int64
 	mu      sync.Mutex
 	lost    []lostWindow
+	// beforeAttempt, when set, is told before every attempt of a receive
+	// (the SDK's retries included) until when the messages that attempt
+	// may take can stay hidden, and how many: the hold ledger is written
+	// per attempt, since a retry starts later than the call.
+	beforeAttempt func(until time.Time, n int)
 }
 
 // lostWindow: up to n messages may be in flight with nobody holding them
@@ -702,6 +711,9 @@ const lostGrace = 2 * time.Second
 
 func (w *receiveWatch) ReceiveMessage(ctx context.Context, in *awssqs.ReceiveMessageInput, opts ...func(*awssqs.Options)) (*awssqs.ReceiveMessageOutput, error) {
 	start := time.Now()
+	if w.beforeAttempt != nil {
+		opts = append(opts, w.coverEachAttempt(in))
+	}
 	out, err := w.API.ReceiveMessage(ctx, in, opts...)
 	lost := 0
 	if out != nil {
@@ -725,6 +737,27 @@ func (w *receiveWatch) ReceiveMessage(ctx context.Context, in *awssqs.ReceiveMes
 		w.mu.Unlock()
 	}
 	return out, err
+}
+
+// coverEachAttempt is a client option that calls beforeAttempt before each
+// attempt of the receive in: the middleware sits after the SDK's retry
+// step, so it runs once per attempt, retries included.
+func (w *receiveWatch) coverEachAttempt(in *awssqs.ReceiveMessageInput) func(*awssqs.Options) {
+	hidden := w.hidden
+	if in.VisibilityTimeout > 0 {
+		hidden = time.Duration(in.VisibilityTimeout) * time.Second
+	}
+	wait := time.Duration(in.WaitTimeSeconds) * time.Second
+	n := max(int(in.MaxNumberOfMessages), 1)
+	cover := middleware.FinalizeMiddlewareFunc("dlqctlHoldLedgerCover", func(ctx context.Context, fin middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+		w.beforeAttempt(time.Now().Add(wait+hidden+holdReceiveSlack), n)
+		return next.HandleFinalize(ctx, fin)
+	})
+	return func(o *awssqs.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			return st.Finalize.Add(cover, middleware.After)
+		})
+	}
 }
 
 // unknownAfter returns how many messages at most lost receives may still
