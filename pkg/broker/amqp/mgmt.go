@@ -61,8 +61,17 @@ func NewManagement(r Ref, rawURL string, o ConnOptions) (*Management, error) {
 	return &Management{base: u, user: r.user, pass: r.pass, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}, nil
 }
 
-// URL is the API's base URL (no credentials).
-func (m *Management) URL() string { return m.base.String() }
+// URL is the API's base URL (no credentials: a query string, which the
+// API does not use and which may carry a password, is shown redacted).
+func (m *Management) URL() string {
+	u := *m.base
+	q := u.RawQuery != "" || u.ForceQuery
+	u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""
+	if q {
+		return u.String() + "?REDACTED"
+	}
+	return u.String()
+}
 
 func (m *Management) get(ctx context.Context, out any, segs ...string) error {
 	p := m.base.Path + "/api"
