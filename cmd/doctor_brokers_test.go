@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/url"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 	"github.com/dlqctl/dlqctl/pkg/doctor"
+	"github.com/dlqctl/dlqctl/pkg/output"
 )
 
 // brokerDoctorReport decodes doctor -o json.
@@ -149,6 +151,22 @@ func TestDoctorRabbitMQ(t *testing.T) {
 		c := checkNamed(t, brokerDoctorReport(t, r), "rabbitmq queue")
 		if c.Status != doctor.Fail || !strings.Contains(c.Detail, "does not exist") || !strings.Contains(c.Fix, "dlqctl queues amqp://") {
 			t.Errorf("queue check: %+v", c)
+		}
+	})
+
+	t.Run("on a terminal", func(t *testing.T) {
+		var out, errOut bytes.Buffer
+		code := Run(t.Context(), output.Test(strings.NewReader(""), &out, &errOut, true), []string{"doctor", rabbitRef(env, n.DLQ+".nope"), "--state-dir", state, "--no-color"})
+		if code != 3 {
+			t.Fatalf("exit %d, want 3:\n%s\n%s", code, out.String(), errOut.String())
+		}
+		for _, want := range []string{"CHECK", "STATUS", "DETAIL", "rabbitmq queue " + n.DLQ + ".nope", "To fix (fail, warn) or verify (not-checked):", "fail rabbitmq queue " + n.DLQ + ".nope: check the queue name"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("the table lacks %q:\n%s", want, out.String())
+			}
+		}
+		if strings.Contains(out.String()+errOut.String(), env.Password) {
+			t.Error("password in the table")
 		}
 	})
 
