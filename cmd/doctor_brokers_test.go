@@ -2,7 +2,9 @@ package cmd
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -194,6 +196,49 @@ func TestDoctorRabbitMQ(t *testing.T) {
 		noSecret(t, r, wrong)
 	})
 
+	t.Run("missing vhost", func(t *testing.T) {
+		r := runCLI(t, testenv.Env{}, "", "doctor", "amqp://"+env.HostPort+"/no-such-vhost-"+rabbitPrefix(t)+"/"+n.DLQ, "--state-dir", state, "-o", "json")
+		if r.Code != 3 {
+			t.Fatalf("exit %d, want 3:\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+		c := checkNamed(t, brokerDoctorReport(t, r), "rabbitmq vhost")
+		if c.Status != doctor.Fail || !strings.Contains(c.Fix, "rabbitmqctl list_vhosts") {
+			t.Errorf("vhost check: %+v", c)
+		}
+	})
+
+	t.Run("permissions", func(t *testing.T) {
+		// An administrator whose read pattern misses the DLQ: proven
+		// denied; a monitoring user: the API does not show permissions.
+		admin, monitor := "dlqdoc-admin-"+rabbitPrefix(t), "dlqdoc-mon-"+rabbitPrefix(t)
+		const pw = "dlqdoc-user-secret-9"
+		rabbitUser(t, env, admin, pw, "administrator", "^nothing-dlqctl-reads$")
+		rabbitUser(t, env, monitor, pw, "monitoring", ".*")
+		t.Setenv("DLQCTL_AMQP_PASSWORD", pw)
+
+		t.Setenv("DLQCTL_AMQP_USERNAME", admin)
+		r := runCLI(t, testenv.Env{}, "", "doctor", rabbitRef(env, n.DLQ), "--state-dir", state, "-o", "json")
+		if r.Code != 3 {
+			t.Fatalf("exit %d, want 3:\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+		noSecret(t, r, pw)
+		c := checkNamed(t, brokerDoctorReport(t, r), "rabbitmq permissions")
+		if c.Status != doctor.Fail || !strings.Contains(c.Detail, "does not cover queue") || !strings.Contains(c.Fix, "rabbitmqctl set_permissions") {
+			t.Errorf("permissions of a user who may not read the DLQ: %+v", c)
+		}
+
+		t.Setenv("DLQCTL_AMQP_USERNAME", monitor)
+		r = runCLI(t, testenv.Env{}, "", "doctor", rabbitRef(env, n.DLQ), "--state-dir", state, "-o", "json")
+		if r.Code != 0 {
+			t.Fatalf("exit %d, want 0:\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+		noSecret(t, r, pw)
+		c = checkNamed(t, brokerDoctorReport(t, r), "rabbitmq permissions")
+		if c.Status != doctor.NotChecked || !strings.Contains(c.Fix, "rabbitmqctl list_user_permissions") {
+			t.Errorf("permissions of a monitoring user: %+v", c)
+		}
+	})
+
 	t.Run("unreachable port", func(t *testing.T) {
 		r := runCLI(t, testenv.Env{}, "", "doctor", "amqp://127.0.0.1:1/%2f/"+n.DLQ, "--state-dir", state, "-o", "json")
 		if r.Code != 3 {
@@ -258,6 +303,34 @@ func TestDoctorRabbitMQ(t *testing.T) {
 			}
 		}
 	})
+}
+
+// rabbitUser creates a RabbitMQ user with tags and read pattern on the
+// default vhost (write ".*", configure none) through the management API,
+// deleted when the test ends.
+func rabbitUser(t *testing.T, env testenv.RabbitMQ, name, password, tags, read string) {
+	t.Helper()
+	call := func(method, path, body string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(context.Background(), method, strings.TrimSuffix(env.ManagementURL, "/")+"/api/"+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth(env.Username, env.Password)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 && method != http.MethodDelete {
+			t.Fatalf("%s %s: %s", method, path, resp.Status)
+		}
+	}
+	js := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	call(http.MethodPut, "users/"+url.PathEscape(name), js(map[string]string{"password": password, "tags": tags}))
+	t.Cleanup(func() { call(http.MethodDelete, "users/"+url.PathEscape(name), "") })
+	call(http.MethodPut, "permissions/%2F/"+url.PathEscape(name), js(map[string]string{"configure": "", "write": ".*", "read": read}))
 }
 
 // kafkaTopic creates a topic on brokers.

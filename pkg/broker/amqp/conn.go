@@ -138,6 +138,11 @@ func dialError(r Ref, err error) error {
 		where = "(none given: guest/guest, which RabbitMQ accepts only from localhost)"
 	}
 	switch {
+	case errors.Is(err, amqp091.ErrVhost):
+		// amqp091's "no access to this vhost" carries the AccessRefused
+		// code of a bad login: the login worked, the vhost is missing or
+		// closed to the user.
+		return vhostRefused(fmt.Sprintf("RabbitMQ at %s refused vhost %q for user %q: it does not exist or the user has no permissions on it (check the vhost in the reference, %%2f is the default vhost /)", r.HostPort(), r.VHost, r.user))
 	case errors.As(err, &ae) && ae.Code == amqp091.AccessRefused,
 		strings.Contains(msg, "username or password not allowed"):
 		return fmt.Errorf("%w for user %q %s at %s: check the credentials (in the URL or %s/%s)", ErrAuth, r.user, where, r.HostPort(), EnvUsername, EnvPassword)
