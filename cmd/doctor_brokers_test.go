@@ -277,6 +277,19 @@ func TestDoctorRabbitMQ(t *testing.T) {
 		}
 	})
 
+	t.Run("bad flags", func(t *testing.T) {
+		const secret = "mgmt-flag-secret-55"
+		r := runCLI(t, testenv.Env{}, "", "doctor", rabbitRef(env, n.DLQ), "--amqp-management-url", "ftp://127.0.0.1/?password="+secret, "--state-dir", state)
+		if r.Code != 2 || !strings.Contains(r.Stderr, "--amqp-management-url") || r.Stdout != "" {
+			t.Errorf("a management URL that is not http(s): exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+		noSecret(t, r, secret)
+		r = runCLI(t, testenv.Env{}, "", "doctor", "orders-dlq", "--to", rabbitRef(env, n.DLQ), "--state-dir", state)
+		if r.Code != 2 || !strings.Contains(r.Stderr, "dlqctl doctor amqp://") {
+			t.Errorf("--to a RabbitMQ queue: exit %d\n%s", r.Code, r.Stderr)
+		}
+	})
+
 	t.Run("with an archive bucket", func(t *testing.T) {
 		awsEnv := testenv.Require(t)
 		bucket := strings.ToLower(strings.ReplaceAll(testenv.UniqueName(t, "docmq"), "_", "-"))
@@ -427,6 +440,28 @@ func TestDoctorKafka(t *testing.T) {
 		}
 		if c := checkNamed(t, rep, "kafka topic"); c.Status != doctor.NotChecked {
 			t.Errorf("topic check with no broker: %+v", c)
+		}
+	})
+
+	t.Run("with an archive bucket", func(t *testing.T) {
+		awsEnv := testenv.Require(t)
+		bucket := strings.ToLower(strings.ReplaceAll(testenv.UniqueName(t, "dockf"), "_", "-"))
+		if _, err := awsEnv.S3(t).CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+			t.Fatal(err)
+		}
+		r := runCLI(t, awsEnv, "", "doctor", "kafka://"+brokers+"/"+dlt, "--archive", "s3://"+bucket+"/kafka/", "--state-dir", state, "-o", "json")
+		if r.Code != 0 {
+			t.Fatalf("exit %d:\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+		rep := brokerDoctorReport(t, r)
+		if c := checkNamed(t, rep, "s3:ListBucket"); c.Status != doctor.OK || c.Resource != "arn:aws:s3:::"+bucket {
+			t.Errorf("s3:ListBucket: %+v", c)
+		}
+		if c := checkNamed(t, rep, "kafka topic"); c.Status != doctor.OK {
+			t.Errorf("topic: %+v", c)
+		}
+		if rep.Region != awsEnv.Region {
+			t.Errorf("report region %q, want %q (AWS was checked for the bucket)", rep.Region, awsEnv.Region)
 		}
 	})
 

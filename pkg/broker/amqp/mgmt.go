@@ -44,7 +44,7 @@ func NewManagement(r Ref, rawURL string, o ConnOptions) (*Management, error) {
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: --amqp-management-url %q must be http(s)://HOST:PORT", ErrBadRef, Redact(rawURL))
+		return nil, fmt.Errorf("%w: --amqp-management-url %q must be http(s)://HOST:PORT", ErrBadRef, redactQuery(Redact(rawURL)))
 	}
 	if u.User != nil {
 		return nil, fmt.Errorf("%w: --amqp-management-url carries credentials; the management API uses the queue reference's (or %s/%s)", ErrBadRef, EnvUsername, EnvPassword)
@@ -113,6 +113,14 @@ func (m *Management) get(ctx context.Context, out any, segs ...string) error {
 		return fmt.Errorf("management API %s: unexpected answer to %s: %v", m.URL(), strings.Join(segs, "/"), err)
 	}
 	return nil
+}
+
+// redactQuery hides a URL's query string (it may carry a password).
+func redactQuery(s string) string {
+	if i := strings.IndexAny(s, "?#"); i >= 0 {
+		return s[:i] + "?REDACTED"
+	}
+	return s
 }
 
 func unwrapURLError(err error) error {
