@@ -64,7 +64,8 @@ DLQCTL_AMQP_USERNAME/DLQCTL_AMQP_PASSWORD):
                            delivery-limit, message-ttl, max-length and overflow
                            (a warning where dead letters can be lost or a peek
                            is unsafe)
-  rabbitmq dead-letter sources  the queues that dead-letter into it
+  rabbitmq dead-letter sources
+                           the queues that dead-letter into it
   rabbitmq permissions     the user's read/write patterns cover the queue (the
                            API shows them to administrators; else not-checked)
 

@@ -5,7 +5,10 @@
 // runbooks need, with calls that change nothing. A permission that can
 // only be proven by a call that changes something (a receive increments
 // ApproximateReceiveCount; a send or delete moves messages) is reported as
-// not checked, with the policy statement to verify.
+// not checked, with the policy statement to verify. RabbitMQ and Kafka
+// references are checked by their broker packages (broker.DoctorCheck,
+// added with Report.AddBroker); the state directory and tool checks are
+// the same for every broker.
 package doctor
 
 import (

@@ -140,7 +140,7 @@ func (d *kdoctor) run(ctx context.Context) {
 		d.notChecked("the cluster did not answer a metadata request", later...)
 		return
 	}
-	d.sasl(mech, true)
+	d.sasl(mech)
 	var listed []string
 	for _, b := range md.Brokers {
 		listed = append(listed, fmt.Sprintf("%d@%s", b.NodeID, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))))
@@ -287,11 +287,9 @@ func apiVersions(ctx context.Context, addr string, tc *tls.Config) (tcp bool, er
 	return true, nil
 }
 
-// sasl reports the mechanism once the cluster answered (ok) or refused.
-func (d *kdoctor) sasl(mech string, ok bool) {
-	if !ok {
-		return
-	}
+// sasl reports the mechanism once the cluster answered a request after
+// the login.
+func (d *kdoctor) sasl(mech string) {
 	c := d.ep.conn
 	switch mech {
 	case "":
