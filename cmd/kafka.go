@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
@@ -33,18 +31,7 @@ func (f *Factory) KafkaEndpoint(ctx context.Context, refStr string) (*kafka.Endp
 	if err != nil {
 		return nil, err
 	}
-	cfg := f.Kafka
-	cfg.Password = os.Getenv(kafka.EnvPassword)
-	if mech, _ := kafka.NormalizeSASL(cfg.SASL); mech == kafka.SASLAWSMSKIAM {
-		cfg.AWS = func(ctx context.Context) (aws.Credentials, error) {
-			c, err := f.AWSConfig(ctx)
-			if err != nil {
-				return aws.Credentials{}, err
-			}
-			return c.Credentials.Retrieve(ctx)
-		}
-	}
-	ep, err := kafka.Open(ctx, ref, cfg)
+	ep, err := kafka.Open(ctx, ref, f.kafkaConfig())
 	if err != nil {
 		return nil, kafkaErr(err)
 	}
