@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
 )
 
 // RefuseAfter is how many messages a selection may fail on, with no
@@ -54,19 +55,6 @@ func (e *EvalError) fix() string {
 		return fmt.Sprintf("fix the rule's when (e.g. `(%s)?` skips the messages it cannot evaluate) and run again", e.Expr)
 	}
 	return fmt.Sprintf("fix the filter (e.g. `(%s)?` skips the messages it cannot evaluate) and run again", e.Expr)
-}
-
-// ErrorSummary is the evaluation errors of a run, as summaries show them
-// (-o json: filter_errors).
-type ErrorSummary struct {
-	// Count is the number of messages on which the filter or a rule raised
-	// an error; none of them was selected.
-	Count int `json:"count"`
-	// FirstID is the message id of the first of them (never a receipt
-	// handle), FirstError its error, Expression what raised it.
-	FirstID    string `json:"first_id"`
-	FirstError string `json:"first_error"`
-	Expression string `json:"expression"`
 }
 
 // Selection states of an evalTally.
@@ -154,13 +142,13 @@ func (t *evalTally) refused() error {
 	return t.refusal
 }
 
-func (t *evalTally) summary() *ErrorSummary {
+func (t *evalTally) summary() *inspect.FilterErrors {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.count == 0 {
 		return nil
 	}
-	return &ErrorSummary{Count: t.count, FirstID: t.first.MessageID, FirstError: t.first.Reason(), Expression: t.first.What}
+	return &inspect.FilterErrors{Count: t.count, FirstID: t.first.MessageID, FirstError: t.first.Reason(), Expression: t.first.What}
 }
 
 // IsRefusal reports whether err from Select is the run's refusal (stop the

@@ -121,7 +121,7 @@ func (s *Selector) Refusal() error {
 
 // Errors returns the messages the filter or a rule failed on (nil when
 // none).
-func (s *Selector) Errors() *ErrorSummary {
+func (s *Selector) Errors() *inspect.FilterErrors {
 	if s == nil {
 		return nil
 	}

@@ -251,6 +251,20 @@ func timeStr(t time.Time) any {
 	return t.UTC().Format(time.RFC3339)
 }
 
+// FilterErrors are the messages on which a --filter or a classification
+// rule raised an error, as summaries show them (-o json: filter_errors).
+// None of them was selected.
+type FilterErrors struct {
+	// Count is the number of messages the filter or a rule failed on.
+	Count int `json:"count"`
+	// FirstID is the message id of the first of them (never a receipt
+	// handle), FirstError its error, Expression what raised it (--filter
+	// '…' or rule "NAME" (FILE:LINE)).
+	FirstID    string `json:"first_id"`
+	FirstError string `json:"first_error"`
+	Expression string `json:"expression"`
+}
+
 // Filter is a compiled --filter: nil matches everything.
 type Filter struct{ *Expr }
 

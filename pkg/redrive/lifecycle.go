@@ -210,6 +210,10 @@ func decideOutcome(res *Result, runErr error, verdict *Verdict) (status, note st
 	case res.Interrupted:
 		status = StatusInterrupted
 		outcome = errs.ErrInterrupted
+	case errs.Code(outcome) == errs.ExitUsage:
+		// Refused before anything moved (a --filter that failed on every
+		// message): nothing to resume.
+		status, note = StatusFailed, outcome.Error()
 	case outcome != nil:
 		status, note = StatusPartial, outcome.Error()
 	case verdict != nil && !verdict.Pass:
