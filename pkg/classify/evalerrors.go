@@ -151,9 +151,7 @@ func (t *evalTally) summary() *inspect.FilterErrors {
 	return &inspect.FilterErrors{Count: t.count, FirstID: t.first.MessageID, FirstError: t.first.Reason(), Expression: t.first.What}
 }
 
-// IsRefusal reports whether err from Select is the run's refusal (stop the
-// run: nothing may move) rather than one message's EvalError.
-func IsRefusal(err error) bool {
-	var e *EvalError
-	return err != nil && !errors.As(err, &e)
-}
+// IsRefusal reports whether err from Select is the selection's refusal (a
+// bad-input error: stop, nothing may move) rather than one message's
+// EvalError.
+func IsRefusal(err error) bool { return errs.Code(err) == errs.ExitUsage }
