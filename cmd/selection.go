@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -86,8 +87,13 @@ func (s *SelectionFlags) selector(classifyAlways bool) (*classify.Selector, erro
 // watchFilterErrors makes -v print the first evaluation errors of sel as
 // they happen (classify.VerboseErrors of them; the rest are counted).
 func watchFilterErrors(f *Factory, sel *classify.Selector) {
+	var told atomic.Int32
 	sel.OnError(func(e classify.EvalError) {
-		f.Verbosef("%s; not selected", e.Error())
+		more := ""
+		if told.Add(1) == classify.VerboseErrors {
+			more = fmt.Sprintf(" (the first %d errors are shown; the rest are only counted)", classify.VerboseErrors)
+		}
+		f.Verbosef("%s; not selected%s", e.Error(), more)
 	})
 }
 
