@@ -170,11 +170,7 @@ func TestRedriveMixedQueueMovesTheGoodOnesAndLeavesTheErroredOnes(t *testing.T) 
 func TestArchiveDeleteWithAFailingFilterDeletesAndWritesNothing(t *testing.T) {
 	env := testenv.Require(t)
 	c := env.SQS(t)
-	s3c := env.S3(t)
-	bucket := strings.ToLower(strings.ReplaceAll(testenv.UniqueName(t, "fe"), "_", "-"))
-	if _, err := s3c.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
+	s3c, bucket := env.S3(t), testBucket(t, env, "fe")
 	p := deadLettered(t, env, textBodies(8))
 	const expr = ".json.amount | ascii_downcase"
 	for _, mode := range [][]string{{"--delete", "--yes"}, {"--delete", "--dry-run"}} {
@@ -316,5 +312,46 @@ func TestKafkaRedriveRefusesAFilterFailingOnEveryRecord(t *testing.T) {
 	var plan KafkaRedrivePlan
 	if err := json.Unmarshal([]byte(r.Stdout), &plan); r.Code != 0 || err != nil || plan.Scanned != total || plan.FilterErrors != nil {
 		t.Fatalf("dry run with the fix: exit %d, %v, %+v: %s", r.Code, err, plan, r.Stderr)
+	}
+}
+
+func TestRestoreSelectionFailingOnSomeOrEveryRecord(t *testing.T) {
+	env := testenv.Require(t)
+	c := env.SQS(t)
+	bucket := testBucket(t, env, "fe")
+	p := deadLettered(t, env, mixedBodies(5))
+	r := runCLI(t, env, "", "archive", p.dlqURL, "--to", "s3://"+bucket+"/dlq", "-o", "json")
+	var sum ArchiveSummary
+	if err := json.Unmarshal([]byte(r.Stdout), &sum); r.Code != 0 || err != nil || sum.Manifest == "" || sum.FilterErrors != nil {
+		t.Fatalf("archive: exit %d, %v: %s", r.Code, err, r.Stderr)
+	}
+	destURL, _ := createQueue(t, c, testenv.UniqueName(t, "restored"), nil)
+	state := t.TempDir()
+	const bad = ".json.amount | ascii_downcase"
+	for _, mode := range [][]string{{"--dry-run"}, {"--yes"}} {
+		r = runCLI(t, env, "", append([]string{"--state-dir", state, "restore", sum.Manifest, "--to", destURL, "--filter", bad}, mode...)...)
+		refusalID(t, r, bad)
+		if v, inflight := queueDepth(t, c, destURL); v+inflight != 0 {
+			t.Fatalf("restore %v refused but sent %d message(s)", mode, v+inflight)
+		}
+	}
+	// The refused run left nothing to resume or to refuse as done: the
+	// mixed selection restores the numbers, counting the text records.
+	r = runCLI(t, env, "", "--state-dir", state, "restore", sum.Manifest, "--to", destURL, "--filter", numberFilter, "--yes", "-o", "json")
+	var rs RestoreSummary
+	if err := json.Unmarshal([]byte(r.Stdout), &rs); r.Code != 0 || err != nil {
+		t.Fatalf("restore: exit %d, %v: %s", r.Code, err, r.Stderr)
+	}
+	if rs.Moved != 5 || rs.FilterErrors == nil || rs.FilterErrors.Count != 5 || rs.Skipped[redrive.SkipFilterError] != 5 {
+		t.Fatalf("restore moved %d, skipped %v, filter errors %+v; want 5 and 5", rs.Moved, rs.Skipped, rs.FilterErrors)
+	}
+	got := bodiesIn(t, c, destURL)
+	for i := 1; i <= 5; i++ {
+		if got[fmt.Sprint(i)] != 1 {
+			t.Fatalf("restored %v, want the numbers 1..5 once each", got)
+		}
+	}
+	if len(got) != 5 {
+		t.Fatalf("restored %v, want the 5 numbers only", got)
 	}
 }
