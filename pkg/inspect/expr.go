@@ -40,6 +40,11 @@ when the body is the event). A message
 matches when the expression yields true (or any value but false/null).
 One evaluation may run 5 s (6 s at most) on one message; a slower one (an
 endless repeat, until or recursion) is stopped and is an error (no match).
+A filter or rule that raises an error on a message ('.body | tonumber' on a
+text body) does not select it: the message stays where it is and is counted
+(filter_errors in summaries; -v prints the first errors). One that fails on
+every message read stops the command with exit 2 before anything moves;
+'(EXPR)?' skips the messages it cannot evaluate, silently.
 Examples: '.envelope.event_type == "OrderCreated"',
 '(.failure.reason // "") | test("timeout"; "i")', '.json == null'.`
 
