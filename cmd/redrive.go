@@ -350,6 +350,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		return nativeRun(ctx, opts, c, dlq)
 	}
 	sel, _ := opts.Selection.Selector()
+	watchFilterErrors(f, sel)
 	if err := prepareLogs(ctx, f, dlq.URL, sel, &opts.Selection.Logs); err != nil {
 		return err
 	}
@@ -430,6 +431,9 @@ func executeMove(ctx context.Context, f *Factory, prog *output.Progress, spec re
 	}
 	if err := summary(out); err != nil {
 		return err
+	}
+	if errs.Code(out.Err) != errs.ExitUsage {
+		warnFilterErrors(f, out.Result.FilterErrors, "stay in the "+map[bool]string{true: "archive", false: "DLQ"}[spec.Meta.Kind == "restore"])
 	}
 	return out.Err
 }
@@ -580,6 +584,9 @@ func renderOutcomeRows(t *output.TablePrinter, res *redrive.Result, v *redrive.V
 	if res.MaybeTwice > 0 {
 		t.Row("maybe twice", maybeTwiceNote(res.MaybeTwice))
 	}
+	if fe := res.FilterErrors; fe != nil {
+		t.Row("filter errors", filterErrorsRow(fe, "left where they are"))
+	}
 	if res.Guard != nil {
 		t.Row("guard", fmt.Sprintf("%s tripped: %s", res.Guard.Name, res.Guard.Detail))
 	}
@@ -613,6 +620,9 @@ type RedrivePlanOutput struct {
 	Selection string    `json:"selection"`
 	Rate      float64   `json:"rate,omitempty"`
 	Ramp      []float64 `json:"ramp,omitempty"`
+	// FilterErrors: messages the --filter or a rule failed on (skipped
+	// "filter error").
+	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
 }
 
 func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, router redrive.Router, sel redrive.Selector) error {
@@ -631,6 +641,10 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, rout
 	if err != nil {
 		return err
 	}
+	fe, err := endSelection(f, sel, "would stay in the DLQ")
+	if err != nil {
+		return err
+	}
 	sh := opts.PaceFlags.share()
 	plan := pl.Plan(sh.Rate(opts.Rate), sh.Ramp(opts.Ramp), opts.RampEvery)
 	if res.Scan != nil {
@@ -640,7 +654,7 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, rout
 	if sel != nil {
 		desc = sel.Describe()
 	}
-	out := RedrivePlanOutput{Plan: plan, DLQ: dlq.Name, To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp}
+	out := RedrivePlanOutput{Plan: plan, DLQ: dlq.Name, To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp, FilterErrors: fe}
 	switch format {
 	case output.JSON:
 		return output.WriteJSON(f.IO.Out, out)

@@ -48,6 +48,7 @@ func kafkaRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref,
 		return err
 	}
 	sel, _ := opts.Selection.Selector()
+	watchFilterErrors(f, sel)
 	var selector redrive.Selector
 	if sel != nil {
 		selector = sel
@@ -105,6 +106,9 @@ func kafkaRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref,
 	}
 	if err := printRestoreSummary(f, prog, ref, ep.Name(), out.Result, out.Verdict, out.Status); err != nil {
 		return err
+	}
+	if errs.Code(out.Err) != errs.ExitUsage {
+		warnFilterErrors(f, out.Result.FilterErrors, "stay in the archive")
 	}
 	return out.Err
 }

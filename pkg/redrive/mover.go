@@ -12,6 +12,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
@@ -29,7 +30,18 @@ var ErrSourceDone = pipeline.ErrSourceDone
 // Selector decides which messages a run moves; *classify.Selector
 // satisfies it. A nil Selector selects everything.
 type Selector interface {
-	Match(rec *record.Record, parsed any) bool
+	// Select reports whether rec is selected. A non-nil error means it is
+	// not: a bad-input error (errs.Code 2) is the selection's refusal — it
+	// failed on every message read — and stops the run before anything
+	// moves; any other error is the filter or a rule failing on this one
+	// message, which stays where it is (SkipFilterError).
+	Select(rec *record.Record, parsed any) (bool, error)
+	// Refusal is the refusal at the end of a run that read fewer messages
+	// than it takes Select to refuse (nil: the selection evaluated some
+	// message cleanly, or none at all).
+	Refusal() error
+	// Errors counts the messages the selection failed on (nil: none).
+	Errors() *inspect.FilterErrors
 	Describe() string
 }
 
@@ -96,6 +108,7 @@ type Router = broker.Router
 // and NDJSON events; routers and publishers add their own (broker.Skip*).
 const (
 	SkipFiltered     = "not selected"        // --filter / --class did not match
+	SkipFilterError  = "filter error"        // --filter or a rule raised an error on it
 	SkipNoSource     = broker.SkipNoSource   // no DeadLetterQueueSourceArn and the DLQ has several (or no) sources
 	SkipSourceGone   = broker.SkipSourceGone // the source queue named by the message does not exist
 	SkipTooLarge     = broker.SkipTooLarge
@@ -225,6 +238,10 @@ type Result struct {
 	// records maybe_twice.
 	MaybeTwice    int      `json:"maybe_twice,omitempty"`
 	MaybeTwiceIDs []string `json:"maybe_twice_ids,omitempty"`
+	// FilterErrors: messages the --filter or a rule raised an error on;
+	// they were not selected and stay in the source (Skipped "filter
+	// error").
+	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
 	// Duplicates: redeliveries of messages the run already held.
 	Duplicates     int         `json:"duplicates,omitempty"`
 	Interrupted    bool        `json:"interrupted"`
@@ -288,8 +305,16 @@ func classOf(rec *record.Record) string {
 // message: the shared logic of the plan and the mover.
 func decide(ctx context.Context, it Item, pub broker.Publisher, copt broker.CopyOptions, sel Selector, router Router, maxRedrives int) (broker.Destination, broker.Outgoing, string, error) {
 	rec := it.Record
-	if sel != nil && !sel.Match(rec, it.Parsed) {
-		return broker.Destination{}, broker.Outgoing{}, SkipFiltered, nil
+	if sel != nil {
+		ok, err := sel.Select(rec, it.Parsed)
+		switch {
+		case err != nil && errs.Code(err) == errs.ExitUsage:
+			return broker.Destination{}, broker.Outgoing{}, "", err
+		case err != nil:
+			return broker.Destination{}, broker.Outgoing{}, SkipFilterError, nil
+		case !ok:
+			return broker.Destination{}, broker.Outgoing{}, SkipFiltered, nil
+		}
 	}
 	if maxRedrives > 0 && rec.Redrive != nil && rec.Redrive.Count >= maxRedrives {
 		return broker.Destination{}, broker.Outgoing{}, SkipLoop, nil
@@ -363,6 +388,11 @@ func Run(ctx context.Context, src Source, opt Options) (*Result, error) {
 	pr, err := pipeline.Run(ctx, src, s, popt)
 	if pr == nil {
 		return nil, err
+	}
+	if err == nil && opt.Select != nil {
+		// A run shorter than the selection's refusal threshold: it failed
+		// on every message read (nothing was selected, nothing moved).
+		err = opt.Select.Refusal()
 	}
 	return s.result(pr, src), err
 }
@@ -452,6 +482,9 @@ func (s *moveSink) Prepare(ctx context.Context, it Item) (pipeline.Decision, err
 	}
 	copt := broker.CopyOptions{RunID: s.runID, DedupKey: s.opt.DedupKey, Now: time.Now()}
 	dest, cp, reason, err := decide(ctx, it, s.opt.Publisher, copt, s.opt.Select, s.opt.Router, s.opt.MaxRedrives)
+	if errs.Code(err) == errs.ExitUsage {
+		return pipeline.Decision{}, err // the selection's refusal: the engine releases the message and stops
+	}
 	if err != nil {
 		return pipeline.Decision{}, fmt.Errorf("routing %s: %w", rec.MessageID, err)
 	}
@@ -644,6 +677,9 @@ func (s *moveSink) result(pr *pipeline.Result, src Source) *Result {
 		MaybeTwice: s.twice, MaybeTwiceIDs: append([]string(nil), s.twiceIDs...),
 		Interrupted: pr.Interrupted, Guard: pr.Guard, Errors: pr.Errors,
 		ElapsedSeconds: pr.ElapsedSeconds, Rate: pr.Rate,
+	}
+	if s.opt.Select != nil {
+		r.FilterErrors = s.opt.Select.Errors()
 	}
 	if qs, ok := src.(interface{ Duplicates() int }); ok {
 		r.Duplicates += qs.Duplicates()
