@@ -436,14 +436,14 @@ type moveSink struct {
 	// twice counts messages whose copy may have been delivered twice;
 	// twiceIDs and twiceMsgs list the first of them (noteTwice); resent
 	// counts those sent again after an unconfirmed intent.
-	twice         int
-	twiceIDs      []string
-	twiceMsgs     []TwiceMessage
-	resent        int
+	twice     int
+	twiceIDs  []string
+	twiceMsgs []TwiceMessage
+	resent    int
 	// prior are the intents earlier attempts left unconfirmed (id ->
 	// destination); seenPrior those of them this run received.
-	prior     map[string]string
-	seenPrior map[string]bool
+	prior         map[string]string
+	seenPrior     map[string]bool
 	returnedIDs   []string
 	skippedGroups map[string]bool // FIFO groups with a held, unselected message
 	// last is each worker's previous journal write: the worker waits for
