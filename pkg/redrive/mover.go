@@ -270,9 +270,12 @@ const (
 // TwiceMessage is a message whose copy may have been delivered twice (or,
 // in UnconfirmedGoneMessages, whose single send was never confirmed).
 type TwiceMessage struct {
-	// ID is the original (DLQ) message id: the "orig" of the copy's
-	// redrive marker, the key a consumer deduplicates on.
+	// ID is the DLQ message id (the journal's "orig").
 	ID string `json:"id"`
+	// Orig is the "orig" of the copy's redrive marker — the key a consumer
+	// deduplicates on: ID, or the first DLQ message id of a message
+	// redriven before.
+	Orig string `json:"orig"`
 	// Destination is where the copy went (the queue, or exchange and
 	// routing key, as reports name it).
 	Destination string `json:"destination"`
@@ -596,9 +599,9 @@ func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item,
 				MaybeTwice: r.MaybeTwice || earlier[i], Resent: earlier[i]})
 			switch {
 			case earlier[i]:
-				s.noteTwice(TwiceMessage{ID: it.Record.MessageID, Destination: earlierDest[i], Cause: CauseResent})
+				s.noteTwice(TwiceMessage{ID: it.Record.MessageID, Orig: markerOrig(it.Record), Destination: earlierDest[i], Cause: CauseResent})
 			case r.MaybeTwice:
-				s.noteTwice(TwiceMessage{ID: it.Record.MessageID, Destination: dest.Label, Cause: CauseRetried})
+				s.noteTwice(TwiceMessage{ID: it.Record.MessageID, Orig: markerOrig(it.Record), Destination: dest.Label, Cause: CauseRetried})
 			}
 			outs[i].Detail = r.ID
 			if !batch[i].Marked {
@@ -609,7 +612,7 @@ func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item,
 				// Refused in the end, but an earlier attempt whose answer
 				// was lost may have delivered it: a copy may exist while
 				// the message stays in the DLQ.
-				s.noteTwice(TwiceMessage{ID: it.Record.MessageID, Destination: dest.Label, Cause: CauseRetried})
+				s.noteTwice(TwiceMessage{ID: it.Record.MessageID, Orig: markerOrig(it.Record), Destination: dest.Label, Cause: CauseRetried})
 			} else if !earlier[i] {
 				// No copy exists: this intent is settled. (One left by an
 				// earlier attempt stays open: that attempt's copy may.)
@@ -643,6 +646,15 @@ func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item,
 	}()
 	s.last[w] = jw
 	return outs, jw
+}
+
+// markerOrig is the "orig" of the marker a copy of rec carries: the first
+// DLQ message id of a message redriven before, else its own id.
+func markerOrig(rec *record.Record) string {
+	if rec.Redrive != nil && rec.Redrive.OriginalID != "" {
+		return rec.Redrive.OriginalID
+	}
+	return rec.MessageID
 }
 
 // noteTwice counts a message whose copy may have been delivered twice.
@@ -688,7 +700,7 @@ func (s *moveSink) settleGone(r *Result) {
 	s.j.Gone(gone)
 	r.UnconfirmedGone = len(gone)
 	for _, id := range gone[:min(len(gone), maxTwiceMessages)] {
-		r.UnconfirmedGoneMessages = append(r.UnconfirmedGoneMessages, TwiceMessage{ID: id, Destination: s.prior[id], Cause: CauseGone})
+		r.UnconfirmedGoneMessages = append(r.UnconfirmedGoneMessages, TwiceMessage{ID: id, Orig: id, Destination: s.prior[id], Cause: CauseGone})
 	}
 }
 
