@@ -420,6 +420,7 @@ const sqsCloseWarning = "releasing held messages: %v (they become visible again 
 // command's. closeWarning formats the failure to give back what the source
 // still held ("" for a source that holds nothing).
 func executeMove(ctx context.Context, f *Factory, prog *output.Progress, spec redrive.RunSpec, closeWarning string, summary func(*redrive.Outcome) error) error {
+	spec.OnJournal = withUnconfirmedNote(f, spec.OnJournal)
 	out, err := redrive.Execute(ctx, spec)
 	prog.Done()
 	if err != nil {
@@ -431,7 +432,46 @@ func executeMove(ctx context.Context, f *Factory, prog *output.Progress, spec re
 	if err := summary(out); err != nil {
 		return err
 	}
+	crashDuplicatesNote(f, out.Result)
 	return out.Err
+}
+
+// withUnconfirmedNote adds to a run's OnJournal the note a resumed run
+// gives when the journal holds sends whose outcome was never recorded.
+func withUnconfirmedNote(f *Factory, next func(*redrive.Journal)) func(*redrive.Journal) {
+	return func(j *redrive.Journal) {
+		if n := len(j.UnconfirmedAtOpen()); n > 0 {
+			f.IO.Infof("run %s: %d message(s) were being sent when the process died, and whether their copy arrived was never recorded: those still in the source are sent again and reported as possibly delivered twice", j.Meta().ID, n)
+		}
+		if next != nil {
+			next(j)
+		}
+	}
+}
+
+// crashDuplicatesNote says, on stderr whatever the output format, which
+// copies a resumed run may have delivered twice because the process before
+// it died mid-send, and which of those sends it counts as done.
+func crashDuplicatesNote(f *Factory, res *redrive.Result) {
+	if res == nil {
+		return
+	}
+	if res.MaybeTwiceResent > 0 {
+		f.IO.Infof("resumed run %s: %s", res.RunID, resentNote(res.MaybeTwiceResent))
+	}
+	if res.UnconfirmedGone > 0 {
+		f.IO.Infof("resumed run %s: %s", res.RunID, goneNote(res.UnconfirmedGone))
+	}
+}
+
+// resentNote says that n copies were sent again after a crash.
+func resentNote(n int) string {
+	return fmt.Sprintf("%d message(s) may have been delivered twice: the process died after sending them and before recording it; give the list (-o json maybe_twice_messages, or the journal's records marked \"resent\") to the destination consumer's owner ('dlqctl help redrive': after a kill)", n)
+}
+
+// goneNote says that n unconfirmed sends were no longer in the source.
+func goneNote(n int) string {
+	return fmt.Sprintf("%d message(s) the process was sending when it died were no longer in the source: counted as sent, their copy most likely arrived once (-o json unconfirmed_gone_messages)", n)
 }
 
 // noCanaryMatch says so when a canary found nothing to move.
@@ -577,8 +617,14 @@ func sharedRows(t *output.TablePrinter, res *redrive.Result) {
 // renderOutcomeRows adds the rows every pipeline summary (redrive, restore)
 // ends with — tripped guard, canary verdict, errors — and renders the table.
 func renderOutcomeRows(t *output.TablePrinter, res *redrive.Result, v *redrive.Verdict) error {
-	if res.MaybeTwice > 0 {
-		t.Row("maybe twice", maybeTwiceNote(res.MaybeTwice))
+	if n := res.MaybeTwice - res.MaybeTwiceResent; n > 0 {
+		t.Row("maybe twice", maybeTwiceNote(n))
+	}
+	if res.MaybeTwiceResent > 0 {
+		t.Row("maybe twice", resentNote(res.MaybeTwiceResent))
+	}
+	if res.UnconfirmedGone > 0 {
+		t.Row("unconfirmed", goneNote(res.UnconfirmedGone))
 	}
 	if res.Guard != nil {
 		t.Row("guard", fmt.Sprintf("%s tripped: %s", res.Guard.Name, res.Guard.Detail))

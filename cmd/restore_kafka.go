@@ -98,6 +98,7 @@ func kafkaRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref,
 		},
 	}
 	opts.PaceFlags.apply(&spec.Move)
+	spec.OnJournal = withUnconfirmedNote(f, spec.OnJournal)
 	out, err := redrive.Execute(ctx, spec)
 	prog.Done()
 	if err != nil {
@@ -106,5 +107,6 @@ func kafkaRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref,
 	if err := printRestoreSummary(f, prog, ref, ep.Name(), out.Result, out.Verdict, out.Status); err != nil {
 		return err
 	}
+	crashDuplicatesNote(f, out.Result)
 	return out.Err
 }
