@@ -135,7 +135,12 @@ changed. Exit 4: some messages refused, unknown or not yet deleted.
 
 Every run has an id and a journal. After a crash or kill, 'dlqctl redrive
 resume RUN_ID' (or running the same command again) deletes what was already
-sent without sending it again and moves the rest. 'dlqctl runs' lists runs.
+sent without sending it again and moves the rest. The journal records each
+batch's ids before sending it: messages the dead process was sending and
+never recorded are sent again and named as possibly delivered twice ("resumed
+run R: N message(s) may have been delivered twice", maybe_twice_messages in
+-o json, with the orig of each copy's marker: the consumer's deduplication
+key; 'dlqctl help redrive.md'). 'dlqctl runs' lists runs.
 
 --engine native uses SQS's own move task (StartMessageMoveTask): the whole
 DLQ, to the sources or one queue, at --rate up to 500/s; --ramp restarts it
@@ -466,7 +471,7 @@ func crashDuplicatesNote(f *Factory, res *redrive.Result) {
 
 // resentNote says that n copies were sent again after a crash.
 func resentNote(n int) string {
-	return fmt.Sprintf("%d message(s) may have been delivered twice: the process died after sending them and before recording it; give the list (-o json maybe_twice_messages, or the journal's records marked \"resent\") to the destination consumer's owner ('dlqctl help redrive': after a kill)", n)
+	return fmt.Sprintf("%d message(s) may have been delivered twice: the process died after sending them and before recording it; give the list (-o json maybe_twice_messages, or the journal's sent records marked \"resent\") to the destination consumer's owner ('dlqctl help redrive.md': after a kill)", n)
 }
 
 // goneNote says that n unconfirmed sends were no longer in the source.
