@@ -344,3 +344,62 @@ func TestAMQPKill9DuplicatesAreAllReported(t *testing.T) {
 	}
 	t.Logf("%d trials: %d duplicates, all reported; %d reported in all", crashTrials(), totalDups, totalReported)
 }
+
+// TestRestoreKill9DuplicatesAreAllReported: a restore from an S3 archive to
+// a standard queue runs the same mover and journal as a redrive: killed
+// mid-send (the same 300 ms send latency) and run again, every copy that
+// arrived twice is among the ids the re-run reports; the archive is read
+// again whole, so nothing is "gone".
+func TestRestoreKill9DuplicatesAreAllReported(t *testing.T) {
+	env := testenv.Require(t)
+	c := env.SQS(t)
+	penv, _ := proxied(t, env, faultproxy.Fault{Action: "SendMessageBatch", Kind: faultproxy.Latency, Delay: 300 * time.Millisecond})
+	const n = 600
+	dlq, _ := createQueue(t, c, testenv.UniqueName(t, "rcrash"), nil)
+	if err := seed.FillDLQ(t.Context(), c, dlq, n, peerBody); err != nil {
+		t.Fatal(err)
+	}
+	bucket := testBucket(t, env, "rcrash")
+	ar := runCLI(t, env, "", "archive", dlq, "--to", "s3://"+bucket+"/x", "--yes", "-o", "json")
+	var asum ArchiveSummary
+	if err := json.Unmarshal([]byte(ar.Stdout), &asum); ar.Code != 0 || err != nil || asum.Manifest == "" {
+		t.Fatalf("archive: exit %d (%v): %s", ar.Code, err, ar.Stderr)
+	}
+	totalDups, totalReported := 0, 0
+	for trial := range crashTrials() {
+		conc := []int{2, 4, 8}[rand.IntN(3)]
+		dest, _ := createQueue(t, c, testenv.UniqueName(t, "rcrashd"), nil)
+		state := t.TempDir()
+		args := []string{"restore", asum.Manifest, "--to", dest, "--concurrency", strconv.Itoa(conc), "--yes", "--state-dir", state, "-o", "json"}
+		victim := &peerProc{state: state}
+		victim.cmd = binCmd(t, penv, args...)
+		victim.cmd.Stdout, victim.cmd.Stderr = &victim.stdout, &victim.stderr
+		if err := victim.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		at := n/10 + rand.IntN(n/2)
+		killWhen(t, victim, "the restore sent nothing within 3 minutes", func() bool {
+			v, _ := queueDepth(t, c, dest)
+			return v >= at && journaledSends(state)
+		})
+		_, unconfirmed := killedRunUnconfirmed(t, env, state)
+		bound := conc * 10
+		if unconfirmed > bound {
+			t.Errorf("the killed restore's journal has %d unconfirmed sends; bound %d", unconfirmed, bound)
+		}
+		r := runCLI(t, env, "", args...)
+		if r.Code != 0 {
+			t.Fatalf("restore again: exit %d\n%s", r.Code, r.Stderr)
+		}
+		var rep crashReport
+		if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || rep.Status != redrive.StatusCompleted {
+			t.Fatalf("restore summary %q (%v)", r.Stdout, err)
+		}
+		dups := checkCrashReport(t, rep, r.Stderr, drainMarkers(t, c, dest), n, unconfirmed, bound)
+		resumedRunCounts(t, env, state, rep.MaybeTwiceResent)
+		t.Logf("trial %d: --concurrency %d, killed after %d arrived: %d unconfirmed, %d duplicate(s), %d reported (bound %d)", trial, conc, at, unconfirmed, dups, rep.MaybeTwiceResent, bound)
+		totalDups += dups
+		totalReported += rep.MaybeTwiceResent
+	}
+	t.Logf("%d restore trials × %d messages: %d duplicates, all reported; %d reported in all", crashTrials(), n, totalDups, totalReported)
+}
