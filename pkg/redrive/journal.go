@@ -92,8 +92,11 @@ type line struct {
 // (with their destination message ids) and which were deleted. Sent records
 // are fsynced before Sent returns, and the pipeline deletes a message only
 // after that, so after a crash a resume deletes what was already sent
-// without sending it again. Concurrent Sent calls share one fsync (group
-// commit).
+// without sending it again. Before a batch is sent, its ids are fsynced
+// as an intent (Intend): an intent a resume finds without its sent record
+// is a send whose outcome nobody recorded, reported as possibly delivered
+// twice when the message is sent again. Concurrent Sent and Intend calls
+// share one fsync (group commit).
 type Journal struct {
 	dir  string
 	f    *os.File
