@@ -99,6 +99,7 @@ func kafkaRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref,
 		},
 	}
 	opts.PaceFlags.apply(&spec.Move)
+	spec.OnJournal = withUnconfirmedNote(f, spec.OnJournal)
 	out, err := redrive.Execute(ctx, spec)
 	prog.Done()
 	if err != nil {
@@ -110,5 +111,6 @@ func kafkaRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref,
 	if errs.Code(out.Err) != errs.ExitUsage {
 		warnFilterErrors(f, out.Result.FilterErrors, "stay in the archive")
 	}
+	crashDuplicatesNote(f, out.Result)
 	return out.Err
 }
