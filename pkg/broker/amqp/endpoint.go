@@ -252,9 +252,15 @@ func (e *Endpoint) ID() string {
 }
 
 // Capabilities of a RabbitMQ queue, by queue type.
-func (e *Endpoint) Capabilities() broker.Capabilities {
+func (e *Endpoint) Capabilities() broker.Capabilities { return Capabilities(e.info.Type) }
+
+// Capabilities of a RabbitMQ queue of type typ (TypeClassic, TypeQuorum,
+// TypeStream; "" when it is not known yet, as before connecting: the less
+// forgiving type is assumed).
+func Capabilities(typ string) broker.Capabilities {
 	c := broker.Capabilities{
 		Label:             "RabbitMQ",
+		Broker:            broker.AMQP,
 		Hold:              broker.HoldDelivery,
 		Removal:           broker.RemovePerMessage,
 		Ordering:          broker.OrderQueue,
@@ -264,8 +270,13 @@ func (e *Endpoint) Capabilities() broker.Capabilities {
 		MaxBatchBytes:     MaxBatchBytes,
 		MaxMessageBytes:   MaxMessageBytes,
 		Sharing:           broker.ShareCompeting,
+		Backlog:           true,
+		ReturnsByDepth:    true,
+		FailureRecord:     "x-death and the consumer's failure headers",
+		DepthGrowth:       true,
+		DestinationDLQ:    true,
 	}
-	switch e.info.Type {
+	switch typ {
 	case TypeQuorum:
 		c.Ordering, c.ReleaseKeepsOrder, c.ReadCounts = broker.OrderNone, false, true
 	case TypeStream:

@@ -122,6 +122,7 @@ func (e *Endpoint) Capabilities() broker.Capabilities { return Capabilities() }
 func Capabilities() broker.Capabilities {
 	return broker.Capabilities{
 		Label:             "Kafka",
+		Broker:            broker.Kafka,
 		Hold:              broker.HoldNone,
 		Removal:           broker.RemoveCommitOffset,
 		Ordering:          broker.OrderPartition,
@@ -136,6 +137,11 @@ func Capabilities() broker.Capabilities {
 		MaxMessageBytes: 0,
 		MaxAttributes:   0,
 		Sharing:         broker.ShareGroup,
+		Transactions:    true,
+		DeleteByOffset:  true,
+		ConsumerLag:     true,
+		FailureRecord:   "its dead-letter headers",
+		Retention:       true,
 	}
 }
 
