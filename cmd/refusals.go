@@ -369,7 +369,7 @@ func refuseCrossBroker(cmd string, refs []cmdRef) error {
 	}
 	sc, _ := capsOf(src.Broker)
 	dc, _ := capsOf(dst.Broker)
-	return errs.BadInputf("redrive moves messages within one broker: the DLQ %s is on %s and --to %s on %s; redrive to a %s destination or --to source, or move them across with 'dlqctl archive' and 'dlqctl restore --to %s'",
+	return errs.BadInputf("redrive moves messages within one broker: the DLQ %s is on %s and --to %s on %s; redrive --to source or to a destination on %s, or move them across with 'dlqctl archive' and 'dlqctl restore --to %s'",
 		src.Display, sc.Label, dst.Display, dc.Label, sc.Label, dst.Display)
 }
 
