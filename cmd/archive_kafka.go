@@ -85,7 +85,7 @@ func kafkaArchiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	res, runErr := archive.Run(ctx, ep, api, aopts)
 	prog.Done()
 	if res == nil {
-		return kafkaErr(runErr)
+		return kafkaRunErr(runErr)
 	}
 	if err := printArchiveSummary(f, prog, format, res, runErr); err != nil {
 		return err

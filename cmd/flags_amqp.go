@@ -143,7 +143,7 @@ func amqpAuditRun(ctx context.Context, opts *AuditOptions) error {
 	for _, v := range vhosts {
 		topo, err := amqp.LoadTopology(ctx, v.m, v.ref.VHost)
 		if err != nil {
-			return fmt.Errorf("audit %s: %w", v.ref.WithQueue(""), err)
+			return broker.StartError(fmt.Errorf("audit %s: %w", v.ref.WithQueue(""), err))
 		}
 		display := func(q string) string { return v.ref.WithQueue(q).String() }
 		fs := amqp.Audit(topo, amqp.AuditOptions{Queues: v.queues, Prefix: opts.Prefix}, display)
@@ -211,7 +211,7 @@ func amqpQueuesRun(ctx context.Context, opts *QueuesOptions, raw string) error {
 	}
 	topo, err := amqp.LoadTopology(ctx, m, r.VHost)
 	if err != nil {
-		return err
+		return broker.StartError(err)
 	}
 	dlqs := amqp.DeadLetterQueues(topo)
 	var out []AMQPDLQInfo

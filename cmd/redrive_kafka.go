@@ -349,7 +349,7 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	case "interrupted":
 		return runErr
 	case "failed":
-		return kafkaErr(runErr)
+		return kafkaRunErr(runErr)
 	case "partial":
 		if st.Unfinished > 0 {
 			return errs.Partialf("%d record(s) of partitions this run was assigned are still pending in %s: read back at the end, group %s's commit does not cover them (a partition came late or moved to another member); run the same command again", st.Unfinished, ep.Name(), ep.Group())

@@ -101,7 +101,7 @@ func kafkaRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref,
 	out, err := redrive.Execute(ctx, spec)
 	prog.Done()
 	if err != nil {
-		return kafkaErr(err)
+		return kafkaRunErr(err)
 	}
 	if err := printRestoreSummary(f, prog, ref, ep.Name(), out.Result, out.Verdict, out.Status); err != nil {
 		return err

@@ -129,11 +129,29 @@ func dialError(r Ref, err error) error {
 		where = "(none given: guest/guest, which RabbitMQ accepts only from localhost)"
 	}
 	switch {
+	case errors.As(err, &ae) && ae.Code == amqp091.AccessRefused && ae.Reason == amqp091.ErrVhost.Reason:
+		// amqp091's answer when the vhost is missing or the user has no
+		// permissions on it.
+		return broker.Kindf(broker.ErrAccessDenied, "RabbitMQ at %s gives user %q no access to vhost %q (it does not exist, or the user has no permissions on it); check the vhost in the reference (%%2f is the default vhost /) and the user's permissions", r.HostPort(), r.user, r.VHost)
 	case errors.As(err, &ae) && ae.Code == amqp091.AccessRefused,
 		strings.Contains(msg, "username or password not allowed"):
-		return fmt.Errorf("%w for user %q %s at %s: check the credentials (in the URL or %s/%s)", ErrAuth, r.user, where, r.HostPort(), EnvUsername, EnvPassword)
-	case errors.As(err, &ae) && (ae.Code == amqp091.NotAllowed || ae.Code == amqp091.NotFound):
-		return fmt.Errorf("RabbitMQ at %s refused vhost %q for user %q: %s (check the vhost in the reference, %%2f is the default vhost /)", r.HostPort(), r.VHost, r.user, ae.Reason)
+		return broker.Kindf(ErrAuth, "RabbitMQ at %s refused the login of user %q %s; check the user and password (in the URL or %s/%s)", r.HostPort(), r.user, where, EnvUsername, EnvPassword)
+	case errors.As(err, &ae) && ae.Code == amqp091.NotFound:
+		return broker.Kindf(broker.ErrNotFound, "RabbitMQ at %s has no vhost %q (%s); check the vhost in the reference (%%2f is the default vhost /)", r.HostPort(), r.VHost, ae.Reason)
+	case errors.As(err, &ae) && ae.Code == amqp091.NotAllowed:
+		return broker.Kindf(broker.ErrAccessDenied, "RabbitMQ at %s refused vhost %q to user %q (%s); check the vhost in the reference (%%2f is the default vhost /) and the user's permissions on it", r.HostPort(), r.VHost, r.user, ae.Reason)
+	}
+	if problem, isTLS, ok := broker.NetProblem(err); ok {
+		fix := "check the host and port, that the node is running, and amqps:// if it listens with TLS"
+		switch {
+		case isTLS && r.TLS:
+			fix = "check that the port speaks TLS (amqp:// if it does not) and pass the CA that signed its certificate with --amqp-ca"
+		case strings.HasPrefix(problem, "no such host"), strings.HasPrefix(problem, "cannot resolve"):
+			fix = "check the host name in the reference"
+		case problem == "timed out":
+			fix = "check the host and port, that the node is running, and any firewall in between"
+		}
+		return broker.Kindf(broker.ErrUnreachable, "cannot connect to RabbitMQ at %s: %s; %s", r.HostPort(), problem, fix)
 	}
 	return fmt.Errorf("cannot connect to RabbitMQ at %s (vhost %q): %v", r.HostPort(), r.VHost, scrub(r, err))
 }

@@ -123,6 +123,14 @@ func Open(ctx context.Context, bref broker.Ref, cfg Config) (broker.Endpoint, er
 // password, host or vhost fails here, in one sentence), checks the queue
 // exists, and reads its type and arguments from the management API.
 func OpenEndpoint(ctx context.Context, bref broker.Ref, cfg Config) (*Endpoint, error) {
+	ep, err := openEndpoint(ctx, bref, cfg)
+	// Nothing was read or changed yet: an unreachable node, refused
+	// credentials or a missing queue are bad input (exit 2), as on every
+	// broker.
+	return ep, broker.StartError(err)
+}
+
+func openEndpoint(ctx context.Context, bref broker.Ref, cfg Config) (*Endpoint, error) {
 	cfg = cfg.withDefaults()
 	u := bref.URL()
 	if u == nil {
@@ -178,7 +186,7 @@ func OpenEndpoint(ctx context.Context, bref broker.Ref, cfg Config) (*Endpoint, 
 	}
 	if _, err := readyCount(conn, r.Queue); err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return nil, fmt.Errorf("queue %q does not exist in vhost %q at %s: %w", r.Queue, r.VHost, r.HostPort(), broker.ErrNotFound)
+			return nil, broker.Kindf(broker.ErrNotFound, "queue %q does not exist in vhost %q at %s; check the name ('dlqctl queues amqp://HOST/VHOST/' lists the dead-letter queues)", r.Queue, r.VHost, r.HostPort())
 		}
 		return nil, err
 	}
