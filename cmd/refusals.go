@@ -402,3 +402,44 @@ func refuseFlags(caps broker.Capabilities, fs *pflag.FlagSet, native bool) error
 	})
 	return err
 }
+
+// annotateBrokerFlags adds to the help of every flag in the table which
+// brokers honour it ("(Kafka only)"), from the same rows the refusals
+// come from, unless the help already starts with that broker's name.
+func annotateBrokerFlags(root *cobra.Command) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		name := commandName(c)
+		c.LocalFlags().VisitAll(func(fl *pflag.Flag) {
+			rows := needsFor(name, fl.Name)
+			if len(rows) == 0 {
+				return
+			}
+			var have []string
+			for _, b := range brokerCapabilities() {
+				ok := true
+				for _, n := range rows {
+					ok = ok && n.Need.Has(b)
+				}
+				if ok {
+					have = append(have, b.Label)
+				}
+			}
+			if len(have) == 0 || len(have) == len(brokerCapabilities()) {
+				return
+			}
+			if len(have) == 1 && strings.HasPrefix(fl.Usage, strings.TrimPrefix(have[0], "Amazon ")) {
+				return
+			}
+			only := strings.Join(have, " and ")
+			if rows[0].Value != "" {
+				only = "--" + fl.Name + " " + rows[0].Value + ": " + only
+			}
+			fl.Usage += " (" + only + " only)"
+		})
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
+}

@@ -171,6 +171,7 @@ IAM policies per role, on-call runbooks — is built in: 'dlqctl help topics'.
 		},
 	)
 	documentPipedColumns(root)
+	annotateBrokerFlags(root)
 	return root
 }
 
