@@ -369,9 +369,6 @@ func kafkaQueuesRun(ctx context.Context, f *Factory, raw, prefix string) error {
 // partition, exact — no sample needed).
 func kafkaCheckRun(ctx context.Context, opts *CheckOptions) error {
 	f := opts.F
-	if opts.MaxGrowth != nil {
-		return errs.BadInputf("--max-growth compares SQS depth readings saved between runs and is not built for Kafka topics; use --max-visible on the group's pending records (and --max-age)")
-	}
 	ep, err := f.KafkaEndpoint(ctx, opts.Queue)
 	if err != nil {
 		return err

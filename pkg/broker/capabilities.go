@@ -208,32 +208,6 @@ const (
 	ShareGroup
 )
 
-// Requirement is a flag that only some brokers can honour.
-type Requirement struct {
-	// Flag is the flag as typed, e.g. "--engine native".
-	Flag string
-	// Needs reports whether caps can honour the flag.
-	Needs func(caps Capabilities) bool
-	// Why says, for a broker that cannot, why not; "{broker}" stands for
-	// the broker's Label and "{hold}" for how it holds messages.
-	Why string
-	// Instead is what to do instead.
-	Instead string
-}
-
-// Refuse checks the requirements against caps and returns the first one
-// not met as a bad-input error (exit 2) naming the broker and the way out.
-func Refuse(caps Capabilities, reqs ...Requirement) error {
-	for _, r := range reqs {
-		if r.Needs(caps) {
-			continue
-		}
-		why := strings.NewReplacer("{broker}", caps.Label, "{hold}", caps.Hold.String()).Replace(r.Why)
-		return errs.BadInputf("%s cannot be used with %s: %s; %s", r.Flag, caps.Label, why, r.Instead)
-	}
-	return nil
-}
-
 // Need is what a flag needs of a broker, as data: whether a broker's
 // capabilities have it, and in words what it is and what a broker without
 // it does instead. The refusal of a flag on a broker without it is
