@@ -96,13 +96,6 @@ Exit 3 when a finding is at or above --fail-on (default error).`),
 			opts.Queues = args
 			opts.InvestigationWindow = time.Duration(window)
 			amqpRefs := len(args) > 0 && isAMQPRef(args[0])
-			if amqpRefs {
-				for _, fl := range []string{"investigation-window", "sample", "visibility"} {
-					if c.Flags().Changed(fl) {
-						return errs.BadInputf("--%s cannot be used with RabbitMQ: it is an SQS setting (RabbitMQ has no retention period or visibility timeout); drop --%s", fl, fl)
-					}
-				}
-			}
 			if len(args) > 0 && opts.Prefix != "" && !amqpRefs {
 				return errs.BadInputf("audit takes QUEUE arguments or --prefix, not both; drop one of them")
 			}

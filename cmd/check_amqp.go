@@ -23,9 +23,6 @@ import (
 // unacknowledged) like on SQS.
 func amqpCheckRun(ctx context.Context, opts *CheckOptions) error {
 	f := opts.F
-	if opts.visibilitySet {
-		return errs.BadInputf("--visibility cannot be used with RabbitMQ: a peek holds messages unacknowledged on its own connection and returns them when it ends; drop --visibility")
-	}
 	gep, err := f.Endpoint(ctx, opts.Queue)
 	if err != nil {
 		return err

@@ -306,6 +306,16 @@ func endpointOr(flag, env string) string {
 	return "(AWS default)"
 }
 
+// brokerCapabilities are the capabilities of every broker dlqctl speaks as
+// they are known before anything connects (SQS standard queues, RabbitMQ
+// queues of unknown type, Kafka topics): refusals.go checks the flags
+// against them right after the references are parsed. What depends on the
+// resolved queue (a FIFO queue, a RabbitMQ stream) is checked again once
+// it is resolved.
+func brokerCapabilities() []broker.Capabilities {
+	return []broker.Capabilities{sqs.Capabilities(false), amqp.Capabilities(""), kafka.Capabilities()}
+}
+
 // Endpoint parses a queue reference once and resolves it with its
 // broker's package: the one place that knows the broker packages.
 func (f *Factory) Endpoint(ctx context.Context, raw string) (broker.Endpoint, error) {

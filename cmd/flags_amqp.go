@@ -53,21 +53,6 @@ func validateAMQPFlags(c amqp.Config) error {
 	return nil
 }
 
-// refuseAMQPLogs refuses --logs for a command that moves messages out of a
-// RabbitMQ DLQ (redrive, archive): the CloudWatch Logs lookup keys on the
-// SQS message id and its send time, while a RabbitMQ message id is
-// optional and producer-chosen (dlqctl derives one when it is missing, so
-// no log line mentions it), and RabbitMQ already records why a message
-// died (x-death, and Spring/MassTransit/NServiceBus failure headers),
-// which the selection reads. Moving messages on evidence that may belong
-// to another message is worse than not having it.
-func refuseAMQPLogs(l LogsFlags) error {
-	if len(l.Groups) == 0 {
-		return nil
-	}
-	return errs.BadInputf("--logs cannot select messages to move out of a RabbitMQ DLQ: it matches CloudWatch Logs lines by SQS message id, while RabbitMQ records why each message died in x-death and the consumer's failure headers, which --filter and --class already read; drop --logs")
-}
-
 // isAMQPRef reports whether a reference names RabbitMQ (amqp://, amqps://).
 func isAMQPRef(raw string) bool {
 	l := strings.ToLower(strings.TrimSpace(raw))
@@ -143,7 +128,7 @@ func amqpAuditRun(ctx context.Context, opts *AuditOptions) error {
 	for _, v := range vhosts {
 		topo, err := amqp.LoadTopology(ctx, v.m, v.ref.VHost)
 		if err != nil {
-			return fmt.Errorf("audit %s: %w", v.ref.WithQueue(""), err)
+			return broker.StartError(fmt.Errorf("audit %s: %w", v.ref.WithQueue(""), err))
 		}
 		display := func(q string) string { return v.ref.WithQueue(q).String() }
 		fs := amqp.Audit(topo, amqp.AuditOptions{Queues: v.queues, Prefix: opts.Prefix}, display)
@@ -211,7 +196,7 @@ func amqpQueuesRun(ctx context.Context, opts *QueuesOptions, raw string) error {
 	}
 	topo, err := amqp.LoadTopology(ctx, m, r.VHost)
 	if err != nil {
-		return err
+		return broker.StartError(err)
 	}
 	dlqs := amqp.DeadLetterQueues(topo)
 	var out []AMQPDLQInfo

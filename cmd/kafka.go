@@ -39,9 +39,24 @@ func (f *Factory) KafkaEndpoint(ctx context.Context, refStr string) (*kafka.Endp
 	return ep, nil
 }
 
-// kafkaErr maps the Kafka package's errors to exit codes: bad input and
-// missing topics are exit 2 (nothing changed).
+// kafkaErr maps the Kafka package's errors met before anything changed
+// to exit codes: bad input, an unreachable cluster, a refused login or
+// ACL and a missing topic are exit 2, as on every broker.
 func kafkaErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ue *kafka.UsageError
+	if errors.As(err, &ue) {
+		return errs.BadInputf("%s", ue.Msg)
+	}
+	return broker.StartError(err)
+}
+
+// kafkaRunErr maps the error that ended a run, after it may have moved
+// records: only bad input and a missing topic are exit 2 there; a cluster
+// lost in the middle of a run is an error (1).
+func kafkaRunErr(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -273,7 +288,13 @@ func checkKafkaPair(dlq, to string) error {
 		return kafkaErr(err)
 	}
 	if toKafka {
-		return errs.BadInputf("redrive from an SQS queue to a Kafka topic (%s) is not supported; redrive to an SQS queue, or --to source", ref)
+		label := "an SQS queue"
+		if src, err := broker.ParseRef(dlq); err == nil {
+			if c, ok := capsOf(src.Broker); ok && src.Broker != broker.SQS {
+				label = "a " + c.Label + " queue"
+			}
+		}
+		return errs.BadInputf("redrive from %s to a Kafka topic (%s) is not supported; redrive within the DLQ's broker or --to source, or archive the DLQ and restore it --to the topic", label, ref)
 	}
 	return errs.BadInputf("a Kafka dead-letter topic is redriven to --to source or --to kafka://HOST:PORT/TOPIC, not to %s", broker.Redact(to))
 }
@@ -335,9 +356,6 @@ func kafkaQueuesRun(ctx context.Context, f *Factory, raw, prefix string) error {
 // partition, exact — no sample needed).
 func kafkaCheckRun(ctx context.Context, opts *CheckOptions) error {
 	f := opts.F
-	if opts.MaxGrowth != nil {
-		return errs.BadInputf("--max-growth compares SQS depth readings saved between runs and is not built for Kafka topics; use --max-visible on the group's pending records (and --max-age)")
-	}
 	ep, err := f.KafkaEndpoint(ctx, opts.Queue)
 	if err != nil {
 		return err

@@ -37,9 +37,6 @@ func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	if err := refuseFlags(ep.Capabilities(), opts.flags, opts.Engine == "native"); err != nil {
 		return err
 	}
-	if err := refuseAMQPLogs(opts.Selection.Logs); err != nil {
-		return err
-	}
 	var router redrive.Router
 	pubEp := ep // where copies are published
 	if strings.EqualFold(opts.To, "source") {

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
@@ -113,24 +112,6 @@ var errKafkaGuard = errors.New("guard tripped")
 // resumes (there is no run journal to name).
 func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	f := opts.F
-	caps := kafka.Capabilities()
-	if err := broker.Refuse(caps,
-		broker.Requirement{Flag: "--engine native", Needs: func(c broker.Capabilities) bool { return c.NativeMove || opts.Engine != "native" },
-			Why: "{broker} has no server-side move", Instead: "use --engine dlqctl (the default)"},
-		broker.Requirement{Flag: "--visibility", Needs: func(c broker.Capabilities) bool {
-			return c.Hold == broker.HoldLease || opts.Visibility == 30*time.Second
-		},
-			Why: "{broker} holds {hold}", Instead: "drop --visibility"},
-		broker.Requirement{Flag: "--max-dest-backlog", Needs: func(broker.Capabilities) bool { return opts.MaxDestBacklog == 0 },
-			Why: "a topic has no backlog of its own, its consumer groups have lag", Instead: "use --max-dest-lag GROUP:N"},
-		broker.Requirement{Flag: "--max-returns", Needs: func(broker.Capabilities) bool { return opts.MaxReturns == 0 },
-			Why: "returns are watched per canary on {broker}", Instead: "use --canary N, which watches the dead-letter topic for the copies coming back"},
-	); err != nil {
-		return err
-	}
-	if len(opts.Selection.Logs.groups()) > 0 {
-		return errs.BadInputf("--logs reads CloudWatch Logs of an SQS consumer; a Kafka dead letter carries its failure in its headers: drop --logs")
-	}
 	guards, err := parseDestLag(opts.Kafka.MaxDestLag)
 	if err != nil {
 		return err
@@ -388,7 +369,7 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	case "interrupted":
 		return runErr
 	case "failed":
-		return kafkaErr(runErr)
+		return kafkaRunErr(runErr)
 	case "partial":
 		if st.Unfinished > 0 {
 			return errs.Partialf("%d record(s) of partitions this run was assigned are still pending in %s: read back at the end, group %s's commit does not cover them (a partition came late or moved to another member); run the same command again", st.Unfinished, ep.Name(), ep.Group())

@@ -17,8 +17,12 @@ var (
 	ErrHeldLimit = errors.New("limit of held messages reached")
 	// ErrNotFound: the queue, exchange or topic does not exist.
 	ErrNotFound = errors.New("not found")
-	// ErrAccessDenied: the credentials may not do this.
+	// ErrAccessDenied: the credentials may not do this (or were refused).
 	ErrAccessDenied = errors.New("access denied")
+	// ErrUnreachable: the broker or endpoint could not be reached
+	// (connection refused, unknown host, a failed TLS handshake, a
+	// timeout); NetProblem says which.
+	ErrUnreachable = errors.New("unreachable")
 	// ErrRejected: the destination refused this entry; it was certainly
 	// not published (Result.Err).
 	ErrRejected = errors.New("rejected by the destination")
