@@ -230,13 +230,7 @@ func kafkaAuditRun(ctx context.Context, opts *AuditOptions) error {
 		}
 		rep.Queues = append(rep.Queues, ep.String())
 		rep.Notes = append(rep.Notes, notes...)
-		for _, x := range fs {
-			rep.Findings = append(rep.Findings, health.Finding{
-				Severity: health.Severity(x.Severity), Check: x.Check, Queue: x.Topic, Related: x.Related,
-				Problem: x.Problem, Why: x.Why, Sampled: x.Sampled,
-				Fix: health.Fix{Queue: x.Topic, Command: x.Command, Text: x.Fix},
-			})
-		}
+		rep.Findings = append(rep.Findings, fs...)
 	}
 	rep.Tally = health.Count(rep.Findings)
 	if err := printAudit(f, rep); err != nil {
