@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -9,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -138,34 +139,58 @@ region, an unknown queue, or AccessDenied (the message names the IAM action,
 	return c
 }
 
+// checkRequirements are check's flags that only some brokers honour.
+var checkRequirements = []broker.Requirement{
+	{Flag: "--visibility", Needs: func(c broker.Capabilities) bool { return c.Hold == broker.HoldLease },
+		Why:     "a sample is held by {hold}, not by a visibility timeout, and everything read is given back when the sample ends",
+		Instead: "drop --visibility"},
+}
+
+// growthRequirement refuses --max-growth where depth readings are not kept.
+var growthRequirement = broker.Requirement{Flag: "--max-growth",
+	Needs:   func(c broker.Capabilities) bool { return c.Removal != broker.RemoveCommitOffset },
+	Why:     "growth is not yet measured from a consumer group's pending records",
+	Instead: "use --max-visible on the group's pending records (and --max-age)"}
+
+// checkRun is check on every broker: one depth reading (Endpoint.Depth,
+// or the broker's DepthReader), the oldest age from the broker where it
+// knows it or from a sample, growth against readings saved in
+// --state-dir/check.
 func checkRun(ctx context.Context, opts *CheckOptions) error {
 	f := opts.F
-	if isAMQPRef(opts.Queue) {
-		return amqpCheckRun(ctx, opts)
-	}
-	if isKafkaRef(opts.Queue) {
-		return kafkaCheckRun(ctx, opts)
-	}
-	c, q, err := f.ResolveQueue(ctx, opts.Queue)
+	ep, err := f.Endpoint(ctx, opts.Queue)
 	if err != nil {
+		return err
+	}
+	defer closeEndpoint(ep)
+	var reqs []broker.Requirement
+	if opts.visibilitySet {
+		reqs = append(reqs, checkRequirements...)
+	}
+	if opts.MaxGrowth != nil {
+		reqs = append(reqs, growthRequirement)
+	}
+	if err := broker.Refuse(ep.Capabilities(), reqs...); err != nil {
 		return err
 	}
 	stateDir := filepath.Join(f.StateDir(), "check")
-	rep, err := health.Check(ctx, c, q, health.CheckOptions{
+	rep, err := health.Check(ctx, ep, health.CheckOptions{
 		Thresholds: opts.Thresholds, SampleMax: opts.Sample, SampleVisibility: opts.Visibility,
 		History: health.FileHistory{Dir: stateDir}, GrowthSample: opts.GrowthSample,
-		OnSample: func(q *sqs.Queue, n int) {
-			for _, w := range SideEffectWarnings(q) {
-				f.IO.Warnf("%s", w)
+		OnSample: func(n int) {
+			if w, ok := ep.(broker.PeekWarner); ok {
+				for _, s := range w.PeekWarnings() {
+					f.IO.Warnf("%s", s)
+				}
 			}
-			f.Verbosef("sampling up to %d messages of %s for --max-age (all are released)", n, q.Name)
+			f.Verbosef("reading up to %d messages of %s for --max-age (all are given back)", n, ep.Name())
 		},
 		OnWait: func(d time.Duration) {
-			f.Verbosef("no saved reading of %s is old enough; measuring growth over %s", q.Name, d)
+			f.Verbosef("no saved reading of %s is old enough; measuring growth over %s", ep.Name(), d)
 		},
 	})
 	if err != nil {
-		return err
+		return endpointErr(err)
 	}
 	if opts.MaxGrowth != nil {
 		f.Verbosef("depth readings are kept in %s", stateDir)
@@ -173,7 +198,24 @@ func checkRun(ctx context.Context, opts *CheckOptions) error {
 	if opts.DefaultedVisible {
 		f.Verbosef("no threshold given: using --max-visible 0")
 	}
-	return printCheckReport(f, rep, q.Name)
+	return printCheckReport(f, rep, ep.Name())
+}
+
+// closeEndpoint releases what an endpoint keeps open (a Kafka admin
+// client), for endpoints that keep something.
+func closeEndpoint(ep broker.Endpoint) {
+	if c, ok := ep.(interface{ Close() }); ok {
+		c.Close()
+	}
+}
+
+// endpointErr makes a queue or topic that does not exist bad input (exit
+// 2, nothing changed) on every broker.
+func endpointErr(err error) error {
+	if errors.Is(err, broker.ErrNotFound) && errs.Code(err) == errs.ExitError {
+		return errs.BadInput(err)
+	}
+	return err
 }
 
 // formatValue renders a threshold value in its unit.

@@ -8,10 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
 	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // WatchOptions are the inputs of `dlqctl watch`.
@@ -74,34 +74,31 @@ Runs until Ctrl-C (exit 130) or, with --count N, stops after N ticks (exit 0).`)
 	return c
 }
 
+// watchRun is watch on every broker: health.Watch reads the depth each
+// --interval (and the moves the broker runs itself, where it has them).
 func watchRun(ctx context.Context, opts *WatchOptions) error {
 	f := opts.F
-	if isAMQPRef(opts.Queue) {
-		return amqpWatchRun(ctx, opts)
-	}
-	if isKafkaRef(opts.Queue) {
-		return kafkaWatchRun(ctx, opts)
-	}
-	c, q, err := f.ResolveQueue(ctx, opts.Queue)
+	ep, err := f.Endpoint(ctx, opts.Queue)
 	if err != nil {
 		return err
 	}
+	defer closeEndpoint(ep)
 	format, _ := f.Format()
 	var nd *output.NDJSONWriter
 	if format != output.Table {
 		nd = output.NewNDJSON(f.IO.Out)
 	}
 	warned := false
-	return health.Watch(ctx, c, q, health.WatchOptions{Interval: opts.Interval, Count: opts.Count}, func(t health.Tick) error {
+	err = health.Watch(ctx, ep, health.WatchOptions{Interval: opts.Interval, Count: opts.Count}, func(t health.Tick) error {
 		if t.MoveTaskError != "" && !warned {
 			warned = true
-			f.IO.Warnf("cannot list move tasks of %s: %s", q.Name, t.MoveTaskError)
+			f.IO.Warnf("cannot list move tasks of %s: %s", ep.Name(), t.MoveTaskError)
 		}
 		switch {
 		case nd != nil:
 			return nd.Write(t)
 		case f.IO.OutTTY:
-			_, err := fmt.Fprint(f.IO.Out, watchFrame(q, opts.Interval, t))
+			_, err := fmt.Fprint(f.IO.Out, watchFrame(ep.Name(), opts.Interval, t))
 			return err
 		default:
 			_, err := fmt.Fprintln(f.IO.Out, strings.Join([]string{
@@ -111,27 +108,52 @@ func watchRun(ctx context.Context, opts *WatchOptions) error {
 			return err
 		}
 	})
+	return endpointErr(err)
 }
 
 // clearScreen moves the cursor home and clears the terminal.
 const clearScreen = "\x1b[H\x1b[2J"
 
-func watchFrame(q *sqs.Queue, interval time.Duration, t health.Tick) string {
+// watchFrame is the terminal view of a tick: the counts the broker keeps,
+// in its words, the growth, the move task where the broker runs them, and
+// the broker's further figures.
+func watchFrame(name string, interval time.Duration, t health.Tick) string {
+	type line struct{ name, value string }
+	var lines []line
+	add := func(name string, v string) { lines = append(lines, line{name, v}) }
+	// A count the broker keeps, in one word ("in flight" -> "in-flight").
+	for _, c := range []struct {
+		term string
+		n    int
+	}{{t.Terms.Ready, t.Counts.Visible}, {t.Terms.Held, t.Counts.InFlight}, {t.Terms.Delayed, t.Counts.Delayed}} {
+		if c.term != "" {
+			add(strings.ReplaceAll(c.term, " ", "-"), fmt.Sprint(c.n))
+		}
+	}
+	add("growth/min", growthText(t.GrowthPerMinute))
+	if t.ListsMoves {
+		mt := moveTaskText(t.MoveTasks)
+		if mt == "-" {
+			mt = "none"
+		}
+		if t.MoveTaskError != "" {
+			mt = "unknown (" + t.MoveTaskError + ")"
+		}
+		add("move task", mt)
+	}
+	for _, g := range t.Gauges {
+		add(g.Name, g.Value)
+	}
+	width := 10
+	for _, l := range lines {
+		width = max(width, len(l.name))
+	}
 	var b strings.Builder
 	b.WriteString(clearScreen)
-	fmt.Fprintf(&b, "dlqctl watch %s  every %s  %s  (Ctrl-C to stop)\n\n", q.Name, interval, t.At.Local().Format("15:04:05"))
-	fmt.Fprintf(&b, "  visible     %d\n", t.Counts.Visible)
-	fmt.Fprintf(&b, "  in-flight   %d\n", t.Counts.InFlight)
-	fmt.Fprintf(&b, "  delayed     %d\n", t.Counts.Delayed)
-	fmt.Fprintf(&b, "  growth/min  %s\n", growthText(t.GrowthPerMinute))
-	mt := moveTaskText(t.MoveTasks)
-	if mt == "-" {
-		mt = "none"
+	fmt.Fprintf(&b, "dlqctl watch %s  every %s  %s  (Ctrl-C to stop)\n\n", name, interval, t.At.Local().Format("15:04:05"))
+	for _, l := range lines {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, l.name, l.value)
 	}
-	if t.MoveTaskError != "" {
-		mt = "unknown (" + t.MoveTaskError + ")"
-	}
-	fmt.Fprintf(&b, "  move task   %s\n", mt)
 	return b.String()
 }
 
@@ -153,7 +175,7 @@ func moveTaskText(ts []health.MoveTask) string {
 			s += fmt.Sprintf("/%d", *t.ToMove)
 		}
 		s += " moved"
-		dest := sqs.NameFromARN(t.DestinationARN)
+		dest := record.ARNName(t.DestinationARN, "sqs")
 		if dest == "" {
 			dest = "original sources"
 		}
