@@ -14,7 +14,6 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/health"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
@@ -211,40 +210,6 @@ func countKafkaRefs(refs []string) int {
 		}
 	}
 	return n
-}
-
-// kafkaAuditRun audits kafka:// dead-letter topics (and their retry
-// chains) with the admin API and a sample of their records' headers.
-func kafkaAuditRun(ctx context.Context, opts *AuditOptions) error {
-	f := opts.F
-	rep := &health.AuditReport{Findings: []health.Finding{}, Notes: []string{}}
-	for _, q := range opts.Queues {
-		ep, err := f.KafkaEndpoint(ctx, q)
-		if err != nil {
-			return err
-		}
-		fs, notes, err := kafka.Audit(ctx, ep, kafka.AuditOptions{InvestigationWindow: opts.InvestigationWindow, Sample: opts.Sample})
-		ep.Close()
-		if err != nil {
-			return kafkaErr(err)
-		}
-		rep.Queues = append(rep.Queues, ep.String())
-		rep.Notes = append(rep.Notes, notes...)
-		rep.Findings = append(rep.Findings, fs...)
-	}
-	rep.Tally = health.Count(rep.Findings)
-	if err := printAudit(f, rep); err != nil {
-		return err
-	}
-	for _, n := range rep.Notes {
-		f.IO.Infof("note: %s", n)
-	}
-	t := rep.Tally
-	f.IO.Infof("audited %d topic(s): %d error(s), %d warning(s), %d info", len(rep.Queues), t.Errors, t.Warnings, t.Infos)
-	if failing := health.AtLeast(rep.Findings, opts.FailOn); len(failing) > 0 {
-		return errs.Verdictf("audit failed: %d finding(s) at or above %s", len(failing), opts.FailOn)
-	}
-	return nil
 }
 
 // checkKafkaPair refuses a redrive between Kafka and another broker (one

@@ -86,13 +86,14 @@ type PeekWarner interface {
 	PeekWarnings() []string
 }
 
-// Auditor is an Endpoint whose broker package checks the queue (and what
-// it is tied to: its sources, its dead-letter exchange, its retry topics)
-// against that broker's production checklist. It reads configuration and
-// at most a sample of messages; it changes nothing. notes say what could
-// not be checked.
+// Auditor is what a broker package audits against its broker's production
+// checklist: a Kafka dead-letter topic (the Endpoint) and its retry chain,
+// a RabbitMQ vhost's dead-lettering (its exchanges, bindings and queues).
+// It reads configuration and at most a sample of messages; it changes
+// nothing. Package health runs every Auditor a command was given and
+// reports their findings as one.
 type Auditor interface {
-	Audit(ctx context.Context, opt AuditOptions) (findings []finding.Finding, notes []string, err error)
+	Audit(ctx context.Context, opt AuditOptions) (AuditResult, error)
 }
 
 // AuditOptions tune an Auditor.
@@ -100,6 +101,19 @@ type AuditOptions struct {
 	// InvestigationWindow is how long people need between a message
 	// dead-lettering and someone replaying it.
 	InvestigationWindow time.Duration
-	// Sample is how many messages may be read (0: the broker's default).
+	// Sample is how many messages may be read (0: none, or the broker's
+	// default where reading a sample leaves no trace).
 	Sample int
+	// SampleHold is how long a sampled message stays held between
+	// heartbeats (lease brokers).
+	SampleHold time.Duration
+}
+
+// AuditResult is what an Auditor found.
+type AuditResult struct {
+	// Audited names the queues or topics audited.
+	Audited  []string
+	Findings []finding.Finding
+	// Notes say what could not be checked, and why.
+	Notes []string
 }

@@ -37,4 +37,17 @@ func (e *Endpoint) ReadDepth(ctx context.Context, oldest bool) (broker.DepthRead
 	return r, nil
 }
 
-var _ broker.DepthReader = (*Endpoint)(nil)
+var (
+	_ broker.DepthReader = (*Endpoint)(nil)
+	_ broker.Auditor     = (*Endpoint)(nil)
+)
+
+// Audit checks the topic (a dead-letter topic, or a retry topic of a
+// chain) against the rules in docs/kafka.md (package func Audit).
+func (e *Endpoint) Audit(ctx context.Context, opt broker.AuditOptions) (broker.AuditResult, error) {
+	fs, notes, err := Audit(ctx, e, AuditOptions{InvestigationWindow: opt.InvestigationWindow, Sample: opt.Sample})
+	if err != nil {
+		return broker.AuditResult{}, e.wrap(err)
+	}
+	return broker.AuditResult{Audited: []string{e.String()}, Findings: fs, Notes: notes}, nil
+}
