@@ -88,7 +88,13 @@ narrows a vhost). The checks:
   warn   rabbitmq-at-least-once-not-in-effect   at-least-once set but not in effect
   info   rabbitmq-at-most-once-dead-lettering   quorum source dead-letters at most once
 
-Exit 3 when a finding is at or above --fail-on (default error).`),
+Kafka: 'audit kafka://HOST:PORT/TOPIC…' audits each dead-letter topic and its
+retry chain (kafka-dlt-compacted, -replication, -min-insync,
+-retention-short, -fewer-partitions, kafka-retry-without-dlt; docs/kafka.md).
+
+Findings are one type on every broker and print the same way; one run
+audits one broker. Exit 3 when a finding is at or above --fail-on (default
+error).`),
 		Example: `  dlqctl audit
   dlqctl audit --prefix orders --fail-on warn
   dlqctl audit orders orders-dlq -o json | jq '.findings[] | select(.severity=="error")'

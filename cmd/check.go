@@ -41,19 +41,28 @@ func NewCmdCheck(f *Factory, runF func(context.Context, *CheckOptions) error) *c
 	c := &cobra.Command{
 		Use:   "check DLQ [--max-visible N] [--max-age D] [--max-growth N/5m]",
 		Short: "One-shot threshold check of a DLQ for cron, CI and monitoring agents",
-		Long: withExitCodes(`Check a DLQ (or a Kafka dead-letter topic, kafka://HOST:PORT/TOPIC: records
-pending for dlqctl's group, and the exact oldest pending age) against
-thresholds and print one line per threshold: its
+		Long: withExitCodes(`Check a DLQ on any broker (an SQS queue; a RabbitMQ queue,
+amqp://…/VHOST/QUEUE; a Kafka dead-letter topic, kafka://HOST:PORT/TOPIC)
+against thresholds and print one line per threshold: its
 status (ok, breach or unknown), the value and the limit. Exit 3 when any
 threshold is breached; unknown never fails. With no threshold flag, check
 uses --max-visible 0: any visible message is a breach.
 
-  --max-visible N    ApproximateNumberOfMessages above N.
-  --max-age D        the oldest message, from a SAMPLE of up to --sample
-                     messages (SQS has no API for the true oldest). A sample
-                     can only under-estimate: a breach is certain, an ok is as
-                     good as the sample. Sampling receives messages (their
-                     ApproximateReceiveCount goes up) and releases them.
+  --max-visible N    the messages a read could return now, above N: SQS's
+                     ApproximateNumberOfMessages (approximate), RabbitMQ's
+                     ready count (exact), the records pending for dlqctl's
+                     Kafka group (end − committed, an upper bound).
+  --max-age D        the oldest message. Kafka knows it (the first pending
+                     record of each partition: exact). Elsewhere it is the
+                     oldest of a SAMPLE of up to --sample messages read and
+                     given back (SQS has no API for the true oldest; on
+                     RabbitMQ the head of the queue, aged from each message's
+                     timestamp, else its first death). A sample can only
+                     under-estimate: a breach is certain, an ok is as good as
+                     the sample. Sampling SQS receives messages (their
+                     ApproximateReceiveCount goes up) and releases them; a
+                     RabbitMQ quorum queue with a delivery limit is not
+                     peeked (each return counts): unknown, with the reason.
   --max-growth N/W   more than N new messages per window W (e.g. 50/5m).
                      Growth compares the depth (visible + in flight + delayed)
                      with a reading saved by an earlier run in
@@ -63,27 +72,25 @@ uses --max-visible 0: any visible message is a breach.
                      The first run has nothing to compare with and reports
                      unknown, unless --growth-sample D is given: then check
                      takes a second reading after D and scales that change.
+                     Not on Kafka yet (exit 2).
+  --visibility D     how long sampled SQS messages stay hidden between
+                     heartbeats; refused where messages are not held with a
+                     lease (RabbitMQ, Kafka: exit 2).
 
-On RabbitMQ (amqp://…/VHOST/QUEUE): visible is the queue's ready count
-(exact, from queue.declare); in flight the messages consumers hold
-unacknowledged (management API). --max-age peeks up to --sample messages
-at the head of the queue (the oldest on a classic queue) with manual
-acknowledgement and returns them all; a message's age is from its
-timestamp property, else its first death (x-death). A quorum queue with a
-delivery limit is not peeked (each return counts): --max-age is unknown
-there. --max-growth compares depth readings (ready + unacknowledged) the
-same way; --visibility does not apply (exit 2).
-
--o json prints the report as one JSON document for machines.
+The detail of each line says how the value was measured, in the broker's
+words; -o json prints the report as one JSON document for machines
+(counts.exact and each threshold's exact say whether the broker counted
+exactly). RabbitMQ needs its management API (unacknowledged messages).
 
 Exit 3 is a breach. Exit 2 means check could not look: no credentials or
-region, an unknown queue, or AccessDenied (the message names the IAM action,
-'dlqctl help iam'); exit 1 an error. A monitor should alert on those too.`),
+region, an unknown queue or topic, or AccessDenied (the message names the
+IAM action, 'dlqctl help iam'); exit 1 an error. A monitor should alert on those too.`),
 		Example: `  dlqctl check orders-dlq                       # any message is a breach
   dlqctl check orders-dlq --max-visible 100 --max-age 2h --max-growth 50/5m
   */5 * * * * dlqctl check orders-dlq --max-growth 20/5m -o json || page-oncall
-  dlqctl check 'amqp://ops@rabbit:5672/%2f/orders.dlq' --max-visible 100 --max-age 2h`,
-		Args: exactArgs(1, "one DLQ (name, URL or ARN)"),
+  dlqctl check 'amqp://ops@rabbit:5672/%2f/orders.dlq' --max-visible 100 --max-age 2h
+  dlqctl check kafka://kafka-1:9092/orders-dlt --max-visible 0 --max-age 1h`,
+		Args: exactArgs(1, "one DLQ (an SQS name, URL or ARN, amqp://…/VHOST/QUEUE or kafka://HOST:PORT/TOPIC)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Queue = args[0]
 			fl := c.Flags()
@@ -131,10 +138,10 @@ region, an unknown queue, or AccessDenied (the message names the IAM action,
 	}
 	fl := c.Flags()
 	fl.IntVar(&maxVisible, "max-visible", 0, "breach when more than N messages are visible")
-	fl.Var(&maxAge, "max-age", "breach when the oldest SAMPLED message is older than D (e.g. 30m, 2d)")
+	fl.Var(&maxAge, "max-age", "breach when the oldest message (sampled where the broker does not know it) is older than D (e.g. 30m, 2d)")
 	fl.StringVar(&maxGrowth, "max-growth", "", "breach when more than N messages arrive per window, written N/WINDOW (e.g. 50/5m)")
 	fl.IntVar(&opts.Sample, "sample", 20, "messages to sample for --max-age")
-	fl.DurationVar(&opts.Visibility, "visibility", 30*time.Second, "how long sampled messages stay hidden between heartbeats")
+	fl.DurationVar(&opts.Visibility, "visibility", 30*time.Second, "how long sampled SQS messages stay hidden between heartbeats")
 	fl.DurationVar(&opts.GrowthSample, "growth-sample", 0, "with no saved reading old enough, measure growth over this long now (e.g. 30s)")
 	return c
 }

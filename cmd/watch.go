@@ -31,29 +31,31 @@ func NewCmdWatch(f *Factory, runF func(context.Context, *WatchOptions) error) *c
 	c := &cobra.Command{
 		Use:   "watch DLQ [--interval 10s] [--count N]",
 		Short: "Live view of a DLQ's depth, growth and move tasks",
-		Long: withExitCodes(`(A Kafka topic, kafka://HOST:PORT/TOPIC, is watched by its records pending
-for dlqctl's group.)
+		Long: withExitCodes(`Watch a DLQ on any broker (an SQS queue; a RabbitMQ queue,
+amqp://…/VHOST/QUEUE; a Kafka topic, kafka://HOST:PORT/TOPIC): every
+--interval, read its depth — visible, in flight and delayed — the growth per
+minute (change of visible + in flight + delayed over up to the last minute)
+and any move the broker runs itself out of it (an SQS message move task).
+Nothing is received: watching has no side effects.
 
-Watch a DLQ: every --interval, read its visible, in-flight and delayed
-counts, the growth per minute (change of visible + in flight + delayed over up
-to the last minute) and any running message move task out of it. Nothing is
-received: watching has no side effects.
+What the counts are, per broker: SQS's approximate visible, in-flight and
+delayed counts; RabbitMQ's exact ready count and what consumers hold
+unacknowledged (management API), delayed 0; the records pending for
+dlqctl's Kafka group (end − committed), in flight and delayed 0. RabbitMQ and
+Kafka have no move tasks ("-").
 
-On a terminal the view refreshes in place; when piped, each tick is one
-tab-separated line: time, visible, in-flight, delayed, growth/min ("-" on the
-first tick) and the move task ("-" when none). -o json and -o ndjson print
-one JSON object per tick.
-
-On RabbitMQ (amqp://…/VHOST/QUEUE) visible is the queue's ready count
-(exact), in-flight what consumers hold unacknowledged (management API),
-delayed always 0, and the move task "-" (RabbitMQ has none; the terminal
-view shows the consumers attached instead).
+On a terminal the view refreshes in place, in the broker's words (on
+RabbitMQ with the consumers attached); when piped, each tick is one
+tab-separated line with the same columns on every broker: time, visible,
+in-flight, delayed, growth/min ("-" on the first tick) and the move task
+("-" when none). -o json and -o ndjson print one JSON object per tick.
 
 Runs until Ctrl-C (exit 130) or, with --count N, stops after N ticks (exit 0).`),
 		Example: `  dlqctl watch orders-dlq
   dlqctl watch orders-dlq --interval 30s | tee dlq-depth.tsv
-  dlqctl watch orders-dlq --count 6 --interval 10s -o ndjson`,
-		Args: exactArgs(1, "one DLQ (name, URL or ARN)"),
+  dlqctl watch orders-dlq --count 6 --interval 10s -o ndjson
+  dlqctl watch kafka://kafka-1:9092/orders-dlt --interval 30s`,
+		Args: exactArgs(1, "one DLQ (an SQS name, URL or ARN, amqp://…/VHOST/QUEUE or kafka://HOST:PORT/TOPIC)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Queue = args[0]
 			if opts.Interval < minWatchInterval {
