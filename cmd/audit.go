@@ -205,7 +205,7 @@ func auditorsFor(ctx context.Context, f *Factory, opts *AuditOptions) (auditors 
 		for _, ref := range opts.Queues {
 			ep, err := f.Endpoint(ctx, ref)
 			if err != nil {
-				return nil, "", done, err
+				return nil, "", done, endpointErr(err)
 			}
 			opened = append(opened, ep)
 			a, ok := ep.(broker.Auditor)

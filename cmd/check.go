@@ -167,7 +167,7 @@ func checkRun(ctx context.Context, opts *CheckOptions) error {
 	f := opts.F
 	ep, err := f.Endpoint(ctx, opts.Queue)
 	if err != nil {
-		return err
+		return endpointErr(err)
 	}
 	defer closeEndpoint(ep)
 	var reqs []broker.Requirement

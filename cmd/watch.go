@@ -82,7 +82,7 @@ func watchRun(ctx context.Context, opts *WatchOptions) error {
 	f := opts.F
 	ep, err := f.Endpoint(ctx, opts.Queue)
 	if err != nil {
-		return err
+		return endpointErr(err)
 	}
 	defer closeEndpoint(ep)
 	format, _ := f.Format()

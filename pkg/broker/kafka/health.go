@@ -47,7 +47,7 @@ var (
 func (e *Endpoint) Audit(ctx context.Context, opt broker.AuditOptions) (broker.AuditResult, error) {
 	fs, notes, err := Audit(ctx, e, AuditOptions{InvestigationWindow: opt.InvestigationWindow, Sample: opt.Sample})
 	if err != nil {
-		return broker.AuditResult{}, e.wrap(err)
+		return broker.AuditResult{}, err // Audit's errors are wrapped already
 	}
 	return broker.AuditResult{Audited: []string{e.String()}, Findings: fs, Notes: notes}, nil
 }
