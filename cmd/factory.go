@@ -379,11 +379,10 @@ func checkRef(raw string) (broker.Ref, error) {
 }
 
 // SQSEndpoint resolves a reference that must name an SQS queue (the
-// commands that only SQS has: queues, audit, check, watch, the native
-// engine).
+// command paths that only SQS has, such as the native engine).
 func (f *Factory) SQSEndpoint(ctx context.Context, raw string) (*sqs.Endpoint, error) {
 	if ref, err := broker.ParseRef(raw); err == nil && ref.Broker == broker.AMQP {
-		return nil, errs.BadInputf("%s is a RabbitMQ queue; this command works on SQS queues only (on RabbitMQ: sample, group, classify, redrive, archive, queues and audit)", ref)
+		return nil, errs.BadInputf("%s is a RabbitMQ queue; this command works on SQS queues only (on RabbitMQ: sample, group, classify, redrive, archive, restore, queues, audit, check and watch)", ref)
 	}
 	ep, err := f.Endpoint(ctx, raw)
 	if err != nil {

@@ -105,17 +105,7 @@ card_number, cvv, ssn, … at any depth) are masked in all output by default;
 }
 
 // SideEffectWarnings returns the warnings to show before peeking at q.
-func SideEffectWarnings(q *sqs.Queue) []string {
-	var w []string
-	if rp := q.RedrivePolicy(); rp != nil {
-		w = append(w, fmt.Sprintf("%s has its own RedrivePolicy (maxReceiveCount %d): each receive by dlqctl counts toward moving its messages to %s",
-			q.Name, rp.MaxReceiveCount, sqs.NameFromARN(rp.DeadLetterTargetARN)))
-	}
-	if q.FIFO {
-		w = append(w, fmt.Sprintf("%s is FIFO: a peeked message blocks its message group until dlqctl releases it", q.Name))
-	}
-	return w
-}
+func SideEffectWarnings(q *sqs.Queue) []string { return sqs.PeekWarnings(q) }
 
 func sampleRun(ctx context.Context, opts *SampleOptions) error {
 	f := opts.F

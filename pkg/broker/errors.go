@@ -29,6 +29,10 @@ var (
 	// ErrUnsupported: the broker cannot do this (Depth on a broker without
 	// counts); Capabilities says so beforehand.
 	ErrUnsupported = errors.New("not supported by this broker")
+	// ErrPeekUnsafe: reading the queue without consuming it would change
+	// it in a way the user would not expect (RabbitMQ: push messages of a
+	// quorum queue over its delivery limit). Bad input: nothing was read.
+	ErrPeekUnsafe = errors.New("peeking this queue is unsafe")
 )
 
 // Rejected wraps err as a per-entry refusal (errors.Is(…, ErrRejected)),
