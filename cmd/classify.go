@@ -28,6 +28,9 @@ type ClassifyOptions struct {
 	Explain   string
 	Redact    []string
 	NoRedact  bool
+	// MinConfidence: --class selects a decision (other than unknown) only
+	// at or above this confidence.
+	MinConfidence float64
 	// Now is the reference time for ages (default: time.Now).
 	Now time.Time
 }
@@ -105,6 +108,7 @@ rules or keys, no credentials or region, or AccessDenied on the queue
 		Example: `  dlqctl classify orders-dlq --summary
   dlqctl classify orders-dlq --summary --logs /aws/lambda/orders-consumer,/ecs/orders-worker
   dlqctl classify orders-dlq --all --class transient -o ndjson > transient.ndjson
+  dlqctl classify orders-dlq --all --class transient --min-confidence 0.9 -o ndjson
   dlqctl classify orders-dlq --rules rules.yaml --explain 8d3c…
   dlqctl classify --from dlq.ndjson --rules rules.yaml --summary -o json`,
 		Args: queueOrFromArgs(&opts.Read.From),
@@ -113,6 +117,9 @@ rules or keys, no credentials or region, or AccessDenied on the queue
 				opts.Queue = args[0]
 			}
 			if err := opts.Read.validate(c); err != nil {
+				return err
+			}
+			if err := (*classify.Selector)(nil).SetMinConfidence(opts.MinConfidence); err != nil {
 				return err
 			}
 			opts.Explain = strings.TrimSpace(opts.Explain)
@@ -130,6 +137,7 @@ rules or keys, no credentials or region, or AccessDenied on the queue
 	fl.StringVar(&opts.Explain, "explain", "", "show how the rules classify the message with this id")
 	fl.StringSliceVar(&opts.Redact, "redact", nil, "extra keys or dotted body paths to mask (comma-separated)")
 	fl.BoolVar(&opts.NoRedact, "no-redact", false, "show secret-looking values unmasked")
+	fl.Float64Var(&opts.MinConfidence, "min-confidence", classify.DefaultMinConfidence, "with --class, select only decisions at or above this confidence (0..1; unknown is always selectable)")
 	c.MarkFlagsMutuallyExclusive("summary", "explain")
 	opts.Read.addFlags(c)
 	opts.Selection.AddFlags(c.Flags())
@@ -140,6 +148,9 @@ rules or keys, no credentials or region, or AccessDenied on the queue
 func classifyRun(ctx context.Context, opts *ClassifyOptions) error {
 	sel, err := opts.Selection.selector(true)
 	if err != nil {
+		return err
+	}
+	if err := sel.SetMinConfidence(opts.MinConfidence); err != nil {
 		return err
 	}
 	lk, err := newLogsLookup(ctx, opts.F, &opts.Selection.Logs)
@@ -487,12 +498,24 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	if o.Rule == classify.DefaultRuleName {
 		fmt.Fprintf(w, "  no rule matched: the default applies\n")
 	}
+	fmt.Fprintf(w, "confidence: %.2f%s\n", o.Confidence, confidenceNote(o, opts.MinConfidence))
 	fmt.Fprintf(w, "=> class %s, action %s (rule %s)", o.Class, o.Action, o.Rule)
 	if o.Note != "" {
 		fmt.Fprintf(w, ": %s", o.Note)
 	}
 	fmt.Fprintln(w)
 	return nil
+}
+
+// confidenceNote says whether --class would select the decision.
+func confidenceNote(o classify.Outcome, min float64) string {
+	switch {
+	case o.Class == classify.ClassUnknown:
+		return " (unknown is always selectable)"
+	case o.Confidence < min:
+		return fmt.Sprintf(" — below --min-confidence %g: --class %s does not select it", min, o.Class)
+	}
+	return fmt.Sprintf(" — at or above --min-confidence %g", min)
 }
 
 // writeLogLines prints where failure context read from the consumer's
@@ -570,8 +593,13 @@ func writeAnalysis(w io.Writer, ex *classify.Explanation) {
 	case v.Family == "":
 		fmt.Fprintf(w, "family: none — no evidence names a transient, permanent, schema, business or configuration failure\n")
 	case v.Family == classify.FamilyConflict:
-		fmt.Fprintf(w, "family: conflict — transient (%s) and %s (%s) are both named specifically\n", v.Decisive.Field, v.Against.Family, v.Against.Field)
+		fmt.Fprintf(w, "family: conflict — transient (%s %q) and %s (%s %q) are both named specifically (confidence %.2f)\n",
+			v.Decisive.Field, v.Decisive.Signal, v.Against.Family, v.Against.Field, v.Against.Signal, v.Confidence)
 	default:
-		fmt.Fprintf(w, "family: %s, decided by %s (%q)\n", v.Family, v.Decisive.Field, v.Decisive.Signal)
+		root := ""
+		if v.Decisive.Kind == record.EvidenceRootCause {
+			root = ", the chain's root cause"
+		}
+		fmt.Fprintf(w, "family: %s, decided by %s (%q%s; confidence %.2f)\n", v.Family, v.Decisive.Field, v.Decisive.Signal, root, v.Confidence)
 	}
 }

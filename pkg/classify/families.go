@@ -596,6 +596,13 @@ func (v *vocabulary) scan(text string, sc *scanner) []hit {
 				sc.add(hit{f, g, "SQLSTATE " + strings.ToUpper(words[i+1]), true, i})
 			}
 		}
+		// MySQL error numbers: "Error 1062 (23000): Duplicate entry",
+		// "errno 1213" (mysql2's errno, go-sql-driver's MySQLError).
+		if len(w) == 4 && i > 0 && (words[i-1] == "errno" || words[i-1] == "error" || words[i-1] == "err") && isDigits(w) {
+			if f, g := mysqlErrnoFamily(w); f != "" {
+				sc.add(hit{f, g, "MySQL error " + w, true, i})
+			}
+		}
 		// "exceeds the search-indexer limit": a business limit.
 		if strings.HasPrefix(w, "exceed") {
 			for k := i + 1; k < len(words) && k <= i+4; k++ {
@@ -665,6 +672,22 @@ func sqlStateFamily(code string) (string, string) {
 		return FamilyTransient, "database"
 	case strings.HasPrefix(code, "22"), strings.HasPrefix(code, "23"):
 		return FamilyPermanent, "sql-data"
+	}
+	return "", ""
+}
+
+// mysqlErrnoFamily maps a MySQL/MariaDB server or client error number:
+// lock waits, deadlocks, connection limits and lost connections are
+// transient; duplicate keys, NULLs, values too long or out of range and
+// foreign keys are permanent; access and missing tables are configuration.
+func mysqlErrnoFamily(n string) (string, string) {
+	switch n {
+	case "1205", "1213", "1040", "1203", "2002", "2003", "2006", "2013", "1053", "1317", "3572", "1927", "1158", "1159", "1160", "1161", "2055":
+		return FamilyTransient, "database"
+	case "1062", "1048", "1406", "1452", "1451", "1366", "1264", "1292", "1364", "3819", "1216", "1217", "1169", "1265", "3140":
+		return FamilyPermanent, "sql-data"
+	case "1045", "1044", "1142", "1143", "1146", "1049", "1227":
+		return FamilyConfig, "configuration"
 	}
 	return "", ""
 }

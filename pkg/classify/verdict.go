@@ -39,7 +39,34 @@ type Verdict struct {
 	// Against is, for a conflict, the reading that contradicts Decisive.
 	Against  *Reading  `json:"against,omitempty"`
 	Readings []Reading `json:"evidence,omitempty"`
+	// Confidence is how sure the family is, 0 to 1: a root cause or an
+	// exception type, code or status that names it specifically is surer
+	// than a message's words; generic words alone are a guess; a root
+	// cause that overrode a wrapper's contrary words is a little less sure
+	// than one nothing contradicts; a conflict is 0.5.
+	Confidence float64 `json:"confidence,omitempty"`
 }
+
+// Confidences of the failure evidence (see Verdict.Confidence).
+const (
+	ConfRoot      = 0.95 // the root cause of a chain names the family specifically
+	ConfSpecific  = 0.9  // an exception type, error code or status names it specifically
+	ConfMessage   = 0.85 // a message names it with a specific phrase
+	ConfCondition = 0.75 // only the platform's give-up condition names it
+	ConfWeak      = 0.55 // only generic words ("timeout", "invalid") name it
+	ConfConflict  = 0.5
+	// ConfOverruled is taken off when the decisive reading overrules a
+	// specific reading of another family (a root cause under a wrapper
+	// that says otherwise).
+	ConfOverruled = 0.1
+)
+
+// DefaultMinConfidence is the confidence below which --class does not
+// select a decision (other than unknown): chosen on the corpus
+// (testdata/triage) so that no dangerous confusion (permanent called
+// transient or the reverse) is selected, while every decision named by
+// specific evidence is. Generic words alone (ConfWeak) stay below it.
+const DefaultMinConfidence = 0.6
 
 // kindTier orders evidence kinds from most to least specific: an exception
 // type or error code outranks a message, which outranks the platform's
@@ -211,13 +238,18 @@ func readEvidence(ev []record.Evidence) *Verdict {
 		}
 		return &r
 	}
+	var decisive *candidate
 	switch {
 	case firstT != nil && firstN != nil:
 		v.Family, v.Decisive, v.Against = FamilyConflict, pick(firstT), pick(firstN)
+		v.Confidence = ConfConflict
+		return v
 	case firstT != nil:
 		v.Family, v.Decisive = FamilyTransient, pick(firstT)
+		decisive = firstT
 	case firstN != nil:
 		v.Family, v.Decisive = firstN.family, pick(firstN)
+		decisive = firstN
 	default:
 		// Weak signals only: the most specific field decides, then the
 		// earliest phrase.
@@ -228,6 +260,28 @@ func readEvidence(ev []record.Evidence) *Verdict {
 			}
 		}
 		v.Family, v.Decisive = b.family, pick(b)
+		v.Confidence = ConfWeak
+		return v
+	}
+	switch {
+	case decisive.root:
+		v.Confidence = ConfRoot
+	case decisive.tier == 0:
+		v.Confidence = ConfSpecific
+	case decisive.tier == 1:
+		v.Confidence = ConfMessage
+	default:
+		v.Confidence = ConfCondition
+	}
+	if rootDecides {
+		// Did the root overrule a specific reading of another family?
+		for i := range cands {
+			c := &cands[i]
+			if !c.root && c.strong && c.family != decisive.family && (c.family == FamilyTransient) != (decisive.family == FamilyTransient) {
+				v.Confidence -= ConfOverruled
+				break
+			}
+		}
 	}
 	return v
 }

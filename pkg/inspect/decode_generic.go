@@ -223,6 +223,13 @@ func genericValue(d *Decoding, field, kind string, v any, depth int) bool {
 			return false
 		}
 		found := false
+		// Codes a driver or SDK puts in its error object: a SQLSTATE, a
+		// MySQL errno, an errno name (node-postgres, mysql2, pgx, JDBC).
+		codeParts(field, t, func(f, kind, text string) { d.Evidence(f, kind, text); found = true })
+		for _, p := range groupParts(t) {
+			d.Evidence(field+".errors", record.EvidenceRootCause, p)
+			found = true
+		}
 		if root := innermostCause(t); root != "" {
 			// The chain's innermost cause (Node's cause, .NET's
 			// InnerException) is the root cause.
