@@ -94,7 +94,7 @@ var signalDefs = []struct {
 	// HTTP clients and SDKs by their own error names: undici/fetch, axios,
 	// requests/httpx, OkHttp, .NET HttpClient, reqwest, Go net/http, AWS SDKs.
 	{FamilyTransient, "network", true, []string{"UND_ERR_CONNECT_TIMEOUT", "UND_ERR_SOCKET", "UND_ERR_HEADERS_TIMEOUT",
-		"UND_ERR_BODY_TIMEOUT", "UND_ERR_CLOSED", "ConnectTimeoutError", "HeadersTimeoutError", "BodyTimeoutError", "SocketError",
+		"UND_ERR_BODY_TIMEOUT", "UND_ERR_CLOSED", "fetch failed", "other side closed", "ConnectTimeoutError", "HeadersTimeoutError", "BodyTimeoutError", "SocketError",
 		"ERR_SOCKET_CONNECTION_TIMEOUT", "ECONNABORTED", "ERR_NETWORK", "NewConnectionError", "MaxRetryError", "ProtocolError",
 		"RemoteDisconnected", "ConnectError", "ReadError", "WriteError", "RemoteProtocolError", "NetworkError",
 		"Client.Timeout exceeded", "awaiting headers", "dial tcp", "unexpected end of stream", "stream was reset",
@@ -152,7 +152,7 @@ var signalDefs = []struct {
 	{FamilyPermanent, "parse", false, []string{"unmarshal*", "syntax error", "converter"}},
 	// gRPC descriptions that override their code: a message over the size
 	// limit never fits, however often it is retried.
-	{FamilyPermanent, "validation", true, []string{"larger than max", "message larger than", "exceeds maximum message size",
+	{FamilyPermanent, "validation", true, []string{"larger than max", "exceeds maximum size", "exceeds max size", "message larger than", "exceeds maximum message size",
 		"max message size", "message size exceeds", "message length exceeds", "grpc max", "exceeds the maximum allowed size",
 		"item size has exceeded the maximum allowed size", "entity too large", "request too large", "exceeds the limit of",
 		"MessageTooLarge", "RecordTooLargeException", "MESSAGE_TOO_LARGE", "InvalidArgument", "code invalid argument",
@@ -173,7 +173,7 @@ var signalDefs = []struct {
 		"valor da chave viola", "viola a restrição", "viola restrição", "sintaxe de entrada é inválida", "em um formato correto",
 		"não pode ser nulo", "não pode estar vazio", "campo obrigatório", "é obrigatório", "erro de validação", "valor inválido",
 		"JSON inválido"}},
-	{FamilyPermanent, "parse", true, []string{"Syntaxfehler", "erreur de syntaxe", "error de sintaxis", "erro de sintaxe",
+	{FamilyPermanent, "parse", true, []string{"JsonDecodingException", "DecodingException", "unexpected json token", "Syntaxfehler", "erreur de syntaxe", "error de sintaxis", "erro de sintaxe",
 		"konnte nicht deserialisiert", "impossible de désérialiser", "no se pudo deserializar", "não foi possível desserializar"}},
 
 	// --- permanent: validation and bad data

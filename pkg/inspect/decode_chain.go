@@ -109,6 +109,13 @@ func ParseChain(text string) Chain {
 			}
 		case strings.HasPrefix(l, "[cause]:"):
 			causes = append(causes, strings.TrimSpace(strings.TrimPrefix(l, "[cause]:")))
+		case strings.HasPrefix(l, "cause: ") && c.Trace:
+			// Node before 20 prints an error's cause as "cause: X: msg {"
+			if cause := strings.TrimSuffix(strings.TrimSpace(l[len("cause: "):]), " {"); cause != "" {
+				if typ, _ := splitTypeMessage(cause); typ != "" {
+					causes = append(causes, cause)
+				}
+			}
 		case strings.HasPrefix(l, "caused by:") || strings.HasPrefix(l, "Caused By:"):
 			causes = append(causes, strings.TrimSpace(l[len("caused by:"):]))
 		case rustCauses && (raw != l || i > 0) && (strings.HasPrefix(raw, " ") || strings.HasPrefix(raw, "\t")):
@@ -119,6 +126,13 @@ func ParseChain(text string) Chain {
 		}
 	}
 	c.setCauses(causes)
+	if c.Root == "" {
+		if d := grpcDesc(text); d != "" {
+			c.Root = d
+		} else if d := grpcCodePrefix(c.Head); d != "" {
+			c.Root = d
+		}
+	}
 	if c.Root == "" && !c.Trace {
 		// Lines of text that are not a trace: the first one may be a
 		// one-line chain.
@@ -216,6 +230,9 @@ func (c *Chain) setCauses(causes []string) {
 	c.Middle = causes[:len(causes)-1]
 	// A cause may itself end in a one-line chain ("Caused by: X: a: b").
 	if oc := oneLineChain(c.Root); oc.Root != "" && oc.Root != c.Root {
+		// The whole cause line stays evidence (a cause): its exception
+		// type may say more than the last part of its message.
+		c.Middle = append(c.Middle[:len(c.Middle):len(c.Middle)], c.Root)
 		c.Root = oc.Root
 	}
 }
@@ -396,6 +413,10 @@ func oneLineChain(l string) Chain {
 		c.Root = desc
 		return c
 	}
+	if desc := grpcCodePrefix(l); desc != "" {
+		c.Root = desc
+		return c
+	}
 	if !strings.Contains(l, "aused by") && !strings.Contains(l, "--->") && !strings.Contains(l, "nested exception is") && !strings.Contains(l, "[cause]") {
 		if r := goChain(l); r != "" {
 			c.Root = r
@@ -436,7 +457,20 @@ func oneLineChain(l string) Chain {
 func grpcDesc(l string) string {
 	i := strings.Index(l, "desc = ")
 	if i < 0 || !strings.Contains(l[:i], "code = ") {
-		return ""
+		// grpcio: "status = StatusCode.X\n\tdetails = \"…\""
+		j := strings.Index(l, "details = ")
+		if j < 0 || !strings.Contains(l[:j], "StatusCode.") {
+			return ""
+		}
+		d := l[j+len("details = "):]
+		if k := strings.IndexByte(d, '\n'); k >= 0 {
+			d = d[:k]
+		}
+		d = strings.Trim(strings.TrimSpace(d), `"`)
+		if len(d) < 4 {
+			return ""
+		}
+		return d
 	}
 	d := strings.TrimSpace(l[i+len("desc = "):])
 	d = strings.TrimPrefix(d, "grpc: ")
@@ -444,6 +478,36 @@ func grpcDesc(l string) string {
 		return ""
 	}
 	return d
+}
+
+// grpcCodes are the gRPC status code names.
+var grpcCodes = [...]string{"CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",
+	"PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL",
+	"UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
+
+// grpcCodePrefix returns the description of a gRPC status written "CODE:
+// description" (grpc-java's StatusRuntimeException, grpc-js's "8
+// RESOURCE_EXHAUSTED: …"), after an exception type if any; "" when l is
+// not one or the description is empty.
+func grpcCodePrefix(l string) string {
+	msg := l
+	if typ, rest := splitTypeMessage(l); typ != "" {
+		msg = rest
+	}
+	// grpc-js: "14 UNAVAILABLE: …"
+	if i := strings.IndexByte(msg, ' '); i > 0 && i <= 2 && isDigitsStr(msg[:i]) {
+		msg = msg[i+1:]
+	}
+	for _, code := range grpcCodes {
+		if strings.HasPrefix(msg, code+": ") {
+			d := strings.TrimSpace(msg[len(code)+2:])
+			if len(d) < 4 {
+				return ""
+			}
+			return d
+		}
+	}
+	return ""
 }
 
 // goChain returns the last part of a wrapped error "a: b: c" (at least
@@ -553,8 +617,8 @@ func (d *Decoding) textEvidence(field, kind, text string, weak bool) {
 		add(record.EvidenceMessage, text)
 	}
 	for i, m := range c.Middle {
-		if i == 2 {
-			break
+		if i >= 2 && i != len(c.Middle)-1 {
+			continue // the two outermost causes and the innermost
 		}
 		add(record.EvidenceCause, m)
 	}
