@@ -98,7 +98,7 @@ var signalDefs = []struct {
 		"ERR_SOCKET_CONNECTION_TIMEOUT", "ECONNABORTED", "ERR_NETWORK", "NewConnectionError", "MaxRetryError", "ProtocolError",
 		"RemoteDisconnected", "ConnectError", "ReadError", "WriteError", "RemoteProtocolError", "NetworkError",
 		"Client.Timeout exceeded", "awaiting headers", "dial tcp", "unexpected end of stream", "stream was reset",
-		"StreamResetException", "HttpRequestException", "SocketException", "IOException: unexpected end of stream",
+		"StreamResetException", "SocketException", "IOException: unexpected end of stream",
 		"network connection was lost", "server misbehaving", "TLS handshake timeout", "tls handshake timeout",
 		"RequestTimeout", "RequestTimeoutException", "PriorRequestNotComplete", "TransactionConflict",
 		"EC2ThrottledException", "SlowDownException", "ServiceUnavailableError", "InternalServerException",

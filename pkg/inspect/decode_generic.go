@@ -252,6 +252,17 @@ func genericValue(d *Decoding, field, kind string, v any, depth int) bool {
 		if genericObject(d, field, t, depth+1) {
 			found = true
 		}
+		if !found {
+			// An object under a failure key whose parts have names of
+			// their own ({"pgcode": …, "pgerror": …}): its texts are the
+			// failure's words.
+			for _, k := range sortedKeys(t) {
+				if s, ok := t[k].(string); ok && len(s) >= 8 && !strings.HasPrefix(s, "http") {
+					d.TextEvidence(field+"."+k, record.EvidenceMessage, s)
+					found = true
+				}
+			}
+		}
 		return found
 	case []any:
 		found := false

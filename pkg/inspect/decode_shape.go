@@ -18,7 +18,7 @@ import (
 // of a serialised error object, in the spellings of the common runtimes.
 var (
 	typeKeys    = [...]string{"name", "Name", "type", "Type", "__type", "ClassName", "className", "exceptionType", "errorType", "exception.type", "error.type", "$type"}
-	codeKeys    = [...]string{"code", "Code", "errorCode", "ErrorCode", "error_code", "errno", "Errno", "sqlState", "SQLState", "sqlstate", "SqlState", "exception.escaped"}
+	codeKeys    = [...]string{"code", "Code", "errorCode", "ErrorCode", "error_code", "errno", "Errno", "sqlState", "SQLState", "sqlstate", "SqlState", "pgcode", "pgCode", "sqlcode"}
 	messageKeys = [...]string{"message", "Message", "msg", "sqlMessage", "errorMessage", "exception.message", "error.message", "detail", "Detail", "hint", "description"}
 	statusKeys  = [...]string{"status", "statusCode", "StatusCode", "httpStatusCode", "httpStatus", "status_code"}
 	stackKeys   = [...]string{"stack", "stackTrace", "StackTrace", "stacktrace", "exception.stacktrace", "backtrace", "traceback"}
@@ -179,7 +179,7 @@ func codeParts(path string, m map[string]any, add func(field, kind, text string)
 		case string:
 			switch {
 			case v == "":
-			case sqlStateLike(v) && (k != "code" || m["severity"] != nil || m["routine"] != nil || m["constraint"] != nil || m["schema"] != nil || m["table"] != nil):
+			case sqlStateLike(v) && (k != "code" && k != "Code" || m["severity"] != nil || m["routine"] != nil || m["constraint"] != nil || m["schema"] != nil || m["table"] != nil):
 				add(path+"."+k, record.EvidenceCode, "SQLSTATE "+v)
 			case isDigitsStr(v) && len(v) == 4 && (mysql || k == "errno"):
 				add(path+"."+k, record.EvidenceCode, "errno "+v)
