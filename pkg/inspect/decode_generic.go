@@ -295,6 +295,14 @@ func splitTypeMessage(s string) (typ, msg string) {
 		return "", s
 	}
 	head := s[:i]
+	// .NET writes an HRESULT or error number after the type:
+	// "SqlException (0x80131904)", "Win32Exception (258)".
+	if j := strings.LastIndex(head, " ("); j > 0 && strings.HasSuffix(head, ")") {
+		n := head[j+2 : len(head)-1]
+		if strings.HasPrefix(n, "0x") || isDigitsStr(n) {
+			head = head[:j]
+		}
+	}
 	upper := false
 	for j := 0; j < len(head); j++ {
 		c := head[j]
