@@ -31,6 +31,11 @@ var genericKeys = map[string]string{
 	"faultmessage": record.EvidenceMessage, "faultstring": record.EvidenceMessage, "deadletterreason": record.EvidenceMessage,
 	"deadlettererrordescription": record.EvidenceMessage, "rejectreason": record.EvidenceMessage,
 	"rejectionreason": record.EvidenceMessage, "cause": record.EvidenceCause, "rootcause": record.EvidenceCause,
+	// the same keys in German, French, Spanish and Portuguese
+	"fehler": record.EvidenceMessage, "fehlermeldung": record.EvidenceMessage, "erreur": record.EvidenceMessage,
+	"messageerreur": record.EvidenceMessage, "erro": record.EvidenceMessage, "mensagemerro": record.EvidenceMessage,
+	"mensajeerror": record.EvidenceMessage, "falha": record.EvidenceMessage, "fallo": record.EvidenceMessage,
+	"motivofalha": record.EvidenceMessage, "motivoerror": record.EvidenceMessage,
 	// stack traces: only their root-cause lines are evidence
 	"stacktrace": "stack", "stack": "stack", "exceptionstacktrace": "stack", "errorstack": "stack", "trace": "stack",
 	// the consumer's own label for the failure
