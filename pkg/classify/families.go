@@ -94,7 +94,7 @@ var signalDefs = []struct {
 	// HTTP clients and SDKs by their own error names: undici/fetch, axios,
 	// requests/httpx, OkHttp, .NET HttpClient, reqwest, Go net/http, AWS SDKs.
 	{FamilyTransient, "network", true, []string{"UND_ERR_CONNECT_TIMEOUT", "UND_ERR_SOCKET", "UND_ERR_HEADERS_TIMEOUT",
-		"UND_ERR_BODY_TIMEOUT", "UND_ERR_CLOSED", "fetch failed", "other side closed", "ConnectTimeoutError", "HeadersTimeoutError", "BodyTimeoutError", "SocketError",
+		"UND_ERR_BODY_TIMEOUT", "UND_ERR_CLOSED", "fetch failed", "other side closed", "connection terminated", "ConnectTimeoutError", "HeadersTimeoutError", "BodyTimeoutError", "SocketError",
 		"ERR_SOCKET_CONNECTION_TIMEOUT", "ECONNABORTED", "ERR_NETWORK", "NewConnectionError", "MaxRetryError", "ProtocolError",
 		"RemoteDisconnected", "ConnectError", "ReadError", "WriteError", "RemoteProtocolError", "NetworkError",
 		"Client.Timeout exceeded", "awaiting headers", "dial tcp", "unexpected end of stream", "stream was reset",
@@ -173,7 +173,7 @@ var signalDefs = []struct {
 		"valor da chave viola", "viola a restrição", "viola restrição", "sintaxe de entrada é inválida", "em um formato correto",
 		"não pode ser nulo", "não pode estar vazio", "campo obrigatório", "é obrigatório", "erro de validação", "valor inválido",
 		"JSON inválido"}},
-	{FamilyPermanent, "parse", true, []string{"JsonDecodingException", "DecodingException", "unexpected json token", "Syntaxfehler", "erreur de syntaxe", "error de sintaxis", "erro de sintaxe",
+	{FamilyPermanent, "parse", true, []string{"JsonDecodingException", "DecodingException", "DecodingError", "decoding error", "unexpected json token", "Syntaxfehler", "erreur de syntaxe", "error de sintaxis", "erro de sintaxe",
 		"konnte nicht deserialisiert", "impossible de désérialiser", "no se pudo deserializar", "não foi possível desserializar"}},
 
 	// --- permanent: validation and bad data

@@ -68,7 +68,34 @@ func errorObjectShape(m map[string]any) bool {
 	if st := firstString(m, stackKeys[:]); st != "" && msg != "" && frames(st) >= 2 {
 		return true
 	}
-	return false
+	return rpcStatus(m) >= 0
+}
+
+// grpcCodeText are the gRPC status codes by number, as the failure
+// families read them ("code unavailable").
+var grpcCodeText = [...]string{"code ok", "code cancelled", "code unknown", "code invalid argument", "code deadline exceeded",
+	"code not found", "code already exists", "code permission denied", "code resource exhausted", "code failed precondition",
+	"code aborted", "code out of range", "code unimplemented", "code internal", "code unavailable", "code data loss",
+	"code unauthenticated"}
+
+// rpcStatus returns the code of a google.rpc.Status object ({"code": 14,
+// "message": "…", "details": […]}: Google APIs' error bodies, Cloud Tasks'
+// responseStatus), or -1 when m is not one.
+func rpcStatus(m map[string]any) int {
+	if len(m) > 3 {
+		return -1
+	}
+	c, ok := m["code"].(float64)
+	msg, _ := m["message"].(string)
+	if !ok || msg == "" || c < 1 || c > 16 || c != float64(int(c)) {
+		return -1
+	}
+	for k := range m {
+		if k != "code" && k != "message" && k != "details" {
+			return -1
+		}
+	}
+	return int(c)
 }
 
 func firstString(m map[string]any, keys []string) string {
@@ -151,6 +178,13 @@ func shapeEvidence(d *Decoding, path string, m map[string]any, weak bool) {
 		if n, ok := r["status"].(float64); ok {
 			add(path+".response.status", record.EvidenceStatus, strconv.Itoa(int(n)))
 		}
+	}
+	if c := rpcStatus(m); c > 0 {
+		// The status message describes what happened: it can override
+		// the code's usual meaning, as a gRPC desc does.
+		add(path+".code", record.EvidenceCode, grpcCodeText[c])
+		add(path+".message", record.EvidenceRootCause, m["message"].(string))
+		return
 	}
 	for _, k := range messageKeys {
 		if s, ok := m[k].(string); ok && s != "" {
