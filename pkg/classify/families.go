@@ -660,7 +660,8 @@ func httpStatusFamily(code string) string {
 
 // sqlStateFamily maps a SQLSTATE code: class 08 (connection), 40001 and
 // 40P01 (serialization failure, deadlock), 53 (insufficient resources),
-// 57P0x (server shutting down) and 55P03 (lock not available) are
+// 57P0x (server shutting down), 57014 (query canceled: a statement
+// timeout) and 55P03 (lock not available) are
 // transient; classes 22 (data exception) and 23 (integrity constraint
 // violation) are permanent.
 func sqlStateFamily(code string) (string, string) {
@@ -669,7 +670,7 @@ func sqlStateFamily(code string) (string, string) {
 	}
 	switch {
 	case strings.HasPrefix(code, "08"), code == "40001", code == "40p01", strings.HasPrefix(code, "53"),
-		strings.HasPrefix(code, "57p0"), code == "55p03":
+		strings.HasPrefix(code, "57p0"), code == "55p03", code == "57014":
 		return FamilyTransient, "database"
 	case strings.HasPrefix(code, "22"), strings.HasPrefix(code, "23"):
 		return FamilyPermanent, "sql-data"

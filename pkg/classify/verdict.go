@@ -163,6 +163,8 @@ func readEvidence(ev []record.Evidence) *Verdict {
 			if f := httpStatusFamily(code); f != "" {
 				hits = []hit{{family: f, group: "http", phrase: "HTTP " + code, strong: true}}
 			}
+		} else if h, ok := bareCode(e); ok {
+			hits = []hit{h}
 		} else {
 			hits = builtinVocab.scan(e.Text, sc)
 		}
@@ -284,6 +286,33 @@ func readEvidence(ev []record.Evidence) *Verdict {
 		}
 	}
 	return v
+}
+
+// bareCode reads an error code given alone: a SQLSTATE ("40P01",
+// "23505"), or a MySQL error number in a field that names it (errno,
+// mysql, sql: "1213").
+func bareCode(e record.Evidence) (hit, bool) {
+	if e.Kind != record.EvidenceCode {
+		return hit{}, false
+	}
+	code := strings.TrimSpace(e.Text)
+	switch {
+	case len(code) == 5 && code[0] >= '0' && code[0] <= '9' && code[1] >= '0' && code[1] <= '9':
+		if f, g := sqlStateFamily(strings.ToLower(code)); f != "" {
+			return hit{family: f, group: g, phrase: "SQLSTATE " + strings.ToUpper(code), strong: true}, true
+		}
+	case len(code) == 4 && isDigits(code):
+		field := strings.ToLower(e.Field)
+		if i := strings.LastIndexByte(field, '.'); i >= 0 {
+			field = field[i+1:]
+		}
+		if strings.Contains(field, "errno") || strings.Contains(field, "mysql") || strings.Contains(field, "sql") {
+			if f, g := mysqlErrnoFamily(code); f != "" {
+				return hit{family: f, group: g, phrase: "MySQL error " + code, strong: true}, true
+			}
+		}
+	}
+	return hit{}, false
 }
 
 func better(a, b hit) bool {

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -205,23 +206,39 @@ func shapeEvidence(d *Decoding, path string, m map[string]any, weak bool) {
 	}
 }
 
-// codeParts adds the codes of error object m.
+// codeParts adds the codes of error object m: its code keys, and any key
+// naming an errno or a SQLSTATE ("mysql_errno", "sql_state").
 func codeParts(path string, m map[string]any, add func(field, kind, text string)) {
 	_, mysql := m["sqlMessage"]
-	for _, k := range codeKeys {
+	keys := codeKeys[:]
+	for k := range m {
+		lk := strings.ToLower(k)
+		if (strings.Contains(lk, "errno") || strings.Contains(lk, "sqlstate") || strings.Contains(lk, "sql_state")) && !slices.Contains(keys, k) {
+			if len(keys) == len(codeKeys) {
+				keys = append([]string(nil), codeKeys[:]...)
+			}
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) > len(codeKeys) {
+		slices.Sort(keys[len(codeKeys):])
+	}
+	for _, k := range keys {
+		lk := strings.ToLower(k)
+		errnoKey := strings.Contains(lk, "errno")
 		switch v := m[k].(type) {
 		case string:
 			switch {
 			case v == "":
-			case sqlStateLike(v) && (k != "code" && k != "Code" || m["severity"] != nil || m["routine"] != nil || m["constraint"] != nil || m["schema"] != nil || m["table"] != nil):
+			case sqlStateLike(v) && (k != "code" && k != "Code" && !errnoKey || m["severity"] != nil || m["routine"] != nil || m["constraint"] != nil || m["schema"] != nil || m["table"] != nil):
 				add(path+"."+k, record.EvidenceCode, "SQLSTATE "+v)
-			case isDigitsStr(v) && len(v) == 4 && (mysql || k == "errno"):
+			case isDigitsStr(v) && len(v) == 4 && (mysql || errnoKey):
 				add(path+"."+k, record.EvidenceCode, "errno "+v)
 			case !isDigitsStr(v) && !strings.ContainsAny(v, " \n") && len(v) <= 64:
 				add(path+"."+k, record.EvidenceCode, v)
 			}
 		case float64:
-			if n := int(v); n >= 1000 && n < 10000 && (mysql || k == "errno") {
+			if n := int(v); n >= 1000 && n < 10000 && (mysql || errnoKey) {
 				add(path+"."+k, record.EvidenceCode, "errno "+strconv.Itoa(n))
 			}
 		}
