@@ -101,7 +101,13 @@ var signalDefs = []struct {
 		"StreamResetException", "SocketException", "IOException: unexpected end of stream",
 		"network connection was lost", "server misbehaving", "TLS handshake timeout", "tls handshake timeout",
 		"RequestTimeout", "RequestTimeoutException", "PriorRequestNotComplete", "TransactionConflict",
-		"EC2ThrottledException", "SlowDownException", "ServiceUnavailableError", "InternalServerException",
+		"EC2ThrottledException", "SlowDownException", "response ended prematurely", "ended prematurely",
+		// Kafka clients (Java, librdkafka, franz-go, sarama, kafkajs)
+		"out of available brokers", "no available brokers", "BrokerNotAvailable", "LEADER_NOT_AVAILABLE", "LeaderNotAvailable",
+		"NOT_LEADER_FOR_PARTITION", "NotLeaderForPartition", "NOT_LEADER_OR_FOLLOWER", "NotLeaderOrFollower", "NOT_ENOUGH_REPLICAS",
+		"NotEnoughReplicas", "REQUEST_TIMED_OUT", "KafkaJSConnectionError", "KafkaJSRequestTimeoutError", "KafkaJSNumberOfRetriesExceeded",
+		"DisconnectException", "NetworkException", "broker transport failure", "all brokers down", "_TRANSPORT", "_ALL_BROKERS_DOWN",
+		"COORDINATOR_NOT_AVAILABLE", "REBALANCE_IN_PROGRESS", "RebalanceInProgress", "ServiceUnavailableError", "InternalServerException",
 		"ProvisionedThroughputExceeded", "ThrottledException", "KMSThrottlingException", "IDPCommunicationError"}},
 	// Localised runtimes and databases (German, French, Spanish,
 	// Portuguese): .NET/Java socket errors, PostgreSQL's translated messages.
@@ -250,7 +256,8 @@ var signalDefs = []struct {
 		"ContainerNotFound", "QueueNotFound", "BlobNotFound", "MessagingEntityNotFound", "ClientAuthenticationError",
 		// quotas that a retry does not refill (billing, daily), permission
 		// errors of gRPC, MySQL, localised runtimes
-		"insufficient_quota", "insufficient quota", "check your plan", "billing", "per day", "daily limit", "daily quota",
+		"insufficient_quota", "insufficient quota", "check your plan", "billing details", "requires billing", "billing to be enabled",
+		"billing is disabled", "billing account", "per day", "daily limit", "daily quota",
 		"code permission denied", "code unauthenticated", "ER_ACCESS_DENIED_ERROR", "ER_DBACCESS_DENIED_ERROR", "ER_NO_SUCH_TABLE",
 		"ER_BAD_DB_ERROR", "ER_TABLEACCESS_DENIED_ERROR", "Zugriff verweigert", "Berechtigung verweigert", "accès refusé",
 		"permission refusée", "acceso denegado", "permiso denegado", "acesso negado", "permissão negada",
