@@ -241,6 +241,12 @@ func nestedFailureKeys(d *Decoding, path string, m map[string]any, depth int, me
 		if obj == nil {
 			continue
 		}
+		if errorObjectShape(obj) {
+			// A serialised error object in the metadata: read by its shape.
+			shapeEvidence(d, path+"."+k, obj, false)
+			found = true
+			continue
+		}
 		if genericObject(d, path+"."+k, obj, 0) {
 			found = true
 		}
