@@ -137,7 +137,7 @@ func hasEvidence(rec *record.Record, kind, text string) bool {
 func TestParseChainGroupsAndStatuses(t *testing.T) {
 	cases := []struct {
 		name, text, root string
-		group           []string
+		group            []string
 	}{
 		{"python ExceptionGroup",
 			"  + Exception Group Traceback (most recent call last):\n  |   File \"/app/w.py\", line 4, in main\n  |     async with asyncio.TaskGroup() as tg:\n  | ExceptionGroup: unhandled errors in a TaskGroup (2 sub-exceptions)\n  +-+---------------- 1 ----------------\n    | Traceback (most recent call last):\n    |   File \"/app/w.py\", line 9, in f\n    | httpx.ConnectTimeout: timed out\n    +---------------- 2 ----------------\n    | ValueError: bad amount\n    +------------------------------------",
