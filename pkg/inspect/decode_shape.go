@@ -302,6 +302,16 @@ func logLineMessage(s string) (string, bool) {
 	if i := strings.IndexByte(line, '\n'); i >= 0 {
 		line = line[:i]
 	}
+	head := line
+	if len(head) > 80 {
+		head = head[:80]
+	}
+	// Most strings name no level: a few fast searches reject them.
+	if !strings.Contains(head, "ERROR") && !strings.Contains(head, "FATAL") && !strings.Contains(head, "CRITICAL") &&
+		!strings.Contains(head, "error") && !strings.Contains(line, "level=") && !strings.Contains(line, "lvl=") &&
+		!(line[0] == 'E' && len(line) > 14) {
+		return "", false
+	}
 	if strings.Contains(line, "level=error") || strings.Contains(line, "level=fatal") || strings.Contains(line, "level=ERROR") || strings.Contains(line, "lvl=eror") {
 		var parts []string
 		for _, k := range [...]string{"msg=", "error=", "err="} {
@@ -318,10 +328,6 @@ func logLineMessage(s string) (string, bool) {
 		if i := strings.Index(line, "] "); i > 0 {
 			return strings.TrimSpace(line[i+2:]), true
 		}
-	}
-	head := line
-	if len(head) > 80 {
-		head = head[:80]
 	}
 	for _, lvl := range [...]string{"[ERROR]", "[FATAL]", "[CRITICAL]", " ERROR ", " FATAL ", " CRITICAL ", " ERROR: ", "ERROR: ", "FATAL: ", " [error] ", " error: "} {
 		i := strings.Index(head, lvl)
