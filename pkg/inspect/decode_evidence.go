@@ -335,8 +335,9 @@ type valueHit struct {
 }
 
 // scanValues looks for values that read like an exception, a traceback
-// or a stack trace anywhere in the body (and string attributes): only
-// when nothing else gave failure context. Values inside payload
+// or a stack trace, serialised error objects and log lines with an error
+// level (decode_shape.go) anywhere in the body (and string attributes):
+// only when nothing else gave failure context. Values inside payload
 // containers are weak hints; elsewhere they count as failure text.
 func scanValues(d *Decoding) {
 	var hits []valueHit
