@@ -398,11 +398,15 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 	}
 	opts.PaceFlags.apply(&spec.Move)
 	if opts.Canary > 0 {
-		window := opts.CanaryFlags.canaryWindow(f, candidates, dlq)
+		window, err := opts.CanaryFlags.canaryWindow(ctx, f, ep, destinations(candidates))
+		if err != nil {
+			src.Close(context.WithoutCancel(ctx))
+			return err
+		}
 		spec.Canary = &redrive.CanarySpec{Watch: ep, Dests: destinations(candidates), DestDepth: c.DestinationDepth, Baseline: sqs.Depths(candidates...),
-			Verify: redrive.VerifyOptions{For: window, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: opts.Visibility},
+			Verify: window.Verify(redrive.VerifyOptions{Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: opts.Visibility}),
 			OnStart: func(moved int) {
-				f.IO.Infof("canary: moved %d message(s); watching %s for %s", moved, dlq.Name, window)
+				f.IO.Infof("canary: moved %d message(s); watching %s for %s", moved, dlq.Name, window.For)
 			}}
 	}
 	return executeMove(ctx, f, prog, spec, sqsCloseWarning, func(out *redrive.Outcome) error {

@@ -16,6 +16,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
+	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
 // kafkaReplayNote is said on every Kafka redrive: a replay appends.
@@ -65,7 +66,11 @@ type KafkaCanary struct {
 	Moved    int     `json:"moved"`
 	Returned int     `json:"returned"`
 	Watched  float64 `json:"watched_seconds"`
-	Detail   string  `json:"detail"`
+	// Window is the watch the canary was given and WindowReason how it
+	// was derived (redrive.DecideWindow).
+	Window       float64 `json:"window_seconds"`
+	WindowReason string  `json:"window_reason"`
+	Detail       string  `json:"detail"`
 }
 
 // KafkaGuard is a tripped --max-dest-lag guard (run-result's guard).
@@ -202,6 +207,18 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		return kafkaRedriveDryRun(ctx, f, opts, ep, plan, sel.Describe(), decide, limit)
 	}
 
+	// The canary's watch is decided before anything moves: a window
+	// Kafka cannot know refuses --canary without --verify-for (exit 2).
+	var window redrive.Window
+	if opts.Canary > 0 {
+		var dests []broker.Destination
+		if to != "" {
+			dests = []broker.Destination{{Key: to, Label: destEP.ID(), Target: to}}
+		}
+		if window, err = opts.CanaryFlags.canaryWindow(ctx, f, ep, dests); err != nil {
+			return kafkaErr(err)
+		}
+	}
 	what := fmt.Sprintf("%d pending record(s) of %s (group %s) to %s", plan.Pending(), ep, ep.Group(), describeTo(opts.To))
 	if err := confirm(f, "Redrive "+limitedWhat(what, opts.Canary, opts.Max)+"?",
 		"redrive changes the group's committed offsets and produces to the destination; pass --yes to run it from a script (or --dry-run first)",
@@ -332,7 +349,7 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		rep.Complete = rep.Pending == 0
 	}
 	if runErr == nil && opts.Canary > 0 {
-		rep.Canary = kafkaWatchCanary(ctx, f, opts, ep, dlqEnd, runID, st.Handled)
+		rep.Canary = kafkaWatchCanary(ctx, f, opts, ep, dlqEnd, runID, st.Handled, window)
 		rep.Returned = rep.Canary.Returned
 		if !rep.Canary.Pass {
 			rep.Status = "canary-failed"
@@ -502,18 +519,18 @@ func printKafkaRedrive(f *Factory, rep *KafkaRedriveReport) error {
 }
 
 // kafkaWatchCanary watches the dead-letter topic past its start-time ends
-// for --verify-for: a record carrying this run's marker is a canary copy
-// that failed again and came back.
-func kafkaWatchCanary(ctx context.Context, f *Factory, opts *RedriveOptions, ep *kafka.Endpoint, ends map[int32]int64, runID string, moved int) *KafkaCanary {
-	c := &KafkaCanary{Moved: moved, Pass: true}
+// for the canary window: a record carrying this run's marker is a canary
+// copy that failed again and came back.
+func kafkaWatchCanary(ctx context.Context, f *Factory, opts *RedriveOptions, ep *kafka.Endpoint, ends map[int32]int64, runID string, moved int, window redrive.Window) *KafkaCanary {
+	c := &KafkaCanary{Moved: moved, Pass: true, Window: window.For.Seconds(), WindowReason: window.Reason}
 	if moved == 0 {
 		c.Pass = false
 		c.Detail = "inconclusive: the canary moved nothing"
 		return c
 	}
-	f.IO.Infof("canary: %d record(s) replayed; watching %s for %s for them to come back", moved, ep.Name(), opts.VerifyFor)
+	f.IO.Infof("canary: %d record(s) replayed; watching %s for %s for them to come back", moved, ep.Name(), window.For)
 	start := time.Now()
-	deadline := start.Add(opts.VerifyFor)
+	deadline := start.Add(window.For)
 	seen := map[string]bool{}
 	for {
 		plan, err := ep.Plan(ctx)
@@ -542,7 +559,7 @@ func kafkaWatchCanary(ctx context.Context, f *Factory, opts *RedriveOptions, ep 
 			return c
 		}
 		if !time.Now().Before(deadline) || ctx.Err() != nil {
-			c.Detail = fmt.Sprintf("PASS: none of %d replayed records came back to %s within %s", moved, ep.Name(), opts.VerifyFor)
+			c.Detail = fmt.Sprintf("PASS: none of %d replayed records came back to %s within %s (window: %s)", moved, ep.Name(), window.For, window.Reason)
 			if ctx.Err() != nil {
 				c.Pass = false
 				c.Detail = "inconclusive: interrupted while watching"

@@ -230,11 +230,15 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	}
 	opts.PaceFlags.apply(&spec.Move) // this process's share of --rate/--ramp (--rate-share)
 	if opts.Canary > 0 {
-		window := opts.CanaryFlags.canaryWindow(f, []*sqs.Queue{dest}, destDLQ)
-		spec.Canary = &redrive.CanarySpec{Watch: f.SQSQueue(c, destDLQ), Dests: destinations([]*sqs.Queue{dest}), DestDepth: c.DestinationDepth, Baseline: sqs.Depths(dest),
-			Verify: redrive.VerifyOptions{For: window, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: 30 * time.Second},
+		watch := f.SQSQueue(c, destDLQ)
+		window, err := opts.CanaryFlags.canaryWindow(ctx, f, watch, destinations([]*sqs.Queue{dest}))
+		if err != nil {
+			return err
+		}
+		spec.Canary = &redrive.CanarySpec{Watch: watch, Dests: destinations([]*sqs.Queue{dest}), DestDepth: c.DestinationDepth, Baseline: sqs.Depths(dest),
+			Verify: window.Verify(redrive.VerifyOptions{Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: 30 * time.Second}),
 			OnStart: func(moved int) {
-				f.IO.Infof("canary: sent %d message(s); watching %s for %s", moved, destDLQ.Name, window)
+				f.IO.Infof("canary: sent %d message(s); watching %s for %s", moved, destDLQ.Name, window.For)
 			}}
 	}
 	return executeMove(ctx, f, prog, spec, sqsCloseWarning, func(out *redrive.Outcome) error {
