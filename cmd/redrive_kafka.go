@@ -288,6 +288,7 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	sink := kafka.ReplaySink(prod, router, runID)
 	st, runErr := kafka.Drain(ctx, kafka.DrainOptions{
 		Source: ep.Address(), Conn: ep.Conn(), Group: ep.Group(), Batch: batch, Limit: limit, Txn: txn,
+		StateDir: f.StateDir(), Tell: func(s string) { f.IO.Infof("%s", s) }, Warn: func(s string) { f.IO.Warnf("%s", s) },
 		Select: func(m *kafka.Message) kafka.Decision {
 			if _, _, why := decide(m); why != "" {
 				if why != "not selected" {

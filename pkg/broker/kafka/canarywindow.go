@@ -13,9 +13,9 @@ import (
 )
 
 // dltSuffixes are the dead-letter topic suffixes the window knows: Spring
-// for Apache Kafka's non-blocking retries ("-dlt", the default) and its
-// DeadLetterPublishingRecoverer (".DLT").
-var dltSuffixes = []string{"-dlt", ".DLT", "-DLT", ".dlt"}
+// for Apache Kafka's non-blocking retries ("-dlt", the default), its
+// DeadLetterPublishingRecoverer (".DLT"), and the common "-dlq".
+var dltSuffixes = []string{"-dlt", ".DLT", "-DLT", ".dlt", "-dlq"}
 
 // retryTopic matches Spring's retry topics named with their delay:
 // MAIN-retry-DELAYMS, and MAIN-retry-DELAYMS-I when several attempts share
@@ -116,11 +116,11 @@ func springRetryDelays(names []string, main string) (delays []retryDelay, unname
 		delays = append(delays, retryDelay{topic: n, delay: time.Duration(v) * time.Millisecond})
 	}
 	// Index-suffixed topics are numbered 0, 1, …, n-1 (Spring's default
-	// since 3.0): those numbers are not delays.
+	// since 3.0) or 1, …, n (attempt numbers): those numbers are not delays.
 	sort.Slice(idx, func(i, k int) bool { return idx[i] < idx[k] })
-	indexed := len(idx) > 0
+	indexed := len(idx) > 0 && idx[0] <= 1
 	for i, v := range idx {
-		if v != int64(i) {
+		if v != idx[0]+int64(i) {
 			indexed = false
 		}
 	}
