@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -33,6 +34,9 @@ import (
 // deadMemberMargin is added to a dead member's session timeout: the
 // coordinator's own timer and the rebalance that follows.
 const deadMemberMargin = 5 * time.Second
+
+// ledgerSeq tells apart the entries of consumers one process opens.
+var ledgerSeq atomic.Int64
 
 // memberRecord is one process's entry in the member ledger.
 type memberRecord struct {
@@ -73,7 +77,7 @@ func openMemberLedger(stateDir, group, topic string, session time.Duration, warn
 		return nil
 	}
 	now := time.Now()
-	path := filepath.Join(dir, fmt.Sprintf("%d-%d.json", os.Getpid(), now.UnixNano()))
+	path := filepath.Join(dir, fmt.Sprintf("%d-%d-%d.json", os.Getpid(), now.UnixNano(), ledgerSeq.Add(1)))
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		warnf(warn, "kafka member ledger: %v (a re-run after a kill will not know this run's members)", err)
