@@ -27,7 +27,8 @@ var retryTopic = regexp.MustCompile(`^-retry-(\d+)(?:-(\d+))?$`)
 // consumer decides when a record goes to a dead-letter topic, so the time
 // is known only when the topic is fed by Spring's non-blocking retries
 // with delay-suffixed retry topics (MAIN-retry-1000, MAIN-retry-2000, …,
-// MAIN-dlt): the sum of their delays, + broker.CanaryMargin. Otherwise
+// MAIN-dlt; MAIN is the --to topic when dests are given): the sum of
+// their delays, + broker.CanaryMargin. Otherwise
 // Known is false and Reason says why (the canary needs --verify-for).
 func (e *Endpoint) CanaryWindow(ctx context.Context, dests []broker.Destination) (broker.CanaryWindow, error) {
 	adm, err := e.Admin()
@@ -42,10 +43,14 @@ func (e *Endpoint) CanaryWindow(ctx context.Context, dests []broker.Destination)
 	for _, t := range topics.Sorted() {
 		names = append(names, t.Topic)
 	}
+	// The topics the copies go to: --to's, or (back to the source) the
+	// main topic the dead-letter topic's name is made from.
 	var mains []string
-	for _, s := range dltSuffixes {
-		if m, ok := strings.CutSuffix(e.addr.Topic, s); ok && m != "" {
-			mains = append(mains, m)
+	if dests == nil {
+		for _, s := range dltSuffixes {
+			if m, ok := strings.CutSuffix(e.addr.Topic, s); ok && m != "" {
+				mains = append(mains, m)
+			}
 		}
 	}
 	for _, d := range dests {
