@@ -35,6 +35,11 @@ func (f *Factory) KafkaEndpoint(ctx context.Context, refStr string) (*kafka.Endp
 	}
 	cfg := f.Kafka
 	cfg.Password = os.Getenv(kafka.EnvPassword)
+	// The member ledger: a re-run after a kill waits for the killed run's
+	// group members (docs/kafka.md).
+	cfg.StateDir = f.StateDir()
+	cfg.Tell = func(s string) { f.IO.Infof("%s", s) }
+	cfg.Warn = func(s string) { f.IO.Warnf("%s", s) }
 	if mech, _ := kafka.NormalizeSASL(cfg.SASL); mech == kafka.SASLAWSMSKIAM {
 		cfg.AWS = func(ctx context.Context) (aws.Credentials, error) {
 			c, err := f.AWSConfig(ctx)

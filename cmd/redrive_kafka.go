@@ -286,9 +286,10 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		*lastN++
 	}
 	sink := kafka.ReplaySink(prod, router, runID)
+	ledgerDir, ledgerTell, ledgerWarn := ep.MemberLedger()
 	st, runErr := kafka.Drain(ctx, kafka.DrainOptions{
 		Source: ep.Address(), Conn: ep.Conn(), Group: ep.Group(), Batch: batch, Limit: limit, Txn: txn,
-		StateDir: f.StateDir(), Tell: func(s string) { f.IO.Infof("%s", s) }, Warn: func(s string) { f.IO.Warnf("%s", s) },
+		StateDir: ledgerDir, Tell: ledgerTell, Warn: ledgerWarn,
 		Select: func(m *kafka.Message) kafka.Decision {
 			if _, _, why := decide(m); why != "" {
 				if why != "not selected" {
