@@ -8,6 +8,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/internal/kafkaseed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
+	"github.com/dlqctl/dlqctl/internal/worker"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 )
 
@@ -138,6 +139,29 @@ func TestAMQPRedriveCanaryWindowFromQueueArguments(t *testing.T) {
 		}
 	}
 	if !strings.Contains(r.Stderr, "canary: watching "+names.DLQ+" for 30s (queue "+names.TTL) {
+		t.Errorf("stderr does not state the computed window:\n%s", r.Stderr)
+	}
+}
+
+// TestSQSRedriveCanaryWindowFromRedrivePolicy: an SQS redrive canary
+// without --verify-for watches maxReceiveCount × the source's visibility
+// timeout + 30 s (2 × 30 s + 30 s here), says so on stderr, and the verdict
+// carries the window and its derivation — here while failing, as the
+// source's consumer still has the bug.
+func TestSQSRedriveCanaryWindowFromRedrivePolicy(t *testing.T) {
+	env := testenv.Require(t)
+	p := deadLettered(t, env, orderBodies(10, 10))
+	startWorker(t, env, p.srcURL, worker.ModeBug)
+	r := runCLI(t, env, "", "redrive", p.dlqName, "--canary", "2", "--verify-poll", "500ms", "--yes", "-o", "json", "--state-dir", t.TempDir())
+	s := summaryOf(t, r)
+	if r.Code != 3 || s.Canary == nil || s.Canary.Pass || s.Canary.Returned == 0 {
+		t.Fatalf("canary with the bug live: exit %d, verdict %+v\n%s", r.Code, s.Canary, r.Stderr)
+	}
+	want := "maxReceiveCount 2 × visibility timeout 30s of " + p.srcName + ", + 30s"
+	if s.Canary.WindowSeconds != 90 || s.Canary.WindowReason != want {
+		t.Errorf("window %gs %q; want 90s %q", s.Canary.WindowSeconds, s.Canary.WindowReason, want)
+	}
+	if !strings.Contains(r.Stderr, "canary: watching "+p.dlqName+" for 1m30s ("+want+")") {
 		t.Errorf("stderr does not state the computed window:\n%s", r.Stderr)
 	}
 }
