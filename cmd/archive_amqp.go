@@ -70,7 +70,8 @@ func amqpArchiveRun(ctx context.Context, opts *ArchiveOptions) error {
 		}
 	}
 	if sel != nil {
-		aopts.Select = sel.Match
+		watchFilterErrors(f, sel)
+		aopts.Select = sel
 	}
 	share, _ := parseRateShare(opts.RateShareRaw) // validated
 	if share != nil {

@@ -56,7 +56,8 @@ func kafkaArchiveRun(ctx context.Context, opts *ArchiveOptions) error {
 		ToolVersion: Version(),
 	}
 	if sel != nil {
-		aopts.Select = sel.Match
+		watchFilterErrors(f, sel)
+		aopts.Select = sel
 	}
 	share, _ := parseRateShare(opts.RateShareRaw)
 	if share != nil {

@@ -332,6 +332,24 @@ func (f *Factory) Endpoint(ctx context.Context, raw string) (broker.Endpoint, er
 	return nil, errs.BadInputf("%s: unknown broker %q", ref, ref.Broker)
 }
 
+// DoctorChecks runs the broker package's doctor on a RabbitMQ or Kafka
+// reference: reaching the broker, logging in, the queue or topic and its
+// settings, permissions (nil for SQS, whose permissions doctor proves
+// through IAM). The error is bad input only.
+func (f *Factory) DoctorChecks(ctx context.Context, ref broker.Ref) ([]broker.DoctorCheck, error) {
+	switch ref.Broker {
+	case broker.AMQP:
+		if err := validateAMQPFlags(f.AMQP); err != nil {
+			return nil, err
+		}
+		return amqp.Doctor(ctx, ref, f.amqpConfig())
+	case broker.Kafka:
+		cs, err := kafka.Doctor(ctx, ref, f.kafkaConfig())
+		return cs, kafkaErr(err)
+	}
+	return nil, nil
+}
+
 // checkRef parses a queue reference and refuses, before anything is sent
 // anywhere, one whose broker this dlqctl does not speak (one sentence, no
 // credentials). Commands call it while validating their flags.

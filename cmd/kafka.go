@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
@@ -33,22 +31,12 @@ func (f *Factory) KafkaEndpoint(ctx context.Context, refStr string) (*kafka.Endp
 	if err != nil {
 		return nil, err
 	}
-	cfg := f.Kafka
-	cfg.Password = os.Getenv(kafka.EnvPassword)
+	cfg := f.kafkaConfig()
 	// The member ledger: a re-run after a kill waits for the killed run's
 	// group members (docs/kafka.md).
 	cfg.StateDir = f.StateDir()
 	cfg.Tell = func(s string) { f.IO.Infof("%s", s) }
 	cfg.Warn = func(s string) { f.IO.Warnf("%s", s) }
-	if mech, _ := kafka.NormalizeSASL(cfg.SASL); mech == kafka.SASLAWSMSKIAM {
-		cfg.AWS = func(ctx context.Context) (aws.Credentials, error) {
-			c, err := f.AWSConfig(ctx)
-			if err != nil {
-				return aws.Credentials{}, err
-			}
-			return c.Credentials.Retrieve(ctx)
-		}
-	}
 	ep, err := kafka.Open(ctx, ref, cfg)
 	if err != nil {
 		return nil, kafkaErr(err)

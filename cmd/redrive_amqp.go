@@ -69,6 +69,7 @@ func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		router, pubEp, canaryDests = fixedRouter{t}, dest, []broker.Destination{t}
 	}
 	sel, _ := opts.Selection.Selector()
+	watchFilterErrors(f, sel)
 	var selector redrive.Selector
 	if sel != nil {
 		selector = sel
@@ -202,6 +203,10 @@ func amqpRedrivePlan(ctx context.Context, opts *RedriveOptions, ep *amqp.Endpoin
 		}
 		return err
 	}
+	fe, err := endSelection(f, sel, "would stay in the DLQ")
+	if err != nil {
+		return err
+	}
 	sh := opts.PaceFlags.share()
 	plan := pl.Plan(sh.Rate(opts.Rate), sh.Ramp(opts.Ramp), opts.RampEvery)
 	if res.Scan != nil {
@@ -211,7 +216,7 @@ func amqpRedrivePlan(ctx context.Context, opts *RedriveOptions, ep *amqp.Endpoin
 	if sel != nil {
 		desc = sel.Describe()
 	}
-	out := RedrivePlanOutput{Plan: plan, DLQ: ep.Name(), To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp}
+	out := RedrivePlanOutput{Plan: plan, DLQ: ep.Name(), To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp, FilterErrors: fe}
 	switch format {
 	case output.JSON:
 		return output.WriteJSON(f.IO.Out, out)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
+	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -58,6 +59,9 @@ type KafkaRedriveReport struct {
 	Guard   *KafkaGuard      `json:"guard,omitempty"`
 	Note    string           `json:"note"`
 	Stats   kafka.DrainStats `json:"kafka"`
+	// FilterErrors: records the --filter or a rule failed on (left
+	// pending, skipped "filter error").
+	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
 }
 
 // KafkaCanary is a canary's verdict (run-result's verdict).
@@ -98,7 +102,13 @@ type KafkaRedrivePlan struct {
 	To        string                    `json:"to"`
 	Selection string                    `json:"selection"`
 	Rate      float64                   `json:"rate,omitempty"`
+	// FilterErrors: records the --filter or a rule failed on.
+	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
 }
+
+// whyRefused is decide's answer once the selection refused the run (it
+// failed on every record read): nothing more is replayed.
+const whyRefused = "refused"
 
 var errKafkaGuard = errors.New("guard tripped")
 
@@ -142,6 +152,7 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	if err != nil {
 		return err
 	}
+	watchFilterErrors(f, sel)
 	// Destination: the original topic from each record's headers, or one topic.
 	destEP := ep
 	to := ""
@@ -179,7 +190,13 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		if !matchAll {
 			rec := kafka.ToRecord(m, ep.ID(), time.Now())
 			parsed := inspect.Decode(rec)
-			if !sel.Match(rec, parsed) {
+			ok, err := sel.Select(rec, parsed)
+			switch {
+			case classify.IsRefusal(err):
+				return "", "", whyRefused
+			case err != nil:
+				return "", "", redrive.SkipFilterError
+			case !ok:
 				return "", "", "not selected"
 			}
 			class = rec.Class
@@ -204,7 +221,7 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	}
 
 	if opts.DryRun {
-		return kafkaRedriveDryRun(ctx, f, opts, ep, plan, sel.Describe(), decide, limit)
+		return kafkaRedriveDryRun(ctx, f, opts, ep, plan, sel, decide, limit)
 	}
 
 	// The canary's watch is decided before anything moves: a window
@@ -287,11 +304,21 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	}
 	sink := kafka.ReplaySink(prod, router, runID)
 	ledgerDir, ledgerTell, ledgerWarn := ep.MemberLedger()
-	st, runErr := kafka.Drain(ctx, kafka.DrainOptions{
+	// A refusal of the selection stops the drain before the batch it came
+	// in is produced (that batch selected nothing).
+	dctx, stopDrain := context.WithCancel(ctx)
+	defer stopDrain()
+	refused := false
+	st, runErr := kafka.Drain(dctx, kafka.DrainOptions{
 		Source: ep.Address(), Conn: ep.Conn(), Group: ep.Group(), Batch: batch, Limit: limit, Txn: txn,
 		StateDir: ledgerDir, Tell: ledgerTell, Warn: ledgerWarn,
 		Select: func(m *kafka.Message) kafka.Decision {
 			if _, _, why := decide(m); why != "" {
+				if why == whyRefused {
+					refused = true
+					stopDrain()
+					return kafka.Leave
+				}
 				if why != "not selected" {
 					rep.Skipped[why]++
 				}
@@ -322,6 +349,11 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	for d, n := range byDest {
 		rep.ByDest[d] = *n
 	}
+	rep.FilterErrors = sel.Errors()
+	var refusal error
+	if refused || runErr == nil {
+		refusal = sel.Refusal()
+	}
 	rep.Stats = st
 	rep.Elapsed = time.Since(start).Seconds()
 	if rep.Elapsed > 0 {
@@ -337,6 +369,8 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		rep.Pending = p.Pending()
 	}
 	switch {
+	case refusal != nil:
+		rep.Status = "failed"
 	case errors.Is(runErr, errKafkaGuard):
 		rep.Status = "guard"
 		rep.Guard = pacer.trippedGuard
@@ -360,6 +394,10 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	if err := printKafkaRedrive(f, rep); err != nil {
 		return err
 	}
+	if refusal != nil {
+		return refusal
+	}
+	warnFilterErrors(f, rep.FilterErrors, "stay pending")
 	switch rep.Status {
 	case "guard":
 		return errs.Verdictf("guard tripped: %s; the %d records moved are committed, run the same command again to continue", rep.Guard.Detail, rep.Moved)
@@ -417,9 +455,9 @@ func kafkaRunID() string {
 
 // kafkaRedriveDryRun reads the pending records without committing and
 // prints what a run would do.
-func kafkaRedriveDryRun(ctx context.Context, f *Factory, opts *RedriveOptions, ep *kafka.Endpoint, plan *kafka.Plan, selection string,
+func kafkaRedriveDryRun(ctx context.Context, f *Factory, opts *RedriveOptions, ep *kafka.Endpoint, plan *kafka.Plan, sel *classify.Selector,
 	decide func(*kafka.Message) (dest, class, why string), limit int) error {
-	pl := &KafkaRedrivePlan{DLQ: ep.String(), Group: ep.Group(), To: opts.To, Selection: selection, Rate: opts.Rate,
+	pl := &KafkaRedrivePlan{DLQ: ep.String(), Group: ep.Group(), To: opts.To, Selection: sel.Describe(), Rate: opts.Rate,
 		ByDest: map[string]map[string]int{}, Skipped: map[string]int{}, Note: kafkaReplayNote}
 	st, err := kafka.Peek(ctx, ep.Address(), ep.Conn(), plan, kafka.PeekOptions{}, func(m *kafka.Message) error {
 		pl.Scanned++
@@ -429,6 +467,8 @@ func kafkaRedriveDryRun(ctx context.Context, f *Factory, opts *RedriveOptions, e
 		}
 		dest, class, why := decide(m)
 		switch {
+		case why == whyRefused:
+			return sel.Refusal()
 		case why == "not selected":
 		case why != "":
 			pl.Skipped[why]++
@@ -441,8 +481,14 @@ func kafkaRedriveDryRun(ctx context.Context, f *Factory, opts *RedriveOptions, e
 		}
 		return nil
 	})
+	if errs.Code(err) == errs.ExitUsage {
+		return err // the selection's refusal
+	}
 	if err != nil {
 		return kafkaErr(err)
+	}
+	if pl.FilterErrors, err = endSelection(f, sel, "would stay pending"); err != nil {
+		return err
 	}
 	pl.Complete = len(st.Truncated) == 0
 	if r := opts.Rate; r > 0 {
@@ -506,6 +552,9 @@ func printKafkaRedrive(f *Factory, rep *KafkaRedriveReport) error {
 		t.Row("  "+r, strconv.Itoa(rep.Skipped[r]))
 	}
 	t.Row("failed", strconv.Itoa(rep.Failed))
+	if fe := rep.FilterErrors; fe != nil {
+		t.Row("filter errors", filterErrorsRow(fe, "left pending"))
+	}
 	t.Row("pending after", strconv.FormatInt(rep.Pending, 10))
 	if rep.SentNotDeleted > 0 {
 		t.Row("possible duplicates", strconv.Itoa(rep.SentNotDeleted))

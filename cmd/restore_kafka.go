@@ -48,6 +48,7 @@ func kafkaRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref,
 		return err
 	}
 	sel, _ := opts.Selection.Selector()
+	watchFilterErrors(f, sel)
 	var selector redrive.Selector
 	if sel != nil {
 		selector = sel
@@ -98,6 +99,7 @@ func kafkaRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref,
 		},
 	}
 	opts.PaceFlags.apply(&spec.Move)
+	spec.OnJournal = withUnconfirmedNote(f, spec.OnJournal)
 	out, err := redrive.Execute(ctx, spec)
 	prog.Done()
 	if err != nil {
@@ -106,5 +108,9 @@ func kafkaRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref,
 	if err := printRestoreSummary(f, prog, ref, ep.Name(), out.Result, out.Verdict, out.Status); err != nil {
 		return err
 	}
+	if errs.Code(out.Err) != errs.ExitUsage {
+		warnFilterErrors(f, out.Result.FilterErrors, "stay in the archive")
+	}
+	crashDuplicatesNote(f, out.Result)
 	return out.Err
 }

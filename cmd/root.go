@@ -90,8 +90,10 @@ replay it without a second incident (redrive), and how to get rid of what can
 never succeed (archive, restore). Nothing dlqctl does deletes a message that
 is not durably somewhere else.
 
-In a new shell or account, start with 'dlqctl doctor QUEUE': identity,
-region, endpoints, IAM permissions, state directory. The documentation —
+In a new shell or account, start with 'dlqctl doctor QUEUE' (an SQS queue,
+amqp://… or kafka://…): access to the broker (AWS identity and IAM
+permissions; RabbitMQ login, vhost and queue; Kafka brokers, topic and
+group), state directory. The documentation —
 IAM policies per role, on-call runbooks — is built in: 'dlqctl help topics'.
 
 ` + errs.ExitCodesHelp,

@@ -118,6 +118,15 @@ func Dial(ctx context.Context, r Ref, o ConnOptions) (*amqp091.Connection, error
 // (wraps broker.ErrAccessDenied).
 var ErrAuth = fmt.Errorf("RabbitMQ refused access (%w)", broker.ErrAccessDenied)
 
+// ErrVHostRefused: the login worked but the vhost does not exist or the
+// user has no permissions on it.
+var ErrVHostRefused = errors.New("vhost refused")
+
+type vhostRefused string
+
+func (e vhostRefused) Error() string        { return string(e) }
+func (e vhostRefused) Is(target error) bool { return target == ErrVHostRefused }
+
 func dialError(r Ref, err error) error {
 	var ae *amqp091.Error
 	msg := err.Error()
@@ -129,11 +138,16 @@ func dialError(r Ref, err error) error {
 		where = "(none given: guest/guest, which RabbitMQ accepts only from localhost)"
 	}
 	switch {
+	case errors.Is(err, amqp091.ErrVhost):
+		// amqp091's "no access to this vhost" carries the AccessRefused
+		// code of a bad login: the login worked, the vhost is missing or
+		// closed to the user.
+		return vhostRefused(fmt.Sprintf("RabbitMQ at %s refused vhost %q for user %q: it does not exist or the user has no permissions on it (check the vhost in the reference, %%2f is the default vhost /)", r.HostPort(), r.VHost, r.user))
 	case errors.As(err, &ae) && ae.Code == amqp091.AccessRefused,
 		strings.Contains(msg, "username or password not allowed"):
 		return fmt.Errorf("%w for user %q %s at %s: check the credentials (in the URL or %s/%s)", ErrAuth, r.user, where, r.HostPort(), EnvUsername, EnvPassword)
 	case errors.As(err, &ae) && (ae.Code == amqp091.NotAllowed || ae.Code == amqp091.NotFound):
-		return fmt.Errorf("RabbitMQ at %s refused vhost %q for user %q: %s (check the vhost in the reference, %%2f is the default vhost /)", r.HostPort(), r.VHost, r.user, ae.Reason)
+		return vhostRefused(fmt.Sprintf("RabbitMQ at %s refused vhost %q for user %q: %s (check the vhost in the reference, %%2f is the default vhost /)", r.HostPort(), r.VHost, r.user, ae.Reason))
 	}
 	return fmt.Errorf("cannot connect to RabbitMQ at %s (vhost %q): %v", r.HostPort(), r.VHost, scrub(r, err))
 }

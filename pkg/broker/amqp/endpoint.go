@@ -123,6 +123,44 @@ func Open(ctx context.Context, bref broker.Ref, cfg Config) (broker.Endpoint, er
 // password, host or vhost fails here, in one sentence), checks the queue
 // exists, and reads its type and arguments from the management API.
 func OpenEndpoint(ctx context.Context, bref broker.Ref, cfg Config) (*Endpoint, error) {
+	ep, err := newEndpoint(bref, cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := ep.ref
+	conn, err := ep.dial(ctx, "check")
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	if ep.isExchange {
+		if err := CheckExchange(conn, ep.exchange); err != nil {
+			return nil, fmt.Errorf("%s: %w", ep.display, err)
+		}
+		return ep, nil
+	}
+	if _, err := readyCount(conn, r.Queue); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, fmt.Errorf("queue %q does not exist in vhost %q at %s: %w", r.Queue, r.VHost, r.HostPort(), broker.ErrNotFound)
+		}
+		return nil, err
+	}
+	ep.info, ep.infoErr = ep.mgmt.Queue(ctx, r.VHost, r.Queue)
+	if ep.infoErr == nil {
+		return ep, nil
+	}
+	if errors.Is(ep.infoErr, ErrAuth) {
+		return nil, ep.infoErr
+	}
+	// The management API is unreachable: AMQP still answers. Commands
+	// that need the queue's type say so (NeedManagement).
+	ep.info = QueueInfo{Name: r.Queue, VHost: r.VHost, Type: ""}
+	return ep, nil
+}
+
+// newEndpoint parses a reference and the management URL (bad input: exit
+// 2) without connecting.
+func newEndpoint(bref broker.Ref, cfg Config) (*Endpoint, error) {
 	cfg = cfg.withDefaults()
 	u := bref.URL()
 	if u == nil {
@@ -165,33 +203,6 @@ func OpenEndpoint(ctx context.Context, bref broker.Ref, cfg Config) (*Endpoint, 
 	if err != nil {
 		return nil, errs.BadInput(err)
 	}
-	conn, err := ep.dial(ctx, "check")
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	if ep.isExchange {
-		if err := CheckExchange(conn, ep.exchange); err != nil {
-			return nil, fmt.Errorf("%s: %w", ep.display, err)
-		}
-		return ep, nil
-	}
-	if _, err := readyCount(conn, r.Queue); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return nil, fmt.Errorf("queue %q does not exist in vhost %q at %s: %w", r.Queue, r.VHost, r.HostPort(), broker.ErrNotFound)
-		}
-		return nil, err
-	}
-	ep.info, ep.infoErr = ep.mgmt.Queue(ctx, r.VHost, r.Queue)
-	if ep.infoErr == nil {
-		return ep, nil
-	}
-	if errors.Is(ep.infoErr, ErrAuth) {
-		return nil, ep.infoErr
-	}
-	// The management API is unreachable: AMQP still answers. Commands
-	// that need the queue's type say so (NeedManagement).
-	ep.info = QueueInfo{Name: r.Queue, VHost: r.VHost, Type: ""}
 	return ep, nil
 }
 

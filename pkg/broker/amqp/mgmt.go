@@ -44,7 +44,7 @@ func NewManagement(r Ref, rawURL string, o ConnOptions) (*Management, error) {
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: --amqp-management-url %q must be http(s)://HOST:PORT", ErrBadRef, Redact(rawURL))
+		return nil, fmt.Errorf("%w: --amqp-management-url %q must be http(s)://HOST:PORT", ErrBadRef, redactQuery(Redact(rawURL)))
 	}
 	if u.User != nil {
 		return nil, fmt.Errorf("%w: --amqp-management-url carries credentials; the management API uses the queue reference's (or %s/%s)", ErrBadRef, EnvUsername, EnvPassword)
@@ -61,8 +61,17 @@ func NewManagement(r Ref, rawURL string, o ConnOptions) (*Management, error) {
 	return &Management{base: u, user: r.user, pass: r.pass, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}, nil
 }
 
-// URL is the API's base URL (no credentials).
-func (m *Management) URL() string { return m.base.String() }
+// URL is the API's base URL (no credentials: a query string, which the
+// API does not use and which may carry a password, is shown redacted).
+func (m *Management) URL() string {
+	u := *m.base
+	q := u.RawQuery != "" || u.ForceQuery
+	u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""
+	if q {
+		return u.String() + "?REDACTED"
+	}
+	return u.String()
+}
 
 func (m *Management) get(ctx context.Context, out any, segs ...string) error {
 	p := m.base.Path + "/api"
@@ -104,6 +113,14 @@ func (m *Management) get(ctx context.Context, out any, segs ...string) error {
 		return fmt.Errorf("management API %s: unexpected answer to %s: %v", m.URL(), strings.Join(segs, "/"), err)
 	}
 	return nil
+}
+
+// redactQuery hides a URL's query string (it may carry a password).
+func redactQuery(s string) string {
+	if i := strings.IndexAny(s, "?#"); i >= 0 {
+		return s[:i] + "?REDACTED"
+	}
+	return s
 }
 
 func unwrapURLError(err error) error {
