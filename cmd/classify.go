@@ -28,9 +28,6 @@ type ClassifyOptions struct {
 	Explain   string
 	Redact    []string
 	NoRedact  bool
-	// MinConfidence: --class selects a decision (other than unknown) only
-	// at or above this confidence.
-	MinConfidence float64
 	// Now is the reference time for ages (default: time.Now).
 	Now time.Time
 }
@@ -138,9 +135,6 @@ that may not be searched is exit 1.`),
 			if err := opts.Read.validate(c); err != nil {
 				return err
 			}
-			if err := (*classify.Selector)(nil).SetMinConfidence(opts.MinConfidence); err != nil {
-				return err
-			}
 			opts.Explain = strings.TrimSpace(opts.Explain)
 			if c.Flags().Changed("explain") && opts.Explain == "" {
 				return errs.BadInputf("--explain needs a message id; find one with 'dlqctl sample' or 'dlqctl classify'")
@@ -156,7 +150,6 @@ that may not be searched is exit 1.`),
 	fl.StringVar(&opts.Explain, "explain", "", "show how the rules classify the message with this id")
 	fl.StringSliceVar(&opts.Redact, "redact", nil, "extra keys or dotted body paths to mask (comma-separated)")
 	fl.BoolVar(&opts.NoRedact, "no-redact", false, "show secret-looking values unmasked")
-	fl.Float64Var(&opts.MinConfidence, "min-confidence", classify.DefaultMinConfidence, "with --class, select only decisions at or above this confidence (0..1; unknown is always selectable)")
 	c.MarkFlagsMutuallyExclusive("summary", "explain")
 	opts.Read.addFlags(c)
 	opts.Selection.AddFlags(c.Flags())
@@ -170,9 +163,6 @@ func classifyRun(ctx context.Context, opts *ClassifyOptions) error {
 		return err
 	}
 	watchFilterErrors(opts.F, sel)
-	if err := sel.SetMinConfidence(opts.MinConfidence); err != nil {
-		return err
-	}
 	lk, err := newLogsLookup(ctx, opts.F, &opts.Selection.Logs)
 	if err != nil {
 		return err
@@ -536,7 +526,7 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	if o.Rule == classify.DefaultRuleName {
 		fmt.Fprintf(w, "  no rule matched: the default applies\n")
 	}
-	fmt.Fprintf(w, "confidence: %.2f%s\n", o.Confidence, confidenceNote(o, opts.MinConfidence))
+	fmt.Fprintf(w, "confidence: %.2f%s\n", o.Confidence, confidenceNote(o, opts.Selection.MinConf()))
 	fmt.Fprintf(w, "=> class %s, action %s (rule %s)", o.Class, o.Action, o.Rule)
 	if o.Note != "" {
 		fmt.Fprintf(w, ": %s", o.Note)
