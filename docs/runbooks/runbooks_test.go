@@ -622,8 +622,11 @@ var after = map[string]func(t *testing.T, env testenv.Env, inc *incident){
 		if n := classCount(t, env, inc.truth.DLQ.Name, "schema-mismatch"); n != 0 {
 			t.Errorf("%d schema-mismatch messages still in the DLQ", n)
 		}
-		if len(manifests(t, env, inc.bucket, "snapshots/")) != 1 {
+		if ms := manifests(t, env, inc.bucket, "snapshots/"); len(ms) != 1 {
 			t.Errorf("no snapshot manifest under s3://%s/snapshots/", inc.bucket)
+		} else if n := manifestRecords(t, env, inc.bucket, ms[0]); n != inc.dlqStart {
+			// The snapshot is taken before the quarantine moves anything.
+			t.Errorf("the snapshot holds %d messages, want the whole DLQ as the alert found it (%d)", n, inc.dlqStart)
 		}
 	},
 	"canary-redrive.md": func(t *testing.T, env testenv.Env, inc *incident) {
