@@ -562,24 +562,46 @@ func manifestRecords(t *testing.T, env testenv.Env, bucket, key string) int {
 // returns the bodies in archive order.
 func archivedBodies(t *testing.T, env testenv.Env, manifest string, extra ...string) []string {
 	t.Helper()
+	var bodies []string
+	for _, r := range archivedRecords(t, env, manifest, extra...) {
+		bodies = append(bodies, r.Body)
+	}
+	return bodies
+}
+
+// archivedIDs is the message_id of every record of an archive, in order.
+func archivedIDs(t *testing.T, env testenv.Env, manifest string) []string {
+	t.Helper()
+	var ids []string
+	for _, r := range archivedRecords(t, env, manifest) {
+		ids = append(ids, r.MessageID)
+	}
+	return ids
+}
+
+type archivedRecord struct {
+	Body      string `json:"body"`
+	MessageID string `json:"message_id"`
+}
+
+func archivedRecords(t *testing.T, env testenv.Env, manifest string, extra ...string) []archivedRecord {
+	t.Helper()
 	cmd := exec.Command(testenv.BuildBinary(t), append([]string{"sample", "--from", manifest, "-n", "100000", "--no-redact", "-o", "ndjson"}, extra...)...)
 	cmd.Env = env.Environ()
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("sample --from %s: %v", manifest, err)
 	}
-	var bodies []string
+	var recs []archivedRecord
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for dec.More() {
-		var rec struct {
-			Body string `json:"body"`
-		}
+		var rec archivedRecord
 		if err := dec.Decode(&rec); err != nil {
 			t.Fatalf("sample --from %s: %v", manifest, err)
 		}
-		bodies = append(bodies, rec.Body)
+		recs = append(recs, rec)
 	}
-	return bodies
+	return recs
 }
 
 // drainBodies receives and deletes every message of a queue and returns
