@@ -1,8 +1,10 @@
 package runbooks
 
 import (
-	"context"
+	"net/url"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,13 +21,21 @@ import (
 // node on a freshly dead-lettered incident (rejected, Spring recoverer,
 // TTL, max-length, quorum delivery limit) and S3 on versitygw.
 func TestRabbitMQRunbook(t *testing.T) {
+	env, inc, ch, names, prefix := rabbitIncident(t)
+	runRunbook(t, env, "rabbitmq-dlq.md", inc)
+	checkRabbitMQRunbook(t, env, inc, ch, names.Orders, prefix)
+}
+
+// rabbitIncident seeds a RabbitMQ incident and the variables of the
+// runbook's env block.
+func rabbitIncident(t *testing.T) (testenv.Env, *incident, *amqp091.Channel, amqpseed.Names, string) {
+	t.Helper()
 	if _, err := os.Stat("rabbitmq-dlq.md"); err != nil {
 		t.Fatal(err)
 	}
 	env := testenv.Require(t)
 	rmq := testenv.RequireRabbitMQ(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := t.Context()
 	ref, err := amqp.ParseVHostRef(rmq.URL, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +44,7 @@ func TestRabbitMQRunbook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
 	prefix := "rb" + time.Now().Format("150405.000000")
 	o := amqpseed.Default(prefix)
 	names, err := amqpseed.Seed(ctx, conn, o)
@@ -60,17 +70,49 @@ func TestRabbitMQRunbook(t *testing.T) {
 	if _, err := env.S3(t).CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		t.Fatal(err)
 	}
+	// The references carry the user only, as the runbook shows them: the
+	// password comes from DLQCTL_AMQP_PASSWORD.
+	userOnly := func(ref string) string {
+		u, err := url.Parse(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.User = url.User(u.User.Username())
+		return u.String()
+	}
 	inc := &incident{bucket: bucket, vars: map[string]string{
-		"DLQ":                        rmq.QueueRef(names.DLQ),
-		"VHOST":                      rmq.URL,
+		"DLQ":                        userOnly(rmq.QueueRef(names.DLQ)),
+		"VHOST":                      userOnly(rmq.URL),
 		"PREFIX":                     prefix,
-		"RECOVERY":                   rmq.QueueRef(prefix + ".recovery"),
+		"RECOVERY":                   userOnly(rmq.QueueRef(prefix + ".recovery")),
 		"BUCKET":                     bucket,
 		"DLQCTL_AMQP_MANAGEMENT_URL": rmq.ManagementURL,
 		"DLQCTL_AMQP_PASSWORD":       rmq.Password,
+		"VERIFY_FOR":                 "3s",
+		"AWS_REGION":                 env.Region,
+		"AWS_PROFILE":                "",
+		"DLQCTL_STATE_DIR":           filepath.Join(t.TempDir(), "state"),
 	}}
-	out := runRunbook(t, env, "rabbitmq-dlq.md", inc)
-	_ = out
+	if strings.Contains(inc.vars["DLQ"], rmq.Password) {
+		t.Fatalf("the test's reference still carries the password")
+	}
+	return env, inc, ch, names, prefix
+}
+
+// checkRabbitMQRunbook: what the runbook left. Every message archived in
+// step 4 (in any run, the killed one's checkpoint included) reached the
+// recovery queue in step 5.
+func checkRabbitMQRunbook(t *testing.T, env testenv.Env, inc *incident, ch *amqp091.Channel, orders, prefix string) {
+	t.Helper()
+	archived := map[string]bool{}
+	for _, m := range manifests(t, env, inc.bucket, "rabbitmq/") {
+		for _, id := range archivedIDs(t, env, "s3://"+inc.bucket+"/"+m) {
+			archived[id] = true
+		}
+	}
+	if len(archived) == 0 {
+		t.Fatalf("nothing was archived under s3://%s/rabbitmq/", inc.bucket)
+	}
 	// After the runbook: the DLQ holds only what died again during the
 	// replay (a TTL or length limit hit again), the recovery queue what
 	// was archived.
@@ -78,12 +120,12 @@ func TestRabbitMQRunbook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q.Messages == 0 {
-		t.Errorf("nothing was restored to the recovery queue")
+	if q.Messages < len(archived) {
+		t.Errorf("%d messages in the recovery queue, want every one of the %d archived (a killed run's included)", q.Messages, len(archived))
 	}
-	orders, err := ch.QueueDeclarePassive(names.Orders, true, false, false, false, nil)
+	src, err := ch.QueueDeclarePassive(orders, true, false, false, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("after the runbook: %d restored to recovery, %d back on %s", q.Messages, orders.Messages, names.Orders)
+	t.Logf("after the runbook: %d archived, %d restored to recovery, %d back on %s", len(archived), q.Messages, src.Messages, orders)
 }
