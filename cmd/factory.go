@@ -306,6 +306,16 @@ func endpointOr(flag, env string) string {
 	return "(AWS default)"
 }
 
+// brokerCapabilities are the capabilities of every broker dlqctl speaks as
+// they are known before anything connects (SQS standard queues, RabbitMQ
+// queues of unknown type, Kafka topics): refusals.go checks the flags
+// against them right after the references are parsed. What depends on the
+// resolved queue (a FIFO queue, a RabbitMQ stream) is checked again once
+// it is resolved.
+func brokerCapabilities() []broker.Capabilities {
+	return []broker.Capabilities{sqs.Capabilities(false), amqp.Capabilities(""), kafka.Capabilities()}
+}
+
 // Endpoint parses a queue reference once and resolves it with its
 // broker's package: the one place that knows the broker packages.
 func (f *Factory) Endpoint(ctx context.Context, raw string) (broker.Endpoint, error) {
@@ -369,11 +379,10 @@ func checkRef(raw string) (broker.Ref, error) {
 }
 
 // SQSEndpoint resolves a reference that must name an SQS queue (the
-// commands that only SQS has: queues, audit, check, watch, the native
-// engine).
+// command paths that only SQS has, such as the native engine).
 func (f *Factory) SQSEndpoint(ctx context.Context, raw string) (*sqs.Endpoint, error) {
 	if ref, err := broker.ParseRef(raw); err == nil && ref.Broker == broker.AMQP {
-		return nil, errs.BadInputf("%s is a RabbitMQ queue; this command works on SQS queues only (on RabbitMQ: sample, group, classify, redrive, archive, queues and audit)", ref)
+		return nil, errs.BadInputf("%s is a RabbitMQ queue; this command works on SQS queues only (on RabbitMQ: sample, group, classify, redrive, archive, restore, queues, audit, check and watch)", ref)
 	}
 	ep, err := f.Endpoint(ctx, raw)
 	if err != nil {

@@ -93,7 +93,12 @@ A Kafka dead-letter topic (kafka://HOST:PORT/TOPIC) is redriven to the
 original topic named in each record's headers (or --to kafka://…/TOPIC), key
 kept, dead-letter headers dropped; dlqctl's consumer group (--group) is the
 journal, replayed records land after newer records with the same key, and
---max-dest-lag GROUP:N and --exactly-once apply (docs/kafka.md).
+--max-dest-lag GROUP:N and --exactly-once apply (docs/kafka.md). A re-run
+after a kill -9 waits for the killed run's group members (recorded in
+--state-dir) to time out of the group — their session timeout + 5 s, said on
+stderr — then takes their partitions. On RabbitMQ a killed run's
+unacknowledged deliveries return to the DLQ as soon as its connection
+closes: a re-run has nothing to wait for.
 
 --to source (default) sends each message to the queue named by its
 DeadLetterQueueSourceArn (or the DLQ's only source queue); --to QUEUE sends
@@ -106,10 +111,18 @@ estimated duration at --rate / --ramp.
 --canary N moves N matching messages, then watches the DLQ for --verify-for:
 it passes (exit 0) when none came back, fails (exit 3) when some did. With
 --verify-drain the destination must also have consumed them. Without
---verify-for the watch lasts as long as a message that always fails needs to
-be dead-lettered again: maxReceiveCount × the destination's visibility
-timeout, + 30 s (2m when the destination has no redrive policy); a shorter
---verify-for is warned about, since its PASS proves less.
+--verify-for the watch is computed per broker as the time a message that
+always fails needs to be dead-lettered again, stated on stderr and in the
+verdict (window_seconds, window_reason): SQS: maxReceiveCount × the
+destination's visibility timeout, + 30 s; RabbitMQ: the message TTLs on the
+way from the destination queue into the DLQ (its own and its retry
+queues'), + 30 s (quorum delivery limits and rejections dead-letter at
+once); Kafka: the delays of Spring retry topics named with them
+(TOPIC-retry-1000, …), + 30 s. When no destination dead-letters into the
+DLQ the watch is 2m, said so; when the broker cannot know (a Kafka
+dead-letter topic without such retry topics, a RabbitMQ server without its
+management API) --canary needs --verify-for (exit 2, nothing moved). A
+shorter --verify-for is warned about, since its PASS proves less.
 
 --rate R sends at most R messages per second (a batch of 10 takes 10
 tokens); --ramp R1,R2,... steps the rate every --ramp-every while the guards
@@ -135,7 +148,12 @@ changed. Exit 4: some messages refused, unknown or not yet deleted.
 
 Every run has an id and a journal. After a crash or kill, 'dlqctl redrive
 resume RUN_ID' (or running the same command again) deletes what was already
-sent without sending it again and moves the rest. 'dlqctl runs' lists runs.
+sent without sending it again and moves the rest. The journal records each
+batch's ids before sending it: messages the dead process was sending and
+never recorded are sent again and named as possibly delivered twice ("resumed
+run R: N message(s) may have been delivered twice", maybe_twice_messages in
+-o json, with the orig of each copy's marker: the consumer's deduplication
+key; 'dlqctl help redrive.md'). 'dlqctl runs' lists runs.
 
 --engine native uses SQS's own move task (StartMessageMoveTask): the whole
 DLQ, to the sources or one queue, at --rate up to 500/s; --ramp restarts it
@@ -350,6 +368,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		return nativeRun(ctx, opts, c, dlq)
 	}
 	sel, _ := opts.Selection.Selector()
+	watchFilterErrors(f, sel)
 	if err := prepareLogs(ctx, f, dlq.URL, sel, &opts.Selection.Logs); err != nil {
 		return err
 	}
@@ -398,11 +417,15 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 	}
 	opts.PaceFlags.apply(&spec.Move)
 	if opts.Canary > 0 {
-		window := opts.CanaryFlags.canaryWindow(f, candidates, dlq)
+		window, err := opts.CanaryFlags.canaryWindow(ctx, f, ep, destinations(candidates))
+		if err != nil {
+			src.Close(context.WithoutCancel(ctx))
+			return err
+		}
 		spec.Canary = &redrive.CanarySpec{Watch: ep, Dests: destinations(candidates), DestDepth: c.DestinationDepth, Baseline: sqs.Depths(candidates...),
-			Verify: redrive.VerifyOptions{For: window, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: opts.Visibility},
+			Verify: window.Verify(redrive.VerifyOptions{Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: opts.Visibility}),
 			OnStart: func(moved int) {
-				f.IO.Infof("canary: moved %d message(s); watching %s for %s", moved, dlq.Name, window)
+				f.IO.Infof("canary: moved %d message(s); watching %s for %s", moved, dlq.Name, window.For)
 			}}
 	}
 	return executeMove(ctx, f, prog, spec, sqsCloseWarning, func(out *redrive.Outcome) error {
@@ -420,6 +443,7 @@ const sqsCloseWarning = "releasing held messages: %v (they become visible again 
 // command's. closeWarning formats the failure to give back what the source
 // still held ("" for a source that holds nothing).
 func executeMove(ctx context.Context, f *Factory, prog *output.Progress, spec redrive.RunSpec, closeWarning string, summary func(*redrive.Outcome) error) error {
+	spec.OnJournal = withUnconfirmedNote(f, spec.OnJournal)
 	out, err := redrive.Execute(ctx, spec)
 	prog.Done()
 	if err != nil {
@@ -431,7 +455,49 @@ func executeMove(ctx context.Context, f *Factory, prog *output.Progress, spec re
 	if err := summary(out); err != nil {
 		return err
 	}
+	if errs.Code(out.Err) != errs.ExitUsage {
+		warnFilterErrors(f, out.Result.FilterErrors, "stay in the "+map[bool]string{true: "archive", false: "DLQ"}[spec.Meta.Kind == "restore"])
+	}
+	crashDuplicatesNote(f, out.Result)
 	return out.Err
+}
+
+// withUnconfirmedNote adds to a run's OnJournal the note a resumed run
+// gives when the journal holds sends whose outcome was never recorded.
+func withUnconfirmedNote(f *Factory, next func(*redrive.Journal)) func(*redrive.Journal) {
+	return func(j *redrive.Journal) {
+		if n := len(j.UnconfirmedAtOpen()); n > 0 {
+			f.IO.Infof("run %s: %d message(s) were being sent when the process died, and whether their copy arrived was never recorded: those still in the source are sent again and reported as possibly delivered twice", j.Meta().ID, n)
+		}
+		if next != nil {
+			next(j)
+		}
+	}
+}
+
+// crashDuplicatesNote says, on stderr whatever the output format, which
+// copies a resumed run may have delivered twice because the process before
+// it died mid-send, and which of those sends it counts as done.
+func crashDuplicatesNote(f *Factory, res *redrive.Result) {
+	if res == nil {
+		return
+	}
+	if res.MaybeTwiceResent > 0 {
+		f.IO.Infof("resumed run %s: %s", res.RunID, resentNote(res.MaybeTwiceResent))
+	}
+	if res.UnconfirmedGone > 0 {
+		f.IO.Infof("resumed run %s: %s", res.RunID, goneNote(res.UnconfirmedGone))
+	}
+}
+
+// resentNote says that n copies were sent again after a crash.
+func resentNote(n int) string {
+	return fmt.Sprintf("%d message(s) may have been delivered twice: the process died after sending them and before recording it; give the list (-o json maybe_twice_messages, or the journal's sent records marked \"resent\") to the destination consumer's owner ('dlqctl help redrive.md': after a kill)", n)
+}
+
+// goneNote says that n unconfirmed sends were no longer in the source.
+func goneNote(n int) string {
+	return fmt.Sprintf("%d message(s) the process was sending when it died were no longer in the source: counted as sent, their copy most likely arrived once (-o json unconfirmed_gone_messages)", n)
 }
 
 // noCanaryMatch says so when a canary found nothing to move.
@@ -577,8 +643,17 @@ func sharedRows(t *output.TablePrinter, res *redrive.Result) {
 // renderOutcomeRows adds the rows every pipeline summary (redrive, restore)
 // ends with — tripped guard, canary verdict, errors — and renders the table.
 func renderOutcomeRows(t *output.TablePrinter, res *redrive.Result, v *redrive.Verdict) error {
-	if res.MaybeTwice > 0 {
-		t.Row("maybe twice", maybeTwiceNote(res.MaybeTwice))
+	if n := res.MaybeTwice - res.MaybeTwiceResent; n > 0 {
+		t.Row("maybe twice", maybeTwiceNote(n))
+	}
+	if res.MaybeTwiceResent > 0 {
+		t.Row("maybe twice", resentNote(res.MaybeTwiceResent))
+	}
+	if res.UnconfirmedGone > 0 {
+		t.Row("unconfirmed", goneNote(res.UnconfirmedGone))
+	}
+	if fe := res.FilterErrors; fe != nil {
+		t.Row("filter errors", filterErrorsRow(fe, "left where they are"))
 	}
 	if res.Guard != nil {
 		t.Row("guard", fmt.Sprintf("%s tripped: %s", res.Guard.Name, res.Guard.Detail))
@@ -613,6 +688,9 @@ type RedrivePlanOutput struct {
 	Selection string    `json:"selection"`
 	Rate      float64   `json:"rate,omitempty"`
 	Ramp      []float64 `json:"ramp,omitempty"`
+	// FilterErrors: messages the --filter or a rule failed on (skipped
+	// "filter error").
+	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
 }
 
 func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, router redrive.Router, sel redrive.Selector) error {
@@ -631,6 +709,10 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, rout
 	if err != nil {
 		return err
 	}
+	fe, err := endSelection(f, sel, "would stay in the DLQ")
+	if err != nil {
+		return err
+	}
 	sh := opts.PaceFlags.share()
 	plan := pl.Plan(sh.Rate(opts.Rate), sh.Ramp(opts.Ramp), opts.RampEvery)
 	if res.Scan != nil {
@@ -640,7 +722,7 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, rout
 	if sel != nil {
 		desc = sel.Describe()
 	}
-	out := RedrivePlanOutput{Plan: plan, DLQ: dlq.Name, To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp}
+	out := RedrivePlanOutput{Plan: plan, DLQ: dlq.Name, To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp, FilterErrors: fe}
 	switch format {
 	case output.JSON:
 		return output.WriteJSON(f.IO.Out, out)

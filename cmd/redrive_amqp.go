@@ -37,11 +37,9 @@ func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	if err := refuseFlags(ep.Capabilities(), opts.flags, opts.Engine == "native"); err != nil {
 		return err
 	}
-	if err := refuseAMQPLogs(opts.Selection.Logs); err != nil {
-		return err
-	}
 	var router redrive.Router
-	pubEp := ep // where copies are published
+	pubEp := ep                          // where copies are published
+	var canaryDests []broker.Destination // nil: back to the queues that dead-letter into the DLQ
 	if strings.EqualFold(opts.To, "source") {
 		if router, err = ep.RouterToSource(ctx); err != nil {
 			return err
@@ -65,9 +63,10 @@ func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		if err != nil {
 			return err
 		}
-		router, pubEp = fixedRouter{t}, dest
+		router, pubEp, canaryDests = fixedRouter{t}, dest, []broker.Destination{t}
 	}
 	sel, _ := opts.Selection.Selector()
+	watchFilterErrors(f, sel)
 	var selector redrive.Selector
 	if sel != nil {
 		selector = sel
@@ -157,11 +156,15 @@ func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		}
 	}
 	if opts.Canary > 0 {
-		window := opts.VerifyFor
+		window, err := opts.CanaryFlags.canaryWindow(ctx, f, ep, canaryDests)
+		if err != nil {
+			src.Close(context.WithoutCancel(ctx))
+			return err
+		}
 		spec.Canary = &redrive.CanarySpec{Watch: ep, DestDepth: destDepth, Baseline: map[string]int{},
-			Verify: redrive.VerifyOptions{For: window, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain},
+			Verify: window.Verify(redrive.VerifyOptions{Poll: opts.VerifyPoll, Drain: opts.VerifyDrain}),
 			OnStart: func(moved int) {
-				f.IO.Infof("canary: moved %d message(s); watching %s for %s", moved, ep.Name(), window)
+				f.IO.Infof("canary: moved %d message(s); watching %s for %s", moved, ep.Name(), window.For)
 			}}
 	}
 	return executeMove(ctx, f, prog, spec, "returning held messages: %v (the broker returns them when the connection closes)", func(out *redrive.Outcome) error {
@@ -197,6 +200,10 @@ func amqpRedrivePlan(ctx context.Context, opts *RedriveOptions, ep *amqp.Endpoin
 		}
 		return err
 	}
+	fe, err := endSelection(f, sel, "would stay in the DLQ")
+	if err != nil {
+		return err
+	}
 	sh := opts.PaceFlags.share()
 	plan := pl.Plan(sh.Rate(opts.Rate), sh.Ramp(opts.Ramp), opts.RampEvery)
 	if res.Scan != nil {
@@ -206,7 +213,7 @@ func amqpRedrivePlan(ctx context.Context, opts *RedriveOptions, ep *amqp.Endpoin
 	if sel != nil {
 		desc = sel.Describe()
 	}
-	out := RedrivePlanOutput{Plan: plan, DLQ: ep.Name(), To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp}
+	out := RedrivePlanOutput{Plan: plan, DLQ: ep.Name(), To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp, FilterErrors: fe}
 	switch format {
 	case output.JSON:
 		return output.WriteJSON(f.IO.Out, out)

@@ -100,7 +100,7 @@ IAM policies per role, on-call runbooks — is built in: 'dlqctl help topics'.
 		Version:       Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
+		PersistentPreRunE: func(c *cobra.Command, args []string) error {
 			if _, err := f.Format(); err != nil {
 				return err
 			}
@@ -125,7 +125,9 @@ IAM policies per role, on-call runbooks — is built in: 'dlqctl help topics'.
 			if e := f.Opts.EndpointURL; e != "" && isAWSEndpoint(e) {
 				return errs.BadInputf("--endpoint-url sets both the SQS and the S3 endpoint and is meant for local stacks; %s is an AWS endpoint: pass it as --sqs-endpoint-url or --s3-endpoint-url", e)
 			}
-			return nil
+			// Flags the references' brokers cannot honour, before
+			// anything connects (refusals.go).
+			return refuseBrokerFlags(c, args)
 		},
 	}
 	root.SetVersionTemplate("dlqctl {{.Version}}\n")
@@ -171,6 +173,7 @@ IAM policies per role, on-call runbooks — is built in: 'dlqctl help topics'.
 		},
 	)
 	documentPipedColumns(root)
+	annotateBrokerFlags(root)
 	return root
 }
 

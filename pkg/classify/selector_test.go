@@ -13,7 +13,7 @@ import (
 func TestNilSelectorMatchesEverything(t *testing.T) {
 	var s *Selector
 	rec, parsed := decodedRecord("not json", nil)
-	if !s.Match(rec, parsed) {
+	if !mustSelect(t, s, rec, parsed) {
 		t.Fatal("nil selector rejected a message")
 	}
 	if rec.Class != "" {
@@ -32,13 +32,13 @@ func TestSelectorClassesUseBuiltinRules(t *testing.T) {
 	if got := s.Describe(); got != "classes transient,permanent (built-in rules)" {
 		t.Errorf("Describe = %q", got)
 	}
-	timeout, tp := decodedRecord(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"timeout"}`, nil)
+	timeout, tp := decodedRecord(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"timeout after 30000ms"}`, nil)
 	plain, pp := decodedRecord(`{"eventId":"e","eventType":"A",`, nil)
 	business, bp := decodedRecord(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"insufficient funds"}`, nil)
-	if !s.Match(timeout, tp) || !s.Match(plain, pp) {
+	if !mustSelect(t, s, timeout, tp) || !mustSelect(t, s, plain, pp) {
 		t.Error("transient or permanent message not selected")
 	}
-	if s.Match(business, bp) {
+	if mustSelect(t, s, business, bp) {
 		t.Error("business message selected by --class transient,permanent")
 	}
 	if business.Class != ClassBusiness || business.Action != ActionInvestigate {
@@ -60,11 +60,11 @@ func TestSelectorFilterSeesClassification(t *testing.T) {
 	}
 	rec, parsed := decodedRecord(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"HTTP 503 from ledger"}`, nil)
 	rec.System.ReceiveCount = 5
-	if !s.Match(rec, parsed) {
+	if !mustSelect(t, s, rec, parsed) {
 		t.Error("transient message with 5 receives not selected")
 	}
 	rec.System.ReceiveCount = 1
-	if s.Match(rec, parsed) {
+	if mustSelect(t, s, rec, parsed) {
 		t.Error("receive_count 1 selected")
 	}
 }
@@ -76,8 +76,8 @@ func TestSelectorFilterOnlyDoesNotClassify(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec, parsed := decodedRecord(`{"x":1}`, nil)
-	if !s.Match(rec, parsed) || rec.Class != "" {
-		t.Errorf("match=%v class=%q", s.Match(rec, parsed), rec.Class)
+	if !mustSelect(t, s, rec, parsed) || rec.Class != "" {
+		t.Errorf("match=%v class=%q", mustSelect(t, s, rec, parsed), rec.Class)
 	}
 	if s.Describe() != "filter .json.x == 1" {
 		t.Errorf("Describe = %q", s.Describe())
@@ -115,7 +115,11 @@ func TestSelectorConcurrentMatch(t *testing.T) {
 			for i := 0; i < 200; i++ {
 				k := i % len(bodies)
 				rec, parsed := decodedRecord(bodies[k], nil)
-				ok := s.Match(rec, parsed)
+				ok, err := s.Select(rec, parsed)
+				if err != nil {
+					done <- err
+					return
+				}
 				if rec.Class != want[k] || ok != (want[k] != ClassBusiness) {
 					done <- fmt.Errorf("body %q: class %q match %v", bodies[k], rec.Class, ok)
 					return
@@ -152,9 +156,59 @@ func TestSelectorMatchesAllOnlyWithoutSelection(t *testing.T) {
 		}
 		if c.want {
 			rec, parsed := decodedRecord("not json", nil)
-			if !c.s.Match(rec, parsed) {
+			if !mustSelect(t, c.s, rec, parsed) {
 				t.Errorf("%s: MatchesAll but Match rejected a record", name)
 			}
+		}
+	}
+}
+
+// mustSelect is Select for selections that never fail.
+func mustSelect(t testing.TB, s *Selector, rec *record.Record, parsed any) bool {
+	t.Helper()
+	ok, err := s.Select(rec, parsed)
+	if err != nil {
+		t.Fatalf("Select(%s): %v", rec.MessageID, err)
+	}
+	return ok
+}
+
+// TestSelectorMinConfidence: --class takes a decision only at or above the
+// threshold; a decision named by a generic word alone ("timeout") is below
+// the default, one named by a specific phrase or a chain's root is above;
+// unknown is always selectable.
+func TestSelectorMinConfidence(t *testing.T) {
+	s, err := NewSelector(nil, []string{"transient,unknown"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	weak, wp := decodedRecord(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"timeout"}`, nil)
+	root, rp := decodedRecord(`{"eventId":"e","eventType":"A","eventVersion":1,"error":"TypeError: fetch failed\n    at node:internal/deps/undici/undici:13502:13 {\n  [cause]: ConnectTimeoutError: Connect Timeout Error (attempted address: psp.example:443, timeout: 10000ms)\n}"}`, nil)
+	conflict, cp := decodedRecord(`{"eventId":"e","eventType":"A","eventVersion":1,"error_type":"TimeoutException","error_code":"ValidationException"}`, nil)
+	if mustSelect(t, s, weak, wp) {
+		t.Errorf("a generic word (confidence %.2f) selected by --class transient at the default %.2f", weak.Confidence, DefaultMinConfidence)
+	}
+	if weak.Class != ClassTransient || weak.Confidence >= DefaultMinConfidence {
+		t.Errorf("weak decision: %s %.2f", weak.Class, weak.Confidence)
+	}
+	if !mustSelect(t, s, root, rp) || root.Class != ClassTransient || root.Confidence < ConfRoot-ConfOverruled-1e-9 {
+		t.Errorf("root cause decision not selected: %s %.2f", root.Class, root.Confidence)
+	}
+	if !mustSelect(t, s, conflict, cp) || conflict.Class != ClassUnknown {
+		t.Errorf("unknown not selectable: %s %.2f", conflict.Class, conflict.Confidence)
+	}
+	if err := s.SetMinConfidence(0.5); err != nil {
+		t.Fatal(err)
+	}
+	if !mustSelect(t, s, weak, wp) {
+		t.Error("--min-confidence 0.5 does not select a 0.55 decision")
+	}
+	if !strings.Contains(s.Describe(), "confidence >= 0.5") {
+		t.Errorf("Describe = %q", s.Describe())
+	}
+	for _, bad := range []float64{-0.1, 1.5} {
+		if err := s.SetMinConfidence(bad); err == nil || !strings.Contains(err.Error(), "outside 0..1") {
+			t.Errorf("SetMinConfidence(%v) = %v", bad, err)
 		}
 	}
 }

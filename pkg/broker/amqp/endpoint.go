@@ -123,6 +123,14 @@ func Open(ctx context.Context, bref broker.Ref, cfg Config) (broker.Endpoint, er
 // password, host or vhost fails here, in one sentence), checks the queue
 // exists, and reads its type and arguments from the management API.
 func OpenEndpoint(ctx context.Context, bref broker.Ref, cfg Config) (*Endpoint, error) {
+	ep, err := openEndpoint(ctx, bref, cfg)
+	// Nothing was read or changed yet: an unreachable node, refused
+	// credentials or a missing queue are bad input (exit 2), as on every
+	// broker.
+	return ep, broker.StartError(err)
+}
+
+func openEndpoint(ctx context.Context, bref broker.Ref, cfg Config) (*Endpoint, error) {
 	ep, err := newEndpoint(bref, cfg)
 	if err != nil {
 		return nil, err
@@ -141,7 +149,7 @@ func OpenEndpoint(ctx context.Context, bref broker.Ref, cfg Config) (*Endpoint, 
 	}
 	if _, err := readyCount(conn, r.Queue); err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return nil, fmt.Errorf("queue %q does not exist in vhost %q at %s: %w", r.Queue, r.VHost, r.HostPort(), broker.ErrNotFound)
+			return nil, broker.Kindf(broker.ErrNotFound, "queue %q does not exist in vhost %q at %s; check the name ('dlqctl queues amqp://HOST/VHOST/' lists the dead-letter queues)", r.Queue, r.VHost, r.HostPort())
 		}
 		return nil, err
 	}
@@ -263,9 +271,15 @@ func (e *Endpoint) ID() string {
 }
 
 // Capabilities of a RabbitMQ queue, by queue type.
-func (e *Endpoint) Capabilities() broker.Capabilities {
+func (e *Endpoint) Capabilities() broker.Capabilities { return Capabilities(e.info.Type) }
+
+// Capabilities of a RabbitMQ queue of type typ (TypeClassic, TypeQuorum,
+// TypeStream; "" when it is not known yet, as before connecting: the less
+// forgiving type is assumed).
+func Capabilities(typ string) broker.Capabilities {
 	c := broker.Capabilities{
 		Label:             "RabbitMQ",
+		Broker:            broker.AMQP,
 		Hold:              broker.HoldDelivery,
 		Removal:           broker.RemovePerMessage,
 		Ordering:          broker.OrderQueue,
@@ -275,8 +289,13 @@ func (e *Endpoint) Capabilities() broker.Capabilities {
 		MaxBatchBytes:     MaxBatchBytes,
 		MaxMessageBytes:   MaxMessageBytes,
 		Sharing:           broker.ShareCompeting,
+		Backlog:           true,
+		ReturnsByDepth:    true,
+		FailureRecord:     "x-death and the consumer's failure headers",
+		DepthGrowth:       true,
+		DestinationDLQ:    true,
 	}
-	switch e.info.Type {
+	switch typ {
 	case TypeQuorum:
 		c.Ordering, c.ReleaseKeepsOrder, c.ReadCounts = broker.OrderNone, false, true
 	case TypeStream:

@@ -25,7 +25,7 @@ type Management struct {
 }
 
 // ErrManagementUnavailable: the management API did not answer.
-var ErrManagementUnavailable = errors.New("RabbitMQ management API unreachable")
+var ErrManagementUnavailable = fmt.Errorf("RabbitMQ management API %w", broker.ErrUnreachable)
 
 // ErrNotFound: the queue or exchange does not exist (broker.ErrNotFound).
 var ErrNotFound = broker.ErrNotFound
@@ -92,7 +92,11 @@ func (m *Management) get(ctx context.Context, out any, segs ...string) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("%w at %s (%v): enable the rabbitmq_management plugin or pass --amqp-management-url", ErrManagementUnavailable, m.URL(), unwrapURLError(err))
+		problem, _, ok := broker.NetProblem(err)
+		if !ok {
+			problem = unwrapURLError(err).Error()
+		}
+		return broker.Kindf(ErrManagementUnavailable, "cannot connect to the RabbitMQ management API at %s: %s; check --amqp-management-url (or %s) and that the rabbitmq_management plugin is enabled", m.URL(), problem, "DLQCTL_AMQP_MANAGEMENT_URL")
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -103,9 +107,9 @@ func (m *Management) get(ctx context.Context, out any, segs ...string) error {
 	case resp.StatusCode == http.StatusNotFound:
 		return ErrNotFound
 	case resp.StatusCode == http.StatusUnauthorized:
-		return fmt.Errorf("%w: the management API at %s refused user %q (401): check the credentials; the user needs the management (or monitoring) tag", ErrAuth, m.URL(), m.user)
+		return broker.Kindf(ErrAuth, "the RabbitMQ management API at %s refused user %q (401); check the credentials: the user needs the management (or monitoring) tag", m.URL(), m.user)
 	case resp.StatusCode == http.StatusForbidden:
-		return fmt.Errorf("%w: the management API at %s denied user %q access to %s (403): grant the user the monitoring tag and permissions on the vhost", ErrAuth, m.URL(), m.user, strings.Join(segs, "/"))
+		return broker.Kindf(ErrAuth, "the RabbitMQ management API at %s denied user %q access to %s (403); grant the user the monitoring tag and permissions on the vhost", m.URL(), m.user, strings.Join(segs, "/"))
 	case resp.StatusCode != http.StatusOK:
 		return fmt.Errorf("management API %s answered %d: %s", m.URL(), resp.StatusCode, truncate(string(body), 200))
 	}
