@@ -72,9 +72,9 @@ receive increments ApproximateReceiveCount; every sampled message is
 released); --sample 0 skips it. DLQs with their own RedrivePolicy and FIFO
 DLQs are not sampled.
 
-RabbitMQ: 'audit amqp://USER:PASS@HOST/VHOST/' audits the vhost's queues
-through the management API (a queue reference audits that queue; --prefix
-narrows a vhost). The checks:
+RabbitMQ: 'audit amqp://USER@HOST/VHOST/' (the password in
+DLQCTL_AMQP_PASSWORD) audits the vhost's queues through the management API
+(a queue reference audits that queue; --prefix narrows a vhost). The checks:
 
   error  rabbitmq-dlx-missing                   the dead-letter exchange does not exist
   error  rabbitmq-dlx-routes-nowhere            the DLX routes the dead letters to no queue

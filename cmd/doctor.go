@@ -70,7 +70,8 @@ DLQCTL_AMQP_USERNAME/DLQCTL_AMQP_PASSWORD):
                            API shows them to administrators; else not-checked)
 
 A Kafka topic (kafka://; the --kafka-* flags, DLQCTL_KAFKA_PASSWORD):
-  kafka tls                TLS in use; AWS_MSK_IAM without --kafka-tls fails
+  kafka tls                TLS in use (on by itself with AWS_MSK_IAM); AWS_MSK_IAM
+                           with --kafka-tls=false fails
   kafka bootstrap          which bootstrap brokers answered, the cluster's brokers
   kafka sasl               the mechanism and whether the login was accepted;
                            AWS_MSK_IAM: the AWS credentials are loaded first
@@ -136,7 +137,7 @@ Exit 0 when no check fails, 3 when one does, 2 on bad flags.`),
 		Example: `  dlqctl doctor                                   # this shell: region, identity, endpoints, state dir, jq
   dlqctl doctor orders-dlq --role read-only       # before triage
   dlqctl doctor amqps://rabbit.internal:5671/prod/orders.dlq   # credentials in DLQCTL_AMQP_USERNAME/_PASSWORD
-  dlqctl doctor kafka://b-1.msk.example.com:9098/orders-dlt --kafka-sasl AWS_MSK_IAM --kafka-tls
+  dlqctl doctor kafka://b-1.msk.example.com:9098/orders-dlt --kafka-sasl AWS_MSK_IAM
   dlqctl doctor kafka://kafka-1:9092/orders-dlt --archive s3://dlq-archive/orders/
   dlqctl doctor orders-dlq --role operator        # before a redrive (destinations: the DLQ's sources)
   dlqctl doctor orders-dlq --role archivist --archive s3://dlq-archive/orders/

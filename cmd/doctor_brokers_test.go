@@ -472,7 +472,7 @@ func TestDoctorKafka(t *testing.T) {
 			t.Fatalf("exit %d, want 3:\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 		}
 		c := checkNamed(t, brokerDoctorReport(t, r), "kafka tls")
-		if c.Status != doctor.Fail || c.Fix != "add --kafka-tls" {
+		if c.Status != doctor.Fail || c.Fix != "drop --kafka-tls=false: AWS_MSK_IAM uses TLS by itself" {
 			t.Errorf("tls check: %+v", c)
 		}
 	})

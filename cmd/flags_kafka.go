@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"os"
+	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/spf13/pflag"
@@ -13,12 +14,34 @@ import (
 // addKafkaFlags registers the Kafka connection flags (kafka:// references).
 // The SASL password is never a flag: DLQCTL_KAFKA_PASSWORD.
 func addKafkaFlags(fs *pflag.FlagSet, c *kafka.Config) {
-	fs.BoolVar(&c.TLS, "kafka-tls", false, "Kafka: connect with TLS (system roots, plus --kafka-ca)")
+	fs.Var(&explicitBool{v: &c.TLS, set: &c.TLSExplicit}, "kafka-tls", "Kafka: connect with TLS (system roots, plus --kafka-ca); on by itself with --kafka-sasl AWS_MSK_IAM unless --kafka-tls=false")
+	fs.Lookup("kafka-tls").NoOptDefVal = "true"
 	fs.StringVar(&c.CAFile, "kafka-ca", "", "Kafka: PEM file of extra CA certificates (implies --kafka-tls)")
 	fs.StringVar(&c.SASL, "kafka-sasl", "", "Kafka: SASL mechanism PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (password in "+kafka.EnvPassword+") or AWS_MSK_IAM (the AWS credential chain)")
 	fs.StringVar(&c.User, "kafka-user", "", "Kafka: SASL user (or kafka://USER@HOST:PORT/TOPIC)")
 	fs.StringVar(&c.Group, "group", "", "Kafka: dlqctl's consumer group on the topic, whose committed offsets are the journal (default dlqctl-TOPIC)")
 }
+
+// explicitBool is a boolean flag that also records that it was given, so
+// an explicit --kafka-tls=false can win over what AWS_MSK_IAM implies.
+type explicitBool struct{ v, set *bool }
+
+func (b *explicitBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*b.v, *b.set = v, true
+	return nil
+}
+func (b *explicitBool) String() string {
+	if b.v == nil {
+		return "false"
+	}
+	return strconv.FormatBool(*b.v)
+}
+func (b *explicitBool) Type() string     { return "bool" }
+func (b *explicitBool) IsBoolFlag() bool { return true }
 
 // kafkaConfig is the Kafka configuration: the flags, the SASL password
 // from DLQCTL_KAFKA_PASSWORD and, for AWS_MSK_IAM, the AWS credential

@@ -40,6 +40,15 @@ func (f *Factory) KafkaEndpoint(ctx context.Context, refStr string) (*kafka.Endp
 	if err != nil {
 		return nil, kafkaErr(err)
 	}
+	if cfg.AWS != nil {
+		// MSK IAM: the AWS credentials are resolved before any broker is
+		// dialled, and a failure is said as on SQS (none configured, an
+		// expired SSO session, a refused AssumeRole, no IMDS role), exit 2.
+		if _, err := f.AWSConfig(ctx); err != nil {
+			ep.Close()
+			return nil, err
+		}
+	}
 	f.Verbosef("Kafka topic %s, consumer group %s", ep, ep.Group())
 	return ep, nil
 }

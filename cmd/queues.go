@@ -37,8 +37,9 @@ A warning is shown when a DLQ's retention is shorter than a source's: on
 standard queues a dead-lettered message keeps its original enqueue time, so
 it expires from the DLQ earlier than the DLQ's retention suggests.
 
-RabbitMQ: 'queues amqp://USER:PASS@HOST/VHOST/' lists the vhost's queues that
-some queue's dead-letter exchange routes to, with their type, ready and
+RabbitMQ: 'queues amqp://USER@HOST/VHOST/' (the password in
+DLQCTL_AMQP_PASSWORD) lists the vhost's queues that some queue's
+dead-letter exchange routes to, with their type, ready and
 unacknowledged counts, consumers, limits and sources (management API).
 
 With kafka://HOST:PORT[/PREFIX] it lists a Kafka cluster's dead-letter and
@@ -50,7 +51,7 @@ record's age, retention and cleanup policy, and the source topics the
 headers name.`),
 		Example: `  dlqctl queues
   dlqctl queues --prefix orders -o json
-  dlqctl queues amqp://USER:PASS@rabbit:5672/%2f/
+  dlqctl queues amqp://ops@rabbit:5672/%2f/     # the password in DLQCTL_AMQP_PASSWORD
   dlqctl queues kafka://kafka-1:9092/orders`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) == 1 && (isAMQPRef(args[0]) || isKafkaRef(args[0])) {

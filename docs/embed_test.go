@@ -47,6 +47,12 @@ func TestLinksBetweenDocumentsPointToHelpTopics(t *testing.T) {
 	if !strings.Contains(text, "(dlqctl help canary-redrive)") {
 		t.Fatalf("the runbook index does not point to `dlqctl help canary-redrive`:\n%s", text)
 	}
+	// Every runbook is in the index `dlqctl help runbooks` prints.
+	for _, topic := range Topics() {
+		if topic.Runbook && topic.Name != "runbooks" && !strings.Contains(text, "(dlqctl help "+topic.Name+")") {
+			t.Errorf("the runbook index (dlqctl help runbooks) does not point to %s", topic.Path)
+		}
+	}
 	for _, topic := range Topics() {
 		text := Text(topic)
 		for _, m := range ref.FindAllStringSubmatch(text, -1) {

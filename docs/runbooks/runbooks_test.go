@@ -190,7 +190,9 @@ func TestRunbooksAreWellFormed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range runbookFiles {
+	// The broker runbooks (rabbitmq_test.go, kafka_test.go) too: the index
+	// is what `dlqctl help runbooks` prints.
+	for _, name := range append(slices.Clone(runbookFiles), "rabbitmq-dlq.md", "kafka-dlt.md") {
 		t.Run(name, func(t *testing.T) {
 			if !bytes.Contains(index, []byte("("+name+")")) {
 				t.Errorf("README.md does not link %s", name)
@@ -560,24 +562,46 @@ func manifestRecords(t *testing.T, env testenv.Env, bucket, key string) int {
 // returns the bodies in archive order.
 func archivedBodies(t *testing.T, env testenv.Env, manifest string, extra ...string) []string {
 	t.Helper()
+	var bodies []string
+	for _, r := range archivedRecords(t, env, manifest, extra...) {
+		bodies = append(bodies, r.Body)
+	}
+	return bodies
+}
+
+// archivedIDs is the message_id of every record of an archive, in order.
+func archivedIDs(t *testing.T, env testenv.Env, manifest string) []string {
+	t.Helper()
+	var ids []string
+	for _, r := range archivedRecords(t, env, manifest) {
+		ids = append(ids, r.MessageID)
+	}
+	return ids
+}
+
+type archivedRecord struct {
+	Body      string `json:"body"`
+	MessageID string `json:"message_id"`
+}
+
+func archivedRecords(t *testing.T, env testenv.Env, manifest string, extra ...string) []archivedRecord {
+	t.Helper()
 	cmd := exec.Command(testenv.BuildBinary(t), append([]string{"sample", "--from", manifest, "-n", "100000", "--no-redact", "-o", "ndjson"}, extra...)...)
 	cmd.Env = env.Environ()
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("sample --from %s: %v", manifest, err)
 	}
-	var bodies []string
+	var recs []archivedRecord
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for dec.More() {
-		var rec struct {
-			Body string `json:"body"`
-		}
+		var rec archivedRecord
 		if err := dec.Decode(&rec); err != nil {
 			t.Fatalf("sample --from %s: %v", manifest, err)
 		}
-		bodies = append(bodies, rec.Body)
+		recs = append(recs, rec)
 	}
-	return bodies
+	return recs
 }
 
 // drainBodies receives and deletes every message of a queue and returns
@@ -622,8 +646,11 @@ var after = map[string]func(t *testing.T, env testenv.Env, inc *incident){
 		if n := classCount(t, env, inc.truth.DLQ.Name, "schema-mismatch"); n != 0 {
 			t.Errorf("%d schema-mismatch messages still in the DLQ", n)
 		}
-		if len(manifests(t, env, inc.bucket, "snapshots/")) != 1 {
+		if ms := manifests(t, env, inc.bucket, "snapshots/"); len(ms) != 1 {
 			t.Errorf("no snapshot manifest under s3://%s/snapshots/", inc.bucket)
+		} else if n := manifestRecords(t, env, inc.bucket, ms[0]); n != inc.dlqStart {
+			// The snapshot is taken before the quarantine moves anything.
+			t.Errorf("the snapshot holds %d messages, want the whole DLQ as the alert found it (%d)", n, inc.dlqStart)
 		}
 	},
 	"canary-redrive.md": func(t *testing.T, env testenv.Env, inc *incident) {

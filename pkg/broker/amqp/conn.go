@@ -142,6 +142,8 @@ func dialError(r Ref, err error) error {
 	switch r.credsFrom {
 	case "env":
 		where = "from " + EnvUsername + "/" + EnvPassword
+	case "url-user":
+		where = "from the URL, the password from " + EnvPassword
 	case "default":
 		where = "(none given: guest/guest, which RabbitMQ accepts only from localhost)"
 	}

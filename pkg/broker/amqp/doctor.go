@@ -208,6 +208,8 @@ func (d *doctorRun) credsFrom() string {
 		return "credentials from " + EnvUsername + " / " + EnvPassword
 	case "url":
 		return "credentials from the reference"
+	case "url-user":
+		return "the user from the reference, the password from " + EnvPassword
 	}
 	return "no credentials given: RabbitMQ's guest/guest"
 }

@@ -40,7 +40,8 @@ type Ref struct {
 	Queue string // decoded queue name ("" when the reference names only a vhost)
 
 	user, pass string
-	// credsFrom says where the credentials came from ("url", "env",
+	// credsFrom says where the credentials came from ("url", "url-user":
+	// the user in the URL and the password from the environment, "env",
 	// "default") for messages that must not show them.
 	credsFrom string
 }
@@ -52,7 +53,8 @@ var ErrBadRef = errors.New("bad RabbitMQ queue reference")
 // VHOST is URL-encoded (%2f is the default vhost "/"); a single path
 // segment is a queue in the default vhost. Credentials missing from the
 // URL come from getenv(EnvUsername) / getenv(EnvPassword), else RabbitMQ's
-// guest/guest. Errors never contain the password.
+// guest/guest; a user without a password (amqp://USER@HOST/…) takes the
+// password from getenv(EnvPassword). Errors never contain the password.
 func ParseRef(raw string, getenv func(string) string) (Ref, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
@@ -120,8 +122,13 @@ func ParseRef(raw string, getenv func(string) string) (Ref, error) {
 	switch {
 	case u.User != nil:
 		r.user = u.User.Username()
-		r.pass, _ = u.User.Password()
-		r.credsFrom = "url"
+		if p, ok := u.User.Password(); ok {
+			r.pass, r.credsFrom = p, "url"
+		} else {
+			// amqp://USER@HOST/…: the user in the reference, the password
+			// from the environment (off the command line and out of ps).
+			r.pass, r.credsFrom = getenv(EnvPassword), "url-user"
+		}
 	case getenv(EnvUsername) != "":
 		r.user, r.pass = getenv(EnvUsername), getenv(EnvPassword)
 		r.credsFrom = "env"

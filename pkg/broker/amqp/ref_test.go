@@ -43,6 +43,17 @@ func TestParseRef(t *testing.T) {
 	if err != nil || r.Username() != "ops" || r.pass != "s3cret-pw" || r.credsFrom != "env" {
 		t.Fatalf("env credentials: %+v %v", r, err)
 	}
+	// A user without a password in the URL: the password from the
+	// environment (the form the docs show: amqp://ops@HOST/…).
+	env[EnvUsername] = ""
+	r, err = ParseRef("amqp://ops@h/%2f/q", getenv)
+	if err != nil || r.Username() != "ops" || r.pass != "s3cret-pw" || r.credsFrom != "url-user" {
+		t.Fatalf("user in the URL, password in %s: %+v %v", EnvPassword, r, err)
+	}
+	if strings.Contains(r.String(), "s3cret") {
+		t.Fatalf("String() shows the password: %s", r)
+	}
+	env[EnvUsername] = "ops"
 	// URL credentials win over the environment.
 	r, _ = ParseRef("amqp://a:b@h/q", getenv)
 	if r.Username() != "a" || r.pass != "b" {

@@ -70,6 +70,10 @@ func (d *kdoctor) notChecked(because string, names ...string) {
 	}
 }
 
+// noMSKTLSFix: AWS_MSK_IAM turns TLS on by itself, so it is off only
+// when --kafka-tls=false was given.
+const noMSKTLSFix = "drop --kafka-tls=false: AWS_MSK_IAM uses TLS by itself"
+
 const mskPorts = "MSK listens on 9092 (plaintext), 9094 (TLS), 9096 (SASL/SCRAM over TLS) and 9098 (IAM over TLS)"
 
 func (d *kdoctor) run(ctx context.Context) {
@@ -82,7 +86,7 @@ func (d *kdoctor) run(ctx context.Context) {
 	// TLS, from the settings alone.
 	switch {
 	case mech == SASLAWSMSKIAM && !tlsOn:
-		d.add(kcheckTLS, broker.DoctorFail, "AWS_MSK_IAM without TLS: MSK's IAM listener (port 9098) accepts TLS connections only", "add --kafka-tls")
+		d.add(kcheckTLS, broker.DoctorFail, "AWS_MSK_IAM without TLS: MSK's IAM listener (port 9098) accepts TLS connections only", noMSKTLSFix)
 	case tlsOn:
 		detail := "TLS, the brokers' certificates verified against the system roots"
 		if c.CAFile != "" {
@@ -114,7 +118,7 @@ func (d *kdoctor) run(ctx context.Context) {
 			return
 		}
 		if !tlsOn {
-			d.add(kcheckSASL, broker.DoctorNotChecked, "not checked: AWS_MSK_IAM (AWS credentials from "+cr.Source+") needs TLS first", "add --kafka-tls")
+			d.add(kcheckSASL, broker.DoctorNotChecked, "not checked: AWS_MSK_IAM (AWS credentials from "+cr.Source+") needs TLS first", noMSKTLSFix)
 			d.probeBootstrap(ctx)
 			d.notChecked("AWS_MSK_IAM needs TLS", later...)
 			return
@@ -314,7 +318,7 @@ func (d *kdoctor) connectFailed(mech string, err error) {
 	switch mech {
 	case "":
 		d.add(kcheckSASL, broker.DoctorFail, "the brokers answered before any login but refused the metadata request: "+msg,
-			"the listener wants authentication: pass --kafka-sasl MECHANISM with --kafka-user and "+EnvPassword+" (MSK: SCRAM-SHA-512 on port 9096, AWS_MSK_IAM with --kafka-tls on 9098)")
+			"the listener wants authentication: pass --kafka-sasl MECHANISM with --kafka-user and "+EnvPassword+" (MSK: SCRAM-SHA-512 on port 9096, AWS_MSK_IAM on 9098, which turns TLS on)")
 	case SASLAWSMSKIAM:
 		d.add(kcheckSASL, broker.DoctorFail, "the cluster refused the AWS_MSK_IAM login: "+msg,
 			"the credentials' principal needs kafka-cluster:Connect on the cluster ('dlqctl help iam'); check the profile or role in use and that the cluster has IAM authentication on")

@@ -25,10 +25,14 @@ import (
 // journal: plain data filled by cmd (flags, DLQCTL_KAFKA_PASSWORD, the AWS
 // credential chain).
 type Config struct {
-	TLS    bool   // --kafka-tls
-	CAFile string // --kafka-ca
-	SASL   string // --kafka-sasl
-	User   string // --kafka-user (or kafka://USER@…)
+	TLS bool // --kafka-tls
+	// TLSExplicit: --kafka-tls was given (true or false). Without it,
+	// AWS_MSK_IAM turns TLS on (MSK's IAM listener, port 9098, is
+	// TLS-only); with it, its value wins.
+	TLSExplicit bool
+	CAFile      string // --kafka-ca
+	SASL        string // --kafka-sasl
+	User        string // --kafka-user (or kafka://USER@…)
 	// Password is DLQCTL_KAFKA_PASSWORD (read by cmd).
 	Password string
 	// AWS resolves MSK IAM credentials (the standard chain, from cmd).
@@ -44,7 +48,11 @@ type Config struct {
 }
 
 func (c Config) conn() Conn {
-	return Conn{TLS: c.TLS, CAFile: c.CAFile, SASL: c.SASL, User: c.User, Password: c.Password, AWS: c.AWS}
+	tlsOn := c.TLS
+	if mech, _ := NormalizeSASL(c.SASL); mech == SASLAWSMSKIAM && !c.TLSExplicit {
+		tlsOn = true
+	}
+	return Conn{TLS: tlsOn, CAFile: c.CAFile, SASL: c.SASL, User: c.User, Password: c.Password, AWS: c.AWS}
 }
 
 // DefaultGroup is dlqctl's consumer group on topic when --group is not set.
