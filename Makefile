@@ -4,7 +4,11 @@
 #
 #   make build        bin/dlqctl
 #   make test         gofmt check, go vet, go test -race (stack started and
-#                     stopped around it; KEEP_STACK=1 leaves it running)
+#                     stopped around it; KEEP_STACK=1 leaves it running),
+#                     TESTP packages at a time (default 4: the command
+#                     tests, split by area in cmd/cmdtest/, mostly wait
+#                     on the local servers, so more packages than cores
+#                     run side by side; TESTP=1 runs one package at a time)
 #   make bench        go test -bench against the stack (BENCH=Process: only the
 #                     whole-process benchmarks of internal/procbench, ~15 min;
 #                     BENCH=ProcessTriageFrom: classify/group --from over 100k
@@ -23,6 +27,7 @@ SHELL := bash
 .DEFAULT_GOAL := build
 
 GO ?= go
+TESTP ?= 4
 STACK := scripts/stack.sh
 PREFIX ?= demo
 SEED_FLAGS ?=
@@ -53,7 +58,7 @@ test:
 	bad="$$(gofmt -l .)"; \
 	if [ -n "$$bad" ]; then echo "gofmt: these files need formatting (run gofmt -w):" >&2; echo "$$bad" >&2; exit 1; fi; \
 	echo "go vet ./..." >&2; $(GO) vet ./... || exit $$?; \
-	echo "go test -race -count=1 -timeout 45m ./..." >&2; $(GO) test -race -count=1 -timeout 45m ./...
+	echo "go test -race -count=1 -timeout 45m -p $(TESTP) ./..." >&2; $(GO) test -race -count=1 -timeout 45m -p $(TESTP) ./...
 
 BENCH ?= .
 
