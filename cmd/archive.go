@@ -14,6 +14,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
 )
 
@@ -276,7 +277,8 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 		ToolVersion: Version(),
 	}
 	if sel != nil {
-		aopts.Select = sel.Match
+		watchFilterErrors(f, sel)
+		aopts.Select = sel
 	}
 	share, _ := parseRateShare(opts.RateShareRaw) // validated
 	if share != nil {
@@ -375,9 +377,12 @@ type ArchiveSummary struct {
 	CountsNote string `json:"counts_note,omitempty"`
 	// Share is this process's share of a shared run (--rate-share I/N);
 	// InFlightAtPeers what its peers held when it ended (theirs).
-	Share           string            `json:"rate_share,omitempty"`
-	InFlightAtPeers int               `json:"in_flight_at_peers,omitempty"`
-	Run             *archive.Manifest `json:"run"`
+	Share           string `json:"rate_share,omitempty"`
+	InFlightAtPeers int    `json:"in_flight_at_peers,omitempty"`
+	// FilterErrors: messages the --filter or a rule failed on; not
+	// archived, they stay in the queue.
+	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
+	Run          *archive.Manifest     `json:"run"`
 }
 
 func printArchiveSummary(f *Factory, prog *output.Progress, format output.Format, res *archive.Result, runErr error) error {
@@ -394,7 +399,10 @@ func printArchiveSummary(f *Factory, prog *output.Progress, format output.Format
 		status = "stopped"
 	}
 	sum := ArchiveSummary{Status: status, Stats: res.Stats, NotDeleted: res.NotDeleted, Run: m, CountsNote: res.CountsNote,
-		Share: res.Share, InFlightAtPeers: res.InFlightAtPeers}
+		Share: res.Share, InFlightAtPeers: res.InFlightAtPeers, FilterErrors: res.FilterErrors}
+	if errs.Code(runErr) != errs.ExitUsage {
+		warnFilterErrors(f, res.FilterErrors, "stay in the queue")
+	}
 	if res.ManifestKey != "" {
 		sum.Manifest = archive.Location{Bucket: m.Bucket, Key: res.ManifestKey}.String()
 	}
@@ -426,6 +434,9 @@ func printArchiveSummary(f *Factory, prog *output.Progress, format output.Format
 	}
 	if n := res.Stats.Received - res.Stats.Selected; n > 0 {
 		t.Row("not selected", fmt.Sprintf("%d, released", n))
+	}
+	if fe := res.FilterErrors; fe != nil {
+		t.Row("filter errors", filterErrorsRow(fe, "released"))
 	}
 	if res.Stats.Duplicates > 0 {
 		t.Row("duplicates", fmt.Sprintf("%d repeated deliveries ignored", res.Stats.Duplicates))
@@ -466,6 +477,9 @@ type ArchivePlanOutput struct {
 	*archive.Plan
 	PartSize    int64 `json:"part_size"`
 	PartRecords int   `json:"part_records"`
+	// FilterErrors: messages the --filter or a rule failed on (would stay
+	// in the queue).
+	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
 }
 
 func archivePlan(ctx context.Context, f *Factory, ep broker.Endpoint, total int64, aopts archive.Options, format output.Format) error {
@@ -483,6 +497,10 @@ func archivePlan(ctx context.Context, f *Factory, ep broker.Endpoint, total int6
 // printArchivePlan prints an archive dry run's plan (every broker).
 func printArchivePlan(f *Factory, prog *output.Progress, format output.Format, pl *archive.Plan, aopts archive.Options) error {
 	out := ArchivePlanOutput{Plan: pl, PartSize: aopts.PartSize, PartRecords: aopts.PartRecords}
+	if aopts.Select != nil {
+		out.FilterErrors = aopts.Select.Errors()
+		warnFilterErrors(f, out.FilterErrors, "would stay in the queue")
+	}
 	switch format {
 	case output.JSON:
 		return output.WriteJSON(f.IO.Out, out)
@@ -495,6 +513,9 @@ func printArchivePlan(f *Factory, prog *output.Progress, format output.Format, p
 	t.Row("to", pl.Destination)
 	t.Row("selection", pl.Selection)
 	t.Row("would archive", fmt.Sprintf("%d of %d message(s) read", pl.Selected, pl.Scanned))
+	if fe := out.FilterErrors; fe != nil {
+		t.Row("filter errors", filterErrorsRow(fe, "would stay in the queue"))
+	}
 	t.Row("bytes", fmt.Sprintf("%s compressed (%s NDJSON)", humanBytes(pl.Bytes), humanBytes(pl.UncompressedBytes)))
 	t.Row("parts", fmt.Sprintf("%d (at most %s or %d records each)", pl.Parts, humanBytes(aopts.PartSize), aopts.PartRecords))
 	if pl.Delete {

@@ -32,9 +32,6 @@ func amqpArchiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	if err := refuseFlags(ep.Capabilities(), opts.flags, false); err != nil {
 		return err
 	}
-	if err := refuseAMQPLogs(opts.Selection.Logs); err != nil {
-		return err
-	}
 	sel, err := opts.Selection.selector(true)
 	if err != nil {
 		return err
@@ -70,7 +67,8 @@ func amqpArchiveRun(ctx context.Context, opts *ArchiveOptions) error {
 		}
 	}
 	if sel != nil {
-		aopts.Select = sel.Match
+		watchFilterErrors(f, sel)
+		aopts.Select = sel
 	}
 	share, _ := parseRateShare(opts.RateShareRaw) // validated
 	if share != nil {

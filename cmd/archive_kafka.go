@@ -23,9 +23,6 @@ func kafkaArchiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	if opts.DeleteRecords && (!opts.Delete || !f.Opts.Yes) {
 		return errs.BadInputf("--delete-records deletes records from the topic for good: it needs --delete (so only verified records are below the committed offsets) and --yes")
 	}
-	if len(opts.Selection.Logs.groups()) > 0 {
-		return errs.BadInputf("--logs reads CloudWatch Logs of an SQS consumer; a Kafka dead letter carries its failure in its headers: drop --logs")
-	}
 	ep, err := f.KafkaEndpoint(ctx, opts.Queue)
 	if err != nil {
 		return err
@@ -56,7 +53,8 @@ func kafkaArchiveRun(ctx context.Context, opts *ArchiveOptions) error {
 		ToolVersion: Version(),
 	}
 	if sel != nil {
-		aopts.Select = sel.Match
+		watchFilterErrors(f, sel)
+		aopts.Select = sel
 	}
 	share, _ := parseRateShare(opts.RateShareRaw)
 	if share != nil {
@@ -85,7 +83,7 @@ func kafkaArchiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	res, runErr := archive.Run(ctx, ep, api, aopts)
 	prog.Done()
 	if res == nil {
-		return kafkaErr(runErr)
+		return kafkaRunErr(runErr)
 	}
 	if err := printArchiveSummary(f, prog, format, res, runErr); err != nil {
 		return err

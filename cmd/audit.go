@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
@@ -87,7 +88,13 @@ narrows a vhost). The checks:
   warn   rabbitmq-at-least-once-not-in-effect   at-least-once set but not in effect
   info   rabbitmq-at-most-once-dead-lettering   quorum source dead-letters at most once
 
-Exit 3 when a finding is at or above --fail-on (default error).`),
+Kafka: 'audit kafka://HOST:PORT/TOPIC…' audits each dead-letter topic and its
+retry chain (kafka-dlt-compacted, -replication, -min-insync,
+-retention-short, -fewer-partitions, kafka-retry-without-dlt; docs/kafka.md).
+
+Findings are one type on every broker and print the same way; one run
+audits one broker. Exit 3 when a finding is at or above --fail-on (default
+error).`),
 		Example: `  dlqctl audit
   dlqctl audit --prefix orders --fail-on warn
   dlqctl audit orders orders-dlq -o json | jq '.findings[] | select(.severity=="error")'
@@ -96,13 +103,6 @@ Exit 3 when a finding is at or above --fail-on (default error).`),
 			opts.Queues = args
 			opts.InvestigationWindow = time.Duration(window)
 			amqpRefs := len(args) > 0 && isAMQPRef(args[0])
-			if amqpRefs {
-				for _, fl := range []string{"investigation-window", "sample", "visibility"} {
-					if c.Flags().Changed(fl) {
-						return errs.BadInputf("--%s cannot be used with RabbitMQ: it is an SQS setting (RabbitMQ has no retention period or visibility timeout); drop --%s", fl, fl)
-					}
-				}
-			}
 			if len(args) > 0 && opts.Prefix != "" && !amqpRefs {
 				return errs.BadInputf("audit takes QUEUE arguments or --prefix, not both; drop one of them")
 			}
@@ -142,35 +142,20 @@ func checkVisibilityFlag(v time.Duration) error {
 	return nil
 }
 
+// auditRun is audit on every broker: the references' auditors (an SQS
+// selection, RabbitMQ vhosts, Kafka topics; one broker per run) run
+// through health.AuditAll, and their findings print the same way.
 func auditRun(ctx context.Context, opts *AuditOptions) error {
-	if len(opts.Queues) > 0 && isAMQPRef(opts.Queues[0]) {
-		return amqpAuditRun(ctx, opts)
-	}
 	f := opts.F
-	if k := countKafkaRefs(opts.Queues); k > 0 {
-		if k != len(opts.Queues) {
-			return errs.BadInputf("audit takes either SQS queues or kafka:// topics in one run, not both; run it once per broker")
-		}
-		return kafkaAuditRun(ctx, opts)
-	}
-	queues, err := sqsTargets(opts.Queues)
+	auditors, noun, done, err := auditorsFor(ctx, f, opts)
+	defer done()
 	if err != nil {
 		return err
 	}
-	c, err := f.SQS(ctx)
+	rep, err := health.AuditAll(ctx, auditors, broker.AuditOptions{
+		InvestigationWindow: opts.InvestigationWindow, Sample: opts.Sample, SampleHold: opts.Visibility})
 	if err != nil {
-		return err
-	}
-	rep, err := health.Audit(ctx, c, health.AuditOptions{
-		Queues: queues, Prefix: opts.Prefix,
-		Config:    health.Config{InvestigationWindow: opts.InvestigationWindow},
-		SampleMax: opts.Sample, SampleVisibility: opts.Visibility,
-		OnSample: func(q *sqs.Queue, n int) {
-			f.Verbosef("sampling up to %d messages of %s for the expiry check (receives increment ApproximateReceiveCount; all are released)", n, q.Name)
-		},
-	})
-	if err != nil {
-		return err
+		return endpointErr(err)
 	}
 	if err := printAudit(f, rep); err != nil {
 		return err
@@ -180,14 +165,62 @@ func auditRun(ctx context.Context, opts *AuditOptions) error {
 	}
 	t := rep.Tally
 	if len(rep.Findings) == 0 {
-		f.IO.Infof("audited %d queue(s): no findings", len(rep.Queues))
+		f.IO.Infof("audited %d %s: no findings", len(rep.Queues), noun)
 	} else {
-		f.IO.Infof("audited %d queue(s): %d error(s), %d warning(s), %d info", len(rep.Queues), t.Errors, t.Warnings, t.Infos)
+		f.IO.Infof("audited %d %s: %d error(s), %d warning(s), %d info", len(rep.Queues), noun, t.Errors, t.Warnings, t.Infos)
 	}
 	if failing := health.AtLeast(rep.Findings, opts.FailOn); len(failing) > 0 {
 		return errs.Verdictf("audit failed: %d finding(s) at or above %s", len(failing), opts.FailOn)
 	}
 	return nil
+}
+
+// auditorsFor turns audit's references into what each broker audits: an
+// SQS selection (named queues, a prefix, or the region), RabbitMQ vhosts,
+// or the topics themselves (an endpoint that is a broker.Auditor). noun
+// names what is counted; done releases the endpoints opened (call it also
+// on an error).
+func auditorsFor(ctx context.Context, f *Factory, opts *AuditOptions) (auditors []broker.Auditor, noun string, done func(), err error) {
+	var opened []broker.Endpoint
+	done = func() {
+		for _, ep := range opened {
+			closeEndpoint(ep)
+		}
+	}
+	if len(opts.Queues) > 0 && isAMQPRef(opts.Queues[0]) {
+		a, err := amqpAuditors(f, opts.Queues, opts.Prefix)
+		return a, "queue(s)", done, err
+	}
+	if k := countKafkaRefs(opts.Queues); k > 0 {
+		if k != len(opts.Queues) {
+			return nil, "", done, errs.BadInputf("audit takes either SQS queues or kafka:// topics in one run, not both; run it once per broker")
+		}
+		for _, ref := range opts.Queues {
+			ep, err := f.Endpoint(ctx, ref)
+			if err != nil {
+				return nil, "", done, endpointErr(err)
+			}
+			opened = append(opened, ep)
+			a, ok := ep.(broker.Auditor)
+			if !ok {
+				return nil, "", done, errs.BadInputf("%s cannot be audited on its own: %s is audited by its vhost or region", ep, ep.Capabilities().Label)
+			}
+			auditors = append(auditors, a)
+		}
+		return auditors, "topic(s)", done, nil
+	}
+	queues, err := sqsTargets(opts.Queues)
+	if err != nil {
+		return nil, "", done, err
+	}
+	c, err := f.SQS(ctx)
+	if err != nil {
+		return nil, "", done, err
+	}
+	return []broker.Auditor{&health.SQSAudit{Client: c, Queues: queues, Prefix: opts.Prefix,
+		OnSample: func(q string, n int) {
+			f.Verbosef("sampling up to %d messages of %s for the expiry check (receives increment ApproximateReceiveCount; all are released)", n, q)
+		}}}, "queue(s)", done, nil
 }
 
 func printAudit(f *Factory, rep *health.AuditReport) error {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -40,19 +40,28 @@ func NewCmdCheck(f *Factory, runF func(context.Context, *CheckOptions) error) *c
 	c := &cobra.Command{
 		Use:   "check DLQ [--max-visible N] [--max-age D] [--max-growth N/5m]",
 		Short: "One-shot threshold check of a DLQ for cron, CI and monitoring agents",
-		Long: withExitCodes(`Check a DLQ (or a Kafka dead-letter topic, kafka://HOST:PORT/TOPIC: records
-pending for dlqctl's group, and the exact oldest pending age) against
-thresholds and print one line per threshold: its
+		Long: withExitCodes(`Check a DLQ on any broker (an SQS queue; a RabbitMQ queue,
+amqp://…/VHOST/QUEUE; a Kafka dead-letter topic, kafka://HOST:PORT/TOPIC)
+against thresholds and print one line per threshold: its
 status (ok, breach or unknown), the value and the limit. Exit 3 when any
 threshold is breached; unknown never fails. With no threshold flag, check
 uses --max-visible 0: any visible message is a breach.
 
-  --max-visible N    ApproximateNumberOfMessages above N.
-  --max-age D        the oldest message, from a SAMPLE of up to --sample
-                     messages (SQS has no API for the true oldest). A sample
-                     can only under-estimate: a breach is certain, an ok is as
-                     good as the sample. Sampling receives messages (their
-                     ApproximateReceiveCount goes up) and releases them.
+  --max-visible N    the messages a read could return now, above N: SQS's
+                     ApproximateNumberOfMessages (approximate), RabbitMQ's
+                     ready count (exact), the records pending for dlqctl's
+                     Kafka group (end − committed, an upper bound).
+  --max-age D        the oldest message. Kafka knows it (the first pending
+                     record of each partition: exact). Elsewhere it is the
+                     oldest of a SAMPLE of up to --sample messages read and
+                     given back (SQS has no API for the true oldest; on
+                     RabbitMQ the head of the queue, aged from each message's
+                     timestamp, else its first death). A sample can only
+                     under-estimate: a breach is certain, an ok is as good as
+                     the sample. Sampling SQS receives messages (their
+                     ApproximateReceiveCount goes up) and releases them; a
+                     RabbitMQ quorum queue with a delivery limit is not
+                     peeked (each return counts): unknown, with the reason.
   --max-growth N/W   more than N new messages per window W (e.g. 50/5m).
                      Growth compares the depth (visible + in flight + delayed)
                      with a reading saved by an earlier run in
@@ -62,27 +71,25 @@ uses --max-visible 0: any visible message is a breach.
                      The first run has nothing to compare with and reports
                      unknown, unless --growth-sample D is given: then check
                      takes a second reading after D and scales that change.
+                     Not on Kafka yet (exit 2).
+  --visibility D     how long sampled SQS messages stay hidden between
+                     heartbeats; refused where messages are not held with a
+                     lease (RabbitMQ, Kafka: exit 2).
 
-On RabbitMQ (amqp://…/VHOST/QUEUE): visible is the queue's ready count
-(exact, from queue.declare); in flight the messages consumers hold
-unacknowledged (management API). --max-age peeks up to --sample messages
-at the head of the queue (the oldest on a classic queue) with manual
-acknowledgement and returns them all; a message's age is from its
-timestamp property, else its first death (x-death). A quorum queue with a
-delivery limit is not peeked (each return counts): --max-age is unknown
-there. --max-growth compares depth readings (ready + unacknowledged) the
-same way; --visibility does not apply (exit 2).
-
--o json prints the report as one JSON document for machines.
+The detail of each line says how the value was measured, in the broker's
+words; -o json prints the report as one JSON document for machines
+(counts.exact and each threshold's exact say whether the broker counted
+exactly). RabbitMQ needs its management API (unacknowledged messages).
 
 Exit 3 is a breach. Exit 2 means check could not look: no credentials or
-region, an unknown queue, or AccessDenied (the message names the IAM action,
-'dlqctl help iam'); exit 1 an error. A monitor should alert on those too.`),
+region, an unknown queue or topic, or AccessDenied (the message names the
+IAM action, 'dlqctl help iam'); exit 1 an error. A monitor should alert on those too.`),
 		Example: `  dlqctl check orders-dlq                       # any message is a breach
   dlqctl check orders-dlq --max-visible 100 --max-age 2h --max-growth 50/5m
   */5 * * * * dlqctl check orders-dlq --max-growth 20/5m -o json || page-oncall
-  dlqctl check 'amqp://ops@rabbit:5672/%2f/orders.dlq' --max-visible 100 --max-age 2h`,
-		Args: exactArgs(1, "one DLQ (name, URL or ARN)"),
+  dlqctl check 'amqp://ops@rabbit:5672/%2f/orders.dlq' --max-visible 100 --max-age 2h
+  dlqctl check kafka://kafka-1:9092/orders-dlt --max-visible 0 --max-age 1h`,
+		Args: exactArgs(1, "one DLQ (an SQS name, URL or ARN, amqp://…/VHOST/QUEUE or kafka://HOST:PORT/TOPIC)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Queue = args[0]
 			fl := c.Flags()
@@ -130,42 +137,45 @@ region, an unknown queue, or AccessDenied (the message names the IAM action,
 	}
 	fl := c.Flags()
 	fl.IntVar(&maxVisible, "max-visible", 0, "breach when more than N messages are visible")
-	fl.Var(&maxAge, "max-age", "breach when the oldest SAMPLED message is older than D (e.g. 30m, 2d)")
+	fl.Var(&maxAge, "max-age", "breach when the oldest message (sampled where the broker does not know it) is older than D (e.g. 30m, 2d)")
 	fl.StringVar(&maxGrowth, "max-growth", "", "breach when more than N messages arrive per window, written N/WINDOW (e.g. 50/5m)")
 	fl.IntVar(&opts.Sample, "sample", 20, "messages to sample for --max-age")
-	fl.DurationVar(&opts.Visibility, "visibility", 30*time.Second, "how long sampled messages stay hidden between heartbeats")
+	fl.DurationVar(&opts.Visibility, "visibility", 30*time.Second, "how long sampled SQS messages stay hidden between heartbeats")
 	fl.DurationVar(&opts.GrowthSample, "growth-sample", 0, "with no saved reading old enough, measure growth over this long now (e.g. 30s)")
 	return c
 }
 
+// checkRun is check on every broker: one depth reading (Endpoint.Depth,
+// or the broker's DepthReader), the oldest age from the broker where it
+// knows it or from a sample, growth against readings saved in
+// --state-dir/check.
 func checkRun(ctx context.Context, opts *CheckOptions) error {
 	f := opts.F
-	if isAMQPRef(opts.Queue) {
-		return amqpCheckRun(ctx, opts)
-	}
-	if isKafkaRef(opts.Queue) {
-		return kafkaCheckRun(ctx, opts)
-	}
-	c, q, err := f.ResolveQueue(ctx, opts.Queue)
+	ep, err := f.Endpoint(ctx, opts.Queue)
 	if err != nil {
-		return err
+		return endpointErr(err)
 	}
+	defer closeEndpoint(ep)
+	// --visibility and --max-growth on brokers that cannot honour them
+	// were refused before anything connected (cmd/refusals.go).
 	stateDir := filepath.Join(f.StateDir(), "check")
-	rep, err := health.Check(ctx, c, q, health.CheckOptions{
+	rep, err := health.Check(ctx, ep, health.CheckOptions{
 		Thresholds: opts.Thresholds, SampleMax: opts.Sample, SampleVisibility: opts.Visibility,
 		History: health.FileHistory{Dir: stateDir}, GrowthSample: opts.GrowthSample,
-		OnSample: func(q *sqs.Queue, n int) {
-			for _, w := range SideEffectWarnings(q) {
-				f.IO.Warnf("%s", w)
+		OnSample: func(n int) {
+			if w, ok := ep.(broker.PeekWarner); ok {
+				for _, s := range w.PeekWarnings() {
+					f.IO.Warnf("%s", s)
+				}
 			}
-			f.Verbosef("sampling up to %d messages of %s for --max-age (all are released)", n, q.Name)
+			f.Verbosef("reading up to %d messages of %s for --max-age (all are given back)", n, ep.Name())
 		},
 		OnWait: func(d time.Duration) {
-			f.Verbosef("no saved reading of %s is old enough; measuring growth over %s", q.Name, d)
+			f.Verbosef("no saved reading of %s is old enough; measuring growth over %s", ep.Name(), d)
 		},
 	})
 	if err != nil {
-		return err
+		return endpointErr(err)
 	}
 	if opts.MaxGrowth != nil {
 		f.Verbosef("depth readings are kept in %s", stateDir)
@@ -173,7 +183,23 @@ func checkRun(ctx context.Context, opts *CheckOptions) error {
 	if opts.DefaultedVisible {
 		f.Verbosef("no threshold given: using --max-visible 0")
 	}
-	return printCheckReport(f, rep, q.Name)
+	return printCheckReport(f, rep, ep.Name())
+}
+
+// closeEndpoint releases what an endpoint keeps open (a Kafka admin
+// client), for endpoints that keep something.
+func closeEndpoint(ep broker.Endpoint) {
+	if c, ok := ep.(interface{ Close() }); ok {
+		c.Close()
+	}
+}
+
+// endpointErr makes a queue or topic that does not exist bad input (exit
+// 2, nothing changed) on every broker.
+func endpointErr(err error) error {
+	// Nothing was read or changed yet: unreachable, refused or missing
+	// is bad input (exit 2) on every broker.
+	return broker.StartError(err)
 }
 
 // formatValue renders a threshold value in its unit.

@@ -142,6 +142,7 @@ func classifyRun(ctx context.Context, opts *ClassifyOptions) error {
 	if err != nil {
 		return err
 	}
+	watchFilterErrors(opts.F, sel)
 	lk, err := newLogsLookup(ctx, opts.F, &opts.Selection.Logs)
 	if err != nil {
 		return err
@@ -176,7 +177,11 @@ func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.S
 		err  error
 	}
 	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) any {
-		if !sel.Match(rec, parsed) {
+		ok, err := selectPrepared(sel, rec, parsed)
+		if err != nil {
+			return err
+		}
+		if !ok {
 			return nil
 		}
 		l := &listed{rec: *rec}
@@ -206,6 +211,9 @@ func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.S
 		return err
 	}
 	defer func() { retErr = rr.finish(retErr) }()
+	if _, err := endSelection(f, sel, "are not listed"); err != nil {
+		return err
+	}
 	f.IO.Infof("%s", describeRead(rr, matched, sel))
 	switch format {
 	case output.NDJSON:
@@ -286,6 +294,9 @@ type ClassifyReport struct {
 	Depth     int             `json:"depth,omitempty"`
 	Note      string          `json:"note,omitempty"`
 	Classes   []*ClassSummary `json:"classes"`
+	// FilterErrors: messages the --filter or a rule failed on (not
+	// counted in any class).
+	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
 }
 
 func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classify.Selector, lk *logsLookup) (retErr error) {
@@ -302,7 +313,11 @@ func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classif
 	byRule := map[[2]string]map[string]int{}
 	notes := map[string]string{}
 	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) any {
-		return sel.Match(rec, parsed) // on the decoding goroutines
+		ok, err := selectPrepared(sel, rec, parsed) // on the decoding goroutines
+		if err != nil {
+			return err
+		}
+		return ok
 	}, func(rec *record.Record, parsed, matched any) error {
 		if matched != true {
 			return nil
@@ -319,6 +334,10 @@ func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classif
 		return err
 	}
 	defer func() { retErr = rr.finish(retErr) }()
+	fe, err := endSelection(f, sel, "are not counted in any class")
+	if err != nil {
+		return err
+	}
 	rules := sel.Rules()
 	for _, r := range rules.Rules {
 		if _, ok := notes[r.Name]; !ok && r.Note != "" {
@@ -333,7 +352,7 @@ func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classif
 		inspect.AddEstimates(groups, rr.Read, rr.Depth)
 	}
 	rep := &ClassifyReport{Rules: rules.Source, Selection: sel.Describe(), Read: rr.Read, Matched: g.Total(),
-		Complete: rr.Complete, Depth: rr.Depth, Note: rr.Note, Classes: []*ClassSummary{}}
+		Complete: rr.Complete, Depth: rr.Depth, Note: rr.Note, Classes: []*ClassSummary{}, FilterErrors: fe}
 	if rr.Queue != nil {
 		rep.Queue = rr.Queue.ID()
 	}

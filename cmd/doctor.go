@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,10 +42,49 @@ func NewCmdDoctor(f *Factory, runF func(context.Context, *DoctorOptions) error) 
 	var role string
 	c := &cobra.Command{
 		Use:   "doctor [QUEUE…] [--role ROLE] [--to QUEUE] [--archive s3://BUCKET/PREFIX] [--logs GROUP]",
-		Short: "Can this shell work on these queues? Identity, region, endpoints, permissions, state dir, tools",
-		Long: withExitCodes(`Run this first in a new shell, before any runbook. doctor checks, and
-says what to fix:
+		Short: "Can this shell work on these queues? Broker access, identity, permissions, state dir, tools",
+		Long: withExitCodes(`Run this first in a new shell, before any runbook. QUEUE is an SQS
+queue (name, URL, ARN), amqp[s]://HOST:PORT/VHOST/QUEUE or
+kafka://HOST:PORT[,HOST:PORT…]/TOPIC. doctor changes nothing, and says
+what to fix.
 
+A RabbitMQ queue (amqp://, amqps://; the --amqp-* flags and
+DLQCTL_AMQP_USERNAME/DLQCTL_AMQP_PASSWORD):
+  rabbitmq connection      the node answers AMQP at HOST:PORT (its version)
+  rabbitmq authentication  the login is accepted (an auth failure says what
+                           to check; a password in the reference is a warning)
+  rabbitmq vhost           the vhost exists and is open to the user
+  rabbitmq tls             amqps://, or what travels in clear: a warning when
+                           the password would cross the network unencrypted
+                           (AMQP or the management API over plain http)
+  rabbitmq management      the management API answers (--amqp-management-url,
+                           default http://HOST:15672) and its RabbitMQ version
+  rabbitmq queue           it exists: type, ready, unacknowledged, consumers
+  rabbitmq queue settings  arguments and policy: dead-letter-exchange,
+                           delivery-limit, message-ttl, max-length and overflow
+                           (a warning where dead letters can be lost or a peek
+                           is unsafe)
+  rabbitmq dead-letter sources
+                           the queues that dead-letter into it
+  rabbitmq permissions     the user's read/write patterns cover the queue (the
+                           API shows them to administrators; else not-checked)
+
+A Kafka topic (kafka://; the --kafka-* flags, DLQCTL_KAFKA_PASSWORD):
+  kafka tls                TLS in use; AWS_MSK_IAM without --kafka-tls fails
+  kafka bootstrap          which bootstrap brokers answered, the cluster's brokers
+  kafka sasl               the mechanism and whether the login was accepted;
+                           AWS_MSK_IAM: the AWS credentials are loaded first
+  kafka topic              partitions, replication, records pending for --group
+  kafka topic config       cleanup.policy, retention.ms (a warning when short
+                           for a DLT, or compacted)
+  kafka group              dlqctl's consumer group (default dlqctl-TOPIC):
+                           state, members, committed partitions
+  kafka group permissions  committing needs Read on the group and the topic:
+                           proven from the operations the brokers report for
+                           this client (KIP-430), never by committing;
+                           not-checked when they do not report them
+
+An SQS queue, and any --archive or --logs (AWS):
   region        the region in use and where it came from (--region,
                 AWS_REGION, AWS_DEFAULT_REGION, the profile); none is a failure
   credentials   which provider gave them (environment, profile, SSO,
@@ -76,19 +116,28 @@ says what to fix:
                 container's or pod's own filesystem
   tool jq       the runbooks pipe JSON through jq
 
+The AWS checks (region … permissions) run for SQS queues, --archive and
+--logs, and for a bare 'dlqctl doctor'; a RabbitMQ or Kafka reference alone
+needs no AWS. --archive s3://… works with every broker's reference.
+
 --role read-only|operator|archivist (comma list, default all): the roles of
-'dlqctl help iam'. A check fails only when something is missing or denied;
-warnings and not-checked permissions do not fail.
+'dlqctl help iam' (IAM permissions of SQS, S3, Logs). A check fails only
+when something is missing, denied or unreachable; warnings and not-checked
+permissions do not fail.
 
 Statuses: ok, warn, not-checked, fail. On a terminal: a table (CHECK,
 STATUS, DETAIL) and the fixes below it. Piped: one line per check, tab-
-separated, no header, 5 columns: check, status, resource (an ARN or "-"),
-detail, fix ("-" when none). -o json: one document (docs/schema/
+separated, no header, 5 columns: check, status, resource (an ARN, the
+amqp:// or kafka:// reference without credentials, or "-"), detail, fix
+("-" when none). -o json: one document (docs/schema/
 doctor.schema.json); -o ndjson: one check per line.
 
 Exit 0 when no check fails, 3 when one does, 2 on bad flags.`),
 		Example: `  dlqctl doctor                                   # this shell: region, identity, endpoints, state dir, jq
   dlqctl doctor orders-dlq --role read-only       # before triage
+  dlqctl doctor amqps://rabbit.internal:5671/prod/orders.dlq   # credentials in DLQCTL_AMQP_USERNAME/_PASSWORD
+  dlqctl doctor kafka://b-1.msk.example.com:9098/orders-dlt --kafka-sasl AWS_MSK_IAM --kafka-tls
+  dlqctl doctor kafka://kafka-1:9092/orders-dlt --archive s3://dlq-archive/orders/
   dlqctl doctor orders-dlq --role operator        # before a redrive (destinations: the DLQ's sources)
   dlqctl doctor orders-dlq --role archivist --archive s3://dlq-archive/orders/
   dlqctl doctor orders-dlq --logs /ecs/orders -o json`,
@@ -102,16 +151,18 @@ Exit 0 when no check fails, 3 when one does, 2 on bad flags.`),
 			if opts.Archive != "" && (!strings.HasPrefix(opts.Archive, "s3://") || len(opts.Archive) <= len("s3://")) {
 				return errs.BadInputf("--archive %q is not an S3 location; pass s3://BUCKET/PREFIX", opts.Archive)
 			}
-			for _, q := range append(append([]string{}, opts.Queues...), opts.To) {
-				if q == "" {
-					continue
+			for _, q := range opts.Queues {
+				if _, err := checkRef(q); err != nil {
+					return err
 				}
-				ref, err := checkRef(q)
+			}
+			if opts.To != "" {
+				ref, err := checkRef(opts.To)
 				if err != nil {
 					return err
 				}
 				if ref.Broker != broker.SQS {
-					return errs.BadInputf("%s is a %s reference; doctor checks this shell's AWS access to SQS queues (pass an SQS queue: a name, URL, ARN or sqs://NAME)", ref, brokerTitle(ref.Broker))
+					return errs.BadInputf("--to %s: --to names an SQS destination queue whose IAM permissions doctor checks; for a %s destination run dlqctl doctor %s", ref, brokerTitle(ref.Broker), ref)
 				}
 			}
 			if runF != nil {
@@ -131,6 +182,46 @@ Exit 0 when no check fails, 3 when one does, 2 on bad flags.`),
 func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 	f := opts.F
 	rep := &doctor.Report{}
+
+	// RabbitMQ and Kafka references: their broker packages check them.
+	var sqsQueues []string
+	for _, q := range opts.Queues {
+		ref, err := checkRef(q)
+		if err != nil {
+			return err
+		}
+		if ref.Broker == broker.SQS {
+			sqsQueues = append(sqsQueues, q)
+			continue
+		}
+		cs, err := f.DoctorChecks(ctx, ref)
+		if err != nil {
+			return err
+		}
+		rep.AddBroker(cs)
+	}
+	// AWS: for SQS queues, S3 (--archive), CloudWatch Logs (--logs), and a
+	// bare `dlqctl doctor`; a RabbitMQ or Kafka reference alone needs none.
+	if len(sqsQueues) > 0 || len(sqsQueues) == len(opts.Queues) || opts.Archive != "" || len(opts.Logs) > 0 {
+		doctorAWS(ctx, opts, sqsQueues, rep)
+	}
+	doctorLocal(ctx, f, rep)
+
+	rep.Finish()
+	if err := printDoctor(f, rep); err != nil {
+		return err
+	}
+	f.IO.Infof("doctor: %d ok, %d warn, %d not checked, %d failed", rep.Counts[doctor.OK], rep.Counts[doctor.Warn], rep.Counts[doctor.NotChecked], rep.Counts[doctor.Fail])
+	if !rep.OK {
+		return &errs.Silent{Err: errs.Verdictf("doctor: %d check(s) failed", rep.Counts[doctor.Fail])}
+	}
+	return nil
+}
+
+// doctorAWS checks the AWS side: region, credentials, endpoints, identity,
+// and the IAM permissions on sqsQueues, the bucket and the log groups.
+func doctorAWS(ctx context.Context, opts *DoctorOptions, sqsQueues []string, rep *doctor.Report) {
+	f := opts.F
 
 	// Region, and where it came from.
 	region, regionSource := regionInUse(ctx, f.Opts.Region, f.Opts.Profile)
@@ -207,20 +298,22 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 	}
 
 	// Permissions.
-	if cfgErr == nil && credsKnown && (len(opts.Queues) > 0 || opts.Archive != "" || len(opts.Logs) > 0) {
-		sqsC := awssqs.NewFromConfig(cfg, func(o *awssqs.Options) {
-			o.Retryer = retry.AddWithMaxAttempts(retry.NewStandard(), 3)
-			if e := f.sqsEndpointFlag(); e != "" {
-				o.BaseEndpoint = aws.String(e)
-			}
-		})
-		p := &doctor.Prober{SQS: sqsC, Region: region, Roles: opts.Roles, Principal: rep.Principal, Parse: parseQueueRef}
+	if cfgErr == nil && credsKnown && (len(sqsQueues) > 0 || opts.Archive != "" || len(opts.Logs) > 0) {
+		p := &doctor.Prober{Region: region, Roles: opts.Roles, Principal: rep.Principal, Parse: parseQueueRef}
+		if len(sqsQueues) > 0 || len(sqsQueues) == len(opts.Queues) {
+			p.SQS = awssqs.NewFromConfig(cfg, func(o *awssqs.Options) {
+				o.Retryer = retry.AddWithMaxAttempts(retry.NewStandard(), 3)
+				if e := f.sqsEndpointFlag(); e != "" {
+					o.BaseEndpoint = aws.String(e)
+				}
+			})
+		}
 		if rep.Principal != "" {
 			// IAM's policy simulator, for what no harmless call proves
 			// (AWS_ENDPOINT_URL_IAM is honoured by the SDK).
 			p.IAM = iam.NewFromConfig(cfg, func(o *iam.Options) { o.Retryer = retry.AddWithMaxAttempts(retry.NewStandard(), 3) })
 		}
-		t := doctor.Targets{Queues: opts.Queues, To: opts.To, LogGroups: opts.Logs}
+		t := doctor.Targets{Queues: sqsQueues, To: opts.To, LogGroups: opts.Logs}
 		if opts.Archive != "" {
 			bucket, prefix, _ := strings.Cut(strings.TrimPrefix(opts.Archive, "s3://"), "/")
 			t.Bucket, t.Prefix = bucket, prefix
@@ -240,7 +333,11 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 		}
 		p.Run(ctx, t, rep)
 	}
+}
 
+// doctorLocal checks what every doctor run checks: the state directory and
+// the tools the runbooks use.
+func doctorLocal(ctx context.Context, f *Factory, rep *doctor.Report) {
 	// State directory.
 	dir, src := f.StateDir(), stateDirSource(f.Opts.StateDir)
 	rep.StateDir = dir
@@ -260,16 +357,6 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 		}
 		return strings.TrimSpace(string(out))
 	}))
-
-	rep.Finish()
-	if err := printDoctor(f, rep); err != nil {
-		return err
-	}
-	f.IO.Infof("doctor: %d ok, %d warn, %d not checked, %d failed", rep.Counts[doctor.OK], rep.Counts[doctor.Warn], rep.Counts[doctor.NotChecked], rep.Counts[doctor.Fail])
-	if !rep.OK {
-		return &errs.Silent{Err: errs.Verdictf("doctor: %d check(s) failed", rep.Counts[doctor.Fail])}
-	}
-	return nil
 }
 
 func printDoctor(f *Factory, rep *doctor.Report) error {
@@ -330,8 +417,15 @@ func dash(s string) string {
 }
 
 // shortResource is the last part of an ARN (a queue name, a bucket, a log
-// group).
+// group) or of a broker reference (the queue or topic).
 func shortResource(arn string) string {
+	if i := strings.Index(arn, "://"); i >= 0 {
+		last := arn[strings.LastIndex(arn, "/")+1:]
+		if u, err := url.PathUnescape(last); err == nil {
+			return u
+		}
+		return last
+	}
 	if strings.HasPrefix(arn, "arn:aws:s3:::") {
 		return strings.TrimPrefix(arn, "arn:aws:s3:::")
 	}

@@ -306,6 +306,16 @@ func endpointOr(flag, env string) string {
 	return "(AWS default)"
 }
 
+// brokerCapabilities are the capabilities of every broker dlqctl speaks as
+// they are known before anything connects (SQS standard queues, RabbitMQ
+// queues of unknown type, Kafka topics): refusals.go checks the flags
+// against them right after the references are parsed. What depends on the
+// resolved queue (a FIFO queue, a RabbitMQ stream) is checked again once
+// it is resolved.
+func brokerCapabilities() []broker.Capabilities {
+	return []broker.Capabilities{sqs.Capabilities(false), amqp.Capabilities(""), kafka.Capabilities()}
+}
+
 // Endpoint parses a queue reference once and resolves it with its
 // broker's package: the one place that knows the broker packages.
 func (f *Factory) Endpoint(ctx context.Context, raw string) (broker.Endpoint, error) {
@@ -332,6 +342,24 @@ func (f *Factory) Endpoint(ctx context.Context, raw string) (broker.Endpoint, er
 	return nil, errs.BadInputf("%s: unknown broker %q", ref, ref.Broker)
 }
 
+// DoctorChecks runs the broker package's doctor on a RabbitMQ or Kafka
+// reference: reaching the broker, logging in, the queue or topic and its
+// settings, permissions (nil for SQS, whose permissions doctor proves
+// through IAM). The error is bad input only.
+func (f *Factory) DoctorChecks(ctx context.Context, ref broker.Ref) ([]broker.DoctorCheck, error) {
+	switch ref.Broker {
+	case broker.AMQP:
+		if err := validateAMQPFlags(f.AMQP); err != nil {
+			return nil, err
+		}
+		return amqp.Doctor(ctx, ref, f.amqpConfig())
+	case broker.Kafka:
+		cs, err := kafka.Doctor(ctx, ref, f.kafkaConfig())
+		return cs, kafkaErr(err)
+	}
+	return nil, nil
+}
+
 // checkRef parses a queue reference and refuses, before anything is sent
 // anywhere, one whose broker this dlqctl does not speak (one sentence, no
 // credentials). Commands call it while validating their flags.
@@ -351,11 +379,10 @@ func checkRef(raw string) (broker.Ref, error) {
 }
 
 // SQSEndpoint resolves a reference that must name an SQS queue (the
-// commands that only SQS has: queues, audit, check, watch, the native
-// engine).
+// command paths that only SQS has, such as the native engine).
 func (f *Factory) SQSEndpoint(ctx context.Context, raw string) (*sqs.Endpoint, error) {
 	if ref, err := broker.ParseRef(raw); err == nil && ref.Broker == broker.AMQP {
-		return nil, errs.BadInputf("%s is a RabbitMQ queue; this command works on SQS queues only (on RabbitMQ: sample, group, classify, redrive, archive, queues and audit)", ref)
+		return nil, errs.BadInputf("%s is a RabbitMQ queue; this command works on SQS queues only (on RabbitMQ: sample, group, classify, redrive, archive, restore, queues, audit, check and watch)", ref)
 	}
 	ep, err := f.Endpoint(ctx, raw)
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/amqp"
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/health"
 	"github.com/dlqctl/dlqctl/pkg/output"
 )
 
@@ -51,21 +50,6 @@ func validateAMQPFlags(c amqp.Config) error {
 		return errs.BadInputf("--amqp-confirm-window must be between 1 and 100000 (got %d)", c.ConfirmWindow)
 	}
 	return nil
-}
-
-// refuseAMQPLogs refuses --logs for a command that moves messages out of a
-// RabbitMQ DLQ (redrive, archive): the CloudWatch Logs lookup keys on the
-// SQS message id and its send time, while a RabbitMQ message id is
-// optional and producer-chosen (dlqctl derives one when it is missing, so
-// no log line mentions it), and RabbitMQ already records why a message
-// died (x-death, and Spring/MassTransit/NServiceBus failure headers),
-// which the selection reads. Moving messages on evidence that may belong
-// to another message is worse than not having it.
-func refuseAMQPLogs(l LogsFlags) error {
-	if len(l.Groups) == 0 {
-		return nil
-	}
-	return errs.BadInputf("--logs cannot select messages to move out of a RabbitMQ DLQ: it matches CloudWatch Logs lines by SQS message id, while RabbitMQ records why each message died in x-death and the consumer's failure headers, which --filter and --class already read; drop --logs")
 }
 
 // isAMQPRef reports whether a reference names RabbitMQ (amqp://, amqps://).
@@ -107,72 +91,37 @@ func (f *Factory) amqpVHost(raw string) (amqp.Ref, *amqp.Management, string, err
 	return r, m, r.Queue, nil
 }
 
-// amqpAuditRun audits RabbitMQ vhosts: every reference names a vhost
-// (amqp://HOST/VHOST/) or a queue in it (only that queue's findings).
-func amqpAuditRun(ctx context.Context, opts *AuditOptions) error {
-	f := opts.F
-	rep := &health.AuditReport{Queues: []string{}, Findings: []health.Finding{}, Notes: []string{}}
-	type vh struct {
-		ref    amqp.Ref
-		m      *amqp.Management
-		queues []string
-	}
-	var vhosts []*vh
-	for _, raw := range opts.Queues {
+// amqpAuditors are the RabbitMQ vhosts to audit: every reference names a
+// vhost (amqp://HOST/VHOST/) or a queue in it (only that queue's findings).
+func amqpAuditors(f *Factory, refs []string, prefix string) ([]broker.Auditor, error) {
+	var vhosts []*amqp.VHostAudit
+	for _, raw := range refs {
 		if !isAMQPRef(raw) {
-			return errs.BadInputf("audit takes references of one broker at a time: %q is not amqp:// like the others; run audit once per broker", raw)
+			return nil, errs.BadInputf("audit takes references of one broker at a time: %q is not amqp:// like the others; run audit once per broker", raw)
 		}
 		r, m, q, err := f.amqpVHost(raw)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		var v *vh
+		var v *amqp.VHostAudit
 		for _, x := range vhosts {
-			if x.ref.HostPort() == r.HostPort() && x.ref.VHost == r.VHost {
+			if x.Ref.HostPort() == r.HostPort() && x.Ref.VHost == r.VHost {
 				v = x
 			}
 		}
 		if v == nil {
-			v = &vh{ref: r, m: m}
+			v = &amqp.VHostAudit{Ref: r, Management: m, Prefix: prefix}
 			vhosts = append(vhosts, v)
 		}
 		if q != "" {
-			v.queues = append(v.queues, q)
+			v.Queues = append(v.Queues, q)
 		}
 	}
-	for _, v := range vhosts {
-		topo, err := amqp.LoadTopology(ctx, v.m, v.ref.VHost)
-		if err != nil {
-			return fmt.Errorf("audit %s: %w", v.ref.WithQueue(""), err)
-		}
-		display := func(q string) string { return v.ref.WithQueue(q).String() }
-		fs := amqp.Audit(topo, amqp.AuditOptions{Queues: v.queues, Prefix: opts.Prefix}, display)
-		rep.Findings = append(rep.Findings, fs...)
-		for _, q := range topo.Queues {
-			if (len(v.queues) == 0 && strings.HasPrefix(q.Name, opts.Prefix)) || containsStr(v.queues, q.Name) {
-				rep.Queues = append(rep.Queues, q.Name)
-			}
-		}
-		rep.Notes = append(rep.Notes, fmt.Sprintf("RabbitMQ %s, vhost %q: dead letters followed through exchanges and bindings (headers-exchange arguments are not evaluated)", topo.Version, topo.VHost))
+	out := make([]broker.Auditor, len(vhosts))
+	for i, v := range vhosts {
+		out[i] = v
 	}
-	health.Sort(rep.Findings)
-	rep.Tally = health.Count(rep.Findings)
-	if err := printAudit(f, rep); err != nil {
-		return err
-	}
-	for _, n := range rep.Notes {
-		f.IO.Infof("note: %s", n)
-	}
-	t := rep.Tally
-	if len(rep.Findings) == 0 {
-		f.IO.Infof("audited %d queue(s): no findings", len(rep.Queues))
-	} else {
-		f.IO.Infof("audited %d queue(s): %d error(s), %d warning(s), %d info", len(rep.Queues), t.Errors, t.Warnings, t.Infos)
-	}
-	if failing := health.AtLeast(rep.Findings, opts.FailOn); len(failing) > 0 {
-		return errs.Verdictf("audit failed: %d finding(s) at or above %s", len(failing), opts.FailOn)
-	}
-	return nil
+	return out, nil
 }
 
 func containsStr(xs []string, s string) bool {
@@ -211,7 +160,7 @@ func amqpQueuesRun(ctx context.Context, opts *QueuesOptions, raw string) error {
 	}
 	topo, err := amqp.LoadTopology(ctx, m, r.VHost)
 	if err != nil {
-		return err
+		return broker.StartError(err)
 	}
 	dlqs := amqp.DeadLetterQueues(topo)
 	var out []AMQPDLQInfo

@@ -1,6 +1,10 @@
 package cmd
 
 import (
+	"context"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/spf13/pflag"
 
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
@@ -14,6 +18,24 @@ func addKafkaFlags(fs *pflag.FlagSet, c *kafka.Config) {
 	fs.StringVar(&c.SASL, "kafka-sasl", "", "Kafka: SASL mechanism PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (password in "+kafka.EnvPassword+") or AWS_MSK_IAM (the AWS credential chain)")
 	fs.StringVar(&c.User, "kafka-user", "", "Kafka: SASL user (or kafka://USER@HOST:PORT/TOPIC)")
 	fs.StringVar(&c.Group, "group", "", "Kafka: dlqctl's consumer group on the topic, whose committed offsets are the journal (default dlqctl-TOPIC)")
+}
+
+// kafkaConfig is the Kafka configuration: the flags, the SASL password
+// from DLQCTL_KAFKA_PASSWORD and, for AWS_MSK_IAM, the AWS credential
+// chain (read here, in cmd, never below).
+func (f *Factory) kafkaConfig() kafka.Config {
+	cfg := f.Kafka
+	cfg.Password = os.Getenv(kafka.EnvPassword)
+	if mech, _ := kafka.NormalizeSASL(cfg.SASL); mech == kafka.SASLAWSMSKIAM {
+		cfg.AWS = func(ctx context.Context) (aws.Credentials, error) {
+			c, err := f.AWSConfig(ctx)
+			if err != nil {
+				return aws.Credentials{}, err
+			}
+			return c.Credentials.Retrieve(ctx)
+		}
+	}
+	return cfg
 }
 
 // KafkaRedriveFlags are redrive's Kafka-only flags.

@@ -129,6 +129,15 @@ func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *lo
 	in := r.input(q)
 	var next func(rec *record.Record, parsed, prepared any) error
 	flush := func() error { return nil }
+	if fn0 := fn; fn0 != nil {
+		// A pre that returns an error (a selection's refusal) stops the read.
+		fn = func(rec *record.Record, parsed, prepared any) error {
+			if err, ok := prepared.(error); ok {
+				return err
+			}
+			return fn0(rec, parsed, prepared)
+		}
+	}
 	if lk == nil {
 		in.Prepare, next = pre, fn
 	} else {
@@ -305,6 +314,8 @@ type GroupReport struct {
 	Depth     int              `json:"depth,omitempty"`
 	Note      string           `json:"note,omitempty"`
 	Groups    []*inspect.Group `json:"groups"`
+	// FilterErrors: messages the --filter or a rule failed on (left out).
+	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
 }
 
 func groupRun(ctx context.Context, opts *GroupOptions) (retErr error) {
@@ -322,6 +333,7 @@ func groupRun(ctx context.Context, opts *GroupOptions) (retErr error) {
 	if err != nil {
 		return err
 	}
+	watchFilterErrors(f, sel)
 	lk, err := newLogsLookup(ctx, f, &opts.Selection.Logs)
 	if err != nil {
 		return err
@@ -332,7 +344,11 @@ func groupRun(ctx context.Context, opts *GroupOptions) (retErr error) {
 	// Classification and the group key values are computed on the decoding
 	// goroutines; counting into groups happens in order.
 	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) any {
-		if !sel.Match(rec, parsed) {
+		ok, err := selectPrepared(sel, rec, parsed)
+		if err != nil {
+			return err
+		}
+		if !ok {
 			return nil
 		}
 		return g.Values(rec, parsed)
@@ -346,12 +362,16 @@ func groupRun(ctx context.Context, opts *GroupOptions) (retErr error) {
 		return err
 	}
 	defer func() { retErr = rr.finish(retErr) }()
+	fe, err := endSelection(f, sel, "are left out")
+	if err != nil {
+		return err
+	}
 	groups := g.Groups()
 	if !rr.Complete && rr.Queue != nil {
 		inspect.AddEstimates(groups, rr.Read, rr.Depth)
 	}
 	rep := &GroupReport{By: make([]string, len(keys)), Selection: sel.Describe(), Read: rr.Read, Matched: g.Total(),
-		Complete: rr.Complete, Depth: rr.Depth, Note: rr.Note, Groups: groups}
+		Complete: rr.Complete, Depth: rr.Depth, Note: rr.Note, Groups: groups, FilterErrors: fe}
 	if rr.Queue != nil {
 		rep.Queue = rr.Queue.ID()
 	}

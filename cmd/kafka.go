@@ -4,19 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/health"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
@@ -33,18 +30,7 @@ func (f *Factory) KafkaEndpoint(ctx context.Context, refStr string) (*kafka.Endp
 	if err != nil {
 		return nil, err
 	}
-	cfg := f.Kafka
-	cfg.Password = os.Getenv(kafka.EnvPassword)
-	if mech, _ := kafka.NormalizeSASL(cfg.SASL); mech == kafka.SASLAWSMSKIAM {
-		cfg.AWS = func(ctx context.Context) (aws.Credentials, error) {
-			c, err := f.AWSConfig(ctx)
-			if err != nil {
-				return aws.Credentials{}, err
-			}
-			return c.Credentials.Retrieve(ctx)
-		}
-	}
-	ep, err := kafka.Open(ctx, ref, cfg)
+	ep, err := kafka.Open(ctx, ref, f.kafkaConfig())
 	if err != nil {
 		return nil, kafkaErr(err)
 	}
@@ -52,9 +38,24 @@ func (f *Factory) KafkaEndpoint(ctx context.Context, refStr string) (*kafka.Endp
 	return ep, nil
 }
 
-// kafkaErr maps the Kafka package's errors to exit codes: bad input and
-// missing topics are exit 2 (nothing changed).
+// kafkaErr maps the Kafka package's errors met before anything changed
+// to exit codes: bad input, an unreachable cluster, a refused login or
+// ACL and a missing topic are exit 2, as on every broker.
 func kafkaErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ue *kafka.UsageError
+	if errors.As(err, &ue) {
+		return errs.BadInputf("%s", ue.Msg)
+	}
+	return broker.StartError(err)
+}
+
+// kafkaRunErr maps the error that ended a run, after it may have moved
+// records: only bad input and a missing topic are exit 2 there; a cluster
+// lost in the middle of a run is an error (1).
+func kafkaRunErr(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -226,46 +227,6 @@ func countKafkaRefs(refs []string) int {
 	return n
 }
 
-// kafkaAuditRun audits kafka:// dead-letter topics (and their retry
-// chains) with the admin API and a sample of their records' headers.
-func kafkaAuditRun(ctx context.Context, opts *AuditOptions) error {
-	f := opts.F
-	rep := &health.AuditReport{Findings: []health.Finding{}, Notes: []string{}}
-	for _, q := range opts.Queues {
-		ep, err := f.KafkaEndpoint(ctx, q)
-		if err != nil {
-			return err
-		}
-		fs, notes, err := kafka.Audit(ctx, ep, kafka.AuditOptions{InvestigationWindow: opts.InvestigationWindow, Sample: opts.Sample})
-		ep.Close()
-		if err != nil {
-			return kafkaErr(err)
-		}
-		rep.Queues = append(rep.Queues, ep.String())
-		rep.Notes = append(rep.Notes, notes...)
-		for _, x := range fs {
-			rep.Findings = append(rep.Findings, health.Finding{
-				Severity: health.Severity(x.Severity), Check: x.Check, Queue: x.Topic, Related: x.Related,
-				Problem: x.Problem, Why: x.Why, Sampled: x.Sampled,
-				Fix: health.Fix{Queue: x.Topic, Command: x.Command, Text: x.Fix},
-			})
-		}
-	}
-	rep.Tally = health.Count(rep.Findings)
-	if err := printAudit(f, rep); err != nil {
-		return err
-	}
-	for _, n := range rep.Notes {
-		f.IO.Infof("note: %s", n)
-	}
-	t := rep.Tally
-	f.IO.Infof("audited %d topic(s): %d error(s), %d warning(s), %d info", len(rep.Queues), t.Errors, t.Warnings, t.Infos)
-	if failing := health.AtLeast(rep.Findings, opts.FailOn); len(failing) > 0 {
-		return errs.Verdictf("audit failed: %d finding(s) at or above %s", len(failing), opts.FailOn)
-	}
-	return nil
-}
-
 // checkKafkaPair refuses a redrive between Kafka and another broker (one
 // sentence, exit 2), after checking the Kafka reference itself (so a
 // password in it is refused as such, never printed).
@@ -286,7 +247,13 @@ func checkKafkaPair(dlq, to string) error {
 		return kafkaErr(err)
 	}
 	if toKafka {
-		return errs.BadInputf("redrive from an SQS queue to a Kafka topic (%s) is not supported; redrive to an SQS queue, or --to source", ref)
+		label := "an SQS queue"
+		if src, err := broker.ParseRef(dlq); err == nil {
+			if c, ok := capsOf(src.Broker); ok && src.Broker != broker.SQS {
+				label = "a " + c.Label + " queue"
+			}
+		}
+		return errs.BadInputf("redrive from %s to a Kafka topic (%s) is not supported; redrive within the DLQ's broker or --to source, or archive the DLQ and restore it --to the topic", label, ref)
 	}
 	return errs.BadInputf("a Kafka dead-letter topic is redriven to --to source or --to kafka://HOST:PORT/TOPIC, not to %s", broker.Redact(to))
 }
@@ -340,112 +307,4 @@ func kafkaQueuesRun(ctx context.Context, f *Factory, raw, prefix string) error {
 		t.Row(ti.Name, ti.Stage, strconv.Itoa(len(ti.Partitions)), strconv.FormatInt(ti.Pending, 10), oldest, ret, strings.Join(ti.Sources, ","), ti.FoundBy)
 	}
 	return t.Render()
-}
-
-// kafkaCheckRun checks a Kafka dead-letter topic against --max-visible
-// (records pending for dlqctl's group: end − committed, an upper bound)
-// and --max-age (the oldest pending record: the first pending one of each
-// partition, exact — no sample needed).
-func kafkaCheckRun(ctx context.Context, opts *CheckOptions) error {
-	f := opts.F
-	if opts.MaxGrowth != nil {
-		return errs.BadInputf("--max-growth compares SQS depth readings saved between runs and is not built for Kafka topics; use --max-visible on the group's pending records (and --max-age)")
-	}
-	ep, err := f.KafkaEndpoint(ctx, opts.Queue)
-	if err != nil {
-		return err
-	}
-	defer ep.Close()
-	ti, err := ep.Info(ctx)
-	if err != nil {
-		return kafkaErr(err)
-	}
-	rep := &health.CheckReport{Queue: ep.Name(), QueueURL: ep.ID(), CheckedAt: time.Now().UTC(), OK: true}
-	rep.Counts.Visible = int(ti.Pending)
-	if opts.MaxVisible != nil {
-		r := health.Result{Name: "visible", Status: health.StatusOK, Value: float64(ti.Pending), Limit: float64(*opts.MaxVisible), Unit: "messages",
-			Detail: fmt.Sprintf("records pending for group %s over %d partition(s) (end − committed; transaction markers make it an upper bound)", ti.Group, len(ti.Partitions))}
-		if ti.Pending > int64(*opts.MaxVisible) {
-			r.Status = health.StatusBreach
-		}
-		rep.Results = append(rep.Results, r)
-	}
-	if opts.MaxAge > 0 {
-		r := health.Result{Name: "oldest_age", Status: health.StatusOK, Value: float64(ti.OldestPendingAge), Limit: opts.MaxAge.Seconds(), Unit: "seconds",
-			Detail: "the first pending record of each partition (exact)"}
-		if time.Duration(ti.OldestPendingAge)*time.Second > opts.MaxAge {
-			r.Status = health.StatusBreach
-		}
-		rep.Results = append(rep.Results, r)
-	}
-	for _, r := range rep.Results {
-		if r.Status == health.StatusBreach {
-			rep.OK = false
-		}
-	}
-	return printCheckReport(f, rep, ep.Name())
-}
-
-// kafkaWatchRun samples a Kafka topic's pending records for dlqctl's group
-// every --interval: the same ticks as for SQS (visible = pending, growth
-// per minute over up to the last minute; Kafka has no move tasks).
-func kafkaWatchRun(ctx context.Context, opts *WatchOptions) error {
-	f := opts.F
-	ep, err := f.KafkaEndpoint(ctx, opts.Queue)
-	if err != nil {
-		return err
-	}
-	defer ep.Close()
-	format, _ := f.Format()
-	var nd *output.NDJSONWriter
-	if format != output.Table {
-		nd = output.NewNDJSON(f.IO.Out)
-	}
-	type reading struct {
-		at time.Time
-		n  int64
-	}
-	var hist []reading
-	for seq := 1; ; seq++ {
-		d, err := ep.Depth(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return kafkaErr(err)
-		}
-		now := time.Now().UTC()
-		t := health.Tick{Seq: seq, At: now, MoveTasks: []health.MoveTask{}}
-		t.Counts.Visible = int(d.Ready)
-		hist = append(hist, reading{now, d.Ready})
-		for len(hist) > 1 && now.Sub(hist[0].at) > time.Minute {
-			hist = hist[1:]
-		}
-		if len(hist) > 1 {
-			if el := now.Sub(hist[0].at).Minutes(); el > 0 {
-				g := float64(d.Ready-hist[0].n) / el
-				t.GrowthPerMinute = &g
-			}
-		}
-		switch {
-		case nd != nil:
-			err = nd.Write(t)
-		default:
-			// The columns of an SQS watch (in flight and delayed are 0 on
-			// Kafka, and there are no move tasks).
-			_, err = fmt.Fprintln(f.IO.Out, strings.Join([]string{t.At.Format(time.RFC3339), fmt.Sprint(t.Counts.Visible), "0", "0",
-				growthText(t.GrowthPerMinute), "-"}, "\t"))
-		}
-		if err != nil {
-			return err
-		}
-		if opts.Count > 0 && seq >= opts.Count {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(opts.Interval):
-		}
-	}
 }

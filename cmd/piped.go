@@ -21,7 +21,7 @@ var pipedColumns = map[string]struct {
 	"dlqctl check":          {"threshold", []string{"status (ok, breach, unknown)", "threshold", "value", "limit", "detail (how it was measured)"}},
 	"dlqctl queues":         {"DLQ", []string{"DLQ name", "visible", "in flight", "delayed", "retention", "sources: NAME (maxReceiveCount, retention), comma-separated"}},
 	"dlqctl sample":         {"message", []string{"message id", "age", "receive count", "source queue [FIFO group]", "event type and version", "error", "body (masked, shortened)"}},
-	"dlqctl runs":           {"run", []string{"run id", "started (local time)", "kind (redrive, restore)", "status", "DLQ or archive read", "destination", "sent", "deleted", "how to finish it ('-' when nothing is left to do)"}},
+	"dlqctl runs":           {"run", []string{"run id", "started (local time)", "kind (redrive, restore)", "status", "DLQ or archive read", "destination", "sent", "deleted", "maybe twice (copies possibly delivered twice; \"(+N unconfirmed)\": sends a killed process never recorded)", "how to finish it ('-' when nothing is left to do)"}},
 	"dlqctl redrive status": {"move task", []string{"status", "moved", "to move", "rate", "destination", "started", "failure"}},
 	"dlqctl archive verify": {"part", []string{"part key", "records", "bytes", "SHA-256 (first 16 hex digits)", "status (ok, or FAIL: the problems)"}},
 }

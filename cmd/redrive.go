@@ -135,7 +135,12 @@ changed. Exit 4: some messages refused, unknown or not yet deleted.
 
 Every run has an id and a journal. After a crash or kill, 'dlqctl redrive
 resume RUN_ID' (or running the same command again) deletes what was already
-sent without sending it again and moves the rest. 'dlqctl runs' lists runs.
+sent without sending it again and moves the rest. The journal records each
+batch's ids before sending it: messages the dead process was sending and
+never recorded are sent again and named as possibly delivered twice ("resumed
+run R: N message(s) may have been delivered twice", maybe_twice_messages in
+-o json, with the orig of each copy's marker: the consumer's deduplication
+key; 'dlqctl help redrive.md'). 'dlqctl runs' lists runs.
 
 --engine native uses SQS's own move task (StartMessageMoveTask): the whole
 DLQ, to the sources or one queue, at --rate up to 500/s; --ramp restarts it
@@ -350,6 +355,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		return nativeRun(ctx, opts, c, dlq)
 	}
 	sel, _ := opts.Selection.Selector()
+	watchFilterErrors(f, sel)
 	if err := prepareLogs(ctx, f, dlq.URL, sel, &opts.Selection.Logs); err != nil {
 		return err
 	}
@@ -420,6 +426,7 @@ const sqsCloseWarning = "releasing held messages: %v (they become visible again 
 // command's. closeWarning formats the failure to give back what the source
 // still held ("" for a source that holds nothing).
 func executeMove(ctx context.Context, f *Factory, prog *output.Progress, spec redrive.RunSpec, closeWarning string, summary func(*redrive.Outcome) error) error {
+	spec.OnJournal = withUnconfirmedNote(f, spec.OnJournal)
 	out, err := redrive.Execute(ctx, spec)
 	prog.Done()
 	if err != nil {
@@ -431,7 +438,49 @@ func executeMove(ctx context.Context, f *Factory, prog *output.Progress, spec re
 	if err := summary(out); err != nil {
 		return err
 	}
+	if errs.Code(out.Err) != errs.ExitUsage {
+		warnFilterErrors(f, out.Result.FilterErrors, "stay in the "+map[bool]string{true: "archive", false: "DLQ"}[spec.Meta.Kind == "restore"])
+	}
+	crashDuplicatesNote(f, out.Result)
 	return out.Err
+}
+
+// withUnconfirmedNote adds to a run's OnJournal the note a resumed run
+// gives when the journal holds sends whose outcome was never recorded.
+func withUnconfirmedNote(f *Factory, next func(*redrive.Journal)) func(*redrive.Journal) {
+	return func(j *redrive.Journal) {
+		if n := len(j.UnconfirmedAtOpen()); n > 0 {
+			f.IO.Infof("run %s: %d message(s) were being sent when the process died, and whether their copy arrived was never recorded: those still in the source are sent again and reported as possibly delivered twice", j.Meta().ID, n)
+		}
+		if next != nil {
+			next(j)
+		}
+	}
+}
+
+// crashDuplicatesNote says, on stderr whatever the output format, which
+// copies a resumed run may have delivered twice because the process before
+// it died mid-send, and which of those sends it counts as done.
+func crashDuplicatesNote(f *Factory, res *redrive.Result) {
+	if res == nil {
+		return
+	}
+	if res.MaybeTwiceResent > 0 {
+		f.IO.Infof("resumed run %s: %s", res.RunID, resentNote(res.MaybeTwiceResent))
+	}
+	if res.UnconfirmedGone > 0 {
+		f.IO.Infof("resumed run %s: %s", res.RunID, goneNote(res.UnconfirmedGone))
+	}
+}
+
+// resentNote says that n copies were sent again after a crash.
+func resentNote(n int) string {
+	return fmt.Sprintf("%d message(s) may have been delivered twice: the process died after sending them and before recording it; give the list (-o json maybe_twice_messages, or the journal's sent records marked \"resent\") to the destination consumer's owner ('dlqctl help redrive.md': after a kill)", n)
+}
+
+// goneNote says that n unconfirmed sends were no longer in the source.
+func goneNote(n int) string {
+	return fmt.Sprintf("%d message(s) the process was sending when it died were no longer in the source: counted as sent, their copy most likely arrived once (-o json unconfirmed_gone_messages)", n)
 }
 
 // noCanaryMatch says so when a canary found nothing to move.
@@ -577,8 +626,17 @@ func sharedRows(t *output.TablePrinter, res *redrive.Result) {
 // renderOutcomeRows adds the rows every pipeline summary (redrive, restore)
 // ends with — tripped guard, canary verdict, errors — and renders the table.
 func renderOutcomeRows(t *output.TablePrinter, res *redrive.Result, v *redrive.Verdict) error {
-	if res.MaybeTwice > 0 {
-		t.Row("maybe twice", maybeTwiceNote(res.MaybeTwice))
+	if n := res.MaybeTwice - res.MaybeTwiceResent; n > 0 {
+		t.Row("maybe twice", maybeTwiceNote(n))
+	}
+	if res.MaybeTwiceResent > 0 {
+		t.Row("maybe twice", resentNote(res.MaybeTwiceResent))
+	}
+	if res.UnconfirmedGone > 0 {
+		t.Row("unconfirmed", goneNote(res.UnconfirmedGone))
+	}
+	if fe := res.FilterErrors; fe != nil {
+		t.Row("filter errors", filterErrorsRow(fe, "left where they are"))
 	}
 	if res.Guard != nil {
 		t.Row("guard", fmt.Sprintf("%s tripped: %s", res.Guard.Name, res.Guard.Detail))
@@ -613,6 +671,9 @@ type RedrivePlanOutput struct {
 	Selection string    `json:"selection"`
 	Rate      float64   `json:"rate,omitempty"`
 	Ramp      []float64 `json:"ramp,omitempty"`
+	// FilterErrors: messages the --filter or a rule failed on (skipped
+	// "filter error").
+	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
 }
 
 func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, router redrive.Router, sel redrive.Selector) error {
@@ -631,6 +692,10 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, rout
 	if err != nil {
 		return err
 	}
+	fe, err := endSelection(f, sel, "would stay in the DLQ")
+	if err != nil {
+		return err
+	}
 	sh := opts.PaceFlags.share()
 	plan := pl.Plan(sh.Rate(opts.Rate), sh.Ramp(opts.Ramp), opts.RampEvery)
 	if res.Scan != nil {
@@ -640,7 +705,7 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, rout
 	if sel != nil {
 		desc = sel.Describe()
 	}
-	out := RedrivePlanOutput{Plan: plan, DLQ: dlq.Name, To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp}
+	out := RedrivePlanOutput{Plan: plan, DLQ: dlq.Name, To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp, FilterErrors: fe}
 	switch format {
 	case output.JSON:
 		return output.WriteJSON(f.IO.Out, out)

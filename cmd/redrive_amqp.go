@@ -37,9 +37,6 @@ func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	if err := refuseFlags(ep.Capabilities(), opts.flags, opts.Engine == "native"); err != nil {
 		return err
 	}
-	if err := refuseAMQPLogs(opts.Selection.Logs); err != nil {
-		return err
-	}
 	var router redrive.Router
 	pubEp := ep // where copies are published
 	if strings.EqualFold(opts.To, "source") {
@@ -68,6 +65,7 @@ func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		router, pubEp = fixedRouter{t}, dest
 	}
 	sel, _ := opts.Selection.Selector()
+	watchFilterErrors(f, sel)
 	var selector redrive.Selector
 	if sel != nil {
 		selector = sel
@@ -197,6 +195,10 @@ func amqpRedrivePlan(ctx context.Context, opts *RedriveOptions, ep *amqp.Endpoin
 		}
 		return err
 	}
+	fe, err := endSelection(f, sel, "would stay in the DLQ")
+	if err != nil {
+		return err
+	}
 	sh := opts.PaceFlags.share()
 	plan := pl.Plan(sh.Rate(opts.Rate), sh.Ramp(opts.Ramp), opts.RampEvery)
 	if res.Scan != nil {
@@ -206,7 +208,7 @@ func amqpRedrivePlan(ctx context.Context, opts *RedriveOptions, ep *amqp.Endpoin
 	if sel != nil {
 		desc = sel.Describe()
 	}
-	out := RedrivePlanOutput{Plan: plan, DLQ: ep.Name(), To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp}
+	out := RedrivePlanOutput{Plan: plan, DLQ: ep.Name(), To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp, FilterErrors: fe}
 	switch format {
 	case output.JSON:
 		return output.WriteJSON(f.IO.Out, out)

@@ -10,12 +10,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
+	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
+	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
 // kafkaReplayNote is said on every Kafka redrive: a replay appends.
@@ -57,6 +58,9 @@ type KafkaRedriveReport struct {
 	Guard   *KafkaGuard      `json:"guard,omitempty"`
 	Note    string           `json:"note"`
 	Stats   kafka.DrainStats `json:"kafka"`
+	// FilterErrors: records the --filter or a rule failed on (left
+	// pending, skipped "filter error").
+	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
 }
 
 // KafkaCanary is a canary's verdict (run-result's verdict).
@@ -93,7 +97,13 @@ type KafkaRedrivePlan struct {
 	To        string                    `json:"to"`
 	Selection string                    `json:"selection"`
 	Rate      float64                   `json:"rate,omitempty"`
+	// FilterErrors: records the --filter or a rule failed on.
+	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
 }
+
+// whyRefused is decide's answer once the selection refused the run (it
+// failed on every record read): nothing more is replayed.
+const whyRefused = "refused"
 
 var errKafkaGuard = errors.New("guard tripped")
 
@@ -102,24 +112,6 @@ var errKafkaGuard = errors.New("guard tripped")
 // resumes (there is no run journal to name).
 func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	f := opts.F
-	caps := kafka.Capabilities()
-	if err := broker.Refuse(caps,
-		broker.Requirement{Flag: "--engine native", Needs: func(c broker.Capabilities) bool { return c.NativeMove || opts.Engine != "native" },
-			Why: "{broker} has no server-side move", Instead: "use --engine dlqctl (the default)"},
-		broker.Requirement{Flag: "--visibility", Needs: func(c broker.Capabilities) bool {
-			return c.Hold == broker.HoldLease || opts.Visibility == 30*time.Second
-		},
-			Why: "{broker} holds {hold}", Instead: "drop --visibility"},
-		broker.Requirement{Flag: "--max-dest-backlog", Needs: func(broker.Capabilities) bool { return opts.MaxDestBacklog == 0 },
-			Why: "a topic has no backlog of its own, its consumer groups have lag", Instead: "use --max-dest-lag GROUP:N"},
-		broker.Requirement{Flag: "--max-returns", Needs: func(broker.Capabilities) bool { return opts.MaxReturns == 0 },
-			Why: "returns are watched per canary on {broker}", Instead: "use --canary N, which watches the dead-letter topic for the copies coming back"},
-	); err != nil {
-		return err
-	}
-	if len(opts.Selection.Logs.groups()) > 0 {
-		return errs.BadInputf("--logs reads CloudWatch Logs of an SQS consumer; a Kafka dead letter carries its failure in its headers: drop --logs")
-	}
 	guards, err := parseDestLag(opts.Kafka.MaxDestLag)
 	if err != nil {
 		return err
@@ -137,6 +129,7 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	if err != nil {
 		return err
 	}
+	watchFilterErrors(f, sel)
 	// Destination: the original topic from each record's headers, or one topic.
 	destEP := ep
 	to := ""
@@ -174,7 +167,13 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		if !matchAll {
 			rec := kafka.ToRecord(m, ep.ID(), time.Now())
 			parsed := inspect.Decode(rec)
-			if !sel.Match(rec, parsed) {
+			ok, err := sel.Select(rec, parsed)
+			switch {
+			case classify.IsRefusal(err):
+				return "", "", whyRefused
+			case err != nil:
+				return "", "", redrive.SkipFilterError
+			case !ok:
 				return "", "", "not selected"
 			}
 			class = rec.Class
@@ -199,7 +198,7 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	}
 
 	if opts.DryRun {
-		return kafkaRedriveDryRun(ctx, f, opts, ep, plan, sel.Describe(), decide, limit)
+		return kafkaRedriveDryRun(ctx, f, opts, ep, plan, sel, decide, limit)
 	}
 
 	what := fmt.Sprintf("%d pending record(s) of %s (group %s) to %s", plan.Pending(), ep, ep.Group(), describeTo(opts.To))
@@ -269,10 +268,20 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		*lastN++
 	}
 	sink := kafka.ReplaySink(prod, router, runID)
-	st, runErr := kafka.Drain(ctx, kafka.DrainOptions{
+	// A refusal of the selection stops the drain before the batch it came
+	// in is produced (that batch selected nothing).
+	dctx, stopDrain := context.WithCancel(ctx)
+	defer stopDrain()
+	refused := false
+	st, runErr := kafka.Drain(dctx, kafka.DrainOptions{
 		Source: ep.Address(), Conn: ep.Conn(), Group: ep.Group(), Batch: batch, Limit: limit, Txn: txn,
 		Select: func(m *kafka.Message) kafka.Decision {
 			if _, _, why := decide(m); why != "" {
+				if why == whyRefused {
+					refused = true
+					stopDrain()
+					return kafka.Leave
+				}
 				if why != "not selected" {
 					rep.Skipped[why]++
 				}
@@ -303,6 +312,11 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	for d, n := range byDest {
 		rep.ByDest[d] = *n
 	}
+	rep.FilterErrors = sel.Errors()
+	var refusal error
+	if refused || runErr == nil {
+		refusal = sel.Refusal()
+	}
 	rep.Stats = st
 	rep.Elapsed = time.Since(start).Seconds()
 	if rep.Elapsed > 0 {
@@ -318,6 +332,8 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		rep.Pending = p.Pending()
 	}
 	switch {
+	case refusal != nil:
+		rep.Status = "failed"
 	case errors.Is(runErr, errKafkaGuard):
 		rep.Status = "guard"
 		rep.Guard = pacer.trippedGuard
@@ -341,6 +357,10 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	if err := printKafkaRedrive(f, rep); err != nil {
 		return err
 	}
+	if refusal != nil {
+		return refusal
+	}
+	warnFilterErrors(f, rep.FilterErrors, "stay pending")
 	switch rep.Status {
 	case "guard":
 		return errs.Verdictf("guard tripped: %s; the %d records moved are committed, run the same command again to continue", rep.Guard.Detail, rep.Moved)
@@ -349,7 +369,7 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	case "interrupted":
 		return runErr
 	case "failed":
-		return kafkaErr(runErr)
+		return kafkaRunErr(runErr)
 	case "partial":
 		if st.Unfinished > 0 {
 			return errs.Partialf("%d record(s) of partitions this run was assigned are still pending in %s: read back at the end, group %s's commit does not cover them (a partition came late or moved to another member); run the same command again", st.Unfinished, ep.Name(), ep.Group())
@@ -398,9 +418,9 @@ func kafkaRunID() string {
 
 // kafkaRedriveDryRun reads the pending records without committing and
 // prints what a run would do.
-func kafkaRedriveDryRun(ctx context.Context, f *Factory, opts *RedriveOptions, ep *kafka.Endpoint, plan *kafka.Plan, selection string,
+func kafkaRedriveDryRun(ctx context.Context, f *Factory, opts *RedriveOptions, ep *kafka.Endpoint, plan *kafka.Plan, sel *classify.Selector,
 	decide func(*kafka.Message) (dest, class, why string), limit int) error {
-	pl := &KafkaRedrivePlan{DLQ: ep.String(), Group: ep.Group(), To: opts.To, Selection: selection, Rate: opts.Rate,
+	pl := &KafkaRedrivePlan{DLQ: ep.String(), Group: ep.Group(), To: opts.To, Selection: sel.Describe(), Rate: opts.Rate,
 		ByDest: map[string]map[string]int{}, Skipped: map[string]int{}, Note: kafkaReplayNote}
 	st, err := kafka.Peek(ctx, ep.Address(), ep.Conn(), plan, kafka.PeekOptions{}, func(m *kafka.Message) error {
 		pl.Scanned++
@@ -410,6 +430,8 @@ func kafkaRedriveDryRun(ctx context.Context, f *Factory, opts *RedriveOptions, e
 		}
 		dest, class, why := decide(m)
 		switch {
+		case why == whyRefused:
+			return sel.Refusal()
 		case why == "not selected":
 		case why != "":
 			pl.Skipped[why]++
@@ -422,8 +444,14 @@ func kafkaRedriveDryRun(ctx context.Context, f *Factory, opts *RedriveOptions, e
 		}
 		return nil
 	})
+	if errs.Code(err) == errs.ExitUsage {
+		return err // the selection's refusal
+	}
 	if err != nil {
 		return kafkaErr(err)
+	}
+	if pl.FilterErrors, err = endSelection(f, sel, "would stay pending"); err != nil {
+		return err
 	}
 	pl.Complete = len(st.Truncated) == 0
 	if r := opts.Rate; r > 0 {
@@ -487,6 +515,9 @@ func printKafkaRedrive(f *Factory, rep *KafkaRedriveReport) error {
 		t.Row("  "+r, strconv.Itoa(rep.Skipped[r]))
 	}
 	t.Row("failed", strconv.Itoa(rep.Failed))
+	if fe := rep.FilterErrors; fe != nil {
+		t.Row("filter errors", filterErrorsRow(fe, "left pending"))
+	}
 	t.Row("pending after", strconv.FormatInt(rep.Pending, 10))
 	if rep.SentNotDeleted > 0 {
 		t.Row("possible duplicates", strconv.Itoa(rep.SentNotDeleted))

@@ -35,9 +35,9 @@ func TestRefusalsNameTheBrokerAndTheWayOut(t *testing.T) {
 		native bool
 		want   string
 	}{
-		{rabbit, nil, true, "--engine native cannot be used with RabbitMQ: RabbitMQ has no native move; use --engine dlqctl (the default)"},
-		{rabbit, []string{"visibility"}, false, "--visibility cannot be used with RabbitMQ: RabbitMQ holds a message as an unacknowledged delivery that lasts as long as the connection, not with a visibility timeout; drop --visibility"},
-		{kafka, []string{"wait-inflight"}, false, "--wait-inflight cannot be used with Kafka: Kafka holds a message as nothing: reads are free, by offset, not with a visibility timeout; drop --wait-inflight"},
+		{rabbit, nil, true, "--engine native needs a broker that moves a whole queue itself (Amazon SQS); RabbitMQ has no server-side move: use --engine dlqctl (the default)"},
+		{rabbit, []string{"visibility"}, false, "--visibility needs a broker that holds messages with a visibility timeout (Amazon SQS); RabbitMQ holds a message as an unacknowledged delivery for as long as the connection lives: drop --visibility"},
+		{kafka, []string{"wait-inflight"}, false, "--wait-inflight needs a broker that holds messages with a visibility timeout (Amazon SQS); Kafka holds nothing, it reads by offset: drop --wait-inflight"},
 		{kafka, nil, false, ""},
 		{sqs.Capabilities(true), []string{"visibility", "wait-inflight"}, true, ""},
 	} {

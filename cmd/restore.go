@@ -15,6 +15,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
@@ -167,6 +168,7 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 		return err
 	}
 	sel, _ := opts.Selection.Selector()
+	watchFilterErrors(f, sel)
 	var selector redrive.Selector
 	if sel != nil {
 		selector = sel
@@ -294,6 +296,9 @@ type RestorePlanOutput struct {
 	Selection string    `json:"selection"`
 	Rate      float64   `json:"rate,omitempty"`
 	Ramp      []float64 `json:"ramp,omitempty"`
+	// FilterErrors: records the --filter or a rule failed on (skipped
+	// "filter error").
+	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
 }
 
 func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *archive.Manifest, router redrive.Router, prep broker.Publisher, sel redrive.Selector) error {
@@ -313,13 +318,17 @@ func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *
 	if err != nil {
 		return err
 	}
+	fe, err := endSelection(f, sel, "would stay in the archive")
+	if err != nil {
+		return err
+	}
 	pl := p.Plan(share.Rate(opts.Rate), share.Ramp(opts.Ramp), opts.RampEvery) // this process's pace
 	pl.Complete = true
 	desc := "all messages"
 	if sel != nil {
 		desc = sel.Describe()
 	}
-	out := RestorePlanOutput{Plan: pl, Archive: ref.Name(), To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp}
+	out := RestorePlanOutput{Plan: pl, Archive: ref.Name(), To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp, FilterErrors: fe}
 	switch format {
 	case output.JSON:
 		return output.WriteJSON(f.IO.Out, out)

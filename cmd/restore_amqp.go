@@ -47,6 +47,7 @@ func amqpRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref, 
 		}
 	}
 	sel, _ := opts.Selection.Selector()
+	watchFilterErrors(f, sel)
 	var selector redrive.Selector
 	if sel != nil {
 		selector = sel

@@ -29,12 +29,6 @@ func (r topicRouter) Describe() string { return r.dest.Label }
 // added; the run journal under --state-dir makes it resumable, as for SQS.
 func kafkaRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *archive.Manifest) error {
 	f := opts.F
-	if opts.Canary > 0 {
-		return errs.BadInputf("--canary watches the destination's dead-letter queue, and a Kafka topic has none dlqctl can know; restore with --max N first, then the rest")
-	}
-	if opts.MaxDestBacklog > 0 {
-		return errs.BadInputf("--max-dest-backlog cannot be used with Kafka: a topic has no backlog of its own; restore at --rate/--ramp instead")
-	}
 	ep, err := f.KafkaEndpoint(ctx, opts.To)
 	if err != nil {
 		return err
@@ -48,6 +42,7 @@ func kafkaRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref,
 		return err
 	}
 	sel, _ := opts.Selection.Selector()
+	watchFilterErrors(f, sel)
 	var selector redrive.Selector
 	if sel != nil {
 		selector = sel
@@ -98,13 +93,18 @@ func kafkaRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref,
 		},
 	}
 	opts.PaceFlags.apply(&spec.Move)
+	spec.OnJournal = withUnconfirmedNote(f, spec.OnJournal)
 	out, err := redrive.Execute(ctx, spec)
 	prog.Done()
 	if err != nil {
-		return kafkaErr(err)
+		return kafkaRunErr(err)
 	}
 	if err := printRestoreSummary(f, prog, ref, ep.Name(), out.Result, out.Verdict, out.Status); err != nil {
 		return err
 	}
+	if errs.Code(out.Err) != errs.ExitUsage {
+		warnFilterErrors(f, out.Result.FilterErrors, "stay in the archive")
+	}
+	crashDuplicatesNote(f, out.Result)
 	return out.Err
 }

@@ -90,15 +90,17 @@ replay it without a second incident (redrive), and how to get rid of what can
 never succeed (archive, restore). Nothing dlqctl does deletes a message that
 is not durably somewhere else.
 
-In a new shell or account, start with 'dlqctl doctor QUEUE': identity,
-region, endpoints, IAM permissions, state directory. The documentation —
+In a new shell or account, start with 'dlqctl doctor QUEUE' (an SQS queue,
+amqp://… or kafka://…): access to the broker (AWS identity and IAM
+permissions; RabbitMQ login, vhost and queue; Kafka brokers, topic and
+group), state directory. The documentation —
 IAM policies per role, on-call runbooks — is built in: 'dlqctl help topics'.
 
 ` + errs.ExitCodesHelp,
 		Version:       Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
+		PersistentPreRunE: func(c *cobra.Command, args []string) error {
 			if _, err := f.Format(); err != nil {
 				return err
 			}
@@ -123,7 +125,9 @@ IAM policies per role, on-call runbooks — is built in: 'dlqctl help topics'.
 			if e := f.Opts.EndpointURL; e != "" && isAWSEndpoint(e) {
 				return errs.BadInputf("--endpoint-url sets both the SQS and the S3 endpoint and is meant for local stacks; %s is an AWS endpoint: pass it as --sqs-endpoint-url or --s3-endpoint-url", e)
 			}
-			return nil
+			// Flags the references' brokers cannot honour, before
+			// anything connects (refusals.go).
+			return refuseBrokerFlags(c, args)
 		},
 	}
 	root.SetVersionTemplate("dlqctl {{.Version}}\n")
@@ -169,6 +173,7 @@ IAM policies per role, on-call runbooks — is built in: 'dlqctl help topics'.
 		},
 	)
 	documentPipedColumns(root)
+	annotateBrokerFlags(root)
 	return root
 }
 

@@ -36,8 +36,15 @@ A "canary-failed" or "guard-tripped" run stopped for a reason: triage first.
 Archive runs are not journaled here: their checkpoints and manifests are in
 S3 ('dlqctl archive verify s3://BUCKET/PREFIX/' lists and checks them).
 
+MAYBE TWICE counts the copies the journal marks as possibly delivered
+twice: a send retried after its answer was lost, or a message sent again by
+a resume because the process before it died after sending it and before
+recording it. "(+N unconfirmed)": a killed run's sends whose outcome was
+never recorded; resuming it sends those still in the DLQ again and counts
+them here (docs/redrive.md, "After a kill").
+
 -o json adds "resume": the command that finishes the run ("" when there is
-nothing to finish).`),
+nothing to finish), "maybe_twice" and "unconfirmed".`),
 		Example: `  dlqctl runs
   dlqctl runs -o json`,
 		Args: exactArgs(0, "no arguments"),
@@ -77,15 +84,25 @@ func runsRun(opts *RunsOptions) error {
 		f.IO.Infof("no runs under %s", f.StateDir())
 		return nil
 	}
-	t := output.NewTable(f.IO, "RUN", "STARTED", "KIND", "STATUS", "FROM", "DESTINATION", "SENT", "DELETED", "NEXT")
+	t := output.NewTable(f.IO, "RUN", "STARTED", "KIND", "STATUS", "FROM", "DESTINATION", "SENT", "DELETED", "MAYBE TWICE", "NEXT")
 	for _, r := range out {
 		dlq := sqs.NameFromARN(r.Source)
 		if dlq == "" {
 			dlq = r.Source
 		}
-		t.Row(r.ID, r.Created.Local().Format(time.DateTime), orDash(r.Kind), r.Status, dlq, r.Destination, fmt.Sprint(r.Sent), fmt.Sprint(r.Deleted), orDash(r.Resume))
+		t.Row(r.ID, r.Created.Local().Format(time.DateTime), orDash(r.Kind), r.Status, dlq, r.Destination, fmt.Sprint(r.Sent), fmt.Sprint(r.Deleted), maybeTwiceCell(r.RunInfo), orDash(r.Resume))
 	}
 	return t.Render()
+}
+
+// maybeTwiceCell is the MAYBE TWICE column: copies the journal marks as
+// possibly delivered twice, and the sends a killed process never recorded
+// (a resume sends those still in the DLQ again and counts them there).
+func maybeTwiceCell(r redrive.RunInfo) string {
+	if r.Unconfirmed > 0 {
+		return fmt.Sprintf("%d (+%d unconfirmed)", r.MaybeTwice, r.Unconfirmed)
+	}
+	return fmt.Sprint(r.MaybeTwice)
 }
 
 // runRow is a run as `runs` prints it.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -95,7 +96,7 @@ card_number, cvv, ssn, … at any depth) are masked in all output by default;
 	fl.IntVarP(&opts.N, "number", "n", 10, "how many messages to show")
 	fl.IntVar(&opts.ScanMax, "scan-max", 10000, "with --filter, read at most this many messages looking for matches")
 	fl.DurationVar(&opts.Visibility, "visibility", 30*time.Second, "how long peeked messages stay hidden between heartbeats")
-	fl.StringVar(&opts.Filter, "filter", "", "jq expression over the message record; keep messages where it is true")
+	fl.StringVar(&opts.Filter, "filter", "", "jq expression over the message record; keep messages where it is true (one that raises an error on a message does not show it and is counted; one that fails on every message read exits 2)")
 	fl.StringSliceVar(&opts.Redact, "redact", nil, "extra keys or dotted body paths to mask (comma-separated)")
 	fl.BoolVar(&opts.NoRedact, "no-redact", false, "show secret-looking values unmasked")
 	fl.StringVar(&opts.From, "from", "", fromFlagHelp)
@@ -104,17 +105,7 @@ card_number, cvv, ssn, … at any depth) are masked in all output by default;
 }
 
 // SideEffectWarnings returns the warnings to show before peeking at q.
-func SideEffectWarnings(q *sqs.Queue) []string {
-	var w []string
-	if rp := q.RedrivePolicy(); rp != nil {
-		w = append(w, fmt.Sprintf("%s has its own RedrivePolicy (maxReceiveCount %d): each receive by dlqctl counts toward moving its messages to %s",
-			q.Name, rp.MaxReceiveCount, sqs.NameFromARN(rp.DeadLetterTargetARN)))
-	}
-	if q.FIFO {
-		w = append(w, fmt.Sprintf("%s is FIFO: a peeked message blocks its message group until dlqctl releases it", q.Name))
-	}
-	return w
-}
+func SideEffectWarnings(q *sqs.Queue) []string { return sqs.PeekWarnings(q) }
 
 func sampleRun(ctx context.Context, opts *SampleOptions) error {
 	f := opts.F
@@ -122,6 +113,11 @@ func sampleRun(ctx context.Context, opts *SampleOptions) error {
 	if err != nil {
 		return err
 	}
+	sel, err := classify.NewSelector(nil, nil, filter)
+	if err != nil {
+		return err
+	}
+	watchFilterErrors(f, sel)
 	var redactor *inspect.Redactor
 	if !opts.NoRedact {
 		redactor = inspect.NewRedactor(opts.Redact)
@@ -142,8 +138,8 @@ func sampleRun(ctx context.Context, opts *SampleOptions) error {
 	}
 	var recs []record.Record
 	next, flush := lk.stream(func(rec *record.Record, parsed any) error {
-		if !filter.Keep(rec, parsed) {
-			return nil
+		if ok, err := selectPrepared(sel, rec, parsed); !ok {
+			return err // a refusal stops the read
 		}
 		r := *rec
 		if redactor != nil {
@@ -163,6 +159,9 @@ func sampleRun(ctx context.Context, opts *SampleOptions) error {
 	}
 	lk.summary()
 	if err != nil {
+		return err
+	}
+	if _, err := endSelection(f, sel, "are not shown"); err != nil {
 		return err
 	}
 	switch {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -35,6 +36,12 @@ const SelectionHelp = `Selecting messages: --class C[,C] keeps messages the rule
 classes (the built-in rules unless --rules FILE is given; see 'dlqctl
 classify --help' and 'dlqctl help rules'); --filter EXPR keeps messages for which
 the jq expression is true (it also sees .class, .action and .rule).
+A filter or rule that raises an error on a message ('.body | tonumber' on
+a text body) does not select it: the message stays where it is and is
+counted in the summary (filter_errors; -v prints the first errors). When it
+fails on every message read (the first 100, or all of a shorter run), the
+command stops with exit 2 before anything moves, naming the expression, the
+error and a message id; '(EXPR)?' skips such messages explicitly.
 classify, group, redrive and archive also take --logs GROUP[,GROUP]: messages
 without failure context of their own are classified by what the consumer's
 CloudWatch Logs say about them ('dlqctl help logs'); redrive and archive first
@@ -42,7 +49,7 @@ read the queue once, without consuming it, to search the logs in batches.`
 
 // AddFlags registers --filter, --rules and --class on fs.
 func (s *SelectionFlags) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&s.Filter, "filter", "", "jq expression over the message record; keep messages where it is true (see 'dlqctl filters')")
+	fs.StringVar(&s.Filter, "filter", "", "jq expression over the message record; keep messages where it is true (see 'dlqctl filters'); a message it raises an error on is not selected and counted, and a filter that fails on every message read stops the command (exit 2) before anything moves")
 	fs.StringVar(&s.Rules, "rules", "", "classification rules file (YAML, see 'dlqctl help rules'); default: the built-in rules")
 	fs.StringSliceVar(&s.Classes, "class", nil, "keep only messages classified as these classes (comma-separated)")
 }
@@ -75,6 +82,65 @@ func (s *SelectionFlags) selector(classifyAlways bool) (*classify.Selector, erro
 		rules = classify.Builtin()
 	}
 	return classify.NewSelector(rules, s.Classes, filter)
+}
+
+// watchFilterErrors makes -v print the first evaluation errors of sel as
+// they happen (classify.VerboseErrors of them; the rest are counted).
+func watchFilterErrors(f *Factory, sel *classify.Selector) {
+	var told atomic.Int32
+	sel.OnError(func(e classify.EvalError) {
+		more := ""
+		if told.Add(1) == classify.VerboseErrors {
+			more = fmt.Sprintf(" (the first %d errors are shown; the rest are only counted)", classify.VerboseErrors)
+		}
+		f.Verbosef("%s; not selected%s", e.Error(), more)
+	})
+}
+
+// filterErrorsRow is a summary's "filter errors" line (fe non-nil); left
+// says where the messages stay ("in the DLQ").
+func filterErrorsRow(fe *inspect.FilterErrors, left string) string {
+	return fmt.Sprintf("%d not selected, %s: %s raised an error (first: message %s: %s)", fe.Count, left, fe.Expression, fe.FirstID, fe.FirstError)
+}
+
+// warnFilterErrors says on stderr that the selection failed on some
+// messages (a run the selection refused says so in its error instead).
+func warnFilterErrors(f *Factory, fe *inspect.FilterErrors, left string) {
+	if fe == nil {
+		return
+	}
+	f.IO.Warnf("%s raised an error on %d message(s) (first: message %s: %s); they were not selected and %s; fix the expression, or write `(EXPR)?` to skip such messages explicitly (-v lists the first %d)",
+		fe.Expression, fe.Count, fe.FirstID, fe.FirstError, left, classify.VerboseErrors)
+}
+
+// endSelection ends the selection of a command that read without moving
+// (sample, group, classify, a dry run): the refusal when it failed on every
+// message read, else what it failed on (nil: nothing), also said on
+// stderr. left says what became of those messages.
+func endSelection(f *Factory, sel interface {
+	Refusal() error
+	Errors() *inspect.FilterErrors
+}, left string) (*inspect.FilterErrors, error) {
+	if sel == nil {
+		return nil, nil
+	}
+	if err := sel.Refusal(); err != nil {
+		return nil, err
+	}
+	fe := sel.Errors()
+	warnFilterErrors(f, fe, left)
+	return fe, nil
+}
+
+// selectPrepared is the per-record work of a read-only command's
+// selection (on the decoding goroutines): the selection's refusal as an
+// error value (readRecords stops with it), else whether rec is selected.
+func selectPrepared(sel *classify.Selector, rec *record.Record, parsed any) (bool, error) {
+	ok, err := sel.Select(rec, parsed)
+	if classify.IsRefusal(err) {
+		return false, err
+	}
+	return ok, nil
 }
 
 // Active reports whether any selection flag was given.

@@ -8,10 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
 	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // WatchOptions are the inputs of `dlqctl watch`.
@@ -31,29 +31,31 @@ func NewCmdWatch(f *Factory, runF func(context.Context, *WatchOptions) error) *c
 	c := &cobra.Command{
 		Use:   "watch DLQ [--interval 10s] [--count N]",
 		Short: "Live view of a DLQ's depth, growth and move tasks",
-		Long: withExitCodes(`(A Kafka topic, kafka://HOST:PORT/TOPIC, is watched by its records pending
-for dlqctl's group.)
+		Long: withExitCodes(`Watch a DLQ on any broker (an SQS queue; a RabbitMQ queue,
+amqp://…/VHOST/QUEUE; a Kafka topic, kafka://HOST:PORT/TOPIC): every
+--interval, read its depth — visible, in flight and delayed — the growth per
+minute (change of visible + in flight + delayed over up to the last minute)
+and any move the broker runs itself out of it (an SQS message move task).
+Nothing is received: watching has no side effects.
 
-Watch a DLQ: every --interval, read its visible, in-flight and delayed
-counts, the growth per minute (change of visible + in flight + delayed over up
-to the last minute) and any running message move task out of it. Nothing is
-received: watching has no side effects.
+What the counts are, per broker: SQS's approximate visible, in-flight and
+delayed counts; RabbitMQ's exact ready count and what consumers hold
+unacknowledged (management API), delayed 0; the records pending for
+dlqctl's Kafka group (end − committed), in flight and delayed 0. RabbitMQ and
+Kafka have no move tasks ("-").
 
-On a terminal the view refreshes in place; when piped, each tick is one
-tab-separated line: time, visible, in-flight, delayed, growth/min ("-" on the
-first tick) and the move task ("-" when none). -o json and -o ndjson print
-one JSON object per tick.
-
-On RabbitMQ (amqp://…/VHOST/QUEUE) visible is the queue's ready count
-(exact), in-flight what consumers hold unacknowledged (management API),
-delayed always 0, and the move task "-" (RabbitMQ has none; the terminal
-view shows the consumers attached instead).
+On a terminal the view refreshes in place, in the broker's words (on
+RabbitMQ with the consumers attached); when piped, each tick is one
+tab-separated line with the same columns on every broker: time, visible,
+in-flight, delayed, growth/min ("-" on the first tick) and the move task
+("-" when none). -o json and -o ndjson print one JSON object per tick.
 
 Runs until Ctrl-C (exit 130) or, with --count N, stops after N ticks (exit 0).`),
 		Example: `  dlqctl watch orders-dlq
   dlqctl watch orders-dlq --interval 30s | tee dlq-depth.tsv
-  dlqctl watch orders-dlq --count 6 --interval 10s -o ndjson`,
-		Args: exactArgs(1, "one DLQ (name, URL or ARN)"),
+  dlqctl watch orders-dlq --count 6 --interval 10s -o ndjson
+  dlqctl watch kafka://kafka-1:9092/orders-dlt --interval 30s`,
+		Args: exactArgs(1, "one DLQ (an SQS name, URL or ARN, amqp://…/VHOST/QUEUE or kafka://HOST:PORT/TOPIC)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Queue = args[0]
 			if opts.Interval < minWatchInterval {
@@ -74,34 +76,31 @@ Runs until Ctrl-C (exit 130) or, with --count N, stops after N ticks (exit 0).`)
 	return c
 }
 
+// watchRun is watch on every broker: health.Watch reads the depth each
+// --interval (and the moves the broker runs itself, where it has them).
 func watchRun(ctx context.Context, opts *WatchOptions) error {
 	f := opts.F
-	if isAMQPRef(opts.Queue) {
-		return amqpWatchRun(ctx, opts)
-	}
-	if isKafkaRef(opts.Queue) {
-		return kafkaWatchRun(ctx, opts)
-	}
-	c, q, err := f.ResolveQueue(ctx, opts.Queue)
+	ep, err := f.Endpoint(ctx, opts.Queue)
 	if err != nil {
-		return err
+		return endpointErr(err)
 	}
+	defer closeEndpoint(ep)
 	format, _ := f.Format()
 	var nd *output.NDJSONWriter
 	if format != output.Table {
 		nd = output.NewNDJSON(f.IO.Out)
 	}
 	warned := false
-	return health.Watch(ctx, c, q, health.WatchOptions{Interval: opts.Interval, Count: opts.Count}, func(t health.Tick) error {
+	err = health.Watch(ctx, ep, health.WatchOptions{Interval: opts.Interval, Count: opts.Count}, func(t health.Tick) error {
 		if t.MoveTaskError != "" && !warned {
 			warned = true
-			f.IO.Warnf("cannot list move tasks of %s: %s", q.Name, t.MoveTaskError)
+			f.IO.Warnf("cannot list move tasks of %s: %s", ep.Name(), t.MoveTaskError)
 		}
 		switch {
 		case nd != nil:
 			return nd.Write(t)
 		case f.IO.OutTTY:
-			_, err := fmt.Fprint(f.IO.Out, watchFrame(q, opts.Interval, t))
+			_, err := fmt.Fprint(f.IO.Out, watchFrame(ep.Name(), opts.Interval, t))
 			return err
 		default:
 			_, err := fmt.Fprintln(f.IO.Out, strings.Join([]string{
@@ -111,27 +110,52 @@ func watchRun(ctx context.Context, opts *WatchOptions) error {
 			return err
 		}
 	})
+	return endpointErr(err)
 }
 
 // clearScreen moves the cursor home and clears the terminal.
 const clearScreen = "\x1b[H\x1b[2J"
 
-func watchFrame(q *sqs.Queue, interval time.Duration, t health.Tick) string {
+// watchFrame is the terminal view of a tick: the counts the broker keeps,
+// in its words, the growth, the move task where the broker runs them, and
+// the broker's further figures.
+func watchFrame(name string, interval time.Duration, t health.Tick) string {
+	type line struct{ name, value string }
+	var lines []line
+	add := func(name string, v string) { lines = append(lines, line{name, v}) }
+	// A count the broker keeps, in one word ("in flight" -> "in-flight").
+	for _, c := range []struct {
+		term string
+		n    int
+	}{{t.Terms.Ready, t.Counts.Visible}, {t.Terms.Held, t.Counts.InFlight}, {t.Terms.Delayed, t.Counts.Delayed}} {
+		if c.term != "" {
+			add(strings.ReplaceAll(c.term, " ", "-"), fmt.Sprint(c.n))
+		}
+	}
+	add("growth/min", growthText(t.GrowthPerMinute))
+	if t.ListsMoves {
+		mt := moveTaskText(t.MoveTasks)
+		if mt == "-" {
+			mt = "none"
+		}
+		if t.MoveTaskError != "" {
+			mt = "unknown (" + t.MoveTaskError + ")"
+		}
+		add("move task", mt)
+	}
+	for _, g := range t.Gauges {
+		add(g.Name, g.Value)
+	}
+	width := 10
+	for _, l := range lines {
+		width = max(width, len(l.name))
+	}
 	var b strings.Builder
 	b.WriteString(clearScreen)
-	fmt.Fprintf(&b, "dlqctl watch %s  every %s  %s  (Ctrl-C to stop)\n\n", q.Name, interval, t.At.Local().Format("15:04:05"))
-	fmt.Fprintf(&b, "  visible     %d\n", t.Counts.Visible)
-	fmt.Fprintf(&b, "  in-flight   %d\n", t.Counts.InFlight)
-	fmt.Fprintf(&b, "  delayed     %d\n", t.Counts.Delayed)
-	fmt.Fprintf(&b, "  growth/min  %s\n", growthText(t.GrowthPerMinute))
-	mt := moveTaskText(t.MoveTasks)
-	if mt == "-" {
-		mt = "none"
+	fmt.Fprintf(&b, "dlqctl watch %s  every %s  %s  (Ctrl-C to stop)\n\n", name, interval, t.At.Local().Format("15:04:05"))
+	for _, l := range lines {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, l.name, l.value)
 	}
-	if t.MoveTaskError != "" {
-		mt = "unknown (" + t.MoveTaskError + ")"
-	}
-	fmt.Fprintf(&b, "  move task   %s\n", mt)
 	return b.String()
 }
 
@@ -153,7 +177,7 @@ func moveTaskText(ts []health.MoveTask) string {
 			s += fmt.Sprintf("/%d", *t.ToMove)
 		}
 		s += " moved"
-		dest := sqs.NameFromARN(t.DestinationARN)
+		dest := record.ARNName(t.DestinationARN, "sqs")
 		if dest == "" {
 			dest = "original sources"
 		}

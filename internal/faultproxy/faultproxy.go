@@ -87,6 +87,11 @@ const (
 	// byte of the response, so a server-side effect happens mid-way as on a
 	// real link. Concurrent requests sleep independently.
 	Latency = "latency"
+	// BadCredentials answers, without forwarding, as AWS does when it
+	// does not know the request's access key (400
+	// UnrecognizedClientException, InvalidClientTokenId in the query
+	// error header): the emulators accept any credentials.
+	BadCredentials = "bad-credentials"
 )
 
 // LostReceives returns a rule that loses the answer of every every-th
@@ -415,6 +420,11 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		p.entryFail(w, r, body, f)
 	case Deny:
 		writeDenied(w, r, action)
+	case BadCredentials:
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.Header().Set("x-amzn-query-error", "InvalidClientTokenId;Sender")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"__type":"com.amazon.coral.service#UnrecognizedClientException","message":"The security token included in the request is invalid."}`))
 	default:
 		p.forward(w, r, body)
 	}

@@ -25,9 +25,56 @@ const (
 	manifestType       = "application/json"
 )
 
-// SelectFunc decides whether a message is archived. It may annotate the
-// record (class, action, rule) before it is written. nil selects everything.
+// Selector decides which messages are archived; *classify.Selector
+// satisfies it. Select may annotate the record (class, action, rule)
+// before it is written. A non-nil error from Select means the message is
+// not archived: a bad-input error (errs.Code 2) is the selection's refusal
+// (it failed on every message read) and stops the run before anything is
+// written or deleted; any other error is the filter or a rule failing on
+// this one message, which stays in the queue ("filter error"). Refusal is
+// that refusal at the end of a run shorter than Select's threshold.
+type Selector interface {
+	Select(rec *record.Record, parsed any) (bool, error)
+	Refusal() error
+	// Errors counts the messages the selection failed on (nil: none).
+	Errors() *inspect.FilterErrors
+}
+
+// SelectFunc is a Selector from a function that never fails.
 type SelectFunc func(rec *record.Record, parsed any) bool
+
+// Select calls f.
+func (f SelectFunc) Select(rec *record.Record, parsed any) (bool, error) { return f(rec, parsed), nil }
+
+// Refusal is nil: f never fails.
+func (f SelectFunc) Refusal() error { return nil }
+
+// Errors is nil: f never fails.
+func (f SelectFunc) Errors() *inspect.FilterErrors { return nil }
+
+// selectOne applies sel to one message: "" when it is selected, else why
+// not; err is the selection's refusal.
+func selectOne(sel Selector, rec *record.Record, parsed any) (skip string, err error) {
+	if sel == nil {
+		return "", nil
+	}
+	ok, err := sel.Select(rec, parsed)
+	switch {
+	case err != nil && errs.Code(err) == errs.ExitUsage:
+		return "", err
+	case err != nil:
+		return SkipFilterError, nil
+	case !ok:
+		return SkipNotSelected, nil
+	}
+	return "", nil
+}
+
+// Why a message was not archived (the pipeline's skip reasons).
+const (
+	SkipNotSelected = "not selected"
+	SkipFilterError = "filter error" // --filter or a rule raised an error on it
+)
 
 // Reporter receives progress from a run, always from one goroutine.
 type Reporter interface {
@@ -54,7 +101,7 @@ type Stats struct {
 // Options configure a run.
 type Options struct {
 	Dest      Location // bucket and key prefix
-	Select    SelectFunc
+	Select    Selector
 	Selection string // description of the selection, for the manifest
 	Max       int    // archive at most this many messages; 0 = all
 	Delete    bool   // delete verified messages from the queue
@@ -150,6 +197,9 @@ type Result struct {
 	// account for).
 	Share           string
 	InFlightAtPeers int
+	// FilterErrors: messages the --filter or a rule raised an error on;
+	// not archived, they stay in the queue.
+	FilterErrors *inspect.FilterErrors
 }
 
 // FailedMessage is a message that could not be processed, and why.
@@ -229,6 +279,11 @@ func Run(ctx context.Context, ep broker.Endpoint, api S3API, opts Options) (res 
 		}},
 	})
 	stopAge()
+	if runErr == nil && opts.Select != nil {
+		// A run shorter than the selection's refusal threshold that failed
+		// on every message: nothing was selected, so no part exists.
+		runErr = opts.Select.Refusal()
+	}
 	s.mu.Lock()
 	s.sealPartsLocked(pr)
 	s.mu.Unlock()
@@ -247,6 +302,9 @@ func Run(ctx context.Context, ep broker.Endpoint, api S3API, opts Options) (res 
 	s.man.Complete = runErr == nil && ctx.Err() == nil && pr.Complete
 	s.man.Sum()
 	res.Stats = s.stats(pr, duplicatesOf(src))
+	if opts.Select != nil {
+		res.FilterErrors = opts.Select.Errors()
+	}
 	for _, f := range pr.NotAckedIDs {
 		res.NotDeleted = append(res.NotDeleted, FailedMessage{MessageID: f.MessageID, Reason: f.Reason})
 	}
@@ -362,8 +420,9 @@ func (s *partSink) Prepare(_ context.Context, it pipeline.Item) (pipeline.Decisi
 		// archiving it again.
 		return pipeline.Decision{Verb: pipeline.AckOnly}, nil
 	}
-	if s.opts.Select != nil && !s.opts.Select(it.Record, it.Parsed) {
-		return pipeline.Decision{Verb: pipeline.Skip, Reason: "not selected"}, nil
+	if skip, err := selectOne(s.opts.Select, it.Record, it.Parsed); err != nil || skip != "" {
+		// A refusal stops the run: the engine releases the message.
+		return pipeline.Decision{Verb: pipeline.Skip, Reason: skip}, err
 	}
 	return pipeline.Decision{Verb: pipeline.Deliver, Key: "part", Label: s.opts.Dest.String()}, nil
 }

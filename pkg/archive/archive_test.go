@@ -211,12 +211,12 @@ func TestArchiveSelectionKeepsTheRestInQueue(t *testing.T) {
 	f := newFixture(t)
 	q := f.fillQueue(t, 40)
 	o := f.opts(true)
-	o.Select = func(rec *record.Record, parsed any) bool {
+	o.Select = SelectFunc(func(rec *record.Record, parsed any) bool {
 		var n int
 		fmt.Sscanf(rec.Body[strings.Index(rec.Body, `"n":`)+4:], "%d", &n)
 		rec.Class = "even"
 		return n%2 == 0
-	}
+	})
 	res, err := Run(t.Context(), f.ep(q), f.s3, o)
 	if err != nil {
 		t.Fatal(err)

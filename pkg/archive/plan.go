@@ -51,7 +51,11 @@ func DryRun(ctx context.Context, ep broker.Endpoint, opts Options, onProgress fu
 	res, err := inspect.Scan(ctx, ep, inspect.ScanOptions{Visibility: opts.Visibility, Workers: opts.Workers, MaxHeld: opts.MaxHeld, OnProgress: onProgress},
 		func(m *record.Record, parsed any) error {
 			pl.Scanned++
-			if opts.Select != nil && !opts.Select(m, parsed) {
+			skip, err := selectOne(opts.Select, m, parsed)
+			if err != nil {
+				return err // the selection's refusal
+			}
+			if skip != "" {
 				return nil
 			}
 			if part == nil {
@@ -71,6 +75,9 @@ func DryRun(ctx context.Context, ep broker.Endpoint, opts Options, onProgress fu
 			}
 			return nil
 		})
+	if err == nil && opts.Select != nil {
+		err = opts.Select.Refusal()
+	}
 	if err != nil && !errors.Is(err, errPlanFull) {
 		return nil, err
 	}

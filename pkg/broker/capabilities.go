@@ -13,6 +13,9 @@ type Capabilities struct {
 	// Label is the broker's name as users know it ("Amazon SQS",
 	// "RabbitMQ", "Kafka"), used in refusals.
 	Label string
+	// Broker is the broker's id (SQS, AMQP, Kafka): what a reference's
+	// Broker names, and the broker whose connection flags apply.
+	Broker string
 	// Hold is how a read holds a message.
 	Hold Hold
 	// Removal is how a handled message leaves the queue.
@@ -50,6 +53,47 @@ type Capabilities struct {
 	DedupWindow time.Duration
 	// Sharing is how several dlqctl processes share one queue.
 	Sharing Sharing
+
+	// What a flag may need (cmd/refusals.go declares which flag needs
+	// which; NeedX below says it in words).
+
+	// Transactions: a batch of publishes and the source's removal of its
+	// originals can be one transaction (Kafka: produce and commit the
+	// group's offsets together; redrive --exactly-once).
+	Transactions bool
+	// DeleteByOffset: the records below an offset can be deleted (Kafka
+	// DeleteRecords; archive --delete-records).
+	DeleteByOffset bool
+	// ConsumerLag: a destination's consumers report their lag per
+	// consumer group (Kafka; redrive --max-dest-lag).
+	ConsumerLag bool
+	// Backlog: a destination has a count of messages waiting to be
+	// consumed (SQS visible messages, RabbitMQ ready messages;
+	// --max-dest-backlog, --verify-drain).
+	Backlog bool
+	// ReturnsByDepth: messages that come back to the DLQ during a run
+	// show as its depth growing (SQS, RabbitMQ; redrive --max-returns).
+	ReturnsByDepth bool
+	// LogLookup: a message's id and send time find its consumer's log
+	// lines (SQS message ids in CloudWatch Logs; --logs).
+	LogLookup bool
+	// FailureRecord is where the broker itself records why a message died
+	// ("" when it does not).
+	FailureRecord string
+	// Retention: messages expire after a retention period (SQS
+	// MessageRetentionPeriod, Kafka retention.ms; audit
+	// --investigation-window and --sample).
+	Retention bool
+	// DepthGrowth: check saves this broker's depth readings between runs
+	// and compares them (check --max-growth).
+	DepthGrowth bool
+	// DestinationDLQ: a destination names its own dead-letter queue (an
+	// SQS RedrivePolicy, a RabbitMQ dead-letter exchange), which a
+	// restore's canary watches (restore --canary).
+	DestinationDLQ bool
+	// IAMActions: permissions are IAM actions doctor can check per role
+	// (doctor --role).
+	IAMActions bool
 }
 
 // Hold is how a read holds a message until it is removed or given back.
@@ -164,28 +208,135 @@ const (
 	ShareGroup
 )
 
-// Requirement is a flag that only some brokers can honour.
-type Requirement struct {
-	// Flag is the flag as typed, e.g. "--engine native".
-	Flag string
-	// Needs reports whether caps can honour the flag.
-	Needs func(caps Capabilities) bool
-	// Why says, for a broker that cannot, why not; "{broker}" stands for
-	// the broker's Label and "{hold}" for how it holds messages.
-	Why string
-	// Instead is what to do instead.
-	Instead string
+// Need is what a flag needs of a broker, as data: whether a broker's
+// capabilities have it, and in words what it is and what a broker without
+// it does instead. The refusal of a flag on a broker without it is
+// generated from these (Refusal), so it reads the same on every broker.
+type Need struct {
+	// What completes "needs …": "a broker that deletes records by offset".
+	What string
+	// Has reports whether caps have it.
+	Has func(Capabilities) bool
+	// Lacks says, for caps without it, what that broker does instead; it
+	// starts with the broker's Label: "Amazon SQS removes messages one by
+	// one".
+	Lacks func(Capabilities) string
 }
 
-// Refuse checks the requirements against caps and returns the first one
-// not met as a bad-input error (exit 2) naming the broker and the way out.
-func Refuse(caps Capabilities, reqs ...Requirement) error {
-	for _, r := range reqs {
-		if r.Needs(caps) {
-			continue
-		}
-		why := strings.NewReplacer("{broker}", caps.Label, "{hold}", caps.Hold.String()).Replace(r.Why)
-		return errs.BadInputf("%s cannot be used with %s: %s; %s", r.Flag, caps.Label, why, r.Instead)
+// Refusal is the one sentence (exit 2) refusing flag on the broker of caps:
+// "FLAG needs WHAT (HAVE); LACKS: INSTEAD". have names the brokers that
+// have the need ("" leaves it out); instead is the way out.
+func (n Need) Refusal(flag string, caps Capabilities, have, instead string) error {
+	if have != "" {
+		have = " (" + have + ")"
 	}
-	return nil
+	return errs.BadInputf("%s needs %s%s; %s: %s", flag, n.What, have, n.Lacks(caps), instead)
+}
+
+// The needs of dlqctl's broker-specific flags.
+var (
+	NeedLease = Need{
+		What: "a broker that holds messages with a visibility timeout",
+		Has:  func(c Capabilities) bool { return c.Hold == HoldLease },
+		Lacks: func(c Capabilities) string {
+			switch c.Hold {
+			case HoldDelivery:
+				return c.Label + " holds a message as an unacknowledged delivery for as long as the connection lives"
+			case HoldNone:
+				return c.Label + " holds nothing, it reads by offset"
+			}
+			return c.Label + " has no visibility timeout"
+		},
+	}
+	NeedNativeMove = Need{
+		What:  "a broker that moves a whole queue itself",
+		Has:   func(c Capabilities) bool { return c.NativeMove },
+		Lacks: func(c Capabilities) string { return c.Label + " has no server-side move" },
+	}
+	NeedTransactions = Need{
+		What: "a broker that publishes a batch and removes its originals in one transaction",
+		Has:  func(c Capabilities) bool { return c.Transactions },
+		Lacks: func(c Capabilities) string {
+			return c.Label + " removes each message on its own, apart from the publish of its copy"
+		},
+	}
+	NeedDeleteByOffset = Need{
+		What:  "a broker that deletes records by offset",
+		Has:   func(c Capabilities) bool { return c.DeleteByOffset },
+		Lacks: func(c Capabilities) string { return c.Label + " removes messages one by one" },
+	}
+	NeedConsumerLag = Need{
+		What: "a destination whose consumer groups report their lag",
+		Has:  func(c Capabilities) bool { return c.ConsumerLag },
+		Lacks: func(c Capabilities) string {
+			return c.Label + " counts the messages waiting in a queue, not a consumer group's lag"
+		},
+	}
+	NeedBacklog = Need{
+		What: "a destination that counts the messages waiting in it",
+		Has:  func(c Capabilities) bool { return c.Backlog },
+		Lacks: func(c Capabilities) string {
+			if c.ConsumerLag {
+				return c.Label + " keeps every record in the topic: what waits is its consumer groups' lag"
+			}
+			return c.Label + " does not count the messages waiting in a destination"
+		},
+	}
+	NeedReturnsByDepth = Need{
+		What: "a DLQ whose depth grows when moved messages come back",
+		Has:  func(c Capabilities) bool { return c.ReturnsByDepth },
+		Lacks: func(c Capabilities) string {
+			return c.Label + " keeps every record in the dead-letter topic, so its depth does not show returns"
+		},
+	}
+	NeedLogLookup = Need{
+		What: "a broker whose message ids and send times find the consumer's CloudWatch Logs lines",
+		Has:  func(c Capabilities) bool { return c.LogLookup },
+		Lacks: func(c Capabilities) string {
+			if c.FailureRecord != "" {
+				return c.Label + " records why a message died in " + c.FailureRecord + ", which --filter and --class already read"
+			}
+			return c.Label + " message ids do not appear in CloudWatch Logs"
+		},
+	}
+	NeedRetention = Need{
+		What: "a broker that expires messages after a retention period",
+		Has:  func(c Capabilities) bool { return c.Retention },
+		Lacks: func(c Capabilities) string {
+			return c.Label + " has no retention period (a queue's TTL is audited as such)"
+		},
+	}
+	NeedDepthGrowth = Need{
+		What: "a broker whose depth readings check saves between runs",
+		Has:  func(c Capabilities) bool { return c.DepthGrowth },
+		Lacks: func(c Capabilities) string {
+			return c.Label + " counts pending records per consumer group, which check does not save between runs"
+		},
+	}
+	NeedDestinationDLQ = Need{
+		What: "a destination that names its own dead-letter queue",
+		Has:  func(c Capabilities) bool { return c.DestinationDLQ },
+		Lacks: func(c Capabilities) string {
+			return "a " + c.Label + " topic names no dead-letter topic dlqctl could watch"
+		},
+	}
+	NeedIAMActions = Need{
+		What:  "a broker whose permissions are IAM actions",
+		Has:   func(c Capabilities) bool { return c.IAMActions },
+		Lacks: func(c Capabilities) string { return c.Label + " permissions are not IAM actions" },
+	}
+)
+
+// NeedBroker is the need of a broker's own flags (its connection flags): a
+// reference to that broker, which label and schemes name.
+func NeedBroker(id, label, schemes string) Need {
+	article := "a "
+	if strings.ContainsRune("AEIOU", rune(label[0])) {
+		article = "an "
+	}
+	return Need{
+		What:  article + label + " reference (" + schemes + ")",
+		Has:   func(c Capabilities) bool { return c.Broker == id },
+		Lacks: func(c Capabilities) string { return c.Label + " is reached without it" },
+	}
 }

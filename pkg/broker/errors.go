@@ -17,14 +17,22 @@ var (
 	ErrHeldLimit = errors.New("limit of held messages reached")
 	// ErrNotFound: the queue, exchange or topic does not exist.
 	ErrNotFound = errors.New("not found")
-	// ErrAccessDenied: the credentials may not do this.
+	// ErrAccessDenied: the credentials may not do this (or were refused).
 	ErrAccessDenied = errors.New("access denied")
+	// ErrUnreachable: the broker or endpoint could not be reached
+	// (connection refused, unknown host, a failed TLS handshake, a
+	// timeout); NetProblem says which.
+	ErrUnreachable = errors.New("unreachable")
 	// ErrRejected: the destination refused this entry; it was certainly
 	// not published (Result.Err).
 	ErrRejected = errors.New("rejected by the destination")
 	// ErrUnsupported: the broker cannot do this (Depth on a broker without
 	// counts); Capabilities says so beforehand.
 	ErrUnsupported = errors.New("not supported by this broker")
+	// ErrPeekUnsafe: reading the queue without consuming it would change
+	// it in a way the user would not expect (RabbitMQ: push messages of a
+	// quorum queue over its delivery limit). Bad input: nothing was read.
+	ErrPeekUnsafe = errors.New("peeking this queue is unsafe")
 )
 
 // Rejected wraps err as a per-entry refusal (errors.Is(…, ErrRejected)),

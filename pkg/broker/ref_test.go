@@ -100,21 +100,38 @@ func TestRedact(t *testing.T) {
 }
 
 func TestRefuseNamesTheBrokerAndTheWayOut(t *testing.T) {
-	rabbit := Capabilities{Label: "RabbitMQ", Hold: HoldDelivery, Removal: RemovePerMessage}
-	visibility := Requirement{Flag: "--visibility", Needs: func(c Capabilities) bool { return c.Hold == HoldLease },
-		Why: "{broker} holds a message as {hold}, not with a visibility timeout", Instead: "drop --visibility"}
-	native := Requirement{Flag: "--engine native", Needs: func(c Capabilities) bool { return c.NativeMove },
-		Why: "{broker} has no native move", Instead: "use --engine dlqctl (the default)"}
-	err := Refuse(rabbit, native, visibility)
-	if err == nil || errs.Code(err) != errs.ExitUsage || err.Error() != "--engine native cannot be used with RabbitMQ: RabbitMQ has no native move; use --engine dlqctl (the default)" {
-		t.Fatalf("refusal: %v", err)
+	rabbit := Capabilities{Label: "RabbitMQ", Broker: AMQP, Hold: HoldDelivery, Removal: RemovePerMessage}
+	kafka := Capabilities{Label: "Kafka", Broker: Kafka, Hold: HoldNone, Removal: RemoveCommitOffset, DeleteByOffset: true}
+	sqs := Capabilities{Label: "Amazon SQS", Broker: SQS, Hold: HoldLease, Removal: RemovePerMessage, NativeMove: true}
+	for _, c := range []struct {
+		need    Need
+		caps    Capabilities
+		flag    string
+		have    string
+		instead string
+		want    string
+	}{
+		{NeedNativeMove, rabbit, "--engine native", "Amazon SQS", "use --engine dlqctl (the default)",
+			"--engine native needs a broker that moves a whole queue itself (Amazon SQS); RabbitMQ has no server-side move: use --engine dlqctl (the default)"},
+		{NeedLease, rabbit, "--visibility", "", "drop --visibility",
+			"--visibility needs a broker that holds messages with a visibility timeout; RabbitMQ holds a message as an unacknowledged delivery for as long as the connection lives: drop --visibility"},
+		{NeedDeleteByOffset, sqs, "--delete-records", "Kafka", "drop --delete-records",
+			"--delete-records needs a broker that deletes records by offset (Kafka); Amazon SQS removes messages one by one: drop --delete-records"},
+		{NeedBroker(Kafka, "Kafka", "kafka://"), rabbit, "--kafka-tls", "", "drop --kafka-tls",
+			"--kafka-tls needs a Kafka reference (kafka://); RabbitMQ is reached without it: drop --kafka-tls"},
+		{NeedBroker(SQS, "Amazon SQS", "a queue name, URL or ARN"), kafka, "--sqs-endpoint-url", "", "drop it",
+			"--sqs-endpoint-url needs an Amazon SQS reference (a queue name, URL or ARN); Kafka is reached without it: drop it"},
+	} {
+		if c.need.Has(c.caps) {
+			t.Errorf("%s: %s has it", c.flag, c.caps.Label)
+		}
+		err := c.need.Refusal(c.flag, c.caps, c.have, c.instead)
+		if errs.Code(err) != errs.ExitUsage || err.Error() != c.want {
+			t.Errorf("%s on %s: exit %d %q\nwant %q", c.flag, c.caps.Label, errs.Code(err), err, c.want)
+		}
 	}
-	err = Refuse(Capabilities{Label: "RabbitMQ", Hold: HoldDelivery, NativeMove: true}, native, visibility)
-	if err == nil || !strings.Contains(err.Error(), "RabbitMQ holds a message as an unacknowledged delivery") {
-		t.Fatalf("refusal: %v", err)
-	}
-	if err := Refuse(Capabilities{Label: "Amazon SQS", Hold: HoldLease, NativeMove: true}, native, visibility); err != nil {
-		t.Fatalf("SQS refused: %v", err)
+	if !NeedNativeMove.Has(sqs) || !NeedLease.Has(sqs) || !NeedDeleteByOffset.Has(kafka) {
+		t.Error("a broker with the capability does not have the need")
 	}
 	if !errors.Is(Rejected(errors.New("too big")), ErrRejected) || Rejected(errors.New("too big")).Error() != "too big" {
 		t.Fatal("Rejected")

@@ -67,6 +67,8 @@ type subject struct {
 	// explaining: the reasons are shown (Explain), so matchers may spend
 	// time on describing them; Classify only needs the answer.
 	explaining bool
+	// err is the first rule that raised an error on the message.
+	err *EvalError
 }
 
 // verdictWhy explains v when the reasons are shown, else returns ""
@@ -145,7 +147,11 @@ func (rs *Rules) Classify(rec *record.Record, parsed any) Outcome {
 
 func (rs *Rules) classify(x *subject) Outcome {
 	for _, r := range rs.Rules {
-		if ok, _, err := r.m.match(x); ok && err == nil {
+		ok, _, err := r.m.match(x)
+		if err != nil && x.err == nil {
+			x.err = &EvalError{MessageID: x.rec.MessageID, What: rs.describeRule(r), Expr: r.When, Rule: true, Err: err}
+		}
+		if ok && err == nil {
 			o := Outcome{Class: r.Class, Action: r.Action, Rule: r.Name, Note: r.Note}
 			x.setOutcome(o)
 			return o
@@ -155,6 +161,14 @@ func (rs *Rules) classify(x *subject) Outcome {
 	o.Rule = DefaultRuleName
 	x.setOutcome(o)
 	return o
+}
+
+// describeRule names r in messages: rule "NAME" (FILE:LINE).
+func (rs *Rules) describeRule(r *Rule) string {
+	if r.Line > 0 {
+		return fmt.Sprintf("rule %q (%s:%d)", r.Name, rs.Source, r.Line)
+	}
+	return fmt.Sprintf("rule %q (%s)", r.Name, rs.Source)
 }
 
 // Step is one rule evaluated while explaining a classification.

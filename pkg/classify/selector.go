@@ -20,6 +20,8 @@ type Selector struct {
 	classSet map[string]bool
 	filter   *inspect.Filter
 	enrich   func(rec *record.Record)
+	// errs counts the messages the filter or a rule failed on.
+	errs evalTally
 }
 
 // NewSelector builds a selector. rules may be nil; when classes are given
@@ -65,29 +67,75 @@ func (s *Selector) Rules() *Rules {
 // Classifies reports whether Match sets rec.Class/Action/Rule.
 func (s *Selector) Classifies() bool { return s != nil && s.rules != nil }
 
-// Match classifies rec (sets rec.Class/Action/Rule when rules are in use)
-// and reports whether it passes --class and --filter. A filter that fails at
-// run time for a message counts as no match. Match is safe for concurrent
-// use (on different records).
-func (s *Selector) Match(rec *record.Record, parsed any) bool {
+// Select classifies rec (sets rec.Class/Action/Rule when rules are in use)
+// and reports whether it passes --class and --filter. Select is safe for
+// concurrent use (on different records).
+//
+// When the filter or a rule raises an error on rec (`.body | tonumber` on
+// a text body), rec is not selected and err is its *EvalError; the
+// message is counted (Errors). When the selection has failed on the first
+// RefuseAfter messages with none evaluated cleanly, err is instead the
+// refusal (a bad-input error, IsRefusal): the caller stops before
+// anything moves. From then on no message is selected, so a refused run
+// has selected nothing. A rule that fails falls through to the next rule,
+// as before, so rec still carries a class.
+func (s *Selector) Select(rec *record.Record, parsed any) (bool, error) {
 	if s == nil {
-		return true
+		return true, nil
 	}
 	if s.enrich != nil {
 		s.enrich(rec)
 	}
 	x := &subject{rec: rec, parsed: parsed}
+	selected := true
 	if s.rules != nil {
 		s.rules.classify(x)
-		if s.classSet != nil && !s.classSet[rec.Class] {
-			return false
+		if x.err != nil {
+			return false, s.errs.failed(x.err)
 		}
+		selected = s.classSet == nil || s.classSet[rec.Class]
 	}
-	if s.filter != nil {
+	if selected && s.filter != nil {
 		ok, err := s.filter.Match(x.input())
-		return err == nil && ok
+		if err != nil {
+			return false, s.errs.failed(&EvalError{MessageID: rec.MessageID, What: fmt.Sprintf("--filter '%s'", s.filter.String()), Expr: s.filter.String(), Err: err})
+		}
+		selected = ok
 	}
-	return true
+	if err := s.errs.clean(); err != nil {
+		return false, err
+	}
+	return selected, nil
+}
+
+// Refusal returns the refusal (a bad-input error) when the selection
+// failed on every message it evaluated — one or more, with none evaluated
+// cleanly — and nil otherwise. Call it when a run ends: a run that read
+// fewer than RefuseAfter messages is refused only then.
+func (s *Selector) Refusal() error {
+	if s == nil {
+		return nil
+	}
+	return s.errs.refused()
+}
+
+// Errors returns the messages the filter or a rule failed on (nil when
+// none).
+func (s *Selector) Errors() *inspect.FilterErrors {
+	if s == nil {
+		return nil
+	}
+	return s.errs.summary()
+}
+
+// OnError sets a function told about the first VerboseErrors evaluation
+// errors (-v prints them); it must be safe for concurrent use.
+func (s *Selector) OnError(fn func(EvalError)) {
+	if s != nil {
+		s.errs.mu.Lock()
+		s.errs.onError = fn
+		s.errs.mu.Unlock()
+	}
 }
 
 // Describe returns a one-line human description of the selection ("all

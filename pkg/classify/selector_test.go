@@ -13,7 +13,7 @@ import (
 func TestNilSelectorMatchesEverything(t *testing.T) {
 	var s *Selector
 	rec, parsed := decodedRecord("not json", nil)
-	if !s.Match(rec, parsed) {
+	if !mustSelect(t, s, rec, parsed) {
 		t.Fatal("nil selector rejected a message")
 	}
 	if rec.Class != "" {
@@ -35,10 +35,10 @@ func TestSelectorClassesUseBuiltinRules(t *testing.T) {
 	timeout, tp := decodedRecord(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"timeout"}`, nil)
 	plain, pp := decodedRecord(`{"eventId":"e","eventType":"A",`, nil)
 	business, bp := decodedRecord(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"insufficient funds"}`, nil)
-	if !s.Match(timeout, tp) || !s.Match(plain, pp) {
+	if !mustSelect(t, s, timeout, tp) || !mustSelect(t, s, plain, pp) {
 		t.Error("transient or permanent message not selected")
 	}
-	if s.Match(business, bp) {
+	if mustSelect(t, s, business, bp) {
 		t.Error("business message selected by --class transient,permanent")
 	}
 	if business.Class != ClassBusiness || business.Action != ActionInvestigate {
@@ -60,11 +60,11 @@ func TestSelectorFilterSeesClassification(t *testing.T) {
 	}
 	rec, parsed := decodedRecord(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"HTTP 503 from ledger"}`, nil)
 	rec.System.ReceiveCount = 5
-	if !s.Match(rec, parsed) {
+	if !mustSelect(t, s, rec, parsed) {
 		t.Error("transient message with 5 receives not selected")
 	}
 	rec.System.ReceiveCount = 1
-	if s.Match(rec, parsed) {
+	if mustSelect(t, s, rec, parsed) {
 		t.Error("receive_count 1 selected")
 	}
 }
@@ -76,8 +76,8 @@ func TestSelectorFilterOnlyDoesNotClassify(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec, parsed := decodedRecord(`{"x":1}`, nil)
-	if !s.Match(rec, parsed) || rec.Class != "" {
-		t.Errorf("match=%v class=%q", s.Match(rec, parsed), rec.Class)
+	if !mustSelect(t, s, rec, parsed) || rec.Class != "" {
+		t.Errorf("match=%v class=%q", mustSelect(t, s, rec, parsed), rec.Class)
 	}
 	if s.Describe() != "filter .json.x == 1" {
 		t.Errorf("Describe = %q", s.Describe())
@@ -115,7 +115,11 @@ func TestSelectorConcurrentMatch(t *testing.T) {
 			for i := 0; i < 200; i++ {
 				k := i % len(bodies)
 				rec, parsed := decodedRecord(bodies[k], nil)
-				ok := s.Match(rec, parsed)
+				ok, err := s.Select(rec, parsed)
+				if err != nil {
+					done <- err
+					return
+				}
 				if rec.Class != want[k] || ok != (want[k] != ClassBusiness) {
 					done <- fmt.Errorf("body %q: class %q match %v", bodies[k], rec.Class, ok)
 					return
@@ -152,9 +156,19 @@ func TestSelectorMatchesAllOnlyWithoutSelection(t *testing.T) {
 		}
 		if c.want {
 			rec, parsed := decodedRecord("not json", nil)
-			if !c.s.Match(rec, parsed) {
+			if !mustSelect(t, c.s, rec, parsed) {
 				t.Errorf("%s: MatchesAll but Match rejected a record", name)
 			}
 		}
 	}
+}
+
+// mustSelect is Select for selections that never fail.
+func mustSelect(t testing.TB, s *Selector, rec *record.Record, parsed any) bool {
+	t.Helper()
+	ok, err := s.Select(rec, parsed)
+	if err != nil {
+		t.Fatalf("Select(%s): %v", rec.MessageID, err)
+	}
+	return ok
 }

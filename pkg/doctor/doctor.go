@@ -5,12 +5,17 @@
 // runbooks need, with calls that change nothing. A permission that can
 // only be proven by a call that changes something (a receive increments
 // ApproximateReceiveCount; a send or delete moves messages) is reported as
-// not checked, with the policy statement to verify.
+// not checked, with the policy statement to verify. RabbitMQ and Kafka
+// references are checked by their broker packages (broker.DoctorCheck,
+// added with Report.AddBroker); the state directory and tool checks are
+// the same for every broker.
 package doctor
 
 import (
 	"sort"
 	"strings"
+
+	"github.com/dlqctl/dlqctl/pkg/broker"
 )
 
 // Status of one check.
@@ -58,6 +63,15 @@ type Report struct {
 
 // Add appends a check.
 func (r *Report) Add(c Check) { r.Checks = append(r.Checks, c) }
+
+// AddBroker appends the checks a broker package made of a reference
+// (RabbitMQ, Kafka: reaching it, logging in, the queue or topic, the
+// permissions it reports).
+func (r *Report) AddBroker(cs []broker.DoctorCheck) {
+	for _, c := range cs {
+		r.Add(Check{Name: c.Name, Status: Status(c.Status), Detail: c.Detail, Fix: c.Fix, Resource: c.Resource})
+	}
+}
 
 // Finish computes OK and the counts.
 func (r *Report) Finish() {

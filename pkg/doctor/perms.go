@@ -236,7 +236,12 @@ func (p *Prober) Run(ctx context.Context, t Targets, r *Report) {
 	}
 	callCtx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 20*time.Second) }
 
-	if has("sqs:ListQueues", OnAccount) {
+	if p.SQS == nil {
+		// No SQS queue to check (a RabbitMQ or Kafka reference with
+		// --archive or --logs): only the bucket and the log groups.
+		t.Queues, t.To = nil, ""
+	}
+	if p.SQS != nil && has("sqs:ListQueues", OnAccount) {
 		cctx, cancel := callCtx()
 		_, err := p.SQS.ListQueues(cctx, &sqs.ListQueuesInput{MaxResults: aws.Int32(1)})
 		cancel()

@@ -26,9 +26,11 @@ const (
 const ExitCodesHelp = `Exit codes:
   0    ok (also when nothing matched)
   1    error
-  2    usage or bad input, no AWS credentials or region, or access denied
-       to the queue or bucket before anything started (the message names
-       the IAM action); nothing was changed
+  2    usage or bad input (a flag the queue's broker cannot honour too),
+       no AWS credentials or region, or the queue could not be opened
+       before anything started, on every broker alike: endpoint
+       unreachable, credentials or access refused (the message names the
+       IAM action), queue, topic or vhost missing; nothing was changed
   3    a verdict failed (canary, guard, audit or check)
   4    partial: some messages could not be processed, or the queue could not
        be read whole (FIFO groups locked behind held messages, messages in

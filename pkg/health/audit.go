@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/record"
@@ -355,4 +356,49 @@ func sampleExpiry(ctx context.Context, c *sqs.Client, g *Graph, opts AuditOption
 		out = append(out, f)
 	}
 	return out, notes, nil
+}
+
+// SQSAudit is what an SQS audit covers: the named queues (with their DLQs
+// and sources), or every queue of the region whose name starts with
+// Prefix. It is the broker.Auditor of the SQS rules (rules.go).
+type SQSAudit struct {
+	Client *sqs.Client
+	Queues []string
+	Prefix string
+	// OnSample is called before a DLQ is sampled for the expiry check.
+	OnSample func(queue string, max int)
+}
+
+// Audit runs the SQS configuration checks and samples DLQs for messages
+// about to expire (opt.Sample messages each; 0 skips it).
+func (a *SQSAudit) Audit(ctx context.Context, opt broker.AuditOptions) (broker.AuditResult, error) {
+	o := AuditOptions{Queues: a.Queues, Prefix: a.Prefix, Config: Config{InvestigationWindow: opt.InvestigationWindow},
+		SampleMax: opt.Sample, SampleVisibility: opt.SampleHold}
+	if a.OnSample != nil {
+		o.OnSample = func(q *sqs.Queue, n int) { a.OnSample(q.Name, n) }
+	}
+	rep, err := Audit(ctx, a.Client, o)
+	if err != nil {
+		return broker.AuditResult{}, err
+	}
+	return broker.AuditResult{Audited: rep.Queues, Findings: rep.Findings, Notes: rep.Notes}, nil
+}
+
+// AuditAll runs every auditor (one per vhost, topic or SQS selection) and
+// reports their findings as one, most severe first: the same report for
+// every broker.
+func AuditAll(ctx context.Context, auditors []broker.Auditor, opt broker.AuditOptions) (*AuditReport, error) {
+	rep := &AuditReport{Queues: []string{}, Findings: []Finding{}, Notes: []string{}}
+	for _, a := range auditors {
+		res, err := a.Audit(ctx, opt)
+		if err != nil {
+			return nil, err
+		}
+		rep.Queues = append(rep.Queues, res.Audited...)
+		rep.Findings = append(rep.Findings, res.Findings...)
+		rep.Notes = append(rep.Notes, res.Notes...)
+	}
+	Sort(rep.Findings)
+	rep.Tally = Count(rep.Findings)
+	return rep, nil
 }

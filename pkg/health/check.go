@@ -2,10 +2,12 @@ package health
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
@@ -34,18 +36,26 @@ type Result struct {
 	Unit   string  `json:"unit"` // messages | seconds | messages/WINDOW
 	// Detail says how the value was obtained ("oldest of 20 sampled
 	// messages", "over the last 5m3s") in words.
-	Detail  string `json:"detail"`
-	Sampled bool   `json:"sampled,omitempty"`
+	Detail string `json:"detail"`
+	// Sampled: the value comes from a sample of messages (an oldest age
+	// can only be under-estimated).
+	Sampled bool `json:"sampled,omitempty"`
+	// Exact: the broker counted it exactly (RabbitMQ's ready count, a
+	// Kafka group's pending records and oldest pending age); false for
+	// approximate counts (SQS) and samples.
+	Exact bool `json:"exact"`
 }
 
 // CheckReport is the outcome of one check run.
 type CheckReport struct {
-	Queue     string     `json:"queue"`
-	QueueURL  string     `json:"queue_url"`
-	CheckedAt time.Time  `json:"checked_at"`
-	Counts    sqs.Counts `json:"counts"`
-	OK        bool       `json:"ok"`
-	Results   []Result   `json:"thresholds"`
+	Queue string `json:"queue"`
+	// QueueURL is the queue as its broker names it, without credentials
+	// (an SQS queue URL, amqp://HOST/VHOST/QUEUE, kafka://HOSTS/TOPIC).
+	QueueURL  string    `json:"queue_url"`
+	CheckedAt time.Time `json:"checked_at"`
+	Counts    Counts    `json:"counts"`
+	OK        bool      `json:"ok"`
+	Results   []Result  `json:"thresholds"`
 }
 
 // Breaches returns the breached results.
@@ -62,7 +72,8 @@ func (r *CheckReport) Breaches() []Result {
 // CheckOptions configure Check.
 type CheckOptions struct {
 	Thresholds
-	// SampleMax is how many messages to sample for the oldest age.
+	// SampleMax is how many messages to sample for the oldest age (on
+	// brokers that do not know it).
 	SampleMax        int
 	SampleVisibility time.Duration
 	// History keeps readings between runs for --max-growth (nil: none).
@@ -73,42 +84,51 @@ type CheckOptions struct {
 	GrowthSample time.Duration
 	Now          func() time.Time
 	// OnSample is called before messages are sampled for the oldest age.
-	OnSample func(q *sqs.Queue, max int)
+	OnSample func(max int)
 	// OnWait is called before waiting GrowthSample for a second reading.
 	OnWait func(d time.Duration)
 }
 
-// Check evaluates the thresholds on q, whose attributes must be fresh.
-func Check(ctx context.Context, c *sqs.Client, q *sqs.Queue, opts CheckOptions) (*CheckReport, error) {
+// depthOf reads ep's depth: through its broker's DepthReader, or Depth
+// alone in neutral words.
+func depthOf(ctx context.Context, ep broker.Endpoint, oldest bool) (broker.DepthReading, error) {
+	if r, ok := ep.(broker.DepthReader); ok {
+		return r.ReadDepth(ctx, oldest)
+	}
+	d, err := ep.Depth(ctx)
+	if err != nil {
+		return broker.DepthReading{}, err
+	}
+	return broker.DepthReading{Depth: d, Terms: broker.DepthTerms{Ready: "ready", Held: "held", Delayed: "delayed"}}, nil
+}
+
+// Check evaluates the thresholds on the queue ep names, on any broker.
+func Check(ctx context.Context, ep broker.Endpoint, opts CheckOptions) (*CheckReport, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	now := Reading{At: opts.Now().UTC(), Counts: q.Counts()}
-	rep := &CheckReport{Queue: q.Name, QueueURL: q.URL, CheckedAt: now.At, Counts: now.Counts, Results: []Result{}}
-
+	d, err := depthOf(ctx, ep, opts.MaxAge > 0)
+	if err != nil {
+		return nil, err
+	}
+	now := Reading{At: opts.Now().UTC(), Counts: countsOf(d)}
+	rep := &CheckReport{Queue: ep.Name(), QueueURL: ep.String(), CheckedAt: now.At, Counts: now.Counts, Results: []Result{}}
 	if opts.MaxVisible != nil {
-		rep.Results = append(rep.Results, VisibleResult(now.Counts, *opts.MaxVisible))
+		r := VisibleResult(now.Counts, *opts.MaxVisible)
+		if d.Note != "" {
+			r.Detail = fmt.Sprintf("%d %s %s", now.Counts.Visible, d.Terms.Ready, d.Note)
+		}
+		rep.Results = append(rep.Results, r)
 	}
 	if opts.MaxAge > 0 {
-		oldest, sampled := time.Duration(0), 0
-		if now.Counts.Visible > 0 {
-			if opts.OnSample != nil {
-				opts.OnSample(q, opts.SampleMax)
-			}
-			_, err := inspect.Scan(ctx, sqs.NewEndpoint(c, q), inspect.ScanOptions{Max: opts.SampleMax, Visibility: opts.SampleVisibility},
-				func(m *record.Record, _ any) error {
-					sampled++
-					oldest = max(oldest, time.Duration(m.AgeSeconds)*time.Second)
-					return nil
-				})
-			if err != nil {
-				return nil, err
-			}
+		r, err := checkAge(ctx, ep, d, now.Counts, opts)
+		if err != nil {
+			return nil, err
 		}
-		rep.Results = append(rep.Results, AgeResult(oldest, sampled, now.Counts, opts.MaxAge))
+		rep.Results = append(rep.Results, r)
 	}
 	if opts.MaxGrowth != nil {
-		res, err := checkGrowth(ctx, c, q, now, opts)
+		res, err := checkGrowth(ctx, ep, now, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -118,13 +138,47 @@ func Check(ctx context.Context, c *sqs.Client, q *sqs.Queue, opts CheckOptions) 
 	return rep, nil
 }
 
-func checkGrowth(ctx context.Context, c *sqs.Client, q *sqs.Queue, now Reading, opts CheckOptions) (Result, error) {
+// checkAge is --max-age: the broker's own oldest age where it knows it,
+// else the oldest of a sample of messages read without consuming them.
+func checkAge(ctx context.Context, ep broker.Endpoint, d broker.DepthReading, c Counts, opts CheckOptions) (Result, error) {
+	if d.OldestKnown {
+		r := Result{Name: "oldest_age", Status: StatusOK, Value: d.Oldest.Seconds(), Limit: opts.MaxAge.Seconds(), Unit: "seconds",
+			Detail: d.OldestDetail, Exact: true}
+		if d.Oldest > opts.MaxAge {
+			r.Status = StatusBreach
+		}
+		return r, nil
+	}
+	oldest, sampled := time.Duration(0), 0
+	if c.Visible > 0 {
+		if opts.OnSample != nil {
+			opts.OnSample(opts.SampleMax)
+		}
+		_, err := inspect.Scan(ctx, ep, inspect.ScanOptions{Max: opts.SampleMax, Visibility: opts.SampleVisibility},
+			func(m *record.Record, _ any) error {
+				sampled++
+				oldest = max(oldest, time.Duration(m.AgeSeconds)*time.Second)
+				return nil
+			})
+		if errors.Is(err, broker.ErrPeekUnsafe) {
+			return Result{Name: "oldest_age", Status: StatusUnknown, Limit: opts.MaxAge.Seconds(), Unit: "seconds",
+				Detail: "not peeked: " + err.Error()}, nil
+		}
+		if err != nil {
+			return Result{}, err
+		}
+	}
+	return AgeResult(oldest, sampled, c, opts.MaxAge), nil
+}
+
+func checkGrowth(ctx context.Context, ep broker.Endpoint, now Reading, opts CheckOptions) (Result, error) {
 	lim := *opts.MaxGrowth
+	key := ep.ID()
 	var history []Reading
 	if opts.History != nil {
 		var err error
-		if history, err = opts.History.Load(q.ARN); err != nil {
-			return Result{}, fmt.Errorf("reading the previous depth of %s: %w", q.Name, err)
+		if history, err = opts.History.Load(key); err != nil {
+			return Result{}, fmt.Errorf("reading the previous depth of %s: %w", ep.Name(), err)
 		}
 	}
 	rate, ok := GrowthRate(history, now, lim.Window, lim.Window/2)
@@ -141,10 +195,11 @@ func checkGrowth(ctx context.Context, c *sqs.Client, q *sqs.Queue, now Reading, 
 			return Result{}, ctx.Err()
 		case <-t.C:
 		}
-		if err := c.Refresh(ctx, q); err != nil {
-			return Result{}, sqs.WrapAWSError(err)
+		d, err := depthOf(ctx, ep, false)
+		if err != nil {
+			return Result{}, err
 		}
-		latest = Reading{At: opts.Now().UTC(), Counts: q.Counts()}
+		latest = Reading{At: opts.Now().UTC(), Counts: countsOf(d)}
 		rate, ok = GrowthRate([]Reading{now}, latest, lim.Window, 0)
 		measured = " (measured now: no stored reading was old enough)"
 	}
@@ -153,17 +208,31 @@ func checkGrowth(ctx context.Context, c *sqs.Client, q *sqs.Queue, now Reading, 
 		if latest != now {
 			history = append(history, latest)
 		}
-		if err := opts.History.Save(q.ARN, Trim(history, latest.At)); err != nil {
-			return Result{}, fmt.Errorf("saving the depth reading of %s: %w", q.Name, err)
+		if err := opts.History.Save(key, Trim(history, latest.At)); err != nil {
+			return Result{}, fmt.Errorf("saving the depth reading of %s: %w", ep.Name(), err)
 		}
 	}
-	return GrowthResult(rate, ok, lim, measured), nil
+	res := GrowthResult(rate, ok, lim, measured)
+	res.Exact = ok && rate.Base.Counts.Exact && rate.Now.Counts.Exact
+	return res, nil
 }
 
-// VisibleResult evaluates --max-visible.
-func VisibleResult(c sqs.Counts, maxVisible int) Result {
+// VisibleResult evaluates --max-visible on the ready count.
+func VisibleResult(c Counts, maxVisible int) Result {
+	t := c.words()
+	detail := fmt.Sprintf("%d %s", c.Visible, t.Ready)
+	var also []string
+	if t.Held != "" {
+		also = append(also, fmt.Sprintf("%d %s", c.InFlight, t.Held))
+	}
+	if t.Delayed != "" {
+		also = append(also, fmt.Sprintf("%d %s", c.Delayed, t.Delayed))
+	}
+	if len(also) > 0 {
+		detail += " (" + strings.Join(also, ", ") + ")"
+	}
 	r := Result{Name: "visible", Status: StatusOK, Value: float64(c.Visible), Limit: float64(maxVisible), Unit: "messages",
-		Detail: fmt.Sprintf("%d visible (%d in flight, %d delayed)", c.Visible, c.InFlight, c.Delayed)}
+		Detail: detail, Exact: c.Exact}
 	if c.Visible > maxVisible {
 		r.Status = StatusBreach
 	}
@@ -173,13 +242,14 @@ func VisibleResult(c sqs.Counts, maxVisible int) Result {
 // AgeResult evaluates --max-age from the oldest message of a sample. A
 // sample can only under-estimate the oldest age: a breach is certain, an ok
 // is as good as the sample.
-func AgeResult(oldest time.Duration, sampled int, c sqs.Counts, maxAge time.Duration) Result {
+func AgeResult(oldest time.Duration, sampled int, c Counts, maxAge time.Duration) Result {
+	t := c.words()
 	r := Result{Name: "oldest_age", Status: StatusOK, Value: oldest.Seconds(), Limit: maxAge.Seconds(), Unit: "seconds", Sampled: true}
 	switch {
 	case sampled == 0 && c.Visible == 0 && c.InFlight > 0:
 		r.Status = StatusUnknown
 		r.Sampled = false
-		r.Detail = fmt.Sprintf("no visible message to sample (%d in flight)", c.InFlight)
+		r.Detail = fmt.Sprintf("no %s message to sample (%d %s)", t.Ready, c.InFlight, t.Held)
 		return r
 	case sampled == 0 && c.Visible == 0:
 		r.Sampled = false
@@ -187,12 +257,24 @@ func AgeResult(oldest time.Duration, sampled int, c sqs.Counts, maxAge time.Dura
 		return r
 	case sampled == 0:
 		r.Status = StatusUnknown
-		r.Detail = fmt.Sprintf("no message could be sampled (%d visible)", c.Visible)
+		r.Detail = fmt.Sprintf("no message could be sampled (%d %s)", c.Visible, t.Ready)
 		return r
 	}
-	r.Detail = fmt.Sprintf("oldest of %d sampled messages (of ~%d visible); sampled, the true oldest may be older", sampled, c.Visible)
-	if sampled >= c.Visible {
-		r.Detail = fmt.Sprintf("oldest of %d sampled messages (all visible ones)", sampled)
+	from := ""
+	if t.AgeFrom != "" {
+		from = ", " + t.AgeFrom
+	}
+	approx := "~"
+	if c.Exact {
+		approx = ""
+	}
+	switch {
+	case sampled >= c.Visible:
+		r.Detail = fmt.Sprintf("oldest of all %d %s messages%s", sampled, t.Ready, from)
+	case t.HeadFirst:
+		r.Detail = fmt.Sprintf("oldest of the %d messages at the head of the queue (of %s%d %s)%s", sampled, approx, c.Visible, t.Ready, from)
+	default:
+		r.Detail = fmt.Sprintf("oldest of %d sampled messages (of %s%d %s)%s; sampled, the true oldest may be older", sampled, approx, c.Visible, t.Ready, from)
 	}
 	if oldest > maxAge {
 		r.Status = StatusBreach

@@ -1,132 +1,42 @@
-// Package health finds DLQ trouble before it pages someone: audit checks a
-// source/DLQ setup against a production checklist, check evaluates alerting
-// thresholds on one DLQ, and watch samples a DLQ's depth over time.
+// Package health finds DLQ trouble before it pages someone, on every
+// broker: audit collects each broker's findings (package finding, the
+// rules in the broker's own package or, for SQS, rules.go), check
+// evaluates alerting thresholds on one DLQ, and watch samples a DLQ's
+// depth over time. check and watch read a broker-neutral depth
+// (broker.Endpoint's Depth, and broker.DepthReader where the broker says
+// more); they never ask which broker they talk to.
 //
-// Nothing here prints or exits: results are values (Finding, CheckReport,
-// Tick) that cmd renders, and progress is reported through callbacks.
+// Nothing here prints or exits: results are values (finding.Finding,
+// CheckReport, Tick) that cmd renders, and progress is reported through
+// callbacks.
 package health
 
-import (
-	"fmt"
-	"strings"
+import fnd "github.com/dlqctl/dlqctl/pkg/finding"
 
-	"github.com/dlqctl/dlqctl/pkg/errs"
+// The audit finding is package finding's (one type for every broker);
+// these names keep the SQS rules and their callers short.
+type (
+	Finding  = fnd.Finding
+	Fix      = fnd.Fix
+	Severity = fnd.Severity
+	Tally    = fnd.Tally
 )
-
-// Severity ranks a finding: error (messages will be lost or never reach the
-// DLQ), warn (a setting that turns incidents into worse incidents), info.
-type Severity string
 
 // Severities.
 const (
-	SevInfo  Severity = "info"
-	SevWarn  Severity = "warn"
-	SevError Severity = "error"
+	SevInfo  = fnd.SevInfo
+	SevWarn  = fnd.SevWarn
+	SevError = fnd.SevError
 )
 
-// Rank orders severities: info < warn < error.
-func (s Severity) Rank() int {
-	switch s {
-	case SevError:
-		return 2
-	case SevWarn:
-		return 1
-	}
-	return 0
-}
-
 // ParseSeverity validates a --fail-on value.
-func ParseSeverity(s string) (Severity, error) {
-	switch Severity(strings.ToLower(strings.TrimSpace(s))) {
-	case SevError:
-		return SevError, nil
-	case SevWarn, "warning":
-		return SevWarn, nil
-	case SevInfo:
-		return SevInfo, nil
-	}
-	return "", errs.BadInputf("unknown severity %q; use --fail-on error, warn or info", s)
-}
-
-// Finding is one audit result: what is wrong with which queue, why it
-// matters and exactly how to fix it. The JSON field names are a public
-// contract (audit -o json).
-type Finding struct {
-	Severity Severity `json:"severity"`
-	// Check is the stable id of the rule, e.g. "dlq-retention-short".
-	Check    string `json:"check"`
-	Queue    string `json:"queue"`
-	QueueURL string `json:"queue_url,omitempty"`
-	// Related is the other queue of the source/DLQ pair, when there is one.
-	Related string `json:"related,omitempty"`
-	Problem string `json:"problem"`
-	Why     string `json:"why"`
-	Fix     Fix    `json:"fix"`
-	// Sampled is true when the finding comes from a sample of messages
-	// rather than from the queue's configuration.
-	Sampled bool `json:"sampled,omitempty"`
-}
-
-// Fix is the exact change that resolves a finding.
-type Fix struct {
-	// Queue is the queue to change (not always the queue of the finding:
-	// a DLQ retention problem may be fixed on the source).
-	Queue string `json:"queue"`
-	// Attribute and Value are the SetQueueAttributes change ("" to remove
-	// an attribute); empty when the fix is not an attribute change.
-	Attribute string `json:"attribute,omitempty"`
-	Value     string `json:"value,omitempty"`
-	// Terraform is the aws_sqs_queue argument to set.
-	Terraform string `json:"terraform,omitempty"`
-	// Command is a dlqctl command to run instead of (or besides) a
-	// configuration change.
-	Command string `json:"command,omitempty"`
-	// Text says the fix in one sentence.
-	Text string `json:"text"`
-}
-
-// SetAttribute renders the SetQueueAttributes part as Attribute=Value
-// ("" when the fix has no attribute change).
-func (f Fix) SetAttribute() string {
-	if f.Attribute == "" {
-		return ""
-	}
-	if f.Value == "" {
-		return fmt.Sprintf("%s=\"\" (remove)", f.Attribute)
-	}
-	return f.Attribute + "=" + f.Value
-}
-
-// Tally counts findings by severity.
-type Tally struct {
-	Errors   int `json:"errors"`
-	Warnings int `json:"warnings"`
-	Infos    int `json:"infos"`
-}
+func ParseSeverity(s string) (Severity, error) { return fnd.ParseSeverity(s) }
 
 // Count tallies findings.
-func Count(fs []Finding) Tally {
-	var t Tally
-	for _, f := range fs {
-		switch f.Severity {
-		case SevError:
-			t.Errors++
-		case SevWarn:
-			t.Warnings++
-		default:
-			t.Infos++
-		}
-	}
-	return t
-}
+func Count(fs []Finding) Tally { return fnd.Count(fs) }
 
 // AtLeast returns the findings whose severity is at least min.
-func AtLeast(fs []Finding, min Severity) []Finding {
-	var out []Finding
-	for _, f := range fs {
-		if f.Severity.Rank() >= min.Rank() {
-			out = append(out, f)
-		}
-	}
-	return out
-}
+func AtLeast(fs []Finding, min Severity) []Finding { return fnd.AtLeast(fs, min) }
+
+// Sort orders findings: most severe first, then by queue and check.
+func Sort(fs []Finding) { fnd.Sort(fs) }

@@ -14,14 +14,42 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 )
 
+// Counts are a queue's depth in neutral terms (check and watch JSON,
+// docs/schema/health.schema.json#/$defs/counts): Visible is what a read
+// could return now (SQS visible, RabbitMQ ready, Kafka pending for
+// dlqctl's group), InFlight what is held by readers (SQS in flight,
+// RabbitMQ unacknowledged), Delayed what is not deliverable yet (SQS).
+type Counts struct {
+	Visible  int `json:"visible"`
+	InFlight int `json:"in_flight"`
+	Delayed  int `json:"delayed"`
+	// Exact is false when the broker's counts are approximate (SQS:
+	// eventually consistent, up to a minute behind).
+	Exact bool `json:"exact"`
+	// terms are the broker's words for the counts (zero: SQS's).
+	terms broker.DepthTerms
+}
+
+func countsOf(d broker.DepthReading) Counts {
+	return Counts{Visible: int(d.Ready), InFlight: int(d.Held), Delayed: int(d.Delayed), Exact: d.Exact, terms: d.Terms}
+}
+
+// words are the broker's words for the counts, SQS's when it gave none.
+func (c Counts) words() broker.DepthTerms {
+	if c.terms.Ready == "" {
+		return broker.DepthTerms{Ready: "visible", Held: "in flight", Delayed: "delayed"}
+	}
+	return c.terms
+}
+
 // Reading is one depth reading of a queue.
 type Reading struct {
-	At     time.Time  `json:"at"`
-	Counts sqs.Counts `json:"counts"`
+	At     time.Time `json:"at"`
+	Counts Counts    `json:"counts"`
 }
 
 // Depth is every message in the queue: visible, in flight (someone is
@@ -133,11 +161,26 @@ const (
 
 func (h FileHistory) path(key string) string {
 	sum := sha256.Sum256([]byte(key))
-	name := sqs.NameFromARN(key)
-	if name == "" {
-		name = "queue"
-	}
+	name := historyName(key)
 	return filepath.Join(h.Dir, fmt.Sprintf("%s-%s.json", name, hex.EncodeToString(sum[:6])))
+}
+
+// historyName is the queue's name in a history file name: what follows
+// the last ':' or '/' of its key (an SQS ARN's queue name, a RabbitMQ
+// queue, a Kafka topic), with any other character than letters, digits,
+// '.', '_' and '-' replaced.
+func historyName(key string) string {
+	name := key[strings.LastIndexAny(key, ":/")+1:]
+	name = strings.Map(func(r rune) rune {
+		if r == '.' || r == '_' || r == '-' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') {
+			return r
+		}
+		return '_'
+	}, name)
+	if name == "" || strings.Trim(name, ".") == "" {
+		return "queue"
+	}
+	return name
 }
 
 // Load returns the stored readings (none when there is no file yet).

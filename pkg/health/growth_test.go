@@ -5,12 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 )
 
 func rd(at time.Time, visible int) Reading {
-	return Reading{At: at, Counts: sqs.Counts{Visible: visible}}
+	return Reading{At: at, Counts: Counts{Visible: visible}}
 }
 
 func TestGrowthRatePicksReadingClosestToWindow(t *testing.T) {
@@ -59,20 +58,20 @@ func TestParseGrowthLimit(t *testing.T) {
 }
 
 func TestResults(t *testing.T) {
-	if r := VisibleResult(sqs.Counts{Visible: 11, InFlight: 2}, 10); r.Status != StatusBreach || r.Value != 11 {
+	if r := VisibleResult(Counts{Visible: 11, InFlight: 2}, 10); r.Status != StatusBreach || r.Value != 11 {
 		t.Errorf("11 > 10 visible: %+v", r)
 	}
-	if r := VisibleResult(sqs.Counts{Visible: 10}, 10); r.Status != StatusOK {
+	if r := VisibleResult(Counts{Visible: 10}, 10); r.Status != StatusOK {
 		t.Errorf("10 visible at max 10: %+v", r)
 	}
-	r := AgeResult(2*time.Hour, 20, sqs.Counts{Visible: 500}, time.Hour)
+	r := AgeResult(2*time.Hour, 20, Counts{Visible: 500}, time.Hour)
 	if r.Status != StatusBreach || !r.Sampled || !strings.Contains(r.Detail, "20 sampled") || !strings.Contains(r.Detail, "sampled, the true oldest may be older") {
 		t.Errorf("age breach: %+v", r)
 	}
-	if r := AgeResult(0, 0, sqs.Counts{InFlight: 3}, time.Hour); r.Status != StatusUnknown {
+	if r := AgeResult(0, 0, Counts{InFlight: 3}, time.Hour); r.Status != StatusUnknown {
 		t.Errorf("nothing visible to sample should be unknown: %+v", r)
 	}
-	if r := AgeResult(0, 0, sqs.Counts{}, time.Hour); r.Status != StatusOK || r.Detail != "queue is empty" {
+	if r := AgeResult(0, 0, Counts{}, time.Hour); r.Status != StatusOK || r.Detail != "queue is empty" {
 		t.Errorf("empty queue: %+v", r)
 	}
 	if r := GrowthResult(Rate{}, false, GrowthLimit{5, time.Minute}, ""); r.Status != StatusUnknown || !strings.Contains(r.Detail, "next run") {

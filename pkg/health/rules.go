@@ -137,20 +137,6 @@ func Evaluate(g *Graph, cfg Config) ([]Finding, []string) {
 	return out, notes
 }
 
-// Sort orders findings most severe first, then by queue and check.
-func Sort(fs []Finding) {
-	sort.SliceStable(fs, func(i, j int) bool {
-		a, b := fs[i], fs[j]
-		if a.Severity.Rank() != b.Severity.Rank() {
-			return a.Severity.Rank() > b.Severity.Rank()
-		}
-		if a.Queue != b.Queue {
-			return a.Queue < b.Queue
-		}
-		return a.Check < b.Check
-	})
-}
-
 func finding(sev Severity, check string, n *Node, problem, why string, fix Fix) Finding {
 	if fix.Queue == "" {
 		fix.Queue = n.Q.Name

@@ -4,38 +4,37 @@ import (
 	"context"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
-
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 )
 
 // GrowthWindow is the window watch reports growth over (per minute).
 const GrowthWindow = time.Minute
 
-// MoveTask is a running SQS message move task out of the watched queue.
-type MoveTask struct {
-	Status         string    `json:"status"`
-	DestinationARN string    `json:"destination_arn,omitempty"`
-	Moved          int64     `json:"moved"`
-	ToMove         *int64    `json:"to_move,omitempty"`
-	MaxPerSecond   *int32    `json:"max_per_second,omitempty"`
-	StartedAt      time.Time `json:"started_at,omitzero"`
-}
+// MoveTask is a move the broker runs itself out of the watched queue (an
+// SQS message move task).
+type MoveTask = broker.MoveTask
 
 // Tick is one sample of a watched queue (watch -o ndjson prints one per line).
 type Tick struct {
-	Seq    int        `json:"tick"`
-	At     time.Time  `json:"at"`
-	Counts sqs.Counts `json:"counts"`
+	Seq    int       `json:"tick"`
+	At     time.Time `json:"at"`
+	Counts Counts    `json:"counts"`
 	// GrowthPerMinute is the change in depth (visible + in flight +
 	// delayed) per minute over up to the last minute; nil on the first tick.
 	GrowthPerMinute *float64 `json:"growth_per_minute"`
-	// MoveTasks are the running move tasks whose source is this queue.
+	// MoveTasks are the running move tasks whose source is this queue
+	// (always empty on a broker without them).
 	MoveTasks []MoveTask `json:"move_tasks"`
 	// MoveTaskError says why move tasks could not be listed (the rest of
 	// the tick is still valid).
 	MoveTaskError string `json:"move_task_error,omitempty"`
+
+	// Terms are the broker's words for the counts; ListsMoves says the
+	// broker runs move tasks (so "none" means none); Gauges are the
+	// broker's further figures. For the terminal view only.
+	Terms      broker.DepthTerms `json:"-"`
+	ListsMoves bool              `json:"-"`
+	Gauges     []broker.Gauge    `json:"-"`
 }
 
 // WatchOptions configure Watch.
@@ -46,17 +45,19 @@ type WatchOptions struct {
 	Now   func() time.Time
 }
 
-// Watch reads q's depth and running move tasks every Interval (the first
-// time at once) and hands each Tick to fn. It returns nil after Count
-// ticks, ctx.Err() when cancelled, or the first error of fn or of reading
-// the queue.
-func Watch(ctx context.Context, c *sqs.Client, q *sqs.Queue, opts WatchOptions, fn func(Tick) error) error {
+// Watch reads the depth of the queue ep names (and the moves its broker
+// runs out of it, where it has them) every Interval, the first time at
+// once, and hands each Tick to fn. Nothing is read from the queue itself.
+// It returns nil after Count ticks, ctx.Err() when cancelled, or the first
+// error of fn or of reading the depth.
+func Watch(ctx context.Context, ep broker.Endpoint, opts WatchOptions, fn func(Tick) error) error {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	if opts.Interval <= 0 {
 		opts.Interval = 10 * time.Second
 	}
+	mover, lists := ep.(broker.MoveTaskLister)
 	var history []Reading
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -67,13 +68,15 @@ func Watch(ctx context.Context, c *sqs.Client, q *sqs.Queue, opts WatchOptions, 
 		case <-timer.C:
 		}
 		start := time.Now()
-		if err := c.Refresh(ctx, q); err != nil {
+		d, err := depthOf(ctx, ep, false)
+		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return sqs.WrapAWSError(err)
+			return err
 		}
-		t := Tick{Seq: seq, At: opts.Now().UTC(), Counts: q.Counts(), MoveTasks: []MoveTask{}}
+		c := countsOf(d)
+		t := Tick{Seq: seq, At: opts.Now().UTC(), Counts: c, MoveTasks: []MoveTask{}, Terms: c.words(), ListsMoves: lists, Gauges: d.Gauges}
 		now := Reading{At: t.At, Counts: t.Counts}
 		if rate, ok := GrowthRate(history, now, GrowthWindow, 0); ok {
 			t.GrowthPerMinute = &rate.PerWindow
@@ -84,14 +87,16 @@ func Watch(ctx context.Context, c *sqs.Client, q *sqs.Queue, opts WatchOptions, 
 		for len(history) > 1 && now.At.Sub(history[1].At) >= GrowthWindow {
 			history = history[1:]
 		}
-		tasks, err := RunningMoveTasks(ctx, c, q)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
+		if lists {
+			tasks, err := mover.RunningMoveTasks(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				t.MoveTaskError = err.Error()
+			} else {
+				t.MoveTasks = tasks
 			}
-			t.MoveTaskError = sqs.WrapAWSError(err).Error()
-		} else {
-			t.MoveTasks = tasks
 		}
 		if err := fn(t); err != nil {
 			return err
@@ -99,25 +104,4 @@ func Watch(ctx context.Context, c *sqs.Client, q *sqs.Queue, opts WatchOptions, 
 		timer.Reset(max(0, opts.Interval-time.Since(start)))
 	}
 	return nil
-}
-
-// RunningMoveTasks lists the running message move tasks whose source is q.
-func RunningMoveTasks(ctx context.Context, c *sqs.Client, q *sqs.Queue) ([]MoveTask, error) {
-	out, err := c.API.ListMessageMoveTasks(ctx, &awssqs.ListMessageMoveTasksInput{SourceArn: aws.String(q.ARN), MaxResults: aws.Int32(10)})
-	if err != nil {
-		return nil, err
-	}
-	tasks := []MoveTask{}
-	for _, r := range out.Results {
-		if aws.ToString(r.Status) != "RUNNING" {
-			continue
-		}
-		mt := MoveTask{Status: aws.ToString(r.Status), DestinationARN: aws.ToString(r.DestinationArn),
-			Moved: r.ApproximateNumberOfMessagesMoved, ToMove: r.ApproximateNumberOfMessagesToMove, MaxPerSecond: r.MaxNumberOfMessagesPerSecond}
-		if r.StartedTimestamp != 0 {
-			mt.StartedAt = time.UnixMilli(r.StartedTimestamp).UTC()
-		}
-		tasks = append(tasks, mt)
-	}
-	return tasks, nil
 }

@@ -40,6 +40,11 @@ when the body is the event). A message
 matches when the expression yields true (or any value but false/null).
 One evaluation may run 5 s (6 s at most) on one message; a slower one (an
 endless repeat, until or recursion) is stopped and is an error (no match).
+A filter or rule that raises an error on a message ('.body | tonumber' on a
+text body) does not select it: the message stays where it is and is counted
+(filter_errors in summaries; -v prints the first errors). One that fails on
+every message read stops the command with exit 2 before anything moves;
+'(EXPR)?' skips the messages it cannot evaluate, silently.
 Examples: '.envelope.event_type == "OrderCreated"',
 '(.failure.reason // "") | test("timeout"; "i")', '.json == null'.`
 
@@ -249,6 +254,20 @@ func timeStr(t time.Time) any {
 		return nil
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// FilterErrors are the messages on which a --filter or a classification
+// rule raised an error, as summaries show them (-o json: filter_errors).
+// None of them was selected.
+type FilterErrors struct {
+	// Count is the number of messages the filter or a rule failed on.
+	Count int `json:"count"`
+	// FirstID is the message id of the first of them (never a receipt
+	// handle), FirstError its error, Expression what raised it (--filter
+	// '…' or rule "NAME" (FILE:LINE)).
+	FirstID    string `json:"first_id"`
+	FirstError string `json:"first_error"`
+	Expression string `json:"expression"`
 }
 
 // Filter is a compiled --filter: nil matches everything.

@@ -127,10 +127,11 @@ func benchClassify(b *testing.B, sel *classify.Selector) {
 	for b.Loop() {
 		counts := map[string]int{}
 		if err := inspect.ReadRecords(bytes.NewReader(data), "bench", func(rec *record.Record, parsed any) error {
-			if sel.Match(rec, parsed) {
+			ok, err := sel.Select(rec, parsed)
+			if ok {
 				counts[rec.Class]++
 			}
-			return nil
+			return err
 		}); err != nil {
 			b.Fatal(err)
 		}

@@ -98,7 +98,10 @@ func BenchmarkReadRealFormats(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		n := 0
-		opt := inspect.ReadOptions{Prepare: func(rec *record.Record, parsed any) any { return sel.Match(rec, parsed) }}
+		opt := inspect.ReadOptions{Prepare: func(rec *record.Record, parsed any) any {
+			ok, _ := sel.Select(rec, parsed)
+			return ok
+		}}
 		if err := inspect.ReadRecordsWith(bytes.NewReader(data), "bench", opt, func(rec *record.Record, parsed, matched any) error {
 			n++
 			return nil

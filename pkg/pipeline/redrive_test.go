@@ -10,17 +10,27 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
-	"github.com/dlqctl/dlqctl/pkg/record"
+	"github.com/dlqctl/dlqctl/pkg/classify"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
 // The real redrive sink (send, journal, then delete) on the pipeline and
 // the fake: its FIFO and per-entry failure paths.
 
-type selectFn func(rec *record.Record) bool
-
-func (s selectFn) Match(rec *record.Record, _ any) bool { return s(rec) }
-func (s selectFn) Describe() string                     { return "test selection" }
+// filterSelection is the selection --filter src builds.
+func filterSelection(t *testing.T, src string) redrive.Selector {
+	t.Helper()
+	f, err := inspect.CompileFilter(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, err := classify.NewSelector(nil, nil, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sel
+}
 
 func redriveRun(t *testing.T, c *sqs.Client, src *sqs.QueueSource, dest *sqs.Queue, sel redrive.Selector) *redrive.Result {
 	t.Helper()
@@ -56,7 +66,7 @@ func TestFilteredFIFORedriveNamesTheBlockedGroup(t *testing.T) {
 	q := fifoDLQ(t, f, c, 5, 20)
 	dest := resolve(t, c, f.AddQueue("orders.fifo", true, nil))
 	src := newQueueSource(c, q, 30*time.Second, time.Second)
-	res := redriveRun(t, c, src, dest, selectFn(func(rec *record.Record) bool { return rec.Body != "g3-00" }))
+	res := redriveRun(t, c, src, dest, filterSelection(t, `.body != "g3-00"`))
 
 	var moved []string
 	for _, m := range f.Messages(dest.URL) {

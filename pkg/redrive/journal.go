@@ -57,10 +57,33 @@ type SentRecord struct {
 	// MaybeTwice: the send's answer was lost and the SDK sent it again, so
 	// the (standard) destination may hold this copy twice.
 	MaybeTwice bool `json:"maybe_twice,omitempty"`
+	// Resent: an earlier attempt recorded its intent to send this message
+	// and never recorded the outcome (the process died between handing the
+	// batch to the broker and journaling it, or the send's outcome was
+	// unknown), so this copy may be the second; MaybeTwice is set too.
+	Resent bool `json:"resent,omitempty"`
 }
 
+// Journal line types (the "t" field of journal.ndjson; docs/redrive.md).
+const (
+	lineSent = "sent" // a copy accepted by its destination (SentRecord)
+	lineDel  = "del"  // originals removed from the source (ids)
+	// lineIntent is written (and fsynced) before a batch is handed to the
+	// broker: the ids about to be sent to dest. A later sent or unsent line
+	// confirms each; an intent left without one means the outcome is
+	// unknown (the process died mid-send).
+	lineIntent = "intent"
+	// lineUnsent: the destination refused these (a definite answer): no
+	// copy exists, the intent is settled.
+	lineUnsent = "unsent"
+	// lineGone: intents a later attempt settled because the messages were
+	// no longer in the source when it drained it (counted as sent by the
+	// attempt that died).
+	lineGone = "gone"
+)
+
 type line struct {
-	T string `json:"t"` // "sent" or "del"
+	T string `json:"t"` // lineSent, lineDel, lineIntent, lineUnsent, lineGone
 	SentRecord
 	IDs []string `json:"ids,omitempty"`
 }
@@ -69,8 +92,11 @@ type line struct {
 // (with their destination message ids) and which were deleted. Sent records
 // are fsynced before Sent returns, and the pipeline deletes a message only
 // after that, so after a crash a resume deletes what was already sent
-// without sending it again. Concurrent Sent calls share one fsync (group
-// commit).
+// without sending it again. Before a batch is sent, its ids are fsynced
+// as an intent (Intend): an intent a resume finds without its sent record
+// is a send whose outcome nobody recorded, reported as possibly delivered
+// twice when the message is sent again. Concurrent Sent and Intend calls
+// share one fsync (group commit).
 type Journal struct {
 	dir  string
 	f    *os.File
@@ -95,6 +121,14 @@ type Journal struct {
 	// first maxTwiceRecords of them.
 	twice     int
 	twiceRecs []SentRecord
+	// intents are the unconfirmed intents: original id -> the destination
+	// key the copy was (perhaps) sent to. An entry is removed by the sent,
+	// unsent or gone line of the id. At most the batches in flight are
+	// here during a run, plus sends whose outcome was unknown.
+	intents map[string]string
+	// atOpen are the intents left unconfirmed by earlier attempts (what a
+	// resume finds): their messages may already have a copy.
+	atOpen map[string]string
 }
 
 // maxTwiceRecords bounds the possibly-doubled records kept in memory.
@@ -137,7 +171,7 @@ func bodyKey(sha string) uint64 {
 }
 
 func newJournalState() *Journal {
-	return &Journal{pending: map[string]SentRecord{}, sent: map[digest]struct{}{}, shas: map[uint64]struct{}{}}
+	return &Journal{pending: map[string]SentRecord{}, sent: map[digest]struct{}{}, shas: map[uint64]struct{}{}, intents: map[string]string{}}
 }
 
 // maxBodyKeys bounds the body digests kept for the canary's recognition of
@@ -145,6 +179,7 @@ func newJournalState() *Journal {
 const maxBodyKeys = 10_000
 
 func (j *Journal) recordSentLocked(r SentRecord) {
+	delete(j.intents, r.Orig)
 	d := digestOf(r.Orig)
 	if _, again := j.sent[d]; again {
 		return // a re-send after a lost answer: the first record stands
@@ -237,6 +272,10 @@ func openJournal(dir string, meta RunMeta) (*Journal, error) {
 		f.Close()
 		return nil, err
 	}
+	j.atOpen = make(map[string]string, len(j.intents))
+	for id, dest := range j.intents {
+		j.atOpen[id] = dest
+	}
 	j.f = f
 	return j, nil
 }
@@ -258,15 +297,32 @@ func (j *Journal) load(path string) error {
 			continue // a torn last line after a crash: its fsync never completed
 		}
 		switch l.T {
-		case "sent":
+		case lineSent:
 			j.recordSentLocked(l.SentRecord)
-		case "del":
+		case lineDel:
 			for _, id := range l.IDs {
 				j.recordDeletedLocked(id)
+			}
+		case lineIntent:
+			j.recordIntentLocked(l.Dest, l.IDs)
+		case lineUnsent, lineGone:
+			for _, id := range l.IDs {
+				delete(j.intents, id)
 			}
 		}
 	}
 	return sc.Err()
+}
+
+// recordIntentLocked notes an intent to send ids to dest; an id with an
+// unconfirmed intent already keeps the first one's destination (where the
+// copy that may exist went).
+func (j *Journal) recordIntentLocked(dest string, ids []string) {
+	for _, id := range ids {
+		if _, ok := j.intents[id]; !ok {
+			j.intents[id] = dest
+		}
+	}
 }
 
 // Meta returns the run description.
@@ -295,6 +351,94 @@ func (j *Journal) Sent(recs []SentRecord) error {
 	for _, r := range recs {
 		j.recordSentLocked(r)
 	}
+	return j.appendDurableLocked(b)
+}
+
+// Intend durably records, before a batch is handed to the broker, the ids
+// of the source messages about to be sent to dest (one intent line per
+// batch, fsynced like Sent and sharing its group commit). Sent confirms
+// each; Unsent settles those the destination refused. An intent found
+// unconfirmed by a later attempt (Unconfirmed) means the process died
+// between sending and recording: the copy may exist.
+func (j *Journal) Intend(dest string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	b := appendIDsLine(nil, lineIntent, dest, ids)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.recordIntentLocked(dest, ids)
+	return j.appendDurableLocked(b)
+}
+
+// appendIDsLine appends a {"t":T,"dest":D,"ids":[…]} line ("dest" left
+// out when empty).
+func appendIDsLine(b []byte, t, dest string, ids []string) []byte {
+	b = append(b, `{"t":`...)
+	b = jsonenc.String(b, t)
+	if dest != "" {
+		b = append(b, `,"dest":`...)
+		b = jsonenc.String(b, dest)
+	}
+	b = append(b, `,"ids":[`...)
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonenc.String(b, id)
+	}
+	return append(b, "]}\n"...)
+}
+
+// Unsent settles the intents of messages the destination refused (no copy
+// exists). Buffered like Deleted: a lost unsent line only makes a later
+// resume report those messages as possibly delivered twice.
+func (j *Journal) Unsent(ids []string) { j.settle(lineUnsent, ids) }
+
+// Gone settles intents an earlier attempt left unconfirmed whose messages
+// were no longer in the source when this attempt drained it: they count
+// as sent by the attempt that died. Buffered like Deleted.
+func (j *Journal) Gone(ids []string) { j.settle(lineGone, ids) }
+
+func (j *Journal) settle(t string, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	b := appendIDsLine(nil, t, "", ids)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, id := range ids {
+		delete(j.intents, id)
+	}
+	j.buf = append(j.buf, b...)
+}
+
+// Unconfirmed returns the destination of the unconfirmed intent to send
+// orig (by an earlier attempt, or by this one when the send's outcome was
+// unknown), if there is one: a copy may already exist there.
+func (j *Journal) Unconfirmed(orig string) (dest string, ok bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	dest, ok = j.intents[orig]
+	return dest, ok
+}
+
+// UnconfirmedAtOpen returns the intents earlier attempts left unconfirmed
+// (original id -> destination key): what a resume treats as "outcome
+// unknown".
+func (j *Journal) UnconfirmedAtOpen() map[string]string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := make(map[string]string, len(j.atOpen))
+	for id, d := range j.atOpen {
+		out[id] = d
+	}
+	return out
+}
+
+// appendDurableLocked appends b to the journal and returns once it is
+// written and fsynced (group commit); j.mu must be held.
+func (j *Journal) appendDurableLocked(b []byte) error {
 	j.buf = append(j.buf, b...)
 	my := j.gen
 	for j.synced <= my {
@@ -324,6 +468,9 @@ func appendSentLine(b []byte, r SentRecord) []byte {
 	b = jsonenc.String(b, r.SHA)
 	if r.MaybeTwice {
 		b = append(b, `,"maybe_twice":true`...)
+	}
+	if r.Resent {
+		b = append(b, `,"resent":true`...)
 	}
 	return append(b, "}\n"...)
 }
@@ -360,7 +507,7 @@ func (j *Journal) Deleted(ids []string) {
 	if len(ids) == 0 {
 		return
 	}
-	b, _ := json.Marshal(line{T: "del", IDs: ids})
+	b, _ := json.Marshal(line{T: lineDel, IDs: ids})
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, id := range ids {
@@ -438,7 +585,7 @@ func (j *Journal) Close() error {
 	}
 	j.flushLocked()
 	err := j.err
-	c := runCounts{Sent: len(j.sent), Deleted: len(j.sent) - len(j.pending), MaybeTwice: j.twice}
+	c := runCounts{Sent: len(j.sent), Deleted: len(j.sent) - len(j.pending), MaybeTwice: j.twice, Unconfirmed: len(j.intents)}
 	j.mu.Unlock()
 	if err == nil {
 		if st, serr := j.f.Stat(); serr == nil {
@@ -461,6 +608,7 @@ type runCounts struct {
 	Sent         int   `json:"sent"`
 	Deleted      int   `json:"deleted"`
 	MaybeTwice   int   `json:"maybe_twice"`
+	Unconfirmed  int   `json:"unconfirmed,omitempty"`
 }
 
 const countsFile = "counts.json"
@@ -524,6 +672,12 @@ type RunInfo struct {
 	// MaybeTwice: copies possibly delivered twice (a send whose answer was
 	// lost and was retried).
 	MaybeTwice int `json:"maybe_twice,omitempty"`
+	// Unconfirmed: messages whose intent to send the journal records
+	// without the outcome — the process died between handing them to the
+	// broker and recording it (or the send's outcome was unknown). A
+	// resume sends those still in the DLQ again and reports them as
+	// possibly delivered twice.
+	Unconfirmed int `json:"unconfirmed,omitempty"`
 }
 
 // ListRuns returns every run under stateDir with its counts, newest first.
@@ -577,7 +731,7 @@ func ListRunMetas(stateDir string) ([]RunMeta, error) {
 func LoadRunInfo(stateDir string, meta RunMeta) (RunInfo, error) {
 	dir := filepath.Join(RunsDir(stateDir), meta.ID)
 	if c, ok := cachedCounts(dir); ok {
-		return RunInfo{RunMeta: meta, Sent: c.Sent, Deleted: c.Deleted, MaybeTwice: c.MaybeTwice}, nil
+		return RunInfo{RunMeta: meta, Sent: c.Sent, Deleted: c.Deleted, MaybeTwice: c.MaybeTwice, Unconfirmed: c.Unconfirmed}, nil
 	}
 	// The size before reading: if the journal grows meanwhile (a live run),
 	// the counts saved below never match its size and are not used.
@@ -587,9 +741,9 @@ func LoadRunInfo(stateDir string, meta RunMeta) (RunInfo, error) {
 	if err := j.load(path); err != nil {
 		return RunInfo{}, fmt.Errorf("reading the journal of run %s: %w", meta.ID, err)
 	}
-	info := RunInfo{RunMeta: meta, Sent: len(j.sent), Deleted: len(j.sent) - len(j.pending), MaybeTwice: j.twice}
+	info := RunInfo{RunMeta: meta, Sent: len(j.sent), Deleted: len(j.sent) - len(j.pending), MaybeTwice: j.twice, Unconfirmed: len(j.intents)}
 	if statErr == nil && st.Mode().IsRegular() {
-		writeCounts(dir, runCounts{JournalBytes: st.Size(), Sent: info.Sent, Deleted: info.Deleted, MaybeTwice: info.MaybeTwice})
+		writeCounts(dir, runCounts{JournalBytes: st.Size(), Sent: info.Sent, Deleted: info.Deleted, MaybeTwice: info.MaybeTwice, Unconfirmed: info.Unconfirmed})
 	}
 	return info, nil
 }

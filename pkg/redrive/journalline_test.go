@@ -19,3 +19,12 @@ func TestSentLineMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// A resent copy's line too.
+func TestResentLineMatchesEncodingJSON(t *testing.T) {
+	r := SentRecord{Orig: "m-1", Dest: "q", DestID: "d", SHA: "ab", MaybeTwice: true, Resent: true}
+	want, _ := json.Marshal(line{T: "sent", SentRecord: r})
+	if got := appendSentLine(nil, r); string(got) != string(want)+"\n" {
+		t.Errorf("sent line %s, encoding/json writes %s", got, want)
+	}
+}

@@ -196,6 +196,11 @@ func Execute(ctx context.Context, spec RunSpec) (*Outcome, error) {
 // anything left undone (4; a run error without an exit code of its own
 // counts as partial), then a failed canary (3).
 func decideOutcome(res *Result, runErr error, verdict *Verdict) (status, note string, outcome error) {
+	if errs.Code(runErr) == errs.ExitUsage {
+		// Refused before anything moved (a --filter that failed on every
+		// message read): nothing to resume, and the refusal is the answer.
+		return StatusFailed, runErr.Error(), runErr
+	}
 	status = StatusCompleted
 	outcome = res.Err()
 	if runErr != nil && outcome == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
@@ -29,7 +30,18 @@ var ErrSourceDone = pipeline.ErrSourceDone
 // Selector decides which messages a run moves; *classify.Selector
 // satisfies it. A nil Selector selects everything.
 type Selector interface {
-	Match(rec *record.Record, parsed any) bool
+	// Select reports whether rec is selected. A non-nil error means it is
+	// not: a bad-input error (errs.Code 2) is the selection's refusal — it
+	// failed on every message read — and stops the run before anything
+	// moves; any other error is the filter or a rule failing on this one
+	// message, which stays where it is (SkipFilterError).
+	Select(rec *record.Record, parsed any) (bool, error)
+	// Refusal is the refusal at the end of a run that read fewer messages
+	// than it takes Select to refuse (nil: the selection evaluated some
+	// message cleanly, or none at all).
+	Refusal() error
+	// Errors counts the messages the selection failed on (nil: none).
+	Errors() *inspect.FilterErrors
 	Describe() string
 }
 
@@ -96,6 +108,7 @@ type Router = broker.Router
 // and NDJSON events; routers and publishers add their own (broker.Skip*).
 const (
 	SkipFiltered     = "not selected"        // --filter / --class did not match
+	SkipFilterError  = "filter error"        // --filter or a rule raised an error on it
 	SkipNoSource     = broker.SkipNoSource   // no DeadLetterQueueSourceArn and the DLQ has several (or no) sources
 	SkipSourceGone   = broker.SkipSourceGone // the source queue named by the message does not exist
 	SkipTooLarge     = broker.SkipTooLarge
@@ -225,6 +238,28 @@ type Result struct {
 	// records maybe_twice.
 	MaybeTwice    int      `json:"maybe_twice,omitempty"`
 	MaybeTwiceIDs []string `json:"maybe_twice_ids,omitempty"`
+	// FilterErrors: messages the --filter or a rule raised an error on;
+	// they were not selected and stay in the source (Skipped "filter
+	// error").
+	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
+	// MaybeTwiceResent: of MaybeTwice, messages sent again because an
+	// earlier attempt recorded its intent to send them and never the
+	// outcome — it died between handing them to the broker and journaling
+	// them (kill -9, OOM, a lost host), or the send's outcome was unknown.
+	// Still in the DLQ, they were sent again: the destination may hold two
+	// copies. At most the batches the dead process had in flight.
+	MaybeTwiceResent int `json:"maybe_twice_resent,omitempty"`
+	// MaybeTwiceMessages names (up to 1000 of) the MaybeTwice messages with
+	// their destination and cause; the journal has all of them.
+	MaybeTwiceMessages []TwiceMessage `json:"maybe_twice_messages,omitempty"`
+	// UnconfirmedGone: messages an earlier attempt was sending when it
+	// died that were no longer in the DLQ when this run drained it: counted
+	// as sent by that attempt (their copy most likely exists once; in a
+	// shared run, --rate-share, a peer most likely received them after the
+	// kill and moved them again: two copies). UnconfirmedGoneMessages names
+	// (up to 1000 of) them.
+	UnconfirmedGone         int            `json:"unconfirmed_gone,omitempty"`
+	UnconfirmedGoneMessages []TwiceMessage `json:"unconfirmed_gone_messages,omitempty"`
 	// Duplicates: redeliveries of messages the run already held.
 	Duplicates     int         `json:"duplicates,omitempty"`
 	Interrupted    bool        `json:"interrupted"`
@@ -234,6 +269,35 @@ type Result struct {
 	Rate           float64     `json:"rate"`
 	// Destinations are where copies went (for canary checks).
 	Destinations []broker.Destination `json:"-"`
+}
+
+// Causes of a possibly doubled copy (TwiceMessage.Cause).
+const (
+	// CauseRetried: the send's answer was lost and the SDK sent it again.
+	CauseRetried = "retried"
+	// CauseResent: an earlier send's outcome was never recorded (the
+	// process died mid-send); the message was still in the DLQ and was
+	// sent again.
+	CauseResent = "resent"
+	// CauseGone: an earlier send's outcome was never recorded and the
+	// message was gone from the DLQ: sent once, most likely.
+	CauseGone = "gone"
+)
+
+// TwiceMessage is a message whose copy may have been delivered twice (or,
+// in UnconfirmedGoneMessages, whose single send was never confirmed).
+type TwiceMessage struct {
+	// ID is the DLQ message id (the journal's "orig").
+	ID string `json:"id"`
+	// Orig is the "orig" of the copy's redrive marker — the key a consumer
+	// deduplicates on: ID, or the first DLQ message id of a message
+	// redriven before.
+	Orig string `json:"orig"`
+	// Destination is where the copy went (the queue, or exchange and
+	// routing key, as reports name it).
+	Destination string `json:"destination"`
+	// Cause is CauseRetried, CauseResent or CauseGone.
+	Cause string `json:"cause"`
 }
 
 // SkippedTotal is the number of skipped messages.
@@ -288,8 +352,16 @@ func classOf(rec *record.Record) string {
 // message: the shared logic of the plan and the mover.
 func decide(ctx context.Context, it Item, pub broker.Publisher, copt broker.CopyOptions, sel Selector, router Router, maxRedrives int) (broker.Destination, broker.Outgoing, string, error) {
 	rec := it.Record
-	if sel != nil && !sel.Match(rec, it.Parsed) {
-		return broker.Destination{}, broker.Outgoing{}, SkipFiltered, nil
+	if sel != nil {
+		ok, err := sel.Select(rec, it.Parsed)
+		switch {
+		case err != nil && errs.Code(err) == errs.ExitUsage:
+			return broker.Destination{}, broker.Outgoing{}, "", err
+		case err != nil:
+			return broker.Destination{}, broker.Outgoing{}, SkipFilterError, nil
+		case !ok:
+			return broker.Destination{}, broker.Outgoing{}, SkipFiltered, nil
+		}
 	}
 	if maxRedrives > 0 && rec.Redrive != nil && rec.Redrive.Count >= maxRedrives {
 		return broker.Destination{}, broker.Outgoing{}, SkipLoop, nil
@@ -364,6 +436,11 @@ func Run(ctx context.Context, src Source, opt Options) (*Result, error) {
 	if pr == nil {
 		return nil, err
 	}
+	if err == nil && opt.Select != nil {
+		// A run shorter than the selection's refusal threshold: it failed
+		// on every message read (nothing was selected, nothing moved).
+		err = opt.Select.Refusal()
+	}
 	return s.result(pr, src), err
 }
 
@@ -390,9 +467,16 @@ type moveSink struct {
 	unmarked  map[string]bool // ids sent without the marker, until acked
 	unmarkedN int
 	// twice counts messages whose copy may have been delivered twice;
-	// twiceIDs lists the first of them (noteTwice).
-	twice         int
-	twiceIDs      []string
+	// twiceIDs and twiceMsgs list the first of them (noteTwice); resent
+	// counts those sent again after an unconfirmed intent.
+	twice     int
+	twiceIDs  []string
+	twiceMsgs []TwiceMessage
+	resent    int
+	// prior are the intents earlier attempts left unconfirmed (id ->
+	// destination); seenPrior those of them this run received.
+	prior         map[string]string
+	seenPrior     map[string]bool
 	returnedIDs   []string
 	skippedGroups map[string]bool // FIFO groups with a held, unselected message
 	// last is each worker's previous journal write: the worker waits for
@@ -405,7 +489,8 @@ func newMoveSink(opt Options, src Source) *moveSink {
 	s := &moveSink{opt: opt, src: src, j: opt.Journal, runID: opt.Journal.Meta().ID,
 		dests: map[string]broker.Destination{}, byDest: map[string]int{}, byClass: map[string]int{},
 		unmarked: map[string]bool{}, skippedGroups: map[string]bool{},
-		last: make([]*journalWrite, opt.Concurrency)}
+		last:  make([]*journalWrite, opt.Concurrency),
+		prior: opt.Journal.UnconfirmedAtOpen(), seenPrior: map[string]bool{}}
 	s.groups = opt.SourceCaps.Ordering == broker.OrderGroupLock
 	s.created = opt.Journal.Meta().Created
 	if opt.SourceCaps.Sharing != 0 {
@@ -426,6 +511,13 @@ func (s *moveSink) Prepare(ctx context.Context, it Item) (pipeline.Decision, err
 	// attempt of it) is deleted without sending it again.
 	if _, ok := s.j.WasSent(rec.MessageID); ok {
 		return pipeline.Decision{Verb: pipeline.AckOnly}, nil
+	}
+	if _, ok := s.prior[rec.MessageID]; ok {
+		// An earlier attempt was sending it when it died: still here, so
+		// it is not "gone" (Deliver reports it if it is sent again).
+		s.mu.Lock()
+		s.seenPrior[rec.MessageID] = true
+		s.mu.Unlock()
 	}
 	if !s.partition.Mine(rec) {
 		return pipeline.Decision{Verb: pipeline.Skip, Reason: SkipOtherShare}, nil
@@ -452,6 +544,9 @@ func (s *moveSink) Prepare(ctx context.Context, it Item) (pipeline.Decision, err
 	}
 	copt := broker.CopyOptions{RunID: s.runID, DedupKey: s.opt.DedupKey, Now: time.Now()}
 	dest, cp, reason, err := decide(ctx, it, s.opt.Publisher, copt, s.opt.Select, s.opt.Router, s.opt.MaxRedrives)
+	if errs.Code(err) == errs.ExitUsage {
+		return pipeline.Decision{}, err // the selection's refusal: the engine releases the message and stops
+	}
 	if err != nil {
 		return pipeline.Decision{}, fmt.Errorf("routing %s: %w", rec.MessageID, err)
 	}
@@ -501,11 +596,29 @@ func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item,
 	for i, p := range payloads {
 		batch[i] = p.(broker.Outgoing)
 	}
+	// Write-ahead intent: the ids about to be sent are on disk before the
+	// broker sees them, so a process that dies after sending and before
+	// journaling leaves a trace: a resume reports those messages as
+	// possibly delivered twice. An id whose earlier intent is still
+	// unconfirmed may have a copy already (earlierDest).
+	ids := make([]string, len(items))
+	earlierDest := make([]string, len(items))
+	earlier := make([]bool, len(items))
+	for i, it := range items {
+		ids[i] = it.Record.MessageID
+		earlierDest[i], earlier[i] = s.j.Unconfirmed(ids[i])
+	}
+	if err := s.j.Intend(dest.Label, ids); err != nil {
+		for i := range outs {
+			outs[i].Err = pipeline.Undelivered(err)
+		}
+		return outs, nil
+	}
 	bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	results, callErr := s.opt.Publisher.Publish(bctx, dest, batch)
 	recs := make([]SentRecord, 0, len(items))
-	var unmarked []string
+	var unmarked, unsent []string
 	for i, it := range items {
 		var r broker.Result
 		if i < len(results) {
@@ -515,9 +628,13 @@ func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item,
 		}
 		switch {
 		case r.Err == nil && r.ID != "":
-			recs = append(recs, SentRecord{Orig: it.Record.MessageID, Dest: dest.Key, DestID: r.ID, SHA: it.Record.BodySHA256, MaybeTwice: r.MaybeTwice})
-			if r.MaybeTwice {
-				s.noteTwice(it.Record.MessageID)
+			recs = append(recs, SentRecord{Orig: it.Record.MessageID, Dest: dest.Key, DestID: r.ID, SHA: it.Record.BodySHA256,
+				MaybeTwice: r.MaybeTwice || earlier[i], Resent: earlier[i]})
+			switch {
+			case earlier[i]:
+				s.noteTwice(TwiceMessage{ID: it.Record.MessageID, Orig: markerOrig(it.Record), Destination: earlierDest[i], Cause: CauseResent})
+			case r.MaybeTwice:
+				s.noteTwice(TwiceMessage{ID: it.Record.MessageID, Orig: markerOrig(it.Record), Destination: dest.Label, Cause: CauseRetried})
 			}
 			outs[i].Detail = r.ID
 			if !batch[i].Marked {
@@ -528,7 +645,11 @@ func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item,
 				// Refused in the end, but an earlier attempt whose answer
 				// was lost may have delivered it: a copy may exist while
 				// the message stays in the DLQ.
-				s.noteTwice(it.Record.MessageID)
+				s.noteTwice(TwiceMessage{ID: it.Record.MessageID, Orig: markerOrig(it.Record), Destination: dest.Label, Cause: CauseRetried})
+			} else if !earlier[i] {
+				// No copy exists: this intent is settled. (One left by an
+				// earlier attempt stays open: that attempt's copy may.)
+				unsent = append(unsent, it.Record.MessageID)
 			}
 			outs[i].Err = pipeline.Refused(r.Err)
 		case r.Err != nil:
@@ -537,6 +658,10 @@ func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item,
 			outs[i].Err = errors.New("the destination returned no result for this message")
 		}
 	}
+	// A send whose outcome is unknown (the call failed) keeps its intent
+	// open: the message stays in the DLQ, and the run that sends it again
+	// reports it as possibly delivered twice.
+	s.j.Unsent(unsent)
 	if len(recs) == 0 {
 		return outs, nil
 	}
@@ -556,18 +681,61 @@ func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item,
 	return outs, jw
 }
 
+// markerOrig is the "orig" of the marker a copy of rec carries: the first
+// DLQ message id of a message redriven before, else its own id.
+func markerOrig(rec *record.Record) string {
+	if rec.Redrive != nil && rec.Redrive.OriginalID != "" {
+		return rec.Redrive.OriginalID
+	}
+	return rec.MessageID
+}
+
 // noteTwice counts a message whose copy may have been delivered twice.
-func (s *moveSink) noteTwice(id string) {
+func (s *moveSink) noteTwice(m TwiceMessage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.twice++
+	if m.Cause == CauseResent {
+		s.resent++
+	}
 	if len(s.twiceIDs) < maxTwiceIDs {
-		s.twiceIDs = append(s.twiceIDs, id)
+		s.twiceIDs = append(s.twiceIDs, m.ID)
+	}
+	if len(s.twiceMsgs) < maxTwiceMessages {
+		s.twiceMsgs = append(s.twiceMsgs, m)
 	}
 }
 
-// maxTwiceIDs bounds the ids listed in Result.MaybeTwiceIDs.
-const maxTwiceIDs = 100
+// maxTwiceIDs bounds the ids listed in Result.MaybeTwiceIDs;
+// maxTwiceMessages those in MaybeTwiceMessages and UnconfirmedGoneMessages
+// (a kill leaves at most the batches in flight: concurrency × batch).
+const (
+	maxTwiceIDs      = 100
+	maxTwiceMessages = 1000
+)
+
+// settleGone settles, once the run drained its source, the intents earlier
+// attempts left unconfirmed whose messages it never received: they were
+// gone from the DLQ, so they count as sent by the attempt that died.
+func (s *moveSink) settleGone(r *Result) {
+	var gone []string
+	for id := range s.prior {
+		if !s.seenPrior[id] {
+			if _, sent := s.j.WasSent(id); !sent {
+				gone = append(gone, id)
+			}
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	sort.Strings(gone)
+	s.j.Gone(gone)
+	r.UnconfirmedGone = len(gone)
+	for _, id := range gone[:min(len(gone), maxTwiceMessages)] {
+		r.UnconfirmedGoneMessages = append(r.UnconfirmedGoneMessages, TwiceMessage{ID: id, Orig: id, Destination: s.prior[id], Cause: CauseGone})
+	}
+}
 
 // Flush has nothing buffered: every batch is sent when it is delivered.
 func (s *moveSink) Flush(context.Context) (bool, error) { return false, nil }
@@ -642,11 +810,18 @@ func (s *moveSink) result(pr *pipeline.Result, src Source) *Result {
 		Share: s.opt.Share.String(), InFlightAtPeers: pr.InFlightAtPeers, LockedByPeers: pr.LockedByPeers,
 		StoppedAtMax: pr.StoppedAtMax, Counts: pr.Counts,
 		MaybeTwice: s.twice, MaybeTwiceIDs: append([]string(nil), s.twiceIDs...),
+		MaybeTwiceResent: s.resent, MaybeTwiceMessages: append([]TwiceMessage(nil), s.twiceMsgs...),
 		Interrupted: pr.Interrupted, Guard: pr.Guard, Errors: pr.Errors,
 		ElapsedSeconds: pr.ElapsedSeconds, Rate: pr.Rate,
 	}
+	if s.opt.Select != nil {
+		r.FilterErrors = s.opt.Select.Errors()
+	}
 	if qs, ok := src.(interface{ Duplicates() int }); ok {
 		r.Duplicates += qs.Duplicates()
+	}
+	if pr.Complete && !pr.StoppedAtMax {
+		s.settleGone(r)
 	}
 	if r.Blocked > 0 && len(s.skippedGroups) > 0 {
 		for g := range s.skippedGroups {

@@ -162,7 +162,7 @@ func TestAMQPLogsRefused(t *testing.T) {
 	} {
 		res := clitest.Run(t, senv, "", args...)
 		msg := strings.TrimSpace(res.Stderr)
-		if res.Code != 2 || !strings.Contains(msg, "--logs cannot select messages to move out of a RabbitMQ DLQ") ||
+		if res.Code != 2 || !strings.Contains(msg, "--logs needs a broker whose message ids and send times find the consumer's CloudWatch Logs lines (Amazon SQS); RabbitMQ records why a message died in x-death") ||
 			!strings.Contains(msg, "drop --logs") || strings.Contains(msg, "\n") {
 			t.Errorf("%s --logs: exit %d, want 2 and one sentence naming why and the fix:\n%s", args[0], res.Code, res.Stderr)
 		}

@@ -37,9 +37,10 @@ func TestAMQPQueuesAndAudit(t *testing.T) {
 	if res.Code != 2 || !strings.Contains(res.Stderr, "RabbitMQ") {
 		t.Fatalf("audit --sample: exit %d %s", res.Code, res.Stderr)
 	}
-	// Unreachable management API: one sentence naming the flag.
+	// Unreachable management API: one sentence naming the flag, exit 2
+	// as any endpoint that cannot be reached before anything started.
 	res = clitest.Run(t, testenv.Env{}, "", "audit", env.URL, "--amqp-management-url", "http://127.0.0.1:1")
-	if res.Code != 1 || !strings.Contains(res.Stderr, "--amqp-management-url") || strings.Contains(res.Stderr, env.Password) {
+	if res.Code != 2 || !strings.Contains(res.Stderr, "--amqp-management-url") || strings.Contains(res.Stderr, env.Password) {
 		t.Fatalf("unreachable: exit %d %s", res.Code, res.Stderr)
 	}
 }

@@ -190,7 +190,7 @@ func TestBadInputExitsTwoWithOneSentence(t *testing.T) {
 		{"missing arg", []string{"sample"}, "expects one QUEUE"},
 		{"unreadable from", []string{"sample", "--from", "/nonexistent/x.ndjson"}, "cannot read --from"},
 		{"bad endpoint", []string{"--endpoint-url", "ht!tp://bad", "sample", truth.DLQ.Name}, "not an http(s) URL"},
-		{"unreachable endpoint", []string{"--endpoint-url", "http://127.0.0.1:1", "sample", truth.DLQ.Name}, "cannot reach the SQS endpoint"},
+		{"unreachable endpoint", []string{"--endpoint-url", "http://127.0.0.1:1", "sample", truth.DLQ.Name}, "cannot connect to the SQS endpoint http://127.0.0.1:1: connection refused"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

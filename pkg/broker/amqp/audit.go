@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dlqctl/dlqctl/pkg/health"
+	"github.com/dlqctl/dlqctl/pkg/finding"
 )
 
 // Audit check ids (audit -o json "check"), RabbitMQ's dead-lettering traps.
@@ -182,7 +182,7 @@ type AuditOptions struct {
 
 // Audit checks a vhost's dead-lettering setup against RabbitMQ's traps.
 // Display names the broker in findings (no credentials).
-func Audit(t *Topology, o AuditOptions, display func(queue string) string) []health.Finding {
+func Audit(t *Topology, o AuditOptions, display func(queue string) string) []finding.Finding {
 	if display == nil {
 		display = func(q string) string { return q }
 	}
@@ -209,10 +209,10 @@ func Audit(t *Topology, o AuditOptions, display func(queue string) string) []hea
 		}
 		return strings.HasPrefix(name, o.Prefix)
 	}
-	var fs []health.Finding
-	add := func(sev health.Severity, check string, q QueueInfo, related, problem, why string, fix health.Fix) {
+	var fs []finding.Finding
+	add := func(sev finding.Severity, check string, q QueueInfo, related, problem, why string, fix finding.Fix) {
 		fix.Queue = first(fix.Queue, q.Name)
-		fs = append(fs, health.Finding{Severity: sev, Check: check, Queue: q.Name, QueueURL: display(q.Name), Related: related, Problem: problem, Why: why, Fix: fix})
+		fs = append(fs, finding.Finding{Severity: sev, Check: check, Queue: q.Name, QueueURL: display(q.Name), Related: related, Problem: problem, Why: why, Fix: fix})
 	}
 	for _, q := range t.Queues {
 		if !selected(q.Name) || strings.HasPrefix(q.Name, "amq.") || q.AutoDelete {
@@ -224,38 +224,38 @@ func Audit(t *Topology, o AuditOptions, display func(queue string) string) []hea
 		ml, hasML := q.MaxLength()
 		mlb, hasMLB := q.MaxLengthBytes()
 		limit, hasLimit := q.DeliveryLimit()
-		policyFix := func(key, value string) health.Fix {
-			return health.Fix{Text: fmt.Sprintf("set %s %s on the queue with a policy (a queue argument needs the queue re-declared)", key, value),
+		policyFix := func(key, value string) finding.Fix {
+			return finding.Fix{Text: fmt.Sprintf("set %s %s on the queue with a policy (a queue argument needs the queue re-declared)", key, value),
 				Command: fmt.Sprintf(`rabbitmqctl set_policy -p %s --apply-to queues %s-%s '^%s$' '{"%s":%s}'`, shellQuote(t.VHost), policySafe(q.Name), key, regexpQuote(q.Name), key, value)}
 		}
 		if hasDLX {
 			targets := t.dlqTargets(q)
 			switch _, ok := t.exchange(dlx); {
 			case !ok:
-				add(health.SevError, CheckDLXMissing, q, "", fmt.Sprintf("dead-letter exchange %q does not exist", dlx),
+				add(finding.SevError, CheckDLXMissing, q, "", fmt.Sprintf("dead-letter exchange %q does not exist", dlx),
 					"RabbitMQ drops a dead letter it cannot publish: every rejected, expired or overflowing message of this queue is lost",
-					health.Fix{Text: fmt.Sprintf("declare exchange %q and bind the DLQ to it, or point the queue at an existing exchange", dlx)})
+					finding.Fix{Text: fmt.Sprintf("declare exchange %q and bind the DLQ to it, or point the queue at an existing exchange", dlx)})
 			case len(targets) == 0 && dlx != "":
-				add(health.SevError, CheckDLXUnrouted, q, dlx, fmt.Sprintf("dead-letter exchange %q routes this queue's dead letters to no queue", dlx),
+				add(finding.SevError, CheckDLXUnrouted, q, dlx, fmt.Sprintf("dead-letter exchange %q routes this queue's dead letters to no queue", dlx),
 					"a dead letter that no binding matches is dropped silently (no return, no log line)",
-					health.Fix{Text: fmt.Sprintf("bind a DLQ to exchange %q (with the dead-letter routing key, or # on a topic exchange)", dlx)})
+					finding.Fix{Text: fmt.Sprintf("bind a DLQ to exchange %q (with the dead-letter routing key, or # on a topic exchange)", dlx)})
 			}
 			if q.Type == TypeQuorum {
 				strategy := q.DeadLetterStrategy()
 				switch {
 				case strategy == "at-least-once" && q.Overflow() != "reject-publish":
-					add(health.SevWarn, CheckAtLeastOnceIneffect, q, dlx, "dead-letter-strategy at-least-once is set but overflow is "+q.Overflow()+", so RabbitMQ falls back to at-most-once",
+					add(finding.SevWarn, CheckAtLeastOnceIneffect, q, dlx, "dead-letter-strategy at-least-once is set but overflow is "+q.Overflow()+", so RabbitMQ falls back to at-most-once",
 						"at-least-once dead-lettering needs overflow reject-publish; with any other overflow dead letters are again lost when the DLQ cannot take them",
 						policyFix("overflow", `"reject-publish"`))
 				case strategy == "at-most-once" && (hasLimit || hasTTL || hasML):
-					add(health.SevInfo, CheckAtMostOnce, q, dlx, "dead-lettering is at-most-once (the default)",
+					add(finding.SevInfo, CheckAtMostOnce, q, dlx, "dead-lettering is at-most-once (the default)",
 						"a dead letter is dropped if the DLQ is unavailable or refuses it at that moment; quorum queues can guarantee it with at-least-once",
-						health.Fix{Text: "set dead-letter-strategy at-least-once and overflow reject-publish with a policy (quorum queues, RabbitMQ 3.10+)"})
+						finding.Fix{Text: "set dead-letter-strategy at-least-once and overflow reject-publish with a policy (quorum queues, RabbitMQ 3.10+)"})
 				}
 			} else if q.DeadLetterStrategy() == "at-least-once" {
-				add(health.SevWarn, CheckAtLeastOnceIneffect, q, dlx, "dead-letter-strategy at-least-once is set on a "+q.Type+" queue, which ignores it",
+				add(finding.SevWarn, CheckAtLeastOnceIneffect, q, dlx, "dead-letter-strategy at-least-once is set on a "+q.Type+" queue, which ignores it",
 					"only quorum queues dead-letter at least once; this queue drops a dead letter the DLQ cannot take",
-					health.Fix{Text: "move the queue to a quorum queue if dead letters must not be lost"})
+					finding.Fix{Text: "move the queue to a quorum queue if dead letters must not be lost"})
 			}
 		} else {
 			var drops []string
@@ -270,19 +270,19 @@ func Audit(t *Topology, o AuditOptions, display func(queue string) string) []hea
 			}
 			switch {
 			case q.Type == TypeQuorum && hasLimit:
-				add(health.SevError, CheckQuorumLimitNoDLX, q, "", fmt.Sprintf("quorum queue with delivery limit %d and no dead-letter exchange", limit),
+				add(finding.SevError, CheckQuorumLimitNoDLX, q, "", fmt.Sprintf("quorum queue with delivery limit %d and no dead-letter exchange", limit),
 					"a message returned more often than the limit is dropped: a consumer that keeps failing deletes the data",
 					policyFix("dead-letter-exchange", `"`+q.Name+`.dlx"`))
 			case q.Type == TypeQuorum && t.Major() >= 4:
-				add(health.SevError, CheckQuorumDefaultLimit, q, "", "quorum queue without a dead-letter exchange on RabbitMQ "+t.Version+", whose default delivery limit is 20",
+				add(finding.SevError, CheckQuorumDefaultLimit, q, "", "quorum queue without a dead-letter exchange on RabbitMQ "+t.Version+", whose default delivery limit is 20",
 					"since 4.0 every quorum queue has a delivery limit of 20; a message returned 20 times is dropped",
 					policyFix("dead-letter-exchange", `"`+q.Name+`.dlx"`))
 			case len(drops) > 0 && !dlq:
-				add(health.SevError, CheckDropWithoutDLX, q, "", strings.Join(drops, " and ")+" without a dead-letter exchange",
+				add(finding.SevError, CheckDropWithoutDLX, q, "", strings.Join(drops, " and ")+" without a dead-letter exchange",
 					"messages that expire or overflow are deleted, not dead-lettered",
 					policyFix("dead-letter-exchange", `"`+q.Name+`.dlx"`))
 			case !dlq && q.Type != TypeStream && len(isDLQ) > 0:
-				add(health.SevWarn, CheckNoDLX, q, "", "no dead-letter exchange",
+				add(finding.SevWarn, CheckNoDLX, q, "", "no dead-letter exchange",
 					"a consumer's reject (requeue=false) deletes the message instead of keeping it for a look",
 					policyFix("dead-letter-exchange", `"`+q.Name+`.dlx"`))
 			}
@@ -291,14 +291,14 @@ func Audit(t *Topology, o AuditOptions, display func(queue string) string) []hea
 			sources := isDLQ[q.Name]
 			related := strings.Join(sources, ", ")
 			if !hasML && !hasMLB {
-				add(health.SevWarn, CheckDLQUnbounded, q, related, "dead-letter queue without a length limit",
+				add(finding.SevWarn, CheckDLQUnbounded, q, related, "dead-letter queue without a length limit",
 					"an incident can fill it until RabbitMQ's memory or disk alarm blocks every publisher of the node",
 					policyFix("max-length", "1000000"))
 			}
 			if hasTTL && !hasDLX {
-				add(health.SevWarn, CheckDLQDrops, q, related, fmt.Sprintf("the DLQ deletes dead letters after %d ms (message TTL, no dead-letter exchange of its own)", ttl),
+				add(finding.SevWarn, CheckDLQDrops, q, related, fmt.Sprintf("the DLQ deletes dead letters after %d ms (message TTL, no dead-letter exchange of its own)", ttl),
 					"dead letters expire before anyone looks at them",
-					health.Fix{Text: "remove the DLQ's TTL, or give it a dead-letter exchange to an archive queue; archive with dlqctl archive before they go"})
+					finding.Fix{Text: "remove the DLQ's TTL, or give it a dead-letter exchange to an archive queue; archive with dlqctl archive before they go"})
 			}
 		}
 	}
@@ -321,14 +321,14 @@ func Audit(t *Topology, o AuditOptions, display func(queue string) string) []hea
 			continue
 		}
 		q, _ := t.queue(cyc[0])
-		add(health.SevWarn, CheckCycleWithoutTTL, q, strings.Join(cyc[1:], " -> "),
+		add(finding.SevWarn, CheckCycleWithoutTTL, q, strings.Join(cyc[1:], " -> "),
 			"dead-letter cycle without a TTL: "+strings.Join(append(cyc, cyc[0]), " -> "),
 			"a retry loop without a delay sends a failing message round at full speed; RabbitMQ drops it instead when the loop has no rejection in it",
-			health.Fix{Text: "put a message TTL on the retry (wait) queue of the cycle (a message-ttl policy), or remove the cycle"})
+			finding.Fix{Text: "put a message TTL on the retry (wait) queue of the cycle (a message-ttl policy), or remove the cycle"})
 	}
-	health.Sort(fs)
+	finding.Sort(fs)
 	if fs == nil {
-		fs = []health.Finding{}
+		fs = []finding.Finding{}
 	}
 	return fs
 }

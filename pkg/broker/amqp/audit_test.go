@@ -9,7 +9,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/dlqctl/dlqctl/pkg/broker/amqp"
-	"github.com/dlqctl/dlqctl/pkg/health"
+	"github.com/dlqctl/dlqctl/pkg/finding"
 )
 
 func TestAuditFindsRabbitMQTraps(t *testing.T) {
@@ -116,7 +116,7 @@ func TestAuditFindsRabbitMQTraps(t *testing.T) {
 			t.Log(fmt.Sprintf("%s %s %s: %s", f.Severity, f.Check, f.Queue, f.Problem))
 		}
 	}
-	if health.Count(fs).Errors != 4 {
-		t.Errorf("errors = %d, want 4", health.Count(fs).Errors)
+	if finding.Count(fs).Errors != 4 {
+		t.Errorf("errors = %d, want 4", finding.Count(fs).Errors)
 	}
 }

@@ -118,6 +118,23 @@ func Dial(ctx context.Context, r Ref, o ConnOptions) (*amqp091.Connection, error
 // (wraps broker.ErrAccessDenied).
 var ErrAuth = fmt.Errorf("RabbitMQ refused access (%w)", broker.ErrAccessDenied)
 
+// ErrVHostRefused: the login worked but the vhost does not exist or the
+// user has no permissions on it.
+var ErrVHostRefused = errors.New("vhost refused")
+
+// vhostRefused is a refused vhost: an error of kind (broker.ErrNotFound or
+// broker.ErrAccessDenied: exit 2 when a command starts) that is also
+// ErrVHostRefused (doctor tells it from a refused login).
+func vhostRefused(kind error, format string, a ...any) error {
+	return &vhostError{broker.Kindf(kind, format, a...)}
+}
+
+type vhostError struct{ err error }
+
+func (e *vhostError) Error() string        { return e.err.Error() }
+func (e *vhostError) Unwrap() error        { return e.err }
+func (e *vhostError) Is(target error) bool { return target == ErrVHostRefused }
+
 func dialError(r Ref, err error) error {
 	var ae *amqp091.Error
 	msg := err.Error()
@@ -129,11 +146,31 @@ func dialError(r Ref, err error) error {
 		where = "(none given: guest/guest, which RabbitMQ accepts only from localhost)"
 	}
 	switch {
+	case errors.Is(err, amqp091.ErrVhost),
+		errors.As(err, &ae) && ae.Code == amqp091.AccessRefused && ae.Reason == amqp091.ErrVhost.Reason:
+		// amqp091's "no access to this vhost" carries the AccessRefused
+		// code of a bad login: the login worked, the vhost is missing or
+		// closed to the user.
+		return vhostRefused(broker.ErrAccessDenied, "RabbitMQ at %s gives user %q no access to vhost %q (it does not exist, or the user has no permissions on it); check the vhost in the reference (%%2f is the default vhost /) and the user's permissions", r.HostPort(), r.user, r.VHost)
 	case errors.As(err, &ae) && ae.Code == amqp091.AccessRefused,
 		strings.Contains(msg, "username or password not allowed"):
-		return fmt.Errorf("%w for user %q %s at %s: check the credentials (in the URL or %s/%s)", ErrAuth, r.user, where, r.HostPort(), EnvUsername, EnvPassword)
-	case errors.As(err, &ae) && (ae.Code == amqp091.NotAllowed || ae.Code == amqp091.NotFound):
-		return fmt.Errorf("RabbitMQ at %s refused vhost %q for user %q: %s (check the vhost in the reference, %%2f is the default vhost /)", r.HostPort(), r.VHost, r.user, ae.Reason)
+		return broker.Kindf(ErrAuth, "RabbitMQ at %s refused the login of user %q %s; check the user and password (in the URL or %s/%s)", r.HostPort(), r.user, where, EnvUsername, EnvPassword)
+	case errors.As(err, &ae) && ae.Code == amqp091.NotFound:
+		return vhostRefused(broker.ErrNotFound, "RabbitMQ at %s has no vhost %q (%s); check the vhost in the reference (%%2f is the default vhost /)", r.HostPort(), r.VHost, ae.Reason)
+	case errors.As(err, &ae) && ae.Code == amqp091.NotAllowed:
+		return vhostRefused(broker.ErrAccessDenied, "RabbitMQ at %s refused vhost %q to user %q (%s); check the vhost in the reference (%%2f is the default vhost /) and the user's permissions on it", r.HostPort(), r.VHost, r.user, ae.Reason)
+	}
+	if problem, isTLS, ok := broker.NetProblem(err); ok {
+		fix := "check the host and port, that the node is running, and amqps:// if it listens with TLS"
+		switch {
+		case isTLS && r.TLS:
+			fix = "check that the port speaks TLS (amqp:// if it does not) and pass the CA that signed its certificate with --amqp-ca"
+		case strings.HasPrefix(problem, "no such host"), strings.HasPrefix(problem, "cannot resolve"):
+			fix = "check the host name in the reference"
+		case problem == "timed out":
+			fix = "check the host and port, that the node is running, and any firewall in between"
+		}
+		return broker.Kindf(broker.ErrUnreachable, "cannot connect to RabbitMQ at %s: %s; %s", r.HostPort(), problem, fix)
 	}
 	return fmt.Errorf("cannot connect to RabbitMQ at %s (vhost %q): %v", r.HostPort(), r.VHost, scrub(r, err))
 }

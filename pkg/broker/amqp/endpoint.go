@@ -123,6 +123,52 @@ func Open(ctx context.Context, bref broker.Ref, cfg Config) (broker.Endpoint, er
 // password, host or vhost fails here, in one sentence), checks the queue
 // exists, and reads its type and arguments from the management API.
 func OpenEndpoint(ctx context.Context, bref broker.Ref, cfg Config) (*Endpoint, error) {
+	ep, err := openEndpoint(ctx, bref, cfg)
+	// Nothing was read or changed yet: an unreachable node, refused
+	// credentials or a missing queue are bad input (exit 2), as on every
+	// broker.
+	return ep, broker.StartError(err)
+}
+
+func openEndpoint(ctx context.Context, bref broker.Ref, cfg Config) (*Endpoint, error) {
+	ep, err := newEndpoint(bref, cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := ep.ref
+	conn, err := ep.dial(ctx, "check")
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	if ep.isExchange {
+		if err := CheckExchange(conn, ep.exchange); err != nil {
+			return nil, fmt.Errorf("%s: %w", ep.display, err)
+		}
+		return ep, nil
+	}
+	if _, err := readyCount(conn, r.Queue); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, broker.Kindf(broker.ErrNotFound, "queue %q does not exist in vhost %q at %s; check the name ('dlqctl queues amqp://HOST/VHOST/' lists the dead-letter queues)", r.Queue, r.VHost, r.HostPort())
+		}
+		return nil, err
+	}
+	ep.info, ep.infoErr = ep.mgmt.Queue(ctx, r.VHost, r.Queue)
+	if ep.infoErr == nil {
+		return ep, nil
+	}
+	if errors.Is(ep.infoErr, ErrAuth) {
+		return nil, ep.infoErr
+	}
+	// The management API is unreachable: AMQP still answers. Commands
+	// that need the queue's type say so (NeedManagement).
+	ep.info = QueueInfo{Name: r.Queue, VHost: r.VHost, Type: ""}
+	return ep, nil
+}
+
+// newEndpoint parses a reference and the management URL (bad input: exit
+// 2) without connecting.
+func newEndpoint(bref broker.Ref, cfg Config) (*Endpoint, error) {
 	cfg = cfg.withDefaults()
 	u := bref.URL()
 	if u == nil {
@@ -165,33 +211,6 @@ func OpenEndpoint(ctx context.Context, bref broker.Ref, cfg Config) (*Endpoint, 
 	if err != nil {
 		return nil, errs.BadInput(err)
 	}
-	conn, err := ep.dial(ctx, "check")
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	if ep.isExchange {
-		if err := CheckExchange(conn, ep.exchange); err != nil {
-			return nil, fmt.Errorf("%s: %w", ep.display, err)
-		}
-		return ep, nil
-	}
-	if _, err := readyCount(conn, r.Queue); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return nil, fmt.Errorf("queue %q does not exist in vhost %q at %s: %w", r.Queue, r.VHost, r.HostPort(), broker.ErrNotFound)
-		}
-		return nil, err
-	}
-	ep.info, ep.infoErr = ep.mgmt.Queue(ctx, r.VHost, r.Queue)
-	if ep.infoErr == nil {
-		return ep, nil
-	}
-	if errors.Is(ep.infoErr, ErrAuth) {
-		return nil, ep.infoErr
-	}
-	// The management API is unreachable: AMQP still answers. Commands
-	// that need the queue's type say so (NeedManagement).
-	ep.info = QueueInfo{Name: r.Queue, VHost: r.VHost, Type: ""}
 	return ep, nil
 }
 
@@ -252,9 +271,15 @@ func (e *Endpoint) ID() string {
 }
 
 // Capabilities of a RabbitMQ queue, by queue type.
-func (e *Endpoint) Capabilities() broker.Capabilities {
+func (e *Endpoint) Capabilities() broker.Capabilities { return Capabilities(e.info.Type) }
+
+// Capabilities of a RabbitMQ queue of type typ (TypeClassic, TypeQuorum,
+// TypeStream; "" when it is not known yet, as before connecting: the less
+// forgiving type is assumed).
+func Capabilities(typ string) broker.Capabilities {
 	c := broker.Capabilities{
 		Label:             "RabbitMQ",
+		Broker:            broker.AMQP,
 		Hold:              broker.HoldDelivery,
 		Removal:           broker.RemovePerMessage,
 		Ordering:          broker.OrderQueue,
@@ -264,8 +289,13 @@ func (e *Endpoint) Capabilities() broker.Capabilities {
 		MaxBatchBytes:     MaxBatchBytes,
 		MaxMessageBytes:   MaxMessageBytes,
 		Sharing:           broker.ShareCompeting,
+		Backlog:           true,
+		ReturnsByDepth:    true,
+		FailureRecord:     "x-death and the consumer's failure headers",
+		DepthGrowth:       true,
+		DestinationDLQ:    true,
 	}
-	switch e.info.Type {
+	switch typ {
 	case TypeQuorum:
 		c.Ordering, c.ReleaseKeepsOrder, c.ReadCounts = broker.OrderNone, false, true
 	case TypeStream:

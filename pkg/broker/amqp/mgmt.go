@@ -25,7 +25,7 @@ type Management struct {
 }
 
 // ErrManagementUnavailable: the management API did not answer.
-var ErrManagementUnavailable = errors.New("RabbitMQ management API unreachable")
+var ErrManagementUnavailable = fmt.Errorf("RabbitMQ management API %w", broker.ErrUnreachable)
 
 // ErrNotFound: the queue or exchange does not exist (broker.ErrNotFound).
 var ErrNotFound = broker.ErrNotFound
@@ -44,7 +44,7 @@ func NewManagement(r Ref, rawURL string, o ConnOptions) (*Management, error) {
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: --amqp-management-url %q must be http(s)://HOST:PORT", ErrBadRef, Redact(rawURL))
+		return nil, fmt.Errorf("%w: --amqp-management-url %q must be http(s)://HOST:PORT", ErrBadRef, redactQuery(Redact(rawURL)))
 	}
 	if u.User != nil {
 		return nil, fmt.Errorf("%w: --amqp-management-url carries credentials; the management API uses the queue reference's (or %s/%s)", ErrBadRef, EnvUsername, EnvPassword)
@@ -61,8 +61,17 @@ func NewManagement(r Ref, rawURL string, o ConnOptions) (*Management, error) {
 	return &Management{base: u, user: r.user, pass: r.pass, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}, nil
 }
 
-// URL is the API's base URL (no credentials).
-func (m *Management) URL() string { return m.base.String() }
+// URL is the API's base URL (no credentials: a query string, which the
+// API does not use and which may carry a password, is shown redacted).
+func (m *Management) URL() string {
+	u := *m.base
+	q := u.RawQuery != "" || u.ForceQuery
+	u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""
+	if q {
+		return u.String() + "?REDACTED"
+	}
+	return u.String()
+}
 
 func (m *Management) get(ctx context.Context, out any, segs ...string) error {
 	p := m.base.Path + "/api"
@@ -83,7 +92,11 @@ func (m *Management) get(ctx context.Context, out any, segs ...string) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("%w at %s (%v): enable the rabbitmq_management plugin or pass --amqp-management-url", ErrManagementUnavailable, m.URL(), unwrapURLError(err))
+		problem, _, ok := broker.NetProblem(err)
+		if !ok {
+			problem = unwrapURLError(err).Error()
+		}
+		return broker.Kindf(ErrManagementUnavailable, "cannot connect to the RabbitMQ management API at %s: %s; check --amqp-management-url (or %s) and that the rabbitmq_management plugin is enabled", m.URL(), problem, "DLQCTL_AMQP_MANAGEMENT_URL")
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -94,9 +107,9 @@ func (m *Management) get(ctx context.Context, out any, segs ...string) error {
 	case resp.StatusCode == http.StatusNotFound:
 		return ErrNotFound
 	case resp.StatusCode == http.StatusUnauthorized:
-		return fmt.Errorf("%w: the management API at %s refused user %q (401): check the credentials; the user needs the management (or monitoring) tag", ErrAuth, m.URL(), m.user)
+		return broker.Kindf(ErrAuth, "the RabbitMQ management API at %s refused user %q (401); check the credentials: the user needs the management (or monitoring) tag", m.URL(), m.user)
 	case resp.StatusCode == http.StatusForbidden:
-		return fmt.Errorf("%w: the management API at %s denied user %q access to %s (403): grant the user the monitoring tag and permissions on the vhost", ErrAuth, m.URL(), m.user, strings.Join(segs, "/"))
+		return broker.Kindf(ErrAuth, "the RabbitMQ management API at %s denied user %q access to %s (403); grant the user the monitoring tag and permissions on the vhost", m.URL(), m.user, strings.Join(segs, "/"))
 	case resp.StatusCode != http.StatusOK:
 		return fmt.Errorf("management API %s answered %d: %s", m.URL(), resp.StatusCode, truncate(string(body), 200))
 	}
@@ -104,6 +117,14 @@ func (m *Management) get(ctx context.Context, out any, segs ...string) error {
 		return fmt.Errorf("management API %s: unexpected answer to %s: %v", m.URL(), strings.Join(segs, "/"), err)
 	}
 	return nil
+}
+
+// redactQuery hides a URL's query string (it may carry a password).
+func redactQuery(s string) string {
+	if i := strings.IndexAny(s, "?#"); i >= 0 {
+		return s[:i] + "?REDACTED"
+	}
+	return s
 }
 
 func unwrapURLError(err error) error {

@@ -2,17 +2,18 @@ package amqp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dlqctl/dlqctl/pkg/broker"
 )
 
 // ErrPeekUnsafe: a peek could change the queue in a way the user would
 // not expect (push messages over a quorum queue's delivery limit). Bad
 // input: exit 2, nothing changed.
-var ErrPeekUnsafe = errors.New("peeking this queue is unsafe")
+var ErrPeekUnsafe = broker.ErrPeekUnsafe
 
 // PeekOptions configure Peek.
 type PeekOptions struct {

@@ -9,21 +9,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-)
 
-// Finding is one problem an audit found with a dead-letter topic or its
-// chain (cmd renders it as the audit findings of every broker).
-type Finding struct {
-	Severity string // error | warn | info
-	Check    string // stable id, e.g. "kafka-dlt-retention-short"
-	Topic    string
-	Related  string // the source topic, when there is one
-	Problem  string
-	Why      string
-	Fix      string // one sentence
-	Command  string // a kafka-configs.sh command that fixes it, when there is one
-	Sampled  bool   // from the records' headers rather than the configuration
-}
+	"github.com/dlqctl/dlqctl/pkg/finding"
+)
 
 // AuditOptions tune an audit.
 type AuditOptions struct {
@@ -46,7 +34,7 @@ type topicFacts struct {
 // Audit checks the dead-letter topic of ep (and its retry chain) against
 // the rules in docs/kafka.md. It reads configuration and a sample of
 // records; it changes nothing.
-func Audit(ctx context.Context, ep *Endpoint, opt AuditOptions) ([]Finding, []string, error) {
+func Audit(ctx context.Context, ep *Endpoint, opt AuditOptions) ([]finding.Finding, []string, error) {
 	adm, err := ep.Admin()
 	if err != nil {
 		return nil, nil, err
@@ -121,27 +109,30 @@ func Audit(ctx context.Context, ep *Endpoint, opt AuditOptions) ([]Finding, []st
 		return nil, nil, ep.wrap(err)
 	}
 	d := facts[dlt]
-	var out []Finding
-	add := func(f Finding) { out = append(out, f) }
+	var out []finding.Finding
+	add := func(f finding.Finding) {
+		f.Fix.Queue = f.Queue
+		out = append(out, f)
+	}
 
 	if strings.Contains(d.configs["cleanup.policy"], "compact") {
-		add(Finding{Severity: "error", Check: "kafka-dlt-compacted", Topic: dlt,
+		add(finding.Finding{Severity: finding.SevError, Check: "kafka-dlt-compacted", Queue: dlt,
 			Problem: fmt.Sprintf("cleanup.policy is %q", d.configs["cleanup.policy"]),
 			Why:     "compaction keeps only the newest record per key: dead letters of the same key (the same order, the same customer) are silently lost",
-			Fix:     "set cleanup.policy=delete on the dead-letter topic",
-			Command: fmt.Sprintf("kafka-configs.sh --alter --entity-type topics --entity-name %s --add-config cleanup.policy=delete", dlt)})
+			Fix: finding.Fix{Text: "set cleanup.policy=delete on the dead-letter topic",
+				Command: fmt.Sprintf("kafka-configs.sh --alter --entity-type topics --entity-name %s --add-config cleanup.policy=delete", dlt)}})
 	}
 	if d.rf == 1 {
-		add(Finding{Severity: "warn", Check: "kafka-dlt-replication", Topic: dlt,
+		add(finding.Finding{Severity: finding.SevWarn, Check: "kafka-dlt-replication", Queue: dlt,
 			Problem: "replication factor 1",
 			Why:     "the only copy of every dead letter lives on one broker: losing its disk loses the records nobody has looked at yet",
-			Fix:     "reassign the topic's partitions to 3 replicas (kafka-reassign-partitions.sh) and set min.insync.replicas=2"})
+			Fix:     finding.Fix{Text: "reassign the topic's partitions to 3 replicas (kafka-reassign-partitions.sh) and set min.insync.replicas=2"}})
 	} else if v := d.configs["min.insync.replicas"]; v == "1" {
-		add(Finding{Severity: "warn", Check: "kafka-dlt-min-insync", Topic: dlt,
+		add(finding.Finding{Severity: finding.SevWarn, Check: "kafka-dlt-min-insync", Queue: dlt,
 			Problem: fmt.Sprintf("min.insync.replicas=1 with replication factor %d", d.rf),
 			Why:     "a recoverer producing with acks=all is acknowledged by a single replica: a dead letter can be lost with that broker",
-			Fix:     "set min.insync.replicas=2",
-			Command: fmt.Sprintf("kafka-configs.sh --alter --entity-type topics --entity-name %s --add-config min.insync.replicas=2", dlt)})
+			Fix: finding.Fix{Text: "set min.insync.replicas=2",
+				Command: fmt.Sprintf("kafka-configs.sh --alter --entity-type topics --entity-name %s --add-config min.insync.replicas=2", dlt)}})
 	}
 	dltRet := retention(d.configs)
 	for src := range sources {
@@ -152,26 +143,26 @@ func Audit(ctx context.Context, ep *Endpoint, opt AuditOptions) ([]Finding, []st
 			if srcRet >= 0 {
 				want = strconv.FormatInt((srcRet + opt.InvestigationWindow).Milliseconds(), 10)
 			}
-			add(Finding{Severity: "warn", Check: "kafka-dlt-retention-short", Topic: dlt, Related: src,
+			add(finding.Finding{Severity: finding.SevWarn, Check: "kafka-dlt-retention-short", Queue: dlt, Related: src,
 				Problem: fmt.Sprintf("retention.ms %s is shorter than the source's (%s) plus the investigation window (%s)", fmtRetention(dltRet), fmtRetention(srcRet), fmtRetention(opt.InvestigationWindow)),
 				Why:     "dead letters are deleted by retention before anyone replays them; a record that waited in retry topics is older still",
-				Fix:     "raise retention.ms of the dead-letter topic to at least " + want,
-				Command: fmt.Sprintf("kafka-configs.sh --alter --entity-type topics --entity-name %s --add-config retention.ms=%s", dlt, strings.Fields(want)[0])})
+				Fix: finding.Fix{Text: "raise retention.ms of the dead-letter topic to at least " + want,
+					Command: fmt.Sprintf("kafka-configs.sh --alter --entity-type topics --entity-name %s --add-config retention.ms=%s", dlt, strings.Fields(want)[0])}})
 		}
 		keepsPartition := formats["spring-kafka"] || (seen > 0 && samePartition == seen)
 		if d.partitions < s.partitions && keepsPartition {
-			add(Finding{Severity: "error", Check: "kafka-dlt-fewer-partitions", Topic: dlt, Related: src, Sampled: true,
+			add(finding.Finding{Severity: finding.SevError, Check: "kafka-dlt-fewer-partitions", Queue: dlt, Related: src, Sampled: true,
 				Problem: fmt.Sprintf("%d partitions, its source %s has %d, and its recoverer keeps the partition number", d.partitions, src, s.partitions),
 				Why:     "Spring's DeadLetterPublishingRecoverer publishes to the same partition number by default: records from source partitions the DLT does not have fail to dead-letter (and the listener retries them forever or drops them)",
-				Fix:     fmt.Sprintf("add partitions to the dead-letter topic (at least %d), or give the recoverer a destination resolver that lets the partitioner choose", s.partitions),
-				Command: fmt.Sprintf("kafka-topics.sh --alter --topic %s --partitions %d", dlt, s.partitions)})
+				Fix: finding.Fix{Text: fmt.Sprintf("add partitions to the dead-letter topic (at least %d), or give the recoverer a destination resolver that lets the partitioner choose", s.partitions),
+					Command: fmt.Sprintf("kafka-topics.sh --alter --topic %s --partitions %d", dlt, s.partitions)}})
 		}
 	}
 	if !hasDLT && len(chain) > 0 {
-		add(Finding{Severity: "warn", Check: "kafka-retry-without-dlt", Topic: dlt,
+		add(finding.Finding{Severity: finding.SevWarn, Check: "kafka-retry-without-dlt", Queue: dlt,
 			Problem: fmt.Sprintf("retry topics %s have no dead-letter topic (%s-dlt or %s-dlq)", strings.Join(chain, ", "), base, base),
 			Why:     "a record that fails its last retry has nowhere to go: it is dropped, or blocks the last retry topic's consumer",
-			Fix:     fmt.Sprintf("create %s-dlt and configure the last retry consumer's recoverer to publish to it", base)})
+			Fix:     finding.Fix{Text: fmt.Sprintf("create %s-dlt and configure the last retry consumer's recoverer to publish to it", base)}})
 	}
 	return out, notes, nil
 }

@@ -116,22 +116,11 @@ func (c Conn) Opts(brokers []string) ([]kgo.Opt, error) {
 		// retrying for the client's default of forever-ish.
 		kgo.RetryTimeout(30 * time.Second),
 	}
-	if c.TLS || c.CAFile != "" {
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-		if c.CAFile != "" {
-			pem, err := os.ReadFile(c.CAFile)
-			if err != nil {
-				return nil, usage("--kafka-ca %s cannot be read: %v", c.CAFile, err)
-			}
-			pool, err := x509.SystemCertPool()
-			if err != nil || pool == nil {
-				pool = x509.NewCertPool()
-			}
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, usage("--kafka-ca %s holds no PEM certificate", c.CAFile)
-			}
-			cfg.RootCAs = pool
-		}
+	cfg, err := c.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	if cfg != nil {
 		dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: dt}, Config: cfg}
 		opts = append(opts, kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
 			// ServerName per broker: the TLS dialer takes it from host.
@@ -142,6 +131,30 @@ func (c Conn) Opts(brokers []string) ([]kgo.Opt, error) {
 		opts = append(opts, kgo.SASL(m))
 	}
 	return opts, nil
+}
+
+// tlsConfig is the TLS configuration (system roots plus CAFile); nil
+// without TLS.
+func (c Conn) tlsConfig() (*tls.Config, error) {
+	if !c.TLS && c.CAFile == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, usage("--kafka-ca %s cannot be read: %v", c.CAFile, err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, usage("--kafka-ca %s holds no PEM certificate", c.CAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	return cfg, nil
 }
 
 func (c Conn) mechanism() sasl.Mechanism {

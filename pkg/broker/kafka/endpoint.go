@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -122,6 +123,7 @@ func (e *Endpoint) Capabilities() broker.Capabilities { return Capabilities() }
 func Capabilities() broker.Capabilities {
 	return broker.Capabilities{
 		Label:             "Kafka",
+		Broker:            broker.Kafka,
 		Hold:              broker.HoldNone,
 		Removal:           broker.RemoveCommitOffset,
 		Ordering:          broker.OrderPartition,
@@ -136,6 +138,11 @@ func Capabilities() broker.Capabilities {
 		MaxMessageBytes: 0,
 		MaxAttributes:   0,
 		Sharing:         broker.ShareGroup,
+		Transactions:    true,
+		DeleteByOffset:  true,
+		ConsumerLag:     true,
+		FailureRecord:   "its dead-letter headers",
+		Retention:       true,
 	}
 }
 
@@ -179,12 +186,64 @@ func (e *Endpoint) wrap(err error) error {
 	text := broker.Redact(err.Error(), e.conn.Password)
 	switch {
 	case errors.Is(err, ErrTopicNotFound), errors.Is(err, kerr.UnknownTopicOrPartition):
-		return fmt.Errorf("topic %s does not exist on %s: %w", e.addr.Topic, strings.Join(e.addr.Brokers, ","), broker.ErrNotFound)
-	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.GroupAuthorizationFailed),
-		errors.Is(err, kerr.SaslAuthenticationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed):
-		return fmt.Errorf("%s: %w", text, broker.ErrAccessDenied)
+		hosts := strings.Join(e.addr.Brokers, ",")
+		return broker.Kindf(broker.ErrNotFound, "topic %s does not exist on %s; check the name ('dlqctl queues kafka://%s' lists the dead-letter topics)", e.addr.Topic, hosts, hosts)
+	}
+	if x := explain(e.addr, e.conn, err); x != nil {
+		return x
 	}
 	return errors.New(text)
+}
+
+// explain turns a failure to reach or log in to the cluster into one
+// sentence naming the problem and the fix, wrapping broker.ErrUnreachable
+// or broker.ErrAccessDenied (nil for any other error). It never names the
+// password.
+func explain(addr Address, conn Conn, err error) error {
+	hosts := strings.Join(addr.Brokers, ",")
+	mech, _ := NormalizeSASL(conn.SASL)
+	login := "--kafka-sasl, --kafka-user and " + EnvPassword
+	problem, isTLS, ok := broker.NetProblem(err)
+	if !ok && errors.Is(err, context.DeadlineExceeded) && strings.Contains(err.Error(), "unable to dial") {
+		// The dial (and, with --kafka-tls, its handshake) did not finish
+		// within the dial timeout: a TLS handshake with a plaintext
+		// listener waits for an answer that never comes.
+		problem, isTLS, ok = "timed out", conn.TLS || conn.CAFile != "", true
+	}
+	if ok {
+		fix := "check the bootstrap host and port, that the brokers are running, and --kafka-tls if they listen with TLS"
+		switch {
+		case isTLS:
+			fix = "check --kafka-tls (drop it for a plaintext listener), --kafka-ca (the CA that signed the brokers' certificates), the host and port"
+		case strings.HasPrefix(problem, "no such host"), strings.HasPrefix(problem, "cannot resolve"):
+			fix = "check the host names in the reference"
+		}
+		return broker.Kindf(broker.ErrUnreachable, "cannot connect to Kafka at %s: %s; %s", hosts, problem, fix)
+	}
+	switch {
+	case errors.Is(err, kerr.SaslAuthenticationFailed), errors.Is(err, kerr.UnsupportedSaslMechanism), errors.Is(err, kerr.IllegalSaslState):
+		return broker.Kindf(broker.ErrAccessDenied, "Kafka at %s refused the %s login of user %q (%s); check %s", hosts, mech, conn.User, kerrText(err), login)
+	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.GroupAuthorizationFailed),
+		errors.Is(err, kerr.ClusterAuthorizationFailed), errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
+		return broker.Kindf(broker.ErrAccessDenied, "Kafka at %s denied user %q (%s); grant its ACLs on topic %s and dlqctl's consumer group, or check %s", hosts, conn.User, kerrText(err), addr.Topic, login)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		if mech != "" {
+			// A broker ends the connection on a refused SASL login
+			// (kfake does), as on a TLS listener spoken to in plaintext.
+			return broker.Kindf(broker.ErrAccessDenied, "Kafka at %s closed the connection during the %s login of user %q; check %s, and --kafka-tls if the listener uses TLS", hosts, mech, conn.User, login)
+		}
+		return broker.Kindf(broker.ErrUnreachable, "Kafka at %s closed the connection; check --kafka-tls if the listener uses TLS, and --kafka-sasl if it requires a login", hosts)
+	}
+	return nil
+}
+
+// kerrText is a Kafka error code's name ("SASL_AUTHENTICATION_FAILED").
+func kerrText(err error) string {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Message
+	}
+	return "refused"
 }
 
 // Depth is the sum over partitions of the end offset less the group's

@@ -52,6 +52,9 @@ func ListTopics(ctx context.Context, addr Address, conn Conn, prefix string, gro
 	adm := kadm.NewClient(cl)
 	all, err := adm.ListTopics(ctx)
 	if err != nil {
+		if x := explain(addr, conn, err); x != nil {
+			return nil, x
+		}
 		return nil, fmt.Errorf("listing topics: %w", err)
 	}
 	all.FilterInternal()

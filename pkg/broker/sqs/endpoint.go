@@ -12,6 +12,7 @@ import (
 func Capabilities(fifo bool) broker.Capabilities {
 	c := broker.Capabilities{
 		Label:           "Amazon SQS",
+		Broker:          broker.SQS,
 		Hold:            broker.HoldLease,
 		Removal:         broker.RemovePerMessage,
 		Ordering:        broker.OrderNone,
@@ -24,6 +25,13 @@ func Capabilities(fifo bool) broker.Capabilities {
 		MaxAttributes:   MaxAttributes,
 		MaxHold:         MaxVisibility,
 		Sharing:         broker.ShareCompeting,
+		Backlog:         true,
+		ReturnsByDepth:  true,
+		LogLookup:       true,
+		Retention:       true,
+		DepthGrowth:     true,
+		DestinationDLQ:  true,
+		IAMActions:      true,
 	}
 	if fifo {
 		c.Ordering = broker.OrderGroupLock

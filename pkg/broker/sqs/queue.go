@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
@@ -224,7 +226,7 @@ func (c *Client) wrapQueueErr(ref string, err error) error {
 		if region == "" {
 			region = "the configured region"
 		}
-		return errs.BadInputf("queue %q does not exist in %s; check the name, --region and --sqs-endpoint-url (`dlqctl queues` lists DLQs)", ref, region)
+		return errs.BadInput(broker.Kindf(broker.ErrNotFound, "queue %q does not exist in %s; check the name, --region and --sqs-endpoint-url (`dlqctl queues` lists DLQs)", ref, region))
 	}
 	return WrapAWSError(err)
 }
@@ -247,11 +249,21 @@ func WrapAWSError(err error) error {
 	case strings.Contains(msg, "ExpiredToken"), strings.Contains(msg, "RequestExpired") && strings.Contains(msg, "token"):
 		return errs.BadInputf("the AWS session credentials have expired (%s); refresh them (`aws sso login`, assume the role again, or new AWS_SESSION_TOKEN) and re-run", firstLine(msg))
 	case strings.Contains(msg, "InvalidClientTokenId"), strings.Contains(msg, "UnrecognizedClientException"), strings.Contains(msg, "SignatureDoesNotMatch"):
-		return errs.BadInputf("AWS rejected the credentials (%s); check --profile or the AWS_* credential variables", firstLine(msg))
+		return errs.BadInput(broker.Kindf(broker.ErrAccessDenied, "AWS rejected the credentials (%s); check --profile or the AWS_* credential variables", firstLine(msg)))
 	case strings.Contains(msg, "Invalid region"), strings.Contains(msg, "could not resolve endpoint"):
 		return errs.BadInputf("no usable AWS region; pass --region or set AWS_REGION")
-	case strings.Contains(msg, "connection refused") || strings.Contains(msg, "no such host"):
-		return errs.BadInputf("cannot reach the SQS endpoint (%s); check --sqs-endpoint-url / --endpoint-url / AWS_ENDPOINT_URL_SQS and your network", firstLine(msg))
+	}
+	// The endpoint refused the connection or its name does not resolve:
+	// nothing reached SQS (a timeout or a reset may have).
+	if problem, _, ok := broker.NetProblem(err); ok && (problem == "connection refused" || strings.HasPrefix(problem, "no such host") || strings.HasPrefix(problem, "cannot resolve")) {
+		where := "the SQS endpoint"
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			if u, perr := url.Parse(ue.URL); perr == nil && u.Host != "" {
+				where += " " + u.Scheme + "://" + u.Host
+			}
+		}
+		return errs.BadInput(broker.Kindf(broker.ErrUnreachable, "cannot connect to %s: %s; check --sqs-endpoint-url / --endpoint-url / AWS_ENDPOINT_URL_SQS, that it is running, and your network", where, problem))
 	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
