@@ -32,7 +32,11 @@ GO ?= go
 # number of cores), and the slowest start first so that none of them is
 # left to run alone at the end. TESTFIRST is that order, slowest first
 # (measured with -json on the 2-core machine); ./... adds every other package
-# after them, once. TESTP=1 runs one package at a time.
+# after them, once. TESTP=1 runs one package at a time. Measured on the
+# 2-core machine while other work kept its load near 20: -p 6 slowest first
+# 656 s, -p 4 in ./... order 1071 s. moto (one Python process) slows most
+# under load; on a machine that busy, TESTP=4 leaves its FIFO tests more
+# room.
 TESTP ?= 6
 TESTFIRST ?= ./cmd/cmdtest/field ./cmd/cmdtest/archive ./cmd/cmdtest/fifo ./docs/runbooks \
 	./cmd/cmdtest/inspect ./cmd/cmdtest/redrive ./pkg/broker/sqs ./cmd/cmdtest/multiproc ./cmd \
