@@ -46,8 +46,18 @@ as with 'dlqctl group'.
 Messages are decoded first: the DLQ format (Lambda async DLQ or
 destination record, EventBridge, SNS, CloudEvents, MassTransit,
 NServiceBus, Spring Kafka, Kafka Connect, Celery, Dramatiq, Rebus, Laravel,
-Sidekiq, Faktory, ActiveJob, enriched wrapper, generic failure
-keys) gives failure.format, the failure evidence and the original payload.
+Sidekiq, Faktory, ActiveJob, Hangfire, Azure Service Bus, Event Grid and
+Pub/Sub dead letters, NATS JetStream advisories, enriched wrapper, generic
+failure keys) gives failure.format, the failure evidence and the original
+payload. Failure evidence is also found by its shape wherever it sits:
+serialised error objects (database drivers, HTTP clients, AWS SDKs,
+OpenTelemetry exception attributes), stack traces and error-level log
+lines; inside the message's own data (a payment_failed webhook, an email
+bounce) they are hints that never decide. Exception chains and groups
+decide on their root cause (Java/Rust "Caused by", .NET "--->" and
+AggregateException, Node [cause] and AggregateError, Python "from",
+"During handling" and ExceptionGroup, Go %w); a gRPC status decides on
+its description.
 A plain message dead-lettered by an SQS redrive policy has no failure
 context: SQS records no reason.
 
@@ -85,11 +95,19 @@ counts only when the decoder vouches it is the event's schema version
 format. It is checked before any message is read: an invalid file exits 2
 naming file, line and reason.
 
+Each decision has a confidence (0..1: 0.95 a chain's root cause, 0.9 an
+exception type, code or status, 0.85 a specific phrase, 0.55 generic words
+alone, 0.5 conflicting evidence; rules of a rules file 1). --class takes a
+decision only at or above --min-confidence (default 0.6, chosen on the
+corpus so that no dangerous confusion is selected); unknown is always
+selectable. The record's "confidence" field carries it.
+
 Output is one line (record) per message, --summary counts per class and
 action with examples (and estimated totals when only a sample of a larger
 queue was read), and --explain ID shows the format detected, each piece
-of failure evidence (field -> text) with the family it names, and every
-rule evaluated for one message and why the matching one matched.
+of failure evidence (field -> text) with the family it names, the chain's
+root cause when it decided, the confidence, and every rule evaluated for
+one message and why the matching one matched.
 
 Bodies are shown with secret-looking values masked (see 'dlqctl sample').
 
@@ -101,10 +119,12 @@ Exit 4 with --all when the queue could not be read whole (FIFO groups
 locked behind held messages, messages in flight elsewhere, the in-flight
 limit): the result covers what was read and says what was not. Exit 2 on bad
 rules or keys, no credentials or region, or AccessDenied on the queue
-(naming the IAM action); a --logs group that may not be searched is exit 1.`),
+(naming the IAM action), or a --min-confidence outside 0..1; a --logs group
+that may not be searched is exit 1.`),
 		Example: `  dlqctl classify orders-dlq --summary
   dlqctl classify orders-dlq --summary --logs /aws/lambda/orders-consumer,/ecs/orders-worker
   dlqctl classify orders-dlq --all --class transient -o ndjson > transient.ndjson
+  dlqctl classify orders-dlq --all --class transient --min-confidence 0.9 -o ndjson
   dlqctl classify orders-dlq --rules rules.yaml --explain 8d3c…
   dlqctl classify --from dlq.ndjson --rules rules.yaml --summary -o json`,
 		Args: queueOrFromArgs(&opts.Read.From),
@@ -506,12 +526,24 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	if o.Rule == classify.DefaultRuleName {
 		fmt.Fprintf(w, "  no rule matched: the default applies\n")
 	}
+	fmt.Fprintf(w, "confidence: %.2f%s\n", o.Confidence, confidenceNote(o, opts.Selection.MinConf()))
 	fmt.Fprintf(w, "=> class %s, action %s (rule %s)", o.Class, o.Action, o.Rule)
 	if o.Note != "" {
 		fmt.Fprintf(w, ": %s", o.Note)
 	}
 	fmt.Fprintln(w)
 	return nil
+}
+
+// confidenceNote says whether --class would select the decision.
+func confidenceNote(o classify.Outcome, min float64) string {
+	switch {
+	case o.Class == classify.ClassUnknown:
+		return " (unknown is always selectable)"
+	case o.Confidence < min:
+		return fmt.Sprintf(" — below --min-confidence %g: --class %s does not select it", min, o.Class)
+	}
+	return fmt.Sprintf(" — at or above --min-confidence %g", min)
 }
 
 // writeLogLines prints where failure context read from the consumer's
@@ -589,8 +621,13 @@ func writeAnalysis(w io.Writer, ex *classify.Explanation) {
 	case v.Family == "":
 		fmt.Fprintf(w, "family: none — no evidence names a transient, permanent, schema, business or configuration failure\n")
 	case v.Family == classify.FamilyConflict:
-		fmt.Fprintf(w, "family: conflict — transient (%s) and %s (%s) are both named specifically\n", v.Decisive.Field, v.Against.Family, v.Against.Field)
+		fmt.Fprintf(w, "family: conflict — transient (%s %q) and %s (%s %q) are both named specifically (confidence %.2f)\n",
+			v.Decisive.Field, v.Decisive.Signal, v.Against.Family, v.Against.Field, v.Against.Signal, v.Confidence)
 	default:
-		fmt.Fprintf(w, "family: %s, decided by %s (%q)\n", v.Family, v.Decisive.Field, v.Decisive.Signal)
+		root := ""
+		if v.Decisive.Kind == record.EvidenceRootCause {
+			root = ", the chain's root cause"
+		}
+		fmt.Fprintf(w, "family: %s, decided by %s (%q%s; confidence %.2f)\n", v.Family, v.Decisive.Field, v.Decisive.Signal, root, v.Confidence)
 	}
 }

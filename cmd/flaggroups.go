@@ -155,7 +155,7 @@ type CanaryFlags struct {
 // AddFlags registers the canary flags; what says what a canary does.
 func (c *CanaryFlags) AddFlags(fl *pflag.FlagSet, what string) {
 	fl.IntVar(&c.Canary, "canary", 0, what)
-	fl.DurationVar(&c.VerifyFor, "verify-for", 0, "how long a canary is watched; when not given it is computed: maxReceiveCount × the destination's visibility timeout + 30s, the time a poison message needs to come back (2m when the destination has no redrive policy)")
+	fl.DurationVar(&c.VerifyFor, "verify-for", 0, "how long a canary is watched; when not given it is computed by the broker as the time a poison message needs to come back (SQS: maxReceiveCount × visibility timeout; RabbitMQ: the message TTLs on its dead-letter path; Kafka: delay-named retry topics; + 30s), stated in the verdict; where it cannot be known, --canary needs it")
 	c.verifySet = func() bool { return fl.Changed("verify-for") }
 	fl.BoolVar(&c.VerifyDrain, "verify-drain", false, "a canary passes only if the destination also consumed it")
 	fl.DurationVar(&c.VerifyPoll, "verify-poll", 5*time.Second, "how often a canary checks the DLQ depth")

@@ -30,7 +30,13 @@ func (f *Factory) KafkaEndpoint(ctx context.Context, refStr string) (*kafka.Endp
 	if err != nil {
 		return nil, err
 	}
-	ep, err := kafka.Open(ctx, ref, f.kafkaConfig())
+	cfg := f.kafkaConfig()
+	// The member ledger: a re-run after a kill waits for the killed run's
+	// group members (docs/kafka.md).
+	cfg.StateDir = f.StateDir()
+	cfg.Tell = func(s string) { f.IO.Infof("%s", s) }
+	cfg.Warn = func(s string) { f.IO.Warnf("%s", s) }
+	ep, err := kafka.Open(ctx, ref, cfg)
 	if err != nil {
 		return nil, kafkaErr(err)
 	}

@@ -93,7 +93,12 @@ A Kafka dead-letter topic (kafka://HOST:PORT/TOPIC) is redriven to the
 original topic named in each record's headers (or --to kafka://…/TOPIC), key
 kept, dead-letter headers dropped; dlqctl's consumer group (--group) is the
 journal, replayed records land after newer records with the same key, and
---max-dest-lag GROUP:N and --exactly-once apply (docs/kafka.md).
+--max-dest-lag GROUP:N and --exactly-once apply (docs/kafka.md). A re-run
+after a kill -9 waits for the killed run's group members (recorded in
+--state-dir) to time out of the group — their session timeout + 5 s, said on
+stderr — then takes their partitions. On RabbitMQ a killed run's
+unacknowledged deliveries return to the DLQ as soon as its connection
+closes: a re-run has nothing to wait for.
 
 --to source (default) sends each message to the queue named by its
 DeadLetterQueueSourceArn (or the DLQ's only source queue); --to QUEUE sends
@@ -106,10 +111,18 @@ estimated duration at --rate / --ramp.
 --canary N moves N matching messages, then watches the DLQ for --verify-for:
 it passes (exit 0) when none came back, fails (exit 3) when some did. With
 --verify-drain the destination must also have consumed them. Without
---verify-for the watch lasts as long as a message that always fails needs to
-be dead-lettered again: maxReceiveCount × the destination's visibility
-timeout, + 30 s (2m when the destination has no redrive policy); a shorter
---verify-for is warned about, since its PASS proves less.
+--verify-for the watch is computed per broker as the time a message that
+always fails needs to be dead-lettered again, stated on stderr and in the
+verdict (window_seconds, window_reason): SQS: maxReceiveCount × the
+destination's visibility timeout, + 30 s; RabbitMQ: the message TTLs on the
+way from the destination queue into the DLQ (its own and its retry
+queues'), + 30 s (quorum delivery limits and rejections dead-letter at
+once); Kafka: the delays of Spring retry topics named with them
+(TOPIC-retry-1000, …), + 30 s. When no destination dead-letters into the
+DLQ the watch is 2m, said so; when the broker cannot know (a Kafka
+dead-letter topic without such retry topics, a RabbitMQ server without its
+management API) --canary needs --verify-for (exit 2, nothing moved). A
+shorter --verify-for is warned about, since its PASS proves less.
 
 --rate R sends at most R messages per second (a batch of 10 takes 10
 tokens); --ramp R1,R2,... steps the rate every --ramp-every while the guards
@@ -404,11 +417,15 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 	}
 	opts.PaceFlags.apply(&spec.Move)
 	if opts.Canary > 0 {
-		window := opts.CanaryFlags.canaryWindow(f, candidates, dlq)
+		window, err := opts.CanaryFlags.canaryWindow(ctx, f, ep, destinations(candidates))
+		if err != nil {
+			src.Close(context.WithoutCancel(ctx))
+			return err
+		}
 		spec.Canary = &redrive.CanarySpec{Watch: ep, Dests: destinations(candidates), DestDepth: c.DestinationDepth, Baseline: sqs.Depths(candidates...),
-			Verify: redrive.VerifyOptions{For: window, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: opts.Visibility},
+			Verify: window.Verify(redrive.VerifyOptions{Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: opts.Visibility}),
 			OnStart: func(moved int) {
-				f.IO.Infof("canary: moved %d message(s); watching %s for %s", moved, dlq.Name, window)
+				f.IO.Infof("canary: moved %d message(s); watching %s for %s", moved, dlq.Name, window.For)
 			}}
 	}
 	return executeMove(ctx, f, prog, spec, sqsCloseWarning, func(out *redrive.Outcome) error {

@@ -38,7 +38,8 @@ func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		return err
 	}
 	var router redrive.Router
-	pubEp := ep // where copies are published
+	pubEp := ep                          // where copies are published
+	var canaryDests []broker.Destination // nil: back to the queues that dead-letter into the DLQ
 	if strings.EqualFold(opts.To, "source") {
 		if router, err = ep.RouterToSource(ctx); err != nil {
 			return err
@@ -62,7 +63,7 @@ func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		if err != nil {
 			return err
 		}
-		router, pubEp = fixedRouter{t}, dest
+		router, pubEp, canaryDests = fixedRouter{t}, dest, []broker.Destination{t}
 	}
 	sel, _ := opts.Selection.Selector()
 	watchFilterErrors(f, sel)
@@ -155,11 +156,15 @@ func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		}
 	}
 	if opts.Canary > 0 {
-		window := opts.VerifyFor
+		window, err := opts.CanaryFlags.canaryWindow(ctx, f, ep, canaryDests)
+		if err != nil {
+			src.Close(context.WithoutCancel(ctx))
+			return err
+		}
 		spec.Canary = &redrive.CanarySpec{Watch: ep, DestDepth: destDepth, Baseline: map[string]int{},
-			Verify: redrive.VerifyOptions{For: window, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain},
+			Verify: window.Verify(redrive.VerifyOptions{Poll: opts.VerifyPoll, Drain: opts.VerifyDrain}),
 			OnStart: func(moved int) {
-				f.IO.Infof("canary: moved %d message(s); watching %s for %s", moved, ep.Name(), window)
+				f.IO.Infof("canary: moved %d message(s); watching %s for %s", moved, ep.Name(), window.For)
 			}}
 	}
 	return executeMove(ctx, f, prog, spec, "returning held messages: %v (the broker returns them when the connection closes)", func(out *redrive.Outcome) error {

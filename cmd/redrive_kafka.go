@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
@@ -69,7 +70,11 @@ type KafkaCanary struct {
 	Moved    int     `json:"moved"`
 	Returned int     `json:"returned"`
 	Watched  float64 `json:"watched_seconds"`
-	Detail   string  `json:"detail"`
+	// Window is the watch the canary was given and WindowReason how it
+	// was derived (redrive.DecideWindow).
+	Window       float64 `json:"window_seconds"`
+	WindowReason string  `json:"window_reason"`
+	Detail       string  `json:"detail"`
 }
 
 // KafkaGuard is a tripped --max-dest-lag guard (run-result's guard).
@@ -201,6 +206,18 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		return kafkaRedriveDryRun(ctx, f, opts, ep, plan, sel, decide, limit)
 	}
 
+	// The canary's watch is decided before anything moves: a window
+	// Kafka cannot know refuses --canary without --verify-for (exit 2).
+	var window redrive.Window
+	if opts.Canary > 0 {
+		var dests []broker.Destination
+		if to != "" {
+			dests = []broker.Destination{{Key: to, Label: destEP.ID(), Target: to}}
+		}
+		if window, err = opts.CanaryFlags.canaryWindow(ctx, f, ep, dests); err != nil {
+			return kafkaErr(err)
+		}
+	}
 	what := fmt.Sprintf("%d pending record(s) of %s (group %s) to %s", plan.Pending(), ep, ep.Group(), describeTo(opts.To))
 	if err := confirm(f, "Redrive "+limitedWhat(what, opts.Canary, opts.Max)+"?",
 		"redrive changes the group's committed offsets and produces to the destination; pass --yes to run it from a script (or --dry-run first)",
@@ -268,6 +285,7 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		*lastN++
 	}
 	sink := kafka.ReplaySink(prod, router, runID)
+	ledgerDir, ledgerTell, ledgerWarn := ep.MemberLedger()
 	// A refusal of the selection stops the drain before the batch it came
 	// in is produced (that batch selected nothing).
 	dctx, stopDrain := context.WithCancel(ctx)
@@ -275,6 +293,7 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	refused := false
 	st, runErr := kafka.Drain(dctx, kafka.DrainOptions{
 		Source: ep.Address(), Conn: ep.Conn(), Group: ep.Group(), Batch: batch, Limit: limit, Txn: txn,
+		StateDir: ledgerDir, Tell: ledgerTell, Warn: ledgerWarn,
 		Select: func(m *kafka.Message) kafka.Decision {
 			if _, _, why := decide(m); why != "" {
 				if why == whyRefused {
@@ -348,7 +367,7 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		rep.Complete = rep.Pending == 0
 	}
 	if runErr == nil && opts.Canary > 0 {
-		rep.Canary = kafkaWatchCanary(ctx, f, opts, ep, dlqEnd, runID, st.Handled)
+		rep.Canary = kafkaWatchCanary(ctx, f, opts, ep, dlqEnd, runID, st.Handled, window)
 		rep.Returned = rep.Canary.Returned
 		if !rep.Canary.Pass {
 			rep.Status = "canary-failed"
@@ -533,18 +552,18 @@ func printKafkaRedrive(f *Factory, rep *KafkaRedriveReport) error {
 }
 
 // kafkaWatchCanary watches the dead-letter topic past its start-time ends
-// for --verify-for: a record carrying this run's marker is a canary copy
-// that failed again and came back.
-func kafkaWatchCanary(ctx context.Context, f *Factory, opts *RedriveOptions, ep *kafka.Endpoint, ends map[int32]int64, runID string, moved int) *KafkaCanary {
-	c := &KafkaCanary{Moved: moved, Pass: true}
+// for the canary window: a record carrying this run's marker is a canary
+// copy that failed again and came back.
+func kafkaWatchCanary(ctx context.Context, f *Factory, opts *RedriveOptions, ep *kafka.Endpoint, ends map[int32]int64, runID string, moved int, window redrive.Window) *KafkaCanary {
+	c := &KafkaCanary{Moved: moved, Pass: true, Window: window.For.Seconds(), WindowReason: window.Reason}
 	if moved == 0 {
 		c.Pass = false
 		c.Detail = "inconclusive: the canary moved nothing"
 		return c
 	}
-	f.IO.Infof("canary: %d record(s) replayed; watching %s for %s for them to come back", moved, ep.Name(), opts.VerifyFor)
+	f.IO.Infof("canary: %d record(s) replayed; watching %s for %s for them to come back", moved, ep.Name(), window.For)
 	start := time.Now()
-	deadline := start.Add(opts.VerifyFor)
+	deadline := start.Add(window.For)
 	seen := map[string]bool{}
 	for {
 		plan, err := ep.Plan(ctx)
@@ -573,7 +592,7 @@ func kafkaWatchCanary(ctx context.Context, f *Factory, opts *RedriveOptions, ep 
 			return c
 		}
 		if !time.Now().Before(deadline) || ctx.Err() != nil {
-			c.Detail = fmt.Sprintf("PASS: none of %d replayed records came back to %s within %s", moved, ep.Name(), opts.VerifyFor)
+			c.Detail = fmt.Sprintf("PASS: none of %d replayed records came back to %s within %s (window: %s)", moved, ep.Name(), window.For, window.Reason)
 			if ctx.Err() != nil {
 				c.Pass = false
 				c.Detail = "inconclusive: interrupted while watching"

@@ -115,7 +115,7 @@ var anyBrokerFlags = map[string]bool{
 	"bucket-owner": true, "requester-pays": true,
 	// reading and selecting
 	"filter": true, "from": true, "no-redact": true, "redact": true, "number": true, "scan-max": true,
-	"all": true, "by": true, "class": true, "rules": true, "sample": true, "explain": true, "summary": true,
+	"all": true, "by": true, "class": true, "min-confidence": true, "rules": true, "sample": true, "explain": true, "summary": true,
 	// moving
 	"to": true, "dlq": true, "engine": true, "dry-run": true, "max": true, "max-redrives": true, "again": true,
 	"canary": true, "verify-for": true, "verify-poll": true, "verify-drain": true,

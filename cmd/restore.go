@@ -55,7 +55,10 @@ single worker so each message group keeps its order. The archive itself is
 never changed.
 
 --canary N sends N messages and watches the destination's own DLQ (its
-RedrivePolicy target) for --verify-for: exit 3 if any comes back.
+RedrivePolicy target) for --verify-for: exit 3 if any comes back. Without
+--verify-for the watch is computed as for redrive (maxReceiveCount × the
+destination's visibility timeout, + 30 s), stated on stderr and in the
+verdict (window_seconds, window_reason).
 
 MANIFEST names one archive run: s3://BUCKET/…/run=<id>/_manifest.json, the
 run's folder s3://BUCKET/…/run=<id>/, or a local copy (the manifest, or the
@@ -71,8 +74,8 @@ same plan as for SQS and publishes nothing. --canary N there watches the
 queue the destination dead-letters to (its dead-letter exchange and
 routing key, followed through the bindings; for an exchange, the one
 queue all its queues dead-letter to) by peeking it, for --verify-for
-(when not given it is computed: 2m, or the destination's message TTL +
-30s when longer); a destination
+(when not given it is computed: the message TTLs on the way from the
+destination into that queue, + 30 s); a destination
 whose failures would be dropped (no dead-letter exchange, or one routing
 nowhere) is refused with exit 2 before anything is sent. An archive is not
 drained by restoring it: the restore after a canary sends the canary's N
@@ -232,11 +235,15 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	}
 	opts.PaceFlags.apply(&spec.Move) // this process's share of --rate/--ramp (--rate-share)
 	if opts.Canary > 0 {
-		window := opts.CanaryFlags.canaryWindow(f, []*sqs.Queue{dest}, destDLQ)
-		spec.Canary = &redrive.CanarySpec{Watch: f.SQSQueue(c, destDLQ), Dests: destinations([]*sqs.Queue{dest}), DestDepth: c.DestinationDepth, Baseline: sqs.Depths(dest),
-			Verify: redrive.VerifyOptions{For: window, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: 30 * time.Second},
+		watch := f.SQSQueue(c, destDLQ)
+		window, err := opts.CanaryFlags.canaryWindow(ctx, f, watch, destinations([]*sqs.Queue{dest}))
+		if err != nil {
+			return err
+		}
+		spec.Canary = &redrive.CanarySpec{Watch: watch, Dests: destinations([]*sqs.Queue{dest}), DestDepth: c.DestinationDepth, Baseline: sqs.Depths(dest),
+			Verify: window.Verify(redrive.VerifyOptions{Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: 30 * time.Second}),
 			OnStart: func(moved int) {
-				f.IO.Infof("canary: sent %d message(s); watching %s for %s", moved, destDLQ.Name, window)
+				f.IO.Infof("canary: sent %d message(s); watching %s for %s", moved, destDLQ.Name, window.For)
 			}}
 	}
 	return executeMove(ctx, f, prog, spec, sqsCloseWarning, func(out *redrive.Outcome) error {

@@ -119,7 +119,10 @@ func amqpRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref, 
 	}
 	opts.PaceFlags.apply(&spec.Move)
 	if opts.Canary > 0 {
-		window := opts.amqpCanaryWindow(f, dest, watch.Name())
+		window, err := opts.CanaryFlags.canaryWindow(ctx, f, watch, []broker.Destination{t})
+		if err != nil {
+			return err
+		}
 		baseline := map[string]int{}
 		if d, err := dest.DestinationDepth(ctx, t); err == nil {
 			baseline[t.Key] = int(d.Ready + d.Held)
@@ -127,30 +130,12 @@ func amqpRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref, 
 			return errs.BadInputf("--verify-drain compares the destination's depth before and after the canary, but %s has none; restore the canary --to a queue, or drop --verify-drain", t.Label)
 		}
 		spec.Canary = &redrive.CanarySpec{Watch: watch, Dests: []broker.Destination{t}, DestDepth: dest.DestinationDepth, Baseline: baseline,
-			Verify: redrive.VerifyOptions{For: window, Poll: opts.VerifyPoll, Drain: opts.VerifyDrain},
+			Verify: window.Verify(redrive.VerifyOptions{Poll: opts.VerifyPoll, Drain: opts.VerifyDrain}),
 			OnStart: func(moved int) {
-				f.IO.Infof("canary: sent %d message(s) to %s; watching %s (where it dead-letters) for %s", moved, t.Label, watch.Name(), window)
+				f.IO.Infof("canary: sent %d message(s) to %s; watching %s (where it dead-letters) for %s", moved, t.Label, watch.Name(), window.For)
 			}}
 	}
 	return executeMove(ctx, f, prog, spec, "", func(out *redrive.Outcome) error {
 		return printRestoreSummary(f, prog, ref, t.Label, out.Result, out.Verdict, out.Status)
 	})
-}
-
-// amqpCanaryWindow is how long a restore canary to RabbitMQ is watched:
-// --verify-for when given, else 2 minutes — longer when the destination
-// queue has a message TTL (a copy nobody consumes dies when it expires, so
-// the canary waits for that plus 30 s).
-func (o *RestoreOptions) amqpCanaryWindow(f *Factory, dest *amqp.Endpoint, dlq string) time.Duration {
-	if o.verifySet != nil && o.verifySet() {
-		return o.VerifyFor
-	}
-	if ttl, ok := dest.Info().MessageTTL(); ok {
-		if need := time.Duration(ttl)*time.Millisecond + 30*time.Second; need > defaultCanaryWindow {
-			f.IO.Infof("canary: watching for %s (the destination's message TTL %s + 30s: an unconsumed copy dies then, into %s); pass --verify-for to change it", need.Round(time.Second), time.Duration(ttl)*time.Millisecond, dlq)
-			return need
-		}
-	}
-	f.IO.Infof("canary: watching for %s; pass --verify-for to change it", defaultCanaryWindow)
-	return defaultCanaryWindow
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,10 @@ type SelectionFlags struct {
 	Filter  string
 	Rules   string
 	Classes []string
+	// MinConfidence is --min-confidence when given (nil: the default,
+	// classify.DefaultMinConfidence); omitted from JSON when unset so run
+	// fingerprints of runs without it do not change.
+	MinConfidence *float64 `json:",omitempty"`
 	// Logs is --logs (failure context from CloudWatch Logs); omitted from
 	// JSON when unset so run fingerprints of runs without it do not change.
 	Logs LogsFlags `json:",omitzero"`
@@ -34,7 +39,9 @@ type SelectionFlags struct {
 // SelectionHelp explains the selection flags for long help texts.
 const SelectionHelp = `Selecting messages: --class C[,C] keeps messages the rules put in those
 classes (the built-in rules unless --rules FILE is given; see 'dlqctl
-classify --help' and 'dlqctl help rules'); --filter EXPR keeps messages for which
+classify --help' and 'dlqctl help rules'), only where the decision's
+confidence is at least --min-confidence (default 0.6; unknown is always
+kept, so a weak guess is never moved as transient); --filter EXPR keeps messages for which
 the jq expression is true (it also sees .class, .action and .rule).
 A filter or rule that raises an error on a message ('.body | tonumber' on
 a text body) does not select it: the message stays where it is and is
@@ -52,7 +59,38 @@ func (s *SelectionFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&s.Filter, "filter", "", "jq expression over the message record; keep messages where it is true (see 'dlqctl filters'); a message it raises an error on is not selected and counted, and a filter that fails on every message read stops the command (exit 2) before anything moves")
 	fs.StringVar(&s.Rules, "rules", "", "classification rules file (YAML, see 'dlqctl help rules'); default: the built-in rules")
 	fs.StringSliceVar(&s.Classes, "class", nil, "keep only messages classified as these classes (comma-separated)")
+	fs.Var(minConfidenceValue{&s.MinConfidence}, "min-confidence", fmt.Sprintf("with --class, keep only decisions at or above this confidence (0..1, default %g; unknown is always kept)", classify.DefaultMinConfidence))
 }
+
+// MinConf is the --min-confidence in effect.
+func (s *SelectionFlags) MinConf() float64 {
+	if s.MinConfidence == nil {
+		return classify.DefaultMinConfidence
+	}
+	return *s.MinConfidence
+}
+
+// minConfidenceValue is --min-confidence: a number from 0 to 1, remembered
+// only when given.
+type minConfidenceValue struct{ p **float64 }
+
+func (v minConfidenceValue) String() string {
+	if v.p == nil || *v.p == nil {
+		return ""
+	}
+	return strconv.FormatFloat(**v.p, 'g', -1, 64)
+}
+
+func (v minConfidenceValue) Set(raw string) error {
+	x, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+	if err != nil || x < 0 || x > 1 {
+		return fmt.Errorf("--min-confidence %s is outside 0..1: pass a number from 0 to 1 (e.g. 0.9)", strings.TrimSpace(raw))
+	}
+	*v.p = &x
+	return nil
+}
+
+func (v minConfidenceValue) Type() string { return "float" }
 
 // AddLogsFlags registers --logs, --logs-window and --logs-refresh for the
 // selection (commands that call prepareLogs or read through logsLookup).
@@ -81,7 +119,14 @@ func (s *SelectionFlags) selector(classifyAlways bool) (*classify.Selector, erro
 	} else if classifyAlways {
 		rules = classify.Builtin()
 	}
-	return classify.NewSelector(rules, s.Classes, filter)
+	sel, err := classify.NewSelector(rules, s.Classes, filter)
+	if err != nil {
+		return nil, err
+	}
+	if err := sel.SetMinConfidence(s.MinConf()); err != nil {
+		return nil, errs.BadInputf("--min-confidence: %v", err)
+	}
+	return sel, nil
 }
 
 // watchFilterErrors makes -v print the first evaluation errors of sel as

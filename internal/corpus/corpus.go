@@ -140,11 +140,13 @@ type Tally struct {
 	ByEncoding, ByStack map[string]*[2]int
 	Wrong               []string
 	Dangerous           []string
+	// DangerousBy counts the dangerous mistakes per format.
+	DangerousBy map[string]int
 }
 
 // NewTally returns an empty tally.
 func NewTally() *Tally {
-	return &Tally{Right: map[string]int{}, Total: map[string]int{}, ByEncoding: map[string]*[2]int{}, ByStack: map[string]*[2]int{}}
+	return &Tally{Right: map[string]int{}, Total: map[string]int{}, ByEncoding: map[string]*[2]int{}, ByStack: map[string]*[2]int{}, DangerousBy: map[string]int{}}
 }
 
 // Add records one answer.
@@ -178,6 +180,7 @@ func (t *Tally) AddEncoded(m Message, encoding, got, rule string) {
 	t.Wrong = append(t.Wrong, fmt.Sprintf("%s (%s): got %s by %s, want %s%s", m.ID, m.Stack, got, rule, m.Expect, whyNote(m.Why)))
 	if (m.Expect == "permanent" && got == "transient") || (m.Expect == "transient" && got == "permanent") {
 		t.Dangerous = append(t.Dangerous, fmt.Sprintf("%s (%s): %s called %s", m.ID, m.Stack, m.Expect, got))
+		t.DangerousBy[m.Format]++
 	}
 }
 
@@ -188,7 +191,7 @@ func whyNote(w string) string {
 	return " — " + w
 }
 
-// Report renders per-format accuracy.
+// Report renders per-format accuracy and dangerous mistakes.
 func (t *Tally) Report() string {
 	var b strings.Builder
 	formats := make([]string, 0, len(t.Total))
@@ -198,11 +201,11 @@ func (t *Tally) Report() string {
 	slices.Sort(formats)
 	right, total := 0, 0
 	for _, f := range formats {
-		fmt.Fprintf(&b, "  %-24s %3d/%-3d %5.1f%%\n", f, t.Right[f], t.Total[f], 100*float64(t.Right[f])/float64(t.Total[f]))
+		fmt.Fprintf(&b, "  %-24s %3d/%-3d %5.1f%%  dangerous %d\n", f, t.Right[f], t.Total[f], 100*float64(t.Right[f])/float64(t.Total[f]), t.DangerousBy[f])
 		right += t.Right[f]
 		total += t.Total[f]
 	}
-	fmt.Fprintf(&b, "  %-24s %3d/%-3d %5.1f%%\n", "all", right, total, 100*float64(right)/float64(max(total, 1)))
+	fmt.Fprintf(&b, "  %-24s %3d/%-3d %5.1f%%  dangerous %d\n", "all", right, total, 100*float64(right)/float64(max(total, 1)), len(t.Dangerous))
 	return b.String()
 }
 

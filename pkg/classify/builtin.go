@@ -183,7 +183,7 @@ func builtinRules(o BuiltinOptions) []*Rule {
 	}
 	return []*Rule{
 		{
-			Name: RuleRedriveLoop, Class: ClassRedriveLoop, Action: ActionInvestigate, Builtin: true,
+			conf: fixedConf(1), Name: RuleRedriveLoop, Class: ClassRedriveLoop, Action: ActionInvestigate, Builtin: true,
 			When: `.redrive != null  # carries the dlqctl-redrive marker: redriven before and dead-lettered again`,
 			Note: "redriven before and failed again; find the cause before replaying it once more",
 			m: funcMatcher(func(x *subject) (bool, string, error) {
@@ -197,7 +197,7 @@ func builtinRules(o BuiltinOptions) []*Rule {
 			}),
 		},
 		{
-			Name: RuleBrokerCapacity, Class: ClassTransient, Action: ActionRedrive, Builtin: true,
+			conf: fixedConf(0.9), Name: RuleBrokerCapacity, Class: ClassTransient, Action: ActionRedrive, Builtin: true,
 			When: `.system.amqp.last_death.reason is "expired" or "maxlen"  # RabbitMQ dead-lettered it for a TTL or a length limit`,
 			Note: "the broker's capacity decision (TTL expiry, queue length limit), not the message's fault; redrive once consumers keep up, and check the queue's TTL and max-length",
 			m: funcMatcher(func(x *subject) (bool, string, error) {
@@ -224,19 +224,19 @@ func builtinRules(o BuiltinOptions) []*Rule {
 			}),
 		},
 		{
-			Name: RuleBodyNotJSON, Class: ClassPermanent, Action: ActionArchive, Builtin: true,
+			conf: fixedConf(0.9), Name: RuleBodyNotJSON, Class: ClassPermanent, Action: ActionArchive, Builtin: true,
 			When: `the body (or the payload it wraps) starts like JSON and does not parse, or is not what a rules file's sources: entry says its consumer expects; and no failure evidence names a cause`,
 			Note: "its consumer cannot read this body; archive it",
 			m:    bodyMatcher(o.Sources),
 		},
 		{
-			Name: RuleSchemaMismatch, Class: ClassSchemaMismatch, Action: ActionRedriveToRecovery, Builtin: true,
+			conf: schemaConf, Name: RuleSchemaMismatch, Class: ClassSchemaMismatch, Action: ActionRedriveToRecovery, Builtin: true,
 			When: fmt.Sprintf(`failure names an unsupported version/schema, unknown event or message type or no handler; or, with no failure evidence, an event schema version not in [%s] or an unknown .envelope.schema_ref`, strings.Join(versions, ", ")),
 			Note: "the consumer does not know this version or type; send it where an upgraded consumer can take it",
 			m:    schemaMatcher(o),
 		},
 		{
-			Name: RuleConflicting, Class: ClassUnknown, Action: ActionInvestigate, Builtin: true,
+			conf: fixedConf(0.5), Name: RuleConflicting, Class: ClassUnknown, Action: ActionInvestigate, Builtin: true,
 			When: `failure evidence names a transient failure and, just as strongly, a permanent, schema, business or configuration one`,
 			Note: "the evidence contradicts itself: neither replaying (a loop) nor archiving (data loss) is safe without a look",
 			m: funcMatcher(func(x *subject) (bool, string, error) {
@@ -248,30 +248,44 @@ func builtinRules(o BuiltinOptions) []*Rule {
 			}),
 		},
 		{
-			Name: RuleTransient, Class: ClassTransient, Action: ActionRedrive, Builtin: true,
+			conf: verdictConf, Name: RuleTransient, Class: ClassTransient, Action: ActionRedrive, Builtin: true,
 			When: `failure names a network error, timeout, throttling/429, 5xx or gRPC unavailable, or a transient database error (deadlock, lock timeout, SQLSTATE 40001/40P01/08xxx)`,
 			Note: "the dependency failed, not the message; redrive once it has recovered",
 			m:    familyMatcher(FamilyTransient, "the failure context names no network error, timeout, throttling, 5xx or transient database error"),
 		},
 		{
-			Name: RuleBusiness, Class: ClassBusiness, Action: ActionInvestigate, Builtin: true,
+			conf: verdictConf, Name: RuleBusiness, Class: ClassBusiness, Action: ActionInvestigate, Builtin: true,
 			When: `failure names a business rejection (rule violation, insufficient funds, declined, already processed, order not found)`,
 			Note: "a business rule rejected it: it should not have been dead-lettered; fix the consumer's error handling",
 			m:    familyMatcher(FamilyBusiness, "the failure context names no business rejection"),
 		},
 		{
-			Name: RulePermanentFailure, Class: ClassPermanent, Action: ActionArchive, Builtin: true,
+			conf: verdictConf, Name: RulePermanentFailure, Class: ClassPermanent, Action: ActionArchive, Builtin: true,
 			When: `failure names a parse or deserialization error, a validation error, bad data (SQLSTATE 22/23) or an HTTP 4xx other than 408/425/429`,
 			Note: "the message itself is bad; redriving cannot help",
 			m:    familyMatcher(FamilyPermanent, "the failure context names no parse, validation or bad-request error"),
 		},
 		{
-			Name: RuleConfiguration, Class: ClassUnknown, Action: ActionInvestigate, Builtin: true,
+			conf: verdictConf, Name: RuleConfiguration, Class: ClassUnknown, Action: ActionInvestigate, Builtin: true,
 			When: `failure names a permission or configuration problem (access denied, no permissions, missing resource, expired credentials)`,
 			Note: "the message may be fine: fix the permission or resource, then redrive",
 			m:    familyMatcher(FamilyConfig, "the failure context names no permission or configuration problem"),
 		},
 	}
+}
+
+func fixedConf(c float64) func(*subject) float64 { return func(*subject) float64 { return c } }
+
+// verdictConf is the confidence of a decision by the failure evidence.
+func verdictConf(x *subject) float64 { return x.verdict().Confidence }
+
+// schemaConf: the failure evidence's confidence when it named the schema
+// problem; an envelope version or schema_ref alone is less sure.
+func schemaConf(x *subject) float64 {
+	if v := x.verdict(); v.Family == FamilySchema {
+		return v.Confidence
+	}
+	return 0.8
 }
 
 // Builtin returns the built-in rules with default options.

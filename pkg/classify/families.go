@@ -91,6 +91,54 @@ var signalDefs = []struct {
 		"SQLTransientException", "SQLTransientConnectionException", "SQLRecoverableException", "CannotAcquireLockException",
 		"TransientDataAccessException", "OptimisticLock*", "ConcurrencyFailureException", "lock request time out"}},
 
+	// HTTP clients and SDKs by their own error names: undici/fetch, axios,
+	// requests/httpx, OkHttp, .NET HttpClient, reqwest, Go net/http, AWS SDKs.
+	{FamilyTransient, "network", true, []string{"UND_ERR_CONNECT_TIMEOUT", "UND_ERR_SOCKET", "UND_ERR_HEADERS_TIMEOUT",
+		"UND_ERR_BODY_TIMEOUT", "UND_ERR_CLOSED", "fetch failed", "other side closed", "connection terminated", "ConnectTimeoutError", "HeadersTimeoutError", "BodyTimeoutError", "SocketError",
+		"ERR_SOCKET_CONNECTION_TIMEOUT", "ECONNABORTED", "ERR_NETWORK", "NewConnectionError", "MaxRetryError", "ProtocolError",
+		"RemoteDisconnected", "ConnectError", "ReadError", "WriteError", "RemoteProtocolError", "NetworkError",
+		"Client.Timeout exceeded", "awaiting headers", "dial tcp", "unexpected end of stream", "stream was reset",
+		"StreamResetException", "SocketException", "IOException: unexpected end of stream",
+		"network connection was lost", "server misbehaving", "TLS handshake timeout", "tls handshake timeout",
+		"RequestTimeout", "RequestTimeoutException", "PriorRequestNotComplete", "TransactionConflict",
+		"EC2ThrottledException", "SlowDownException", "response ended prematurely", "ended prematurely",
+		// Kafka clients (Java, librdkafka, franz-go, sarama, kafkajs)
+		"out of available brokers", "no available brokers", "BrokerNotAvailable", "LEADER_NOT_AVAILABLE", "LeaderNotAvailable",
+		"NOT_LEADER_FOR_PARTITION", "NotLeaderForPartition", "NOT_LEADER_OR_FOLLOWER", "NotLeaderOrFollower", "NOT_ENOUGH_REPLICAS",
+		"NotEnoughReplicas", "REQUEST_TIMED_OUT", "KafkaJSConnectionError", "KafkaJSRequestTimeoutError", "KafkaJSNumberOfRetriesExceeded",
+		"DisconnectException", "NetworkException", "broker transport failure", "all brokers down", "_TRANSPORT", "_ALL_BROKERS_DOWN",
+		"COORDINATOR_NOT_AVAILABLE", "REBALANCE_IN_PROGRESS", "RebalanceInProgress", "ServiceUnavailableError", "InternalServerException",
+		"ProvisionedThroughputExceeded", "ThrottledException", "KMSThrottlingException", "IDPCommunicationError"}},
+	// Localised runtimes and databases (German, French, Spanish,
+	// Portuguese): .NET/Java socket errors, PostgreSQL's translated messages.
+	{FamilyTransient, "network", true, []string{
+		"Verbindung abgelehnt", "Verbindungsaufbau abgelehnt", "Verbindung verweigerte", "die Verbindung verweigerte",
+		"vom Remotehost geschlossen", "Verbindung zurückgesetzt", "Verbindung wurde unterbrochen", "Netzwerk ist nicht erreichbar",
+		"konnte nicht aufgelöst werden", "keine Verbindung", "konnte keine Verbindung",
+		"connexion refusée", "l'a expressément refusée", "fermée par l'hôte distant", "réinitialisée par le correspondant",
+		"réseau est inaccessible", "impossible de se connecter", "impossible de résoudre",
+		"conexión rechazada", "denegó expresamente dicha conexión", "interrupción de una conexión existente", "no se puede conectar",
+		"no se pudo conectar", "conexión restablecida", "red es inalcanzable",
+		"conexão recusada", "as recusou ativamente", "cancelamento de uma conexão existente", "não foi possível conectar",
+		"não foi possível se conectar", "conexão redefinida", "rede está inacessível"}},
+	{FamilyTransient, "timeout", true, []string{"Zeitüberschreitung", "Zeitlimit", "Timeout abgelaufen", "Wartezeit überschritten",
+		"délai d'attente", "délai dépassé", "délai expiré", "expiration du délai",
+		"tiempo de espera", "se agotó el tiempo", "tiempo agotado",
+		"tempo limite", "tempo esgotado", "esgotou o tempo"}},
+	{FamilyTransient, "throttling", true, []string{"zu viele Anfragen", "trop de requêtes", "demasiadas solicitudes", "demasiadas peticiones",
+		"muitas requisições", "muitas solicitações", "requests per minute", "requests per second", "per minute", "per second", "rate quota"}},
+	{FamilyTransient, "server", true, []string{"Dienst nicht verfügbar", "vorübergehend nicht verfügbar", "service indisponible",
+		"temporairement indisponible", "servicio no disponible", "temporalmente no disponible", "serviço indisponível",
+		"temporariamente indisponível", "TTLExpiredException", "TimeToLiveExceeded", "TimedOut", "Busy"}},
+	{FamilyTransient, "database", true, []string{"Verklemmung", "konnte Zugriff nicht serialisieren", "interblocage", "blocage détecté",
+		"n'a pas pu sérialiser", "bloqueo mutuo", "se ha detectado un deadlock", "no se pudo serializar", "impasse detectado",
+		"não pôde serializar", "não foi possível serializar",
+		// MySQL / MariaDB (mysql2, go-sql-driver, JDBC): by name
+		"ER_LOCK_DEADLOCK", "ER_LOCK_WAIT_TIMEOUT", "ER_CON_COUNT_ERROR", "ER_TOO_MANY_USER_CONNECTIONS", "PROTOCOL_CONNECTION_LOST",
+		"ER_SERVER_SHUTDOWN", "ER_QUERY_INTERRUPTED", "ER_LOCK_NOWAIT", "CR_SERVER_GONE_ERROR", "CR_SERVER_LOST",
+		"DeadlockDetectedError", "LockNotAvailableError", "TooManyConnectionsError", "CannotConnectNowError",
+		"AdminShutdownError", "OperationalError: server closed"}},
+
 	// --- permanent: parse errors, per stack
 	{FamilyPermanent, "parse", true, []string{"SyntaxError", "unexpected token", "JSONDecodeError", "expecting value",
 		"JsonParseException", "MismatchedInputException", "JsonMappingException", "UnrecognizedPropertyException",
@@ -108,6 +156,32 @@ var signalDefs = []struct {
 		"unknown field", "key must be a string", "ParserError", "DecodeError", "unexpected byte at position",
 		"Poison.SyntaxError", "Poison.ParseError", "json_decode", "InvalidProtocolBufferException"}},
 	{FamilyPermanent, "parse", false, []string{"unmarshal*", "syntax error", "converter"}},
+	// gRPC descriptions that override their code: a message over the size
+	// limit never fits, however often it is retried.
+	{FamilyPermanent, "validation", true, []string{"larger than max", "exceeds maximum size", "exceeds max size", "message larger than", "exceeds maximum message size",
+		"max message size", "message size exceeds", "message length exceeds", "grpc max", "exceeds the maximum allowed size",
+		"item size has exceeded the maximum allowed size", "entity too large", "request too large", "exceeds the limit of",
+		"MessageTooLarge", "RecordTooLargeException", "MESSAGE_TOO_LARGE", "InvalidArgument", "code invalid argument",
+		"code failed precondition", "code out of range", "code unimplemented", "code data loss",
+		// MySQL by name, localised validation and data errors
+		"ER_DUP_ENTRY", "ER_BAD_NULL_ERROR", "ER_DATA_TOO_LONG", "ER_NO_REFERENCED_ROW", "ER_NO_REFERENCED_ROW_2",
+		"ER_ROW_IS_REFERENCED_2", "ER_TRUNCATED_WRONG_VALUE", "ER_TRUNCATED_WRONG_VALUE_FOR_FIELD", "ER_WARN_DATA_OUT_OF_RANGE",
+		"ER_PARSE_ERROR", "ER_NO_DEFAULT_FOR_FIELD", "ER_CHECK_CONSTRAINT_VIOLATED", "ER_DUP_KEY", "ER_INVALID_JSON_TEXT",
+		"doppelter Schlüsselwert", "verletzt Unique-Constraint", "verletzt Fremdschlüssel", "verletzt Not-Null", "ungültige Eingabesyntax",
+		"falsche Format", "hat das falsche Format", "darf nicht NULL sein", "darf nicht null sein", "darf nicht leer sein", "ist erforderlich",
+		"Pflichtfeld", "Validierung fehlgeschlagen", "Validierungsfehler", "ungültiger Wert", "ungültiges Format", "ungültige Eingabe",
+		"clé dupliquée", "rompt la contrainte", "viole la contrainte", "syntaxe en entrée invalide", "pas au format correct",
+		"ne peut pas être null", "ne peut pas être vide", "champ obligatoire", "est obligatoire", "est requis", "échec de la validation",
+		"erreur de validation", "valeur invalide", "format invalide", "JSON invalide", "valeur non valide",
+		"llave duplicada", "clave duplicada", "viola restricción", "viola la restricción", "viola la llave", "sintaxis de entrada no es válida",
+		"no tiene el formato correcto", "no puede ser nulo", "no puede estar vacío", "campo obligatorio", "es obligatorio", "es requerido",
+		"error de validación", "valor no válido", "formato no válido", "formato inválido", "JSON no válido",
+		"valor da chave viola", "viola a restrição", "viola restrição", "sintaxe de entrada é inválida", "em um formato correto",
+		"não pode ser nulo", "não pode estar vazio", "campo obrigatório", "é obrigatório", "erro de validação", "valor inválido",
+		"JSON inválido"}},
+	{FamilyPermanent, "parse", true, []string{"JsonDecodingException", "DecodingException", "DecodingError", "decoding error", "unexpected json token", "Syntaxfehler", "erreur de syntaxe", "error de sintaxis", "erro de sintaxe",
+		"konnte nicht deserialisiert", "impossible de désérialiser", "no se pudo deserializar", "não foi possível desserializar"}},
+
 	// --- permanent: validation and bad data
 	{FamilyPermanent, "validation", true, []string{"validation*", "ConstraintViolationException", "constraint violation",
 		"FormatException", "NumberFormatException", "InvalidCastException", "ClassCastException", "ArgumentNullException",
@@ -142,7 +216,16 @@ var signalDefs = []struct {
 		"could not determine the message type", "could not determine type", "type not registered", "message type not registered",
 		"not registered for message type", "no mapping for message type", "skipped: no consumer", "unknown discriminator",
 		"no subtype", "not a known message type", "could not load type", "TypeLoadException",
-		"could not be dispatched to any handlers", "MessageCouldNotBeDispatchedToAnyHandlersException", "NotRegistered"}},
+		"could not be dispatched to any handlers", "MessageCouldNotBeDispatchedToAnyHandlersException", "NotRegistered",
+		"unknown type", "unknown tag", "unknown kind", "unknown variant tag", "unknown message", "unknown command", "unknown union",
+		"unknown enum", "unknown subtype", "unregistered type", "unregistered event", "type not found", "no such type",
+		"unknown discriminator value", "discriminator", "does not match any of the expected tags", "union tag invalid",
+		"unrecognized type discriminator", "unknown type discriminator", "invalid tag", "unknown tag value", "no registered handler", "no handler registered",
+		"no route for", "unknown schema id", "schema not found", "subject not found",
+		"version not supported", "unsupported protocol version", "unknown protocol version",
+		"unbekannter Typ", "unbekannte Version", "nicht unterstützte Version", "type inconnu", "version non prise en charge",
+		"version inconnue", "tipo desconocido", "versión no soportada", "versión no compatible", "tipo desconhecido",
+		"versão não suportada"}},
 
 	// --- business rejections (kept from the original taxonomy)
 	{FamilyBusiness, "rejection", true, []string{"business", "rule violation", "policy violation", "insufficient funds",
@@ -170,7 +253,16 @@ var signalDefs = []struct {
 		"THIRD_REGION_HOP_DETECTED", "RESOURCE_ALREADY_FROZEN", "EntityNotFound",
 		// Azure SDK error codes (RequestFailedException "ErrorCode: …")
 		"AuthorizationFailure", "AuthenticationFailed", "AuthorizationPermissionMismatch", "InvalidAuthenticationInfo",
-		"ContainerNotFound", "QueueNotFound", "BlobNotFound", "MessagingEntityNotFound", "ClientAuthenticationError"}},
+		"ContainerNotFound", "QueueNotFound", "BlobNotFound", "MessagingEntityNotFound", "ClientAuthenticationError",
+		// quotas that a retry does not refill (billing, daily), permission
+		// errors of gRPC, MySQL, localised runtimes
+		"insufficient_quota", "insufficient quota", "check your plan", "billing details", "requires billing", "billing to be enabled",
+		"billing is disabled", "billing account", "per day", "daily limit", "daily quota",
+		"code permission denied", "code unauthenticated", "ER_ACCESS_DENIED_ERROR", "ER_DBACCESS_DENIED_ERROR", "ER_NO_SUCH_TABLE",
+		"ER_BAD_DB_ERROR", "ER_TABLEACCESS_DENIED_ERROR", "Zugriff verweigert", "Berechtigung verweigert", "accès refusé",
+		"permission refusée", "acceso denegado", "permiso denegado", "acesso negado", "permissão negada",
+		"does not exist", "n'existe pas", "existiert nicht", "no existe", "não existe", "undefined table", "UndefinedTable",
+		"relation does not exist"}},
 }
 
 // schemaPhrases expands the schema/version vocabulary: an adjective
@@ -512,6 +604,13 @@ func (v *vocabulary) scan(text string, sc *scanner) []hit {
 				sc.add(hit{f, g, "SQLSTATE " + strings.ToUpper(words[i+1]), true, i})
 			}
 		}
+		// MySQL error numbers: "Error 1062 (23000): Duplicate entry",
+		// "errno 1213" (mysql2's errno, go-sql-driver's MySQLError).
+		if len(w) == 4 && i > 0 && (words[i-1] == "errno" || words[i-1] == "error" || words[i-1] == "err") && isDigits(w) {
+			if f, g := mysqlErrnoFamily(w); f != "" {
+				sc.add(hit{f, g, "MySQL error " + w, true, i})
+			}
+		}
 		// "exceeds the search-indexer limit": a business limit.
 		if strings.HasPrefix(w, "exceed") {
 			for k := i + 1; k < len(words) && k <= i+4; k++ {
@@ -568,7 +667,8 @@ func httpStatusFamily(code string) string {
 
 // sqlStateFamily maps a SQLSTATE code: class 08 (connection), 40001 and
 // 40P01 (serialization failure, deadlock), 53 (insufficient resources),
-// 57P0x (server shutting down) and 55P03 (lock not available) are
+// 57P0x (server shutting down), 57014 (query canceled: a statement
+// timeout) and 55P03 (lock not available) are
 // transient; classes 22 (data exception) and 23 (integrity constraint
 // violation) are permanent.
 func sqlStateFamily(code string) (string, string) {
@@ -577,10 +677,26 @@ func sqlStateFamily(code string) (string, string) {
 	}
 	switch {
 	case strings.HasPrefix(code, "08"), code == "40001", code == "40p01", strings.HasPrefix(code, "53"),
-		strings.HasPrefix(code, "57p0"), code == "55p03":
+		strings.HasPrefix(code, "57p0"), code == "55p03", code == "57014":
 		return FamilyTransient, "database"
 	case strings.HasPrefix(code, "22"), strings.HasPrefix(code, "23"):
 		return FamilyPermanent, "sql-data"
+	}
+	return "", ""
+}
+
+// mysqlErrnoFamily maps a MySQL/MariaDB server or client error number:
+// lock waits, deadlocks, connection limits and lost connections are
+// transient; duplicate keys, NULLs, values too long or out of range and
+// foreign keys are permanent; access and missing tables are configuration.
+func mysqlErrnoFamily(n string) (string, string) {
+	switch n {
+	case "1205", "1213", "1040", "1203", "2002", "2003", "2006", "2013", "1053", "1317", "3572", "1927", "1158", "1159", "1160", "1161", "2055":
+		return FamilyTransient, "database"
+	case "1062", "1048", "1406", "1452", "1451", "1366", "1264", "1292", "1364", "3819", "1216", "1217", "1169", "1265", "3140":
+		return FamilyPermanent, "sql-data"
+	case "1045", "1044", "1142", "1143", "1146", "1049", "1227":
+		return FamilyConfig, "configuration"
 	}
 	return "", ""
 }

@@ -49,7 +49,22 @@ type Rule struct {
 	Builtin bool `json:"builtin,omitempty"`
 
 	m matcher
+	// conf is how sure a match of this rule is (nil: 1, a rule's own
+	// expression says exactly what its author wants).
+	conf func(x *subject) float64
 }
+
+// confidence is how sure a match of r is for x.
+func (r *Rule) confidence(x *subject) float64 {
+	if r.conf == nil {
+		return 1
+	}
+	return r.conf(x)
+}
+
+// DefaultConfidence is the confidence of the default outcome: no rule
+// recognised the message, so no evidence supports its class.
+const DefaultConfidence = 0.5
 
 // matcher decides whether a rule applies; why explains a match (or, for an
 // evaluation error, err says what went wrong).
@@ -91,9 +106,9 @@ func (x *subject) input() map[string]any {
 // setOutcome records a classification on the record (and on the jq input
 // when it was already built, so later expressions see it).
 func (x *subject) setOutcome(o Outcome) {
-	x.rec.Class, x.rec.Action, x.rec.Rule = o.Class, o.Action, o.Rule
+	x.rec.Class, x.rec.Action, x.rec.Rule, x.rec.Confidence = o.Class, o.Action, o.Rule, o.Confidence
 	if x.in != nil {
-		x.in["class"], x.in["action"], x.in["rule"] = o.Class, o.Action, o.Rule
+		x.in["class"], x.in["action"], x.in["rule"], x.in["confidence"] = o.Class, o.Action, o.Rule, o.Confidence
 	}
 }
 
@@ -121,6 +136,9 @@ type Outcome struct {
 	// Rule is the name of the matching rule, or "default".
 	Rule string `json:"rule"`
 	Note string `json:"note,omitempty"`
+	// Confidence is how sure the decision is, 0 to 1 (see
+	// docs/triage.md "Confidence").
+	Confidence float64 `json:"confidence"`
 }
 
 // DefaultRuleName is the Rule of an Outcome no rule matched.
@@ -152,13 +170,13 @@ func (rs *Rules) classify(x *subject) Outcome {
 			x.err = &EvalError{MessageID: x.rec.MessageID, What: rs.describeRule(r), Expr: r.When, Rule: true, Err: err}
 		}
 		if ok && err == nil {
-			o := Outcome{Class: r.Class, Action: r.Action, Rule: r.Name, Note: r.Note}
+			o := Outcome{Class: r.Class, Action: r.Action, Rule: r.Name, Note: r.Note, Confidence: r.confidence(x)}
 			x.setOutcome(o)
 			return o
 		}
 	}
 	o := rs.Default
-	o.Rule = DefaultRuleName
+	o.Rule, o.Confidence = DefaultRuleName, DefaultConfidence
 	x.setOutcome(o)
 	return o
 }
@@ -240,13 +258,13 @@ func (rs *Rules) Explain(rec *record.Record, parsed any) *Explanation {
 		}
 		ex.Steps = append(ex.Steps, st)
 		if st.Matched {
-			ex.Outcome = Outcome{Class: r.Class, Action: r.Action, Rule: r.Name, Note: r.Note}
+			ex.Outcome = Outcome{Class: r.Class, Action: r.Action, Rule: r.Name, Note: r.Note, Confidence: r.confidence(x)}
 			x.setOutcome(ex.Outcome)
 			return ex
 		}
 	}
 	ex.Outcome = rs.Default
-	ex.Outcome.Rule = DefaultRuleName
+	ex.Outcome.Rule, ex.Outcome.Confidence = DefaultRuleName, DefaultConfidence
 	x.setOutcome(ex.Outcome)
 	return ex
 }

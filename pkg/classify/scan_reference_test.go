@@ -72,6 +72,12 @@ func (v *vocabulary) scanReference(text string, buf []string) ([]hit, []string) 
 				add(hit{f, g, "SQLSTATE " + strings.ToUpper(words[i+1]), true, i})
 			}
 		}
+		// MySQL error numbers after "error", "errno" or "err".
+		if len(w) == 4 && i > 0 && (words[i-1] == "errno" || words[i-1] == "error" || words[i-1] == "err") && isDigits(w) {
+			if f, g := mysqlErrnoFamily(w); f != "" {
+				add(hit{f, g, "MySQL error " + w, true, i})
+			}
+		}
 		// "exceeds the search-indexer limit": a business limit.
 		if strings.HasPrefix(w, "exceed") {
 			for k := i + 1; k < len(words) && k <= i+4; k++ {

@@ -21,14 +21,15 @@ type Selector struct {
 	filter   *inspect.Filter
 	enrich   func(rec *record.Record)
 	// errs counts the messages the filter or a rule failed on.
-	errs evalTally
+	errs    evalTally
+	minConf float64
 }
 
 // NewSelector builds a selector. rules may be nil; when classes are given
 // without rules the built-in rules are used. Every class must be one the
 // rules can assign (a bad-input error names the valid ones otherwise).
 func NewSelector(rules *Rules, classes []string, filter *inspect.Filter) (*Selector, error) {
-	s := &Selector{rules: rules, filter: filter}
+	s := &Selector{rules: rules, filter: filter, minConf: DefaultMinConfidence}
 	var cls []string
 	for _, c := range classes {
 		for _, part := range strings.Split(c, ",") {
@@ -53,6 +54,27 @@ func NewSelector(rules *Rules, classes []string, filter *inspect.Filter) (*Selec
 		}
 	}
 	return s, nil
+}
+
+// SetMinConfidence sets the confidence below which --class does not select
+// a decision (default DefaultMinConfidence; unknown is always selectable:
+// it moves nothing without a look). It is a bad-input error outside 0..1.
+func (s *Selector) SetMinConfidence(c float64) error {
+	if c < 0 || c > 1 || c != c {
+		return errs.BadInputf("--min-confidence %v is outside 0..1; use e.g. 0.8 to select only decisions named by specific evidence", c)
+	}
+	if s != nil {
+		s.minConf = c
+	}
+	return nil
+}
+
+// MinConfidence returns the selector's confidence threshold for --class.
+func (s *Selector) MinConfidence() float64 {
+	if s == nil {
+		return 0
+	}
+	return s.minConf
 }
 
 // Rules returns the rules the selector classifies with (nil when it does
@@ -93,7 +115,9 @@ func (s *Selector) Select(rec *record.Record, parsed any) (bool, error) {
 		if x.err != nil {
 			return false, s.errs.failed(x.err)
 		}
-		selected = s.classSet == nil || s.classSet[rec.Class]
+		// --class takes a decision only at or above --min-confidence
+		// (unknown is always selectable).
+		selected = s.classSet == nil || s.classSet[rec.Class] && (rec.Class == ClassUnknown || rec.Confidence >= s.minConf)
 	}
 	if selected && s.filter != nil {
 		ok, err := s.filter.Match(x.input())
@@ -152,7 +176,11 @@ func (s *Selector) Describe() string {
 		if len(s.classes) > 1 {
 			label = "classes"
 		}
-		parts = append(parts, fmt.Sprintf("%s %s (%s)", label, strings.Join(s.classes, ","), s.rules.Source))
+		conf := ""
+		if s.minConf != DefaultMinConfidence {
+			conf = fmt.Sprintf(", confidence >= %g", s.minConf)
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%s%s)", label, strings.Join(s.classes, ","), s.rules.Source, conf))
 	case s.rules != nil:
 		parts = append(parts, fmt.Sprintf("all classes (%s)", s.rules.Source))
 	}

@@ -32,7 +32,7 @@ func TestSelectorClassesUseBuiltinRules(t *testing.T) {
 	if got := s.Describe(); got != "classes transient,permanent (built-in rules)" {
 		t.Errorf("Describe = %q", got)
 	}
-	timeout, tp := decodedRecord(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"timeout"}`, nil)
+	timeout, tp := decodedRecord(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"timeout after 30000ms"}`, nil)
 	plain, pp := decodedRecord(`{"eventId":"e","eventType":"A",`, nil)
 	business, bp := decodedRecord(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"insufficient funds"}`, nil)
 	if !mustSelect(t, s, timeout, tp) || !mustSelect(t, s, plain, pp) {
@@ -171,4 +171,44 @@ func mustSelect(t testing.TB, s *Selector, rec *record.Record, parsed any) bool 
 		t.Fatalf("Select(%s): %v", rec.MessageID, err)
 	}
 	return ok
+}
+
+// TestSelectorMinConfidence: --class takes a decision only at or above the
+// threshold; a decision named by a generic word alone ("timeout") is below
+// the default, one named by a specific phrase or a chain's root is above;
+// unknown is always selectable.
+func TestSelectorMinConfidence(t *testing.T) {
+	s, err := NewSelector(nil, []string{"transient,unknown"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	weak, wp := decodedRecord(`{"eventId":"e","eventType":"A","eventVersion":1,"failure_reason":"timeout"}`, nil)
+	root, rp := decodedRecord(`{"eventId":"e","eventType":"A","eventVersion":1,"error":"TypeError: fetch failed\n    at node:internal/deps/undici/undici:13502:13 {\n  [cause]: ConnectTimeoutError: Connect Timeout Error (attempted address: psp.example:443, timeout: 10000ms)\n}"}`, nil)
+	conflict, cp := decodedRecord(`{"eventId":"e","eventType":"A","eventVersion":1,"error_type":"TimeoutException","error_code":"ValidationException"}`, nil)
+	if mustSelect(t, s, weak, wp) {
+		t.Errorf("a generic word (confidence %.2f) selected by --class transient at the default %.2f", weak.Confidence, DefaultMinConfidence)
+	}
+	if weak.Class != ClassTransient || weak.Confidence >= DefaultMinConfidence {
+		t.Errorf("weak decision: %s %.2f", weak.Class, weak.Confidence)
+	}
+	if !mustSelect(t, s, root, rp) || root.Class != ClassTransient || root.Confidence < ConfRoot-ConfOverruled-1e-9 {
+		t.Errorf("root cause decision not selected: %s %.2f", root.Class, root.Confidence)
+	}
+	if !mustSelect(t, s, conflict, cp) || conflict.Class != ClassUnknown {
+		t.Errorf("unknown not selectable: %s %.2f", conflict.Class, conflict.Confidence)
+	}
+	if err := s.SetMinConfidence(0.5); err != nil {
+		t.Fatal(err)
+	}
+	if !mustSelect(t, s, weak, wp) {
+		t.Error("--min-confidence 0.5 does not select a 0.55 decision")
+	}
+	if !strings.Contains(s.Describe(), "confidence >= 0.5") {
+		t.Errorf("Describe = %q", s.Describe())
+	}
+	for _, bad := range []float64{-0.1, 1.5} {
+		if err := s.SetMinConfidence(bad); err == nil || !strings.Contains(err.Error(), "outside 0..1") {
+			t.Errorf("SetMinConfidence(%v) = %v", bad, err)
+		}
+	}
 }

@@ -39,7 +39,34 @@ type Verdict struct {
 	// Against is, for a conflict, the reading that contradicts Decisive.
 	Against  *Reading  `json:"against,omitempty"`
 	Readings []Reading `json:"evidence,omitempty"`
+	// Confidence is how sure the family is, 0 to 1: a root cause or an
+	// exception type, code or status that names it specifically is surer
+	// than a message's words; generic words alone are a guess; a root
+	// cause that overrode a wrapper's contrary words is a little less sure
+	// than one nothing contradicts; a conflict is 0.5.
+	Confidence float64 `json:"confidence,omitempty"`
 }
+
+// Confidences of the failure evidence (see Verdict.Confidence).
+const (
+	ConfRoot      = 0.95 // the root cause of a chain names the family specifically
+	ConfSpecific  = 0.9  // an exception type, error code or status names it specifically
+	ConfMessage   = 0.85 // a message names it with a specific phrase
+	ConfCondition = 0.75 // only the platform's give-up condition names it
+	ConfWeak      = 0.55 // only generic words ("timeout", "invalid") name it
+	ConfConflict  = 0.5
+	// ConfOverruled is taken off when the decisive reading overrules a
+	// specific reading of another family (a root cause under a wrapper
+	// that says otherwise).
+	ConfOverruled = 0.1
+)
+
+// DefaultMinConfidence is the confidence below which --class does not
+// select a decision (other than unknown): chosen on the corpus
+// (testdata/triage) so that no dangerous confusion (permanent called
+// transient or the reverse) is selected, while every decision named by
+// specific evidence is. Generic words alone (ConfWeak) stay below it.
+const DefaultMinConfidence = 0.6
 
 // kindTier orders evidence kinds from most to least specific: an exception
 // type or error code outranks a message, which outranks the platform's
@@ -136,6 +163,8 @@ func readEvidence(ev []record.Evidence) *Verdict {
 			if f := httpStatusFamily(code); f != "" {
 				hits = []hit{{family: f, group: "http", phrase: "HTTP " + code, strong: true}}
 			}
+		} else if h, ok := bareCode(e); ok {
+			hits = []hit{h}
 		} else {
 			hits = builtinVocab.scan(e.Text, sc)
 		}
@@ -211,13 +240,18 @@ func readEvidence(ev []record.Evidence) *Verdict {
 		}
 		return &r
 	}
+	var decisive *candidate
 	switch {
 	case firstT != nil && firstN != nil:
 		v.Family, v.Decisive, v.Against = FamilyConflict, pick(firstT), pick(firstN)
+		v.Confidence = ConfConflict
+		return v
 	case firstT != nil:
 		v.Family, v.Decisive = FamilyTransient, pick(firstT)
+		decisive = firstT
 	case firstN != nil:
 		v.Family, v.Decisive = firstN.family, pick(firstN)
+		decisive = firstN
 	default:
 		// Weak signals only: the most specific field decides, then the
 		// earliest phrase.
@@ -228,8 +262,57 @@ func readEvidence(ev []record.Evidence) *Verdict {
 			}
 		}
 		v.Family, v.Decisive = b.family, pick(b)
+		v.Confidence = ConfWeak
+		return v
+	}
+	switch {
+	case decisive.root:
+		v.Confidence = ConfRoot
+	case decisive.tier == 0:
+		v.Confidence = ConfSpecific
+	case decisive.tier == 1:
+		v.Confidence = ConfMessage
+	default:
+		v.Confidence = ConfCondition
+	}
+	if rootDecides {
+		// Did the root overrule a specific reading of another family?
+		for i := range cands {
+			c := &cands[i]
+			if !c.root && c.strong && c.family != decisive.family && (c.family == FamilyTransient) != (decisive.family == FamilyTransient) {
+				v.Confidence -= ConfOverruled
+				break
+			}
+		}
 	}
 	return v
+}
+
+// bareCode reads an error code given alone: a SQLSTATE ("40P01",
+// "23505"), or a MySQL error number in a field that names it (errno,
+// mysql, sql: "1213").
+func bareCode(e record.Evidence) (hit, bool) {
+	if e.Kind != record.EvidenceCode {
+		return hit{}, false
+	}
+	code := strings.TrimSpace(e.Text)
+	switch {
+	case len(code) == 5 && code[0] >= '0' && code[0] <= '9' && code[1] >= '0' && code[1] <= '9':
+		if f, g := sqlStateFamily(strings.ToLower(code)); f != "" {
+			return hit{family: f, group: g, phrase: "SQLSTATE " + strings.ToUpper(code), strong: true}, true
+		}
+	case len(code) == 4 && isDigits(code):
+		field := strings.ToLower(e.Field)
+		if i := strings.LastIndexByte(field, '.'); i >= 0 {
+			field = field[i+1:]
+		}
+		if strings.Contains(field, "errno") || strings.Contains(field, "mysql") || strings.Contains(field, "sql") {
+			if f, g := mysqlErrnoFamily(code); f != "" {
+				return hit{family: f, group: g, phrase: "MySQL error " + code, strong: true}, true
+			}
+		}
+	}
+	return hit{}, false
 }
 
 func better(a, b hit) bool {

@@ -21,6 +21,11 @@ type Chain struct {
 	Root string
 	// Middle are the causes between Head and Root.
 	Middle []string
+	// Group are the parts of an exception group, every one a root cause:
+	// Python's ExceptionGroup sub-exceptions, .NET AggregateException's
+	// "(Inner Exception #N)" entries, Node's AggregateError "[errors]".
+	// All transient means transient; any other part means not transient.
+	Group []string
 	// Trace is true when the text is a stack trace or traceback (frames).
 	Trace bool
 }
@@ -42,13 +47,15 @@ func ParseChain(text string) Chain {
 	lines := strings.Split(text, "\n")
 	var c Chain
 	switch {
+	case strings.Contains(text, "Exception Group Traceback") || strings.Contains(text, "+-+----"):
+		return pythonGroupChain(lines)
 	case strings.Contains(text, "Traceback (most recent call last)"):
 		return pythonChain(lines)
 	case strings.Contains(text, "\nNext ") && phpTrace(text):
 		return phpChain(lines)
 	}
 	var causes []string
-	rustCauses := false
+	rustCauses, inErrors := false, false
 	for i, raw := range lines {
 		l := strings.TrimSpace(raw)
 		switch {
@@ -86,9 +93,29 @@ func ParseChain(text string) Chain {
 			}
 			causes = append(causes, cause)
 		case strings.HasPrefix(l, "--->"):
-			causes = append(causes, strings.TrimSpace(strings.TrimPrefix(l, "--->")))
+			cause := strings.TrimSpace(strings.TrimPrefix(l, "--->"))
+			if part, ok := innerExceptionN(cause); ok {
+				c.Group = appendPart(c.Group, part)
+				continue
+			}
+			causes = append(causes, cause)
+		case strings.HasPrefix(l, "[errors]:"):
+			inErrors = true // Node AggregateError: the parts follow, one exception per entry
+		case inErrors && (l == "]" || strings.HasPrefix(l, "]")):
+			inErrors = false
+		case inErrors:
+			if typ, _ := splitTypeMessage(l); typ != "" && exceptionTypeName(typ) {
+				c.Group = appendPart(c.Group, strings.TrimSuffix(l, " {"))
+			}
 		case strings.HasPrefix(l, "[cause]:"):
 			causes = append(causes, strings.TrimSpace(strings.TrimPrefix(l, "[cause]:")))
+		case strings.HasPrefix(l, "cause: ") && c.Trace:
+			// Node before 20 prints an error's cause as "cause: X: msg {"
+			if cause := strings.TrimSuffix(strings.TrimSpace(l[len("cause: "):]), " {"); cause != "" {
+				if typ, _ := splitTypeMessage(cause); typ != "" {
+					causes = append(causes, cause)
+				}
+			}
 		case strings.HasPrefix(l, "caused by:") || strings.HasPrefix(l, "Caused By:"):
 			causes = append(causes, strings.TrimSpace(l[len("caused by:"):]))
 		case rustCauses && (raw != l || i > 0) && (strings.HasPrefix(raw, " ") || strings.HasPrefix(raw, "\t")):
@@ -99,6 +126,13 @@ func ParseChain(text string) Chain {
 		}
 	}
 	c.setCauses(causes)
+	if c.Root == "" {
+		if d := grpcDesc(text); d != "" {
+			c.Root = d
+		} else if d := grpcCodePrefix(c.Head); d != "" {
+			c.Root = d
+		}
+	}
 	if c.Root == "" && !c.Trace {
 		// Lines of text that are not a trace: the first one may be a
 		// one-line chain.
@@ -108,7 +142,87 @@ func ParseChain(text string) Chain {
 	return c
 }
 
+// innerExceptionN reads a .NET AggregateException part "(Inner
+// Exception #1) X: msg" (the "<---" that ends it dropped).
+func innerExceptionN(l string) (string, bool) {
+	if !strings.HasPrefix(l, "(Inner Exception #") {
+		return "", false
+	}
+	i := strings.IndexByte(l, ')')
+	if i < 0 {
+		return "", false
+	}
+	return strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(l[i+1:]), "<---")), true
+}
+
+// appendPart adds an exception group part once (at most 8 parts).
+func appendPart(parts []string, p string) []string {
+	p = strings.TrimSpace(p)
+	if p == "" || len(parts) >= 8 {
+		return parts
+	}
+	for _, q := range parts {
+		if q == p {
+			return parts
+		}
+	}
+	return append(parts, p)
+}
+
+// pythonGroupChain reads an ExceptionGroup traceback (Python 3.11+): the
+// group's line, then each sub-exception in a box of "|" lines. Every
+// sub-exception that is not itself a group is a part (its own chained
+// tracebacks, if any, are read by pythonChain).
+func pythonGroupChain(lines []string) Chain {
+	c := Chain{Trace: true}
+	var block []string
+	flush := func() {
+		if len(block) == 0 {
+			return
+		}
+		sub := pythonChain(block)
+		root := sub.Root
+		if root == "" {
+			root = sub.Head
+		}
+		typ, _ := splitTypeMessage(sub.Head)
+		switch {
+		case strings.HasSuffix(typ, "ExceptionGroup"):
+			if c.Head == "" {
+				c.Head = sub.Head
+			}
+		case root != "":
+			c.Group = appendPart(c.Group, root)
+		}
+		block = block[:0]
+	}
+	for _, raw := range lines {
+		// Strip the box: leading spaces, then "| " (a line) or "+" (a rule
+		// between sub-exceptions).
+		t := strings.TrimLeft(raw, " ")
+		switch {
+		case strings.HasPrefix(t, "+"):
+			if !strings.Contains(t, "Exception Group Traceback") {
+				flush()
+			}
+		case strings.HasPrefix(t, "| "):
+			block = append(block, t[2:])
+		case strings.HasPrefix(t, "|"):
+		default:
+			block = append(block, raw)
+		}
+	}
+	flush()
+	if len(c.Group) > 0 {
+		c.Root = c.Group[0]
+	}
+	return c
+}
+
 func (c *Chain) setCauses(causes []string) {
+	if len(c.Group) > 0 && c.Root == "" {
+		c.Root = c.Group[0]
+	}
 	if len(causes) == 0 {
 		return
 	}
@@ -116,6 +230,9 @@ func (c *Chain) setCauses(causes []string) {
 	c.Middle = causes[:len(causes)-1]
 	// A cause may itself end in a one-line chain ("Caused by: X: a: b").
 	if oc := oneLineChain(c.Root); oc.Root != "" && oc.Root != c.Root {
+		// The whole cause line stays evidence (a cause): its exception
+		// type may say more than the last part of its message.
+		c.Middle = append(c.Middle[:len(c.Middle):len(c.Middle)], c.Root)
 		c.Root = oc.Root
 	}
 }
@@ -289,6 +406,17 @@ func phpLine(l string) string {
 // "a: b: c", Go "a: b: c".
 func oneLineChain(l string) Chain {
 	c := Chain{Head: l}
+	// gRPC status: "rpc error: code = ResourceExhausted desc = grpc:
+	// received message larger than max (…)". The description says what
+	// happened; it can override the code's usual meaning.
+	if desc := grpcDesc(l); desc != "" {
+		c.Root = desc
+		return c
+	}
+	if desc := grpcCodePrefix(l); desc != "" {
+		c.Root = desc
+		return c
+	}
 	if !strings.Contains(l, "aused by") && !strings.Contains(l, "--->") && !strings.Contains(l, "nested exception is") && !strings.Contains(l, "[cause]") {
 		if r := goChain(l); r != "" {
 			c.Root = r
@@ -323,6 +451,65 @@ func oneLineChain(l string) Chain {
 	return c
 }
 
+// grpcDesc returns the description of a gRPC status written "code = X
+// desc = Y" (Go's status.Error, grpc-gateway logs), without the "grpc: "
+// prefix the library puts on its own errors; "" when l is not one.
+func grpcDesc(l string) string {
+	i := strings.Index(l, "desc = ")
+	if i < 0 || !strings.Contains(l[:i], "code = ") {
+		// grpcio: "status = StatusCode.X\n\tdetails = \"…\""
+		j := strings.Index(l, "details = ")
+		if j < 0 || !strings.Contains(l[:j], "StatusCode.") {
+			return ""
+		}
+		d := l[j+len("details = "):]
+		if k := strings.IndexByte(d, '\n'); k >= 0 {
+			d = d[:k]
+		}
+		d = strings.Trim(strings.TrimSpace(d), `"`)
+		if len(d) < 4 {
+			return ""
+		}
+		return d
+	}
+	d := strings.TrimSpace(l[i+len("desc = "):])
+	d = strings.TrimPrefix(d, "grpc: ")
+	if len(d) < 4 {
+		return ""
+	}
+	return d
+}
+
+// grpcCodes are the gRPC status code names.
+var grpcCodes = [...]string{"CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",
+	"PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL",
+	"UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
+
+// grpcCodePrefix returns the description of a gRPC status written "CODE:
+// description" (grpc-java's StatusRuntimeException, grpc-js's "8
+// RESOURCE_EXHAUSTED: …"), after an exception type if any; "" when l is
+// not one or the description is empty.
+func grpcCodePrefix(l string) string {
+	msg := l
+	if typ, rest := splitTypeMessage(l); typ != "" {
+		msg = rest
+	}
+	// grpc-js: "14 UNAVAILABLE: …"
+	if i := strings.IndexByte(msg, ' '); i > 0 && i <= 2 && isDigitsStr(msg[:i]) {
+		msg = msg[i+1:]
+	}
+	for _, code := range grpcCodes {
+		if strings.HasPrefix(msg, code+": ") {
+			d := strings.TrimSpace(msg[len(code)+2:])
+			if len(d) < 4 {
+				return ""
+			}
+			return d
+		}
+	}
+	return ""
+}
+
 // goChain returns the last part of a wrapped error "a: b: c" (at least
 // two ": " separators, the wrappers short lower-case phrases as Go, Rust
 // and VError write them) — or "" when l is not one. An exception type in
@@ -342,6 +529,9 @@ func goChain(l string) string {
 	}
 	for _, p := range parts[:len(parts)-1] {
 		p = strings.TrimSpace(p)
+		if strings.Count(p, "(") != strings.Count(p, ")") {
+			return "" // a ": " inside parentheses ("(attempted address: h:443, timeout: 10000ms)")
+		}
 		if p == "" || len(p) > 120 || p[0] >= 'A' && p[0] <= 'Z' && strings.Contains(p, " ") && strings.HasSuffix(p, ".") {
 			return "" // sentences, not wrappers
 		}
@@ -427,13 +617,18 @@ func (d *Decoding) textEvidence(field, kind, text string, weak bool) {
 		add(record.EvidenceMessage, text)
 	}
 	for i, m := range c.Middle {
-		if i == 2 {
-			break
+		if i >= 2 && i != len(c.Middle)-1 {
+			continue // the two outermost causes and the innermost
 		}
 		add(record.EvidenceCause, m)
 	}
 	if c.Root != "" && c.Root != c.Head {
 		add(record.EvidenceRootCause, c.Root)
+	}
+	for _, p := range c.Group {
+		if p != c.Head {
+			add(record.EvidenceRootCause, p)
+		}
 	}
 }
 

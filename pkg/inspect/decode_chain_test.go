@@ -128,3 +128,88 @@ func hasEvidence(rec *record.Record, kind, text string) bool {
 	}
 	return false
 }
+
+// TestParseChainGroupsAndStatuses: exception groups give every part as a
+// root (Python ExceptionGroup boxes, .NET AggregateException's "(Inner
+// Exception #N)", Node AggregateError's [errors]); a gRPC status's
+// description is its root whatever the client wrote it as; ": " inside
+// parentheses splits no wrapper.
+func TestParseChainGroupsAndStatuses(t *testing.T) {
+	cases := []struct {
+		name, text, root string
+		group            []string
+	}{
+		{"python ExceptionGroup",
+			"  + Exception Group Traceback (most recent call last):\n  |   File \"/app/w.py\", line 4, in main\n  |     async with asyncio.TaskGroup() as tg:\n  | ExceptionGroup: unhandled errors in a TaskGroup (2 sub-exceptions)\n  +-+---------------- 1 ----------------\n    | Traceback (most recent call last):\n    |   File \"/app/w.py\", line 9, in f\n    | httpx.ConnectTimeout: timed out\n    +---------------- 2 ----------------\n    | ValueError: bad amount\n    +------------------------------------",
+			"httpx.ConnectTimeout: timed out", []string{"httpx.ConnectTimeout: timed out", "ValueError: bad amount"}},
+		{".NET AggregateException inner exceptions",
+			"System.AggregateException: One or more errors occurred. (A task was canceled.) (Connection refused)\n ---> System.Threading.Tasks.TaskCanceledException: A task was canceled.\n   --- End of inner exception stack trace ---\n   at X.Y()\n---> (Inner Exception #0) System.Threading.Tasks.TaskCanceledException: A task was canceled.<---\n\n---> (Inner Exception #1) System.Net.Http.HttpRequestException: Connection refused (orders:80)<---",
+			"System.Threading.Tasks.TaskCanceledException: A task was canceled.",
+			[]string{"System.Threading.Tasks.TaskCanceledException: A task was canceled.", "System.Net.Http.HttpRequestException: Connection refused (orders:80)"}},
+		{"node AggregateError",
+			"AggregateError [ECONNREFUSED]: \n    at internalConnectMultiple (node:net:1117:18) {\n  code: 'ECONNREFUSED',\n  [errors]: [\n    Error: connect ECONNREFUSED ::1:5432\n        at createConnectionError (node:net:1647:14) {\n      errno: -111,\n    },\n    Error: connect ECONNREFUSED 127.0.0.1:5432\n        at createConnectionError (node:net:1647:14)\n  ]\n}",
+			"Error: connect ECONNREFUSED ::1:5432", []string{"Error: connect ECONNREFUSED ::1:5432", "Error: connect ECONNREFUSED 127.0.0.1:5432"}},
+		{"node fetch failed: the [cause], parentheses kept whole",
+			"TypeError: fetch failed\n    at node:internal/deps/undici/undici:13502:13 {\n  [cause]: ConnectTimeoutError: Connect Timeout Error (attempted address: api.psp.example:443, timeout: 10000ms)\n      at onConnectTimeout (node:internal/deps/undici/undici:2602:28) {\n    code: 'UND_ERR_CONNECT_TIMEOUT'\n  }\n}",
+			"ConnectTimeoutError: Connect Timeout Error (attempted address: api.psp.example:443, timeout: 10000ms)", nil},
+		{"go gRPC status", "rpc error: code = ResourceExhausted desc = grpc: received message larger than max (5242880 vs. 4194304)",
+			"received message larger than max (5242880 vs. 4194304)", nil},
+		{"grpcio status", "grpc._channel._InactiveRpcError: <_InactiveRpcError of RPC that terminated with:\n\tstatus = StatusCode.RESOURCE_EXHAUSTED\n\tdetails = \"Sent message larger than max (6291456 vs. 4194304)\"\n>",
+			"Sent message larger than max (6291456 vs. 4194304)", nil},
+		{"grpc-java status", "io.grpc.StatusRuntimeException: RESOURCE_EXHAUSTED: gRPC message exceeds maximum size 4194304: 8388608",
+			"gRPC message exceeds maximum size 4194304: 8388608", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := ParseChain(c.text)
+			if got.Root != c.root {
+				t.Errorf("root = %q, want %q", got.Root, c.root)
+			}
+			if strings.Join(got.Group, "|") != strings.Join(c.group, "|") {
+				t.Errorf("group = %q, want %q", got.Group, c.group)
+			}
+		})
+	}
+}
+
+// TestShapeEvidenceUnderUnknownNames: error objects and error-level log
+// lines are failure evidence by their shape under names no list knows; in
+// the message's own data they are hints.
+func TestShapeEvidenceUnderUnknownNames(t *testing.T) {
+	cases := []struct {
+		name, body string
+		attrs      map[string]string
+		want       string // a piece of evidence text
+		weak       bool
+	}{
+		{"node-postgres error in a header", `{"orderId":"o-1"}`,
+			map[string]string{"x-last": `{"name":"error","severity":"ERROR","code":"40P01","message":"deadlock detected","routine":"DeadLockReport"}`}, "SQLSTATE 40P01", false},
+		{"AWS SDK v3 error under an unknown key", `{"orderId":"o-1","processing":{"outcome":{"name":"ThrottlingException","$fault":"client","$metadata":{"httpStatusCode":400},"message":"Rate exceeded"}}}`,
+			nil, "ThrottlingException", false},
+		{"logfmt line in an attribute", `{"orderId":"o-1"}`,
+			map[string]string{"last_log": `level=error msg="handle failed" err="dial tcp 10.0.0.9:5432: connect: connection refused"`}, "handle failed: dial tcp 10.0.0.9:5432: connect: connection refused", false},
+		{"an error object inside the payload is a hint", `{"type":"invoice.payment_failed","data":{"object":{"last_error":{"name":"CardError","message":"Your card was declined."}}}}`,
+			nil, "CardError", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := record.Record{MessageID: "m", Body: c.body, Attributes: map[string]record.Attribute{}}
+			for k, v := range c.attrs {
+				rec.Attributes[k] = record.Attribute{Type: "String", Value: v}
+			}
+			Decode(&rec)
+			if rec.Failure == nil {
+				t.Fatalf("no failure decoded")
+			}
+			for _, e := range rec.Failure.Evidence {
+				if e.Text == c.want {
+					if e.Weak != c.weak {
+						t.Errorf("%s: weak = %v, want %v", e.Field, e.Weak, c.weak)
+					}
+					return
+				}
+			}
+			t.Errorf("no evidence %q in %+v", c.want, rec.Failure.Evidence)
+		})
+	}
+}

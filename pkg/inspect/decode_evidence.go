@@ -241,6 +241,12 @@ func nestedFailureKeys(d *Decoding, path string, m map[string]any, depth int, me
 		if obj == nil {
 			continue
 		}
+		if errorObjectShape(obj) {
+			// A serialised error object in the metadata: read by its shape.
+			shapeEvidence(d, path+"."+k, obj, false)
+			found = true
+			continue
+		}
 		if genericObject(d, path+"."+k, obj, 0) {
 			found = true
 		}
@@ -324,11 +330,14 @@ type valueHit struct {
 	path string
 	text string
 	weak bool
+	obj  map[string]any // an error object recognised by its shape
+	log  bool           // text is what a log line with an error level says
 }
 
 // scanValues looks for values that read like an exception, a traceback
-// or a stack trace anywhere in the body (and string attributes): only
-// when nothing else gave failure context. Values inside payload
+// or a stack trace, serialised error objects and log lines with an error
+// level (decode_shape.go) anywhere in the body (and string attributes):
+// only when nothing else gave failure context. Values inside payload
 // containers are weak hints; elsewhere they count as failure text.
 func scanValues(d *Decoding) {
 	var hits []valueHit
@@ -342,7 +351,13 @@ func scanValues(d *Decoding) {
 			}
 			switch t := v.(type) {
 			case string:
-				if len(t) >= 12 && strings.IndexByte(t, ':') >= 0 && looksLikeFailureText(t) {
+				if msg, ok := logLineMessage(t); ok {
+					// A log line with an error level: the consumer's
+					// own log, unless it sits in the message's data (a
+					// log-shipping payload) or in a body that does not
+					// say it failed.
+					hits = append(hits, valueHit{path: strings.Join(path, "."), text: msg, weak: inPayload || !failed, log: true})
+				} else if len(t) >= 12 && strings.IndexByte(t, ':') >= 0 && looksLikeFailureText(t) {
 					// A stack trace or traceback is sure; a one-line
 					// "Type: message" is sure only next to a status that
 					// says it failed ({"status": "failed", "detail": …}).
@@ -350,6 +365,12 @@ func scanValues(d *Decoding) {
 					hits = append(hits, valueHit{path: strings.Join(path, "."), text: t, weak: inPayload || !sure})
 				}
 			case map[string]any:
+				if depth > 0 && errorObjectShape(t) {
+					// A serialised error object: failure context unless it
+					// sits in the message's own data.
+					hits = append(hits, valueHit{path: strings.Join(path, "."), obj: t, weak: inPayload})
+					return
+				}
 				failed := failedStatus(t)
 				for k, e := range t {
 					payload := inPayload || isPayloadKeyIn(buf[:], t, k)
@@ -359,6 +380,11 @@ func scanValues(d *Decoding) {
 						switch e.(type) {
 						case map[string]any, []any:
 							payload = !isMetaKey(buf[:], k)
+						}
+					}
+					if depth == 0 && payload && !isPayloadKeyIn(buf[:], t, k) {
+						if em, ok := e.(map[string]any); ok && errorObjectShape(em) {
+							payload = false // an error object is no entity of the domain
 						}
 					}
 					walk(e, append(path[:len(path):len(path)], k), payload, failed, depth+1)
@@ -379,8 +405,21 @@ func scanValues(d *Decoding) {
 		if a.IsBinary() || d.used[name] || name == record.MarkerAttribute {
 			continue
 		}
-		if len(a.Value) >= 12 && looksLikeFailureText(a.Value) {
-			hits = append(hits, valueHit{path: "attributes." + name, text: a.Value})
+		switch v := a.Value; {
+		case len(v) < 12:
+		case v[0] == '{':
+			// JSON.stringify(err) in a header
+			if p, ok := parseJSON(v); ok {
+				if m, ok := p.(map[string]any); ok && errorObjectShape(m) {
+					hits = append(hits, valueHit{path: "attributes." + name, obj: m})
+				}
+			}
+		case looksLikeFailureText(v):
+			hits = append(hits, valueHit{path: "attributes." + name, text: v})
+		default:
+			if msg, ok := logLineMessage(v); ok {
+				hits = append(hits, valueHit{path: "attributes." + name, text: msg, log: true})
+			}
 		}
 	}
 	if len(hits) == 0 {
@@ -388,6 +427,10 @@ func scanValues(d *Decoding) {
 	}
 	slices.SortStableFunc(hits, func(a, b valueHit) int { return strings.Compare(a.path, b.path) })
 	for _, h := range hits {
+		if h.obj != nil {
+			shapeEvidence(d, h.path, h.obj, h.weak)
+			continue
+		}
 		d.textEvidence(h.path, record.EvidenceMessage, h.text, h.weak)
 	}
 }
@@ -416,8 +459,17 @@ func anyFailureText(v any, depth int) bool {
 	}
 	switch t := v.(type) {
 	case string:
-		return len(t) >= 12 && strings.IndexByte(t, ':') >= 0 && looksLikeFailureText(t)
+		if len(t) < 12 {
+			return false
+		}
+		if _, ok := logLineMessage(t); ok {
+			return true
+		}
+		return strings.IndexByte(t, ':') >= 0 && looksLikeFailureText(t)
 	case map[string]any:
+		if depth > 0 && errorObjectShape(t) {
+			return true
+		}
 		for _, e := range t {
 			if anyFailureText(e, depth+1) {
 				return true

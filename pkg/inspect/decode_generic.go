@@ -31,6 +31,11 @@ var genericKeys = map[string]string{
 	"faultmessage": record.EvidenceMessage, "faultstring": record.EvidenceMessage, "deadletterreason": record.EvidenceMessage,
 	"deadlettererrordescription": record.EvidenceMessage, "rejectreason": record.EvidenceMessage,
 	"rejectionreason": record.EvidenceMessage, "cause": record.EvidenceCause, "rootcause": record.EvidenceCause,
+	// the same keys in German, French, Spanish and Portuguese
+	"fehler": record.EvidenceMessage, "fehlermeldung": record.EvidenceMessage, "erreur": record.EvidenceMessage,
+	"messageerreur": record.EvidenceMessage, "erro": record.EvidenceMessage, "mensagemerro": record.EvidenceMessage,
+	"mensajeerror": record.EvidenceMessage, "falha": record.EvidenceMessage, "fallo": record.EvidenceMessage,
+	"motivofalha": record.EvidenceMessage, "motivoerror": record.EvidenceMessage,
 	// stack traces: only their root-cause lines are evidence
 	"stacktrace": "stack", "stack": "stack", "exceptionstacktrace": "stack", "errorstack": "stack", "trace": "stack",
 	// the consumer's own label for the failure
@@ -223,6 +228,13 @@ func genericValue(d *Decoding, field, kind string, v any, depth int) bool {
 			return false
 		}
 		found := false
+		// Codes a driver or SDK puts in its error object: a SQLSTATE, a
+		// MySQL errno, an errno name (node-postgres, mysql2, pgx, JDBC).
+		codeParts(field, t, func(f, kind, text string) { d.Evidence(f, kind, text); found = true })
+		for _, p := range groupParts(t) {
+			d.Evidence(field+".errors", record.EvidenceRootCause, p)
+			found = true
+		}
 		if root := innermostCause(t); root != "" {
 			// The chain's innermost cause (Node's cause, .NET's
 			// InnerException) is the root cause.
@@ -244,6 +256,17 @@ func genericValue(d *Decoding, field, kind string, v any, depth int) bool {
 		}
 		if genericObject(d, field, t, depth+1) {
 			found = true
+		}
+		if !found {
+			// An object under a failure key whose parts have names of
+			// their own ({"pgcode": …, "pgerror": …}): its texts are the
+			// failure's words.
+			for _, k := range sortedKeys(t) {
+				if s, ok := t[k].(string); ok && len(s) >= 8 && !strings.HasPrefix(s, "http") {
+					d.TextEvidence(field+"."+k, record.EvidenceMessage, s)
+					found = true
+				}
+			}
 		}
 		return found
 	case []any:
@@ -277,6 +300,14 @@ func splitTypeMessage(s string) (typ, msg string) {
 		return "", s
 	}
 	head := s[:i]
+	// .NET writes an HRESULT or error number after the type:
+	// "SqlException (0x80131904)", "Win32Exception (258)".
+	if j := strings.LastIndex(head, " ("); j > 0 && strings.HasSuffix(head, ")") {
+		n := head[j+2 : len(head)-1]
+		if strings.HasPrefix(n, "0x") || isDigitsStr(n) {
+			head = head[:j]
+		}
+	}
 	upper := false
 	for j := 0; j < len(head); j++ {
 		c := head[j]

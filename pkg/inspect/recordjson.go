@@ -67,7 +67,7 @@ func unmarshalRecord(line []byte, rec *record.Record) error {
 // recordFields are the record's JSON names (record.Record's tags); a key
 // equal to one of them only case-insensitively is left to encoding/json.
 var recordFields = []string{"message_id", "queue", "body", "body_sha256", "size_bytes", "attributes", "system",
-	"age_seconds", "expires_at", "envelope", "failure", "payload", "payload_encoding", "redrive", "class", "action", "rule", "error_fingerprint"}
+	"age_seconds", "expires_at", "envelope", "failure", "payload", "payload_encoding", "redrive", "class", "action", "rule", "confidence", "error_fingerprint"}
 
 // fastRecord reads line into rec and reports whether it could; false
 // means json.Unmarshal must decide (rec is then in an unspecified state).
@@ -170,6 +170,13 @@ func setField(rec *record.Record, n int, val []byte, flags uint8) bool {
 		}
 		v, err := strconv.ParseInt(string(val), 10, strconv.IntSize)
 		rec.SizeBytes = int(v)
+		return err == nil
+	case "confidence":
+		if null {
+			return true
+		}
+		v, err := strconv.ParseFloat(string(val), 64)
+		rec.Confidence = v
 		return err == nil
 	case "age_seconds":
 		if null {

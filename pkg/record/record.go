@@ -68,6 +68,10 @@ type Record struct {
 	Class   string  `json:"class,omitempty"`
 	Action  string  `json:"action,omitempty"`
 	Rule    string  `json:"rule,omitempty"`
+	// Confidence is how sure the classification is, 0 to 1 (the built-in
+	// rules weigh their evidence; a rules file's own expression is 1).
+	// Set with class, action and rule.
+	Confidence float64 `json:"confidence,omitempty"`
 	// ErrorFingerprint is the normalised failure (what `group --by error`
 	// counts by; "(no failure context)" when there is none). Archives
 	// write it on every record so query engines can group by it; records
@@ -115,7 +119,7 @@ func (r Record) JSONForm() any {
 		MessageID: r.MessageID, Queue: r.Queue, Broker: r.Broker, Body: r.Body, BodySHA256: r.BodySHA256, SizeBytes: r.SizeBytes,
 		Attributes: r.Attributes, OrderingKey: r.OrderingKey, System: r.System.jsonView(), AgeSeconds: r.AgeSeconds, ExpiresAt: recordTime(r.ExpiresAt),
 		Envelope: r.Envelope, Failure: r.Failure, Payload: r.Payload, PayloadEncoding: r.PayloadEncoding,
-		Class: r.Class, Action: r.Action, Rule: r.Rule, ErrorFingerprint: r.ErrorFingerprint,
+		Class: r.Class, Action: r.Action, Rule: r.Rule, Confidence: r.Confidence, ErrorFingerprint: r.ErrorFingerprint,
 	}
 	if out.Attributes == nil {
 		out.Attributes = map[string]Attribute{}
@@ -148,6 +152,7 @@ type recordJSON struct {
 	Class            string               `json:"class,omitempty"`
 	Action           string               `json:"action,omitempty"`
 	Rule             string               `json:"rule,omitempty"`
+	Confidence       float64              `json:"confidence,omitempty"`
 	ErrorFingerprint string               `json:"error_fingerprint,omitempty"`
 }
 

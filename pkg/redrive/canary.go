@@ -12,8 +12,10 @@ import (
 
 // VerifyOptions control how a canary is watched.
 type VerifyOptions struct {
-	// For is how long to watch (default 2m).
+	// For is how long to watch (DecideWindow; 0: broker.DefaultCanaryWindow).
 	For time.Duration
+	// Reason says how For was derived (the verdict's window_reason).
+	Reason string
 	// Poll is how often the DLQ depth is checked (default 5s).
 	Poll time.Duration
 	// Drain also requires the destinations to consume the canary: at the
@@ -41,7 +43,11 @@ type Verdict struct {
 	Drained        *bool          `json:"drained,omitempty"`
 	DestDepth      map[string]int `json:"destination_depth,omitempty"`
 	WatchedSeconds float64        `json:"watched_seconds"`
-	Detail         string         `json:"detail"`
+	// WindowSeconds is the watch the canary was given and WindowReason
+	// how it was derived (DecideWindow).
+	WindowSeconds float64 `json:"window_seconds"`
+	WindowReason  string  `json:"window_reason"`
+	Detail        string  `json:"detail"`
 }
 
 func total(d broker.Depth) int { return int(d.Ready + d.Held + d.Delayed) }
@@ -54,13 +60,13 @@ func total(d broker.Depth) int { return int(d.Ready + d.Held + d.Delayed) }
 // the canary left, and once more at the end.
 func VerifyCanary(ctx context.Context, dlq broker.Endpoint, j *Journal, moved int, dests []broker.Destination, destDepth func(context.Context, broker.Destination) (broker.Depth, error), opt VerifyOptions) (*Verdict, error) {
 	if opt.For <= 0 {
-		opt.For = 2 * time.Minute
+		opt.For, opt.Reason = broker.DefaultCanaryWindow, "the default "+broker.DefaultCanaryWindow.String()
 	}
 	if opt.Poll <= 0 {
 		opt.Poll = 5 * time.Second
 	}
 	runID := j.Meta().ID
-	v := &Verdict{Moved: moved}
+	v := &Verdict{Moved: moved, WindowSeconds: opt.For.Seconds(), WindowReason: opt.Reason}
 	start := time.Now()
 	cur, err := dlq.Depth(ctx)
 	if err != nil {
@@ -159,6 +165,9 @@ func VerifyCanary(ctx context.Context, dlq broker.Endpoint, j *Journal, moved in
 		v.Detail = fmt.Sprintf("none of %d canary message(s) came back, but the destination did not consume them within %s", moved, opt.For)
 	default:
 		v.Detail = fmt.Sprintf("none of %d canary message(s) came back to %s within %s", moved, dlq.Name(), opt.For)
+		if opt.Reason != "" {
+			v.Detail += " (window: " + opt.Reason + ")"
+		}
 	}
 	return v, nil
 }

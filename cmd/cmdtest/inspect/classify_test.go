@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,9 +13,12 @@ import (
 	"github.com/dlqctl/dlqctl/cmd"
 	"github.com/dlqctl/dlqctl/internal/clitest"
 	"github.com/dlqctl/dlqctl/internal/seed"
+	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 func TestClassifySeededIncidentWithBuiltinRules(t *testing.T) {
@@ -254,5 +258,68 @@ func TestClassifyFlagParsing(t *testing.T) {
 	c.SilenceErrors, c.SilenceUsage = true, true
 	if err := c.Execute(); err == nil {
 		t.Error("--summary with --explain accepted")
+	}
+}
+
+// TestClassifyMinConfidence: every classified record carries its
+// confidence; --class transient takes a decision named by a chain's root
+// cause and leaves one named by a generic word alone (below the default
+// 0.6) until --min-confidence lowers the bar; --explain shows the root
+// cause that decided and the confidence; a threshold outside 0..1 is bad
+// input, rejected before anything is read.
+func TestClassifyMinConfidence(t *testing.T) {
+	recs := []record.Record{
+		{MessageID: "weak", Body: `{"orderId":"o-1","failure_reason":"timeout"}`},
+		{MessageID: "root", Body: `{"orderId":"o-2","error":"TypeError: fetch failed\n    at node:internal/deps/undici/undici:13185:13 {\n  [cause]: ConnectTimeoutError: Connect Timeout Error (attempted address: psp.example:443, timeout: 10000ms)\n}"}`},
+		{MessageID: "grpc", Body: `{"orderId":"o-3","error":"rpc error: code = ResourceExhausted desc = grpc: received message larger than max (5242880 vs. 4194304)"}`},
+	}
+	var b strings.Builder
+	for _, r := range recs {
+		line, err := inspect.MarshalRecord(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	file := filepath.Join(t.TempDir(), "in.ndjson")
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	classes := func(args ...string) map[string]string {
+		t.Helper()
+		r := clitest.Run(t, testenv.Env{}, "", append([]string{"classify", "--from", file, "-o", "ndjson"}, args...)...)
+		if r.Code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, r.Code, r.Stderr)
+		}
+		out := map[string]string{}
+		for _, rec := range readNDJSONRecords(t, r.Stdout) {
+			c, ok := rec["confidence"].(float64)
+			if !ok || c <= 0 || c > 1 {
+				t.Errorf("%v: %v has confidence %v", args, rec["message_id"], rec["confidence"])
+			}
+			out[rec["message_id"].(string)] = fmt.Sprintf("%v %.2f", rec["class"], c)
+		}
+		return out
+	}
+	all := classes()
+	if all["weak"] != "transient 0.55" || all["root"] != "transient 0.85" || all["grpc"] != "permanent 0.85" {
+		t.Errorf("classes and confidences: %v", all)
+	}
+	if got := classes("--class", "transient"); len(got) != 1 || got["root"] == "" {
+		t.Errorf("--class transient at the default threshold selected %v, want only the root-cause decision", got)
+	}
+	if got := classes("--class", "transient", "--min-confidence", "0.5"); len(got) != 2 {
+		t.Errorf("--min-confidence 0.5 selected %v, want both transient decisions", got)
+	}
+	ex := clitest.Run(t, testenv.Env{}, "", "classify", "--from", file, "--explain", "grpc")
+	for _, want := range []string{"[root_cause]", "the chain's root cause", "confidence: 0.85", "=> class permanent, action archive (rule permanent-failure)"} {
+		if !strings.Contains(ex.Stdout, want) {
+			t.Errorf("--explain lacks %q:\n%s", want, ex.Stdout)
+		}
+	}
+	bad := clitest.Run(t, testenv.Env{}, "", "classify", "--from", file, "--class", "transient", "--min-confidence", "1.5")
+	if bad.Code != 2 || !strings.Contains(bad.Stderr, "--min-confidence 1.5 is outside 0..1") || bad.Stdout != "" {
+		t.Errorf("--min-confidence 1.5: exit %d, stdout %q, stderr %q", bad.Code, bad.Stdout, bad.Stderr)
 	}
 }

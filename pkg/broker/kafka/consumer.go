@@ -48,6 +48,12 @@ type Consumer struct {
 	assignErr error
 
 	session time.Duration
+	// ledger is this process's entry in the member ledger (members.go);
+	// deadUntil is how long members of killed runs may still hold
+	// partitions after the wait before the join (othersDone waits that
+	// long for them at least).
+	ledger    *memberLedger
+	deadUntil time.Time
 	// waitingSince is when this member first had nothing left of its own
 	// while other partitions still had pending records.
 	waitingSince time.Time
@@ -96,6 +102,13 @@ type ConsumerOptions struct {
 	// OriginTopicOnly decodes only the topic and format of each
 	// message's origin (Message.FullOrigin decodes the rest on demand).
 	OriginTopicOnly bool
+	// StateDir keeps the member ledger (members.go): before joining, the
+	// consumer waits for members of killed runs of the same state dir
+	// that the group still lists (Tell says so), and records its own
+	// member id while it runs (Warn: the ledger cannot be written). ""
+	// keeps no ledger.
+	StateDir   string
+	Tell, Warn func(string)
 }
 
 // OpenConsumer joins group on addr.Topic. The ends of every partition are
@@ -125,6 +138,20 @@ func OpenConsumer(ctx context.Context, addr Address, conn Conn, group string, op
 	c.session = st
 	c.reuse = opt.ReuseMessages
 	c.originTopicOnly = opt.OriginTopicOnly
+	if opt.StateDir != "" {
+		left, err := waitDeadMembers(ctx, adm, opt.StateDir, group, opt.Tell)
+		if err != nil {
+			admCl.Close()
+			return nil, err
+		}
+		if left > 0 {
+			// Still listed: a member killed in the middle of a rebalance
+			// is held up to the group's rebalance timeout.
+			c.deadUntil = time.Now().Add(rebalanceTimeout + st)
+			warnf(opt.Tell, "group %s still lists %d member(s) of killed runs; this run takes their partitions when the group drops them", group, left)
+		}
+		c.ledger = openMemberLedger(opt.StateDir, group, addr.Topic, st, opt.Warn)
+	}
 	cl, err := NewClient(addr, conn,
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(addr.Topic),
@@ -139,11 +166,13 @@ func OpenConsumer(ctx context.Context, addr Address, conn Conn, group string, op
 		kgo.FetchMaxBytes(fetchMaxBytes),
 		kgo.FetchMaxPartitionBytes(fetchMaxPartitionBytes),
 		kgo.SessionTimeout(st),
+		kgo.RebalanceTimeout(rebalanceTimeout),
 		kgo.OnPartitionsAssigned(c.onAssigned),
 		kgo.OnPartitionsRevoked(c.onRevoked),
 		kgo.OnPartitionsLost(c.onLost),
 	)
 	if err != nil {
+		c.ledger.close()
 		admCl.Close()
 		return nil, err
 	}
@@ -153,6 +182,11 @@ func OpenConsumer(ctx context.Context, addr Address, conn Conn, group string, op
 	c.cl = cl
 	return c, nil
 }
+
+// rebalanceTimeout bounds a rebalance of dlqctl's group (franz-go's
+// default, Kafka's 60 s): a member killed while the group rebalances can
+// be held that long.
+const rebalanceTimeout = 60 * time.Second
 
 // afterConsumerClient, when set (tests), runs between the creation of a
 // consumer's client and the end of OpenConsumer.
@@ -167,6 +201,9 @@ func (c *Consumer) Client() *kgo.Client { return c.cl }
 // before NewClient's caller runs again).
 func (c *Consumer) onAssigned(ctx context.Context, cl *kgo.Client, m map[string][]int32) {
 	ps := m[c.addr.Topic]
+	if member, _ := cl.GroupMetadata(); member != "" {
+		c.ledger.setMember(member)
+	}
 	c.mu.Lock()
 	c.assigned = true
 	c.mu.Unlock()
@@ -524,6 +561,7 @@ func (c *Consumer) commit(ctx context.Context, cl *kgo.Client) error {
 func (c *Consumer) Close(ctx context.Context) error {
 	err := c.Commit(ctx)
 	c.cl.CloseAllowingRebalance()
+	c.ledger.close()
 	c.admCl.Close()
 	return err
 }
@@ -551,6 +589,7 @@ func (c *Consumer) abandon() {
 	c.parts = map[int32]*partState{}
 	c.mu.Unlock()
 	c.cl.CloseAllowingRebalance()
+	c.ledger.close()
 	c.admCl.Close()
 }
 
@@ -645,7 +684,7 @@ func (c *Consumer) othersDone(ctx context.Context) bool {
 	if c.waitingSince.IsZero() {
 		c.waitingSince = time.Now()
 	}
-	if time.Since(c.waitingSince) > 2*c.session+5*time.Second {
+	if time.Since(c.waitingSince) > 2*c.session+5*time.Second && time.Now().After(c.deadUntil) {
 		// Partitions this member held earlier in the run are counted by
 		// Unfinished (as moved); these are the ones it never held.
 		var never int64

@@ -55,6 +55,10 @@ type DrainOptions struct {
 	OnRecord func(m *Message, outcome string, err error)
 	// SessionTimeout of the group membership (0: 10 s).
 	SessionTimeout time.Duration
+	// StateDir, Tell and Warn keep the member ledger (ConsumerOptions):
+	// a re-run waits for the members of killed runs the group still lists.
+	StateDir   string
+	Tell, Warn func(string)
 	// Txn, when set, is the transactional producer the Sink produces
 	// with (--exactly-once): each batch's records and its offset commit
 	// are one transaction, so read_committed consumers of the destination
@@ -112,7 +116,7 @@ func Drain(ctx context.Context, opt DrainOptions) (DrainStats, error) {
 		batch = 500
 	}
 	c, err := OpenConsumer(ctx, opt.Source, opt.Conn, opt.Group, ConsumerOptions{MaxPollRecords: batch, SessionTimeout: opt.SessionTimeout,
-		ReuseMessages: true, OriginTopicOnly: true})
+		ReuseMessages: true, OriginTopicOnly: true, StateDir: opt.StateDir, Tell: opt.Tell, Warn: opt.Warn})
 	if err != nil {
 		return st, err
 	}

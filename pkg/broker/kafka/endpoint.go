@@ -36,6 +36,11 @@ type Config struct {
 	// Group is dlqctl's consumer group on the topic (--group; "" means
 	// dlqctl-TOPIC).
 	Group string
+	// StateDir keeps the member ledger of consuming reads (members.go):
+	// Tell is told what a read waits for, Warn that the ledger cannot be
+	// written. "" keeps none.
+	StateDir   string
+	Tell, Warn func(string)
 }
 
 func (c Config) conn() Conn {
@@ -50,6 +55,8 @@ type Endpoint struct {
 	addr  Address
 	conn  Conn
 	group string
+	// members: the member ledger settings of consuming reads.
+	members ConsumerOptions
 
 	once   sync.Once
 	cl     *kgo.Client
@@ -93,7 +100,7 @@ func Open(_ context.Context, ref broker.Ref, cfg Config) (*Endpoint, error) {
 	if g == "" {
 		g = DefaultGroup(addr.Topic)
 	}
-	return &Endpoint{addr: addr, conn: conn, group: g}, nil
+	return &Endpoint{addr: addr, conn: conn, group: g, members: ConsumerOptions{StateDir: cfg.StateDir, Tell: cfg.Tell, Warn: cfg.Warn}}, nil
 }
 
 // Address is the parsed reference.
@@ -104,6 +111,12 @@ func (e *Endpoint) Conn() Conn { return e.conn }
 
 // Group is dlqctl's consumer group on the topic.
 func (e *Endpoint) Group() string { return e.group }
+
+// MemberLedger is the member ledger settings of consuming reads (Config's
+// StateDir, Tell, Warn), for Drain.
+func (e *Endpoint) MemberLedger() (stateDir string, tell, warn func(string)) {
+	return e.members.StateDir, e.members.Tell, e.members.Warn
+}
 
 func (e *Endpoint) Broker() string { return broker.Kafka }
 func (e *Endpoint) String() string { return e.addr.String() }

@@ -31,7 +31,7 @@ func (e *Endpoint) OpenSource(ctx context.Context, opt broker.SourceOptions) (br
 		}
 		return &peekSource{e: e, r: r, decode: opt.Decode}, nil
 	}
-	c, err := OpenConsumer(ctx, e.addr, e.conn, e.group, ConsumerOptions{})
+	c, err := OpenConsumer(ctx, e.addr, e.conn, e.group, ConsumerOptions{StateDir: e.members.StateDir, Tell: e.members.Tell, Warn: e.members.Warn})
 	if err != nil {
 		return nil, e.wrap(err)
 	}
