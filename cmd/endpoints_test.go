@@ -1,4 +1,4 @@
-package cmd
+package cmd_test
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/dlqctl/dlqctl/cmd"
+	"github.com/dlqctl/dlqctl/internal/clitest"
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/pkg/output"
 )
@@ -48,7 +50,7 @@ func TestEndpointFlagsPerService(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			isolateAWS(t)
+			clitest.IsolateAWS(t)
 			t.Setenv("AWS_ENDPOINT_URL_SQS", "")
 			os.Unsetenv("AWS_ENDPOINT_URL_SQS")
 			t.Setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
@@ -57,8 +59,8 @@ func TestEndpointFlagsPerService(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			var errOut bytes.Buffer
-			f := &Factory{IO: output.Test(strings.NewReader(""), &bytes.Buffer{}, &errOut, false)}
-			root := NewRootCmd(f)
+			f := &cmd.Factory{IO: output.Test(strings.NewReader(""), &bytes.Buffer{}, &errOut, false)}
+			root := cmd.NewRootCmd(f)
 			root.SetArgs(append(c.args, "filters"))
 			root.SetOut(&bytes.Buffer{})
 			if err := root.Execute(); err != nil {
@@ -83,8 +85,8 @@ func TestEndpointFlagsPerService(t *testing.T) {
 			if o.UsePathStyle != c.pathStyle {
 				t.Errorf("S3 path-style %v, want %v", o.UsePathStyle, c.pathStyle)
 			}
-			if f.customS3Endpoint() != c.customS3 || (f.s3EndpointOverride() != "") != c.any {
-				t.Errorf("custom S3 %v / override %q, want %v / %v", f.customS3Endpoint(), f.s3EndpointOverride(), c.customS3, c.any)
+			if f.CustomS3Endpoint() != c.customS3 || (f.S3EndpointOverride() != "") != c.any {
+				t.Errorf("custom S3 %v / override %q, want %v / %v", f.CustomS3Endpoint(), f.S3EndpointOverride(), c.customS3, c.any)
 			}
 		})
 	}
@@ -94,7 +96,7 @@ func TestEndpointFlagsPerService(t *testing.T) {
 // an AWS endpoint in --endpoint-url (which sets both services) is refused
 // with the per-service flag to use instead.
 func TestEndpointFlagsValidation(t *testing.T) {
-	isolateAWS(t)
+	clitest.IsolateAWS(t)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -104,23 +106,9 @@ func TestEndpointFlagsValidation(t *testing.T) {
 		{[]string{"--sqs-endpoint-url", "sqs.us-east-1.amazonaws.com"}, `--sqs-endpoint-url "sqs.us-east-1.amazonaws.com" is not an http(s) URL`},
 		{[]string{"--s3-endpoint-url", "ftp://127.0.0.1"}, `--s3-endpoint-url "ftp://127.0.0.1" is not an http(s) URL`},
 	} {
-		res := runCLI(t, testenv.Env{}, "", append(c.args, "sample", "orders-dlq")...)
+		res := clitest.Run(t, testenv.Env{}, "", append(c.args, "sample", "orders-dlq")...)
 		if res.Code != 2 || !strings.Contains(res.Stderr, c.want) || res.Stdout != "" {
 			t.Errorf("%v: exit %d stderr %q, want exit 2 and %q", c.args, res.Code, res.Stderr, c.want)
 		}
-	}
-}
-
-// The per-service flags reach the real servers: SQS through
-// --sqs-endpoint-url alone, with the environment's endpoints removed.
-func TestSQSEndpointFlagAgainstTheStack(t *testing.T) {
-	env, truth := sharedIncident(t)
-	setStackEnv(t, env)
-	t.Setenv("AWS_ENDPOINT_URL_SQS", "")
-	t.Setenv("AWS_ENDPOINT_URL", "")
-	t.Setenv("AWS_ENDPOINT_URL_S3", "")
-	res := runCLI(t, testenv.Env{}, "", "sample", truth.DLQ.Name, "-n", "1", "-o", "json", "--sqs-endpoint-url", env.SQSEndpoint, "-v")
-	if res.Code != 0 || !strings.Contains(res.Stderr, "sqs endpoint "+env.SQSEndpoint) {
-		t.Fatalf("exit %d stderr %q", res.Code, res.Stderr)
 	}
 }

@@ -1,4 +1,4 @@
-package cmd
+package cmd_test
 
 import (
 	"bytes"
@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlqctl/dlqctl/cmd"
 	"github.com/dlqctl/dlqctl/internal/benchdata"
+	"github.com/dlqctl/dlqctl/internal/clitest"
 	"github.com/dlqctl/dlqctl/internal/corpus"
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
@@ -79,10 +81,10 @@ func TestFromReadMatchesReference(t *testing.T) {
 	}
 	for i, args := range runs {
 		t.Run(fmt.Sprintf("%d-%s", i, args[0]), func(t *testing.T) {
-			referenceReader = true
-			want := runCLI(t, testenv.Env{}, "", args...)
-			referenceReader = false
-			got := runCLI(t, testenv.Env{}, "", args...)
+			cmd.SetReferenceReader(true)
+			want := clitest.Run(t, testenv.Env{}, "", args...)
+			cmd.SetReferenceReader(false)
+			got := clitest.Run(t, testenv.Env{}, "", args...)
 			if got.Code != want.Code || got.Stderr != want.Stderr {
 				t.Fatalf("exit %d, stderr %q; the reference reader: exit %d, stderr %q", got.Code, got.Stderr, want.Code, want.Stderr)
 			}
