@@ -1,4 +1,4 @@
-package cmd
+package health
 
 import (
 	"net"
@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/dlqctl/dlqctl/internal/clitest"
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/pkg/doctor"
 )
@@ -47,7 +48,7 @@ func TestMSKIAMCredentialsBeforeDialling(t *testing.T) {
 		{"sample", ref, "--kafka-sasl", "AWS_MSK_IAM"},
 		{"redrive", ref, "--kafka-sasl", "AWS_MSK_IAM", "--dry-run"},
 	} {
-		r := runCLI(t, testenv.Env{}, "", args...)
+		r := clitest.Run(t, testenv.Env{}, "", args...)
 		if r.Code != 2 {
 			t.Errorf("%v: exit %d, want 2:\n%s\n%s", args, r.Code, r.Stdout, r.Stderr)
 		}
@@ -69,7 +70,7 @@ func TestMSKIAMFlagTurnsTLSOn(t *testing.T) {
 	ref := "kafka://" + brokers + "/" + strings.ToLower(testenv.UniqueName(t, "mskflag"))
 	state := t.TempDir()
 
-	r := runCLI(t, awsEnv, "", "doctor", ref, "--kafka-sasl", "AWS_MSK_IAM", "--state-dir", state, "-o", "json")
+	r := clitest.Run(t, awsEnv, "", "doctor", ref, "--kafka-sasl", "AWS_MSK_IAM", "--state-dir", state, "-o", "json")
 	if r.Code != 3 { // the stack's kfake speaks plaintext: the bootstrap fails
 		t.Fatalf("exit %d, want 3:\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
@@ -77,12 +78,12 @@ func TestMSKIAMFlagTurnsTLSOn(t *testing.T) {
 		t.Errorf("AWS_MSK_IAM without --kafka-tls: %+v, want TLS in use", c)
 	}
 
-	r = runCLI(t, awsEnv, "", "doctor", ref, "--kafka-sasl", "AWS_MSK_IAM", "--kafka-tls=false", "--state-dir", state, "-o", "json")
+	r = clitest.Run(t, awsEnv, "", "doctor", ref, "--kafka-sasl", "AWS_MSK_IAM", "--kafka-tls=false", "--state-dir", state, "-o", "json")
 	if c := checkNamed(t, brokerDoctorReport(t, r), "kafka tls"); c.Status != doctor.Fail || !strings.Contains(c.Fix, "drop --kafka-tls=false") {
 		t.Errorf("AWS_MSK_IAM --kafka-tls=false: %+v", c)
 	}
 
-	r = runCLI(t, awsEnv, "", "doctor", ref, "--kafka-tls", "--state-dir", state, "-o", "json")
+	r = clitest.Run(t, awsEnv, "", "doctor", ref, "--kafka-tls", "--state-dir", state, "-o", "json")
 	if c := checkNamed(t, brokerDoctorReport(t, r), "kafka tls"); c.Status != doctor.OK || !strings.HasPrefix(c.Detail, "TLS") {
 		t.Errorf("--kafka-tls alone (a boolean flag without a value): %+v", c)
 	}
