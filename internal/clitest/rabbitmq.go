@@ -111,6 +111,12 @@ func OpenTestEndpoint(t *testing.T, env testenv.RabbitMQ, queue string) *amqp.En
 // DrainIDs consumes a RabbitMQ queue and counts each message-id.
 func DrainIDs(t *testing.T, env testenv.RabbitMQ, queue string) map[string]int {
 	t.Helper()
+	return DrainBy(t, env, queue, func(d amqp091.Delivery) string { return d.MessageId })
+}
+
+// DrainBy consumes a RabbitMQ queue and counts its messages by key(d).
+func DrainBy(t *testing.T, env testenv.RabbitMQ, queue string, key func(amqp091.Delivery) string) map[string]int {
+	t.Helper()
 	ref, _ := amqp.ParseVHostRef(env.URL, nil)
 	conn, err := amqp.Dial(context.Background(), ref, amqp.ConnOptions{})
 	if err != nil {
@@ -130,7 +136,7 @@ func DrainIDs(t *testing.T, env testenv.RabbitMQ, queue string) map[string]int {
 		if !ok {
 			return got
 		}
-		got[d.MessageId]++
+		got[key(d)]++
 	}
 }
 

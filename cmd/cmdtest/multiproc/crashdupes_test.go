@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/rabbitmq/amqp091-go"
 
 	"github.com/dlqctl/dlqctl/cmd"
 	"github.com/dlqctl/dlqctl/internal/amqpseed"
@@ -244,31 +245,13 @@ func TestSQSKill9DuplicatesAreAllReported(t *testing.T) {
 // original id their redrive marker header carries.
 func drainAMQPMarkers(t *testing.T, env testenv.RabbitMQ, queue string) map[string]int {
 	t.Helper()
-	ref, _ := amqp.ParseVHostRef(env.URL, nil)
-	conn, err := amqp.Dial(context.Background(), ref, amqp.ConnOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]int{}
-	for {
-		d, ok, err := ch.Get(queue, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			return got
-		}
+	return clitest.DrainBy(t, env, queue, func(d amqp091.Delivery) string {
 		mk, ok := amqp.ReadMarker(d.Headers)
 		if !ok || mk.OriginalID == "" {
-			t.Fatalf("a copy without a readable %s header: %s", record.MarkerAttribute, d.MessageId)
+			t.Errorf("a copy without a readable %s header: %s", record.MarkerAttribute, d.MessageId)
 		}
-		got[mk.OriginalID]++
-	}
+		return mk.OriginalID
+	})
 }
 
 // TestAMQPKill9DuplicatesAreAllReported: a RabbitMQ redrive (publisher
