@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -102,8 +101,7 @@ error).`),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Queues = args
 			opts.InvestigationWindow = time.Duration(window)
-			amqpRefs := len(args) > 0 && isAMQPRef(args[0])
-			if len(args) > 0 && opts.Prefix != "" && !amqpRefs {
+			if len(args) > 0 && opts.Prefix != "" && !auditScopes(args[0]) {
 				return errs.BadInputf("audit takes QUEUE arguments or --prefix, not both; drop one of them")
 			}
 			if opts.InvestigationWindow < 0 || opts.InvestigationWindow > health.MaxRetention {
@@ -136,7 +134,7 @@ error).`),
 }
 
 func checkVisibilityFlag(v time.Duration) error {
-	if v < 5*time.Second || v > sqs.MaxVisibility {
+	if v < 5*time.Second || v > maxLeaseHold() {
 		return errs.BadInputf("--visibility must be between 5s and 12h (got %s)", v)
 	}
 	return nil
@@ -175,52 +173,19 @@ func auditRun(ctx context.Context, opts *AuditOptions) error {
 	return nil
 }
 
-// auditorsFor turns audit's references into what each broker audits: an
-// SQS selection (named queues, a prefix, or the region), RabbitMQ vhosts,
-// or the topics themselves (an endpoint that is a broker.Auditor). noun
-// names what is counted; done releases the endpoints opened (call it also
-// on an error).
+// auditorsFor turns audit's references into what each broker audits
+// (Factory.auditors); done releases the endpoints opened (call it also on
+// an error).
 func auditorsFor(ctx context.Context, f *Factory, opts *AuditOptions) (auditors []broker.Auditor, noun string, done func(), err error) {
-	var opened []broker.Endpoint
+	auditors, noun, opened, err := f.auditors(ctx, opts.Queues, opts.Prefix, func(q string, n int) {
+		f.Verbosef("sampling up to %d messages of %s for the expiry check (receives increment ApproximateReceiveCount; all are released)", n, q)
+	})
 	done = func() {
 		for _, ep := range opened {
 			closeEndpoint(ep)
 		}
 	}
-	if len(opts.Queues) > 0 && isAMQPRef(opts.Queues[0]) {
-		a, err := amqpAuditors(f, opts.Queues, opts.Prefix)
-		return a, "queue(s)", done, err
-	}
-	if k := countKafkaRefs(opts.Queues); k > 0 {
-		if k != len(opts.Queues) {
-			return nil, "", done, errs.BadInputf("audit takes either SQS queues or kafka:// topics in one run, not both; run it once per broker")
-		}
-		for _, ref := range opts.Queues {
-			ep, err := f.Endpoint(ctx, ref)
-			if err != nil {
-				return nil, "", done, endpointErr(err)
-			}
-			opened = append(opened, ep)
-			a, ok := ep.(broker.Auditor)
-			if !ok {
-				return nil, "", done, errs.BadInputf("%s cannot be audited on its own: %s is audited by its vhost or region", ep, ep.Capabilities().Label)
-			}
-			auditors = append(auditors, a)
-		}
-		return auditors, "topic(s)", done, nil
-	}
-	queues, err := sqsTargets(opts.Queues)
-	if err != nil {
-		return nil, "", done, err
-	}
-	c, err := f.SQS(ctx)
-	if err != nil {
-		return nil, "", done, err
-	}
-	return []broker.Auditor{&health.SQSAudit{Client: c, Queues: queues, Prefix: opts.Prefix,
-		OnSample: func(q string, n int) {
-			f.Verbosef("sampling up to %d messages of %s for the expiry check (receives increment ApproximateReceiveCount; all are released)", n, q)
-		}}}, "queue(s)", done, nil
+	return auditors, noun, done, err
 }
 
 func printAudit(f *Factory, rep *health.AuditReport) error {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
@@ -250,7 +249,7 @@ func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.S
 	}
 	t := output.NewTable(f.IO, "ID", "CLASS", "ACTION", "RULE", "SOURCE", "EVENT", "ERROR")
 	for _, r := range recs {
-		t.Row(r.MessageID, r.Class, r.Action, r.Rule, sqs.NameFromARN(r.System.SourceQueueARN), eventCell(&r),
+		t.Row(r.MessageID, r.Class, r.Action, r.Rule, record.ARNName(r.System.SourceQueueARN, "sqs"), eventCell(&r),
 			output.Truncate(errorCell(&r), 60))
 	}
 	return t.Render()
@@ -484,7 +483,7 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	w := f.IO.Out
 	fmt.Fprintf(w, "message %s", rec.MessageID)
 	var ctxParts []string
-	if s := sqs.NameFromARN(rec.System.SourceQueueARN); s != "" {
+	if s := record.ARNName(rec.System.SourceQueueARN, "sqs"); s != "" {
 		ctxParts = append(ctxParts, "from "+s)
 	}
 	if e := eventCell(&rec); e != "" {

@@ -20,7 +20,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/doctor"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -494,24 +493,6 @@ func stateDirSource(flag string) string {
 		return "XDG_STATE_HOME"
 	}
 	return "the default, ~/.local/state/dlqctl"
-}
-
-// parseQueueRef gives doctor the SQS package's reading of a queue
-// reference (every AWS URL form, ARNs, names).
-func parseQueueRef(ref string) (doctor.QueueRef, error) {
-	br, err := checkRef(ref)
-	if err != nil {
-		return doctor.QueueRef{}, err
-	}
-	r, err := sqs.ParseRef(br.Target)
-	if err != nil {
-		return doctor.QueueRef{}, err
-	}
-	out := doctor.QueueRef{Name: r.Name, Account: r.Account, Region: r.Region}
-	if r.Kind == sqs.RefURL {
-		out.URL = r.URL
-	}
-	return out, nil
 }
 
 // brokerTitle names a broker as users know it.

@@ -116,7 +116,7 @@ func (rr *readResult) finish(err error) error {
 // with --logs it runs after the record's failure context from the logs is
 // attached. fn gets what pre returned, one record at a time, in order.
 func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *logsLookup, pre func(rec *record.Record, parsed any) any, fn recordFunc) (*readResult, error) {
-	if r.From == "" && !isKafkaRef(q) {
+	if r.From == "" {
 		if err := warnPeekSideEffects(ctx, f, q); err != nil {
 			return nil, err
 		}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/dlqctl/dlqctl/internal/gctune"
 	"github.com/dlqctl/dlqctl/pkg/broker"
-	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/record"
@@ -87,13 +86,13 @@ func (f *Factory) ForEachPrepared(ctx context.Context, in InputOptions, fn recor
 		}
 		return &InputResult{}, err
 	}
-	if isKafkaRef(in.Queue) {
+	if caps, ok := readsToEnd(in.Queue); ok {
 		if in.Refuse != nil {
-			if err := in.Refuse(kafka.Capabilities()); err != nil {
+			if err := in.Refuse(caps); err != nil {
 				return nil, err
 			}
 		}
-		return f.kafkaForEachRecord(ctx, in, func(rec *record.Record, parsed any) error {
+		return f.forEachToEnd(ctx, in, func(rec *record.Record, parsed any) error {
 			var prep any
 			if in.Prepare != nil {
 				prep = in.Prepare(rec, parsed)
@@ -122,6 +121,129 @@ func (f *Factory) ForEachPrepared(ctx context.Context, in InputOptions, fn recor
 		err = nil
 	}
 	return &InputResult{Queue: ep, Scan: res}, err
+}
+
+// readsToEnd says whether a reference's broker reads by offset, to the
+// ends taken when the read starts (Kafka: a peek holds nothing, changes
+// nothing, and its source says when it is done), with the broker's
+// capabilities as known before anything connects. Such a queue is read
+// by forEachToEnd; a queue that hands messages out and takes them back
+// (SQS, RabbitMQ) through inspect.Scan.
+func readsToEnd(raw string) (broker.Capabilities, bool) {
+	ref, err := broker.ParseRef(raw)
+	if err != nil {
+		return broker.Capabilities{}, false
+	}
+	c, ok := capsOf(ref.Broker)
+	return c, ok && c.Hold == broker.HoldNone && c.Removal == broker.RemoveCommitOffset
+}
+
+// forEachToEnd is ForEachRecord for a queue read to its end (readsToEnd):
+// a peek of it (or, with in.Chain, of its whole retry chain:
+// broker.ChainLister) from the group's committed offsets to the ends
+// taken at the start, read_committed, committing nothing.
+func (f *Factory) forEachToEnd(ctx context.Context, in InputOptions, fn func(rec *record.Record, parsed any) error) (*InputResult, error) {
+	ep, err := f.Endpoint(ctx, in.Queue)
+	if err != nil {
+		return nil, err
+	}
+	eps := []broker.Endpoint{ep}
+	defer func() {
+		for _, e := range eps {
+			closeEndpoint(e)
+		}
+	}()
+	if c, ok := ep.(broker.ChainLister); ok && in.Chain {
+		refs, err := c.RetryChain(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range refs {
+			e, err := f.Endpoint(ctx, r)
+			if err != nil {
+				return nil, err
+			}
+			eps = append(eps, e)
+		}
+	}
+	read := 0
+	for _, e := range eps {
+		src, err := e.OpenSource(ctx, broker.SourceOptions{Mode: broker.Peek, Decode: inspect.Decode})
+		if err != nil {
+			return nil, startErr(err)
+		}
+		n, err := func() (int, error) {
+			defer src.Close(context.WithoutCancel(ctx))
+			n := 0
+			for {
+				ms, err := src.Next(ctx, 500)
+				if errors.Is(err, broker.ErrSourceDone) {
+					if t, ok := src.(broker.TruncationNoter); ok && t.TruncatedNote() != "" {
+						f.IO.Warnf("%s: %s", e, t.TruncatedNote())
+					}
+					return n, nil
+				}
+				if err != nil {
+					return n, err
+				}
+				for _, m := range ms {
+					n++
+					if err := fn(m.Record, m.Parsed); err != nil {
+						return n, err
+					}
+					if in.Max > 0 && read+n >= in.Max {
+						return n, errStop
+					}
+				}
+			}
+		}()
+		read += n
+		if g, ok := e.(broker.Grouper); ok {
+			f.Verbosef("read %d pending records of %s (group %s; nothing committed)", n, e, g.Group())
+		} else {
+			f.Verbosef("read %d pending records of %s (nothing committed)", n, e)
+		}
+		if errors.Is(err, errStop) {
+			return &InputResult{}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return &InputResult{}, nil
+}
+
+// warnPeekSideEffects prints what reading queue without consuming it
+// changes, before reading (broker.PeekWarner: SQS's receive counts and
+// FIFO group locks; broker.PeekChecker: RabbitMQ's quorum delivery
+// counts, or its refusal to peek, exit 2). A queue read to its end
+// changes nothing.
+func warnPeekSideEffects(ctx context.Context, f *Factory, queue string) error {
+	if _, ok := readsToEnd(queue); ok {
+		return nil
+	}
+	ep, err := f.Endpoint(ctx, queue)
+	if err != nil {
+		return err
+	}
+	if w, ok := ep.(broker.PeekWarner); ok {
+		for _, s := range w.PeekWarnings() {
+			f.IO.Warnf("%s", s)
+		}
+	}
+	if c, ok := ep.(broker.PeekChecker); ok {
+		adv, err := c.CheckPeek()
+		if err != nil {
+			return errs.BadInput(err)
+		}
+		for _, s := range adv.Warnings {
+			f.IO.Warnf("%s", s)
+		}
+		for _, s := range adv.Notes {
+			f.Verbosef("%s", s)
+		}
+	}
+	return nil
 }
 
 // offlineHeapTarget is the heap size up to which offline reads let

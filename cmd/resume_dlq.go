@@ -3,7 +3,7 @@ package cmd
 import (
 	"context"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
@@ -17,15 +17,9 @@ func newestUnfinishedRedrive(ctx context.Context, f *Factory, ref string) (strin
 		return "", err
 	}
 	// Match by ARN when the reference is one, else resolve it (name or URL).
-	arn := ""
-	if r, err := sqs.ParseRef(ref); err == nil && r.Kind == sqs.RefARN {
-		arn = r.Raw
-	} else {
-		_, q, err := f.ResolveQueue(ctx, ref)
-		if err != nil {
-			return "", err
-		}
-		arn = q.ARN
+	arn, err := f.sqsQueueARN(ctx, ref)
+	if err != nil {
+		return "", err
 	}
 	for _, r := range runs { // newest first
 		if r.Kind != "redrive" || r.Source != arn {
@@ -33,10 +27,10 @@ func newestUnfinishedRedrive(ctx context.Context, f *Factory, ref string) (strin
 		}
 		switch r.Status {
 		case redrive.StatusRunning, redrive.StatusInterrupted, redrive.StatusPartial:
-			f.IO.Infof("resuming run %s (%s, started %s): the newest unfinished redrive of %s", r.ID, r.Status, r.Created.Format("2006-01-02 15:04:05Z07:00"), sqs.NameFromARN(arn))
+			f.IO.Infof("resuming run %s (%s, started %s): the newest unfinished redrive of %s", r.ID, r.Status, r.Created.Format("2006-01-02 15:04:05Z07:00"), record.ARNName(arn, "sqs"))
 			return r.ID, nil
 		}
 	}
-	f.IO.Infof("no unfinished redrive run of %s under %s: nothing to resume", sqs.NameFromARN(arn), f.StateDir())
+	f.IO.Infof("no unfinished redrive run of %s under %s: nothing to resume", record.ARNName(arn, "sqs"), f.StateDir())
 	return "", nil
 }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
@@ -86,7 +86,7 @@ func runsRun(opts *RunsOptions) error {
 	}
 	t := output.NewTable(f.IO, "RUN", "STARTED", "KIND", "STATUS", "FROM", "DESTINATION", "SENT", "DELETED", "MAYBE TWICE", "NEXT")
 	for _, r := range out {
-		dlq := sqs.NameFromARN(r.Source)
+		dlq := record.ARNName(r.Source, "sqs")
 		if dlq == "" {
 			dlq = r.Source
 		}

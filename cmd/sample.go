@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
@@ -104,9 +103,6 @@ card_number, cvv, ssn, … at any depth) are masked in all output by default;
 	return c
 }
 
-// SideEffectWarnings returns the warnings to show before peeking at q.
-func SideEffectWarnings(q *sqs.Queue) []string { return sqs.PeekWarnings(q) }
-
 func sampleRun(ctx context.Context, opts *SampleOptions) error {
 	f := opts.F
 	filter, err := inspect.CompileFilter(opts.Filter)
@@ -127,7 +123,7 @@ func sampleRun(ctx context.Context, opts *SampleOptions) error {
 	if filter != nil {
 		in.Max = max(opts.ScanMax, opts.N)
 	}
-	if opts.From == "" && !isKafkaRef(opts.Queue) {
+	if opts.From == "" {
 		if err := warnPeekSideEffects(ctx, f, opts.Queue); err != nil {
 			return err
 		}
@@ -199,7 +195,7 @@ func printRecords(f *Factory, recs []record.Record) error {
 			}
 		}
 		errText := errorCell(&r) // also "(logs: no log line mentions this message)"
-		src := sqs.NameFromARN(r.System.SourceQueueARN)
+		src := record.ARNName(r.System.SourceQueueARN, "sqs")
 		if k := r.System.Kafka; k != nil && k.Origin != nil {
 			src = k.Origin.Topic
 		}

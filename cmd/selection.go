@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
@@ -445,7 +444,7 @@ func prepareLogs(ctx context.Context, f *Factory, queueRef string, sel *classify
 	lk.memo = map[string]*record.Failure{}
 	var reqs []logs.Request
 	now := time.Now()
-	f.IO.Infof("logs: reading %s once (nothing is consumed) to search the logs for its messages in batches", sqs.NameFromARN(queueRef))
+	f.IO.Infof("logs: reading %s once (nothing is consumed) to search the logs for its messages in batches", record.ARNName(queueRef, "sqs"))
 	if _, err := f.ForEachRecord(ctx, InputOptions{Queue: queueRef, Visibility: 30 * time.Second}, func(rec *record.Record, parsed any) error {
 		if !rec.Failure.HasContext() {
 			reqs = append(reqs, lk.window.Request(rec, now))

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dlqctl/dlqctl/cmd"
 	"github.com/dlqctl/dlqctl/internal/amqpseed"
 	"github.com/dlqctl/dlqctl/internal/clitest"
 	"github.com/dlqctl/dlqctl/internal/testenv"
@@ -19,7 +18,7 @@ func TestAMQPQueuesAndAudit(t *testing.T) {
 	if res.Code != 0 {
 		t.Fatalf("queues: %d %s", res.Code, res.Stderr)
 	}
-	var qs []cmd.AMQPDLQInfo
+	var qs []amqp.DLQInfo
 	if err := json.Unmarshal([]byte(res.Stdout), &qs); err != nil {
 		t.Fatal(err)
 	}

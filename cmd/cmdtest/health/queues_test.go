@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/dlqctl/dlqctl/cmd"
 	"github.com/dlqctl/dlqctl/internal/clitest"
 	"github.com/dlqctl/dlqctl/internal/testenv"
+	sqsbroker "github.com/dlqctl/dlqctl/pkg/broker/sqs"
 )
 
 func TestQueuesWarnsWhenDLQRetentionIsShorterThanSource(t *testing.T) {
@@ -32,7 +32,7 @@ func TestQueuesWarnsWhenDLQRetentionIsShorterThanSource(t *testing.T) {
 		t.Errorf("no retention warning on stderr: %q", res.Stderr)
 	}
 	js := clitest.Run(t, env, "", "queues", "--prefix", p, "-o", "json")
-	var dlqs []cmd.DLQInfo
+	var dlqs []sqsbroker.DLQInfo
 	if err := json.Unmarshal([]byte(js.Stdout), &dlqs); err != nil || len(dlqs) != 1 || len(dlqs[0].Warnings) != 1 || dlqs[0].Sources[0].MaxReceiveCount != 5 {
 		t.Fatalf("json = %s (%v)", js.Stdout, err)
 	}

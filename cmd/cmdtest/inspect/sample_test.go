@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dlqctl/dlqctl/cmd"
 	"github.com/dlqctl/dlqctl/internal/clitest"
 	"github.com/dlqctl/dlqctl/internal/seed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
+	sqsbroker "github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -236,11 +236,11 @@ func TestQueuesListsDLQsWithSources(t *testing.T) {
 	if res.Code != 0 {
 		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
 	}
-	var dlqs []cmd.DLQInfo
+	var dlqs []sqsbroker.DLQInfo
 	if err := json.Unmarshal([]byte(res.Stdout), &dlqs); err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string]cmd.DLQInfo{}
+	byName := map[string]sqsbroker.DLQInfo{}
 	for _, d := range dlqs {
 		byName[d.Name] = d
 	}

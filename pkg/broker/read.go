@@ -1,0 +1,96 @@
+package broker
+
+import (
+	"context"
+	"time"
+)
+
+// What the read-only commands (sample, group, classify, queues) ask of an
+// endpoint beyond Endpoint: optional interfaces a broker package
+// implements where its broker has the notion. The commands ask for them;
+// they never ask which broker they talk to.
+
+// PeekChecker is an Endpoint that checks, before a read that gives every
+// message back (sample, group, classify), whether such a read is safe —
+// an error wrapping ErrPeekUnsafe when it is not (bad input: exit 2,
+// nothing changed) — and says what it changes beyond PeekWarner's
+// warnings (RabbitMQ: a quorum queue counts each requeue as a delivery).
+type PeekChecker interface {
+	CheckPeek() (PeekAdvice, error)
+}
+
+// PeekAdvice is what a PeekChecker says about a peek, in the broker's
+// words.
+type PeekAdvice struct {
+	// Warnings are shown on stderr before reading.
+	Warnings []string
+	// Notes are shown with -v.
+	Notes []string
+}
+
+// ChainLister is an Endpoint that is one stage of a retry chain (Kafka:
+// BASE-retry-1, BASE-retry-2, …, BASE-dlt): group --by stage reads every
+// stage.
+type ChainLister interface {
+	// RetryChain returns the references of the chain's other stages, in
+	// chain order, without credentials (the factory opens them with the
+	// same flags); none when the endpoint is not part of a chain.
+	RetryChain(ctx context.Context) ([]string, error)
+}
+
+// Grouper is an Endpoint whose reads are tracked by a consumer group
+// (Kafka: dlqctl's group, whose committed offsets are the journal);
+// messages about a read name it.
+type Grouper interface {
+	Group() string
+}
+
+// TruncationNoter is a Source that may have left records unread for a
+// reason the reader must be told (Kafka: records removed by retention
+// while the read ran); "" when nothing needs saying.
+type TruncationNoter interface {
+	TruncatedNote() string
+}
+
+// DLQLister is a broker's view of everything one set of credentials
+// reaches — an SQS account's region, a RabbitMQ vhost, a Kafka cluster —
+// that lists its dead-letter queues (`dlqctl queues`).
+type DLQLister interface {
+	ListDLQs(ctx context.Context, opt ListOptions) (DLQListing, error)
+}
+
+// ListOptions tune a DLQLister.
+type ListOptions struct {
+	// Prefix keeps the queues or topics whose name starts with it.
+	Prefix string
+	// Duration writes a duration in table cells and warnings the way the
+	// command's output does ("4d", "1h30m").
+	Duration func(time.Duration) string
+}
+
+// DLQListing is what a DLQLister found, in a form one printer shows for
+// every broker.
+type DLQListing struct {
+	// Items are -o json's array (and -o ndjson's lines), each in the
+	// broker's own documented shape; never nil.
+	Items []any
+	// Columns and Rows are the table (one row per queue or topic).
+	Columns []string
+	Rows    [][]string
+	// Warnings are shown on stderr after the table, each as
+	// "NAME: warning".
+	Warnings []string
+	// None is the sentence shown when nothing was found.
+	None string
+	// Note is one line shown on stderr after the table ("" for none).
+	Note string
+}
+
+// Items boxes a lister's rows for DLQListing.Items.
+func Items[T any](xs []T) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
+}
