@@ -2,8 +2,6 @@ package cmd
 
 import (
 	"context"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,15 +9,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/dlqctl/dlqctl/pkg/archive"
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/amqp"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
@@ -98,59 +89,6 @@ func (f *Factory) StateDir() string {
 	return filepath.Join(os.TempDir(), "dlqctl-state")
 }
 
-// AWSConfig loads the shared AWS configuration once.
-func (f *Factory) AWSConfig(ctx context.Context) (aws.Config, error) {
-	f.once.Do(func() {
-		opts := []func(*config.LoadOptions) error{
-			config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
-				t.MaxIdleConns = 256
-				t.MaxIdleConnsPerHost = 128
-			})),
-		}
-		if f.Opts.Region != "" {
-			opts = append(opts, config.WithRegion(f.Opts.Region))
-		}
-		if f.Opts.Profile != "" {
-			opts = append(opts, config.WithSharedConfigProfile(f.Opts.Profile))
-		}
-		f.cfg, f.cfgErr = config.LoadDefaultConfig(ctx, opts...)
-		if f.cfgErr != nil {
-			msg := f.cfgErr.Error()
-			if strings.Contains(msg, "failed to get shared config profile") {
-				f.cfgErr = errs.BadInputf("AWS profile %q not found in ~/.aws/config or ~/.aws/credentials; check --profile / AWS_PROFILE", f.Opts.Profile)
-			} else {
-				f.cfgErr = errs.BadInputf("cannot load AWS configuration: %v; check --profile and the AWS_* variables", f.cfgErr)
-			}
-			return
-		}
-		if f.cfg.Region == "" {
-			f.cfgErr = errs.BadInputf("no AWS region configured; pass --region or set AWS_REGION")
-			return
-		}
-		// Get the credentials now (the SDK caches them for every client):
-		// a failure here is told as what it is — none configured, an
-		// expired SSO session, a refused AssumeRole, an unreachable IMDS —
-		// instead of surfacing inside the first API call.
-		if f.cfg.Credentials != nil {
-			if _, err := f.cfg.Credentials.Retrieve(ctx); err != nil {
-				if ctx.Err() != nil {
-					f.cfgErr = ctx.Err()
-				} else {
-					f.cfgErr = credentialError(err, profileInUse(f.Opts.Profile))
-				}
-			}
-		}
-	})
-	return f.cfg, f.cfgErr
-}
-
-func newRetryer() aws.Retryer {
-	return retry.NewStandard(func(o *retry.StandardOptions) {
-		o.MaxAttempts = 6
-		o.RateLimiter = ratelimit.None
-	})
-}
-
 // SQS returns the SQS client (with its own retryer).
 func (f *Factory) SQS(ctx context.Context) (*sqs.Client, error) {
 	cfg, err := f.AWSConfig(ctx)
@@ -168,144 +106,6 @@ func (f *Factory) SQS(ctx context.Context) (*sqs.Client, error) {
 		f.Verbosef("region %s, sqs endpoint %s", cfg.Region, endpointOr(f.sqsEndpointFlag(), "AWS_ENDPOINT_URL_SQS"))
 	})
 	return f.sqsC, nil
-}
-
-// S3 returns an S3 client (with its own retryer). Path-style addressing is
-// used with --s3-path-style and whenever S3 is an S3-compatible server (a
-// custom endpoint that is not AWS's), which is what such servers expect;
-// never by itself for AWS's own S3 endpoints (FIPS, VPC endpoints), where
-// virtual-hosted addressing is the documented form.
-func (f *Factory) S3(ctx context.Context) (*s3.Client, error) {
-	cfg, err := f.AWSConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	pathStyle := f.Opts.PathStyle || f.customS3Endpoint()
-	c := s3.NewFromConfig(cfg, func(o *s3.Options) {
-		o.Retryer = newRetryer()
-		if e := f.s3EndpointFlag(); e != "" {
-			o.BaseEndpoint = aws.String(e)
-		}
-		o.UsePathStyle = pathStyle
-		f.bucketAccess().Apply(o)
-	})
-	f.Verbosef("s3 endpoint %s%s", endpointOr(f.s3EndpointFlag(), "AWS_ENDPOINT_URL_S3"), map[bool]string{true: " (path-style)", false: ""}[pathStyle])
-	return c, nil
-}
-
-// sqsEndpointFlag is the SQS endpoint given by flags ("" leaves it to the
-// SDK: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, else AWS's regional one).
-func (f *Factory) sqsEndpointFlag() string {
-	if f.Opts.SQSEndpointURL != "" {
-		return f.Opts.SQSEndpointURL
-	}
-	return f.Opts.EndpointURL
-}
-
-// s3EndpointFlag is the S3 endpoint given by flags ("" leaves it to the
-// SDK: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS's regional one).
-func (f *Factory) s3EndpointFlag() string {
-	if f.Opts.S3EndpointURL != "" {
-		return f.Opts.S3EndpointURL
-	}
-	return f.Opts.EndpointURL
-}
-
-// s3EndpointOverride is the S3 endpoint in effect when it is not AWS's
-// default: the flags, else AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL.
-func (f *Factory) s3EndpointOverride() string {
-	if e := f.s3EndpointFlag(); e != "" {
-		return e
-	}
-	if e := os.Getenv("AWS_ENDPOINT_URL_S3"); e != "" {
-		return e
-	}
-	return os.Getenv("AWS_ENDPOINT_URL")
-}
-
-// customS3Endpoint: S3 is an S3-compatible server (versitygw, MinIO, a
-// local stack) named by a flag or the environment, not one of AWS's own
-// endpoints.
-func (f *Factory) customS3Endpoint() bool {
-	e := f.s3EndpointOverride()
-	return e != "" && !isAWSEndpoint(e)
-}
-
-// isAWSEndpoint reports whether an endpoint URL names one of AWS's own
-// hosts (commercial, China, dual-stack, GovCloud/FIPS, VPC endpoints, the
-// ISO partitions).
-func isAWSEndpoint(raw string) bool {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return false
-	}
-	h := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
-	for _, d := range []string{".amazonaws.com", ".amazonaws.com.cn", ".api.aws", ".c2s.ic.gov", ".sc2s.sgov.gov", ".cloud.adc-e.uk", ".csp.hci.ic.gov"} {
-		if strings.HasSuffix(h, d) {
-			return true
-		}
-	}
-	return false
-}
-
-func (f *Factory) bucketAccess() archive.BucketAccess {
-	return archive.BucketAccess{ExpectedOwner: f.Opts.BucketOwner, RequesterPays: f.Opts.RequesterPays}
-}
-
-// S3For returns an S3 client for bucket's region: aws-sdk-go-v2 does not
-// follow S3's cross-region redirects, so a bucket in another region than
-// the queue's is reached with a client for its own region (asked with
-// HeadBucket). With a custom endpoint the one client is used as it is.
-func (f *Factory) S3For(ctx context.Context, bucket string) (*s3.Client, error) {
-	c, err := f.S3(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if f.s3EndpointOverride() != "" {
-		return c, nil
-	}
-	region, err := archive.BucketRegion(ctx, c, bucket)
-	if err != nil {
-		return nil, errs.BadInputf("%v", err)
-	}
-	if region == "" || region == c.Options().Region {
-		return c, nil
-	}
-	f.Verbosef("S3 bucket %s is in %s: using a client for that region", bucket, region)
-	return s3.New(c.Options(), func(o *s3.Options) { o.Region = region }), nil
-}
-
-// Logs returns the CloudWatch Logs client for --logs (read-only use:
-// FilterLogEvents). Its endpoint is the SDK's: AWS_ENDPOINT_URL_CLOUDWATCH_LOGS
-// (or AWS_ENDPOINT_URL), not --endpoint-url, which names the SQS/S3
-// endpoint. Throttling is retried with backoff (up to 10 attempts, 20 s
-// apart at most) on top of dlqctl's own rate limit.
-func (f *Factory) Logs(ctx context.Context) (*cloudwatchlogs.Client, error) {
-	cfg, err := f.AWSConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	f.Verbosef("cloudwatch logs endpoint %s", endpointOr("", "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS"))
-	return cloudwatchlogs.NewFromConfig(cfg, func(o *cloudwatchlogs.Options) {
-		o.Retryer = retry.NewStandard(func(o *retry.StandardOptions) {
-			o.MaxAttempts = 10
-			o.MaxBackoff = 20 * time.Second
-			o.RateLimiter = ratelimit.None
-		})
-	}), nil
-}
-
-func endpointOr(flag, env string) string {
-	if flag != "" {
-		return flag
-	}
-	if v := os.Getenv(env); v != "" {
-		return v
-	}
-	if v := os.Getenv("AWS_ENDPOINT_URL"); v != "" {
-		return v
-	}
-	return "(AWS default)"
 }
 
 // brokerCapabilities are the capabilities of every broker dlqctl speaks as
