@@ -12,6 +12,7 @@ package cmd
 // re-run says the killed run's transaction was aborted instead.
 
 import (
+	"bytes"
 	"encoding/json"
 	"math/rand/v2"
 	"os"
@@ -40,6 +41,17 @@ func topicEnd(t *testing.T, adm *kadm.Client, topic string) int64 {
 	return n
 }
 
+// batchesIntended counts the batch lines of the intent files in state.
+func batchesIntended(state string) int {
+	logs, _ := filepath.Glob(filepath.Join(state, "kafka-intents", "*", "*", "*.log"))
+	n := 0
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		n += bytes.Count(b, []byte("\nb "))
+	}
+	return n
+}
+
 func TestKafkaKill9DuplicatesAreAllReported(t *testing.T) {
 	const rate, batch = 1000, 500 // --rate 1000: batches of 500 (redrive_kafka.go)
 	bound := 2 * batch            // the batch being produced + the one whose commit was under way
@@ -61,19 +73,23 @@ func TestKafkaKill9DuplicatesAreAllReported(t *testing.T) {
 		if err := victim.cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		// A random moment: once a random share of the records has been
-		// produced (polled often, so the kill lands anywhere from just
-		// after a batch's produce to the middle of the next one's wait).
-		at := int64(total/10 + rand.IntN(total*6/10))
+		// A random moment around a random batch's produce (where a kill
+		// can duplicate: a uniformly random instant mostly lands in the
+		// pacer's wait, after the previous commit): once the killed run's
+		// intent file records its k-th batch (written just before that
+		// batch is produced), wait 0–40 ms more.
+		k := 2 + rand.IntN(max(1, total/batch-3))
+		delay := time.Duration(rand.IntN(40_000)) * time.Microsecond
 		deadline := time.Now().Add(3 * time.Minute)
-		for topicEnd(t, adm, pay)-base < at {
+		for batchesIntended(state) < k {
 			if time.Now().After(deadline) {
 				_ = victim.cmd.Process.Kill()
 				_ = victim.wait()
-				t.Fatalf("the redrive produced nothing within 3 minutes: %s", victim.stderr.String())
+				t.Fatalf("the redrive recorded no intent of batch %d within 3 minutes: %s", k, victim.stderr.String())
 			}
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(time.Millisecond)
 		}
+		time.Sleep(delay)
 		killWhen(t, victim, "", func() bool { return true })
 		produced := topicEnd(t, adm, pay) - base
 		logs, _ := filepath.Glob(filepath.Join(state, "kafka-intents", "*", "*", "*.log"))
@@ -142,8 +158,8 @@ func TestKafkaKill9DuplicatesAreAllReported(t *testing.T) {
 		if b, err := os.ReadFile(logs[0]); err == nil {
 			t.Errorf("the killed run's intent file is still there after the re-run claimed it:\n%.300s", b)
 		}
-		t.Logf("trial %d (exactly-once %v): %d dead letters, killed after %d produced (threshold %d): %d duplicate(s) at the destination, %d reported maybe twice, %d replayed after an aborted transaction (bound %d)",
-			trial, eos, total, produced, at, dups, rep.MaybeTwiceResent, rep.AbortedResent, bound)
+		t.Logf("trial %d (exactly-once %v): %d dead letters, killed %s after batch %d's intent, %d produced: %d duplicate(s) at the destination, %d reported maybe twice, %d replayed after an aborted transaction (bound %d)",
+			trial, eos, total, delay.Round(time.Millisecond), k, produced, dups, rep.MaybeTwiceResent, rep.AbortedResent, bound)
 		totalDups += dups
 		totalReported += rep.MaybeTwiceResent
 		totalAborted += rep.AbortedResent
