@@ -77,9 +77,9 @@ func TestKafkaKill9DuplicatesAreAllReported(t *testing.T) {
 		// can duplicate: a uniformly random instant mostly lands in the
 		// pacer's wait, after the previous commit): once the killed run's
 		// intent file records its k-th batch (written just before that
-		// batch is produced), wait 0–40 ms more.
+		// batch is produced), wait 0–10 ms more.
 		k := 2 + rand.IntN(max(1, total/batch-3))
-		delay := time.Duration(rand.IntN(40_000)) * time.Microsecond
+		delay := time.Duration(rand.IntN(10_000)) * time.Microsecond
 		deadline := time.Now().Add(3 * time.Minute)
 		for batchesIntended(state) < k {
 			if time.Now().After(deadline) {
