@@ -619,7 +619,7 @@ func kafkaResentNote(n int) string {
 // produced again after its transaction was aborted: no duplicates for
 // read_committed consumers.
 func kafkaAbortedNote(n int) string {
-	return fmt.Sprintf("the killed run's transaction was aborted, so read_committed consumers of the destination never saw the %d record(s) it had produced and not committed; they are produced again now, once (read_uncommitted consumers may have seen both)", n)
+	return fmt.Sprintf("the killed run's transaction was aborted, so read_committed consumers of the destination never saw the %d record(s) it was producing (in the transaction it never committed); they are produced again now, once (read_uncommitted consumers may have seen both)", n)
 }
 
 // kafkaWatchCanary watches the dead-letter topic past its start-time ends
