@@ -266,8 +266,9 @@ func Drain(ctx context.Context, opt DrainOptions) (st DrainStats, runErr error) 
 		}
 		handledBefore, resentBefore := st.Handled, st.Resent
 		if len(picked) > 0 {
-			// Write-ahead: the offsets about to be produced are on disk
-			// before the first of them can reach the destination.
+			// Write-ahead: the offsets about to be produced are written
+			// before the first of them can reach the destination (and
+			// fsynced in the background).
 			intents.record(picked)
 			errs := opt.Sink(settle(), picked)
 			// The records the sink made durable are acked under one lock.
