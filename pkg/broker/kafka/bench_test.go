@@ -68,7 +68,7 @@ func fillDLT(b testing.TB, c cluster, n int) (dlt, dest string) {
 //   - cli: `dlqctl redrive kafka://…/DLT --yes -o json` run in this process
 //     (cmd.Run: flags, plan, selection, routing, report; no process start);
 //   - engine: kafka.Drain + kafka.ReplaySink alone (group consumer,
-//     journal, write-ahead intent (fsynced per batch), header filter,
+//     journal, write-ahead intent (a line per batch), header filter,
 //     marker, producer, commit per batch).
 //
 // Each iteration runs the three on their own fresh 50k-record DLTs, side by
@@ -166,7 +166,7 @@ func dlqctlRedrive(b testing.TB, c cluster, dlt string, n int) {
 	}
 	defer prod.Close()
 	// With a state dir and a run id, as the CLI runs it: each batch's
-	// write-ahead intent is appended and fsynced before it is produced.
+	// write-ahead intent is appended before it is produced.
 	st, err := kafka.Drain(context.Background(), kafka.DrainOptions{Source: c.addr.WithTopic(dlt), Group: "g-" + dlt, Batch: 500,
 		StateDir: b.TempDir(), RunID: "bench",
 		Sink: kafka.ReplaySink(prod, kafka.NewRouter(c.adm, ""), "bench")})

@@ -61,7 +61,7 @@ type DrainOptions struct {
 	Tell, Warn func(string)
 	// RunID names the run in its intent log (intent.go), kept in
 	// StateDir when both are set: each batch's offsets are recorded
-	// (fsynced) before it is produced, and the records a killed run
+	// before it is produced (fsynced in the background), and the records a killed run
 	// recorded and this run produces again are passed to OnResent.
 	RunID string
 	// OnResent is called (from the goroutine running Drain, after the
