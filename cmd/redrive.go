@@ -96,7 +96,10 @@ journal, replayed records land after newer records with the same key, and
 --max-dest-lag GROUP:N and --exactly-once apply (docs/kafka.md). A re-run
 after a kill -9 waits for the killed run's group members (recorded in
 --state-dir) to time out of the group — their session timeout + 5 s, said on
-stderr — then takes their partitions. On RabbitMQ a killed run's
+stderr — then takes their partitions; it names the records the killed run
+produced and never committed (its write-ahead intent in --state-dir) as
+possibly delivered twice (maybe_twice_messages), or, with --exactly-once,
+says that its transaction was aborted. On RabbitMQ a killed run's
 unacknowledged deliveries return to the DLQ as soon as its connection
 closes: a re-run has nothing to wait for.
 

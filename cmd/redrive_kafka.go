@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,8 +50,26 @@ type KafkaRedriveReport struct {
 	Interrupted    bool           `json:"interrupted"`
 	StoppedAtMax   bool           `json:"stopped_at_max,omitempty"`
 	Duplicates     int            `json:"duplicates"`
-	Elapsed        float64        `json:"elapsed_seconds"`
-	Rate           float64        `json:"rate"`
+	// MaybeTwice and MaybeTwiceResent (run-result): records a killed run
+	// (kill -9, OOM, a lost host) produced and died before committing,
+	// produced again by this run — the destination may hold two copies.
+	// MaybeTwiceMessages names (up to 1000 of) them: id TOPIC-P@O, orig
+	// the copy's marker orig (the consumer's deduplication key), the
+	// destination topic, cause "resent". Never set with --exactly-once
+	// when the killed run produced in a transaction: see AbortedResent.
+	MaybeTwice         int                    `json:"maybe_twice,omitempty"`
+	MaybeTwiceResent   int                    `json:"maybe_twice_resent,omitempty"`
+	MaybeTwiceMessages []redrive.TwiceMessage `json:"maybe_twice_messages,omitempty"`
+	// AbortedResent: records a killed --exactly-once run produced in the
+	// transaction it never committed, produced again by this run: that
+	// transaction was aborted (this run's producer fenced it), so
+	// read_committed consumers never saw the first copies.
+	AbortedResent int `json:"aborted_resent,omitempty"`
+	// KilledRuns names the killed runs whose records this run produced
+	// again.
+	KilledRuns []string `json:"killed_runs,omitempty"`
+	Elapsed    float64  `json:"elapsed_seconds"`
+	Rate       float64  `json:"rate"`
 	// Left counts records this run read and left pending (not selected,
 	// skipped, past --max or the canary, failed).
 	Left    int              `json:"left_pending"`
@@ -293,7 +312,21 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	refused := false
 	st, runErr := kafka.Drain(dctx, kafka.DrainOptions{
 		Source: ep.Address(), Conn: ep.Conn(), Group: ep.Group(), Batch: batch, Limit: limit, Txn: txn,
-		StateDir: ledgerDir, Tell: ledgerTell, Warn: ledgerWarn,
+		StateDir: ledgerDir, Tell: ledgerTell, Warn: ledgerWarn, RunID: runID,
+		OnResent: func(m *kafka.Message, killed kafka.KilledRun) {
+			if !slices.Contains(rep.KilledRuns, killed.ID) {
+				rep.KilledRuns = append(rep.KilledRuns, killed.ID)
+			}
+			if killed.Txn {
+				rep.AbortedResent++
+				return
+			}
+			rep.MaybeTwiceResent++
+			if len(rep.MaybeTwiceMessages) < maxTwiceListed {
+				id := m.ID() // the copy's marker orig: the same id
+				rep.MaybeTwiceMessages = append(rep.MaybeTwiceMessages, redrive.TwiceMessage{ID: id, Orig: id, Destination: destOf(m), Cause: redrive.CauseResent})
+			}
+		},
 		Select: func(m *kafka.Message) kafka.Decision {
 			if _, _, why := decide(m); why != "" {
 				if why == whyRefused {
@@ -345,6 +378,7 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	if n := st.Left - sumSkipped(rep.Skipped); limit > 0 && st.Handled >= limit && n > 0 {
 		rep.StoppedAtMax = true
 	}
+	rep.MaybeTwice = rep.MaybeTwiceResent
 	rep.SentNotDeleted = st.JournalFull + st.Unacked + st.Uncommitted
 	rep.Duplicates = rep.SentNotDeleted
 	if p, err := ep.Plan(context.WithoutCancel(ctx)); err == nil {
@@ -376,6 +410,7 @@ func kafkaRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	if err := printKafkaRedrive(f, rep); err != nil {
 		return err
 	}
+	kafkaCrashNote(f, rep)
 	if refusal != nil {
 		return refusal
 	}
@@ -541,6 +576,12 @@ func printKafkaRedrive(f *Factory, rep *KafkaRedriveReport) error {
 	if rep.SentNotDeleted > 0 {
 		t.Row("possible duplicates", strconv.Itoa(rep.SentNotDeleted))
 	}
+	if rep.MaybeTwiceResent > 0 {
+		t.Row("maybe twice", kafkaResentNote(rep.MaybeTwiceResent))
+	}
+	if rep.AbortedResent > 0 {
+		t.Row("after aborted transaction", kafkaAbortedNote(rep.AbortedResent))
+	}
 	if c := rep.Canary; c != nil {
 		t.Row("canary", c.Detail)
 	}
@@ -549,6 +590,36 @@ func printKafkaRedrive(f *Factory, rep *KafkaRedriveReport) error {
 	}
 	t.Row("note", rep.Note)
 	return t.Render()
+}
+
+// maxTwiceListed bounds maybe_twice_messages (as on the other brokers).
+const maxTwiceListed = 1000
+
+// kafkaCrashNote says on stderr, whatever the output format, which records
+// a killed run had produced past the group's commit and this run produced
+// again: possibly twice, or — the killed run was transactional — after
+// its transaction was aborted.
+func kafkaCrashNote(f *Factory, rep *KafkaRedriveReport) {
+	runs := strings.Join(rep.KilledRuns, ", ")
+	if rep.MaybeTwiceResent > 0 {
+		f.IO.Infof("resumed run %s: %s", runs, kafkaResentNote(rep.MaybeTwiceResent))
+	}
+	if rep.AbortedResent > 0 {
+		f.IO.Infof("resumed run %s: %s", runs, kafkaAbortedNote(rep.AbortedResent))
+	}
+}
+
+// kafkaResentNote is resentNote for Kafka: the killed run's records were
+// produced before its commit, and produced again.
+func kafkaResentNote(n int) string {
+	return fmt.Sprintf("%d message(s) may have been delivered twice: the process died after sending them and before recording it (it produced them and was killed before the group's commit moved past them); give the list (-o json maybe_twice_messages: TOPIC-PARTITION@OFFSET, the orig of each copy's %s marker) to the destination consumer's owner ('dlqctl help redrive.md': after a kill)", n, kafka.MarkerHeader)
+}
+
+// kafkaAbortedNote says that n records of a killed --exactly-once run were
+// produced again after its transaction was aborted: no duplicates for
+// read_committed consumers.
+func kafkaAbortedNote(n int) string {
+	return fmt.Sprintf("the killed run's transaction was aborted, so read_committed consumers of the destination never saw the %d record(s) it was producing (in the transaction it never committed); they are produced again now, once (read_uncommitted consumers may have seen both)", n)
 }
 
 // kafkaWatchCanary watches the dead-letter topic past its start-time ends

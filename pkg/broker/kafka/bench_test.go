@@ -68,7 +68,8 @@ func fillDLT(b testing.TB, c cluster, n int) (dlt, dest string) {
 //   - cli: `dlqctl redrive kafka://…/DLT --yes -o json` run in this process
 //     (cmd.Run: flags, plan, selection, routing, report; no process start);
 //   - engine: kafka.Drain + kafka.ReplaySink alone (group consumer,
-//     journal, header filter, marker, producer, commit per batch).
+//     journal, write-ahead intent (a line per batch), header filter,
+//     marker, producer, commit per batch).
 //
 // Each iteration runs the three on their own fresh 50k-record DLTs, side by
 // side (the order rotates every iteration, so each sees the same machine
@@ -164,7 +165,10 @@ func dlqctlRedrive(b testing.TB, c cluster, dlt string, n int) {
 		b.Fatal(err)
 	}
 	defer prod.Close()
+	// With a state dir and a run id, as the CLI runs it: each batch's
+	// write-ahead intent is appended before it is produced.
 	st, err := kafka.Drain(context.Background(), kafka.DrainOptions{Source: c.addr.WithTopic(dlt), Group: "g-" + dlt, Batch: 500,
+		StateDir: b.TempDir(), RunID: "bench",
 		Sink: kafka.ReplaySink(prod, kafka.NewRouter(c.adm, ""), "bench")})
 	if err != nil || st.Handled != n {
 		b.Fatalf("%v %+v", err, st)

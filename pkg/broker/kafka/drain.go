@@ -59,6 +59,15 @@ type DrainOptions struct {
 	// a re-run waits for the members of killed runs the group still lists.
 	StateDir   string
 	Tell, Warn func(string)
+	// RunID names the run in its intent log (intent.go), kept in
+	// StateDir when both are set: each batch's offsets are recorded
+	// before it is produced (fsynced in the background), and the records a killed run
+	// recorded and this run produces again are passed to OnResent.
+	RunID string
+	// OnResent is called (from the goroutine running Drain, after the
+	// record's OnRecord) for each handled record a killed run's intent
+	// listed past the group's commit: produced by it, maybe twice.
+	OnResent func(m *Message, killed KilledRun)
 	// Txn, when set, is the transactional producer the Sink produces
 	// with (--exactly-once): each batch's records and its offset commit
 	// are one transaction, so read_committed consumers of the destination
@@ -93,6 +102,10 @@ type DrainStats struct {
 	// run re-sends them: duplicates).
 	Uncommitted int `json:"uncommitted,omitempty"`
 	Batches     int `json:"batches"`
+	// Resent counts handled records a killed run's intent listed past
+	// the group's commit (OnResent): produced before, by a run that died
+	// before committing them.
+	Resent int `json:"resent,omitempty"`
 	// LeftToOthers counts pending records of partitions other members of
 	// the group still held when this process ended (it waited two session
 	// timeouts for them).
@@ -109,8 +122,7 @@ type DrainStats struct {
 // settles each: the commit moves only past records the sink made durable
 // or the selection discarded. On ctx cancellation it finishes the batch in
 // flight (sink and commit), then returns ctx.Err().
-func Drain(ctx context.Context, opt DrainOptions) (DrainStats, error) {
-	var st DrainStats
+func Drain(ctx context.Context, opt DrainOptions) (st DrainStats, runErr error) {
 	batch := opt.Batch
 	if batch <= 0 {
 		batch = 500
@@ -126,6 +138,27 @@ func Drain(ctx context.Context, opt DrainOptions) (DrainStats, error) {
 	defer scancel()
 	settle := func() context.Context { return sctx }
 	abandon := false
+	var intents *intentLog
+	if opt.StateDir != "" && opt.RunID != "" {
+		var plan *Plan
+		if dir := intentDir(opt.StateDir, opt.Group, opt.Source.Topic); hasDeadIntents(dir) {
+			// What the group's commit covers, now that the killed runs'
+			// members are gone (OpenConsumer waited for them).
+			if plan, err = MakePlan(sctx, c.adm, opt.Source.Topic, opt.Group); err != nil {
+				_ = c.Close(sctx)
+				return st, err
+			}
+		}
+		intents = openIntentLog(opt.StateDir, opt.Group, opt.Source.Topic, opt.RunID, opt.Txn != nil, plan, opt.Warn)
+		if intents != nil && intents.prior != nil && opt.Tell != nil {
+			opt.Tell(intents.prior.describe())
+		}
+	}
+	defer func() {
+		clean := !abandon && st.Uncommitted+st.Unacked+st.JournalFull == 0 &&
+			(runErr == nil || errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded))
+		intents.close(clean)
+	}()
 	defer func() {
 		if abandon {
 			c.abandon()
@@ -163,6 +196,7 @@ func Drain(ctx context.Context, opt DrainOptions) (DrainStats, error) {
 	var (
 		picked, sent []*Message
 		acks         []ackResult
+		resent       []resentRec
 	)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -230,8 +264,12 @@ func Drain(ctx context.Context, opt DrainOptions) (DrainStats, error) {
 				return st, fmt.Errorf("beginning a transaction: %w", err)
 			}
 		}
-		handledBefore := st.Handled
+		handledBefore, resentBefore := st.Handled, st.Resent
 		if len(picked) > 0 {
+			// Write-ahead: the offsets about to be produced are written
+			// before the first of them can reach the destination (and
+			// fsynced in the background).
+			intents.record(picked)
 			errs := opt.Sink(settle(), picked)
 			// The records the sink made durable are acked under one lock.
 			sent = sent[:0]
@@ -264,8 +302,29 @@ func Drain(ctx context.Context, opt DrainOptions) (DrainStats, error) {
 					st.Unacked++
 				}
 				note(m, OutcomeHandled, nil)
+				if intents != nil && intents.prior != nil {
+					if kr, ok := intents.prior.lookup(m.Partition, m.Offset); ok {
+						st.Resent++
+						intents.prior.found++
+						resent = append(resent, resentRec{m, kr})
+					}
+				}
 			}
 			clear(sent)
+		}
+		// Records produced again are told once their batch stands (a
+		// transaction that aborts takes them back).
+		tellResent := func() {
+			if opt.OnResent != nil {
+				for _, r := range resent {
+					opt.OnResent(r.m, r.run)
+				}
+			}
+			clear(resent)
+			resent = resent[:0]
+		}
+		if !inTxn {
+			tellResent()
 		}
 		if inTxn {
 			if err := endTxn(settle(), c, opt.Txn, st.Handled-handledBefore < len(picked)); err != nil {
@@ -275,9 +334,15 @@ func Drain(ctx context.Context, opt DrainOptions) (DrainStats, error) {
 				n := st.Handled - handledBefore
 				st.Handled -= n
 				st.Left += n
+				if intents != nil && intents.prior != nil {
+					intents.prior.found -= int64(st.Resent - resentBefore)
+				}
+				st.Resent = resentBefore
+				resent = resent[:0]
 				abandon = true
 				return st, err
 			}
+			tellResent()
 		}
 		if err := waitCommit(); err != nil {
 			return st, err
@@ -298,6 +363,12 @@ func Drain(ctx context.Context, opt DrainOptions) (DrainStats, error) {
 			opt.OnBatch(st)
 		}
 	}
+}
+
+// resentRec is a handled record a killed run's intent listed.
+type resentRec struct {
+	m   *Message
+	run KilledRun
 }
 
 // Router picks the destination of a replayed record: To when set, else
