@@ -1,4 +1,4 @@
-package cmd
+package multiproc
 
 // Issue 32 on Kafka: a real dlqctl child process redriving a dead-letter
 // topic is killed with SIGKILL at a random moment, then the same command
@@ -23,6 +23,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/dlqctl/dlqctl/cmd"
+	"github.com/dlqctl/dlqctl/internal/clitest"
 	"github.com/dlqctl/dlqctl/internal/kafkaseed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
@@ -58,7 +60,7 @@ func TestKafkaKill9DuplicatesAreAllReported(t *testing.T) {
 	totalDups, totalReported, totalAborted := 0, 0, 0
 	for trial := range crashTrials() {
 		eos := trial%2 == 1
-		brokers, prefix, res, adm := kafkaIncident(t, kafkaseed.Options{Payments: 4000, Partitions: 3})
+		brokers, prefix, res, adm := clitest.KafkaIncident(t, kafkaseed.Options{Payments: 4000, Partitions: 3})
 		_, _, _, _, _, pay, payDLT, _, _ := kafkaseed.Topics(prefix)
 		total := res.DeadLetters[payDLT]
 		state := t.TempDir()
@@ -68,7 +70,7 @@ func TestKafkaKill9DuplicatesAreAllReported(t *testing.T) {
 		}
 		base := topicEnd(t, adm, pay)
 		victim := &peerProc{state: state}
-		victim.cmd = binCmd(t, testenv.Env{}, args...)
+		victim.cmd = clitest.BinCmd(t, testenv.Env{}, args...)
 		victim.cmd.Stdout, victim.cmd.Stderr = &victim.stdout, &victim.stderr
 		if err := victim.cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -97,18 +99,18 @@ func TestKafkaKill9DuplicatesAreAllReported(t *testing.T) {
 			t.Fatalf("the killed run left %d intent file(s) in %s, want 1", len(logs), state)
 		}
 
-		r := runCLI(t, testenv.Env{}, "", args...)
+		r := clitest.Run(t, testenv.Env{}, "", args...)
 		if r.Code != 0 {
 			t.Fatalf("re-run after kill -9: exit %d\n%s\nkilled run said:\n%s", r.Code, r.Stderr, victim.stderr.String())
 		}
-		var rep KafkaRedriveReport
+		var rep cmd.KafkaRedriveReport
 		if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || rep.Status != "completed" {
 			t.Fatalf("re-run summary %q (%v)", r.Stdout, err)
 		}
 		if rep.Pending != 0 {
 			t.Fatalf("%d record(s) still pending after the re-run", rep.Pending)
 		}
-		copies := copiesIn(t, brokers, pay) // read_committed
+		copies := clitest.CopiesIn(t, brokers, pay) // read_committed
 		if len(copies) != total {
 			t.Fatalf("the destination holds copies of %d distinct dead letters, want %d (none lost)", len(copies), total)
 		}
