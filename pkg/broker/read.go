@@ -94,3 +94,24 @@ func Items[T any](xs []T) []any {
 	}
 	return out
 }
+
+// HeldLimiter is an Endpoint whose broker hands a reader at most so many
+// messages it has not removed (RabbitMQ: the channel's prefetch). A run
+// that holds what it reads until its end (an archive without --delete, a
+// dry run) can read no more than that; one that removes as it goes closes
+// its batches (archive parts) within it.
+type HeldLimiter interface {
+	// HeldLimit is the limit for a reader that removes what it handles
+	// (removing) or gives everything back at its end; why says where the
+	// limit comes from, in words for the user.
+	HeldLimit(removing bool) (n int, why string)
+}
+
+// RecordDeleter is an Endpoint whose broker can delete, for good, the
+// records dlqctl's consumer group has already handled (Kafka: DeleteRecords
+// below the committed offsets; archive --delete-records).
+type RecordDeleter interface {
+	// DeleteHandled deletes them and returns one line per partition it
+	// changed (none: nothing below the committed offsets).
+	DeleteHandled(ctx context.Context) ([]string, error)
+}
