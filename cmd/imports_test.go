@@ -40,8 +40,6 @@ var stillImporting = map[string]bool{
 	"redrive.go":       true,
 	"redrive_amqp.go":  true,
 	"redrive_kafka.go": true,
-	"restore.go":       true,
-	"restore_amqp.go":  true,
 }
 
 func TestOnlyTheFactoryAndFlagsFilesImportBrokerPackages(t *testing.T) {

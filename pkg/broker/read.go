@@ -115,3 +115,20 @@ type RecordDeleter interface {
 	// changed (none: nothing below the committed offsets).
 	DeleteHandled(ctx context.Context) ([]string, error)
 }
+
+// DeadLetterWatcher is a destination Endpoint that names the queue its
+// consumers' failures dead-letter to: a restore's canary watches that
+// queue for copies coming back.
+type DeadLetterWatcher interface {
+	// DeadLetterEndpoint opens that queue, ready to be peeked. The error
+	// (bad input) says why there is none, or why it cannot be watched.
+	DeadLetterEndpoint(ctx context.Context) (Endpoint, error)
+}
+
+// DestinationDepther reads the depth of a destination this Endpoint's
+// publisher sends to (the backlog guard, --verify-drain, a canary's
+// baseline). Brokers without a backlog (Capabilities.Backlog false) do
+// not implement it.
+type DestinationDepther interface {
+	DestinationDepth(ctx context.Context, dest Destination) (Depth, error)
+}
