@@ -104,7 +104,7 @@ error).`),
 			if len(args) > 0 && opts.Prefix != "" && !auditScopes(args[0]) {
 				return errs.BadInputf("audit takes QUEUE arguments or --prefix, not both; drop one of them")
 			}
-			if opts.InvestigationWindow < 0 || opts.InvestigationWindow > health.MaxRetention {
+			if opts.InvestigationWindow < 0 || opts.InvestigationWindow > maxRetention {
 				return errs.BadInputf("--investigation-window must be between 0 and 14d (the SQS retention maximum), got %s", window.String())
 			}
 			sev, err := health.ParseSeverity(failOn)
@@ -275,3 +275,7 @@ func parseDayDuration(s string) (time.Duration, error) {
 	}
 	return days + v, nil
 }
+
+// maxRetention is the longest retention a broker keeps a message (SQS's
+// 14 days): a longer investigation window could never be met.
+const maxRetention = 14 * 24 * time.Hour
