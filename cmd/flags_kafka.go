@@ -19,7 +19,10 @@ func addKafkaFlags(fs *pflag.FlagSet, c *kafka.Config) {
 	fs.StringVar(&c.CAFile, "kafka-ca", "", "Kafka: PEM file of extra CA certificates (implies --kafka-tls)")
 	fs.StringVar(&c.SASL, "kafka-sasl", "", "Kafka: SASL mechanism PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (password in "+kafka.EnvPassword+") or AWS_MSK_IAM (the AWS credential chain)")
 	fs.StringVar(&c.User, "kafka-user", "", "Kafka: SASL user (or kafka://USER@HOST:PORT/TOPIC)")
-	fs.StringVar(&c.Group, "group", "", "Kafka: dlqctl's consumer group on the topic, whose committed offsets are the journal (default dlqctl-TOPIC)")
+	fs.StringVar(&c.Group, "kafka-group", "", "Kafka: dlqctl's consumer group on the topic, whose committed offsets are the journal (default dlqctl-TOPIC)")
+	// --group was this flag's first name; it reads like the group command.
+	fs.StringVar(&c.Group, "group", "", "Kafka: the old name of --kafka-group")
+	_ = fs.MarkDeprecated("group", "use --kafka-group (dlqctl's Kafka consumer group; 'dlqctl group' is an unrelated command)")
 }
 
 // explicitBool is a boolean flag that also records that it was given, so

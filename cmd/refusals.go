@@ -99,6 +99,7 @@ var flagNeeds = []flagNeed{
 	{Flag: "kafka-ca", Role: roleAny, Need: needKafka},
 	{Flag: "kafka-sasl", Role: roleAny, Need: needKafka},
 	{Flag: "kafka-user", Role: roleAny, Need: needKafka},
+	{Flag: "kafka-group", Role: roleAny, Need: needKafka},
 	{Flag: "group", Role: roleAny, Need: needKafka},
 	{Flag: "sqs-endpoint-url", Role: roleAny, Need: needSQS},
 }
