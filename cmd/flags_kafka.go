@@ -2,10 +2,13 @@ package cmd
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
@@ -21,8 +24,27 @@ func addKafkaFlags(fs *pflag.FlagSet, c *kafka.Config) {
 	fs.StringVar(&c.User, "kafka-user", "", "Kafka: SASL user (or kafka://USER@HOST:PORT/TOPIC)")
 	fs.StringVar(&c.Group, "kafka-group", "", "Kafka: dlqctl's consumer group on the topic, whose committed offsets are the journal (default dlqctl-TOPIC)")
 	// --group was this flag's first name; it reads like the group command.
+	// Hidden, and noted as deprecated on stderr (noteDeprecatedFlags):
+	// pflag's own MarkDeprecated note goes through cobra's OutOrStderr,
+	// which is stdout here (root.SetOut), into -o json.
 	fs.StringVar(&c.Group, "group", "", "Kafka: the old name of --kafka-group")
-	_ = fs.MarkDeprecated("group", "use --kafka-group (dlqctl's Kafka consumer group; 'dlqctl group' is an unrelated command)")
+	fs.Lookup("group").Hidden = true
+}
+
+// deprecatedFlags are the flags that still work under an old name, with
+// what to use instead (cobra's wording).
+var deprecatedFlags = map[string]string{
+	"group": "use --kafka-group (dlqctl's Kafka consumer group; 'dlqctl group' is an unrelated command)",
+}
+
+// noteDeprecatedFlags writes cobra's deprecation note to stderr for each
+// deprecated flag given.
+func noteDeprecatedFlags(c *cobra.Command, errOut io.Writer) {
+	c.Flags().Visit(func(fl *pflag.Flag) {
+		if msg, ok := deprecatedFlags[fl.Name]; ok {
+			fmt.Fprintf(errOut, "Flag --%s has been deprecated, %s\n", fl.Name, msg)
+		}
+	})
 }
 
 // explicitBool is a boolean flag that also records that it was given, so

@@ -193,7 +193,7 @@ func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&opts.To, "to", "source", "destination: source (each message's source queue) or a queue name, URL or ARN")
+	fl.StringVar(&opts.To, "to", "source", "destination: source (each message's source queue) or one queue: an SQS name, URL or ARN, amqp://… or kafka://… (see Addresses)")
 	opts.Selection.AddFlags(fl)
 	opts.Selection.AddLogsFlags(fl)
 	fl.IntVar(&opts.Max, "max", 0, "move at most N messages (0 = all)")

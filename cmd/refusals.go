@@ -173,6 +173,8 @@ var commandRefs = map[string]func(c *cobra.Command, args []string) []cmdRef{
 	"doctor": func(c *cobra.Command, args []string) []cmdRef {
 		return append(argRefs(roleSource, true)(c, args), parseRefs(roleDest, flagValue(c, "to"))...)
 	},
-	"runs":    noRefs,
-	"filters": noRefs,
+	"runs":       noRefs,
+	"filters":    noRefs,
+	"exit-codes": noRefs,
+	"addresses":  noRefs,
 }

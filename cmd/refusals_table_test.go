@@ -35,7 +35,7 @@ var refusalBrokers = []string{broker.SQS, broker.AMQP, broker.Kafka}
 func refusalArgs(cmd, b string) []string {
 	ref := refusalRefs[b]
 	switch cmd {
-	case "archive verify", "runs", "filters":
+	case "archive verify", "runs", "filters", "exit-codes", "addresses":
 		return nil
 	case "restore":
 		return []string{"s3://archive-bucket/run=1/", "--to", ref}
