@@ -44,6 +44,7 @@ func Main() int {
 
 // Run executes dlqctl with args on the given streams.
 func Run(ctx context.Context, io *output.IOStreams, args []string) int {
+	io = scrubStreams(io, args)
 	f := &Factory{IO: io}
 	root := NewRootCmd(f)
 	root.SetArgs(args)
