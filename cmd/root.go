@@ -173,6 +173,7 @@ codes mean: 'dlqctl help exit-codes'.`,
 	documentPipedColumns(root)
 	annotateBrokerFlags(root)
 	installHelp(root)
+	installCompletion(root, f)
 	return root
 }
 

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/output"
 )
@@ -22,7 +24,13 @@ var urlEnv = []string{envAMQPManagementURL, "AWS_ENDPOINT_URL", "AWS_ENDPOINT_UR
 // also redacted where it is made (broker.Redact, the references' Display);
 // this catches the ones that are not. Streams are wrapped only when there
 // is a secret to hide.
+//
+// Shell completion (cobra's hidden __complete commands) is left alone: it
+// offers back what was typed, credentials included, to the shell only.
 func scrubStreams(s *output.IOStreams, args []string) *output.IOStreams {
+	if len(args) > 0 && strings.HasPrefix(args[0], cobra.ShellCompRequestCmd) {
+		return s
+	}
 	var secrets []string
 	for _, a := range args {
 		secrets = append(secrets, broker.SecretsIn(a)...)
