@@ -6,8 +6,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -265,5 +267,62 @@ func TestKafkaGroupFlag(t *testing.T) {
 	_, help, _ := runCLI(t, "sample", "--help")
 	if strings.Contains(help, "--group ") || !strings.Contains(help, "--kafka-group") {
 		t.Errorf("sample --help shows the deprecated --group, or not --kafka-group")
+	}
+}
+
+// TestDifferingDefaultsAreExplained: a flag whose default differs between
+// commands says, on the commands that differ from the most common
+// default, what the others take and why ("4, where redrive and restore
+// take 8: …"). --to is left out: it names a destination, whose kind
+// differs by command.
+func TestDifferingDefaultsAreExplained(t *testing.T) {
+	type use struct{ cmd, usage string }
+	defs := map[string]map[string][]use{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalNonPersistentFlags().VisitAll(func(fl *pflag.Flag) {
+			if defs[fl.Name] == nil {
+				defs[fl.Name] = map[string][]use{}
+			}
+			defs[fl.Name][fl.DefValue] = append(defs[fl.Name][fl.DefValue], use{c.CommandPath(), fl.Usage})
+		})
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(NewRootCmd(&Factory{}))
+	differing := 0
+	for name, byDefault := range defs {
+		if len(byDefault) < 2 || name == "to" {
+			continue
+		}
+		differing++
+		common := ""
+		for d, uses := range byDefault {
+			if common == "" || len(uses) > len(byDefault[common]) {
+				common = d
+			}
+		}
+		shown := common
+		if d, err := time.ParseDuration(common); err == nil {
+			// 1m0s is written 1m, 1h0m0s 1h.
+			shown = strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m")
+			if strings.HasSuffix(d.String(), "s") && !strings.HasSuffix(d.String(), "m0s") {
+				shown = d.String()
+			}
+		}
+		for d, uses := range byDefault {
+			if d == common {
+				continue
+			}
+			for _, u := range uses {
+				if !strings.Contains(u.usage, "where") || !strings.Contains(u.usage, shown) {
+					t.Errorf("%s --%s defaults to %s where most commands take %s, and its help does not say why: %q", u.cmd, name, d, common, u.usage)
+				}
+			}
+		}
+	}
+	if differing == 0 {
+		t.Fatal("no flag has differing defaults: the test looks at nothing")
 	}
 }
