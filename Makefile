@@ -41,7 +41,7 @@ GO ?= go
 # room.
 TESTP ?= 6
 TESTFIRST ?= ./cmd/cmdtest/field ./cmd/cmdtest/archive ./cmd/cmdtest/fifo ./docs/runbooks \
-	./cmd/cmdtest/inspect ./cmd/cmdtest/redrive ./pkg/broker/sqs ./cmd/cmdtest/multiproc ./cmd \
+	./cmd/cmdtest/inspect ./cmd/cmdtest/redrive ./cmd/cmdtest/brokers ./pkg/broker/sqs ./cmd/cmdtest/multiproc ./cmd \
 	./cmd/cmdtest/health ./pkg/broker/kafka ./pkg/broker/amqp ./pkg/redrive ./pkg/archive ./scripts
 STACK := scripts/stack.sh
 PREFIX ?= demo

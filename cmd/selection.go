@@ -444,7 +444,11 @@ func prepareLogs(ctx context.Context, f *Factory, queueRef string, sel *classify
 	lk.memo = map[string]*record.Failure{}
 	var reqs []logs.Request
 	now := time.Now()
-	f.IO.Infof("logs: reading %s once (nothing is consumed) to search the logs for its messages in batches", record.ARNName(queueRef, "sqs"))
+	name := record.ARNName(queueRef, "sqs")
+	if name == "" { // a queue URL or name
+		name = queueRef[strings.LastIndex(queueRef, "/")+1:]
+	}
+	f.IO.Infof("logs: reading %s once (nothing is consumed) to search the logs for its messages in batches", name)
 	if _, err := f.ForEachRecord(ctx, InputOptions{Queue: queueRef, Visibility: 30 * time.Second}, func(rec *record.Record, parsed any) error {
 		if !rec.Failure.HasContext() {
 			reqs = append(reqs, lk.window.Request(rec, now))
