@@ -128,7 +128,7 @@ error).`),
 	fl.StringVar(&opts.Prefix, "prefix", "", "only queues whose name starts with P (plus their DLQs and sources)")
 	fl.Var(&window, "investigation-window", "how long a message must stay in the DLQ after its source would have expired it (e.g. 7d, 36h)")
 	fl.StringVar(&failOn, "fail-on", "error", "exit 3 when a finding has at least this severity: error, warn or info")
-	fl.IntVar(&opts.Sample, "sample", 50, "messages to sample per DLQ for the expiring-within-24h check (0 skips it)")
+	fl.IntVar(&opts.Sample, "sample", 50, "messages to sample per DLQ for the expiring-within-24h check (0 skips it; 50, where group and classify read 1000 of one queue: audit samples every DLQ it looks at)")
 	fl.DurationVar(&opts.Visibility, "visibility", 30*time.Second, "how long sampled messages stay hidden between heartbeats")
 	return c
 }

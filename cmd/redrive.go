@@ -91,7 +91,7 @@ counted as moved; it is deleted when received again, without a second send.
 
 A Kafka dead-letter topic (kafka://HOST:PORT/TOPIC) is redriven to the
 original topic named in each record's headers (or --to kafka://…/TOPIC), key
-kept, dead-letter headers dropped; dlqctl's consumer group (--group) is the
+kept, dead-letter headers dropped; dlqctl's consumer group (--kafka-group) is the
 journal, replayed records land after newer records with the same key, and
 --max-dest-lag GROUP:N and --exactly-once apply (docs/kafka.md). A re-run
 after a kill -9 waits for the killed run's group members (recorded in
@@ -193,7 +193,7 @@ func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&opts.To, "to", "source", "destination: source (each message's source queue) or a queue name, URL or ARN")
+	fl.StringVar(&opts.To, "to", "source", "destination: source (each message's source queue) or one queue: an SQS name, URL or ARN, amqp://… or kafka://… (see Addresses)")
 	opts.Selection.AddFlags(fl)
 	opts.Selection.AddLogsFlags(fl)
 	fl.IntVar(&opts.Max, "max", 0, "move at most N messages (0 = all)")

@@ -105,7 +105,7 @@ func NewCmdRestore(f *Factory, runF func(context.Context, *RestoreOptions) error
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&opts.To, "to", "", "destination queue name, URL or ARN, or a Kafka topic kafka://HOST:PORT/TOPIC (required)")
+	fl.StringVar(&opts.To, "to", "", "destination (required): an SQS queue name, URL or ARN, a RabbitMQ queue or exchange amqp://…, or a Kafka topic kafka://HOST:PORT/TOPIC (see Addresses)")
 	opts.Selection.AddFlags(fl)
 	fl.IntVar(&opts.Max, "max", 0, "restore at most N messages (0 = all)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing; print what would be sent and how long it would take")

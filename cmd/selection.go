@@ -55,7 +55,7 @@ read the queue once, without consuming it, to search the logs in batches.`
 
 // AddFlags registers --filter, --rules and --class on fs.
 func (s *SelectionFlags) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&s.Filter, "filter", "", "jq expression over the message record; keep messages where it is true (see 'dlqctl filters'); a message it raises an error on is not selected and counted, and a filter that fails on every message read stops the command (exit 2) before anything moves")
+	fs.StringVar(&s.Filter, "filter", "", "jq expression over the message record; keep messages where it is true (see 'dlqctl help filters'); a message it raises an error on is not selected and counted, and a filter that fails on every message read stops the command (exit 2) before anything moves")
 	fs.StringVar(&s.Rules, "rules", "", "classification rules file (YAML, see 'dlqctl help rules'); default: the built-in rules")
 	fs.StringSliceVar(&s.Classes, "class", nil, "keep only messages classified as these classes (comma-separated)")
 	fs.Var(minConfidenceValue{&s.MinConfidence}, "min-confidence", fmt.Sprintf("with --class, keep only decisions at or above this confidence (0..1, default %g; unknown is always kept)", classify.DefaultMinConfidence))

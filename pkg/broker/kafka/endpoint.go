@@ -37,7 +37,7 @@ type Config struct {
 	Password string
 	// AWS resolves MSK IAM credentials (the standard chain, from cmd).
 	AWS func(ctx context.Context) (aws.Credentials, error)
-	// Group is dlqctl's consumer group on the topic (--group; "" means
+	// Group is dlqctl's consumer group on the topic (--kafka-group; "" means
 	// dlqctl-TOPIC).
 	Group string
 	// StateDir keeps the member ledger of consuming reads (members.go):
@@ -55,7 +55,7 @@ func (c Config) conn() Conn {
 	return Conn{TLS: tlsOn, CAFile: c.CAFile, SASL: c.SASL, User: c.User, Password: c.Password, AWS: c.AWS}
 }
 
-// DefaultGroup is dlqctl's consumer group on topic when --group is not set.
+// DefaultGroup is dlqctl's consumer group on topic when --kafka-group is not set.
 func DefaultGroup(topic string) string { return "dlqctl-" + topic }
 
 // Endpoint is a Kafka topic as dlqctl reads and writes it.
