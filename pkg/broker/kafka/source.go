@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -101,12 +102,23 @@ type consumeSource struct {
 	c      *Consumer
 	decode func(*record.Record) any
 	next   sync.Mutex
+	// txn is set once a transactional publisher removes this source's
+	// messages (OpenTxnPublisher): Ack then only confirms what its
+	// transactions removed, and polls wait for the transaction in flight.
+	txn atomic.Pointer[txnPublisher]
 }
 
 func (s *consumeSource) Name() string { return s.e.String() }
 
 func (s *consumeSource) Next(ctx context.Context, max int) ([]broker.Message, error) {
 	s.next.Lock()
+	if t := s.txn.Load(); t != nil {
+		// A poll may let a rebalance through, whose revoke commits what is
+		// marked handled: never while a transaction has marked records it
+		// may still abort.
+		t.mu.Lock()
+		defer t.mu.Unlock()
+	}
 	ms, done, err := s.c.Poll(ctx, max)
 	s.next.Unlock()
 	if err != nil {
@@ -127,6 +139,9 @@ func (s *consumeSource) Next(ctx context.Context, max int) ([]broker.Message, er
 // lists those handled past a pending one. A message whose partition moved
 // to another process wraps broker.ErrLeaseLost (it will be read again).
 func (s *consumeSource) Ack(ctx context.Context, msgs []broker.Message) []error {
+	if t := s.txn.Load(); t != nil {
+		return t.confirm(msgs)
+	}
 	errs := make([]error, len(msgs))
 	for i, bm := range msgs {
 		m, ok := bm.Handle.(*Message)
@@ -207,6 +222,12 @@ func (s *consumeSource) End(ctx context.Context, _ broker.RunState, final bool) 
 func (s *consumeSource) EndReading(bool) {}
 
 func (s *consumeSource) Close(ctx context.Context) error {
+	if s.c.fenced.Load() {
+		// An aborted transaction's records are marked handled: leave the
+		// group without committing (what a kill leaves, minus the wait).
+		s.c.abandon()
+		return nil
+	}
 	return s.e.wrap(s.c.Close(context.WithoutCancel(ctx)))
 }
 
