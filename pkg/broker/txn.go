@@ -48,3 +48,23 @@ type LagReader interface {
 	// not know is an error wrapping ErrNotFound.
 	GroupLag(ctx context.Context, group string) (int64, error)
 }
+
+// Intender is a Source that keeps its own write-ahead record of the
+// copies a run publishes, beside the run's journal, where every later run
+// reading the source finds it whatever its options (Kafka: offset ranges
+// per consumer group and topic in the state dir; a run killed after
+// producing and before its commit leaves them, and the next run of the
+// group names the records it produces again).
+type Intender interface {
+	// Intend records msgs as about to be published by run runID: called
+	// before the first of their copies can reach a destination. The first
+	// call claims what killed runs left.
+	Intend(runID string, msgs []Message)
+	// PublishedBefore says, for a message whose copy this run just
+	// published, whether a killed run had recorded it as being published
+	// and died before it left the source: the destination may hold two
+	// copies, or (aborted) the killed run's copy was in a transaction the
+	// broker aborted, which read_committed consumers never saw. run names
+	// the killed run.
+	PublishedBefore(m Message) (run string, aborted, ok bool)
+}

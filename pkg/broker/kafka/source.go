@@ -36,11 +36,21 @@ func (e *Endpoint) OpenSource(ctx context.Context, opt broker.SourceOptions) (br
 	if err != nil {
 		return nil, e.wrap(err)
 	}
-	return &consumeSource{e: e, c: c, decode: opt.Decode}, nil
+	return &consumeSource{e: e, c: c, decode: opt.Decode, lean: opt.Lean}, nil
 }
 
 func (e *Endpoint) message(m *Message, decode func(*record.Record) any) broker.Message {
-	rec := ToRecord(m, e.ID(), time.Now())
+	return e.messageAs(m, decode, false)
+}
+
+// messageAs is message with a lean record (broker.SourceOptions.Lean).
+func (e *Endpoint) messageAs(m *Message, decode func(*record.Record) any, lean bool) broker.Message {
+	var rec *record.Record
+	if lean {
+		rec = leanRecord(m, e.ID())
+	} else {
+		rec = ToRecord(m, e.ID(), time.Now())
+	}
 	var parsed any
 	if decode != nil {
 		parsed = decode(rec)
@@ -101,11 +111,14 @@ type consumeSource struct {
 	e      *Endpoint
 	c      *Consumer
 	decode func(*record.Record) any
+	lean   bool
 	next   sync.Mutex
 	// txn is set once a transactional publisher removes this source's
 	// messages (OpenTxnPublisher): Ack then only confirms what its
 	// transactions removed, and polls wait for the transaction in flight.
 	txn atomic.Pointer[txnPublisher]
+	// intents is the run's write-ahead intent log (broker.Intender).
+	intents sourceIntents
 }
 
 func (s *consumeSource) Name() string { return s.e.String() }
@@ -129,7 +142,7 @@ func (s *consumeSource) Next(ctx context.Context, max int) ([]broker.Message, er
 	}
 	out := make([]broker.Message, len(ms))
 	for i, m := range ms {
-		out[i] = s.e.message(m, s.decode)
+		out[i] = s.e.messageAs(m, s.decode, s.lean)
 	}
 	return out, nil
 }
@@ -140,7 +153,14 @@ func (s *consumeSource) Next(ctx context.Context, max int) ([]broker.Message, er
 // to another process wraps broker.ErrLeaseLost (it will be read again).
 func (s *consumeSource) Ack(ctx context.Context, msgs []broker.Message) []error {
 	if t := s.txn.Load(); t != nil {
-		return t.confirm(msgs)
+		errs := t.confirm(ctx, msgs)
+		for _, err := range errs {
+			if err != nil {
+				s.markUnclean()
+				break
+			}
+		}
+		return errs
 	}
 	errs := make([]error, len(msgs))
 	for i, bm := range msgs {
@@ -162,6 +182,12 @@ func (s *consumeSource) Ack(ctx context.Context, msgs []broker.Message) []error 
 			if errs[i] == nil {
 				errs[i] = s.e.wrap(err)
 			}
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			s.markUnclean()
+			break
 		}
 	}
 	return errs
@@ -226,9 +252,12 @@ func (s *consumeSource) Close(ctx context.Context) error {
 		// An aborted transaction's records are marked handled: leave the
 		// group without committing (what a kill leaves, minus the wait).
 		s.c.abandon()
+		s.closeIntents(false)
 		return nil
 	}
-	return s.e.wrap(s.c.Close(context.WithoutCancel(ctx)))
+	err := s.c.Close(context.WithoutCancel(ctx))
+	s.closeIntents(err == nil)
+	return s.e.wrap(err)
 }
 
 // publisher produces copies with the idempotent producer.
@@ -362,7 +391,9 @@ func (s *sourceRouter) Route(ctx context.Context, rec *record.Record) (broker.De
 		}
 		return broker.Destination{}, "", s.e.wrap(err)
 	}
-	return broker.Destination{Key: t, Label: s.e.addr.WithTopic(t).String(), Target: t}, "", nil
+	// Labelled by the topic: a route back to the source stays on the
+	// DLT's cluster.
+	return broker.Destination{Key: t, Label: t, Target: t}, "", nil
 }
 
 func (s *sourceRouter) Describe() string {
@@ -377,6 +408,7 @@ func Abandon(src broker.Source) {
 	switch s := src.(type) {
 	case *consumeSource:
 		s.c.abandon()
+		s.closeIntents(false)
 	case *peekSource:
 		s.r.close()
 	}

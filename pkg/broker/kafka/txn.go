@@ -137,23 +137,67 @@ func (t *txnPublisher) PublishRemoving(ctx context.Context, dest broker.Destinat
 }
 
 // confirm answers the source's Ack: nil for the originals a committed
-// transaction removed, an error for the others (removed by nothing: they
-// stay pending).
-func (t *txnPublisher) confirm(msgs []broker.Message) []error {
+// transaction removed. Others (a resumed run removing what its journal
+// says an earlier attempt published) are removed in a transaction of
+// their own that carries only the group's commit; if it cannot commit,
+// they stay pending and the source commits nothing more.
+func (t *txnPublisher) confirm(ctx context.Context, msgs []broker.Message) []error {
 	errs := make([]error, len(msgs))
+	var rest []*Message
+	var restIdx []int
 	t.rmu.Lock()
-	defer t.rmu.Unlock()
 	for i, bm := range msgs {
 		m, _ := bm.Handle.(*Message)
-		if m != nil && t.removed[m] {
+		switch {
+		case m == nil:
+			errs[i] = errors.New("not a message of this source")
+		case t.removed[m]:
 			delete(t.removed, m)
-			continue
+		default:
+			rest, restIdx = append(rest, m), append(restIdx, i)
 		}
-		id := "a record"
-		if m != nil {
-			id = m.ID()
+	}
+	t.rmu.Unlock()
+	if len(rest) == 0 {
+		return errs
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.src.c
+	err := func() error {
+		if c.fenced.Load() {
+			return errFenced
 		}
-		errs[i] = fmt.Errorf("%s: not removed: with a transactional publisher a record leaves the topic only with the transaction that produced its copy", id)
+		sctx := context.WithoutCancel(ctx)
+		if err := t.p.cl.BeginTransaction(); err != nil {
+			return fmt.Errorf("beginning a transaction: %w", err)
+		}
+		var cause error
+		for i, a := range c.ackAll(rest, nil) {
+			switch {
+			case a.err != nil:
+				cause = fmt.Errorf("%s: %w", rest[i].ID(), a.err)
+			case !a.ok:
+				cause = fmt.Errorf("%s: its partition moved to another member of group %s before the commit: %w", rest[i].ID(), c.group, broker.ErrLeaseLost)
+			}
+			if cause != nil {
+				break
+			}
+		}
+		if cause == nil {
+			cause = c.CommitInTxn(sctx, t.p)
+		}
+		endErr := t.p.cl.EndTransaction(sctx, kgo.TransactionEndTry(cause == nil))
+		if cause != nil || endErr != nil {
+			c.fence()
+			return errors.Join(cause, endErr)
+		}
+		return nil
+	}()
+	if err != nil {
+		for _, i := range restIdx {
+			errs[i] = t.e.wrap(fmt.Errorf("not removed: %w", err))
+		}
 	}
 	return errs
 }
