@@ -124,6 +124,11 @@ type consumeSource struct {
 func (s *consumeSource) Name() string { return s.e.String() }
 
 func (s *consumeSource) Next(ctx context.Context, max int) ([]broker.Message, error) {
+	if s.c.fenced.Load() {
+		// A transaction of the run aborted: reading on would only fail
+		// every later one (Drain stopped there too).
+		return nil, errFenced
+	}
 	s.next.Lock()
 	if t := s.txn.Load(); t != nil {
 		// A poll may let a rebalance through, whose revoke commits what is

@@ -96,9 +96,13 @@ func TestTxnPublisherCommitsCopiesAndOffsetsTogether(t *testing.T) {
 			t.Fatalf("Ack of entry %d of an aborted transaction succeeded", i)
 		}
 	}
-	// The source is fenced: a later transaction is refused.
+	// The source is fenced: a later transaction is refused, and reading
+	// on stops the run.
 	if _, err := pub.PublishRemoving(t.Context(), target, batch[:1], ms[:1]); err == nil {
 		t.Fatal("a transaction after an aborted one was accepted")
+	}
+	if _, err := src.Next(t.Context(), 20); err == nil || errors.Is(err, broker.ErrSourceDone) {
+		t.Fatalf("reading after an aborted transaction: %v, want an error that stops the run", err)
 	}
 	_ = pub.Close(t.Context())
 	if err := src.Close(t.Context()); err != nil {
