@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -326,6 +327,9 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 	}
 	f := opts.F
 	if isKafkaRef(opts.DLQ) {
+		if os.Getenv("DLQCTL_KAFKA_ENGINE") == "pipeline" {
+			return endpointRedriveRun(ctx, opts)
+		}
 		return kafkaRedriveRun(ctx, opts)
 	}
 	c, dlq, err := f.ResolveQueue(ctx, opts.DLQ)
@@ -485,8 +489,15 @@ func crashDuplicatesNote(f *Factory, res *redrive.Result) {
 	if res == nil {
 		return
 	}
+	killed := res.RunID
+	if len(res.KilledRuns) > 0 {
+		killed = strings.Join(res.KilledRuns, ", ")
+	}
 	if res.MaybeTwiceResent > 0 {
-		f.IO.Infof("resumed run %s: %s", res.RunID, resentNote(res.MaybeTwiceResent))
+		f.IO.Infof("resumed run %s: %s", killed, resentNote(res.MaybeTwiceResent))
+	}
+	if res.AbortedResent > 0 {
+		f.IO.Infof("resumed run %s: %s", killed, abortedNote(res.AbortedResent))
 	}
 	if res.UnconfirmedGone > 0 {
 		f.IO.Infof("resumed run %s: %s", res.RunID, goneNote(res.UnconfirmedGone))
@@ -573,7 +584,14 @@ type RedriveSummary struct {
 	DLQ    string           `json:"dlq"`
 	To     string           `json:"to"`
 	Canary *redrive.Verdict `json:"canary,omitempty"`
+	// PendingAfter is what the DLQ still holds for the run's reader after
+	// the run, on brokers whose counts are exact (Kafka: the group's
+	// pending records); absent elsewhere.
+	PendingAfter *int64 `json:"pending_after,omitempty"`
 }
+
+// Verdict is the canary verdict (nil without a canary).
+func (s RedriveSummary) Verdict() *redrive.Verdict { return s.Canary }
 
 func printRedriveSummary(f *Factory, prog *output.Progress, dlq *sqs.Queue, router redrive.Router, res *redrive.Result, v *redrive.Verdict, status string) error {
 	sum := RedriveSummary{Result: res, Status: status, DLQ: dlq.Name, To: router.Describe(), Canary: v}
