@@ -224,8 +224,8 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 		// messages of one group or key.
 		concurrency = 1
 	}
-	if note := replayNote(caps); note != "" {
-		f.IO.Infof("note: %s", note)
+	if caps.ReplayNote != "" {
+		f.IO.Infof("note: %s", caps.ReplayNote)
 	}
 	shown := *opts
 	shown.To = ep.String()
@@ -408,15 +408,6 @@ func verifyBeforeRestore(ctx context.Context, f *Factory, ref archive.Ref, m *ar
 		return errs.Verdictf("the archive failed verification, nothing was sent: %s", strings.Join(probs, "; "))
 	}
 	return nil
-}
-
-// replayNote is said before copies go to a destination that keeps order
-// by position (a Kafka partition): a replay appends.
-func replayNote(caps broker.Capabilities) string {
-	if caps.Ordering == broker.OrderPartition {
-		return "replayed records are appended: they land after newer records with the same key, so consumers of the destination see them out of their original order"
-	}
-	return ""
 }
 
 // closeWarning formats a failure to give back what a lease broker's
