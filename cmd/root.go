@@ -166,6 +166,7 @@ IAM policies per role, on-call runbooks — is built in: 'dlqctl help topics'.
 		NewCmdCheck(f, nil),
 		NewCmdWatch(f, nil),
 		NewCmdDoctor(f, nil),
+		NewCmdUI(f, nil),
 		&cobra.Command{
 			Use:   "filters",
 			Short: "How --filter and rule expressions work",
