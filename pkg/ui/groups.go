@@ -21,11 +21,11 @@ const (
 
 // group is one group of messages under one key.
 type group struct {
-	Value          string
-	Count          int
-	First, Last    time.Time // oldest and newest sent_at
-	IDs            []string
-	Items          []*Item
+	Value       string
+	Count       int
+	First, Last time.Time // oldest and newest sent_at
+	IDs         []string
+	Items       []*Item
 }
 
 // aggregate counts every message read into groups under each of the

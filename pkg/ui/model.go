@@ -117,8 +117,8 @@ type (
 		ref string
 		d   Depth
 	}
-	tickMsg  struct{}
-	readMsg  struct {
+	tickMsg struct{}
+	readMsg struct {
 		seq int
 		u   ReadUpdate
 		ch  <-chan ReadUpdate
