@@ -112,7 +112,7 @@ func NewCmdUI(f *Factory, runF func(context.Context, *UIOptions) error) *cobra.C
 			}
 			opts.UI.RampEvery = rampEvery
 			opts.UI.NoColor = f.Opts.NoColor || !f.IO.Color
-			opts.global = passedGlobalFlags(c.Root().PersistentFlags())
+			opts.global = passedGlobalFlags(c.Flags(), c.Root().PersistentFlags())
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -137,9 +137,12 @@ func NewCmdUI(f *Factory, runF func(context.Context, *UIOptions) error) *cobra.C
 
 // passedGlobalFlags are the global flags given on the command line, as
 // arguments for a child run; -o, --yes, --no-color and -v are the UI's own.
-func passedGlobalFlags(fs *pflag.FlagSet) []string {
+func passedGlobalFlags(given, global *pflag.FlagSet) []string {
 	var out []string
-	fs.Visit(func(fl *pflag.Flag) {
+	given.Visit(func(fl *pflag.Flag) {
+		if global.Lookup(fl.Name) == nil {
+			return
+		}
 		switch fl.Name {
 		case "output", "yes", "no-color", "verbose", "help":
 			return
@@ -164,6 +167,7 @@ func uiRun(ctx context.Context, opts *UIOptions) error {
 	opts.UI.Global = opts.global
 	be := &uiBackend{f: f, opts: opts, exe: exe, eps: map[string]broker.Endpoint{}, rules: classify.Builtin(),
 		redactor: inspect.NewRedactor(nil)}
+	be.prep = ui.NewPreparer(be.rules, be.redactor)
 	defer be.close()
 	// Diagnostics the readers print while the screen is up would break
 	// it: they are kept and printed after.
@@ -229,6 +233,7 @@ type uiBackend struct {
 	exe      string
 	rules    *classify.Rules
 	redactor *inspect.Redactor
+	prep     *ui.Preparer
 
 	mu  sync.Mutex
 	eps map[string]broker.Endpoint
@@ -419,27 +424,12 @@ func (b *uiBackend) Read(ctx context.Context, ref string, emit func(ui.ReadUpdat
 		start.Depth = d.Ready + d.Held
 	}
 	emit(start)
-	keys, err := inspect.ParseGroupKeys([]string{"error,source,event_type,encoding,tenant"})
-	if err != nil {
-		return err
-	}
-	g := inspect.NewGrouper(keys, time.Now())
 	in := InputOptions{Queue: ref, Visibility: b.opts.Visibility,
 		Refuse: func(caps broker.Capabilities) error { return nil }}
 	if !b.opts.All {
 		in.Max = b.opts.Sample
 	}
-	minConf := classify.DefaultMinConfidence
-	in.Prepare = func(rec *record.Record, parsed any) any {
-		o := b.rules.Classify(rec, parsed)
-		v := g.Values(rec, parsed)
-		class := o.Class
-		if class != classify.ClassUnknown && o.Confidence < minConf {
-			class += ui.LowConfidence
-		}
-		it := &ui.Item{Keys: [6]string{v[0], class, v[1], v[2], v[3], v[4]}, Rec: b.redactor.Record(*rec)}
-		return it
-	}
+	in.Prepare = func(rec *record.Record, parsed any) any { return b.prep.Item(rec, parsed) }
 	var batch []ui.Item
 	last := time.Now()
 	read := 0

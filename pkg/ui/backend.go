@@ -13,6 +13,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/dlqctl/dlqctl/pkg/classify"
+	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -139,4 +141,43 @@ type RunResult struct {
 	// Stderr is what the run printed on stderr (its last lines).
 	Stderr string
 	Err    error
+}
+
+// Preparer turns a message read into an Item: classified with the rules
+// (as `classify` does), its group key values computed (as `group --by`
+// does) and the record redacted (as `sample` shows it). It is safe for
+// concurrent use.
+type Preparer struct {
+	rules    *classify.Rules
+	grouper  *inspect.Grouper
+	redactor *inspect.Redactor
+	minConf  float64
+}
+
+// NewPreparer classifies with rules (the built-in rules when nil) and
+// masks secret-looking values with redactor (nil: shows them).
+func NewPreparer(rules *classify.Rules, redactor *inspect.Redactor) *Preparer {
+	if rules == nil {
+		rules = classify.Builtin()
+	}
+	keys, err := inspect.ParseGroupKeys([]string{"error,source,event_type,encoding,tenant"})
+	if err != nil {
+		panic(err) // named keys: cannot fail
+	}
+	return &Preparer{rules: rules, grouper: inspect.NewGrouper(keys, time.Time{}), redactor: redactor, minConf: classify.DefaultMinConfidence}
+}
+
+// Item prepares rec (parsed is its decoded body, see inspect.Decode).
+func (p *Preparer) Item(rec *record.Record, parsed any) *Item {
+	o := p.rules.Classify(rec, parsed)
+	v := p.grouper.Values(rec, parsed)
+	class := o.Class
+	if class != classify.ClassUnknown && o.Confidence < p.minConf {
+		class += LowConfidence
+	}
+	it := &Item{Keys: [6]string{v[0], class, v[1], v[2], v[3], v[4]}, Rec: *rec}
+	if p.redactor != nil {
+		it.Rec = p.redactor.Record(*rec)
+	}
+	return it
 }

@@ -780,7 +780,7 @@ func (m *Model) viewDLQs() (string, []string, string) {
 	case len(m.dlqs) == 0:
 		return title, []string{"  no dead-letter queues found; pass one: dlqctl ui QUEUE"}, footer
 	}
-	nameW := max(16, m.w-2-9-10-8-13-2)
+	nameW := max(16, (m.w-2-9-10-8-13)/2)
 	if m.w >= 120 {
 		nameW = 40
 	}
@@ -870,7 +870,7 @@ func (m *Model) viewGroups() (string, []string, string) {
 		}
 		keys = append(keys, n)
 	}
-	out := []string{m.fit("  group by: " + strings.Join(keys, "  ") + "   (g: next)")}
+	out := []string{m.fit("  group by: " + strings.Join(keys, "  ") + "  (g)")}
 	for _, w := range m.warnings {
 		out = append(out, m.st.warn.Render(m.fit("  ! "+w)))
 	}
@@ -911,7 +911,7 @@ func (m *Model) viewGroups() (string, []string, string) {
 	}
 	footer := "enter messages · g key · r re-read · esc back · ? keys"
 	if !m.opts.ReadOnly {
-		footer = "enter msgs · g key · d dry-run · c canary · R redrive · / filter · esc back · ? keys"
+		footer = "enter msgs · g key · d dry-run · c canary · R redrive · / filter · ? keys"
 	}
 	return title, out, footer
 }
@@ -1091,25 +1091,31 @@ func (m *Model) resultLines() []string {
 
 func (m *Model) helpLines() []string {
 	l := []string{
-		"  everywhere    ? keys · ctrl+c quit (held messages are released first)",
-		"  DLQs          ↑/↓ or j/k move · enter open (read without consuming) · r refresh · q quit",
-		"  groups        g/tab next key · 1-6 error class source type encoding tenant",
-		"                enter messages · x stop reading · r read again · esc back",
-		"  messages      enter open one · esc back",
-		"  message       ↑/↓ pgup/pgdn scroll · esc back",
+		"  everywhere  ? keys · ctrl+c quit (what the read holds is released)",
+		"  DLQs        ↑/↓ j/k move · enter open (read, nothing consumed)",
+		"              r refresh · q quit",
+		"  groups      g/tab next key · 1-6 error class source type encoding tenant",
+		"              enter messages · x stop reading · r read again · esc back",
+		"  messages    enter open one · esc back",
+		"  message     ↑/↓ pgup/pgdn scroll · esc back",
 	}
 	if m.opts.ReadOnly {
-		return append(l, "", "  read-only: no action keys (dlqctl ui --read-only)")
+		l = append(l, "", "  read-only: no action keys (dlqctl ui --read-only)")
+	} else {
+		l = append(l,
+			"",
+			"  actions on the group at the cursor, the marked messages or a filter:",
+			"              space mark a message · / type a filter · esc clear them",
+			"              t destination (source or a queue) · d dry run · c canary",
+			"              R redrive · a archive (with --archive-to)",
+			"  each shows its dlqctl command line, asks, then runs it as a child",
+			"  process: the same journal as from a shell ('dlqctl runs').",
+		)
 	}
-	return append(l,
-		"",
-		"  actions (on the group at the cursor, the marked messages, or a typed filter):",
-		"                space mark a message · / type a filter · esc clear marks/filter",
-		"                t destination (source or a queue) · d dry run · c canary",
-		"                R redrive · a archive (with --archive-to)",
-		"  each action shows its dlqctl command line, asks, then runs it as a child",
-		"  process: the same journal as from a shell ('dlqctl runs').",
-	)
+	for i := range l {
+		l[i] = m.fit(l[i])
+	}
+	return l
 }
 
 // ---- helpers ----------------------------------------------------------
