@@ -861,7 +861,7 @@ func (m *Model) readLine() string {
 
 func (m *Model) viewGroups() (string, []string, string) {
 	key := GroupKeys[m.keyIdx].Name
-	title := fmt.Sprintf("dlqctl ui · %s · by %s · %s", m.cur.Name, key, m.readLine())
+	title := fmt.Sprintf("dlqctl ui · %s · by %s", m.cur.Name, key)
 	var keys []string
 	for i, k := range GroupKeys {
 		n := fmt.Sprintf("%d %s", i+1, k.Name)
@@ -870,7 +870,7 @@ func (m *Model) viewGroups() (string, []string, string) {
 		}
 		keys = append(keys, n)
 	}
-	out := []string{m.fit("  group by: " + strings.Join(keys, "  ") + "  (g)")}
+	out := []string{m.fit("  " + m.readLine()), m.fit("  group by: " + strings.Join(keys, "  ") + "  (g)")}
 	for _, w := range m.warnings {
 		out = append(out, m.st.warn.Render(m.fit("  ! "+w)))
 	}
