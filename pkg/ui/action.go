@@ -183,13 +183,36 @@ func buildAction(kind actionKind, ref string, sel selection, o Options) action {
 }
 
 // CommandLine is args as one shell command line starting with dlqctl,
-// quoted for a POSIX shell (copyable into a terminal or a runbook).
+// quoted for a POSIX shell (copyable into a terminal or a runbook), with
+// the password of a reference (amqp://USER:PASS@…) shown as ***: the
+// commands take it from DLQCTL_AMQP_PASSWORD as well.
 func CommandLine(args []string) string {
 	parts := []string{"dlqctl"}
 	for _, a := range args {
-		parts = append(parts, shellQuote(a))
+		parts = append(parts, shellQuote(maskPassword(a)))
 	}
 	return strings.Join(parts, " ")
+}
+
+// maskPassword replaces the password of a URL argument with ***.
+func maskPassword(a string) string {
+	i := strings.Index(a, "://")
+	if i < 0 {
+		return a
+	}
+	at := strings.Index(a[i+3:], "@")
+	if at < 0 {
+		return a
+	}
+	userinfo := a[i+3 : i+3+at]
+	if strings.ContainsAny(userinfo, "/?#") {
+		return a // the @ is in the path, not credentials
+	}
+	user, _, ok := strings.Cut(userinfo, ":")
+	if !ok {
+		return a
+	}
+	return a[:i+3] + user + ":***" + a[i+3+at:]
 }
 
 func shellQuote(s string) string {

@@ -969,11 +969,10 @@ func (m *Model) viewMessages() (string, []string, string) {
 func (m *Model) viewConfirm() (string, []string, string) {
 	a := m.pending
 	title := fmt.Sprintf("dlqctl ui · %s · %s", m.cur.Name, a.Kind)
-	what := a.Sel.What
+	out := []string{"", m.fit(fmt.Sprintf("  %s of %s on %s", a.Kind, m.cur.Name, a.Sel.What))}
 	if a.Sel.N > 0 {
-		what += fmt.Sprintf(" (%d message(s) read)", a.Sel.N)
+		out = append(out, m.fit(fmt.Sprintf("  selected: %d message(s) of those read", a.Sel.N)))
 	}
-	out := []string{"", m.fit(fmt.Sprintf("  %s of %s on %s", a.Kind, m.cur.Name, what))}
 	if a.Sel.Partial {
 		out = append(out, m.st.warn.Render(m.fit("  ! only the messages read of this group are selected (by id): the read was not complete")))
 	}

@@ -335,8 +335,8 @@ func TestResizeRedrawsAtTheNewSize(t *testing.T) {
 }
 
 func TestCommandLineQuotesForAShell(t *testing.T) {
-	got := CommandLine([]string{"redrive", "q", "--filter", `.a == "it's"`, "--to", "s3://b/p"})
-	if want := `dlqctl redrive q --filter '.a == "it'\''s"' --to s3://b/p`; got != want {
+	got := CommandLine([]string{"redrive", "amqp://ops:s3cret@rabbit:5672/%2f/q", "--filter", `.a == "it's"`, "--to", "s3://b/p"})
+	if want := `dlqctl redrive 'amqp://ops:***@rabbit:5672/%2f/q' --filter '.a == "it'\''s"' --to s3://b/p`; got != want {
 		t.Fatalf("got %s\nwant %s", got, want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/charmbracelet/x/vt"
 	"github.com/creack/pty"
 
+	"github.com/dlqctl/dlqctl/internal/amqpseed"
 	"github.com/dlqctl/dlqctl/internal/clitest"
 	"github.com/dlqctl/dlqctl/internal/seed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
@@ -258,5 +260,67 @@ func TestUIReadOnlyOffersNoActionsAndReleasesOnCtrlC(t *testing.T) {
 	}
 	if v, inflight := clitest.SettledDepth(t, c, url); v != 30 || inflight != 0 {
 		t.Fatalf("after the UI exited the queue has %d visible, %d in flight; want all 30 released", v, inflight)
+	}
+}
+
+// canaryThenRedriveTopGroup opens ref in the UI, groups by error, runs a
+// canary of 1 and the redrive of the largest group to toRef, quits, and
+// returns how many messages the group held.
+func canaryThenRedriveTopGroup(t *testing.T, environ []string, ref, toRef, state string) int {
+	t.Helper()
+	tm := startUI(t, environ, ref, "--to", toRef, "--canary", "1", "--verify-for", "3s", "--state-dir", state)
+	tm.waitFor(30*time.Second, "dead-letter queues")
+	tm.keys(enter)
+	tm.waitFor(time.Minute, "by error", "read all")
+	tm.keys("c")
+	s := tm.waitFor(10*time.Second, "This runs", "selected: ")
+	var n int
+	for _, l := range strings.Split(s, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "selected: "); ok {
+			n, _ = strconv.Atoi(strings.Fields(rest)[0])
+		}
+	}
+	if strings.Contains(s, "dlqctl-rabbit-secret") {
+		t.Fatalf("the command line shows the RabbitMQ password:\n%s", s)
+	}
+	if n == 0 {
+		t.Fatalf("no group size on the confirmation:\n%s", s)
+	}
+	tm.keys("y")
+	tm.waitFor(3*time.Minute, "enter back", "exit 0: ok", "canary PASS")
+	tm.keys(enter)
+	tm.runAction("R", []string{"dlqctl redrive"}, "exit 0: ok")
+	tm.keys("q")
+	if code, out := tm.exit(time.Minute); code != 0 {
+		t.Fatalf("dlqctl ui exited %d:\n%s", code, out)
+	}
+	return n
+}
+
+// TestUICanaryThenRedriveRabbitMQ is the same path on RabbitMQ: the
+// largest error group to a recovery queue, each message once, the rest
+// of the DLQ untouched.
+func TestUICanaryThenRedriveRabbitMQ(t *testing.T) {
+	o := amqpseed.Default(clitest.RabbitPrefix(t))
+	env, names := clitest.SeedRabbit(t, o)
+	rec := names.DLQ + ".recovery"
+	ch := clitest.OpenTestChannel(t, env)
+	if _, err := ch.QueueDeclare(rec, true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = ch.QueueDelete(rec, false, false, false) })
+	n := canaryThenRedriveTopGroup(t, os.Environ(), env.QueueRef(names.DLQ), env.QueueRef(rec), t.TempDir())
+	got := clitest.DrainIDs(t, env, rec)
+	if len(got) != n {
+		t.Fatalf("the recovery queue holds %d distinct messages, want the group's %d", len(got), n)
+	}
+	for id, k := range got {
+		if k != 1 {
+			t.Fatalf("message %s is in the recovery queue %d times", id, k)
+		}
+	}
+	clitest.WaitNoUnacked(t, env, names.DLQ)
+	if left := clitest.ReadyOf(t, env, names.DLQ); left != o.Total()-n {
+		t.Fatalf("the DLQ holds %d, want the %d not in the group", left, o.Total()-n)
 	}
 }
