@@ -806,7 +806,14 @@ func (m *Model) viewDLQs() (string, []string, string) {
 		out = append(out, m.row(s, i == m.dlqCur))
 	}
 	out = append(out, "")
-	out = append(out, m.st.dim.Render(m.fit("  depth: ~ approximate (SQS counts trail by up to a minute); growth: since the UI opened")))
+	note := "  growth: the depth since the UI opened"
+	for _, d := range m.dlqs {
+		if d.Err == "" && !d.Depth.Exact {
+			note = "  ~ approximate (SQS counts trail by up to a minute) · growth: since the UI opened"
+			break
+		}
+	}
+	out = append(out, m.st.dim.Render(m.fit(note)))
 	return title, out, footer
 }
 

@@ -18,8 +18,10 @@ import (
 	"github.com/charmbracelet/x/vt"
 	"github.com/creack/pty"
 
+	"github.com/dlqctl/dlqctl/cmd"
 	"github.com/dlqctl/dlqctl/internal/amqpseed"
 	"github.com/dlqctl/dlqctl/internal/clitest"
+	"github.com/dlqctl/dlqctl/internal/kafkaseed"
 	"github.com/dlqctl/dlqctl/internal/seed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
@@ -269,7 +271,7 @@ func TestUIReadOnlyOffersNoActionsAndReleasesOnCtrlC(t *testing.T) {
 func canaryThenRedriveTopGroup(t *testing.T, environ []string, ref, toRef, state string) int {
 	t.Helper()
 	tm := startUI(t, environ, ref, "--to", toRef, "--canary", "1", "--verify-for", "3s", "--state-dir", state)
-	tm.waitFor(30*time.Second, "dead-letter queues")
+	tm.waitFor(30*time.Second, "dead-letter queues", "\n> ")
 	tm.keys(enter)
 	tm.waitFor(time.Minute, "by error", "read all")
 	tm.keys("c")
@@ -322,5 +324,33 @@ func TestUICanaryThenRedriveRabbitMQ(t *testing.T) {
 	clitest.WaitNoUnacked(t, env, names.DLQ)
 	if left := clitest.ReadyOf(t, env, names.DLQ); left != o.Total()-n {
 		t.Fatalf("the DLQ holds %d, want the %d not in the group", left, o.Total()-n)
+	}
+}
+
+// TestUICanaryThenRedriveKafka is the same path on a Kafka dead-letter
+// topic: the largest error group back to its source topic, each record
+// once; what is left pending in the DLT is exactly the rest.
+func TestUICanaryThenRedriveKafka(t *testing.T) {
+	brokers, prefix, res, _ := clitest.KafkaIncident(t, kafkaseed.Options{})
+	orders, _, _, _, dlq, _, _, _, _ := kafkaseed.Topics(prefix)
+	ref := "kafka://" + brokers + "/" + dlq
+	total := res.DeadLetters[dlq]
+	n := canaryThenRedriveTopGroup(t, os.Environ(), ref, "source", t.TempDir())
+	copies := clitest.CopiesIn(t, brokers, orders)
+	if len(copies) != n {
+		t.Fatalf("%d dead letters replayed to %s, want the group's %d", len(copies), orders, n)
+	}
+	for id, k := range copies {
+		if k != 1 {
+			t.Fatalf("%s replayed %d times", id, k)
+		}
+	}
+	r := clitest.Run(t, testenv.Env{}, "", "redrive", ref, "--dry-run", "-o", "json")
+	var plan cmd.KafkaRedrivePlan
+	if err := json.Unmarshal([]byte(r.Stdout), &plan); err != nil || r.Code != 0 {
+		t.Fatalf("dry run after: exit %d: %v: %s", r.Code, err, r.Stderr)
+	}
+	if plan.Scanned != total-n {
+		t.Fatalf("%d records pending in %s after the redrive, want the %d not in the group", plan.Scanned, dlq, total-n)
 	}
 }
