@@ -45,6 +45,8 @@ type selection struct {
 	// group that holds more.
 	N       int
 	Partial bool
+	// Of is the group's size in the read (with Partial).
+	Of int
 }
 
 // idsFilter is the --filter that selects exactly these message ids.
@@ -100,7 +102,7 @@ func groupSelection(k int, g *group, total int, complete bool) selection {
 	// several places): the ids of the messages read.
 	s.Args = []string{"--filter", idsFilter(g.IDs)}
 	s.N = len(g.IDs)
-	s.Partial = len(g.IDs) < g.Count || !complete
+	s.Partial, s.Of = len(g.IDs) < g.Count || !complete, g.Count
 	return s
 }
 

@@ -47,6 +47,7 @@ func newAggregate() *aggregate {
 func (a *aggregate) add(it *Item) {
 	a.total++
 	keep := false
+	id := ""
 	for k := range GroupKeys {
 		v := it.Keys[k]
 		g, ok := a.groups[k][v]
@@ -66,7 +67,11 @@ func (a *aggregate) add(it *Item) {
 			}
 		}
 		if len(g.IDs) < maxIDs && it.Rec.MessageID != "" {
-			g.IDs = append(g.IDs, it.Rec.MessageID)
+			if id == "" {
+				// A copy: the id must not keep what it was read with.
+				id = strings.Clone(it.Rec.MessageID)
+			}
+			g.IDs = append(g.IDs, id)
 		}
 		if len(g.Items) < maxKeptPerGroup && a.kept < maxKept {
 			g.Items = append(g.Items, it)

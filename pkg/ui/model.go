@@ -981,7 +981,7 @@ func (m *Model) viewConfirm() (string, []string, string) {
 		out = append(out, m.fit(fmt.Sprintf("  selected: %d message(s) of those read", a.Sel.N)))
 	}
 	if a.Sel.Partial {
-		out = append(out, m.st.warn.Render(m.fit("  ! only the messages read of this group are selected (by id): the read was not complete")))
+		out = append(out, m.st.warn.Render(m.fit(fmt.Sprintf("  ! selected by id: %d of the %d read in this group; messages not read are not selected", a.Sel.N, a.Sel.Of))))
 	}
 	out = append(out, "", m.fit("  This runs, as a child process of this binary:"), "")
 	for _, l := range wrap(displayLine(a.Args, 6), m.w-4) {

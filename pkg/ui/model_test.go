@@ -340,3 +340,36 @@ func TestCommandLineQuotesForAShell(t *testing.T) {
 		t.Fatalf("got %s\nwant %s", got, want)
 	}
 }
+
+// TestReadKeepsBoundedMemory: counting 100k messages keeps every count but
+// at most maxKept records and maxIDs ids per group.
+func TestReadKeepsBoundedMemory(t *testing.T) {
+	base := testItems()
+	a := newAggregate()
+	for i := range 100_000 {
+		it := base[i%len(base)]
+		it.Rec.MessageID = fmt.Sprintf("m-%d", i)
+		a.add(&it)
+	}
+	if a.total != 100_000 || a.kept > maxKept {
+		t.Fatalf("total %d, kept %d records (bound %d)", a.total, a.kept, maxKept)
+	}
+	for k := range GroupKeys {
+		sum := 0
+		for _, g := range a.sorted(k) {
+			sum += g.Count
+			if len(g.IDs) > maxIDs || len(g.Items) > maxKeptPerGroup {
+				t.Fatalf("group %s keeps %d ids and %d records", g.Value, len(g.IDs), len(g.Items))
+			}
+		}
+		if sum != 100_000 {
+			t.Fatalf("key %s counts %d of 100000", GroupKeys[k].Name, sum)
+		}
+	}
+	// A group larger than the ids it keeps is selected by those ids and
+	// says so.
+	g := a.sorted(0)[0]
+	if sel := groupSelection(0, g, a.total, true); !sel.Partial || sel.N != maxIDs {
+		t.Fatalf("selection of a group of %d by %d ids: %+v", g.Count, len(g.IDs), sel.What)
+	}
+}
