@@ -59,6 +59,7 @@ type Model struct {
 	// The DLQ being read and what was read.
 	cur      DLQ
 	reading  bool
+	stopping bool
 	readSeq  int
 	cancel   context.CancelFunc
 	agg      *aggregate
@@ -307,7 +308,7 @@ func (m *Model) open(d DLQ) tea.Cmd {
 	m.cur, m.scr = d, scrGroups
 	m.agg, m.depth, m.complete, m.note, m.warnings, m.readErr = newAggregate(), d.Depth.Ready+d.Depth.Held, false, "", nil, ""
 	m.grpCur, m.grpTop, m.marked, m.filter = 0, 0, map[string]bool{}, ""
-	m.reading = true
+	m.reading, m.stopping = true, false
 	m.readSeq++
 	ctx, cancel := context.WithCancel(m.ctx)
 	m.cancel = cancel
@@ -330,6 +331,9 @@ func (m *Model) open(d DLQ) tea.Cmd {
 }
 
 func (m *Model) stopRead() {
+	if m.reading {
+		m.stopping = true
+	}
 	if m.cancel != nil {
 		m.cancel()
 		m.cancel = nil
@@ -370,6 +374,7 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	if m.typing != inNone {
 		return m.onTyping(k)
 	}
+	m.status = ""
 	if m.help {
 		m.help = false
 		return nil
@@ -854,6 +859,8 @@ func (m *Model) readLine() string {
 		s = fmt.Sprintf("read %d of ~%d", read, m.depth)
 	}
 	switch {
+	case m.reading && m.stopping:
+		s += " · stopping: releasing the messages the read holds…"
 	case m.reading:
 		s += " · reading… (x stops)"
 	case m.readErr != "":
