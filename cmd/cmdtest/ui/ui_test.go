@@ -354,3 +354,22 @@ func TestUICanaryThenRedriveKafka(t *testing.T) {
 		t.Fatalf("%d records pending in %s after the redrive, want the %d not in the group", plan.Scanned, dlq, total-n)
 	}
 }
+
+// TestUIRefusesWithoutATerminalAndBadFlags: exit 2 with one sentence,
+// nothing read.
+func TestUIRefusesWithoutATerminalAndBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ui"}, "needs a terminal"},
+		{[]string{"ui", "--canary", "0"}, "--canary must be at least 1"},
+		{[]string{"ui", "--archive-to", "bucket/x"}, "s3://BUCKET/PREFIX"},
+		{[]string{"ui", "--sample", "5", "--all"}, "sample"},
+	} {
+		r := clitest.Run(t, testenv.Env{}, "", tc.args...)
+		if r.Code != 2 || !strings.Contains(r.Stderr, tc.want) || r.Stdout != "" {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 naming %q", tc.args, r.Code, r.Stderr, tc.want)
+		}
+	}
+}
