@@ -126,6 +126,8 @@ var anyBrokerFlags = map[string]bool{
 	// health and setup
 	"prefix": true, "fail-on": true, "max-age": true, "max-visible": true, "interval": true, "count": true,
 	"archive": true,
+	// ui
+	"read-only": true, "refresh": true, "archive-to": true,
 }
 
 // cmdRef is one reference of a command: its broker and how it is shown.
@@ -174,4 +176,5 @@ var commandRefs = map[string]func(c *cobra.Command, args []string) []cmdRef{
 	},
 	"runs":    noRefs,
 	"filters": noRefs,
+	"ui":      argRefs(roleSource, true),
 }
