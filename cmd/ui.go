@@ -23,6 +23,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/finding"
 	"github.com/dlqctl/dlqctl/pkg/health"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -295,6 +296,7 @@ func (b *uiBackend) ListDLQs(ctx context.Context) ([]ui.DLQ, error) {
 			} else {
 				d.Name = ep.Name()
 				b.fillDepth(ctx, &d)
+				d.Warnings = append(d.Warnings, b.audit(ctx, ref, ep)...)
 			}
 			out = append(out, d)
 			continue
@@ -353,6 +355,36 @@ func (b *uiBackend) list(ctx context.Context, scope string) ([]ui.DLQ, error) {
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// audit is what 'dlqctl audit' finds about one DLQ (warnings and
+// errors), from its configuration only: no message is read for it. A
+// RabbitMQ queue is audited with its vhost (list it with
+// amqp://HOST/VHOST/ to see the vhost's warnings).
+func (b *uiBackend) audit(ctx context.Context, ref string, ep broker.Endpoint) []string {
+	var a broker.Auditor
+	if r, err := broker.ParseRef(ref); err == nil && r.Broker == broker.SQS {
+		c, err := b.f.SQS(ctx)
+		if err != nil {
+			return nil
+		}
+		a = &health.SQSAudit{Client: c, Queues: []string{ref}}
+	} else if x, ok := ep.(broker.Auditor); ok {
+		a = x
+	} else {
+		return nil
+	}
+	res, err := a.Audit(ctx, broker.AuditOptions{InvestigationWindow: health.DefaultInvestigationWindow})
+	if err != nil {
+		return []string{"audit: " + err.Error()}
+	}
+	var out []string
+	for _, x := range res.Findings {
+		if x.Severity.Rank() >= finding.SevWarn.Rank() && (x.Queue == ep.Name() || x.Related == ep.Name()) {
+			out = append(out, x.Problem)
+		}
+	}
+	return out
 }
 
 func contains(xs []string, s string) bool {
