@@ -190,6 +190,9 @@ func uiRun(ctx context.Context, opts *UIOptions) error {
 	p := tea.NewProgram(m, popts...)
 	_, runErr := p.Run()
 	// Release what the read holds before anything else.
+	if m.Reading() {
+		fmt.Fprintln(errOut, "dlqctl ui: releasing the messages the read holds…")
+	}
 	m.Wait()
 	f.IO.ErrOut = errOut
 	if log := m.Log(); len(log) > 0 {

@@ -145,6 +145,9 @@ func New(ctx context.Context, be Backend, opts Options, refreshEvery time.Durati
 		listing: true, wg: &sync.WaitGroup{}}
 }
 
+// Reading says whether a read still holds messages (Wait releases them).
+func (m *Model) Reading() bool { return m.reading }
+
 // Log returns the commands run in this session with their exit codes.
 func (m *Model) Log() []LogEntry { return m.log }
 
@@ -319,6 +322,13 @@ func (m *Model) open(d DLQ) tea.Cmd {
 		defer m.wg.Done()
 		defer close(ch)
 		ended := false
+		defer func() {
+			// A panic in a read must not leave the terminal raw: it ends
+			// the read as an error the screen shows.
+			if r := recover(); r != nil && !ended {
+				ch <- ReadUpdate{End: true, Err: fmt.Errorf("the read crashed: %v", r)}
+			}
+		}()
 		err := be.Read(ctx, ref, func(u ReadUpdate) {
 			ended = ended || u.End
 			ch <- u
@@ -426,6 +436,10 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 		case "x":
 			m.stopRead()
 		case "r":
+			if m.reading {
+				m.status = "still reading: x stops the read first"
+				return nil
+			}
 			return m.open(m.cur)
 		case "enter":
 			if m.grpCur < len(gs) {
@@ -612,9 +626,15 @@ func (m *Model) startRun() tea.Cmd {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		res := be.Run(ctx, a.Args, func(ev RunEvent) { ch <- ev })
-		ch <- runDoneMsg{res}
-		close(ch)
+		defer close(ch)
+		res := RunResult{Code: -1}
+		defer func() {
+			if r := recover(); r != nil {
+				res.Err = fmt.Errorf("running the command crashed: %v", r)
+			}
+			ch <- runDoneMsg{res}
+		}()
+		res = be.Run(ctx, a.Args, func(ev RunEvent) { ch <- ev })
 	}()
 	return waitRun(ch)
 }
