@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -371,5 +372,24 @@ func TestReadKeepsBoundedMemory(t *testing.T) {
 	g := a.sorted(0)[0]
 	if sel := groupSelection(0, g, a.total, true); !sel.Partial || sel.N != maxIDs {
 		t.Fatalf("selection of a group of %d by %d ids: %+v", g.Count, len(g.IDs), sel.What)
+	}
+}
+
+// BenchmarkUpdate100k: the model counting a 100k-message read as it
+// arrives (batches of 256 through Update, as the backend sends them).
+func BenchmarkUpdate100k(b *testing.B) {
+	base := testItems()
+	for b.Loop() {
+		m := New(context.Background(), &fakeBackend{}, Options{NoColor: true}, 0)
+		m.agg, m.reading, m.readSeq = newAggregate(), true, 1
+		for i := 0; i < 100_000; i += 256 {
+			batch := make([]Item, 256) // each batch is new, as the backend sends it
+			for j := range batch {
+				batch[j] = base[(i+j)%len(base)]
+				batch[j].Rec.MessageID = strconv.Itoa(i + j)
+			}
+			m.Update(readMsg{seq: 1, u: ReadUpdate{Items: batch}})
+		}
+		_ = m.Render()
 	}
 }
