@@ -503,6 +503,9 @@ func (b *uiBackend) Read(ctx context.Context, ref string, emit func(ui.ReadUpdat
 // payload, the explanation of 'classify --explain', the origin.
 func (b *uiBackend) Describe(rec *record.Record) ui.Detail {
 	r := *rec
+	if b.redactor != nil {
+		r = b.redactor.Record(r) // already masked by the read; never shown raw
+	}
 	parsed := inspect.Decode(&r)
 	var d ui.Detail
 	var body bytes.Buffer

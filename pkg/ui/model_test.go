@@ -393,3 +393,19 @@ func BenchmarkUpdate100k(b *testing.B) {
 		_ = m.Render()
 	}
 }
+
+// TestNoColorFramesArePlainText: with NO_COLOR/--no-color no escape
+// sequence is drawn; with colour the cursor row is styled.
+func TestNoColorFramesArePlainText(t *testing.T) {
+	h := newHarness(t, Options{}, 80, 24)
+	h.keys("enter")
+	if f := h.m.Render(); strings.Contains(f, "\x1b[") {
+		t.Fatalf("a no-colour frame has escape sequences: %q", f)
+	}
+	c := New(context.Background(), &fakeBackend{items: testItems()}, Options{Now: func() time.Time { return now }}, 0)
+	hc := &harness{t: t, m: c, be: &fakeBackend{}}
+	hc.run(c.Init())
+	if f := c.Render(); !strings.Contains(f, "\x1b[") {
+		t.Fatalf("a colour frame has no styling:\n%s", f)
+	}
+}
