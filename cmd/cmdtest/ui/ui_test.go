@@ -373,3 +373,55 @@ func TestUIRefusesWithoutATerminalAndBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestUIArchivesAClassGroupSQS: a archives the class group at the cursor
+// to S3 with --delete: the archive holds the group's messages, each once,
+// and the DLQ holds the rest.
+func TestUIArchivesAClassGroupSQS(t *testing.T) {
+	env := testenv.Require(t)
+	c := env.SQS(t)
+	truth, err := seed.Incident(context.Background(), c, seed.Options{Prefix: testenv.UniqueName(t, "uia")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := len(truth.InQueue(truth.DLQ.Name))
+	bucket := clitest.Bucket(t, env, "uiarch")
+	tm := startUI(t, env.Environ(), truth.DLQ.Name, "--archive-to", "s3://"+bucket+"/dlq", "--state-dir", t.TempDir())
+	tm.waitFor(30*time.Second, "dead-letter queues", "\n> ")
+	tm.keys(enter)
+	tm.waitFor(time.Minute, "by error", "read all")
+	tm.keys("2")
+	tm.selectGroup("class = permanent")
+	tm.keys("a")
+	s := tm.waitFor(10*time.Second, "This runs", "archive of "+truth.DLQ.Name[:12], "selected: ")
+	n := 0
+	for _, l := range strings.Split(s, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "selected: "); ok {
+			n, _ = strconv.Atoi(strings.Fields(rest)[0])
+		}
+	}
+	tm.keys("y")
+	tm.waitFor(3*time.Minute, "enter back", "exit 0: ok")
+	tm.keys(enter, "q")
+	code, out := tm.exit(time.Minute)
+	if code != 0 {
+		t.Fatalf("dlqctl ui exited %d:\n%s", code, out)
+	}
+	if want := "dlqctl archive " + truth.DLQ.Name + " --to s3://" + bucket + "/dlq --class permanent --delete"; !strings.Contains(out, want) {
+		t.Fatalf("the session log does not show %q:\n%s", want, out)
+	}
+	recs := clitest.SampleArchive(t, env, "s3://"+bucket+"/dlq/")
+	ids := map[string]int{}
+	for _, r := range recs {
+		ids[r.MessageID]++
+		if r.Class != "permanent" {
+			t.Fatalf("archived message %s is %q, not permanent", r.MessageID, r.Class)
+		}
+	}
+	if n == 0 || len(recs) != n || len(ids) != n {
+		t.Fatalf("the archive holds %d records (%d distinct), want the group's %d", len(recs), len(ids), n)
+	}
+	if v, inflight := clitest.SettledDepth(t, c, truth.DLQ.URL); v+inflight != total-n {
+		t.Fatalf("the DLQ holds %d+%d, want the %d not archived", v, inflight, total-n)
+	}
+}
