@@ -459,8 +459,9 @@ func (b *uiBackend) Read(ctx context.Context, ref string, emit func(ui.ReadUpdat
 		start.Depth = d.Ready + d.Held
 	}
 	emit(start)
-	in := InputOptions{Queue: ref, Visibility: b.opts.Visibility,
-		Refuse: func(caps broker.Capabilities) error { return nil }}
+	// The flags were checked against the references' brokers before
+	// anything connected (refusals.go: commandRefs "ui").
+	in := InputOptions{Queue: ref, Visibility: b.opts.Visibility}
 	if !b.opts.All {
 		in.Max = b.opts.Sample
 	}
