@@ -482,7 +482,7 @@ func (b *uiBackend) Read(ctx context.Context, ref string, emit func(ui.ReadUpdat
 	switch {
 	case res != nil && res.Scan != nil:
 		end.Complete, end.Note = res.Scan.Complete, res.Scan.Note
-		if end.Note == "" && !end.Complete && !b.opts.All {
+		if (end.Note == "" || end.Note == "sample") && !end.Complete && !b.opts.All {
 			end.Note = fmt.Sprintf("a sample of --sample %d; --all reads everything", b.opts.Sample)
 		}
 	case err == nil:
