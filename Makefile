@@ -40,7 +40,7 @@ GO ?= go
 # under load; on a machine that busy, TESTP=4 leaves its FIFO tests more
 # room.
 TESTP ?= 6
-TESTFIRST ?= ./cmd/cmdtest/field ./cmd/cmdtest/archive ./cmd/cmdtest/fifo ./docs/runbooks \
+TESTFIRST ?= ./cmd/cmdtest/field ./cmd/cmdtest/archive ./cmd/cmdtest/fifo ./docs/runbooks ./cmd/cmdtest/ui \
 	./cmd/cmdtest/inspect ./cmd/cmdtest/redrive ./cmd/cmdtest/brokers ./pkg/broker/sqs ./cmd/cmdtest/multiproc ./cmd \
 	./cmd/cmdtest/health ./pkg/broker/kafka ./pkg/broker/amqp ./pkg/redrive ./pkg/archive ./scripts
 STACK := scripts/stack.sh

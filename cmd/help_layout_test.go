@@ -304,7 +304,7 @@ func TestDifferingDefaultsAreExplained(t *testing.T) {
 			}
 		}
 		shown := common
-		if d, err := time.ParseDuration(common); err == nil {
+		if d, err := time.ParseDuration(common); err == nil && common != "0" { // an int 0 parses as a duration too
 			// 1m0s is written 1m, 1h0m0s 1h.
 			shown = strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m")
 			if strings.HasSuffix(d.String(), "s") && !strings.HasSuffix(d.String(), "m0s") {

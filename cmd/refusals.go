@@ -127,6 +127,8 @@ var anyBrokerFlags = map[string]bool{
 	// health and setup
 	"prefix": true, "fail-on": true, "max-age": true, "max-visible": true, "interval": true, "count": true,
 	"archive": true,
+	// ui
+	"read-only": true, "refresh": true, "archive-to": true,
 }
 
 // cmdRef is one reference of a command: its broker and how it is shown.
@@ -177,4 +179,5 @@ var commandRefs = map[string]func(c *cobra.Command, args []string) []cmdRef{
 	"filters":    noRefs,
 	"exit-codes": noRefs,
 	"addresses":  noRefs,
+	"ui":         argRefs(roleSource, true),
 }

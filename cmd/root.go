@@ -168,6 +168,7 @@ codes mean: 'dlqctl help exit-codes'.`,
 		NewCmdCheck(f, nil),
 		NewCmdWatch(f, nil),
 		NewCmdDoctor(f, nil),
+		NewCmdUI(f, nil),
 	)
 	root.AddCommand(helpTopics(inspect.ExprHelp)...)
 	documentPipedColumns(root)
