@@ -64,3 +64,19 @@ func (s *scrubWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// Unwrap is the stream under the scrubber.
+func (w *scrubWriter) Unwrap() io.Writer { return w.w }
+
+// terminalOut is the terminal under out, for a full-screen program that
+// needs the terminal itself (its size, raw mode): the scrubber would hide
+// it. Such a program masks secrets in what it draws itself.
+func terminalOut(out io.Writer) io.Writer {
+	for {
+		u, ok := out.(interface{ Unwrap() io.Writer })
+		if !ok {
+			return out
+		}
+		out = u.Unwrap()
+	}
+}

@@ -183,7 +183,7 @@ func uiRun(ctx context.Context, opts *UIOptions) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	m := ui.New(ctx, be, opts.UI, opts.Refresh)
-	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(f.IO.In), tea.WithOutput(f.IO.Out)}
+	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(f.IO.In), tea.WithOutput(terminalOut(f.IO.Out))}
 	if opts.UI.NoColor {
 		popts = append(popts, tea.WithColorProfile(colorprofile.Ascii))
 	}
