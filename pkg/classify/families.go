@@ -629,8 +629,9 @@ func matchAt(words []string, i int, s *signal) bool {
 		return false
 	}
 	last := len(s.words) - 1
-	for k, sw := range s.words {
-		w := words[i+k]
+	// The first word is equal: s was found by it (see first).
+	for k := 1; k <= last; k++ {
+		sw, w := s.words[k], words[i+k]
 		if k == last && s.prefix {
 			if !strings.HasPrefix(w, sw) {
 				return false
