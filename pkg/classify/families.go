@@ -27,6 +27,11 @@ type signal struct {
 	words         []string
 	prefix        bool // last word is a prefix
 	text          string
+	// second is the wordHash of the second word when a word must equal
+	// it (a phrase of two or more words, the second not a prefix): a
+	// scan compares it before the words.
+	second    uint32
+	hasSecond bool
 }
 
 // signalDefs are the built-in signals, by family and group. Each line:
@@ -345,6 +350,9 @@ func compileVocab() *vocabulary {
 				continue
 			}
 			s := &signal{family: def.family, group: def.group, strong: def.strong, words: words, prefix: prefix, text: p}
+			if len(words) > 2 || len(words) == 2 && !prefix {
+				s.second, s.hasSecond = wordHash(words[1]), true
+			}
 			if prefix && len(words) == 1 {
 				v.prefixes = append(v.prefixes, s)
 				continue
@@ -563,6 +571,9 @@ func (v *vocabulary) scan(text string, sc *scanner) []hit {
 		negated := i > 0 && isNegator(words[i-1])
 		if !negated {
 			for _, s := range v.first(w, sc.hashes[i]) {
+				if s.hasSecond && (i+1 >= len(words) || sc.hashes[i+1] != s.second) {
+					continue // the second word differs: no need to compare the words
+				}
 				if matchAt(words, i, s) {
 					sc.add(hit{s.family, s.group, s.text, s.strong, i})
 				}
