@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 )
 
 //go:embed *.md runbooks/*.md schema/README.md rules.example.yaml
@@ -23,7 +24,9 @@ type Topic struct {
 	Runbook bool   // one of docs/runbooks
 }
 
-var topics = load()
+// topics are read on first use: most commands never show a document, and
+// reading them all costs every start-up.
+var topics = sync.OnceValue(load)
 
 func load() []Topic {
 	var out []Topic
@@ -83,7 +86,7 @@ func title(text, p string) string {
 }
 
 // Topics lists every embedded document, sorted by name.
-func Topics() []Topic { return append([]Topic(nil), topics...) }
+func Topics() []Topic { return append([]Topic(nil), topics()...) }
 
 // Lookup finds a topic by name ("iam"), by its path under docs/
 // ("iam.md", "runbooks/big-incident.md", "docs/iam.md") or as
@@ -91,7 +94,7 @@ func Topics() []Topic { return append([]Topic(nil), topics...) }
 func Lookup(name string) (Topic, bool) {
 	n := strings.ToLower(strings.TrimSpace(name))
 	n = strings.TrimPrefix(n, "docs/")
-	for _, t := range topics {
+	for _, t := range topics() {
 		if n == t.Name || n == strings.ToLower(t.Path) || n == strings.TrimSuffix(strings.ToLower(t.Path), ".md") {
 			return t, true
 		}

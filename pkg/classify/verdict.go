@@ -152,7 +152,8 @@ func readEvidence(ev []record.Evidence) *Verdict {
 		return v
 	}
 	v.Readings = make([]Reading, 0, len(ev))
-	var cands []candidate
+	var candBuf [16]candidate // most messages have a few: no allocation
+	cands := candBuf[:0]
 	sc := getScanner()
 	defer putScanner(sc)
 	for i, e := range ev {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/dlqctl/dlqctl/pkg/record"
@@ -240,7 +241,12 @@ func Decode(rec *record.Record) any {
 
 // decodeParsed is Decode with the body already parsed (nil: not JSON).
 func decodeParsed(rec *record.Record, parsed any) any {
-	d := &Decoding{Rec: rec, Parsed: parsed}
+	d := decodings.Get().(*Decoding)
+	defer func() {
+		*d = Decoding{} // keeps nothing of this record
+		decodings.Put(d)
+	}()
+	d.Rec, d.Parsed = rec, parsed
 	d.Payload = DetectPayload(rec, parsed)
 	if parsed == nil && d.Payload.Inner != nil {
 		d.Parsed, d.Layered = d.Payload.Inner, true
@@ -297,6 +303,11 @@ func decodeParsed(rec *record.Record, parsed any) any {
 	return parsed
 }
 
+// decodings are reused: a Decoding is a few hundred bytes, every record
+// needs one, and nothing keeps it after decodeParsed (what it found is
+// copied into the record).
+var decodings = sync.Pool{New: func() any { return new(Decoding) }}
+
 // DecodeMarker decodes only the dlqctl redrive marker (rec.Redrive): what a
 // redrive without a selection needs (routing and copies read the system
 // attributes; loop and return detection read the marker). It returns no
@@ -329,6 +340,12 @@ func parseJSON(s string) (any, bool) {
 	// parseValue reads without writing or keeping the bytes: no copy of
 	// the body is needed.
 	return parseValue(unsafe.Slice(unsafe.StringData(t), len(t)))
+}
+
+// parseText parses s, one JSON value of any type, as json.Unmarshal into an
+// `any` would (see parseValue), without copying s.
+func parseText(s string) (any, bool) {
+	return parseValue(unsafe.Slice(unsafe.StringData(s), len(s)))
 }
 
 // looksLikeJSON reports whether s starts like a JSON object or array.

@@ -498,8 +498,11 @@ func grpcCodePrefix(l string) string {
 	if i := strings.IndexByte(msg, ' '); i > 0 && i <= 2 && isDigitsStr(msg[:i]) {
 		msg = msg[i+1:]
 	}
+	if msg == "" || msg[0] < 'A' || msg[0] > 'Z' {
+		return "" // every code is in capitals
+	}
 	for _, code := range grpcCodes {
-		if strings.HasPrefix(msg, code+": ") {
+		if strings.HasPrefix(msg, code) && strings.HasPrefix(msg[len(code):], ": ") {
 			d := strings.TrimSpace(msg[len(code)+2:])
 			if len(d) < 4 {
 				return ""

@@ -81,6 +81,9 @@ func decodeCloudEvents(d *Decoding) bool {
 		return true
 	}
 	// Binary mode: ce-specversion, ce-type, ce-source, ce-id attributes.
+	if !d.HasAttrPrefix("ce") {
+		return false
+	}
 	ce := func(k string) string {
 		for _, p := range []string{"ce-", "ce_", "ce."} {
 			if v, ok := d.Attr(p + k); ok {

@@ -71,19 +71,23 @@ func genericEnvelope(m map[string]any) *record.Envelope {
 }
 
 func genericEnvelopeFlat(m map[string]any) *record.Envelope {
+	id := str(m, "eventId", "event_id", "messageId", "message_id", "id")
+	typ := str(m, "eventType", "event_type", "detail-type", "detailType", "messageType", "message_type", "eventName", "event_name")
+	// An envelope needs at least an event type or id to be called one
+	// (checked before the other keys are looked up: most objects are not
+	// envelopes).
+	if typ == "" && id == "" {
+		return nil
+	}
 	e := &record.Envelope{
-		EventID:        str(m, "eventId", "event_id", "messageId", "message_id", "id"),
-		EventType:      str(m, "eventType", "event_type", "detail-type", "detailType", "messageType", "message_type", "eventName", "event_name"),
+		EventID:        id,
+		EventType:      typ,
 		Producer:       str(m, "producer", "source"),
 		CorrelationID:  str(m, "correlationId", "correlation_id", "traceId"),
 		TenantID:       str(m, "tenantId", "tenant_id", "tenant"),
 		IdempotencyKey: str(m, "idempotencyKey", "idempotency_key"),
 		SchemaRef:      str(m, "schemaRef", "schema_ref", "dataschema", "$schema"),
 		OccurredAt:     str(m, "occurredAt", "occurred_at", "time", "timestamp"),
-	}
-	// An envelope needs at least an event type or id to be called one.
-	if e.EventType == "" && e.EventID == "" {
-		return nil
 	}
 	for _, k := range schemaVersionKeys {
 		if v, ok := m[k]; ok && v != nil {

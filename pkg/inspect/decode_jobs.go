@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"compress/zlib"
 	"encoding/base64"
-	"encoding/json"
 	"io"
 	"math"
 	"strconv"
@@ -97,9 +96,7 @@ func decodeCelery(d *Decoding) bool {
 	}
 	var task any
 	if strings.Contains(ctype, "json") || ctype == "" {
-		if err := json.Unmarshal([]byte(raw), &task); err != nil {
-			task = nil
-		}
+		task, _ = parseText(raw)
 	}
 	name, id := str(headers, "task"), str(headers, "id")
 	p := map[string]any{}
@@ -225,6 +222,9 @@ func decodeDramatiq(d *Decoding) bool {
 // "rbs2-msg-type", "rbs2-error-details", "rbs2-source-queue", …}, "body":
 // base64}, or rbs2-* message attributes.
 func decodeRebus(d *Decoding) bool {
+	if d.Obj["headers"] == nil && d.Obj["Headers"] == nil && !d.HasAttrPrefix("rbs2-") {
+		return false // neither rbs2- headers nor a transport message
+	}
 	headers := map[string]string{}
 	where := "attributes."
 	for name, a := range d.Rec.Attributes {

@@ -1,8 +1,6 @@
 package inspect
 
 import (
-	"strings"
-
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -45,10 +43,11 @@ func decodeErrorHeaders(d *Decoding, prefix string, use func(field, key, value s
 		if a.IsBinary() {
 			continue
 		}
-		n := string(failureKeyNorm(buf[:], name))
-		if !strings.HasPrefix(n, prefix) {
+		nb := failureKeyNorm(buf[:], name)
+		if len(nb) < len(prefix) || string(nb[:len(prefix)]) != prefix {
 			continue
 		}
+		n := string(nb)
 		found = true
 		d.Use(name)
 		use("attributes."+name, n[len(prefix):], a.Value)

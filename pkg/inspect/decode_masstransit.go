@@ -25,6 +25,9 @@ func init() {
 }
 
 func decodeMassTransit(d *Decoding) bool {
+	if !d.HasAttrPrefix("MT-") && (d.Obj == nil || d.Obj["messageType"] == nil) {
+		return false // neither MT- headers nor an envelope
+	}
 	headers := map[string]string{}
 	for _, name := range d.sortedAttrs() {
 		a := d.Rec.Attributes[name]

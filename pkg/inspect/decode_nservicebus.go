@@ -29,6 +29,9 @@ func init() {
 const nsbPrefix = "NServiceBus."
 
 func decodeNServiceBus(d *Decoding) bool {
+	if _, ok := d.Obj["Headers"].(map[string]any); !ok && !d.HasAttrPrefix(nsbPrefix) {
+		return false // neither NServiceBus headers nor a transport message
+	}
 	headers := map[string]string{}
 	where := "attributes."
 	for name, a := range d.Rec.Attributes {

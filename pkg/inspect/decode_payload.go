@@ -116,11 +116,12 @@ func detectText(s, declared string, depth int) PayloadInfo {
 		}
 		return PayloadInfo{Encoding: EncodingMalformedJSON, Description: "text that starts like JSON and does not parse"}
 	case jsonStart(t):
-		var v any
-		err := json.Unmarshal([]byte(t), &v)
-		if err == nil {
+		if v, ok := parseText(t); ok {
 			return PayloadInfo{Encoding: EncodingJSON, Description: "JSON", Inner: v}
 		}
+		// Not JSON: encoding/json says why.
+		var v any
+		err := json.Unmarshal([]byte(t), &v)
 		if n := ndjsonLines(t); n > 1 {
 			return PayloadInfo{Encoding: EncodingNDJSON, Description: fmt.Sprintf("newline-delimited JSON (%d values)", n)}
 		}

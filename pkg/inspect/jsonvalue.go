@@ -82,11 +82,14 @@ func (p *valueParser) value(depth int) (any, bool) {
 			return nil, false
 		}
 		p.i = skipWS(b, p.i+1)
-		a := []any{}
 		if p.i < len(b) && b[p.i] == ']' {
 			p.i++
-			return a, true
+			return []any{}, true
 		}
+		// The elements gather on the stack: one allocation of the
+		// right size for most arrays, not one per doubling.
+		var buf [8]any
+		a := buf[:0]
 		for {
 			v, ok := p.value(depth + 1)
 			if !ok {
@@ -99,7 +102,7 @@ func (p *valueParser) value(depth int) (any, bool) {
 			}
 			if b[p.i] == ']' {
 				p.i++
-				return a, true
+				return append([]any(nil), a...), true
 			}
 			if b[p.i] != ',' {
 				return nil, false

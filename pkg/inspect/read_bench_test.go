@@ -114,3 +114,35 @@ func BenchmarkReadRealFormats(b *testing.B) {
 	}
 	b.ReportMetric(float64(benchRecords*b.N)/b.Elapsed().Seconds(), "records/s")
 }
+
+// BenchmarkRealFormatStages splits the per-record work of classify --from
+// into its stages, on one goroutine, over 6,000 real-format records: read
+// the line (unmarshal), then decode it, then classify it with the built-in
+// rules (each sub-benchmark includes the stages before it). It says where
+// to look first: profile one with -cpuprofile.
+func BenchmarkRealFormatStages(b *testing.B) {
+	lines := realFormatLines(b, 6000)
+	rules := classify.Builtin()
+	read := func(l []byte, r *record.Record) error {
+		*r = record.Record{}
+		return inspect.UnmarshalRecordForTest(l, r)
+	}
+	var rec record.Record
+	b.Run("unmarshal", func(b *testing.B) {
+		benchLines(b, lines, "records/s", func(l []byte) error { return read(l, &rec) })
+	})
+	b.Run("decode", func(b *testing.B) {
+		benchLines(b, lines, "records/s", func(l []byte) error {
+			err := read(l, &rec)
+			inspect.Decode(&rec)
+			return err
+		})
+	})
+	b.Run("classify", func(b *testing.B) {
+		benchLines(b, lines, "records/s", func(l []byte) error {
+			err := read(l, &rec)
+			rules.Classify(&rec, inspect.Decode(&rec))
+			return err
+		})
+	})
+}
