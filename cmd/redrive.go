@@ -17,6 +17,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs/origins"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -35,6 +36,10 @@ type RedriveOptions struct {
 
 	DLQ         string         `json:"dlq"`
 	To          string         `json:"to"`
+	// Origin names the Lambda function or SNS subscription that messages
+	// of a DLQ fed by Lambda/SNS/EventBridge go back to when they do not
+	// name it themselves (--origin).
+	Origin      string         `json:"origin,omitempty"`
 	Selection   SelectionFlags `json:"selection"`
 	Max         int            `json:"max,omitempty"`
 	MaxRedrives int            `json:"max_redrives"`
@@ -106,6 +111,21 @@ closes: a re-run has nothing to wait for.
 --to source (default) sends each message to the queue named by its
 DeadLetterQueueSourceArn (or the DLQ's only source queue); --to QUEUE sends
 everything to one queue (name, URL or ARN).
+
+A DLQ that no SQS queue names as its dead-letter target — the DLQ of Lambda
+asynchronous invocations (DeadLetterConfig or on-failure destination), of an
+SNS subscription (RedrivePolicy) or of an EventBridge rule target — is
+redriven --to source to each message's origin, found from its format and the
+account's configuration: a function is invoked again asynchronously (202
+accepted); a subscription gets what SNS delivers to its endpoint, at that
+endpoint only (SQS: SendMessage; Lambda: the SNS event), never a Publish to
+the topic; a target gets the event at its SQS queue or Lambda function,
+never PutEvents to the bus. A message whose origin is unknown or ambiguous,
+or that cannot be replayed faithfully (an HTTP subscription, a target with
+an input transformer, a stream batch pointer), stays in the DLQ and is
+reported ("cannot replay: …", exit 4). --origin ARN names the function or
+subscription for messages that do not name their origin themselves
+('dlqctl help redrive.md', "DLQs fed by Lambda, SNS and EventBridge").
 
 --dry-run scans the DLQ without changing anything and prints the plan: how
 many per destination and class, what would be skipped and why, and the
@@ -194,6 +214,7 @@ func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error
 	}
 	fl := c.Flags()
 	fl.StringVar(&opts.To, "to", "source", "destination: source (each message's source queue) or a queue name, URL or ARN")
+	fl.StringVar(&opts.Origin, "origin", "", "with --to source: the Lambda function ARN or SNS subscription ARN that messages of a Lambda/SNS DLQ go back to when the message and the account's configuration do not settle it")
 	opts.Selection.AddFlags(fl)
 	opts.Selection.AddLogsFlags(fl)
 	fl.IntVar(&opts.Max, "max", 0, "move at most N messages (0 = all)")
@@ -242,6 +263,9 @@ func (o *RedriveOptions) validate(c *cobra.Command) error {
 	}
 	if err := checkKafkaPair(o.DLQ, o.To); err != nil {
 		return err
+	}
+	if o.Origin != "" && (!strings.EqualFold(o.To, "source") || o.Engine == "native" || isKafkaRef(o.DLQ) || isAMQPRef(o.DLQ)) {
+		return errs.BadInputf("--origin names where messages of an SQS DLQ fed by Lambda or SNS go back to: use it with --to source and --engine dlqctl on an SQS DLQ")
 	}
 	if err := o.PaceFlags.validate(); err != nil {
 		return err
@@ -315,7 +339,11 @@ func (o *RedriveOptions) validate(c *cobra.Command) error {
 // fingerprint identifies "the same command" for automatic resume: the DLQ,
 // the destination and the selection (not the rate or guards).
 func (o *RedriveOptions) fingerprint(dlqARN string) string {
-	b, _ := json.Marshal([]any{"redrive", dlqARN, o.To, o.Selection, o.Max, o.MaxRedrives, o.Canary})
+	parts := []any{"redrive", dlqARN, o.To, o.Selection, o.Max, o.MaxRedrives, o.Canary}
+	if o.Origin != "" {
+		parts = append(parts, o.Origin)
+	}
+	b, _ := json.Marshal(parts)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
 }
@@ -337,6 +365,8 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 	}
 	var router redrive.Router
 	var candidates []*sqs.Queue // destinations, for canary baselines
+	var fromOrigins *origins.Resolver
+	var pub broker.Publisher = sqs.NewPublisher(c)
 	if strings.EqualFold(opts.To, "source") {
 		sr, err := sqs.ToSource(ctx, c, dlq)
 		if err != nil {
@@ -346,6 +376,15 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		urls, err := c.SourceQueueURLs(ctx, dlq)
 		if err != nil {
 			return err
+		}
+		if (len(urls) == 0 || opts.Origin != "") && opts.Engine != "native" {
+			// No SQS queue dead-letters into it: Lambda, SNS, EventBridge.
+			r, p, err := f.awsOrigins(ctx, c, dlq, opts.Origin)
+			if err != nil {
+				return err
+			}
+			router, pub, fromOrigins = r, p, r
+			urls = nil
 		}
 		for _, u := range urls {
 			q := &sqs.Queue{URL: u}
@@ -383,7 +422,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		f.IO.Warnf("%s", w)
 	}
 	if opts.DryRun {
-		return redrivePlan(ctx, opts, dlq, router, selector)
+		return redrivePlan(ctx, opts, dlq, router, pub, selector)
 	}
 
 	format, _ := f.Format()
@@ -411,7 +450,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		OnJournal:  func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) },
 		Source:     src,
 		Move: redrive.Options{
-			Publisher: sqs.NewPublisher(c), DestDepth: c.DestinationDepth, SourceCaps: ep.Capabilities(),
+			Publisher: pub, DestDepth: c.DestinationDepth, SourceCaps: ep.Capabilities(),
 			Router: router, Select: selector, Max: max, MaxRedrives: opts.MaxRedrives,
 			Concurrency: opts.Concurrency,
 			Guards:      opts.GuardFlags.guards(opts.MaxReturns), Total: total,
@@ -419,7 +458,12 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		},
 	}
 	opts.PaceFlags.apply(&spec.Move)
-	if opts.Canary > 0 {
+	if fromOrigins != nil {
+		if err := originsSpec(ctx, f, opts, ep, fromOrigins, &spec); err != nil {
+			src.Close(context.WithoutCancel(ctx))
+			return err
+		}
+	} else if opts.Canary > 0 {
 		window, err := opts.CanaryFlags.canaryWindow(ctx, f, ep, destinations(candidates))
 		if err != nil {
 			src.Close(context.WithoutCancel(ctx))
@@ -696,11 +740,11 @@ type RedrivePlanOutput struct {
 	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
 }
 
-func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, router redrive.Router, sel redrive.Selector) error {
+func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, router redrive.Router, pub broker.Publisher, sel redrive.Selector) error {
 	f := opts.F
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
-	pl := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: sqs.NewPublisher(nil), Select: sel, MaxRedrives: opts.MaxRedrives, Max: opts.Max}
+	pl := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: pub, Select: sel, MaxRedrives: opts.MaxRedrives, Max: opts.Max}
 	res, err := f.ForEachRecord(ctx, InputOptions{Queue: opts.DLQ, Visibility: opts.Visibility}, func(rec *record.Record, parsed any) error {
 		ev, err := pl.Add(ctx, rec, parsed)
 		if err != nil {
@@ -962,4 +1006,34 @@ func newCmdRedriveCancel(f *Factory) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// originsSpec adapts a run whose DLQ is fed by Lambda functions, SNS
+// subscriptions or EventBridge targets (package origins): there is no
+// destination queue for the backlog guard or --verify-drain to read, and
+// the canary watches the DLQ for the window the origins give (how long a
+// copy that fails again at its origin needs to come back).
+func originsSpec(ctx context.Context, f *Factory, opts *RedriveOptions, ep broker.Endpoint, r *origins.Resolver, spec *redrive.RunSpec) error {
+	if opts.MaxDestBacklog > 0 || opts.VerifyDrain {
+		return errs.BadInputf("--max-dest-backlog and --verify-drain read a destination queue's depth; the origins of this DLQ are functions, subscriptions and targets: drop them (--max-returns guards the DLQ)")
+	}
+	spec.Move.DestDepth = nil
+	if opts.Canary == 0 {
+		return nil
+	}
+	cands, err := r.Candidates(ctx)
+	if err != nil {
+		return err
+	}
+	dests := origins.Destinations(cands)
+	window, err := opts.CanaryFlags.canaryWindow(ctx, f, origins.Watch(ep, r), dests)
+	if err != nil {
+		return err
+	}
+	spec.Canary = &redrive.CanarySpec{Watch: ep, Dests: dests,
+		Verify: window.Verify(redrive.VerifyOptions{Poll: opts.VerifyPoll, Visibility: opts.Visibility}),
+		OnStart: func(moved int) {
+			f.IO.Infof("canary: delivered %d message(s) to their origins; watching %s for %s", moved, ep.Name(), window.For)
+		}}
+	return nil
 }
