@@ -34,8 +34,8 @@ type RedriveOptions struct {
 	flags *pflag.FlagSet
 	F     *Factory `json:"-"`
 
-	DLQ         string         `json:"dlq"`
-	To          string         `json:"to"`
+	DLQ string `json:"dlq"`
+	To  string `json:"to"`
 	// Origin names the Lambda function or SNS subscription that messages
 	// of a DLQ fed by Lambda/SNS/EventBridge go back to when they do not
 	// name it themselves (--origin).

@@ -124,7 +124,7 @@ func attr(rec *record.Record, name string) (string, bool) {
 
 // destinationRecord is a Lambda on-failure destination record.
 type destinationRecord struct {
-	Version        string          `json:"version"`
+	Version        string `json:"version"`
 	RequestContext *struct {
 		FunctionArn string `json:"functionArn"`
 		Condition   string `json:"condition"`
