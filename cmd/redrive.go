@@ -475,10 +475,20 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 				f.IO.Infof("canary: moved %d message(s); watching %s for %s", moved, dlq.Name, window.For)
 			}}
 	}
-	return executeMove(ctx, f, prog, spec, sqsCloseWarning, func(out *redrive.Outcome) error {
+	var res *redrive.Result
+	err = executeMove(ctx, f, prog, spec, sqsCloseWarning, func(out *redrive.Outcome) error {
+		res = out.Result
 		noCanaryMatch(f, opts, out)
 		return printRedriveSummary(f, prog, dlq, router, out.Result, out.Verdict, out.Status)
 	})
+	if res == nil || fromOrigins == nil || err != nil {
+		return err
+	}
+	if n := origins.Unreplayed(res.Skipped); n > 0 {
+		// The engine counts skips as done; here they are work left.
+		return errs.Partialf("%d message(s) stay in %s: their origin is unknown, ambiguous or cannot be replayed (the report's skipped reasons say which and what to do)", n, dlq.Name)
+	}
+	return err
 }
 
 // sqsCloseWarning is what a run says when giving back the SQS messages it

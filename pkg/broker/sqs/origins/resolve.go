@@ -277,7 +277,11 @@ func (r *Resolver) function(ctx context.Context, arn string) (*Origin, string, e
 	if ok || gone != "" {
 		return o, gone, nil
 	}
-	cfg, err := r.c.Lambda.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(arn)})
+	in := &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(arn)}
+	if p := strings.Split(arn, ":"); len(p) == 8 && p[5] == "function" {
+		in.FunctionName, in.Qualifier = aws.String(strings.Join(p[:7], ":")), aws.String(p[7])
+	}
+	cfg, err := r.c.Lambda.GetFunctionConfiguration(ctx, in)
 	if err != nil {
 		if isNotFound(err) {
 			r.setGone(arn, fmt.Sprintf("%s: Lambda function %s does not exist", SkipGone, arn))
@@ -780,4 +784,19 @@ func (r *Resolver) listTargets(ctx context.Context, in *eventbridge.ListTargetsB
 		next.NextToken = page.NextToken
 		in = &next
 	}
+}
+
+// Unreplayed counts the messages of a run that stayed in the DLQ because
+// their origin is unknown, ambiguous, gone or cannot be replayed (skip
+// reasons of this package): work left, exit 4.
+func Unreplayed(skipped map[string]int) int {
+	n := 0
+	for reason, c := range skipped {
+		for _, p := range []string{SkipNoOrigin, SkipAmbiguous, SkipCannot, SkipGone} {
+			if strings.HasPrefix(reason, p+":") {
+				n += c
+			}
+		}
+	}
+	return n
 }
