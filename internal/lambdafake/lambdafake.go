@@ -16,6 +16,9 @@
 //     ErrorCode, ErrorMessage) or, without one, to its on-failure
 //     destination queue (an invocation record with requestContext and
 //     requestPayload).
+//   - LAMBDAFAKE_DELAY_MS=N makes it answer an accepted invocation N ms
+//     late (it is recorded at once): a slow endpoint, to kill a client
+//     mid-call.
 //   - CreateFunction / UpdateFunctionConfiguration keep DeadLetterConfig,
 //     and GetFunction, GetFunctionConfiguration and ListFunctions answer
 //     with it, as Lambda does.
@@ -35,6 +38,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -278,6 +282,9 @@ type function struct {
 	Fail    bool
 	DLQ     string
 	Timeout int
+	// Delay is how long it takes to answer an invocation it accepted
+	// (LAMBDAFAKE_DELAY_MS): a slow endpoint, for kill -9 tests.
+	Delay time.Duration
 }
 
 // lookup asks moto for the function's configuration.
@@ -310,6 +317,9 @@ func (s *Server) lookup(ctx context.Context, r *http.Request, name string) (*fun
 	f := &function{ARN: cfg.FunctionArn, Timeout: cfg.Timeout}
 	if cfg.Environment != nil {
 		f.Fail = cfg.Environment.Variables["LAMBDAFAKE_FAIL"] == "true"
+		if ms, err := strconv.Atoi(cfg.Environment.Variables["LAMBDAFAKE_DELAY_MS"]); err == nil {
+			f.Delay = time.Duration(ms) * time.Millisecond
+		}
 	}
 	s.mu.Lock()
 	f.DLQ = s.dlc[name]
@@ -367,6 +377,9 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.inv = append(s.inv, Invocation{Function: name, Qualifier: qual, Type: typ, Payload: string(payload), RequestID: id, At: time.Now().UTC()})
 	s.mu.Unlock()
+	if f.Delay > 0 {
+		time.Sleep(f.Delay)
+	}
 	if typ == "Event" {
 		w.WriteHeader(http.StatusAccepted)
 		if f.Fail {

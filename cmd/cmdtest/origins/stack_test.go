@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,6 +41,9 @@ type stack struct {
 	sns    *sns.Client
 	events *eventbridge.Client
 	role   string
+
+	mu   sync.Mutex
+	seen map[string]map[string]int // bodiesIn: bodies read so far, per queue
 }
 
 // newStack starts a lambdafake for the test and points dlqctl (in-process
