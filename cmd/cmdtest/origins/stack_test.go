@@ -314,3 +314,10 @@ func (s *stack) peekBodies(t *testing.T, url string, n int) []string {
 	}
 	return out
 }
+
+// testRun runs dlqctl in-process against env (a stack reached through
+// proxies).
+func testRun(t *testing.T, env testenv.Env, args ...string) clitest.Result {
+	t.Helper()
+	return clitest.Run(t, env, "", args...)
+}
