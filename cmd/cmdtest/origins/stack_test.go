@@ -321,3 +321,33 @@ func testRun(t *testing.T, env testenv.Env, args ...string) clitest.Result {
 	t.Helper()
 	return clitest.Run(t, env, "", args...)
 }
+
+// TestMotoDropsDeadLetterConfig pins the moto 5.2.1 fact lambdafake exists
+// for (docs/emulators.md): a function created on moto with a
+// DeadLetterConfig answers without it; through lambdafake it keeps it, as
+// Lambda does.
+func TestMotoDropsDeadLetterConfig(t *testing.T) {
+	s := newStack(t)
+	_, dlq := s.queue(t, "dlc", nil)
+	direct := lambda.NewFromConfig(s.env.AWSConfig(t.Context()), func(o *lambda.Options) { o.BaseEndpoint = aws.String(s.env.SQSEndpoint) })
+	name := testenv.UniqueName(t, "dlc-moto")
+	if _, err := direct.CreateFunction(t.Context(), &lambda.CreateFunctionInput{FunctionName: aws.String(name), Role: aws.String(s.role), Runtime: lambdatypes.RuntimePython312,
+		Handler: aws.String("handler.handler"), Code: &lambdatypes.FunctionCode{ZipFile: zipped(t)}, DeadLetterConfig: &lambdatypes.DeadLetterConfig{TargetArn: aws.String(dlq)}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := direct.GetFunctionConfiguration(t.Context(), &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.DeadLetterConfig != nil && aws.ToString(got.DeadLetterConfig.TargetArn) != "" {
+		t.Fatalf("moto now keeps DeadLetterConfig (%s): lambdafake's copy of it can go (docs/emulators.md)", aws.ToString(got.DeadLetterConfig.TargetArn))
+	}
+	viaFake, _ := s.function(t, "dlc-fake", dlq, 3, nil)
+	got, err = s.lambda.GetFunctionConfiguration(t.Context(), &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(viaFake)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.DeadLetterConfig == nil || aws.ToString(got.DeadLetterConfig.TargetArn) != dlq {
+		t.Fatalf("through lambdafake the DeadLetterConfig is %v, want %s", got.DeadLetterConfig, dlq)
+	}
+}
