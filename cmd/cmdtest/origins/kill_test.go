@@ -143,7 +143,7 @@ func total(m map[string]int) int {
 
 // sendBatch fills a queue with n messages (body(i), attrs(i)) and returns
 // their message ids by i.
-func (s *stack) sendBatch(t *testing.T, url string, n int, body func(int) string, attrs func(int) map[string]string) []string {
+func (s *stack) sendBatch(t testing.TB, url string, n int, body func(int) string, attrs func(int) map[string]string) []string {
 	t.Helper()
 	ids := make([]string, n)
 	for start := 0; start < n; start += 10 {
@@ -174,7 +174,7 @@ func (s *stack) sendBatch(t *testing.T, url string, n int, body func(int) string
 // bodiesIn counts the bodies a queue holds, without consuming them (moto:
 // received messages hidden for 5 minutes, so one pass sees each once; the
 // test's queue is read by nobody else).
-func (s *stack) bodiesIn(t *testing.T, url string) map[string]int {
+func (s *stack) bodiesIn(t testing.TB, url string) map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.seen == nil {

@@ -49,7 +49,7 @@ type stack struct {
 // newStack starts a lambdafake for the test and points dlqctl (in-process
 // and subprocesses) at it for Lambda, and at moto for SQS, SNS and
 // EventBridge.
-func newStack(t *testing.T) *stack {
+func newStack(t testing.TB) *stack {
 	t.Helper()
 	env := testenv.RequireMoto(t)
 	fake, err := lambdafake.New(env.SQSEndpoint)
@@ -78,18 +78,26 @@ func newStack(t *testing.T) *stack {
 }
 
 // run runs dlqctl in-process against the stack.
-func (s *stack) run(t *testing.T, args ...string) clitest.Result {
+func (s *stack) run(t testing.TB, args ...string) clitest.Result {
 	t.Helper()
 	return clitest.Run(t, s.env, "", args...)
 }
 
 // queue creates a queue; attrs as SQS takes them.
-func (s *stack) queue(t *testing.T, prefix string, attrs map[string]string) (url, arn string) {
+func (s *stack) queue(t testing.TB, prefix string, attrs map[string]string) (url, arn string) {
 	t.Helper()
-	return clitest.CreateQueue(t, s.sqs, testenv.UniqueName(t, prefix), attrs)
+	out, err := s.sqs.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(testenv.UniqueName(t, prefix)), Attributes: attrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.sqs.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{"QueueArn"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return aws.ToString(out.QueueUrl), a.Attributes["QueueArn"]
 }
 
-func zipped(t *testing.T) []byte {
+func zipped(t testing.TB) []byte {
 	var b bytes.Buffer
 	z := zip.NewWriter(&b)
 	w, _ := z.Create("handler.py")
@@ -102,7 +110,7 @@ func zipped(t *testing.T) []byte {
 
 // function creates a function (through lambdafake, which keeps its
 // DeadLetterConfig); dlq "" for none; env sets its environment.
-func (s *stack) function(t *testing.T, prefix, dlq string, timeout int32, env map[string]string) (name, arn string) {
+func (s *stack) function(t testing.TB, prefix, dlq string, timeout int32, env map[string]string) (name, arn string) {
 	t.Helper()
 	name = testenv.UniqueName(t, prefix)
 	in := &lambda.CreateFunctionInput{FunctionName: aws.String(name), Role: aws.String(s.role), Runtime: lambdatypes.RuntimePython312,
@@ -134,7 +142,7 @@ func (s *stack) invokedWith(name string) map[string]int {
 
 // send puts messages into a queue as their producer (Lambda, SNS,
 // EventBridge) would have: body and string attributes.
-func (s *stack) send(t *testing.T, url, body string, attrs map[string]string) {
+func (s *stack) send(t testing.TB, url, body string, attrs map[string]string) {
 	t.Helper()
 	in := &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(body)}
 	if len(attrs) > 0 {
@@ -161,7 +169,7 @@ func lambdaAsyncAttrs(i int) map[string]string {
 
 // bodies drains a queue and counts its bodies (with their attributes'
 // names, so a test can see that none leaked).
-func (s *stack) drain(t *testing.T, url string) (bodies map[string]int, attrNames map[string]bool) {
+func (s *stack) drain(t testing.TB, url string) (bodies map[string]int, attrNames map[string]bool) {
 	t.Helper()
 	bodies, attrNames = map[string]int{}, map[string]bool{}
 	empty := 0
@@ -189,14 +197,14 @@ func (s *stack) drain(t *testing.T, url string) (bodies map[string]int, attrName
 }
 
 // depth is a queue's visible + in-flight count (moto's counts are exact).
-func (s *stack) depth(t *testing.T, url string) int {
+func (s *stack) depth(t testing.TB, url string) int {
 	t.Helper()
 	v, f := clitest.QueueDepth(t, s.sqs, url)
 	return v + f
 }
 
 // exactlyOnce fails unless got holds each of want once and nothing else.
-func exactlyOnce(t *testing.T, what string, got map[string]int, want []string) {
+func exactlyOnce(t testing.TB, what string, got map[string]int, want []string) {
 	t.Helper()
 	w := map[string]bool{}
 	for _, b := range want {
@@ -228,7 +236,7 @@ func events(prefix string, n int) []string {
 }
 
 // summary parses -o json.
-func summary(t *testing.T, r clitest.Result) map[string]any {
+func summary(t testing.TB, r clitest.Result) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal([]byte(r.Stdout), &m); err != nil {
@@ -248,7 +256,7 @@ func keys(m map[string]any) string {
 
 // eventBus creates a bus of the test's own, so no other test's rule sees
 // its events.
-func (s *stack) eventBus(t *testing.T) string {
+func (s *stack) eventBus(t testing.TB) string {
 	t.Helper()
 	name := testenv.UniqueName(t, "bus")
 	if _, err := s.events.CreateEventBus(t.Context(), &eventbridge.CreateEventBusInput{Name: aws.String(name)}); err != nil {
@@ -258,7 +266,7 @@ func (s *stack) eventBus(t *testing.T) string {
 }
 
 // rule creates a rule on bus with targets.
-func (s *stack) rule(t *testing.T, bus string, targets ...ebtypes.Target) (name, arn string) {
+func (s *stack) rule(t testing.TB, bus string, targets ...ebtypes.Target) (name, arn string) {
 	t.Helper()
 	name = testenv.UniqueName(t, "rule")
 	out, err := s.events.PutRule(t.Context(), &eventbridge.PutRuleInput{Name: aws.String(name), EventBusName: aws.String(bus),
@@ -273,7 +281,7 @@ func (s *stack) rule(t *testing.T, bus string, targets ...ebtypes.Target) (name,
 }
 
 // waitInvocations waits until lambdafake accepted n invocations of fn.
-func (s *stack) waitInvocations(t *testing.T, fn string, n int, within time.Duration) {
+func (s *stack) waitInvocations(t testing.TB, fn string, n int, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
@@ -290,7 +298,7 @@ func (s *stack) waitInvocations(t *testing.T, fn string, n int, within time.Dura
 
 // peekBodies reads n bodies of a queue without consuming them (visibility
 // back to 0).
-func (s *stack) peekBodies(t *testing.T, url string, n int) []string {
+func (s *stack) peekBodies(t testing.TB, url string, n int) []string {
 	t.Helper()
 	var out []string
 	var handles []*string
@@ -317,7 +325,7 @@ func (s *stack) peekBodies(t *testing.T, url string, n int) []string {
 
 // testRun runs dlqctl in-process against env (a stack reached through
 // proxies).
-func testRun(t *testing.T, env testenv.Env, args ...string) clitest.Result {
+func testRun(t testing.TB, env testenv.Env, args ...string) clitest.Result {
 	t.Helper()
 	return clitest.Run(t, env, "", args...)
 }

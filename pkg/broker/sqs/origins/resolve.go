@@ -387,7 +387,7 @@ func (r *Resolver) deadLetterSubscriptions(ctx context.Context) ([]string, error
 	if done {
 		return r.dlqSubs, nil
 	}
-	var subs []string
+	var all []string
 	p := sns.NewListSubscriptionsPaginator(r.c.SNS, &sns.ListSubscriptionsInput{})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
@@ -395,21 +395,42 @@ func (r *Resolver) deadLetterSubscriptions(ctx context.Context) ([]string, error
 			return nil, awsErr("sns:ListSubscriptions", "*", err)
 		}
 		for _, s := range page.Subscriptions {
-			arn := aws.ToString(s.SubscriptionArn)
-			if strings.Count(arn, ":") != 6 { // PendingConfirmation, Deleted
-				continue
-			}
-			attrs, err := r.c.SNS.GetSubscriptionAttributes(ctx, &sns.GetSubscriptionAttributesInput{SubscriptionArn: aws.String(arn)})
-			if err != nil {
-				if isNotFound(err) {
-					continue
-				}
-				return nil, awsErr("sns:GetSubscriptionAttributes", arn, err)
-			}
-			if redriveTarget(attrs.Attributes["RedrivePolicy"]) == r.dlq.ARN {
-				subs = append(subs, arn)
+			// Only SQS, Lambda (replayable) and other endpoints with a
+			// confirmed ARN (not PendingConfirmation or Deleted).
+			if arn := aws.ToString(s.SubscriptionArn); strings.Count(arn, ":") == 6 {
+				all = append(all, arn)
 			}
 		}
+	}
+	// ListSubscriptions does not return RedrivePolicy: one
+	// GetSubscriptionAttributes per subscription, 8 at a time.
+	var subs []string
+	var mu sync.Mutex
+	var firstErr error
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for _, arn := range all {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(arn string) {
+			defer func() { <-sem; wg.Done() }()
+			attrs, err := r.c.SNS.GetSubscriptionAttributes(ctx, &sns.GetSubscriptionAttributesInput{SubscriptionArn: aws.String(arn)})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil && isNotFound(err):
+			case err != nil:
+				if firstErr == nil {
+					firstErr = awsErr("sns:GetSubscriptionAttributes", arn, err)
+				}
+			case redriveTarget(attrs.Attributes["RedrivePolicy"]) == r.dlq.ARN:
+				subs = append(subs, arn)
+			}
+		}(arn)
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
 	}
 	sort.Strings(subs)
 	r.mu.Lock()
