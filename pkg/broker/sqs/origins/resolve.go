@@ -53,6 +53,9 @@ type Resolver struct {
 	// (DeadLetterQueueSourceArn) there, as redrive --to source always did.
 	Fallback broker.Router
 
+	// discover serialises the account-wide listings, so the workers
+	// that meet the first message of a kind list the account once.
+	discover  sync.Mutex
 	mu        sync.Mutex
 	functions map[string]*Origin // by function ARN (with qualifier as given)
 	gone      map[string]string  // origin id -> skip reason
@@ -352,6 +355,8 @@ func (r *Resolver) setGone(id, why string) {
 // deadLetterFunctions lists the functions whose DeadLetterConfig names the
 // DLQ (lambda:ListFunctions).
 func (r *Resolver) deadLetterFunctions(ctx context.Context) ([]string, error) {
+	r.discover.Lock()
+	defer r.discover.Unlock()
 	r.mu.Lock()
 	done := r.found[KindFunction]
 	r.mu.Unlock()
@@ -381,6 +386,8 @@ func (r *Resolver) deadLetterFunctions(ctx context.Context) ([]string, error) {
 // deadLetterSubscriptions lists the subscriptions whose RedrivePolicy names
 // the DLQ (sns:ListSubscriptions, sns:GetSubscriptionAttributes).
 func (r *Resolver) deadLetterSubscriptions(ctx context.Context) ([]string, error) {
+	r.discover.Lock()
+	defer r.discover.Unlock()
 	r.mu.Lock()
 	done := r.found[KindSubscription]
 	r.mu.Unlock()
@@ -655,6 +662,8 @@ func (r *Resolver) targetOrigin(ctx context.Context, ruleARN, targetARN, rule st
 // deadLetterTargets lists the rule targets whose DeadLetterConfig names the
 // DLQ (events:ListEventBuses, events:ListRules, events:ListTargetsByRule).
 func (r *Resolver) deadLetterTargets(ctx context.Context) ([]*Origin, error) {
+	r.discover.Lock()
+	defer r.discover.Unlock()
 	r.mu.Lock()
 	done := r.found[KindTarget]
 	r.mu.Unlock()
