@@ -652,7 +652,7 @@ func printRedriveSummary(f *Factory, prog *output.Progress, dlq *sqs.Queue, rout
 		t.Row("skipped", fmt.Sprintf("%d %s", res.Skipped[r], r))
 	}
 	if res.Unmarked > 0 {
-		t.Row("unmarked", fmt.Sprintf("%d moved without the %s attribute (10 attributes already); the journal records them", res.Unmarked, record.MarkerAttribute))
+		t.Row("unmarked", fmt.Sprintf("%d moved without the %s attribute (10 attributes already, or a Lambda invocation, which carries none); the journal records them", res.Unmarked, record.MarkerAttribute))
 	}
 	if res.Failed > 0 {
 		t.Row("failed", fmt.Sprintf("%d refused by the destination; still in the DLQ", res.Failed))
@@ -805,7 +805,7 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, rout
 	}
 	f.IO.Infof("would move %d of %d scanned messages from %s to %s (%s); estimated duration: %s", plan.WouldMove, plan.Scanned, dlq.Name, router.Describe(), desc, est)
 	if plan.Unmarked > 0 {
-		f.IO.Infof("%d message(s) already carry 10 attributes and would move without the %s marker (the journal records them)", plan.Unmarked, record.MarkerAttribute)
+		f.IO.Infof("%d message(s) would move without the %s marker: they already carry 10 attributes, or go to an origin that takes none (a Lambda invocation); the journal records them", plan.Unmarked, record.MarkerAttribute)
 	}
 	if plan.Note != "" && !plan.Complete {
 		f.IO.Warnf("%s", plan.Note)
