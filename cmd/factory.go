@@ -472,11 +472,11 @@ func SideEffectWarnings(q *sqs.Queue) []string { return sqs.PeekWarnings(q) }
 // targets (package origins); explicit is --origin. Messages that name an
 // SQS source queue still go there.
 func (f *Factory) awsOrigins(ctx context.Context, c *sqs.Client, dlq *sqs.Queue, explicit string) (*origins.Resolver, *origins.Publisher, error) {
-	lc, sc, ec, err := f.OriginClients(ctx)
+	lc, sc, ec, kc, err := f.OriginClients(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	cl := origins.Clients{Lambda: lc, SNS: sc, Events: ec, SQS: c}
+	cl := origins.Clients{Lambda: lc, SNS: sc, Events: ec, SQS: c, Kinesis: kc}
 	r, err := origins.NewResolver(cl, dlq, explicit)
 	if err != nil {
 		return nil, nil, err

@@ -122,7 +122,9 @@ endpoint only (SQS: SendMessage; Lambda: the SNS event), never a Publish to
 the topic; a target gets the event at its SQS queue or Lambda function,
 never PutEvents to the bus. A message whose origin is unknown or ambiguous,
 or that cannot be replayed faithfully (an HTTP subscription, a target with
-an input transformer, a stream batch pointer), stays in the DLQ and is
+an input transformer, a DynamoDB or Kafka stream batch pointer, a Kinesis
+batch past its retention — a Kinesis batch still in the stream is read back
+and invoked as the Kinesis event), stays in the DLQ and is
 reported ("cannot replay: …", exit 4). --origin ARN names the function or
 subscription for messages that do not name their origin themselves
 ('dlqctl help redrive.md', "DLQs fed by Lambda, SNS and EventBridge").

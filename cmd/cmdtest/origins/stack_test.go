@@ -61,6 +61,7 @@ func newStack(t testing.TB) *stack {
 	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", srv.URL)
 	t.Setenv("AWS_ENDPOINT_URL_SNS", env.SQSEndpoint)
 	t.Setenv("AWS_ENDPOINT_URL_EVENTBRIDGE", env.SQSEndpoint)
+	t.Setenv("AWS_ENDPOINT_URL_KINESIS", env.SQSEndpoint)
 	cfg := env.AWSConfig(t.Context())
 	s := &stack{env: env, fake: fake, sqs: env.SQS(t),
 		lambda: lambda.NewFromConfig(cfg, func(o *lambda.Options) { o.BaseEndpoint = aws.String(srv.URL) }),

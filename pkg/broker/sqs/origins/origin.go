@@ -68,6 +68,9 @@ const (
 	// ShapeSNSEvent: the SNS envelope in the DLQ body, wrapped in the event
 	// SNS invokes a Lambda subscriber with.
 	ShapeSNSEvent
+	// ShapeStreamBatch: the Kinesis records an on-failure record points to,
+	// read back from the stream, as the Kinesis event.
+	ShapeStreamBatch
 )
 
 // Origin is where a message came from, and how to give it back.
@@ -101,6 +104,9 @@ type Origin struct {
 type delivery struct {
 	o     *Origin
 	shape Shape
+	// payload is this message's event when it was read from elsewhere
+	// (ShapeStreamBatch).
+	payload []byte
 }
 
 // destination is the engine's Destination for o (copies of one shape to one

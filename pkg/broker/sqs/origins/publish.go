@@ -79,6 +79,8 @@ func (p *Publisher) Prepare(rec *record.Record, dest broker.Destination, opt bro
 			return broker.Outgoing{}, SkipCannot + ": not a Lambda destination record with requestPayload"
 		}
 		payload = dr.RequestPayload
+	case ShapeStreamBatch:
+		payload = d.payload
 	case ShapeSNSEvent:
 		b, err := snsLambdaEvent(rec.Body, d.o.SubscriptionARN)
 		if err != nil {

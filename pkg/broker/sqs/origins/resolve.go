@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/smithy-go"
@@ -31,6 +32,9 @@ type Clients struct {
 	SNS    *sns.Client
 	Events *eventbridge.Client
 	SQS    *sqs.Client
+	// Kinesis reads back the batches Kinesis on-failure records point to
+	// (nil: such records are reported as "cannot replay").
+	Kinesis *kinesis.Client
 }
 
 // Skip reasons (prefixes; the rest names the origin or the fix).
@@ -166,6 +170,19 @@ func (r *Resolver) Route(ctx context.Context, rec *record.Record) (broker.Destin
 	}
 	// Lambda on-failure destination record: it names its function.
 	if dr, ok := parseDestinationRecord(rec.Body); ok {
+		if dr.RequestPayload == nil && dr.KinesisBatchInfo != nil && r.c.Kinesis != nil {
+			o, skip, err := r.function(ctx, dr.RequestContext.FunctionArn)
+			if o == nil || err != nil {
+				return broker.Destination{}, skip, err
+			}
+			payload, skip, err := r.kinesisBatch(ctx, dr.KinesisBatchInfo)
+			if payload == nil || err != nil {
+				return broker.Destination{}, skip, err
+			}
+			d := destination(o, ShapeStreamBatch)
+			d.Target.(*delivery).payload = payload
+			return d, "", nil
+		}
 		if dr.RequestPayload == nil {
 			return broker.Destination{}, streamSkip(dr), nil
 		}
