@@ -6,6 +6,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
+
+	"github.com/dlqctl/dlqctl/internal/faultproxy"
 )
 
 // Two SNS subscriptions share one DLQ: a message does not say which of
@@ -102,5 +104,33 @@ func TestOriginFlagRefusals(t *testing.T) {
 	}
 	if d := s.depth(t, dlqURL); d != 1 {
 		t.Fatalf("DLQ holds %d, want 1: a refusal changed something", d)
+	}
+}
+
+// A caller who may not list SNS subscriptions: the run does not fail as a
+// whole — the messages that needed the listing stay in the DLQ with the
+// reason (exit 4), and the listing is not retried for every message.
+func TestOriginListingDeniedLeavesMessagesNamed(t *testing.T) {
+	s := newStack(t)
+	deny, err := faultproxy.New(s.env.SQSEndpoint, faultproxy.Fault{Action: "ListSubscriptions", Kind: faultproxy.Deny})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(deny.Close)
+	t.Setenv("AWS_ENDPOINT_URL_SNS", deny.URL)
+	dlqURL, _ := s.queue(t, "denied-dlq", nil)
+	s.send(t, dlqURL, `{"orderId":"o-1"}`, nil)
+	r := s.run(t, "redrive", dlqURL, "--yes", "-o", "json", "--state-dir", t.TempDir())
+	if r.Code != 4 {
+		t.Fatalf("exit %d, want 4:\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if !strings.Contains(r.Stdout, "no origin: could not find which SNS subscription uses") {
+		t.Fatalf("the report does not say why the message stays:\n%s", r.Stdout)
+	}
+	if d := s.depth(t, dlqURL); d != 1 {
+		t.Fatalf("DLQ holds %d, want 1", d)
+	}
+	if n := deny.Stats().Requests["ListSubscriptions"]; n > 6 {
+		t.Errorf("ListSubscriptions was called %d times: a failed listing must be remembered for the run", n)
 	}
 }

@@ -70,13 +70,16 @@ type Resolver struct {
 	dlqSubs   []string           // subscriptions whose RedrivePolicy names the DLQ
 	ebTargets []*Origin          // targets whose DeadLetterConfig names the DLQ
 	found     map[Kind]bool      // discovery done
+	// listErr says why an account-wide listing failed (by kind): the
+	// messages that needed it stay in the DLQ with that reason.
+	listErr map[Kind]string
 }
 
 // NewResolver resolves origins for dlq. explicit ("" for none) is a Lambda
 // function ARN or an SNS subscription ARN (--origin).
 func NewResolver(c Clients, dlq *sqs.Queue, explicit string) (*Resolver, error) {
 	r := &Resolver{c: c, dlq: dlq, explicit: explicit, functions: map[string]*Origin{}, gone: map[string]string{},
-		subs: map[string]*Origin{}, targets: map[string]*Origin{}, found: map[Kind]bool{}}
+		subs: map[string]*Origin{}, targets: map[string]*Origin{}, found: map[Kind]bool{}, listErr: map[Kind]string{}}
 	if explicit != "" {
 		switch {
 		case service(explicit) == "lambda" && arnPart(explicit, 5) == "function":
@@ -210,7 +213,8 @@ func (r *Resolver) Route(ctx context.Context, rec *record.Record) (broker.Destin
 		}
 		fns, err := r.deadLetterFunctions(ctx)
 		if err != nil {
-			return broker.Destination{}, "", err
+			skip, err := r.listFailed(ctx, KindFunction, err)
+			return broker.Destination{}, skip, err
 		}
 		switch len(fns) {
 		case 0:
@@ -238,7 +242,8 @@ func (r *Resolver) Route(ctx context.Context, rec *record.Record) (broker.Destin
 	}
 	subs, err := r.deadLetterSubscriptions(ctx)
 	if err != nil {
-		return broker.Destination{}, "", err
+		skip, err := r.listFailed(ctx, KindSubscription, err)
+		return broker.Destination{}, skip, err
 	}
 	switch len(subs) {
 	case 0:
@@ -375,8 +380,11 @@ func (r *Resolver) deadLetterFunctions(ctx context.Context) ([]string, error) {
 	r.discover.Lock()
 	defer r.discover.Unlock()
 	r.mu.Lock()
-	done := r.found[KindFunction]
+	done, failed := r.found[KindFunction], r.listErr[KindFunction]
 	r.mu.Unlock()
+	if failed != "" {
+		return nil, errors.New(failed)
+	}
 	if done {
 		return r.dlqFns, nil
 	}
@@ -406,8 +414,11 @@ func (r *Resolver) deadLetterSubscriptions(ctx context.Context) ([]string, error
 	r.discover.Lock()
 	defer r.discover.Unlock()
 	r.mu.Lock()
-	done := r.found[KindSubscription]
+	done, failed := r.found[KindSubscription], r.listErr[KindSubscription]
 	r.mu.Unlock()
+	if failed != "" {
+		return nil, errors.New(failed)
+	}
 	if done {
 		return r.dlqSubs, nil
 	}
@@ -846,4 +857,21 @@ func Unreplayed(skipped map[string]int) int {
 		}
 	}
 	return n
+}
+
+// listFailed turns a failed account-wide listing into a skip reason (the
+// message stays in the DLQ, named): a DLQ redriven --to source whose
+// messages name no SQS source must not fail as a whole because the caller
+// may not list Lambda functions or SNS subscriptions. An interrupted run
+// stays an error.
+func (r *Resolver) listFailed(ctx context.Context, kind Kind, err error) (string, error) {
+	if ctx.Err() != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.listErr[kind] == "" {
+		r.listErr[kind] = fmt.Sprintf("%s: could not find which %s uses %s as its DLQ: %v", SkipNoOrigin, map[Kind]string{KindFunction: "Lambda function", KindSubscription: "SNS subscription"}[kind], r.dlq.Name, err)
+	}
+	return r.listErr[kind], nil
 }
