@@ -101,6 +101,7 @@ var flagNeeds = []flagNeed{
 	{Flag: "kafka-ca", Role: roleAny, Need: needKafka},
 	{Flag: "kafka-sasl", Role: roleAny, Need: needKafka},
 	{Flag: "kafka-user", Role: roleAny, Need: needKafka},
+	{Flag: "kafka-group", Role: roleAny, Need: needKafka},
 	{Flag: "group", Role: roleAny, Need: needKafka},
 	{Flag: "sqs-endpoint-url", Role: roleAny, Need: needSQS},
 }
@@ -174,6 +175,8 @@ var commandRefs = map[string]func(c *cobra.Command, args []string) []cmdRef{
 	"doctor": func(c *cobra.Command, args []string) []cmdRef {
 		return append(argRefs(roleSource, true)(c, args), parseRefs(roleDest, flagValue(c, "to"))...)
 	},
-	"runs":    noRefs,
-	"filters": noRefs,
+	"runs":       noRefs,
+	"filters":    noRefs,
+	"exit-codes": noRefs,
+	"addresses":  noRefs,
 }
