@@ -42,7 +42,7 @@ func TestKinesisBatchPointerIsReadBackFromTheStream(t *testing.T) {
 		}
 		seqs, datas = append(seqs, aws.ToString(out.SequenceNumber)), append(datas, d)
 	}
-	dlqURL, dlqARN := s.queue(t, "kin-dlq", nil)
+	dlqURL, _ := s.queue(t, "kin-dlq", nil)
 	fn, fnARN := s.function(t, "clicks-fn", "", 5, nil)
 	pointer := func(stream, first, last string, size int) string {
 		return fmt.Sprintf(`{"requestContext":{"requestId":"k-%s","functionArn":"%s","condition":"RetryAttemptsExhausted","approximateInvokeCount":3},"responseContext":{"statusCode":200,"executedVersion":"$LATEST","functionError":"Unhandled"},"version":"1.0","timestamp":"%s","KinesisBatchInfo":{"shardId":"%s","startSequenceNumber":"%s","endSequenceNumber":"%s","approximateArrivalOfFirstRecord":"%s","approximateArrivalOfLastRecord":"%s","batchSize":%d,"streamArn":"%s"}}`,
@@ -51,7 +51,6 @@ func TestKinesisBatchPointerIsReadBackFromTheStream(t *testing.T) {
 	s.send(t, dlqURL, pointer(streamARN, seqs[1], seqs[3], 3), nil)
 	gone := pointer(strings.Replace(streamARN, stream, stream+"-deleted", 1), seqs[0], seqs[1], 2)
 	s.send(t, dlqURL, gone, nil)
-	_ = dlqARN
 
 	r := s.run(t, "redrive", dlqURL, "--yes", "-o", "json", "--state-dir", t.TempDir())
 	if r.Code != 4 {
