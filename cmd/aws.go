@@ -19,7 +19,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/dlqctl/dlqctl/pkg/archive"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 )
@@ -213,4 +217,23 @@ func endpointOr(flag, env string) string {
 		return v
 	}
 	return "(AWS default)"
+}
+
+// OriginClients are the Lambda, SNS and EventBridge clients `redrive --to
+// source` needs for a DLQ fed by them, and Kinesis to read back the batches
+// on-failure records point to (each with its own retryer). Their endpoints
+// are the SDK's: AWS_ENDPOINT_URL_LAMBDA, AWS_ENDPOINT_URL_SNS,
+// AWS_ENDPOINT_URL_EVENTBRIDGE, AWS_ENDPOINT_URL_KINESIS (or
+// AWS_ENDPOINT_URL); --endpoint-url names
+// the SQS/S3 endpoint only.
+func (f *Factory) OriginClients(ctx context.Context) (*lambda.Client, *sns.Client, *eventbridge.Client, *kinesis.Client, error) {
+	cfg, err := f.AWSConfig(ctx)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	f.Verbosef("lambda endpoint %s, sns endpoint %s, eventbridge endpoint %s, kinesis endpoint %s", endpointOr("", "AWS_ENDPOINT_URL_LAMBDA"), endpointOr("", "AWS_ENDPOINT_URL_SNS"), endpointOr("", "AWS_ENDPOINT_URL_EVENTBRIDGE"), endpointOr("", "AWS_ENDPOINT_URL_KINESIS"))
+	return lambda.NewFromConfig(cfg, func(o *lambda.Options) { o.Retryer = newRetryer() }),
+		sns.NewFromConfig(cfg, func(o *sns.Options) { o.Retryer = newRetryer() }),
+		eventbridge.NewFromConfig(cfg, func(o *eventbridge.Options) { o.Retryer = newRetryer() }),
+		kinesis.NewFromConfig(cfg, func(o *kinesis.Options) { o.Retryer = newRetryer() }), nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker/amqp"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs/origins"
 	"github.com/dlqctl/dlqctl/pkg/doctor"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
@@ -465,3 +466,28 @@ func startErr(err error) error { return kafkaErr(err) }
 // SQS queue (redrive and archive still ask for them by queue; the read
 // commands through broker.PeekWarner).
 func SideEffectWarnings(q *sqs.Queue) []string { return sqs.PeekWarnings(q) }
+
+// awsOrigins builds the router and publisher of `redrive --to source` for
+// an SQS DLQ fed by Lambda functions, SNS subscriptions or EventBridge
+// targets (package origins); explicit is --origin. Messages that name an
+// SQS source queue still go there.
+func (f *Factory) awsOrigins(ctx context.Context, c *sqs.Client, dlq *sqs.Queue, explicit string) (*origins.Resolver, *origins.Publisher, error) {
+	lc, sc, ec, kc, err := f.OriginClients(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl := origins.Clients{Lambda: lc, SNS: sc, Events: ec, SQS: c, Kinesis: kc}
+	r, err := origins.NewResolver(cl, dlq, explicit)
+	if err != nil {
+		return nil, nil, err
+	}
+	fb, err := sqs.ToSource(ctx, c, dlq)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.Fallback = fb
+	if err := r.ValidateExplicit(ctx); err != nil {
+		return nil, nil, err
+	}
+	return r, origins.NewPublisher(cl), nil
+}

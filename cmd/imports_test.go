@@ -18,6 +18,8 @@ var brokerPackages = map[string]bool{
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs":   true,
 	"github.com/dlqctl/dlqctl/pkg/broker/amqp":  true,
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka": true,
+	// SQS DLQs fed by Lambda, SNS and EventBridge (redrive --to source).
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs/origins": true,
 }
 
 // brokerImporters may import the broker packages: the factory (the one

@@ -18,6 +18,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs/origins"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -34,8 +35,12 @@ type RedriveOptions struct {
 	flags *pflag.FlagSet
 	F     *Factory `json:"-"`
 
-	DLQ         string         `json:"dlq"`
-	To          string         `json:"to"`
+	DLQ string `json:"dlq"`
+	To  string `json:"to"`
+	// Origin names the Lambda function or SNS subscription that messages
+	// of a DLQ fed by Lambda/SNS/EventBridge go back to when they do not
+	// name it themselves (--origin).
+	Origin      string         `json:"origin,omitempty"`
 	Selection   SelectionFlags `json:"selection"`
 	Max         int            `json:"max,omitempty"`
 	MaxRedrives int            `json:"max_redrives"`
@@ -107,6 +112,23 @@ closes: a re-run has nothing to wait for.
 --to source (default) sends each message to the queue named by its
 DeadLetterQueueSourceArn (or the DLQ's only source queue); --to QUEUE sends
 everything to one queue (name, URL or ARN).
+
+A DLQ that no SQS queue names as its dead-letter target — the DLQ of Lambda
+asynchronous invocations (DeadLetterConfig or on-failure destination), of an
+SNS subscription (RedrivePolicy) or of an EventBridge rule target — is
+redriven --to source to each message's origin, found from its format and the
+account's configuration: a function is invoked again asynchronously (202
+accepted); a subscription gets what SNS delivers to its endpoint, at that
+endpoint only (SQS: SendMessage; Lambda: the SNS event), never a Publish to
+the topic; a target gets the event at its SQS queue or Lambda function,
+never PutEvents to the bus. A message whose origin is unknown or ambiguous,
+or that cannot be replayed faithfully (an HTTP subscription, a target with
+an input transformer, a DynamoDB or Kafka stream batch pointer, a Kinesis
+batch past its retention — a Kinesis batch still in the stream is read back
+and invoked as the Kinesis event), stays in the DLQ and is
+reported ("cannot replay: …", exit 4). --origin ARN names the function or
+subscription for messages that do not name their origin themselves
+('dlqctl help redrive.md', "DLQs fed by Lambda, SNS and EventBridge").
 
 --dry-run scans the DLQ without changing anything and prints the plan: how
 many per destination and class, what would be skipped and why, and the
@@ -195,6 +217,7 @@ func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error
 	}
 	fl := c.Flags()
 	fl.StringVar(&opts.To, "to", "source", "destination: source (each message's source queue) or one queue: an SQS name, URL or ARN, amqp://… or kafka://… (see Addresses)")
+	fl.StringVar(&opts.Origin, "origin", "", "with --to source: the Lambda function ARN or SNS subscription ARN that messages of a Lambda/SNS DLQ go back to when the message and the account's configuration do not settle it")
 	opts.Selection.AddFlags(fl)
 	opts.Selection.AddLogsFlags(fl)
 	fl.IntVar(&opts.Max, "max", 0, "move at most N messages (0 = all)")
@@ -243,6 +266,9 @@ func (o *RedriveOptions) validate(c *cobra.Command) error {
 	}
 	if err := checkKafkaPair(o.DLQ, o.To); err != nil {
 		return err
+	}
+	if o.Origin != "" && (!strings.EqualFold(o.To, "source") || o.Engine == "native" || isKafkaRef(o.DLQ) || isAMQPRef(o.DLQ)) {
+		return errs.BadInputf("--origin names where messages of an SQS DLQ fed by Lambda or SNS go back to: use it with --to source and --engine dlqctl on an SQS DLQ")
 	}
 	if err := o.PaceFlags.validate(); err != nil {
 		return err
@@ -316,7 +342,11 @@ func (o *RedriveOptions) validate(c *cobra.Command) error {
 // fingerprint identifies "the same command" for automatic resume: the DLQ,
 // the destination and the selection (not the rate or guards).
 func (o *RedriveOptions) fingerprint(dlqARN string) string {
-	b, _ := json.Marshal([]any{"redrive", dlqARN, o.To, o.Selection, o.Max, o.MaxRedrives, o.Canary})
+	parts := []any{"redrive", dlqARN, o.To, o.Selection, o.Max, o.MaxRedrives, o.Canary}
+	if o.Origin != "" {
+		parts = append(parts, o.Origin)
+	}
+	b, _ := json.Marshal(parts)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
 }
@@ -341,6 +371,8 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 	}
 	var router redrive.Router
 	var candidates []*sqs.Queue // destinations, for canary baselines
+	var fromOrigins *origins.Resolver
+	var pub broker.Publisher = sqs.NewPublisher(c)
 	if strings.EqualFold(opts.To, "source") {
 		sr, err := sqs.ToSource(ctx, c, dlq)
 		if err != nil {
@@ -350,6 +382,15 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		urls, err := c.SourceQueueURLs(ctx, dlq)
 		if err != nil {
 			return err
+		}
+		if (len(urls) == 0 || opts.Origin != "") && opts.Engine != "native" {
+			// No SQS queue dead-letters into it: Lambda, SNS, EventBridge.
+			r, p, err := f.awsOrigins(ctx, c, dlq, opts.Origin)
+			if err != nil {
+				return err
+			}
+			router, pub, fromOrigins = r, p, r
+			urls = nil
 		}
 		for _, u := range urls {
 			q := &sqs.Queue{URL: u}
@@ -387,7 +428,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		f.IO.Warnf("%s", w)
 	}
 	if opts.DryRun {
-		return redrivePlan(ctx, opts, dlq, router, selector)
+		return redrivePlan(ctx, opts, dlq, router, pub, selector)
 	}
 
 	format, _ := f.Format()
@@ -415,7 +456,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		OnJournal:  func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) },
 		Source:     src,
 		Move: redrive.Options{
-			Publisher: sqs.NewPublisher(c), DestDepth: c.DestinationDepth, SourceCaps: ep.Capabilities(),
+			Publisher: pub, DestDepth: c.DestinationDepth, SourceCaps: ep.Capabilities(),
 			Router: router, Select: selector, Max: max, MaxRedrives: opts.MaxRedrives,
 			Concurrency: opts.Concurrency,
 			Guards:      opts.GuardFlags.guards(opts.MaxReturns), Total: total,
@@ -423,7 +464,12 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		},
 	}
 	opts.PaceFlags.apply(&spec.Move)
-	if opts.Canary > 0 {
+	if fromOrigins != nil {
+		if err := originsSpec(ctx, f, opts, ep, fromOrigins, &spec); err != nil {
+			src.Close(context.WithoutCancel(ctx))
+			return err
+		}
+	} else if opts.Canary > 0 {
 		window, err := opts.CanaryFlags.canaryWindow(ctx, f, ep, destinations(candidates))
 		if err != nil {
 			src.Close(context.WithoutCancel(ctx))
@@ -435,10 +481,20 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 				f.IO.Infof("canary: moved %d message(s); watching %s for %s", moved, dlq.Name, window.For)
 			}}
 	}
-	return executeMove(ctx, f, prog, spec, sqsCloseWarning, func(out *redrive.Outcome) error {
+	var res *redrive.Result
+	err = executeMove(ctx, f, prog, spec, sqsCloseWarning, func(out *redrive.Outcome) error {
+		res = out.Result
 		noCanaryMatch(f, opts, out)
 		return printRedriveSummary(f, prog, dlq, router, out.Result, out.Verdict, out.Status)
 	})
+	if res == nil || fromOrigins == nil || err != nil {
+		return err
+	}
+	if n := origins.Unreplayed(res.Skipped); n > 0 {
+		// The engine counts skips as done; here they are work left.
+		return errs.Partialf("%d message(s) stay in %s: their origin is unknown, ambiguous or cannot be replayed (the report's skipped reasons say which and what to do)", n, dlq.Name)
+	}
+	return err
 }
 
 // sqsCloseWarning is what a run says when giving back the SQS messages it
@@ -616,7 +672,7 @@ func printRedriveSummary(f *Factory, prog *output.Progress, dlq *sqs.Queue, rout
 		t.Row("skipped", fmt.Sprintf("%d %s", res.Skipped[r], r))
 	}
 	if res.Unmarked > 0 {
-		t.Row("unmarked", fmt.Sprintf("%d moved without the %s attribute (10 attributes already); the journal records them", res.Unmarked, record.MarkerAttribute))
+		t.Row("unmarked", fmt.Sprintf("%d moved without the %s attribute (10 attributes already, or a Lambda invocation, which carries none); the journal records them", res.Unmarked, record.MarkerAttribute))
 	}
 	if res.Failed > 0 {
 		t.Row("failed", fmt.Sprintf("%d refused by the destination; still in the DLQ", res.Failed))
@@ -714,11 +770,11 @@ type RedrivePlanOutput struct {
 	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
 }
 
-func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, router redrive.Router, sel redrive.Selector) error {
+func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, router redrive.Router, pub broker.Publisher, sel redrive.Selector) error {
 	f := opts.F
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
-	pl := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: sqs.NewPublisher(nil), Select: sel, MaxRedrives: opts.MaxRedrives, Max: opts.Max}
+	pl := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: pub, Select: sel, MaxRedrives: opts.MaxRedrives, Max: opts.Max}
 	res, err := f.ForEachRecord(ctx, InputOptions{Queue: opts.DLQ, Visibility: opts.Visibility}, func(rec *record.Record, parsed any) error {
 		ev, err := pl.Add(ctx, rec, parsed)
 		if err != nil {
@@ -769,7 +825,7 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, rout
 	}
 	f.IO.Infof("would move %d of %d scanned messages from %s to %s (%s); estimated duration: %s", plan.WouldMove, plan.Scanned, dlq.Name, router.Describe(), desc, est)
 	if plan.Unmarked > 0 {
-		f.IO.Infof("%d message(s) already carry 10 attributes and would move without the %s marker (the journal records them)", plan.Unmarked, record.MarkerAttribute)
+		f.IO.Infof("%d message(s) would move without the %s marker: they already carry 10 attributes, or go to an origin that takes none (a Lambda invocation); the journal records them", plan.Unmarked, record.MarkerAttribute)
 	}
 	if plan.Note != "" && !plan.Complete {
 		f.IO.Warnf("%s", plan.Note)
@@ -980,4 +1036,34 @@ func newCmdRedriveCancel(f *Factory) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// originsSpec adapts a run whose DLQ is fed by Lambda functions, SNS
+// subscriptions or EventBridge targets (package origins): there is no
+// destination queue for the backlog guard or --verify-drain to read, and
+// the canary watches the DLQ for the window the origins give (how long a
+// copy that fails again at its origin needs to come back).
+func originsSpec(ctx context.Context, f *Factory, opts *RedriveOptions, ep broker.Endpoint, r *origins.Resolver, spec *redrive.RunSpec) error {
+	if opts.MaxDestBacklog > 0 || opts.VerifyDrain {
+		return errs.BadInputf("--max-dest-backlog and --verify-drain read a destination queue's depth; the origins of this DLQ are functions, subscriptions and targets: drop them (--max-returns guards the DLQ)")
+	}
+	spec.Move.DestDepth = nil
+	if opts.Canary == 0 {
+		return nil
+	}
+	cands, err := r.Candidates(ctx)
+	if err != nil {
+		return err
+	}
+	dests := origins.Destinations(cands)
+	window, err := opts.CanaryFlags.canaryWindow(ctx, f, origins.Watch(ep, r), dests)
+	if err != nil {
+		return err
+	}
+	spec.Canary = &redrive.CanarySpec{Watch: ep, Dests: dests,
+		Verify: window.Verify(redrive.VerifyOptions{Poll: opts.VerifyPoll, Visibility: opts.Visibility}),
+		OnStart: func(moved int) {
+			f.IO.Infof("canary: delivered %d message(s) to their origins; watching %s for %s", moved, ep.Name(), window.For)
+		}}
+	return nil
 }

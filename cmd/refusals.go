@@ -79,6 +79,8 @@ var flagNeeds = []flagNeed{
 	{Flag: "verify-for", Cmds: []string{"restore"}, Role: roleDest, Need: broker.NeedDestinationDLQ, Instead: "drop --verify-for"},
 	{Flag: "verify-poll", Cmds: []string{"restore"}, Role: roleDest, Need: broker.NeedDestinationDLQ, Instead: "drop --verify-poll"},
 	{Flag: "verify-drain", Cmds: []string{"restore"}, Role: roleDest, Need: broker.NeedDestinationDLQ, Instead: "drop --verify-drain"},
+	// An SQS DLQ fed by Lambda, SNS or EventBridge (package origins).
+	{Flag: "origin", Cmds: []string{"redrive"}, Role: roleSource, Need: needSQS, Instead: "drop --origin: it names the Lambda function or SNS subscription an SQS DLQ's messages go back to"},
 	// CloudWatch Logs by SQS message id.
 	{Flag: "logs", Role: roleSource, Need: broker.NeedLogLookup},
 	{Flag: "logs-window", Role: roleSource, Need: broker.NeedLogLookup, Instead: "drop --logs-window and --logs"},

@@ -62,6 +62,7 @@ var wantAccepted = map[string][]string{
 	"* --logs-window":         {broker.SQS},
 	"* --logs-refresh":        {broker.SQS},
 	"redrive --engine native": {broker.SQS},
+	"redrive --origin":        {broker.SQS},
 	"redrive --exactly-once":  {broker.Kafka},
 	"redrive --max-dest-lag":  {broker.Kafka},
 	"archive --delete-records": {

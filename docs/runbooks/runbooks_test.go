@@ -192,7 +192,7 @@ func TestRunbooksAreWellFormed(t *testing.T) {
 	}
 	// The broker runbooks (rabbitmq_test.go, kafka_test.go) too: the index
 	// is what `dlqctl help runbooks` prints.
-	for _, name := range append(slices.Clone(runbookFiles), "rabbitmq-dlq.md", "kafka-dlt.md") {
+	for _, name := range append(slices.Clone(runbookFiles), "rabbitmq-dlq.md", "kafka-dlt.md", "lambda-sns-eventbridge-dlq.md") {
 		t.Run(name, func(t *testing.T) {
 			if !bytes.Contains(index, []byte("("+name+")")) {
 				t.Errorf("README.md does not link %s", name)
