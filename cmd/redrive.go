@@ -23,6 +23,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
+	"github.com/dlqctl/dlqctl/pkg/transform"
 )
 
 // RedriveOptions are the inputs of `dlqctl redrive`. They are stored in the
@@ -55,6 +56,9 @@ type RedriveOptions struct {
 
 	// Kafka holds the flags only Kafka topics take.
 	Kafka KafkaRedriveFlags `json:"kafka,omitzero"`
+
+	// Transform repairs messages before sending them (cmd/transform.go).
+	Transform TransformFlags `json:"transform,omitzero"`
 }
 
 const redriveLong = `Move messages from a dead-letter queue back to their source queues (or to a
@@ -207,6 +211,7 @@ func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error
 	fl.DurationVar(&opts.Visibility, "visibility", 30*time.Second, "how long received messages stay hidden between heartbeats")
 	fl.BoolVar(&opts.WaitInFlight, "wait-inflight", true, waitInFlightHelp)
 	opts.Kafka.addFlags(fl)
+	opts.Transform.AddFlags(fl, true)
 
 	c.AddCommand(newCmdRedriveResume(f, runF), newCmdRedriveStatus(f), newCmdRedriveCancel(f))
 	return c
@@ -309,13 +314,17 @@ func (o *RedriveOptions) validate(c *cobra.Command) error {
 	if _, err := o.Selection.Selector(); err != nil {
 		return err
 	}
-	return nil
+	return o.Transform.validate(true, o.DryRun)
 }
 
 // fingerprint identifies "the same command" for automatic resume: the DLQ,
 // the destination and the selection (not the rate or guards).
 func (o *RedriveOptions) fingerprint(dlqARN string) string {
-	b, _ := json.Marshal([]any{"redrive", dlqARN, o.To, o.Selection, o.Max, o.MaxRedrives, o.Canary})
+	fp := []any{"redrive", dlqARN, o.To, o.Selection, o.Max, o.MaxRedrives, o.Canary}
+	if x := o.Transform.fingerprintPart(); x != "" {
+		fp = append(fp, x)
+	}
+	b, _ := json.Marshal(fp)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
 }
@@ -382,8 +391,14 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 	for _, w := range SideEffectWarnings(dlq) {
 		f.IO.Warnf("%s", w)
 	}
+	ep := f.SQSQueue(c, dlq)
+	xf, err := opts.Transform.compile(ep.Capabilities())
+	if err != nil {
+		return err
+	}
+	watchTransformErrors(f, xf)
 	if opts.DryRun {
-		return redrivePlan(ctx, opts, dlq, router, selector)
+		return redrivePlan(ctx, opts, dlq, router, selector, xf)
 	}
 
 	format, _ := f.Format()
@@ -394,15 +409,18 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		total = min(total, max)
 	}
 	raw, _ := json.Marshal(opts)
-	ep := f.SQSQueue(c, dlq)
-	src, err := dlqSource(ctx, ep, opts.Visibility, selector != nil)
+	originals, err := opts.Transform.originals(ctx, f, ep, selectionText(sel), xf)
+	if err != nil {
+		return err
+	}
+	src, err := dlqSource(ctx, ep, opts.Visibility, selector != nil || xf != nil)
 	if err != nil {
 		return err
 	}
 	spec := redrive.RunSpec{
 		StateDir: f.StateDir(), ResumeID: opts.ResumeID,
 		Meta: redrive.RunMeta{Kind: "redrive", Source: dlq.ARN, SourceURL: dlq.URL, Destination: router.Describe(),
-			Fingerprint: opts.fingerprint(dlq.ARN), Options: raw, Visibility: opts.Visibility.Seconds()},
+			Fingerprint: opts.fingerprint(dlq.ARN), Options: raw, Visibility: opts.Visibility.Seconds(), Transform: opts.Transform.meta(xf)},
 		OnResume: func(prev redrive.RunInfo) {
 			f.IO.Infof("resuming unfinished run %s (%s; %d sent, %d deleted): already-sent messages are deleted without sending them again", prev.ID, prev.Status, prev.Sent, prev.Deleted)
 		},
@@ -416,6 +434,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 			Concurrency: opts.Concurrency,
 			Guards:      opts.GuardFlags.guards(opts.MaxReturns), Total: total,
 			Reporter: progressReporter(prog, "redrive"), WaitInFlight: waitInFlight(opts.WaitInFlight),
+			Transform: xf, Originals: keeperOf(originals),
 		},
 	}
 	opts.PaceFlags.apply(&spec.Move)
@@ -611,6 +630,7 @@ func printRedriveSummary(f *Factory, prog *output.Progress, dlq *sqs.Queue, rout
 	}
 	sharedRows(t, res)
 	countsRow(t, res.Counts)
+	transformRows(t, res.Transform)
 	return renderOutcomeRows(t, res, v)
 }
 
@@ -696,11 +716,11 @@ type RedrivePlanOutput struct {
 	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
 }
 
-func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, router redrive.Router, sel redrive.Selector) error {
+func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, router redrive.Router, sel redrive.Selector, xf *transform.Transform) error {
 	f := opts.F
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
-	pl := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: sqs.NewPublisher(nil), Select: sel, MaxRedrives: opts.MaxRedrives, Max: opts.Max}
+	pl := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: sqs.NewPublisher(nil), Select: sel, MaxRedrives: opts.MaxRedrives, Max: opts.Max, Transform: xf}
 	res, err := f.ForEachRecord(ctx, InputOptions{Queue: opts.DLQ, Visibility: opts.Visibility}, func(rec *record.Record, parsed any) error {
 		ev, err := pl.Add(ctx, rec, parsed)
 		if err != nil {
@@ -733,6 +753,7 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, rout
 		return prog.Summary(out)
 	}
 	f.IO.Infof("dry run: nothing was changed")
+	printTransformPlan(f.IO, plan.Transform)
 	t := output.NewTable(f.IO, "DESTINATION", "CLASS", "MESSAGES")
 	for _, d := range sortedKeys(plan.ByDestination) {
 		for _, cl := range sortedKeys(plan.ByDestination[d]) {

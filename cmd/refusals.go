@@ -56,6 +56,16 @@ var (
 	needRabbitMQ = broker.NeedBroker(broker.AMQP, "RabbitMQ", "amqp://, amqps://")
 	needKafka    = broker.NeedBroker(broker.Kafka, "Kafka", "kafka://")
 	needSQS      = broker.NeedBroker(broker.SQS, "Amazon SQS", "a queue name, URL or ARN")
+	// needTransformPath: --transform runs in the redrive engine that keeps
+	// each original in a verified archive part before its repaired copy is
+	// sent (pkg/redrive); Kafka redrive has its own loop for now.
+	needTransformPath = broker.Need{
+		What: "a DLQ redriven by dlqctl's journaled engine, which archives each original before its repaired copy is sent (Amazon SQS, RabbitMQ)",
+		Has:  func(c broker.Capabilities) bool { return c.Broker != broker.Kafka },
+		Lacks: func(c broker.Capabilities) string {
+			return c.Label + " dead-letter topics are redriven by their own loop, which cannot archive originals before sending yet"
+		},
+	}
 )
 
 // flagNeeds is the table.
@@ -79,6 +89,12 @@ var flagNeeds = []flagNeed{
 	{Flag: "verify-for", Cmds: []string{"restore"}, Role: roleDest, Need: broker.NeedDestinationDLQ, Instead: "drop --verify-for"},
 	{Flag: "verify-poll", Cmds: []string{"restore"}, Role: roleDest, Need: broker.NeedDestinationDLQ, Instead: "drop --verify-poll"},
 	{Flag: "verify-drain", Cmds: []string{"restore"}, Role: roleDest, Need: broker.NeedDestinationDLQ, Instead: "drop --verify-drain"},
+	// Repair and replay (cmd/transform.go).
+	{Flag: "transform", Cmds: []string{"redrive"}, Role: roleSource, Need: needTransformPath, Instead: "archive the topic ('dlqctl archive kafka://…'), then restore it with --transform to the topic"},
+	{Flag: "transform-file", Cmds: []string{"redrive"}, Role: roleSource, Need: needTransformPath, Instead: "archive the topic ('dlqctl archive kafka://…'), then restore it with --transform to the topic"},
+	{Flag: "archive-originals", Cmds: []string{"redrive"}, Role: roleSource, Need: needTransformPath},
+	{Flag: "originals-sse", Cmds: []string{"redrive"}, Role: roleSource, Need: needTransformPath},
+	{Flag: "originals-kms-key-id", Cmds: []string{"redrive"}, Role: roleSource, Need: needTransformPath},
 	// CloudWatch Logs by SQS message id.
 	{Flag: "logs", Role: roleSource, Need: broker.NeedLogLookup},
 	{Flag: "logs-window", Role: roleSource, Need: broker.NeedLogLookup, Instead: "drop --logs-window and --logs"},
