@@ -60,7 +60,7 @@ var (
 	// each original in a verified archive part before its repaired copy is
 	// sent (pkg/redrive); Kafka redrive has its own loop for now.
 	needTransformPath = broker.Need{
-		What: "a DLQ redriven by dlqctl's journaled engine, which archives each original before its repaired copy is sent (Amazon SQS, RabbitMQ)",
+		What: "a DLQ redriven by dlqctl's journaled engine, which archives each original before its repaired copy is sent",
 		Has:  func(c broker.Capabilities) bool { return c.Broker != broker.Kafka },
 		Lacks: func(c broker.Capabilities) string {
 			return c.Label + " dead-letter topics are redriven by their own loop, which cannot archive originals before sending yet"
@@ -90,8 +90,8 @@ var flagNeeds = []flagNeed{
 	{Flag: "verify-poll", Cmds: []string{"restore"}, Role: roleDest, Need: broker.NeedDestinationDLQ, Instead: "drop --verify-poll"},
 	{Flag: "verify-drain", Cmds: []string{"restore"}, Role: roleDest, Need: broker.NeedDestinationDLQ, Instead: "drop --verify-drain"},
 	// Repair and replay (cmd/transform.go).
-	{Flag: "transform", Cmds: []string{"redrive"}, Role: roleSource, Need: needTransformPath, Instead: "archive the topic ('dlqctl archive kafka://…'), then restore it with --transform to the topic"},
-	{Flag: "transform-file", Cmds: []string{"redrive"}, Role: roleSource, Need: needTransformPath, Instead: "archive the topic ('dlqctl archive kafka://…'), then restore it with --transform to the topic"},
+	{Flag: "transform", Cmds: []string{"redrive"}, Role: roleSource, Need: needTransformPath, Instead: "drop --transform (Kafka follows when its redrive moves into that engine)"},
+	{Flag: "transform-file", Cmds: []string{"redrive"}, Role: roleSource, Need: needTransformPath, Instead: "drop --transform (Kafka follows when its redrive moves into that engine)"},
 	{Flag: "archive-originals", Cmds: []string{"redrive"}, Role: roleSource, Need: needTransformPath},
 	{Flag: "originals-sse", Cmds: []string{"redrive"}, Role: roleSource, Need: needTransformPath},
 	{Flag: "originals-kms-key-id", Cmds: []string{"redrive"}, Role: roleSource, Need: needTransformPath},
