@@ -40,7 +40,7 @@ GO ?= go
 TESTP ?= 6
 TESTFIRST ?= ./cmd/cmdtest/field ./cmd/cmdtest/archive ./cmd/cmdtest/fifo ./docs/runbooks \
 	./cmd/cmdtest/inspect ./cmd/cmdtest/redrive ./pkg/broker/sqs ./cmd/cmdtest/multiproc ./cmd \
-	./cmd/cmdtest/health ./pkg/broker/kafka ./pkg/broker/amqp ./pkg/redrive ./pkg/archive ./scripts
+	./cmd/cmdtest/health ./cmd/cmdtest/transform ./pkg/broker/kafka ./pkg/broker/amqp ./pkg/redrive ./pkg/archive ./scripts
 STACK := scripts/stack.sh
 PREFIX ?= demo
 SEED_FLAGS ?=

@@ -59,6 +59,16 @@ var (
 	// needTransformPath: --transform runs in the redrive engine that keeps
 	// each original in a verified archive part before its repaired copy is
 	// sent (pkg/redrive); Kafka redrive has its own loop for now.
+	// needHeadersFromAttributes: a repaired copy is made from the record's
+	// attributes (SQS attributes, RabbitMQ headers); a Kafka copy is made
+	// from the ordered header list, which the transform does not rewrite.
+	needHeadersFromAttributes = broker.Need{
+		What: "a destination whose copies are made from the record's attributes, which the expression rewrites",
+		Has:  func(c broker.Capabilities) bool { return c.Broker != broker.Kafka },
+		Lacks: func(c broker.Capabilities) string {
+			return c.Label + " copies keep the record's ordered header list, which --transform does not rewrite yet"
+		},
+	}
 	needTransformPath = broker.Need{
 		What: "a DLQ redriven by dlqctl's journaled engine, which archives each original before its repaired copy is sent",
 		Has:  func(c broker.Capabilities) bool { return c.Broker != broker.Kafka },
@@ -92,6 +102,8 @@ var flagNeeds = []flagNeed{
 	// Repair and replay (cmd/transform.go).
 	{Flag: "transform", Cmds: []string{"redrive"}, Role: roleSource, Need: needTransformPath, Instead: "drop --transform (Kafka follows when its redrive moves into that engine)"},
 	{Flag: "transform-file", Cmds: []string{"redrive"}, Role: roleSource, Need: needTransformPath, Instead: "drop --transform (Kafka follows when its redrive moves into that engine)"},
+	{Flag: "transform", Cmds: []string{"restore"}, Role: roleDest, Need: needHeadersFromAttributes},
+	{Flag: "transform-file", Cmds: []string{"restore"}, Role: roleDest, Need: needHeadersFromAttributes},
 	{Flag: "archive-originals", Cmds: []string{"redrive"}, Role: roleSource, Need: needTransformPath},
 	{Flag: "originals-sse", Cmds: []string{"redrive"}, Role: roleSource, Need: needTransformPath},
 	{Flag: "originals-kms-key-id", Cmds: []string{"redrive"}, Role: roleSource, Need: needTransformPath},

@@ -69,6 +69,8 @@ var wantAccepted = map[string][]string{
 	},
 	"redrive --max-dest-backlog":     {broker.SQS, broker.AMQP},
 	"redrive --transform":            {broker.SQS, broker.AMQP},
+	"restore --transform":            {broker.SQS, broker.AMQP},
+	"restore --transform-file":       {broker.SQS, broker.AMQP},
 	"redrive --transform-file":       {broker.SQS, broker.AMQP},
 	"redrive --archive-originals":    {broker.SQS, broker.AMQP},
 	"redrive --originals-sse":        {broker.SQS, broker.AMQP},

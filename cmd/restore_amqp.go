@@ -72,6 +72,10 @@ func amqpRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref, 
 		return err
 	}
 	router := fixedRouter{t}
+	if opts.xf, err = opts.Transform.compile(dest.Capabilities()); err != nil {
+		return err
+	}
+	watchTransformErrors(f, opts.xf)
 	if opts.DryRun {
 		return restorePlan(ctx, opts, ref, m, router, dest.Preparer(), selector)
 	}
@@ -93,7 +97,7 @@ func amqpRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref, 
 	spec := redrive.RunSpec{
 		StateDir: f.StateDir(),
 		Meta: redrive.RunMeta{Kind: "restore", Source: ref.Name(), Destination: dest.ID(),
-			Fingerprint: opts.fingerprint(dest.ID()), Options: raw},
+			Fingerprint: opts.fingerprint(dest.ID()), Options: raw, Transform: opts.Transform.meta(opts.xf)},
 		RefuseCompleted: true, Again: opts.Again,
 		AlreadyDone: func(done redrive.RunInfo) error {
 			return errs.BadInputf("%s was already restored to %s by run %s (%s); pass --again to send it once more", ref.Name(), dest.Name(), done.ID, done.Updated.Format(time.RFC3339))
@@ -114,7 +118,7 @@ func amqpRestoreRun(ctx context.Context, opts *RestoreOptions, ref archive.Ref, 
 			Router: router, Select: selector, Max: max,
 			Rate: opts.Rate, Ramp: opts.Ramp, RampEvery: opts.RampEvery, Concurrency: opts.Concurrency,
 			Guards: opts.GuardFlags.guards(0), Total: total,
-			Reporter: progressReporter(prog, "restore"),
+			Reporter: progressReporter(prog, "restore"), Transform: opts.xf,
 		},
 	}
 	opts.PaceFlags.apply(&spec.Move)

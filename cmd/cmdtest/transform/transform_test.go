@@ -272,6 +272,19 @@ func TestTransformRedriveRepairsArchivesAndLeavesTheUnfixable(t *testing.T) {
 		if ub := bodies(drain(t, c, undoURL)); !equalCounts(ub, wantArch) {
 			t.Fatalf("restored %v, want the originals %v", ub, wantArch)
 		}
+
+		// restore --transform repairs on the way out of an archive (no
+		// --archive-originals: the archive is the originals).
+		fixName := testenv.UniqueName(t, "xf-fix")
+		fixURL, _ := clitest.CreateQueue(t, c, fixName, nil)
+		rf := clitest.Run(t, env, "", "--state-dir", state, "restore", xf.Originals.Manifest, "--to", fixName, "--transform", fixExpr, "--yes", "-o", "json")
+		var rsum cmd.RestoreSummary
+		if rf.Code != 0 || json.Unmarshal([]byte(rf.Stdout), &rsum) != nil || rsum.Transform == nil || rsum.Transform.Changed != 9 || rsum.Transform.Originals != nil {
+			t.Fatalf("restore --transform: exit %d\n%s\n%s", rf.Code, rf.Stdout, rf.Stderr)
+		}
+		if fb := bodies(drain(t, c, fixURL)); !equalCounts(fb, want) {
+			t.Fatalf("restore --transform sent %v, want %v", fb, want)
+		}
 	})
 }
 
