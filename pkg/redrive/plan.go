@@ -2,6 +2,7 @@ package redrive
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
@@ -124,7 +125,12 @@ func (p *Planner) sample(rec *record.Record, parsed any, c choice) {
 	}
 	switch {
 	case c.xfErr != nil:
-		p.samples = append(p.samples, TransformSample{MessageID: rec.MessageID, Error: c.xfErr.Error()})
+		msg := c.xfErr.Error()
+		var te *transform.Error
+		if errors.As(c.xfErr, &te) {
+			msg = te.Reason + ": " + te.Err.Error()
+		}
+		p.samples = append(p.samples, TransformSample{MessageID: rec.MessageID, Error: msg})
 	case c.copy != nil && c.copy != rec:
 		ch := transform.Diff(rec, parsed, c.copy)
 		if len(ch) > 0 {
