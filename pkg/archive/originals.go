@@ -3,7 +3,9 @@ package archive
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -29,10 +31,11 @@ type OriginalsOptions struct {
 // returns only once the part holding them is uploaded and verified and
 // the caller's onPart (the run's journal) has recorded it.
 //
-// Parts are group-committed like the journal's fsyncs: the records handed
-// to Keep while a part is being uploaded go into the next part, which the
-// first of their callers uploads once the previous one is done — one
-// upload per round, whatever the number of workers.
+// Parts are group-committed like the journal's fsyncs: records handed to
+// Keep go into the open part, which the first caller that finds an upload
+// slot free takes and uploads (at most MaxUploads at once); callers whose
+// records it holds wait for it. Under load a part gathers the batches of
+// several workers, so the uploads per message fall as the load grows.
 type Originals struct {
 	api  S3API
 	opts OriginalsOptions
@@ -44,12 +47,20 @@ type Originals struct {
 	runDir   string
 	next     int // number of the next part
 	onPart   func(part json.RawMessage, ids []string) error
-	cur      *partWriter
-	curIDs   []string
-	gen      uint64 // the part records are being written to
-	done     uint64 // parts before this one are resolved
-	flushing bool
+	cur      *keptPart
+	inflight int
 	err      error
+}
+
+// MaxUploads is how many parts of originals upload at once.
+const MaxUploads = 4
+
+// keptPart is a part being filled or uploaded, and its outcome.
+type keptPart struct {
+	w    *partWriter
+	ids  []string
+	done bool
+	err  error
 }
 
 // NewOriginals prepares an archive of originals at opts.Dest; Start names
@@ -98,84 +109,99 @@ func (o *Originals) Keep(ctx context.Context, recs []*record.Record) error {
 		return o.err
 	}
 	if o.cur == nil {
-		p, err := newPartWriter(o.opts.TempDir, false)
+		w, err := newPartWriter(o.opts.TempDir, false)
 		if err != nil {
 			return fmt.Errorf("keeping the originals: creating a temporary part file: %w", err)
 		}
-		o.cur = p
+		o.cur = &keptPart{w: w}
 	}
+	p := o.cur
 	for _, r := range recs {
-		if err := o.cur.Write(r); err != nil {
-			o.failLocked(fmt.Errorf("keeping the originals: writing the temporary part file: %w", err))
+		if err := p.w.Write(r); err != nil {
+			o.err = errs.Partial(fmt.Errorf("keeping the originals: writing the temporary part file: %w; nothing was sent or deleted", err))
+			p.w.Discard()
+			o.cur = nil
+			p.done, p.err = true, o.err
+			o.cond.Broadcast()
 			return o.err
 		}
-		o.curIDs = append(o.curIDs, r.MessageID)
+		p.ids = append(p.ids, r.MessageID)
 	}
-	my := o.gen
-	for o.done <= my {
-		if o.err != nil {
-			return o.err
+	for !p.done {
+		if o.cur == p && o.inflight < MaxUploads {
+			o.uploadLocked(ctx, p)
+			break
 		}
-		if o.flushing {
-			o.cond.Wait()
-			continue
-		}
-		o.flushLocked(ctx)
+		o.cond.Wait()
 	}
-	return o.err
+	return p.err
 }
 
-func (o *Originals) failLocked(err error) {
-	if o.err == nil {
-		o.err = errs.Partial(err)
-	}
-	if o.cur != nil {
-		o.cur.Discard()
-		o.cur = nil
-		o.curIDs = nil
-	}
-}
-
-// flushLocked uploads, verifies and records the current part with the
-// lock released during I/O; o.mu must be held.
-func (o *Originals) flushLocked(ctx context.Context) {
-	p, ids, n := o.cur, o.curIDs, o.next
-	o.cur, o.curIDs = nil, nil
-	o.flushing = true
-	gen := o.gen
-	o.gen++
-	o.next++
+// uploadLocked takes p (the open part), uploads, verifies and records it
+// with the lock released during I/O; o.mu must be held.
+func (o *Originals) uploadLocked(ctx context.Context, p *keptPart) {
+	o.cur = nil
+	o.inflight++
 	onPart := o.onPart
-	key := PartKey(o.runDir, n)
 	o.mu.Unlock()
-	part, err := o.upload(ctx, p, key)
+	part, err := o.upload(ctx, p.w)
 	if err == nil {
 		raw, _ := json.Marshal(part)
 		if onPart != nil {
-			err = onPart(raw, ids)
+			err = onPart(raw, p.ids)
 		}
 	}
 	o.mu.Lock()
-	o.flushing = false
-	if err != nil && o.err == nil {
-		o.err = errs.Partial(err)
+	o.inflight--
+	if err != nil {
+		err = errs.Partial(err)
+		if o.err == nil {
+			o.err = err
+		}
 	}
-	o.done = gen + 1
+	p.done, p.err = true, err
 	o.cond.Broadcast()
 }
 
-func (o *Originals) upload(ctx context.Context, p *partWriter, key string) (Part, error) {
+// maxNumberTries bounds the part numbers an upload tries past parts that
+// exist already.
+const maxNumberTries = 1000
+
+// partNumber hands out the next part number.
+func (o *Originals) partNumber() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := o.next
+	o.next++
+	return n
+}
+
+// upload writes p under the next free part number: a part an attempt
+// killed before its journal recorded it holds a number the journal does
+// not know (S3 refuses to overwrite it: conditional put), so the number
+// after it is tried.
+func (o *Originals) upload(ctx context.Context, p *partWriter) (Part, error) {
 	defer p.Discard()
 	if err := p.Finish(); err != nil {
 		return Part{}, fmt.Errorf("keeping the originals: writing the temporary part file: %w; nothing was sent or deleted", err)
 	}
-	body, err := p.Reader()
-	if err != nil {
-		return Part{}, fmt.Errorf("keeping the originals: %w; nothing was sent or deleted", err)
-	}
-	where := Location{Bucket: o.opts.Dest.Bucket, Key: key}
-	if err := Put(ctx, o.api, o.opts.Dest.Bucket, key, body, p.compressedLen, p.sha256Raw, contentType, o.opts.Encryption); err != nil {
-		return Part{}, fmt.Errorf("keeping the originals in %s: %v; their messages were neither sent nor deleted", where, err)
+	var key string
+	var where Location
+	for try := 0; ; try++ {
+		key = PartKey(o.runDir, o.partNumber())
+		where = Location{Bucket: o.opts.Dest.Bucket, Key: key}
+		body, err := p.Reader()
+		if err != nil {
+			return Part{}, fmt.Errorf("keeping the originals: %w; nothing was sent or deleted", err)
+		}
+		err = Put(ctx, o.api, o.opts.Dest.Bucket, key, body, p.compressedLen, p.sha256Raw, contentType, o.opts.Encryption)
+		if errors.Is(err, ErrExists) && try < maxNumberTries {
+			continue
+		}
+		if err != nil {
+			return Part{}, fmt.Errorf("keeping the originals in %s: %v; their messages were neither sent nor deleted", where, err)
+		}
+		break
 	}
 	if err := Verify(ctx, o.api, o.opts.Dest.Bucket, key, p.compressedLen, p.sha256Raw); err != nil {
 		return Part{}, fmt.Errorf("keeping the originals in %s: %v; their messages were neither sent nor deleted", where, err)
@@ -203,6 +229,9 @@ func (o *Originals) Finish(ctx context.Context, parts []json.RawMessage, complet
 		}
 		m.Parts = append(m.Parts, p)
 	}
+	// In part order (parts upload concurrently and are recorded as they
+	// finish): a FIFO group's later messages are in later parts.
+	sort.Slice(m.Parts, func(a, b int) bool { return m.Parts[a].Key < m.Parts[b].Key })
 	m.Sum()
 	b, err := m.Marshal()
 	if err != nil {
@@ -210,7 +239,9 @@ func (o *Originals) Finish(ctx context.Context, parts []json.RawMessage, complet
 	}
 	key := ManifestKey(runDir)
 	sum := sha256Sum(b)
-	if err := Put(ctx, o.api, o.opts.Dest.Bucket, key, bytesReader(b), int64(len(b)), sum, manifestType, o.opts.Encryption); err != nil {
+	// A resumed run rewrites its manifest: it lists every part the
+	// journal recorded, a superset of what an earlier attempt listed.
+	if err := put(ctx, o.api, o.opts.Dest.Bucket, key, bytesReader(b), int64(len(b)), sum, manifestType, o.opts.Encryption, true); err != nil {
 		return "", err
 	}
 	if err := Verify(ctx, o.api, o.opts.Dest.Bucket, key, int64(len(b)), sum); err != nil {

@@ -359,10 +359,14 @@ func (j *Journal) recordKeptLocked(part json.RawMessage, ids []string) {
 	}
 }
 
-// Kept durably records (fsync) that the originals of ids are in a
-// verified archive part, described by part (its manifest entry): a
-// transforming run sends none of them before this returns, and an
-// attempt that finds them kept does not archive them again.
+// Kept records that the originals of ids are in a verified archive part,
+// described by part (its manifest entry): an attempt that finds them kept
+// does not archive them again, and the run's manifest lists the part. The
+// line is buffered like Deleted, and still on disk before any of those
+// messages is sent: a copy is sent only after its batch's Intend, whose
+// fsync writes the buffer, this line first. A kept line lost with its
+// process (no intent of its messages written yet) only leaves a part no
+// manifest names; the next attempt archives those originals again.
 func (j *Journal) Kept(part json.RawMessage, ids []string) error {
 	b, err := json.Marshal(line{T: lineKept, IDs: ids, Part: part})
 	if err != nil {
@@ -371,7 +375,8 @@ func (j *Journal) Kept(part json.RawMessage, ids []string) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.recordKeptLocked(part, ids)
-	return j.appendDurableLocked(append(b, '\n'))
+	j.buf = append(append(j.buf, b...), '\n')
+	return j.err
 }
 
 // WasKept reports whether the original of orig is in a verified archive

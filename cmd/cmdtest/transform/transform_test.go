@@ -98,6 +98,19 @@ func deadLettered(t *testing.T, env testenv.Env, fixable, unfixable int) inciden
 	}
 	cancel()
 	<-done
+	// A message moved while the worker held it may still be invisible in
+	// the DLQ (moto keeps its visibility timeout): wait until all are
+	// visible, so the run under test reads every one.
+	for {
+		v, _ := clitest.SettledDepth(t, c, in.dlqURL)
+		if v >= len(bodies) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d messages are visible in the DLQ", v, len(bodies))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	return in
 }
 
