@@ -162,6 +162,19 @@ run R: N message(s) may have been delivered twice", maybe_twice_messages in
 -o json, with the orig of each copy's marker: the consumer's deduplication
 key; 'dlqctl help redrive.md'). 'dlqctl runs' lists runs.
 
+--transform EXPR (or --transform-file F) repairs each selected message on
+its way out (SQS, RabbitMQ): a jq expression over the message record, as
+--filter, returning the record to send (.json re-encoded, or .body, and
+.attributes). It needs --archive-originals s3://BUCKET/PREFIX: each
+original is archived there (verified parts and a manifest, as 'archive'
+writes) and recorded in the journal before its repaired copy is sent. A
+message the expression fails on (or makes too large, not JSON where JSON
+was, or with too many attributes) stays in the DLQ, counted per error, exit
+4; one failing on every message exits 2, nothing moved. Each copy carries
+a dlqctl-transform attribute (run, expression SHA-256, original id).
+--dry-run shows a before/after diff; 'dlqctl restore MANIFEST' undoes it
+('dlqctl help repair-and-replay').
+
 --engine native uses SQS's own move task (StartMessageMoveTask): the whole
 DLQ, to the sources or one queue, at --rate up to 500/s; --ramp restarts it
 at each step. It cannot filter, canary or stop at --max. 'dlqctl redrive
@@ -182,6 +195,7 @@ func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error
   dlqctl redrive orders-dlq --class transient --canary 10 --yes
   dlqctl redrive orders-dlq --class transient --ramp 5,20,50,100 --ramp-every 1m --max-returns 5% --yes
   dlqctl redrive orders-dlq --to orders-recovery --filter '.envelope.event_type == "OrderPaid"' --yes
+  dlqctl redrive orders-dlq --class schema-mismatch --transform '.json.amount |= tonumber' --archive-originals s3://acme-dlq-archive/originals --yes
   dlqctl redrive resume 20261130T031500-ab12cd --yes`,
 		Args: exactArgs(1, "one DLQ (name, URL or ARN)"),
 		RunE: func(c *cobra.Command, args []string) error {

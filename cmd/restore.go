@@ -83,7 +83,10 @@ queue all its queues dead-letter to) by peeking it, for --verify-for
 (when not given it is computed: the message TTLs on the way from the
 destination into that queue, + 30 s); a destination
 whose failures would be dropped (no dead-letter exchange, or one routing
-nowhere) is refused with exit 2 before anything is sent. An archive is not
+nowhere) is refused with exit 2 before anything is sent. --transform EXPR (or --transform-file F) repairs each record on its way
+out, as redrive --transform does (SQS and RabbitMQ destinations): the
+archive is the originals, so nothing more is kept; --dry-run shows the
+diff. An archive is not
 drained by restoring it: the restore after a canary sends the canary's N
 again.
 
