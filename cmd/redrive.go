@@ -303,6 +303,9 @@ func (o *RedriveOptions) validate(c *cobra.Command) error {
 		if o.DryRun {
 			bad = append(bad, "--dry-run")
 		}
+		if o.Transform.Active() {
+			bad = append(bad, "--transform")
+		}
 		for _, name := range []string{"max-returns", "max-dest-backlog", "max-redrives", "concurrency"} {
 			if c != nil && c.Flags().Changed(name) {
 				bad = append(bad, "--"+name)

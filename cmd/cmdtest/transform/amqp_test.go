@@ -93,6 +93,12 @@ func TestTransformRedriveRabbitMQ(t *testing.T) {
 	senv := testenv.Require(t)
 	clitest.SetStackEnv(t, senv)
 	bucket := clitest.Bucket(t, senv, "xfrmq")
+	// The dry run: the diff, nothing changed (the messages go back).
+	d := clitest.Run(t, testenv.Env{}, "", "redrive", env.QueueRef(n.DLQ), "--transform", fixExpr, "--dry-run")
+	if d.Code != 0 || !strings.Contains(d.Stdout, `  + .json.amount: 10.5`) || !strings.Contains(d.Stdout, "transform: 6 changed, 0 unchanged, 2 failed") {
+		t.Fatalf("dry run: exit %d\n%s\n%s", d.Code, d.Stdout, d.Stderr)
+	}
+	clitest.WaitNoUnacked(t, env, n.DLQ)
 	r := clitest.Run(t, testenv.Env{}, "", "--state-dir", t.TempDir(), "redrive", env.QueueRef(n.DLQ), "--transform", fixExpr,
 		"--archive-originals", "s3://"+bucket+"/originals", "--yes", "-o", "json")
 	if r.Code != 4 {
