@@ -3,6 +3,8 @@
 # 127.0.0.1).
 #
 #   make build        bin/dlqctl
+#   make man          man pages of every command into man/ (not committed;
+#                     man -l man/dlqctl-redrive.1)
 #   make test         gofmt check, go vet, go test -race (stack started and
 #                     stopped around it; KEEP_STACK=1 leaves it running),
 #                     TESTP packages at a time, the slowest first
@@ -38,8 +40,8 @@ GO ?= go
 # under load; on a machine that busy, TESTP=4 leaves its FIFO tests more
 # room.
 TESTP ?= 6
-TESTFIRST ?= ./cmd/cmdtest/field ./cmd/cmdtest/archive ./cmd/cmdtest/fifo ./docs/runbooks \
-	./cmd/cmdtest/inspect ./cmd/cmdtest/redrive ./pkg/broker/sqs ./cmd/cmdtest/multiproc ./cmd \
+TESTFIRST ?= ./cmd/cmdtest/field ./cmd/cmdtest/archive ./cmd/cmdtest/fifo ./docs/runbooks ./cmd/cmdtest/ui \
+	./cmd/cmdtest/inspect ./cmd/cmdtest/redrive ./cmd/cmdtest/brokers ./pkg/broker/sqs ./cmd/cmdtest/multiproc ./cmd \
 	./cmd/cmdtest/health ./cmd/cmdtest/transform ./pkg/broker/kafka ./pkg/broker/amqp ./pkg/redrive ./pkg/archive ./scripts
 STACK := scripts/stack.sh
 PREFIX ?= demo
@@ -54,10 +56,15 @@ WITH_STACK = scripts/tools.sh || exit $$?; \
 	eval "$$stack_env"; \
 	export DLQCTL_REQUIRE_STACK=1;
 
-.PHONY: build test fmt-check vet bench fuzz demo demo-rabbitmq demo-kafka seed stack-start stack-stop stack-status clean
+.PHONY: build man test fmt-check vet bench fuzz demo demo-rabbitmq demo-kafka seed stack-start stack-stop stack-status clean
 
 build:
 	$(GO) build -o bin/dlqctl .
+
+# One roff page per command, generated from the command tree (cobra/doc);
+# internal/mangen's test builds them into a temporary directory.
+man:
+	$(GO) run ./scripts/dlqctl-man -out man
 
 fmt-check:
 	@bad="$$(gofmt -l .)"; \
@@ -119,4 +126,4 @@ stack-status:
 	@$(STACK) status
 
 clean:
-	rm -rf bin
+	rm -rf bin man

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/archive"
 	"github.com/dlqctl/dlqctl/pkg/broker"
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -161,8 +161,8 @@ func NewCmdArchive(f *Factory, runF func(context.Context, *ArchiveOptions) error
 	fl.StringVar(&opts.SSE, "sse", "", "server-side encryption: AES256, aws:kms or aws:kms:dsse (default: the bucket's)")
 	fl.StringVar(&opts.KMSKeyID, "kms-key-id", "", "KMS key for --sse aws:kms")
 	fl.Float64Var(&opts.Rate, "rate", 0, "receive at most this many messages per second (0 = unlimited)")
-	fl.DurationVar(&opts.Visibility, "visibility", 60*time.Second, "how long held messages stay hidden between heartbeats")
-	fl.IntVar(&opts.Concurrency, "concurrency", 4, "concurrent receivers")
+	fl.DurationVar(&opts.Visibility, "visibility", 60*time.Second, "how long held messages stay hidden between heartbeats (60s, where the other commands take 30s: an archived message stays held until the S3 part holding it is written and verified)")
+	fl.IntVar(&opts.Concurrency, "concurrency", 4, "concurrent receivers (4, where redrive and restore take 8: every receiver's messages stay held until their S3 part is verified, so more receivers hold more messages in flight)")
 	fl.BoolVar(&opts.WaitInFlight, "wait-inflight", true, waitInFlightHelp)
 	fl.StringVar(&opts.RateShareRaw, "rate-share", "", rateShareHelp)
 	c.AddCommand(newCmdArchiveVerify(f, nil))
@@ -233,18 +233,17 @@ func parseSize(s string) (int64, error) {
 }
 
 func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
-	if isAMQPRef(opts.Queue) {
-		return amqpArchiveRun(ctx, opts)
-	}
 	f := opts.F
-	if isKafkaRef(opts.Queue) {
-		return kafkaArchiveRun(ctx, opts)
+	if opts.DeleteRecords && (!opts.Delete || !f.Opts.Yes) {
+		return errs.BadInputf("--delete-records deletes records from the topic for good: it needs --delete (so only verified records are below the committed offsets) and --yes")
 	}
-	c, q, err := f.ResolveQueue(ctx, opts.Queue)
+	ep, err := f.Endpoint(ctx, opts.Queue)
 	if err != nil {
 		return err
 	}
-	if err := refuseFlags(f.SQSQueue(c, q).Capabilities(), opts.flags, false); err != nil {
+	defer closeEndpoint(ep)
+	caps := ep.Capabilities()
+	if err := refuseFlags(caps, opts.flags, false); err != nil {
 		return err
 	}
 	// Every archived record carries its class, action and rule (the
@@ -254,7 +253,7 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := prepareLogs(ctx, f, q.URL, sel, &opts.Selection.Logs); err != nil {
+	if err := prepareLogs(ctx, f, ep.String(), sel, &opts.Selection.Logs); err != nil {
 		return err
 	}
 	api, err := f.S3For(ctx, opts.Dest.Bucket)
@@ -264,17 +263,35 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	if err := archive.CheckBucket(ctx, api, opts.Dest.Bucket); err != nil {
 		return err
 	}
-	for _, w := range SideEffectWarnings(q) {
-		if q.FIFO && opts.Delete && strings.Contains(w, "is FIFO") {
-			continue // --delete consumes what it archives; groups unlock part by part
+	depth, err := ep.Depth(ctx)
+	if err != nil {
+		return openErr(err)
+	}
+	if pw, ok := ep.(broker.PeekWarner); ok {
+		for _, w := range pw.PeekWarnings() {
+			if caps.Ordering == broker.OrderGroupLock && opts.Delete && strings.Contains(w, "is FIFO") {
+				continue // --delete consumes what it archives; groups unlock part by part
+			}
+			f.IO.Warnf("%s", w)
 		}
-		f.IO.Warnf("%s", w)
 	}
 	aopts := archive.Options{
 		Dest: opts.Dest, Selection: sel.Describe(), Max: opts.Max, Delete: opts.Delete,
 		PartSize: opts.PartSize, PartRecords: opts.PartRecords, Visibility: opts.Visibility, Workers: opts.Concurrency,
 		Encryption:  archive.Encryption{SSE: opts.SSE, KMSKeyID: opts.KMSKeyID},
 		ToolVersion: Version(),
+	}
+	hl, limited := ep.(broker.HeldLimiter)
+	if limited {
+		n, why := hl.HeldLimit(opts.Delete)
+		aopts.MaxHeld = n
+		switch {
+		case opts.Delete && aopts.PartRecords > n:
+			f.Verbosef("parts close at %d records (%s)", n, why)
+			aopts.PartRecords = n
+		case !opts.Delete && depth.Ready > int64(n):
+			f.IO.Warnf("%s holds %d messages; without --delete an archive holds every message it reads until the end, and %s: the archive will be partial", ep.Name(), depth.Ready, why)
+		}
 	}
 	if sel != nil {
 		watchFilterErrors(f, sel)
@@ -283,43 +300,120 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	share, _ := parseRateShare(opts.RateShareRaw) // validated
 	if share != nil {
 		aopts.Rate, aopts.Peers = share.Rate(opts.Rate), share.N
+		if caps.Sharing == broker.ShareCompeting {
+			// The processes are competing consumers of the queue: the
+			// source tags its reader as one of the share's, so at the end
+			// what the peers hold is theirs and what other applications
+			// hold is not.
+			aopts.Share = broker.Share{I: share.I, N: share.N}
+		}
 	} else {
 		aopts.Rate = opts.Rate
 	}
-	if opts.WaitInFlight {
+	if opts.WaitInFlight && caps.Hold == broker.HoldLease {
 		aopts.WaitInFlight = maxWaitInFlight
 	}
 	format, _ := f.Format()
 	if opts.DryRun {
-		return archivePlan(ctx, f, f.SQSQueue(c, q), int64(q.Counts().Visible), aopts, format)
+		// A peek: every message read is held to the end, then given back.
+		popts := aopts
+		if limited {
+			popts.MaxHeld, _ = hl.HeldLimit(false)
+		}
+		return archivePlan(ctx, f, ep, depth.Ready, popts, format)
 	}
 	if opts.Delete {
-		if err := confirmArchiveDelete(f, q, sel.Describe(), opts); err != nil {
+		if err := confirm(f,
+			fmt.Sprintf("Archive %s from %s (%d %s) to %s and %s once its part is verified?", limitedWhat(sel.Describe(), 0, opts.Max), ep.Name(), depth.Ready, waitingWord(caps), opts.Dest, removalWords(caps)),
+			fmt.Sprintf("archive --delete %s; pass --yes to confirm (see what would be archived with --dry-run)", removedWords(caps, ep.Name())),
+			"archive --delete not confirmed; nothing was changed"); err != nil {
 			return err
 		}
 	}
 	prog := output.NewProgress(f.IO, format)
-	rep := &archiveReporter{f: f, prog: prog, start: time.Now(), total: int64(q.Counts().Visible)}
+	rep := &archiveReporter{f: f, prog: prog, start: time.Now(), total: depth.Ready}
 	if opts.Max > 0 {
 		rep.total = min(rep.total, int64(opts.Max))
 	}
 	aopts.Reporter = rep
-	res, runErr := archive.Run(ctx, f.SQSQueue(c, q), api, aopts)
+	res, runErr := archive.Run(ctx, ep, api, aopts)
 	prog.Done()
 	if res == nil {
-		return runErr
+		return runEndErr(runErr)
 	}
 	if err := printArchiveSummary(f, prog, format, res, runErr); err != nil {
 		return err
 	}
-	return runErr
+	if runErr == nil && opts.DeleteRecords {
+		rd, ok := ep.(broker.RecordDeleter)
+		if !ok { // the refusal table keeps --delete-records to brokers that delete by offset
+			return errs.BadInputf("--delete-records: %s cannot delete records by offset", caps.Label)
+		}
+		lines, err := rd.DeleteHandled(ctx)
+		if err != nil {
+			return err
+		}
+		if len(lines) == 0 {
+			f.IO.Infof("--delete-records: nothing below the committed offsets to delete")
+		}
+		for _, l := range lines {
+			f.IO.Infof("--delete-records: %s", l)
+		}
+	}
+	return runEndErr(runErr)
 }
 
-func confirmArchiveDelete(f *Factory, q *sqs.Queue, what string, opts *ArchiveOptions) error {
-	return confirm(f,
-		fmt.Sprintf("Archive %s from %s (%d visible) to %s and delete each from the queue once its part is verified?", limitedWhat(what, 0, opts.Max), q.Name, q.Counts().Visible, opts.Dest),
-		fmt.Sprintf("archive --delete removes archived messages from %s; pass --yes to confirm (see what would be archived with --dry-run)", q.Name),
-		"archive --delete not confirmed; nothing was changed")
+// waitingWord names what a broker's ready count counts, for prompts.
+func waitingWord(caps broker.Capabilities) string {
+	switch {
+	case caps.Removal == broker.RemoveCommitOffset:
+		return "pending"
+	case caps.Hold == broker.HoldLease:
+		return "visible"
+	}
+	return "ready"
+}
+
+// removalWords says how a handled message leaves the queue on this
+// broker, for the archive --delete prompt ("... and <words> once its part
+// is verified?").
+func removalWords(caps broker.Capabilities) string {
+	switch {
+	case caps.Removal == broker.RemoveCommitOffset:
+		return "commit dlqctl's consumer group past each record"
+	case caps.Hold == broker.HoldLease:
+		return "delete each from the queue"
+	}
+	return "acknowledge each"
+}
+
+// removedWords says what archive --delete changes on the broker, for the
+// sentence that asks for --yes.
+func removedWords(caps broker.Capabilities, name string) string {
+	if caps.Removal == broker.RemoveCommitOffset {
+		return "moves dlqctl's consumer group's committed offsets on " + name + " past what it archives"
+	}
+	return "removes archived messages from " + name
+}
+
+// openErr maps an error met while looking at the queue, before anything
+// changed: bad input stays bad input; an unreachable broker, a refused
+// login and a missing queue or topic are exit 2 on every broker.
+func openErr(err error) error {
+	if errs.Code(err) == errs.ExitUsage {
+		return err
+	}
+	return broker.StartError(err)
+}
+
+// runEndErr maps the error that ended a run, after it may have changed
+// something: bad input and a queue or topic that is gone are exit 2; a
+// broker lost in the middle of a run is an error (1).
+func runEndErr(err error) error {
+	if err != nil && errors.Is(err, broker.ErrNotFound) && errs.Code(err) != errs.ExitUsage {
+		return errs.BadInput(err)
+	}
+	return err
 }
 
 // archiveReporter renders archive progress: the shared progress bar /
@@ -488,6 +582,9 @@ func archivePlan(ctx context.Context, f *Factory, ep broker.Endpoint, total int6
 		prog.Update(output.Stats{Op: "scan", Done: int64(seen), Total: total}, false)
 	})
 	prog.Done()
+	if errors.Is(err, broker.ErrPeekUnsafe) && errs.Code(err) != errs.ExitUsage {
+		return errs.BadInput(err)
+	}
 	if err != nil {
 		return err
 	}

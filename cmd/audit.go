@@ -104,7 +104,7 @@ error).`),
 			if len(args) > 0 && opts.Prefix != "" && !auditScopes(args[0]) {
 				return errs.BadInputf("audit takes QUEUE arguments or --prefix, not both; drop one of them")
 			}
-			if opts.InvestigationWindow < 0 || opts.InvestigationWindow > health.MaxRetention {
+			if opts.InvestigationWindow < 0 || opts.InvestigationWindow > maxRetention {
 				return errs.BadInputf("--investigation-window must be between 0 and 14d (the SQS retention maximum), got %s", window.String())
 			}
 			sev, err := health.ParseSeverity(failOn)
@@ -128,7 +128,7 @@ error).`),
 	fl.StringVar(&opts.Prefix, "prefix", "", "only queues whose name starts with P (plus their DLQs and sources)")
 	fl.Var(&window, "investigation-window", "how long a message must stay in the DLQ after its source would have expired it (e.g. 7d, 36h)")
 	fl.StringVar(&failOn, "fail-on", "error", "exit 3 when a finding has at least this severity: error, warn or info")
-	fl.IntVar(&opts.Sample, "sample", 50, "messages to sample per DLQ for the expiring-within-24h check (0 skips it)")
+	fl.IntVar(&opts.Sample, "sample", 50, "messages to sample per DLQ for the expiring-within-24h check (0 skips it; 50, where group and classify read 1000 of one queue: audit samples every DLQ it looks at)")
 	fl.DurationVar(&opts.Visibility, "visibility", 30*time.Second, "how long sampled messages stay hidden between heartbeats")
 	return c
 }
@@ -275,3 +275,7 @@ func parseDayDuration(s string) (time.Duration, error) {
 	}
 	return days + v, nil
 }
+
+// maxRetention is the longest retention a broker keeps a message (SQS's
+// 14 days): a longer investigation window could never be met.
+const maxRetention = 14 * 24 * time.Hour

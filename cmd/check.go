@@ -139,7 +139,7 @@ IAM action, 'dlqctl help iam'); exit 1 an error. A monitor should alert on those
 	fl.IntVar(&maxVisible, "max-visible", 0, "breach when more than N messages are visible")
 	fl.Var(&maxAge, "max-age", "breach when the oldest message (sampled where the broker does not know it) is older than D (e.g. 30m, 2d)")
 	fl.StringVar(&maxGrowth, "max-growth", "", "breach when more than N messages arrive per window, written N/WINDOW (e.g. 50/5m)")
-	fl.IntVar(&opts.Sample, "sample", 20, "messages to sample for --max-age")
+	fl.IntVar(&opts.Sample, "sample", 20, "messages to sample for --max-age (20, where group and classify read 1000: a check runs every few minutes, and each sampled message is hidden from the consumers for --visibility)")
 	fl.DurationVar(&opts.Visibility, "visibility", 30*time.Second, "how long sampled SQS messages stay hidden between heartbeats")
 	fl.DurationVar(&opts.GrowthSample, "growth-sample", 0, "with no saved reading old enough, measure growth over this long now (e.g. 30s)")
 	return c

@@ -480,7 +480,18 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	if format != output.Table {
 		return output.WriteJSON(f.IO.Out, ExplainReport{MessageID: rec.MessageID, Explanation: found})
 	}
-	w := f.IO.Out
+	var redactor *inspect.Redactor
+	if !opts.NoRedact {
+		redactor = inspect.NewRedactor(opts.Redact)
+	}
+	writeExplanation(f.IO.Out, rec, found, opts.Selection.MinConf(), redactor)
+	return nil
+}
+
+// writeExplanation prints the text of `classify --explain` for rec (the
+// message screen of `dlqctl ui` shows the same); redactor masks the log
+// lines shown (nil: --no-redact).
+func writeExplanation(w io.Writer, rec record.Record, found *classify.Explanation, minConf float64, redactor *inspect.Redactor) {
 	fmt.Fprintf(w, "message %s", rec.MessageID)
 	var ctxParts []string
 	if s := record.ARNName(rec.System.SourceQueueARN, "sqs"); s != "" {
@@ -498,8 +509,8 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	fmt.Fprintln(w)
 	writeAnalysis(w, found)
 	shown := rec
-	if !opts.NoRedact {
-		shown = inspect.NewRedactor(opts.Redact).Record(rec)
+	if redactor != nil {
+		shown = redactor.Record(rec)
 	}
 	writeLogLines(w, &shown)
 	fmt.Fprintf(w, "rules: %s\n", found.Source)
@@ -525,13 +536,12 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	if o.Rule == classify.DefaultRuleName {
 		fmt.Fprintf(w, "  no rule matched: the default applies\n")
 	}
-	fmt.Fprintf(w, "confidence: %.2f%s\n", o.Confidence, confidenceNote(o, opts.Selection.MinConf()))
+	fmt.Fprintf(w, "confidence: %.2f%s\n", o.Confidence, confidenceNote(o, minConf))
 	fmt.Fprintf(w, "=> class %s, action %s (rule %s)", o.Class, o.Action, o.Rule)
 	if o.Note != "" {
 		fmt.Fprintf(w, ": %s", o.Note)
 	}
 	fmt.Fprintln(w)
-	return nil
 }
 
 // confidenceNote says whether --class would select the decision.

@@ -74,7 +74,7 @@ A Kafka topic (kafka://; the --kafka-* flags, DLQCTL_KAFKA_PASSWORD):
   kafka bootstrap          which bootstrap brokers answered, the cluster's brokers
   kafka sasl               the mechanism and whether the login was accepted;
                            AWS_MSK_IAM: the AWS credentials are loaded first
-  kafka topic              partitions, replication, records pending for --group
+  kafka topic              partitions, replication, records pending for --kafka-group
   kafka topic config       cleanup.policy, retention.ms (a warning when short
                            for a DLT, or compacted)
   kafka group              dlqctl's consumer group (default dlqctl-TOPIC):

@@ -365,7 +365,7 @@ func (f *Factory) auditors(ctx context.Context, refs []string, prefix string, on
 	if err != nil {
 		return nil, "", nil, err
 	}
-	return []broker.Auditor{&health.SQSAudit{Client: c, Queues: queues, Prefix: prefix, OnSample: onSample}}, "queue(s)", nil, nil
+	return []broker.Auditor{&sqs.Auditor{Client: c, Queues: queues, Prefix: prefix, OnSample: onSample, Sample: health.Sample}}, "queue(s)", nil, nil
 }
 
 // dlqLister is what `queues` lists: the region's SQS dead-letter queues

@@ -2,12 +2,18 @@ package cmd
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 )
 
@@ -19,7 +25,29 @@ func addKafkaFlags(fs *pflag.FlagSet, c *kafka.Config) {
 	fs.StringVar(&c.CAFile, "kafka-ca", "", "Kafka: PEM file of extra CA certificates (implies --kafka-tls)")
 	fs.StringVar(&c.SASL, "kafka-sasl", "", "Kafka: SASL mechanism PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (password in "+kafka.EnvPassword+") or AWS_MSK_IAM (the AWS credential chain)")
 	fs.StringVar(&c.User, "kafka-user", "", "Kafka: SASL user (or kafka://USER@HOST:PORT/TOPIC)")
-	fs.StringVar(&c.Group, "group", "", "Kafka: dlqctl's consumer group on the topic, whose committed offsets are the journal (default dlqctl-TOPIC)")
+	fs.StringVar(&c.Group, "kafka-group", "", "Kafka: dlqctl's consumer group on the topic, whose committed offsets are the journal (default dlqctl-TOPIC)")
+	// --group was this flag's first name; it reads like the group command.
+	// Hidden, and noted as deprecated on stderr (noteDeprecatedFlags):
+	// pflag's own MarkDeprecated note goes through cobra's OutOrStderr,
+	// which is stdout here (root.SetOut), into -o json.
+	fs.StringVar(&c.Group, "group", "", "Kafka: the old name of --kafka-group")
+	fs.Lookup("group").Hidden = true
+}
+
+// deprecatedFlags are the flags that still work under an old name, with
+// what to use instead (cobra's wording).
+var deprecatedFlags = map[string]string{
+	"group": "use --kafka-group (dlqctl's Kafka consumer group; 'dlqctl group' is an unrelated command)",
+}
+
+// noteDeprecatedFlags writes cobra's deprecation note to stderr for each
+// deprecated flag given.
+func noteDeprecatedFlags(c *cobra.Command, errOut io.Writer) {
+	c.Flags().Visit(func(fl *pflag.Flag) {
+		if msg, ok := deprecatedFlags[fl.Name]; ok {
+			fmt.Fprintf(errOut, "Flag --%s has been deprecated, %s\n", fl.Name, msg)
+		}
+	})
 }
 
 // explicitBool is a boolean flag that also records that it was given, so
@@ -73,4 +101,40 @@ type KafkaRedriveFlags struct {
 func (k *KafkaRedriveFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&k.MaxDestLag, "max-dest-lag", nil, "Kafka guard: GROUP:N, stop (or pause, --on-guard) while consumer group GROUP lags more than N records on the destination topic (repeatable)")
 	fs.BoolVar(&k.ExactlyOnce, "exactly-once", false, "Kafka: produce each batch and commit its offsets in one transaction (read_committed consumers of the destination see a batch whole or not at all)")
+}
+
+// completeKafkaTopics completes kafka://HOST:PORT[,…]/PREFIX with the
+// cluster's topics (metadata, internal topics left out), with the
+// connection flags of the command line (TLS, SASL, MSK IAM).
+func (f *Factory) completeKafkaTopics(ctx context.Context, toComplete string) []string {
+	hosts, prefix, ok := strings.Cut(toComplete[len("kafka://"):], "/")
+	if !ok || hosts == "" {
+		return nil
+	}
+	ref, err := broker.ParseRef("kafka://" + hosts + "/__dlqctl_complete")
+	if err != nil {
+		return nil
+	}
+	ep, err := kafka.Open(ctx, ref, f.kafkaConfig())
+	if err != nil {
+		return nil
+	}
+	defer ep.Close()
+	cl, err := kafka.NewClient(ep.Address(), ep.Conn())
+	if err != nil {
+		return nil
+	}
+	defer cl.Close()
+	tds, err := kadm.NewClient(cl).ListTopics(ctx)
+	if err != nil {
+		return nil
+	}
+	tds.FilterInternal()
+	var out []string
+	for _, name := range tds.Names() {
+		if strings.HasPrefix(name, prefix) {
+			out = append(out, "kafka://"+hosts+"/"+name)
+		}
+	}
+	return out
 }

@@ -42,7 +42,7 @@ With kafka://HOST:PORT[/PREFIX] it lists a Kafka cluster's dead-letter and
 retry topics instead (names starting with PREFIX): recognised by name
 (BASE-retry[-N], BASE-dlt, BASE-dlq, BASE.DLT) or by the dead-letter headers
 of their records, with each partition's end offset, dlqctl's committed offset
-(--group, default dlqctl-TOPIC) and pending records, the oldest pending
+(--kafka-group, default dlqctl-TOPIC) and pending records, the oldest pending
 record's age, retention and cleanup policy, and the source topics the
 headers name.`),
 		Example: `  dlqctl queues

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -95,7 +96,7 @@ counted as moved; it is deleted when received again, without a second send.
 
 A Kafka dead-letter topic (kafka://HOST:PORT/TOPIC) is redriven to the
 original topic named in each record's headers (or --to kafka://…/TOPIC), key
-kept, dead-letter headers dropped; dlqctl's consumer group (--group) is the
+kept, dead-letter headers dropped; dlqctl's consumer group (--kafka-group) is the
 journal, replayed records land after newer records with the same key, and
 --max-dest-lag GROUP:N and --exactly-once apply (docs/kafka.md). A re-run
 after a kill -9 waits for the killed run's group members (recorded in
@@ -211,7 +212,7 @@ func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&opts.To, "to", "source", "destination: source (each message's source queue) or a queue name, URL or ARN")
+	fl.StringVar(&opts.To, "to", "source", "destination: source (each message's source queue) or one queue: an SQS name, URL or ARN, amqp://… or kafka://… (see Addresses)")
 	opts.Selection.AddFlags(fl)
 	opts.Selection.AddLogsFlags(fl)
 	fl.IntVar(&opts.Max, "max", 0, "move at most N messages (0 = all)")
@@ -352,6 +353,9 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 	}
 	f := opts.F
 	if isKafkaRef(opts.DLQ) {
+		if os.Getenv("DLQCTL_KAFKA_ENGINE") == "pipeline" {
+			return endpointRedriveRun(ctx, opts)
+		}
 		return kafkaRedriveRun(ctx, opts)
 	}
 	c, dlq, err := f.ResolveQueue(ctx, opts.DLQ)
@@ -521,8 +525,15 @@ func crashDuplicatesNote(f *Factory, res *redrive.Result) {
 	if res == nil {
 		return
 	}
+	killed := res.RunID
+	if len(res.KilledRuns) > 0 {
+		killed = strings.Join(res.KilledRuns, ", ")
+	}
 	if res.MaybeTwiceResent > 0 {
-		f.IO.Infof("resumed run %s: %s", res.RunID, resentNote(res.MaybeTwiceResent))
+		f.IO.Infof("resumed run %s: %s", killed, resentNote(res.MaybeTwiceResent))
+	}
+	if res.AbortedResent > 0 {
+		f.IO.Infof("resumed run %s: %s", killed, abortedNote(res.AbortedResent))
 	}
 	if res.UnconfirmedGone > 0 {
 		f.IO.Infof("resumed run %s: %s", res.RunID, goneNote(res.UnconfirmedGone))
@@ -609,7 +620,14 @@ type RedriveSummary struct {
 	DLQ    string           `json:"dlq"`
 	To     string           `json:"to"`
 	Canary *redrive.Verdict `json:"canary,omitempty"`
+	// PendingAfter is what the DLQ still holds for the run's reader after
+	// the run, on brokers whose counts are exact (Kafka: the group's
+	// pending records); absent elsewhere.
+	PendingAfter *int64 `json:"pending_after,omitempty"`
 }
+
+// Verdict is the canary verdict (nil without a canary).
+func (s RedriveSummary) Verdict() *redrive.Verdict { return s.Canary }
 
 func printRedriveSummary(f *Factory, prog *output.Progress, dlq *sqs.Queue, router redrive.Router, res *redrive.Result, v *redrive.Verdict, status string) error {
 	sum := RedriveSummary{Result: res, Status: status, DLQ: dlq.Name, To: router.Describe(), Canary: v}

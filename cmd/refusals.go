@@ -127,6 +127,7 @@ var flagNeeds = []flagNeed{
 	{Flag: "kafka-ca", Role: roleAny, Need: needKafka},
 	{Flag: "kafka-sasl", Role: roleAny, Need: needKafka},
 	{Flag: "kafka-user", Role: roleAny, Need: needKafka},
+	{Flag: "kafka-group", Role: roleAny, Need: needKafka},
 	{Flag: "group", Role: roleAny, Need: needKafka},
 	{Flag: "sqs-endpoint-url", Role: roleAny, Need: needSQS},
 }
@@ -154,6 +155,8 @@ var anyBrokerFlags = map[string]bool{
 	// health and setup
 	"prefix": true, "fail-on": true, "max-age": true, "max-visible": true, "interval": true, "count": true,
 	"archive": true,
+	// ui
+	"read-only": true, "refresh": true, "archive-to": true,
 }
 
 // cmdRef is one reference of a command: its broker and how it is shown.
@@ -200,6 +203,9 @@ var commandRefs = map[string]func(c *cobra.Command, args []string) []cmdRef{
 	"doctor": func(c *cobra.Command, args []string) []cmdRef {
 		return append(argRefs(roleSource, true)(c, args), parseRefs(roleDest, flagValue(c, "to"))...)
 	},
-	"runs":    noRefs,
-	"filters": noRefs,
+	"runs":       noRefs,
+	"filters":    noRefs,
+	"exit-codes": noRefs,
+	"addresses":  noRefs,
+	"ui":         argRefs(roleSource, true),
 }

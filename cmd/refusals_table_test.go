@@ -35,7 +35,7 @@ var refusalBrokers = []string{broker.SQS, broker.AMQP, broker.Kafka}
 func refusalArgs(cmd, b string) []string {
 	ref := refusalRefs[b]
 	switch cmd {
-	case "archive verify", "runs", "filters":
+	case "archive verify", "runs", "filters", "exit-codes", "addresses":
 		return nil
 	case "restore":
 		return []string{"s3://archive-bucket/run=1/", "--to", ref}
@@ -69,12 +69,12 @@ var wantAccepted = map[string][]string{
 	},
 	"redrive --max-dest-backlog":     {broker.SQS, broker.AMQP},
 	"redrive --transform":            {broker.SQS, broker.AMQP},
-	"restore --transform":            {broker.SQS, broker.AMQP},
-	"restore --transform-file":       {broker.SQS, broker.AMQP},
 	"redrive --transform-file":       {broker.SQS, broker.AMQP},
 	"redrive --archive-originals":    {broker.SQS, broker.AMQP},
 	"redrive --originals-sse":        {broker.SQS, broker.AMQP},
 	"redrive --originals-kms-key-id": {broker.SQS, broker.AMQP},
+	"restore --transform":            {broker.SQS, broker.AMQP},
+	"restore --transform-file":       {broker.SQS, broker.AMQP},
 	"restore --max-dest-backlog":     {broker.SQS, broker.AMQP},
 	"redrive --verify-drain":         {broker.SQS, broker.AMQP},
 	"redrive --max-returns":          {broker.SQS, broker.AMQP},
@@ -95,6 +95,7 @@ var wantAccepted = map[string][]string{
 	"* --kafka-ca":                   {broker.Kafka},
 	"* --kafka-sasl":                 {broker.Kafka},
 	"* --kafka-user":                 {broker.Kafka},
+	"* --kafka-group":                {broker.Kafka},
 	"* --group":                      {broker.Kafka},
 	"* --sqs-endpoint-url":           {broker.SQS},
 }
@@ -328,7 +329,8 @@ func TestRefusalSentences(t *testing.T) {
 			"--amqp-ca needs a RabbitMQ reference (amqp://, amqps://); Kafka is reached without it: drop --amqp-ca"},
 		// Accepted: Kafka's flags on Kafka, RabbitMQ's on RabbitMQ, the
 		// AWS settings anywhere (S3, MSK IAM).
-		{"redrive", []string{refusalRefs[broker.Kafka], "--exactly-once", "--max-dest-lag", "billing:100", "--kafka-tls", "--group", "g", "--region", "eu-west-1"}, ""},
+		{"redrive", []string{refusalRefs[broker.Kafka], "--exactly-once", "--max-dest-lag", "billing:100", "--kafka-tls", "--kafka-group", "g", "--region", "eu-west-1"}, ""},
+		{"redrive", []string{refusalRefs[broker.Kafka], "--group", "g"}, ""},
 		{"archive", []string{refusalRefs[broker.AMQP], "--to", "s3://b/p", "--amqp-prefetch", "10", "--endpoint-url", "http://127.0.0.1:4566"}, ""},
 		{"restore", []string{"s3://b/p/run=1/", "--to", refusalRefs[broker.Kafka], "--kafka-tls", "--rate", "5"}, ""},
 	} {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/archive"
 	"github.com/dlqctl/dlqctl/pkg/broker"
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -115,7 +114,7 @@ func NewCmdRestore(f *Factory, runF func(context.Context, *RestoreOptions) error
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&opts.To, "to", "", "destination queue name, URL or ARN, or a Kafka topic kafka://HOST:PORT/TOPIC (required)")
+	fl.StringVar(&opts.To, "to", "", "destination (required): an SQS queue name, URL or ARN, a RabbitMQ queue or exchange amqp://…, or a Kafka topic kafka://HOST:PORT/TOPIC (see Addresses)")
 	opts.Selection.AddFlags(fl)
 	fl.IntVar(&opts.Max, "max", 0, "restore at most N messages (0 = all)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing; print what would be sent and how long it would take")
@@ -176,15 +175,31 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	if err != nil {
 		return err
 	}
-	if isAMQPRef(opts.To) {
-		return amqpRestoreRun(ctx, opts, ref, m)
-	}
-	if isKafkaRef(opts.To) {
-		return kafkaRestoreRun(ctx, opts, ref, m)
-	}
-	c, dest, err := f.ResolveQueue(ctx, opts.To)
+	ep, err := f.Endpoint(ctx, opts.To)
 	if err != nil {
 		return err
+	}
+	defer closeEndpoint(ep)
+	caps := ep.Capabilities()
+	dest, err := ep.Target(ctx)
+	if err != nil {
+		return openErr(err)
+	}
+	// A canary watches the queue the destination dead-letters to, found
+	// before anything is verified or sent: a destination without one (or
+	// whose failures are dropped) is refused, since a canary there could
+	// only pass. (The refusal table keeps --canary to brokers whose
+	// destinations name one.)
+	var watch broker.Endpoint
+	if opts.Canary > 0 {
+		dw, ok := ep.(broker.DeadLetterWatcher)
+		if !ok {
+			return errs.BadInputf("--canary watches the destination's dead-letter queue, and %s names none; restore a first part with --max N, then the rest", ep.Name())
+		}
+		if watch, err = dw.DeadLetterEndpoint(ctx); err != nil {
+			return err
+		}
+		defer closeEndpoint(watch)
 	}
 	sel, _ := opts.Selection.Selector()
 	watchFilterErrors(f, sel)
@@ -192,30 +207,28 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	if sel != nil {
 		selector = sel
 	}
-	var destDLQ *sqs.Queue
-	if rp := dest.RedrivePolicy(); rp != nil {
-		if q, err := c.Resolve(ctx, rp.DeadLetterTargetARN); err == nil {
-			destDLQ = q
-		}
+	if caps.Ordering == broker.OrderGroupLock && !m.Queue.FIFO {
+		f.IO.Warnf("%s is FIFO but the archive of %s is not: records without a message group will be skipped", ep.Name(), m.Queue.Name)
 	}
-	if opts.Canary > 0 && destDLQ == nil {
-		return errs.BadInputf("--canary watches the destination's DLQ, but %s has no RedrivePolicy; restore to a queue with a DLQ or drop --canary", dest.Name)
-	}
-	if dest.FIFO && !m.Queue.FIFO {
-		f.IO.Warnf("%s is FIFO but the archive of %s is not: records without a message group will be skipped", dest.Name, m.Queue.Name)
-	}
-
 	if err := verifyBeforeRestore(ctx, f, ref, m); err != nil {
 		return err
 	}
-
-	router := sqs.ToQueue(dest)
-	if opts.xf, err = opts.Transform.compile(f.SQSQueue(c, dest).Capabilities()); err != nil {
+	router := fixedRouter{dest}
+	if opts.xf, err = opts.Transform.compile(caps); err != nil {
 		return err
 	}
 	watchTransformErrors(f, opts.xf)
+	pub, err := ep.OpenPublisher(ctx)
+	if err != nil {
+		return openErr(err)
+	}
+	defer pub.Close(context.WithoutCancel(ctx))
 	if opts.DryRun {
-		return restorePlan(ctx, opts, ref, m, router, sqs.NewPublisher(nil), selector)
+		return restorePlan(ctx, opts, ref, m, router, pub, selector)
+	}
+	var destDepth func(context.Context, broker.Destination) (broker.Depth, error)
+	if dd, ok := ep.(broker.DestinationDepther); ok {
+		destDepth = dd.DestinationDepth
 	}
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
@@ -225,28 +238,41 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 		total = min(total, max)
 	}
 	concurrency := opts.Concurrency
-	if dest.FIFO {
-		concurrency = 1 // archive order is group order; one sender keeps it
+	if caps.Ordering == broker.OrderGroupLock || caps.Ordering == broker.OrderPartition {
+		// The archive's order is each group's (partition's) order: one
+		// sender keeps it, where parallel batches could swap two
+		// messages of one group or key.
+		concurrency = 1
 	}
-	raw, _ := json.Marshal(opts)
+	if caps.ReplayNote != "" {
+		f.IO.Infof("note: %s", caps.ReplayNote)
+	}
+	shown := *opts
+	shown.To = ep.String()
+	raw, _ := json.Marshal(&shown)
 	spec := redrive.RunSpec{
 		StateDir: f.StateDir(),
-		Meta: redrive.RunMeta{Kind: "restore", Source: ref.Name(), Destination: dest.Name,
-			Fingerprint: opts.fingerprint(dest.ARN), Options: raw, Transform: opts.Transform.meta(opts.xf)},
+		Meta: redrive.RunMeta{Kind: "restore", Source: ref.Name(), Destination: ep.Name(),
+			Fingerprint: opts.fingerprint(ep.ID()), Options: raw, Transform: opts.Transform.meta(opts.xf)},
 		RefuseCompleted: true, Again: opts.Again,
 		AlreadyDone: func(done redrive.RunInfo) error {
 			// An archive never drains: the same restore run twice would
 			// send every message twice.
-			return errs.BadInputf("%s was already restored to %s by run %s (%s); pass --again to send it once more", ref.Name(), dest.Name, done.ID, done.Updated.Format(time.RFC3339))
+			return errs.BadInputf("%s was already restored to %s by run %s (%s); pass --again to send it once more", ref.Name(), ep.Name(), done.ID, done.Updated.Format(time.RFC3339))
 		},
 		OnResume: func(prev redrive.RunInfo) {
 			f.IO.Infof("resuming unfinished restore %s (%s; %d sent): already-sent messages are not sent again", prev.ID, prev.Status, prev.Sent)
 		},
-		Confirm:   func() error { return confirmRestore(f, m, dest, sel.Describe(), opts) },
+		Confirm: func() error {
+			return confirm(f,
+				fmt.Sprintf("Send %s of %d archived message(s) of %s to %s?", limitedWhat(sel.Describe(), opts.Canary, opts.Max), m.Records(), m.Queue.Name, dest.Label),
+				fmt.Sprintf("restore sends archived messages to %s; pass --yes to confirm (see what would be sent with --dry-run)", dest.Label),
+				"restore not confirmed; nothing was sent")
+		},
 		OnJournal: func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) },
 		Source:    archive.NewRestoreSource(ref.Src, m),
 		Move: redrive.Options{
-			Publisher: sqs.NewPublisher(c), DestDepth: c.DestinationDepth,
+			Publisher: pub, DestDepth: destDepth,
 			Router: router, Select: selector, Max: max,
 			Rate: opts.Rate, Ramp: opts.Ramp, RampEvery: opts.RampEvery, Concurrency: concurrency,
 			Guards: opts.GuardFlags.guards(0), Total: total,
@@ -255,27 +281,34 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	}
 	opts.PaceFlags.apply(&spec.Move) // this process's share of --rate/--ramp (--rate-share)
 	if opts.Canary > 0 {
-		watch := f.SQSQueue(c, destDLQ)
-		window, err := opts.CanaryFlags.canaryWindow(ctx, f, watch, destinations([]*sqs.Queue{dest}))
+		dests := []broker.Destination{dest}
+		window, err := opts.CanaryFlags.canaryWindow(ctx, f, watch, dests)
 		if err != nil {
 			return err
 		}
-		spec.Canary = &redrive.CanarySpec{Watch: watch, Dests: destinations([]*sqs.Queue{dest}), DestDepth: c.DestinationDepth, Baseline: sqs.Depths(dest),
-			Verify: window.Verify(redrive.VerifyOptions{Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: 30 * time.Second}),
+		baseline := map[string]int{}
+		if destDepth != nil {
+			if d, err := destDepth(ctx, dest); err == nil {
+				baseline[dest.Key] = int(d.Ready + d.Held + d.Delayed)
+			}
+		}
+		if _, ok := baseline[dest.Key]; !ok && opts.VerifyDrain {
+			return errs.BadInputf("--verify-drain compares the destination's depth before and after the canary, but %s has none; restore the canary --to a queue, or drop --verify-drain", dest.Label)
+		}
+		vopts := redrive.VerifyOptions{Poll: opts.VerifyPoll, Drain: opts.VerifyDrain}
+		if caps.Hold == broker.HoldLease {
+			vopts.Visibility = 30 * time.Second
+		}
+		spec.Canary = &redrive.CanarySpec{Watch: watch, Dests: dests, DestDepth: destDepth, Baseline: baseline,
+			Verify: window.Verify(vopts),
 			OnStart: func(moved int) {
-				f.IO.Infof("canary: sent %d message(s); watching %s for %s", moved, destDLQ.Name, window.For)
+				f.IO.Infof("canary: sent %d message(s) to %s; watching %s (where it dead-letters) for %s", moved, dest.Label, watch.Name(), window.For)
 			}}
 	}
-	return executeMove(ctx, f, prog, spec, sqsCloseWarning, func(out *redrive.Outcome) error {
-		return printRestoreSummary(f, prog, ref, dest.Name, out.Result, out.Verdict, out.Status)
+	err = executeMove(ctx, f, prog, spec, closeWarning(caps), func(out *redrive.Outcome) error {
+		return printRestoreSummary(f, prog, ref, ep.Name(), out.Result, out.Verdict, out.Status)
 	})
-}
-
-func confirmRestore(f *Factory, m *archive.Manifest, dest *sqs.Queue, what string, opts *RestoreOptions) error {
-	return confirm(f,
-		fmt.Sprintf("Send %s of %d archived message(s) of %s to %s?", limitedWhat(what, opts.Canary, opts.Max), m.Records(), m.Queue.Name, dest.Name),
-		fmt.Sprintf("restore sends archived messages to %s; pass --yes to confirm (see what would be sent with --dry-run)", dest.Name),
-		"restore not confirmed; nothing was sent")
+	return runEndErr(err)
 }
 
 // RestoreSummary is the JSON summary of a restore (-o json, NDJSON summary).
@@ -397,4 +430,13 @@ func verifyBeforeRestore(ctx context.Context, f *Factory, ref archive.Ref, m *ar
 		return errs.Verdictf("the archive failed verification, nothing was sent: %s", strings.Join(probs, "; "))
 	}
 	return nil
+}
+
+// closeWarning formats a failure to give back what a lease broker's
+// source still held at the end ("" where a source holds nothing).
+func closeWarning(caps broker.Capabilities) string {
+	if caps.Hold == broker.HoldLease {
+		return sqsCloseWarning
+	}
+	return ""
 }

@@ -44,6 +44,7 @@ func Main() int {
 
 // Run executes dlqctl with args on the given streams.
 func Run(ctx context.Context, io *output.IOStreams, args []string) int {
+	io = scrubStreams(io, args)
 	f := &Factory{IO: io}
 	root := NewRootCmd(f)
 	root.SetArgs(args)
@@ -95,12 +96,13 @@ amqp://… or kafka://…): access to the broker (AWS identity and IAM
 permissions; RabbitMQ login, vhost and queue; Kafka brokers, topic and
 group), state directory. The documentation —
 IAM policies per role, on-call runbooks — is built in: 'dlqctl help topics'.
-
-` + errs.ExitCodesHelp,
+How to name a queue on each broker: 'dlqctl help addresses'; what the exit
+codes mean: 'dlqctl help exit-codes'.`,
 		Version:       Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(c *cobra.Command, args []string) error {
+			noteDeprecatedFlags(c, f.IO.ErrOut)
 			if _, err := f.Format(); err != nil {
 				return err
 			}
@@ -166,19 +168,21 @@ IAM policies per role, on-call runbooks — is built in: 'dlqctl help topics'.
 		NewCmdCheck(f, nil),
 		NewCmdWatch(f, nil),
 		NewCmdDoctor(f, nil),
-		&cobra.Command{
-			Use:   "filters",
-			Short: "How --filter and rule expressions work",
-			Long:  inspect.ExprHelp,
-		},
+		NewCmdUI(f, nil),
 	)
+	root.AddCommand(helpTopics(inspect.ExprHelp)...)
 	documentPipedColumns(root)
 	annotateBrokerFlags(root)
+	installHelp(root)
+	installCompletion(root, f)
 	return root
 }
 
-// withExitCodes appends the exit code table to a command's long help.
-func withExitCodes(long string) string { return strings.TrimSpace(long) + "\n\n" + errs.ExitCodesHelp }
+// withExitCodes was the exit code table appended to a command's long
+// help; the table is now one topic, 'dlqctl help exit-codes', and every
+// command's help ends with a one-line summary pointing to it
+// (help_layout.go).
+func withExitCodes(long string) string { return strings.TrimSpace(long) }
 
 // exactArgs is cobra.ExactArgs with a usage-class error naming what is missing.
 func exactArgs(n int, what string) cobra.PositionalArgs {

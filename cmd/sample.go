@@ -45,10 +45,13 @@ received (hidden for --visibility while dlqctl holds them), turned into
 message records, and released (visibility 0) before dlqctl exits, also on
 Ctrl-C and on errors. Nothing is deleted.
 
-QUEUE is a queue name, URL or ARN (or sqs://NAME), or a Kafka topic
-kafka://HOST:PORT/TOPIC (read from dlqctl's group's committed offsets to the
-end offsets at the start, read_committed, nothing committed; docs/kafka.md). --from reads records from a file written
-by 'sample -o ndjson' instead (- for stdin).
+QUEUE is an SQS queue name, URL or ARN (or sqs://NAME), a RabbitMQ queue
+amqp://USER@HOST:PORT/VHOST/QUEUE (peeked with manual acks and requeued;
+docs/rabbitmq.md), or a Kafka topic kafka://HOST:PORT/TOPIC (read from
+dlqctl's group's committed offsets to the end offsets at the start,
+read_committed, nothing committed; docs/kafka.md); 'dlqctl help addresses'
+has every form. --from reads records from a file written by
+'sample -o ndjson' instead (- for stdin).
 
 Side effects to know: every receive increments ApproximateReceiveCount; if
 the DLQ itself has a RedrivePolicy, peeking counts toward moving messages on;

@@ -55,7 +55,7 @@ read the queue once, without consuming it, to search the logs in batches.`
 
 // AddFlags registers --filter, --rules and --class on fs.
 func (s *SelectionFlags) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&s.Filter, "filter", "", "jq expression over the message record; keep messages where it is true (see 'dlqctl filters'); a message it raises an error on is not selected and counted, and a filter that fails on every message read stops the command (exit 2) before anything moves")
+	fs.StringVar(&s.Filter, "filter", "", "jq expression over the message record; keep messages where it is true (see 'dlqctl help filters'); a message it raises an error on is not selected and counted, and a filter that fails on every message read stops the command (exit 2) before anything moves")
 	fs.StringVar(&s.Rules, "rules", "", "classification rules file (YAML, see 'dlqctl help rules'); default: the built-in rules")
 	fs.StringSliceVar(&s.Classes, "class", nil, "keep only messages classified as these classes (comma-separated)")
 	fs.Var(minConfidenceValue{&s.MinConfidence}, "min-confidence", fmt.Sprintf("with --class, keep only decisions at or above this confidence (0..1, default %g; unknown is always kept)", classify.DefaultMinConfidence))
@@ -444,7 +444,11 @@ func prepareLogs(ctx context.Context, f *Factory, queueRef string, sel *classify
 	lk.memo = map[string]*record.Failure{}
 	var reqs []logs.Request
 	now := time.Now()
-	f.IO.Infof("logs: reading %s once (nothing is consumed) to search the logs for its messages in batches", record.ARNName(queueRef, "sqs"))
+	name := record.ARNName(queueRef, "sqs")
+	if name == "" { // a queue URL or name
+		name = queueRef[strings.LastIndex(queueRef, "/")+1:]
+	}
+	f.IO.Infof("logs: reading %s once (nothing is consumed) to search the logs for its messages in batches", name)
 	if _, err := f.ForEachRecord(ctx, InputOptions{Queue: queueRef, Visibility: 30 * time.Second}, func(rec *record.Record, parsed any) error {
 		if !rec.Failure.HasContext() {
 			reqs = append(reqs, lk.window.Request(rec, now))

@@ -49,4 +49,6 @@ run dlqctl group "$K/$prefix-orders-dlq" --by error
 run dlqctl check "$K/$prefix-orders-dlq" --max-visible 100 --max-age 1h
 
 heading "Done"
+echo "Open the dead-letter topics in the terminal UI (? for keys):"
+echo "  eval \"\$(scripts/stack.sh env)\"; bin/dlqctl ui $K/"
 echo "Stop the stack with: scripts/stack.sh stop"

@@ -47,4 +47,6 @@ heading "6. Archive the rest to S3, acknowledging after each verified part"
 run dlqctl archive "$dlq" --to "s3://$bucket/rabbitmq" --delete --yes
 run dlqctl sample "$dlq"
 echo
+echo "Open the vhost's DLQs in the terminal UI (? for keys):"
+echo "  eval \"\$(scripts/stack.sh env)\"; bin/dlqctl ui $vhost"
 echo "Stop the stack with: scripts/stack.sh stop"

@@ -155,6 +155,7 @@ Runbooks:            docs/runbooks/README.md
 
 The stack is still running. To keep exploring in this shell:
   eval "\$(scripts/stack.sh env)"
+  bin/dlqctl ui $dlq --state-dir $state     # the same triage and redrive, full screen (? for keys)
   bin/dlqctl sample $dlq -n 20 -o json
   bin/dlqctl classify --from $manifest --summary
   DLQCTL=bin/dlqctl scripts/canary-redrive.sh $dlq --class transient -- --state-dir $state

@@ -80,6 +80,9 @@ type Capabilities struct {
 	// FailureRecord is where the broker itself records why a message died
 	// ("" when it does not).
 	FailureRecord string
+	// ReplayNote is what every redrive from this broker tells its user
+	// about where copies land ("" when nothing needs saying).
+	ReplayNote string
 	// Retention: messages expire after a retention period (SQS
 	// MessageRetentionPeriod, Kafka retention.ms; audit
 	// --investigation-window and --sample).

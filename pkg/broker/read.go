@@ -94,3 +94,41 @@ func Items[T any](xs []T) []any {
 	}
 	return out
 }
+
+// HeldLimiter is an Endpoint whose broker hands a reader at most so many
+// messages it has not removed (RabbitMQ: the channel's prefetch). A run
+// that holds what it reads until its end (an archive without --delete, a
+// dry run) can read no more than that; one that removes as it goes closes
+// its batches (archive parts) within it.
+type HeldLimiter interface {
+	// HeldLimit is the limit for a reader that removes what it handles
+	// (removing) or gives everything back at its end; why says where the
+	// limit comes from, in words for the user.
+	HeldLimit(removing bool) (n int, why string)
+}
+
+// RecordDeleter is an Endpoint whose broker can delete, for good, the
+// records dlqctl's consumer group has already handled (Kafka: DeleteRecords
+// below the committed offsets; archive --delete-records).
+type RecordDeleter interface {
+	// DeleteHandled deletes them and returns one line per partition it
+	// changed (none: nothing below the committed offsets).
+	DeleteHandled(ctx context.Context) ([]string, error)
+}
+
+// DeadLetterWatcher is a destination Endpoint that names the queue its
+// consumers' failures dead-letter to: a restore's canary watches that
+// queue for copies coming back.
+type DeadLetterWatcher interface {
+	// DeadLetterEndpoint opens that queue, ready to be peeked. The error
+	// (bad input) says why there is none, or why it cannot be watched.
+	DeadLetterEndpoint(ctx context.Context) (Endpoint, error)
+}
+
+// DestinationDepther reads the depth of a destination this Endpoint's
+// publisher sends to (the backlog guard, --verify-drain, a canary's
+// baseline). Brokers without a backlog (Capabilities.Backlog false) do
+// not implement it.
+type DestinationDepther interface {
+	DestinationDepth(ctx context.Context, dest Destination) (Depth, error)
+}

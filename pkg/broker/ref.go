@@ -169,3 +169,48 @@ func Redact(s string, secrets ...string) string {
 	}
 	return userinfoRe.ReplaceAllString(s, "${1}***@")
 }
+
+// urlUserinfoRe and urlParamRe find, inside any text, a URL's userinfo and
+// its query parameters.
+var (
+	urlUserinfoRe = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.\-]*://([^/\s@?#"'<>]*)@`)
+	urlParamRe    = regexp.MustCompile(`[?&]([^=&#\s"'<>]+)=([^&#\s"'<>]*)`)
+)
+
+// SecretsIn returns the secrets the URLs in s carry: the password of each
+// userinfo (USER:PASS@) and the value of each secret-looking query
+// parameter (password, token, X-Amz-Signature, X-Amz-Credential, …;
+// RabbitMQ's routing_key is not one), each as written and URL-decoded.
+// Values shorter than 3 characters are left out (they would match
+// everywhere). cmd scrubs them from everything it prints.
+func SecretsIn(s string) []string {
+	var out []string
+	add := func(v string) {
+		if len(v) >= 3 && !containsString(out, v) {
+			out = append(out, v)
+		}
+		if d, err := url.QueryUnescape(v); err == nil && d != v && len(d) >= 3 && !containsString(out, d) {
+			out = append(out, d)
+		}
+	}
+	for _, m := range urlUserinfoRe.FindAllStringSubmatch(s, -1) {
+		if _, pass, ok := strings.Cut(m[1], ":"); ok {
+			add(pass)
+		}
+	}
+	for _, m := range urlParamRe.FindAllStringSubmatch(s, -1) {
+		if name := strings.ToLower(m[1]); secretParam.MatchString(name) && name != "routing_key" {
+			add(m[2])
+		}
+	}
+	return out
+}
+
+func containsString(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -137,3 +137,25 @@ func TestRefuseNamesTheBrokerAndTheWayOut(t *testing.T) {
 		t.Fatal("Rejected")
 	}
 }
+
+// TestSecretsIn: the passwords and secret query values of the URLs in a
+// text, as written and decoded; user names, routing keys and other
+// parameters are not secrets.
+func TestSecretsIn(t *testing.T) {
+	cases := map[string][]string{
+		"http://u:p%40ss-1@127.0.0.1:1/":                                  {"p%40ss-1", "p@ss-1"},
+		"amqp://ops@rabbit/%2f/q":                                         nil,
+		"--amqp-management-url=http://127.0.0.1:1/?password=hunter22&x=1": {"hunter22"},
+		"s3://b/p/?X-Amz-Signature=abc123&X-Amz-Credential=AKIA%2F1":      {"abc123", "AKIA%2F1", "AKIA/1"},
+		"kafka://k:9092/t?token=tok-9":                                    {"tok-9"},
+		"amqp://h/v/?exchange=orders&routing_key=orders.created":          nil,
+		"orders-dlq": nil,
+		"https://sqs.us-east-1.amazonaws.com/1/q?sig=ab": nil, // too short to scrub
+	}
+	for in, want := range cases {
+		got := SecretsIn(in)
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("SecretsIn(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 // Package errs defines the error kinds every dlqctl command shares and the one
-// place that maps them to process exit codes (ExitCodesHelp, printed in every
-// command's help and in README.md).
+// place that maps them to process exit codes (ExitCodesHelp: the
+// `dlqctl help exit-codes` topic, summarised in one line at the end of every
+// command's help, and README.md).
 //
 // Domain packages wrap their failures with these helpers; cmd turns the result
 // into an exit code with Code. Nothing below cmd calls os.Exit.
@@ -22,7 +23,7 @@ const (
 	ExitInterrupted = 130
 )
 
-// ExitCodesHelp is appended to every command's long help.
+// ExitCodesHelp is the `dlqctl help exit-codes` topic's table.
 const ExitCodesHelp = `Exit codes:
   0    ok (also when nothing matched)
   1    error

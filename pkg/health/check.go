@@ -89,6 +89,13 @@ type CheckOptions struct {
 	OnWait func(d time.Duration)
 }
 
+// ReadDepth reads ep's depth the way check and watch do (dlqctl ui's
+// DLQs screen); oldest asks for the oldest message's age where the broker
+// knows it without reading messages.
+func ReadDepth(ctx context.Context, ep broker.Endpoint, oldest bool) (broker.DepthReading, error) {
+	return depthOf(ctx, ep, oldest)
+}
+
 // depthOf reads ep's depth: through its broker's DepthReader, or Depth
 // alone in neutral words.
 func depthOf(ctx context.Context, ep broker.Endpoint, oldest bool) (broker.DepthReading, error) {

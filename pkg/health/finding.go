@@ -1,6 +1,6 @@
 // Package health finds DLQ trouble before it pages someone, on every
 // broker: audit collects each broker's findings (package finding, the
-// rules in the broker's own package or, for SQS, rules.go), check
+// rules in each broker's own package, handed finding.Finding), check
 // evaluates alerting thresholds on one DLQ, and watch samples a DLQ's
 // depth over time. check and watch read a broker-neutral depth
 // (broker.Endpoint's Depth, and broker.DepthReader where the broker says

@@ -81,7 +81,7 @@ func TestResults(t *testing.T) {
 
 func TestFileHistoryRoundTripAndTrim(t *testing.T) {
 	h := FileHistory{Dir: t.TempDir()}
-	key := acct + "orders-dlq"
+	key := "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
 	if rs, err := h.Load(key); err != nil || rs != nil {
 		t.Fatalf("empty history: %v %v", rs, err)
 	}
@@ -94,7 +94,7 @@ func TestFileHistoryRoundTripAndTrim(t *testing.T) {
 	if err != nil || len(got) != 2 || got[0].Counts.Visible != 2 {
 		t.Fatalf("loaded %+v, %v; want the two readings within 25h", got, err)
 	}
-	if other, _ := h.Load(acct + "payments-dlq"); other != nil {
+	if other, _ := h.Load("arn:aws:sqs:us-east-1:123456789012:" + "payments-dlq"); other != nil {
 		t.Fatalf("queues share a history file: %+v", other)
 	}
 }

@@ -295,6 +295,11 @@ type KafkaSystem struct {
 	// Origin is where the record was dead-lettered from, read from its
 	// headers; nil when they name no original topic.
 	Origin *KafkaOrigin `json:"origin,omitempty"`
+	// Native is the record as the broker package read it, kept while the
+	// record lives in the process that read it (a copy is made from it
+	// without a trip through the headers); never written, nil for a
+	// record read back from JSON or an archive.
+	Native any `json:"-"`
 }
 
 // KafkaOrigin is the record a dead letter copies, as its recoverer wrote it

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -70,6 +71,15 @@ type Guards struct {
 	PauseTimeout time.Duration
 	// Every is the check interval (default 10s).
 	Every time.Duration
+	// MaxDestLag trips when a consumer group of the destination lags more
+	// records than its Max (Options.Lag reads it; --max-dest-lag).
+	MaxDestLag []DestLag
+}
+
+// DestLag is one destination-lag limit: Group may lag at most Max records.
+type DestLag struct {
+	Group string `json:"group"`
+	Max   int64  `json:"max"`
 }
 
 // Snapshot is the progress of a run.
@@ -164,6 +174,9 @@ type Options struct {
 	// DestDepth reads a destination's depth for the backlog guard (nil:
 	// MaxDestBacklog cannot be checked and is refused).
 	DestDepth func(ctx context.Context, dest broker.Destination) (broker.Depth, error)
+	// Lag reads the destination's consumer groups' lag for the
+	// destination-lag guard (nil: Guards.MaxDestLag is refused).
+	Lag broker.LagReader
 	// SourceCaps are the source queue's capabilities (the zero value for
 	// an archive): a queue that locks message groups keeps a group's order
 	// behind an unselected message; a queue is shared by its readers,
@@ -307,6 +320,15 @@ type Result struct {
 	// (up to 1000 of) them.
 	UnconfirmedGone         int            `json:"unconfirmed_gone,omitempty"`
 	UnconfirmedGoneMessages []TwiceMessage `json:"unconfirmed_gone_messages,omitempty"`
+	// AbortedResent: messages a killed run was publishing in a transaction
+	// it never committed (broker.TxnPublisher), published again by this
+	// run: the broker aborted that transaction, so read_committed
+	// consumers of the destination never saw the first copies (not
+	// counted in MaybeTwice).
+	AbortedResent int `json:"aborted_resent,omitempty"`
+	// KilledRuns names the killed runs whose messages this run published
+	// again (MaybeTwiceResent, AbortedResent).
+	KilledRuns []string `json:"killed_runs,omitempty"`
 	// Duplicates: redeliveries of messages the run already held.
 	Duplicates     int         `json:"duplicates,omitempty"`
 	Interrupted    bool        `json:"interrupted"`
@@ -471,6 +493,9 @@ func Run(ctx context.Context, src Source, opt Options) (*Result, error) {
 	if opt.Guards.MaxDestBacklog > 0 && opt.DestDepth == nil {
 		return nil, errors.New("redrive.Run: MaxDestBacklog needs DestDepth")
 	}
+	if len(opt.Guards.MaxDestLag) > 0 && opt.Lag == nil {
+		return nil, errors.New("redrive.Run: MaxDestLag needs Lag")
+	}
 	if opt.Concurrency <= 0 {
 		opt.Concurrency = 8
 	}
@@ -494,6 +519,9 @@ func Run(ctx context.Context, src Source, opt Options) (*Result, error) {
 	}
 	if opt.Guards.MaxDestBacklog > 0 {
 		popt.Guards.Check = append(popt.Guards.Check, s.backlogGuard)
+	}
+	if len(opt.Guards.MaxDestLag) > 0 {
+		popt.Guards.Check = append(popt.Guards.Check, s.lagGuard)
 	}
 	rep := opt.Reporter
 	if rep.Progress != nil {
@@ -573,6 +601,9 @@ type moveSink struct {
 	twiceIDs  []string
 	twiceMsgs []TwiceMessage
 	resent    int
+	// aborted counts AbortedResent; killed lists KilledRuns.
+	aborted int
+	killed  []string
 	// prior are the intents earlier attempts left unconfirmed (id ->
 	// destination); seenPrior those of them this run received.
 	prior         map[string]string
@@ -774,9 +805,22 @@ func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item,
 		}
 		return outs, nil
 	}
+	intender, _ := s.src.(broker.Intender)
+	if intender != nil {
+		intender.Intend(s.runID, items)
+	}
 	bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	results, callErr := s.opt.Publisher.Publish(bctx, dest, batch)
+	var results []broker.Result
+	var callErr error
+	txn, inTxn := s.opt.Publisher.(broker.TxnPublisher)
+	if inTxn {
+		// The copies and the removal of their originals are one
+		// transaction: the source's Ack then confirms it.
+		results, callErr = txn.PublishRemoving(bctx, dest, batch, items)
+	} else {
+		results, callErr = s.opt.Publisher.Publish(bctx, dest, batch)
+	}
 	recs := make([]SentRecord, 0, len(items))
 	var unmarked, unsent []string
 	for i, it := range items {
@@ -788,10 +832,32 @@ func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item,
 		}
 		switch {
 		case r.Err == nil && r.ID != "":
-			recs = append(recs, SentRecord{Orig: it.Record.MessageID, Dest: dest.Key, DestID: r.ID, SHA: shas[i],
-				MaybeTwice: r.MaybeTwice || earlier[i], Resent: earlier[i]})
+			// Published again after a killed attempt: its own intent in
+			// the journal (a resumed run), or the source's record of it,
+			// which also says whether that attempt published in a
+			// transaction (then aborted, as it never committed).
+			killedRun, aborted := s.runID, false
+			if intender != nil {
+				if run, ab, ok := intender.PublishedBefore(it); ok {
+					if !earlier[i] {
+						earlier[i], earlierDest[i] = true, dest.Label
+					}
+					killedRun, aborted = run, ab
+				}
+			}
+			if earlier[i] && aborted {
+				// The earlier copy was in a transaction the broker aborted:
+				// read_committed consumers see this copy only.
+				s.noteAborted(killedRun)
+				earlier[i] = false
+				recs = append(recs, SentRecord{Orig: it.Record.MessageID, Dest: dest.Key, DestID: r.ID, SHA: shas[i], Resent: true})
+			} else {
+				recs = append(recs, SentRecord{Orig: it.Record.MessageID, Dest: dest.Key, DestID: r.ID, SHA: shas[i],
+					MaybeTwice: r.MaybeTwice || earlier[i], Resent: earlier[i]})
+			}
 			switch {
 			case earlier[i]:
+				s.noteKilled(killedRun)
 				s.noteTwice(TwiceMessage{ID: it.Record.MessageID, Orig: markerOrig(it.Record), Destination: earlierDest[i], Cause: CauseResent})
 			case r.MaybeTwice:
 				s.noteTwice(TwiceMessage{ID: it.Record.MessageID, Orig: markerOrig(it.Record), Destination: dest.Label, Cause: CauseRetried})
@@ -848,6 +914,24 @@ func markerOrig(rec *record.Record) string {
 		return rec.Redrive.OriginalID
 	}
 	return rec.MessageID
+}
+
+// noteKilled names a killed run whose messages this run published again.
+func (s *moveSink) noteKilled(run string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !slices.Contains(s.killed, run) {
+		s.killed = append(s.killed, run)
+	}
+}
+
+// noteAborted counts a message published again after the killed run's
+// transaction that carried its first copy was aborted.
+func (s *moveSink) noteAborted(run string) {
+	s.noteKilled(run)
+	s.mu.Lock()
+	s.aborted++
+	s.mu.Unlock()
 }
 
 // noteTwice counts a message whose copy may have been delivered twice.
@@ -958,6 +1042,25 @@ func (s *moveSink) backlogGuard(ctx context.Context, _ pipeline.Snapshot, final 
 	return nil
 }
 
+// lagGuard trips when a destination consumer group lags more than its
+// limit (a failed read is retried at the next tick).
+func (s *moveSink) lagGuard(ctx context.Context, _ pipeline.Snapshot, final bool) *pipeline.GuardEvent {
+	if final {
+		return nil
+	}
+	for _, g := range s.opt.Guards.MaxDestLag {
+		lag, err := s.opt.Lag.GroupLag(ctx, g.Group)
+		if err != nil {
+			continue
+		}
+		if lag > g.Max {
+			return &pipeline.GuardEvent{Name: "max-dest-lag " + g.Group, Value: float64(lag), Limit: float64(g.Max),
+				Detail: fmt.Sprintf("consumer group %s lags %d records (over --max-dest-lag %d)", g.Group, lag, g.Max)}
+		}
+	}
+	return nil
+}
+
 func (s *moveSink) result(pr *pipeline.Result, src Source) *Result {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -971,6 +1074,7 @@ func (s *moveSink) result(pr *pipeline.Result, src Source) *Result {
 		StoppedAtMax: pr.StoppedAtMax, Counts: pr.Counts,
 		MaybeTwice: s.twice, MaybeTwiceIDs: append([]string(nil), s.twiceIDs...),
 		MaybeTwiceResent: s.resent, MaybeTwiceMessages: append([]TwiceMessage(nil), s.twiceMsgs...),
+		AbortedResent: s.aborted, KilledRuns: append([]string(nil), s.killed...),
 		Interrupted: pr.Interrupted, Guard: pr.Guard, Errors: pr.Errors,
 		ElapsedSeconds: pr.ElapsedSeconds, Rate: pr.Rate,
 	}

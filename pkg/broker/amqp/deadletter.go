@@ -93,3 +93,27 @@ func (e *Endpoint) Sibling(ctx context.Context, queue string) (*Endpoint, error)
 	}
 	return s, nil
 }
+
+var (
+	_ broker.DeadLetterWatcher  = (*Endpoint)(nil)
+	_ broker.DestinationDepther = (*Endpoint)(nil)
+)
+
+// DeadLetterEndpoint is the queue this queue dead-letters to (its
+// dead-letter exchange and routing key, through the bindings), refused
+// when a peek of it could change it (a quorum queue at its delivery
+// limit).
+func (e *Endpoint) DeadLetterEndpoint(ctx context.Context) (broker.Endpoint, error) {
+	name, err := e.DeadLetterQueue(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w, err := e.Sibling(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckPeekSafe(w.Info()); err != nil {
+		return nil, errs.BadInputf("--canary reads %s to find copies that came back: %v", name, err)
+	}
+	return w, nil
+}

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/dlqctl/dlqctl/pkg/errs"
 )
 
 // Scheme is the queue-reference scheme of a Kafka topic.
@@ -47,7 +49,10 @@ type UsageError struct{ Msg string }
 
 func (e *UsageError) Error() string { return e.Msg }
 
-func usage(format string, args ...any) error { return &UsageError{Msg: fmt.Sprintf(format, args...)} }
+// usage is bad input (exit 2): errs.Code reads it without knowing Kafka.
+func usage(format string, args ...any) error {
+	return errs.BadInput(&UsageError{Msg: fmt.Sprintf(format, args...)})
+}
 
 // IsReference reports whether ref is a kafka:// reference.
 func IsReference(ref string) bool {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -39,6 +40,10 @@ type Consumer struct {
 	// later commit (a revoke's, the run's next batch's) never lands before
 	// an earlier one and sets a partition's offset back.
 	commitMu sync.Mutex
+	// fenced: a transaction of the run aborted after its records were
+	// marked handled here; nothing may be committed any more (the marks
+	// would move the group past records whose copies were aborted).
+	fenced atomic.Bool
 
 	mu        sync.Mutex
 	parts     map[int32]*partState
@@ -507,6 +512,9 @@ func (c *Consumer) Commit(ctx context.Context) error { return c.commit(ctx, c.cl
 func (c *Consumer) commit(ctx context.Context, cl *kgo.Client) error {
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
+	if c.fenced.Load() {
+		return errFenced
+	}
 	items := c.dirtyParts()
 	if len(items) == 0 {
 		return nil
@@ -566,6 +574,14 @@ func (c *Consumer) Close(ctx context.Context) error {
 	return err
 }
 
+// errFenced is what a commit answers after a transaction of the run
+// aborted (fence).
+var errFenced = errors.New("a transaction of this run was aborted: nothing more is committed; run the same command again to read its records again")
+
+// fence stops every later commit: a transaction aborted after its records
+// were marked handled in the partition journals.
+func (c *Consumer) fence() { c.fenced.Store(true) }
+
 // Held lists the partitions this process holds with their journal.
 func (c *Consumer) Held() map[int32]PartitionRange {
 	c.mu.Lock()
@@ -600,6 +616,9 @@ func (c *Consumer) abandon() {
 func (c *Consumer) CommitInTxn(ctx context.Context, p *Producer) error {
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
+	if c.fenced.Load() {
+		return errFenced
+	}
 	items := c.dirtyParts()
 	if len(items) == 0 {
 		return nil

@@ -458,7 +458,7 @@ func (d *kdoctor) group(ctx context.Context, adm *kadm.Client, td kadm.TopicDeta
 		d.add(kcheckGroup, broker.DoctorOK, fmt.Sprintf("group %s has no members and no committed offsets on %s yet: a first run reads each partition from its log start", group, topic), "")
 	case len(dg.Members) > 0:
 		d.add(kcheckGroup, broker.DoctorWarn, fmt.Sprintf("group %s is %s with %d member(s) (another dlqctl run, or an application using dlqctl's group); committed offsets on %d of %d partition(s)", group, state, len(dg.Members), committed, len(td.Partitions)),
-			"a run now shares the topic's partitions with them: wait for that run to end, or pass --group to use another group")
+			"a run now shares the topic's partitions with them: wait for that run to end, or pass --kafka-group to use another group")
 	default:
 		d.add(kcheckGroup, broker.DoctorOK, fmt.Sprintf("group %s is %s; committed offsets on %d of %d partition(s) of %s", group, state, committed, len(td.Partitions), topic), "")
 	}

@@ -37,7 +37,7 @@ type Config struct {
 	Password string
 	// AWS resolves MSK IAM credentials (the standard chain, from cmd).
 	AWS func(ctx context.Context) (aws.Credentials, error)
-	// Group is dlqctl's consumer group on the topic (--group; "" means
+	// Group is dlqctl's consumer group on the topic (--kafka-group; "" means
 	// dlqctl-TOPIC).
 	Group string
 	// StateDir keeps the member ledger of consuming reads (members.go):
@@ -55,7 +55,7 @@ func (c Config) conn() Conn {
 	return Conn{TLS: tlsOn, CAFile: c.CAFile, SASL: c.SASL, User: c.User, Password: c.Password, AWS: c.AWS}
 }
 
-// DefaultGroup is dlqctl's consumer group on topic when --group is not set.
+// DefaultGroup is dlqctl's consumer group on topic when --kafka-group is not set.
 func DefaultGroup(topic string) string { return "dlqctl-" + topic }
 
 // Endpoint is a Kafka topic as dlqctl reads and writes it.
@@ -138,6 +138,9 @@ func (e *Endpoint) ID() string {
 // Capabilities of a Kafka topic.
 func (e *Endpoint) Capabilities() broker.Capabilities { return Capabilities() }
 
+// ReplayNote is said on every Kafka redrive: a replay appends.
+const ReplayNote = "replayed records are appended: they land after newer records with the same key, so consumers of the destination see them out of their original order"
+
 // Capabilities of every Kafka topic: free reads by offset, removal by
 // committing an offset, order per partition, exact counts (transaction
 // markers aside), no native move, group-shared partitions.
@@ -163,6 +166,7 @@ func Capabilities() broker.Capabilities {
 		DeleteByOffset:  true,
 		ConsumerLag:     true,
 		FailureRecord:   "its dead-letter headers",
+		ReplayNote:      ReplayNote,
 		Retention:       true,
 	}
 }
@@ -331,6 +335,39 @@ func ToRecord(m *Message, id string, now time.Time) *record.Record {
 	if mk := ReplayMarker(m.Headers); mk != nil {
 		r.System.ReceiveCount = 0
 	}
+	sys.Native = m
+	r.System.Kafka = sys
+	return r
+}
+
+// leanRecord is the record a redrive without a selection reads
+// (broker.SourceOptions.Lean): the id, body and its SHA-256, size, key,
+// position, the origin's topic, the redrive marker (the only attribute),
+// and the message itself (KafkaSystem.Native) for the copy.
+func leanRecord(m *Message, id string) *record.Record {
+	body := string(m.Value)
+	r := &record.Record{
+		MessageID:  m.ID(),
+		Queue:      id,
+		Broker:     record.BrokerKafka,
+		Body:       body,
+		BodySHA256: record.SHA256Hex(body),
+	}
+	sys := &record.KafkaSystem{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Native: m}
+	size := len(m.Value) + len(m.Key)
+	for _, h := range m.Headers {
+		size += len(h.Key) + len(h.Value)
+	}
+	r.SizeBytes = size
+	if m.Key != nil && utf8.Valid(m.Key) {
+		r.OrderingKey = string(m.Key)
+	}
+	if m.Origin.Topic != "" {
+		sys.Origin = &record.KafkaOrigin{Topic: m.Origin.Topic, Partition: -1, Offset: -1, Format: m.Origin.Format}
+	}
+	if v, ok := lastHeader(m.Headers, MarkerHeader); ok {
+		r.Attributes = map[string]record.Attribute{MarkerHeader: {Type: "String", Value: string(v)}}
+	}
 	r.System.Kafka = sys
 	return r
 }
@@ -340,6 +377,12 @@ func ToRecord(m *Message, id string, now time.Time) *record.Record {
 // was read from Kafka; else the ordering key and the attributes, sorted by
 // name, as a restore from another broker's archive needs).
 func messageFromRecord(rec *record.Record) (*Message, error) {
+	if k := rec.System.Kafka; k != nil {
+		// The message as read, unless a stage changed the body since.
+		if m, ok := k.Native.(*Message); ok && m != nil && string(m.Value) == rec.Body {
+			return m, nil
+		}
+	}
 	m := &Message{Value: []byte(rec.Body), Partition: -1, Offset: -1}
 	if k := rec.System.Kafka; k != nil {
 		m.Topic, m.Partition, m.Offset = k.Topic, k.Partition, k.Offset

@@ -3,6 +3,8 @@ package kafka
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -26,7 +28,7 @@ import (
 //
 //	b PARTITION FROM TO [PARTITION FROM TO …]   (TO exclusive)
 //
-// under kafka-intents/GROUP/TOPIC/RUN.log in the state dir (the line is
+// under kafka-intents/GROUP/TOPIC/RUN.NONCE.log in the state dir (the line is
 // written before the produce, so a killed process's intent is in the
 // kernel; it is fsynced in the background, at most every intentSyncEvery:
 // a host crash can lose the last intents), after a JSON
@@ -139,7 +141,11 @@ func openIntentLog(stateDir, group, topic, runID string, txn bool, plan *Plan, w
 		warnf(warn, "kafka intent log: %v (a re-run after a kill cannot name the records it produces twice)", err)
 		return nil
 	}
-	path := filepath.Join(dir, url.PathEscape(runID)+".log")
+	// One file per process: a resumed run (the same run id) claims the
+	// file its killed attempt left like any other's.
+	var nonce [4]byte
+	_, _ = rand.Read(nonce[:])
+	path := filepath.Join(dir, url.PathEscape(runID)+"."+hex.EncodeToString(nonce[:])+".log")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
 		warnf(warn, "kafka intent log: %v (a re-run after a kill cannot name the records it produces twice)", err)

@@ -70,7 +70,7 @@ func stageOrder(topic string) string {
 type TopicLister struct {
 	Addr Address
 	Conn Conn
-	// Group is --group ("" : dlqctl-TOPIC for each topic).
+	// Group is --kafka-group ("" : dlqctl-TOPIC for each topic).
 	Group string
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -35,11 +36,21 @@ func (e *Endpoint) OpenSource(ctx context.Context, opt broker.SourceOptions) (br
 	if err != nil {
 		return nil, e.wrap(err)
 	}
-	return &consumeSource{e: e, c: c, decode: opt.Decode}, nil
+	return &consumeSource{e: e, c: c, decode: opt.Decode, lean: opt.Lean}, nil
 }
 
 func (e *Endpoint) message(m *Message, decode func(*record.Record) any) broker.Message {
-	rec := ToRecord(m, e.ID(), time.Now())
+	return e.messageAs(m, decode, false)
+}
+
+// messageAs is message with a lean record (broker.SourceOptions.Lean).
+func (e *Endpoint) messageAs(m *Message, decode func(*record.Record) any, lean bool) broker.Message {
+	var rec *record.Record
+	if lean {
+		rec = leanRecord(m, e.ID())
+	} else {
+		rec = ToRecord(m, e.ID(), time.Now())
+	}
 	var parsed any
 	if decode != nil {
 		parsed = decode(rec)
@@ -100,13 +111,32 @@ type consumeSource struct {
 	e      *Endpoint
 	c      *Consumer
 	decode func(*record.Record) any
+	lean   bool
 	next   sync.Mutex
+	// txn is set once a transactional publisher removes this source's
+	// messages (OpenTxnPublisher): Ack then only confirms what its
+	// transactions removed, and polls wait for the transaction in flight.
+	txn atomic.Pointer[txnPublisher]
+	// intents is the run's write-ahead intent log (broker.Intender).
+	intents sourceIntents
 }
 
 func (s *consumeSource) Name() string { return s.e.String() }
 
 func (s *consumeSource) Next(ctx context.Context, max int) ([]broker.Message, error) {
+	if s.c.fenced.Load() {
+		// A transaction of the run aborted: reading on would only fail
+		// every later one (Drain stopped there too).
+		return nil, errFenced
+	}
 	s.next.Lock()
+	if t := s.txn.Load(); t != nil {
+		// A poll may let a rebalance through, whose revoke commits what is
+		// marked handled: never while a transaction has marked records it
+		// may still abort.
+		t.mu.Lock()
+		defer t.mu.Unlock()
+	}
 	ms, done, err := s.c.Poll(ctx, max)
 	s.next.Unlock()
 	if err != nil {
@@ -117,7 +147,7 @@ func (s *consumeSource) Next(ctx context.Context, max int) ([]broker.Message, er
 	}
 	out := make([]broker.Message, len(ms))
 	for i, m := range ms {
-		out[i] = s.e.message(m, s.decode)
+		out[i] = s.e.messageAs(m, s.decode, s.lean)
 	}
 	return out, nil
 }
@@ -127,6 +157,16 @@ func (s *consumeSource) Next(ctx context.Context, max int) ([]broker.Message, er
 // lists those handled past a pending one. A message whose partition moved
 // to another process wraps broker.ErrLeaseLost (it will be read again).
 func (s *consumeSource) Ack(ctx context.Context, msgs []broker.Message) []error {
+	if t := s.txn.Load(); t != nil {
+		errs := t.confirm(ctx, msgs)
+		for _, err := range errs {
+			if err != nil {
+				s.markUnclean()
+				break
+			}
+		}
+		return errs
+	}
 	errs := make([]error, len(msgs))
 	for i, bm := range msgs {
 		m, ok := bm.Handle.(*Message)
@@ -147,6 +187,12 @@ func (s *consumeSource) Ack(ctx context.Context, msgs []broker.Message) []error 
 			if errs[i] == nil {
 				errs[i] = s.e.wrap(err)
 			}
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			s.markUnclean()
+			break
 		}
 	}
 	return errs
@@ -207,7 +253,16 @@ func (s *consumeSource) End(ctx context.Context, _ broker.RunState, final bool) 
 func (s *consumeSource) EndReading(bool) {}
 
 func (s *consumeSource) Close(ctx context.Context) error {
-	return s.e.wrap(s.c.Close(context.WithoutCancel(ctx)))
+	if s.c.fenced.Load() {
+		// An aborted transaction's records are marked handled: leave the
+		// group without committing (what a kill leaves, minus the wait).
+		s.c.abandon()
+		s.closeIntents(false)
+		return nil
+	}
+	err := s.c.Close(context.WithoutCancel(ctx))
+	s.closeIntents(err == nil)
+	return s.e.wrap(err)
 }
 
 // publisher produces copies with the idempotent producer.
@@ -341,7 +396,9 @@ func (s *sourceRouter) Route(ctx context.Context, rec *record.Record) (broker.De
 		}
 		return broker.Destination{}, "", s.e.wrap(err)
 	}
-	return broker.Destination{Key: t, Label: s.e.addr.WithTopic(t).String(), Target: t}, "", nil
+	// Labelled by the topic: a route back to the source stays on the
+	// DLT's cluster.
+	return broker.Destination{Key: t, Label: t, Target: t}, "", nil
 }
 
 func (s *sourceRouter) Describe() string {
@@ -356,6 +413,7 @@ func Abandon(src broker.Source) {
 	switch s := src.(type) {
 	case *consumeSource:
 		s.c.abandon()
+		s.closeIntents(false)
 	case *peekSource:
 		s.r.close()
 	}

@@ -1,0 +1,235 @@
+package cmd
+
+import (
+	"context"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/spf13/cobra"
+
+	"github.com/dlqctl/dlqctl/pkg/classify"
+	"github.com/dlqctl/dlqctl/pkg/doctor"
+)
+
+// Shell completion (dlqctl completion bash|zsh|fish|powershell) completes
+// commands and help topics (cobra), the values of the flags that take one
+// of a few words (--class, -o, --by, --role, --kafka-sasl, …) and, when a
+// connection is configured, queue and topic names from the broker: SQS
+// ListQueues (the AWS configuration of the flags and environment),
+// RabbitMQ's management API for amqp://HOST/VHOST/…, Kafka's metadata for
+// kafka://HOST:PORT/…. A broker that does not answer within
+// completeTimeout offers nothing, and says nothing: completion never
+// prints an error.
+
+// completeTimeout bounds the broker calls of one completion.
+const completeTimeout = 2 * time.Second
+
+// enumFlags are the flags that take one of a few words, with each word's
+// description.
+var enumFlags = map[string][]string{
+	"output":     {"table\ta table on a terminal, tab-separated when piped", "json\tone JSON document", "ndjson\tone JSON value per line"},
+	"kafka-sasl": {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "AWS_MSK_IAM\tAmazon MSK IAM (the AWS credential chain; turns TLS on)"},
+	"on-guard":   {"abort\tstop the run when a guard trips", "pause\twait for the guard to clear (--pause-timeout)"},
+	"engine":     {"dlqctl\tthis pipeline (every broker)", "native\tSQS StartMessageMoveTask"},
+	"sse":        {"AES256", "aws:kms", "aws:kms:dsse"},
+	"fail-on":    {"error", "warn", "info"},
+}
+
+// queueArgCommands take queue references as their arguments (audit and
+// doctor several).
+var queueArgCommands = map[string]bool{
+	"sample": true, "group": true, "classify": true, "redrive": true, "archive": true, "check": true, "watch": true,
+	"doctor": true, "audit": true, "redrive status": true, "redrive cancel": true,
+}
+
+// queueFlags take a queue reference (redrive's --to also "source").
+var queueFlags = map[string][]string{
+	"redrive": {"to"}, "restore": {"to"}, "doctor": {"to"}, "redrive resume": {"dlq"},
+}
+
+// installCompletion registers the completion functions of every command.
+func installCompletion(root *cobra.Command, f *Factory) {
+	for name, words := range enumFlags {
+		registerEverywhere(root, name, fixedWords(words))
+	}
+	registerEverywhere(root, "class", f.completeClasses)
+	registerEverywhere(root, "by", completeList(groupKeyList()))
+	registerEverywhere(root, "role", completeList(append(append([]string{}, doctor.AllRoles...), "all")))
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		name := commandName(c)
+		if queueArgCommands[name] && c.ValidArgsFunction == nil {
+			c.ValidArgsFunction = func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+				if len(args) > 0 && name != "audit" && name != "doctor" {
+					return nil, cobra.ShellCompDirectiveNoFileComp
+				}
+				return f.completeQueues(c, toComplete)
+			}
+		}
+		for _, fl := range queueFlags[name] {
+			withSource := name == "redrive" && fl == "to"
+			_ = c.RegisterFlagCompletionFunc(fl, func(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+				out, d := f.completeQueues(c, toComplete)
+				if withSource && strings.HasPrefix("source", toComplete) {
+					out = append([]string{"source\teach message back to its source queue"}, out...)
+				}
+				return out, d
+			})
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
+}
+
+// registerEverywhere registers fn for flag name on every command that has
+// it as its own flag (a persistent flag once, on the command defining it).
+func registerEverywhere(root *cobra.Command, name string, fn cobra.CompletionFunc) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if fl := c.LocalNonPersistentFlags().Lookup(name); fl != nil || c.PersistentFlags().Lookup(name) != nil {
+			_ = c.RegisterFlagCompletionFunc(name, fn)
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
+}
+
+func fixedWords(words []string) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		var out []string
+		for _, w := range words {
+			if strings.HasPrefix(strings.ToLower(w), strings.ToLower(toComplete)) {
+				out = append(out, w)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completeList completes a comma-separated list of words: the words not
+// yet given, after what was typed up to the last comma.
+func completeList(words []string) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		done, last := "", toComplete
+		if i := strings.LastIndexByte(toComplete, ','); i >= 0 {
+			done, last = toComplete[:i+1], toComplete[i+1:]
+		}
+		given := map[string]bool{}
+		for _, w := range strings.Split(done, ",") {
+			given[w] = true
+		}
+		var out []string
+		for _, w := range words {
+			if !given[w] && strings.HasPrefix(w, last) {
+				out = append(out, done+w)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	}
+}
+
+// completeClasses offers the classes of --rules FILE when given (and
+// readable), else those of the built-in rules.
+func (f *Factory) completeClasses(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	rules := classify.Builtin()
+	if fl := c.Flags().Lookup("rules"); fl != nil && fl.Value.String() != "" {
+		if r, err := classify.Load(fl.Value.String()); err == nil {
+			rules = r
+		}
+	}
+	return completeList(rules.Classes())(c, args, toComplete)
+}
+
+// completeQueues offers the queue or topic names starting with toComplete
+// from the broker its form names, within completeTimeout; nothing (and no
+// error) when the broker cannot be asked.
+func (f *Factory) completeQueues(c *cobra.Command, toComplete string) ([]string, cobra.ShellCompDirective) {
+	parent := c.Context()
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(parent, completeTimeout)
+	defer cancel()
+	f.Opts.Verbose = false
+	var names []string
+	switch l := strings.ToLower(toComplete); {
+	case isAMQPRef(l):
+		names = f.completeAMQPQueues(ctx, toComplete)
+	case strings.HasPrefix(l, "kafka://"):
+		names = f.completeKafkaTopics(ctx, toComplete)
+	case strings.Contains(l, "://") || strings.HasPrefix(l, "arn:"):
+	default:
+		names = f.completeSQSQueues(ctx, toComplete)
+	}
+	sort.Strings(names)
+	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeSQSQueues lists the SQS queues whose name starts with prefix
+// (one ListQueues page, up to 1000).
+func (f *Factory) completeSQSQueues(ctx context.Context, prefix string) []string {
+	cfg, err := f.AWSConfig(ctx)
+	if err != nil || cfg.Region == "" {
+		return nil
+	}
+	api := awssqs.NewFromConfig(cfg, func(o *awssqs.Options) {
+		if e := f.sqsEndpointFlag(); e != "" {
+			o.BaseEndpoint = aws.String(e)
+		}
+		o.RetryMaxAttempts = 1
+	})
+	in := &awssqs.ListQueuesInput{MaxResults: aws.Int32(1000)}
+	if prefix != "" {
+		in.QueueNamePrefix = aws.String(prefix)
+	}
+	out, err := api.ListQueues(ctx, in)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, u := range out.QueueUrls {
+		names = append(names, u[strings.LastIndexByte(u, '/')+1:])
+	}
+	return names
+}
+
+// completeAMQPQueues completes amqp://[USER@]HOST[:PORT]/VHOST/PREFIX with
+// the vhost's queues (management API); amqp://HOST/PREFIX with the default
+// vhost's.
+func (f *Factory) completeAMQPQueues(ctx context.Context, toComplete string) []string {
+	scheme, rest, _ := strings.Cut(toComplete, "://")
+	host, path, ok := strings.Cut(rest, "/")
+	if !ok || host == "" {
+		return nil
+	}
+	vhostSeg, prefix, nested := strings.Cut(path, "/")
+	base := scheme + "://" + host + "/"
+	if nested {
+		base += vhostSeg + "/"
+	} else {
+		vhostSeg, prefix = "%2f", path
+	}
+	r, m, _, err := f.amqpVHost(scheme + "://" + host + "/" + vhostSeg + "/")
+	if err != nil {
+		return nil
+	}
+	qs, err := m.Queues(ctx, r.VHost)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, q := range qs {
+		if strings.HasPrefix(q.Name, prefix) || strings.HasPrefix(url.PathEscape(q.Name), prefix) {
+			out = append(out, base+url.PathEscape(q.Name))
+		}
+	}
+	return out
+}
