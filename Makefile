@@ -42,7 +42,7 @@ GO ?= go
 TESTP ?= 6
 TESTFIRST ?= ./cmd/cmdtest/field ./cmd/cmdtest/archive ./cmd/cmdtest/fifo ./docs/runbooks ./cmd/cmdtest/ui \
 	./cmd/cmdtest/inspect ./cmd/cmdtest/redrive ./cmd/cmdtest/brokers ./pkg/broker/sqs ./cmd/cmdtest/multiproc ./cmd \
-	./cmd/cmdtest/health ./cmd/cmdtest/origins ./pkg/broker/kafka ./pkg/broker/amqp ./pkg/redrive ./pkg/archive ./scripts
+	./cmd/cmdtest/health ./cmd/cmdtest/origins ./cmd/cmdtest/transform ./pkg/broker/kafka ./pkg/broker/amqp ./pkg/redrive ./pkg/archive ./scripts
 STACK := scripts/stack.sh
 PREFIX ?= demo
 SEED_FLAGS ?=

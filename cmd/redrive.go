@@ -25,6 +25,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
+	"github.com/dlqctl/dlqctl/pkg/transform"
 )
 
 // RedriveOptions are the inputs of `dlqctl redrive`. They are stored in the
@@ -61,6 +62,9 @@ type RedriveOptions struct {
 
 	// Kafka holds the flags only Kafka topics take.
 	Kafka KafkaRedriveFlags `json:"kafka,omitzero"`
+
+	// Transform repairs messages before sending them (cmd/transform.go).
+	Transform TransformFlags `json:"transform,omitzero"`
 }
 
 const redriveLong = `Move messages from a dead-letter queue back to their source queues (or to a
@@ -181,6 +185,19 @@ run R: N message(s) may have been delivered twice", maybe_twice_messages in
 -o json, with the orig of each copy's marker: the consumer's deduplication
 key; 'dlqctl help redrive.md'). 'dlqctl runs' lists runs.
 
+--transform EXPR (or --transform-file F) repairs each selected message on
+its way out (SQS, RabbitMQ): a jq expression over the message record, as
+--filter, returning the record to send (.json re-encoded, or .body, and
+.attributes). It needs --archive-originals s3://BUCKET/PREFIX: each
+original is archived there (verified parts and a manifest, as 'archive'
+writes) and recorded in the journal before its repaired copy is sent. A
+message the expression fails on (or makes too large, not JSON where JSON
+was, or with too many attributes) stays in the DLQ, counted per error, exit
+4; one failing on every message exits 2, nothing moved. Each copy carries
+a dlqctl-transform attribute (run, expression SHA-256, original id).
+--dry-run shows a before/after diff; 'dlqctl restore MANIFEST' undoes it
+('dlqctl help repair-and-replay').
+
 --engine native uses SQS's own move task (StartMessageMoveTask): the whole
 DLQ, to the sources or one queue, at --rate up to 500/s; --ramp restarts it
 at each step. It cannot filter, canary or stop at --max. 'dlqctl redrive
@@ -201,6 +218,7 @@ func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error
   dlqctl redrive orders-dlq --class transient --canary 10 --yes
   dlqctl redrive orders-dlq --class transient --ramp 5,20,50,100 --ramp-every 1m --max-returns 5% --yes
   dlqctl redrive orders-dlq --to orders-recovery --filter '.envelope.event_type == "OrderPaid"' --yes
+  dlqctl redrive orders-dlq --class schema-mismatch --transform '.json.amount |= tonumber' --archive-originals s3://acme-dlq-archive/originals --yes
   dlqctl redrive resume 20261130T031500-ab12cd --yes`,
 		Args: exactArgs(1, "one DLQ (name, URL or ARN)"),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -231,6 +249,7 @@ func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error
 	fl.DurationVar(&opts.Visibility, "visibility", 30*time.Second, "how long received messages stay hidden between heartbeats")
 	fl.BoolVar(&opts.WaitInFlight, "wait-inflight", true, waitInFlightHelp)
 	opts.Kafka.addFlags(fl)
+	opts.Transform.AddFlags(fl, true)
 
 	c.AddCommand(newCmdRedriveResume(f, runF), newCmdRedriveStatus(f), newCmdRedriveCancel(f))
 	return c
@@ -311,6 +330,9 @@ func (o *RedriveOptions) validate(c *cobra.Command) error {
 		if o.DryRun {
 			bad = append(bad, "--dry-run")
 		}
+		if o.Transform.Active() {
+			bad = append(bad, "--transform")
+		}
 		for _, name := range []string{"max-returns", "max-dest-backlog", "max-redrives", "concurrency"} {
 			if c != nil && c.Flags().Changed(name) {
 				bad = append(bad, "--"+name)
@@ -336,17 +358,20 @@ func (o *RedriveOptions) validate(c *cobra.Command) error {
 	if _, err := o.Selection.Selector(); err != nil {
 		return err
 	}
-	return nil
+	return o.Transform.validate(true, o.DryRun)
 }
 
 // fingerprint identifies "the same command" for automatic resume: the DLQ,
 // the destination and the selection (not the rate or guards).
 func (o *RedriveOptions) fingerprint(dlqARN string) string {
-	parts := []any{"redrive", dlqARN, o.To, o.Selection, o.Max, o.MaxRedrives, o.Canary}
+	fp := []any{"redrive", dlqARN, o.To, o.Selection, o.Max, o.MaxRedrives, o.Canary}
 	if o.Origin != "" {
-		parts = append(parts, o.Origin)
+		fp = append(fp, o.Origin)
 	}
-	b, _ := json.Marshal(parts)
+	if x := o.Transform.fingerprintPart(); x != "" {
+		fp = append(fp, x)
+	}
+	b, _ := json.Marshal(fp)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
 }
@@ -427,8 +452,14 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 	for _, w := range SideEffectWarnings(dlq) {
 		f.IO.Warnf("%s", w)
 	}
+	ep := f.SQSQueue(c, dlq)
+	xf, err := opts.Transform.compile(ep.Capabilities())
+	if err != nil {
+		return err
+	}
+	watchTransformErrors(f, xf)
 	if opts.DryRun {
-		return redrivePlan(ctx, opts, dlq, router, pub, selector)
+		return redrivePlan(ctx, opts, dlq, router, pub, selector, xf)
 	}
 
 	format, _ := f.Format()
@@ -439,15 +470,18 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		total = min(total, max)
 	}
 	raw, _ := json.Marshal(opts)
-	ep := f.SQSQueue(c, dlq)
-	src, err := dlqSource(ctx, ep, opts.Visibility, selector != nil)
+	originals, err := opts.Transform.originals(ctx, f, ep, selectionText(sel), xf)
+	if err != nil {
+		return err
+	}
+	src, err := dlqSource(ctx, ep, opts.Visibility, selector != nil || xf != nil)
 	if err != nil {
 		return err
 	}
 	spec := redrive.RunSpec{
 		StateDir: f.StateDir(), ResumeID: opts.ResumeID,
 		Meta: redrive.RunMeta{Kind: "redrive", Source: dlq.ARN, SourceURL: dlq.URL, Destination: router.Describe(),
-			Fingerprint: opts.fingerprint(dlq.ARN), Options: raw, Visibility: opts.Visibility.Seconds()},
+			Fingerprint: opts.fingerprint(dlq.ARN), Options: raw, Visibility: opts.Visibility.Seconds(), Transform: opts.Transform.meta(xf)},
 		OnResume: func(prev redrive.RunInfo) {
 			f.IO.Infof("resuming unfinished run %s (%s; %d sent, %d deleted): already-sent messages are deleted without sending them again", prev.ID, prev.Status, prev.Sent, prev.Deleted)
 		},
@@ -461,6 +495,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 			Concurrency: opts.Concurrency,
 			Guards:      opts.GuardFlags.guards(opts.MaxReturns), Total: total,
 			Reporter: progressReporter(prog, "redrive"), WaitInFlight: waitInFlight(opts.WaitInFlight),
+			Transform: xf, Originals: keeperOf(originals),
 		},
 	}
 	opts.PaceFlags.apply(&spec.Move)
@@ -685,6 +720,7 @@ func printRedriveSummary(f *Factory, prog *output.Progress, dlq *sqs.Queue, rout
 	}
 	sharedRows(t, res)
 	countsRow(t, res.Counts)
+	transformRows(t, res.Transform)
 	return renderOutcomeRows(t, res, v)
 }
 
@@ -770,11 +806,11 @@ type RedrivePlanOutput struct {
 	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
 }
 
-func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, router redrive.Router, pub broker.Publisher, sel redrive.Selector) error {
+func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, router redrive.Router, pub broker.Publisher, sel redrive.Selector, xf *transform.Transform) error {
 	f := opts.F
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
-	pl := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: pub, Select: sel, MaxRedrives: opts.MaxRedrives, Max: opts.Max}
+	pl := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: pub, Select: sel, MaxRedrives: opts.MaxRedrives, Max: opts.Max, Transform: xf}
 	res, err := f.ForEachRecord(ctx, InputOptions{Queue: opts.DLQ, Visibility: opts.Visibility}, func(rec *record.Record, parsed any) error {
 		ev, err := pl.Add(ctx, rec, parsed)
 		if err != nil {
@@ -807,6 +843,7 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, rout
 		return prog.Summary(out)
 	}
 	f.IO.Infof("dry run: nothing was changed")
+	printTransformPlan(f.IO, plan.Transform)
 	t := output.NewTable(f.IO, "DESTINATION", "CLASS", "MESSAGES")
 	for _, d := range sortedKeys(plan.ByDestination) {
 		for _, cl := range sortedKeys(plan.ByDestination[d]) {

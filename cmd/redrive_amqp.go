@@ -17,6 +17,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
+	"github.com/dlqctl/dlqctl/pkg/transform"
 )
 
 // amqpRedriveRun is redrive for a RabbitMQ DLQ: the same engine, journal,
@@ -72,8 +73,13 @@ func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		selector = sel
 	}
 	name := &sqs.Queue{Name: ep.Name()} // the summary names the DLQ
+	xf, err := opts.Transform.compile(ep.Capabilities())
+	if err != nil {
+		return err
+	}
+	watchTransformErrors(f, xf)
 	if opts.DryRun {
-		return amqpRedrivePlan(ctx, opts, ep, router, selector)
+		return amqpRedrivePlan(ctx, opts, ep, router, selector, xf)
 	}
 	depth, err := ep.Depth(ctx)
 	if err != nil {
@@ -92,8 +98,12 @@ func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	shown.DLQ, shown.To = ep.String(), redactRef(opts.To)
 	raw, _ := json.Marshal(&shown)
 	decode := inspect.DecodeMarker
-	if selector != nil {
+	if selector != nil || xf != nil {
 		decode = inspect.Decode
+	}
+	originals, err := opts.Transform.originals(ctx, f, ep, selectionText(sel), xf)
+	if err != nil {
+		return err
 	}
 	// Peers of a shared run (--rate-share) are competing consumers: the
 	// source knows it shares the queue, so what the peers hold at the end
@@ -102,7 +112,7 @@ func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	// Without a selection nothing reads a record's headers (beyond the
 	// marker and the original route) or its death history: the copy and
 	// the route come from the delivery the record carries.
-	src, err := ep.OpenSource(ctx, broker.SourceOptions{Mode: broker.Consume, Wait: time.Second, Decode: decode, Lean: selector == nil, Share: broker.Share{I: sh.I, N: sh.N}})
+	src, err := ep.OpenSource(ctx, broker.SourceOptions{Mode: broker.Consume, Wait: time.Second, Decode: decode, Lean: selector == nil && xf == nil, Share: broker.Share{I: sh.I, N: sh.N}})
 	if err != nil {
 		return err
 	}
@@ -118,7 +128,7 @@ func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	spec := redrive.RunSpec{
 		StateDir: f.StateDir(), ResumeID: opts.ResumeID,
 		Meta: redrive.RunMeta{Kind: "redrive", Source: ep.ID(), SourceURL: ep.ID(), Destination: router.Describe(),
-			Fingerprint: opts.fingerprint(ep.ID()), Options: raw},
+			Fingerprint: opts.fingerprint(ep.ID()), Options: raw, Transform: opts.Transform.meta(xf)},
 		OnResume: func(prev redrive.RunInfo) {
 			f.IO.Infof("resuming unfinished run %s (%s; %d sent, %d deleted): messages whose copy was confirmed are acknowledged without publishing them again", prev.ID, prev.Status, prev.Sent, prev.Deleted)
 		},
@@ -141,6 +151,7 @@ func amqpRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 			Concurrency: opts.Concurrency,
 			Guards:      opts.GuardFlags.guards(opts.MaxReturns), Total: total,
 			Reporter: progressReporter(prog, "redrive"), WaitInFlight: waitInFlight(opts.WaitInFlight),
+			Transform: xf, Originals: keeperOf(originals),
 		},
 	}
 	opts.PaceFlags.apply(&spec.Move)
@@ -181,11 +192,11 @@ func (r fixedRouter) Route(context.Context, *record.Record) (broker.Destination,
 }
 func (r fixedRouter) Describe() string { return r.d.Label }
 
-func amqpRedrivePlan(ctx context.Context, opts *RedriveOptions, ep *amqp.Endpoint, router redrive.Router, sel redrive.Selector) error {
+func amqpRedrivePlan(ctx context.Context, opts *RedriveOptions, ep *amqp.Endpoint, router redrive.Router, sel redrive.Selector, xf *transform.Transform) error {
 	f := opts.F
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
-	pl := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: ep.Preparer(), Select: sel, MaxRedrives: opts.MaxRedrives, Max: opts.Max}
+	pl := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: ep.Preparer(), Select: sel, MaxRedrives: opts.MaxRedrives, Max: opts.Max, Transform: xf}
 	res, err := f.ForEachRecord(ctx, InputOptions{Queue: opts.DLQ}, func(rec *record.Record, parsed any) error {
 		ev, err := pl.Add(ctx, rec, parsed)
 		if err != nil {
@@ -221,6 +232,7 @@ func amqpRedrivePlan(ctx context.Context, opts *RedriveOptions, ep *amqp.Endpoin
 		return prog.Summary(out)
 	}
 	f.IO.Infof("dry run: nothing was changed (the messages were read and returned to %s)", ep.Name())
+	printTransformPlan(f.IO, plan.Transform)
 	t := output.NewTable(f.IO, "DESTINATION", "CLASS", "MESSAGES")
 	for _, d := range sortedKeys(plan.ByDestination) {
 		for _, cl := range sortedKeys(plan.ByDestination[d]) {

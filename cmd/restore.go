@@ -18,6 +18,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
+	"github.com/dlqctl/dlqctl/pkg/transform"
 )
 
 // RestoreOptions are the inputs of `dlqctl restore`; they are stored in
@@ -34,6 +35,11 @@ type RestoreOptions struct {
 	PaceFlags
 	GuardFlags
 	Again bool `json:"-"`
+
+	// Transform repairs the archived messages on their way out (the
+	// archive is the originals: nothing more to keep).
+	Transform TransformFlags `json:"transform,omitzero"`
+	xf        *transform.Transform
 }
 
 const restoreLong = `Send archived messages back to a queue: restore is a redrive whose source is
@@ -76,7 +82,10 @@ queue all its queues dead-letter to) by peeking it, for --verify-for
 (when not given it is computed: the message TTLs on the way from the
 destination into that queue, + 30 s); a destination
 whose failures would be dropped (no dead-letter exchange, or one routing
-nowhere) is refused with exit 2 before anything is sent. An archive is not
+nowhere) is refused with exit 2 before anything is sent. --transform EXPR (or --transform-file F) repairs each record on its way
+out, as redrive --transform does (SQS and RabbitMQ destinations): the
+archive is the originals, so nothing more is kept; --dry-run shows the
+diff. An archive is not
 drained by restoring it: the restore after a canary sends the canary's N
 again.
 
@@ -113,6 +122,7 @@ func NewCmdRestore(f *Factory, runF func(context.Context, *RestoreOptions) error
 	opts.PaceFlags.AddFlags(fl, "workers sending in parallel (1 for a FIFO destination)")
 	opts.GuardFlags.AddFlags(fl, "guard: stop when the destination has more than N visible messages")
 	fl.BoolVar(&opts.Again, "again", false, "send the archive again although the same restore already completed")
+	opts.Transform.AddFlags(fl, false)
 	return c
 }
 
@@ -134,12 +144,18 @@ func (o *RestoreOptions) validate() error {
 	if !archive.IsS3URI(o.Manifest) && !isLocalManifest(o.Manifest) && !isLocalDir(o.Manifest) {
 		return errs.BadInputf("%s is not an archive manifest; pass s3://BUCKET/…/run=<id>/ (or its _manifest.json) or a local copy of the run", o.Manifest)
 	}
-	_, err := o.Selection.Selector()
-	return err
+	if _, err := o.Selection.Selector(); err != nil {
+		return err
+	}
+	return o.Transform.validate(false, o.DryRun)
 }
 
 func (o *RestoreOptions) fingerprint(destARN string) string {
-	b, _ := json.Marshal([]any{"restore", o.Manifest, destARN, o.Selection, o.Max, o.Canary})
+	fp := []any{"restore", o.Manifest, destARN, o.Selection, o.Max, o.Canary}
+	if x := o.Transform.fingerprintPart(); x != "" {
+		fp = append(fp, x)
+	}
+	b, _ := json.Marshal(fp)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
 }
@@ -198,6 +214,10 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 		return err
 	}
 	router := fixedRouter{dest}
+	if opts.xf, err = opts.Transform.compile(caps); err != nil {
+		return err
+	}
+	watchTransformErrors(f, opts.xf)
 	pub, err := ep.OpenPublisher(ctx)
 	if err != nil {
 		return openErr(err)
@@ -233,7 +253,7 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	spec := redrive.RunSpec{
 		StateDir: f.StateDir(),
 		Meta: redrive.RunMeta{Kind: "restore", Source: ref.Name(), Destination: ep.Name(),
-			Fingerprint: opts.fingerprint(ep.ID()), Options: raw},
+			Fingerprint: opts.fingerprint(ep.ID()), Options: raw, Transform: opts.Transform.meta(opts.xf)},
 		RefuseCompleted: true, Again: opts.Again,
 		AlreadyDone: func(done redrive.RunInfo) error {
 			// An archive never drains: the same restore run twice would
@@ -256,7 +276,7 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 			Router: router, Select: selector, Max: max,
 			Rate: opts.Rate, Ramp: opts.Ramp, RampEvery: opts.RampEvery, Concurrency: concurrency,
 			Guards: opts.GuardFlags.guards(0), Total: total,
-			Reporter: progressReporter(prog, "restore"),
+			Reporter: progressReporter(prog, "restore"), Transform: opts.xf,
 		},
 	}
 	opts.PaceFlags.apply(&spec.Move) // this process's share of --rate/--ramp (--rate-share)
@@ -325,6 +345,7 @@ func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, des
 	if res.Unknown > 0 {
 		t.Row("unknown", fmt.Sprintf("%d whose send outcome is unknown; a FIFO destination de-duplicates a retry within 5 minutes", res.Unknown))
 	}
+	transformRows(t, res.Transform)
 	return renderOutcomeRows(t, res, v)
 }
 
@@ -346,7 +367,7 @@ func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
 	share := opts.PaceFlags.share()
-	p := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: prep, Select: sel, Max: opts.Max, Partition: share}
+	p := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: prep, Select: sel, Max: opts.Max, Partition: share, Transform: opts.xf}
 	err := archive.ForEachManifestRecord(ctx, ref.Src, m, func(_ int, rec *record.Record, parsed any) error {
 		ev, err := p.Add(ctx, rec, parsed)
 		if err != nil {
@@ -375,6 +396,7 @@ func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *
 	case output.NDJSON:
 		return prog.Summary(out)
 	}
+	printTransformPlan(f.IO, pl.Transform)
 	t := output.NewTable(f.IO, "", "")
 	t.Row("dry run", "nothing was sent")
 	t.Row("archive", ref.Name())

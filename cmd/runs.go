@@ -90,7 +90,11 @@ func runsRun(opts *RunsOptions) error {
 		if dlq == "" {
 			dlq = r.Source
 		}
-		t.Row(r.ID, r.Created.Local().Format(time.DateTime), orDash(r.Kind), r.Status, dlq, r.Destination, fmt.Sprint(r.Sent), fmt.Sprint(r.Deleted), maybeTwiceCell(r.RunInfo), orDash(r.Resume))
+		kind := orDash(r.Kind)
+		if r.Transform != nil {
+			kind += fmt.Sprintf(" (transform %.12s)", r.Transform.SHA256)
+		}
+		t.Row(r.ID, r.Created.Local().Format(time.DateTime), kind, r.Status, dlq, r.Destination, fmt.Sprint(r.Sent), fmt.Sprint(r.Deleted), maybeTwiceCell(r.RunInfo), orDash(r.Resume))
 	}
 	return t.Render()
 }

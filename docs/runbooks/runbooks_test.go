@@ -54,6 +54,7 @@ var runbookFiles = []string{
 	"redrive-storm.md",
 	"retention-emergency.md",
 	"big-incident.md",
+	"repair-and-replay.md",
 }
 
 // onMoto lists the runbooks that run against moto_server instead of
@@ -807,6 +808,51 @@ var after = map[string]func(t *testing.T, env testenv.Env, inc *incident){
 			if !slices.Equal(got, want) {
 				t.Errorf("%s holds %d messages after the restore, want exactly its %d archived transient ones, once each", src.Name, len(got), len(want))
 			}
+		}
+	},
+	// The plain OrderCreated v9 envelopes repaired (v2) in the orders
+	// queue, once each; the wrapped one left in the DLQ; the originals
+	// restored byte for byte to the recovery queue.
+	"repair-and-replay.md": func(t *testing.T, env testenv.Env, inc *incident) {
+		c := env.SQS(t)
+		var plain, wrapped []seed.Seeded
+		for _, m := range inc.truth.InQueue(inc.truth.DLQ.Name) {
+			switch {
+			case m.EventVersion == 9 && m.Kind == seed.KindEnvelope:
+				plain = append(plain, m)
+			case m.EventVersion == 9:
+				wrapped = append(wrapped, m)
+			}
+		}
+		if len(plain) < 2 || len(wrapped) == 0 {
+			t.Fatalf("the incident has %d plain and %d wrapped v9 messages; the runbook needs both", len(plain), len(wrapped))
+		}
+		if d := depth(t, env, c, inc.truth.DLQ.Name); d != inc.dlqStart-len(plain) {
+			t.Errorf("the DLQ holds %d, want %d: only the plain v9 envelopes leave it", d, inc.dlqStart-len(plain))
+		}
+		var wantFixed, wantOrig []string
+		for _, m := range plain {
+			var v map[string]any
+			if err := json.Unmarshal([]byte(m.Body), &v); err != nil {
+				t.Fatal(err)
+			}
+			v["eventVersion"] = 2
+			v["schemaRef"] = strings.TrimSuffix(v["schemaRef"].(string), "/v9") + "/v2"
+			b, _ := json.Marshal(v) // sorted keys, as jq writes them
+			wantFixed = append(wantFixed, strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(string(b), `\u003c`, "<"), `\u003e`, ">"), `\u0026`, "&"))
+			wantOrig = append(wantOrig, m.Body)
+		}
+		got := drainBodies(t, c, inc.truth.Orders.URL, len(plain))
+		slices.Sort(got)
+		slices.Sort(wantFixed)
+		if !slices.Equal(got, wantFixed) {
+			t.Errorf("the orders queue holds\n%q\nwant the repaired envelopes once each\n%q", got, wantFixed)
+		}
+		restored := drainBodies(t, c, inc.recovery, len(plain))
+		slices.Sort(restored)
+		slices.Sort(wantOrig)
+		if !slices.Equal(restored, wantOrig) {
+			t.Errorf("the recovery queue holds\n%q\nwant the originals byte for byte\n%q", restored, wantOrig)
 		}
 	},
 	"retention-emergency.md": func(t *testing.T, env testenv.Env, inc *incident) {

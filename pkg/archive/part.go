@@ -9,6 +9,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/record"
@@ -60,9 +61,11 @@ func newPartWriter(dir string, discard bool) (*partWriter, error) {
 		dst = f
 	}
 	p.sink = &countingWriter{w: io.MultiWriter(dst, p.sum)}
-	p.gz, _ = gzip.NewWriterLevel(p.sink, gzip.DefaultCompression)
+	p.gz = gzPool.Get().(*gzip.Writer)
+	p.gz.Reset(p.sink)
 	p.raw = &countingWriter{w: p.gz}
-	p.buf = bufio.NewWriterSize(p.raw, 256<<10)
+	p.buf = bufPool.Get().(*bufio.Writer)
+	p.buf.Reset(p.raw)
 	p.enc = json.NewEncoder(p.buf)
 	p.enc.SetEscapeHTML(false)
 	return p, nil
@@ -122,7 +125,8 @@ func (p *partWriter) Reader() (io.ReadSeeker, error) {
 	return p.file, nil
 }
 
-// Discard removes the temporary file.
+// Discard removes the temporary file and gives the compressor and buffer
+// back for the next part; the writer is not used afterwards.
 func (p *partWriter) Discard() {
 	if p.file != nil {
 		name := p.file.Name()
@@ -130,4 +134,26 @@ func (p *partWriter) Discard() {
 		os.Remove(name)
 		p.file = nil
 	}
+	if p.gz != nil {
+		p.gz.Reset(io.Discard)
+		gzPool.Put(p.gz)
+		p.gz = nil
+	}
+	if p.buf != nil {
+		p.buf.Reset(io.Discard)
+		bufPool.Put(p.buf)
+		p.buf = nil
+	}
 }
+
+// gzPool and bufPool keep the compressors (about 800 KB each) and write
+// buffers of finished parts for the next ones: a transforming redrive
+// writes a small part per round of uploads, and allocating them afresh
+// each time was most of its allocations.
+var (
+	gzPool = sync.Pool{New: func() any {
+		w, _ := gzip.NewWriterLevel(io.Discard, gzip.DefaultCompression)
+		return w
+	}}
+	bufPool = sync.Pool{New: func() any { return bufio.NewWriterSize(io.Discard, 256<<10) }}
+)

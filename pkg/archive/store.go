@@ -75,6 +75,13 @@ func CheckBucket(ctx context.Context, api S3API, bucket string) error {
 // success; any other object under the key is ErrExists. A 409
 // ConditionalRequestConflict is retried a few times.
 func Put(ctx context.Context, api S3API, bucket, key string, body io.ReadSeeker, size int64, sum []byte, contentType string, enc Encryption) error {
+	return put(ctx, api, bucket, key, body, size, sum, contentType, enc, false)
+}
+
+// put is Put; replace drops the condition that the key is new (for a
+// manifest a later attempt of the same run rewrites with more parts,
+// never for data).
+func put(ctx context.Context, api S3API, bucket, key string, body io.ReadSeeker, size int64, sum []byte, contentType string, enc Encryption, replace bool) error {
 	in := &s3.PutObjectInput{
 		Bucket:            aws.String(bucket),
 		Key:               aws.String(key),
@@ -83,7 +90,9 @@ func Put(ctx context.Context, api S3API, bucket, key string, body io.ReadSeeker,
 		ContentType:       aws.String(contentType),
 		ChecksumAlgorithm: types.ChecksumAlgorithmSha256,
 		ChecksumSHA256:    aws.String(base64.StdEncoding.EncodeToString(sum)),
-		IfNoneMatch:       aws.String("*"),
+	}
+	if !replace {
+		in.IfNoneMatch = aws.String("*")
 	}
 	if enc.SSE != "" {
 		in.ServerSideEncryption = types.ServerSideEncryption(enc.SSE)

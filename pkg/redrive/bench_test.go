@@ -57,6 +57,13 @@ func peakRSSMB() float64 {
 // so each phase starts from the same state).
 func benchQueues(b *testing.B, api *awssqs.Client, c *sqs.Client, n int) (dlq, dest *sqs.Queue, drop func()) {
 	b.Helper()
+	body := strings.Repeat("x", 200)
+	return benchQueuesWith(b, api, c, n, func(i int) string { return fmt.Sprintf(`{"i":%d,"pad":"%s"}`, i, body) })
+}
+
+// benchQueuesWith is benchQueues with the DLQ's bodies made by body.
+func benchQueuesWith(b *testing.B, api *awssqs.Client, c *sqs.Client, n int, body func(int) string) (dlq, dest *sqs.Queue, drop func()) {
+	b.Helper()
 	ctx := context.Background()
 	mk := func(prefix string) *sqs.Queue {
 		name := testenv.UniqueName(b, prefix)
@@ -77,8 +84,7 @@ func benchQueues(b *testing.B, api *awssqs.Client, c *sqs.Client, n int) (dlq, d
 		}
 	}
 	b.Cleanup(drop)
-	body := strings.Repeat("x", 200)
-	if err := seed.FillDLQ(ctx, api, dlq.URL, n, func(i int) string { return fmt.Sprintf(`{"i":%d,"pad":"%s"}`, i, body) }); err != nil {
+	if err := seed.FillDLQ(ctx, api, dlq.URL, n, body); err != nil {
 		b.Fatal(err)
 	}
 	return dlq, dest, drop

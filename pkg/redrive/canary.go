@@ -48,6 +48,8 @@ type Verdict struct {
 	WindowSeconds float64 `json:"window_seconds"`
 	WindowReason  string  `json:"window_reason"`
 	Detail        string  `json:"detail"`
+	// Transformed: the canary moved repaired copies (--transform).
+	Transformed bool `json:"transformed,omitempty"`
 }
 
 func total(d broker.Depth) int { return int(d.Ready + d.Held + d.Delayed) }

@@ -161,3 +161,45 @@ func TestAnIntentIsOnDiskBeforeTheSendAndATornOneIsSkipped(t *testing.T) {
 		t.Fatalf("unconfirmed %v", got)
 	}
 }
+
+// TestKeptLinesSurviveAReopen: what a transforming run recorded of its
+// originals (the parts and their ids) is what a resumed attempt finds,
+// and the kept line is on disk once the intent that follows it is.
+func TestKeptLinesSurviveAReopen(t *testing.T) {
+	dir := t.TempDir()
+	j, err := CreateJournal(dir, RunMeta{ID: "k1", Kind: "redrive", Created: time.Now(),
+		Transform: &TransformMeta{Expression: ".json.a |= tonumber", SHA256: strings.Repeat("ab", 32), Originals: "s3://b/p"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Kept(json.RawMessage(`{"key":"p/part-00001.ndjson.gz","records":2}`), []string{"m1", "m2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Intend("q", []string{"m1"}); err != nil {
+		t.Fatal(err)
+	}
+	// Without a Close (a kill -9 after the intent): read what is on disk.
+	b, err := os.ReadFile(filepath.Join(j.Dir(), "journal.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"t":"kept"`) || !strings.Contains(lines[1], `"t":"intent"`) {
+		t.Fatalf("journal on disk after the intent:\n%s\nwant the kept line, then the intent", b)
+	}
+	killJournal(j)
+	r, err := OpenJournal(dir, "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if !r.WasKept("m1") || !r.WasKept("m2") || r.WasKept("m3") {
+		t.Fatal("kept ids not found after a reopen")
+	}
+	if parts := r.KeptParts(); len(parts) != 1 || !strings.Contains(string(parts[0]), "part-00001") {
+		t.Fatalf("parts after a reopen: %s", parts)
+	}
+	if m := r.Meta(); m.Transform == nil || m.Transform.Expression != ".json.a |= tonumber" {
+		t.Fatalf("run.json transform %+v", m.Transform)
+	}
+}

@@ -46,6 +46,18 @@ type RunMeta struct {
 	Updated    time.Time       `json:"updated"`
 	Status     string          `json:"status"`
 	Note       string          `json:"note,omitempty"`
+	// Transform is the expression a transforming run repairs messages
+	// with, and where it keeps their originals.
+	Transform *TransformMeta `json:"transform,omitempty"`
+}
+
+// TransformMeta is what the journal records of a transforming run.
+type TransformMeta struct {
+	Expression string `json:"expression"`
+	SHA256     string `json:"expression_sha256"`
+	// Originals is where the originals are archived ("" for a restore:
+	// the archive read is the originals).
+	Originals string `json:"originals,omitempty"`
 }
 
 // SentRecord is a journal line: the copy of Orig was accepted by Dest.
@@ -80,12 +92,18 @@ const (
 	// no longer in the source when it drained it (counted as sent by the
 	// attempt that died).
 	lineGone = "gone"
+	// lineKept: the originals of a transforming run's messages (ids) are
+	// in a verified archive part (part: its manifest entry); written
+	// (fsynced) before any of them is sent.
+	lineKept = "kept"
 )
 
 type line struct {
 	T string `json:"t"` // lineSent, lineDel, lineIntent, lineUnsent, lineGone
 	SentRecord
 	IDs []string `json:"ids,omitempty"`
+	// Part is a lineKept's archive part (its manifest entry).
+	Part json.RawMessage `json:"part,omitempty"`
 }
 
 // Journal is the durable record of a run: which source messages were sent
@@ -129,6 +147,11 @@ type Journal struct {
 	// atOpen are the intents left unconfirmed by earlier attempts (what a
 	// resume finds): their messages may already have a copy.
 	atOpen map[string]string
+	// kept are the digests of the messages whose originals are in a
+	// verified archive part (a transforming run); parts those parts'
+	// manifest entries, in order.
+	kept  map[digest]struct{}
+	parts []json.RawMessage
 }
 
 // maxTwiceRecords bounds the possibly-doubled records kept in memory.
@@ -171,7 +194,7 @@ func bodyKey(sha string) uint64 {
 }
 
 func newJournalState() *Journal {
-	return &Journal{pending: map[string]SentRecord{}, sent: map[digest]struct{}{}, shas: map[uint64]struct{}{}, intents: map[string]string{}}
+	return &Journal{pending: map[string]SentRecord{}, sent: map[digest]struct{}{}, shas: map[uint64]struct{}{}, intents: map[string]string{}, kept: map[digest]struct{}{}}
 }
 
 // maxBodyKeys bounds the body digests kept for the canary's recognition of
@@ -305,6 +328,8 @@ func (j *Journal) load(path string) error {
 			}
 		case lineIntent:
 			j.recordIntentLocked(l.Dest, l.IDs)
+		case lineKept:
+			j.recordKeptLocked(l.Part, l.IDs)
 		case lineUnsent, lineGone:
 			for _, id := range l.IDs {
 				delete(j.intents, id)
@@ -323,6 +348,52 @@ func (j *Journal) recordIntentLocked(dest string, ids []string) {
 			j.intents[id] = dest
 		}
 	}
+}
+
+func (j *Journal) recordKeptLocked(part json.RawMessage, ids []string) {
+	if len(part) > 0 {
+		j.parts = append(j.parts, append(json.RawMessage(nil), part...))
+	}
+	for _, id := range ids {
+		j.kept[digestOf(id)] = struct{}{}
+	}
+}
+
+// Kept records that the originals of ids are in a verified archive part,
+// described by part (its manifest entry): an attempt that finds them kept
+// does not archive them again, and the run's manifest lists the part. The
+// line is buffered like Deleted, and still on disk before any of those
+// messages is sent: a copy is sent only after its batch's Intend, whose
+// fsync writes the buffer, this line first. A kept line lost with its
+// process (no intent of its messages written yet) only leaves a part no
+// manifest names; the next attempt archives those originals again.
+func (j *Journal) Kept(part json.RawMessage, ids []string) error {
+	b, err := json.Marshal(line{T: lineKept, IDs: ids, Part: part})
+	if err != nil {
+		return err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.recordKeptLocked(part, ids)
+	j.buf = append(append(j.buf, b...), '\n')
+	return j.err
+}
+
+// WasKept reports whether the original of orig is in a verified archive
+// part of this run (by this attempt or an earlier one).
+func (j *Journal) WasKept(orig string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	_, ok := j.kept[digestOf(orig)]
+	return ok
+}
+
+// KeptParts returns the archive parts holding the run's originals (every
+// attempt's), as manifest entries.
+func (j *Journal) KeptParts() []json.RawMessage {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]json.RawMessage(nil), j.parts...)
 }
 
 // Meta returns the run description.

@@ -2,6 +2,7 @@ package redrive
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -183,6 +184,12 @@ func Execute(ctx context.Context, spec RunSpec) (*Outcome, error) {
 			res.Interrupted = true
 		case verr != nil:
 			runErr = verr
+		}
+		if v != nil && spec.Move.Transform != nil {
+			// The copies watched are the repaired ones: the verdict is
+			// about the fix as much as about the consumer.
+			v.Transformed = true
+			v.Detail = fmt.Sprintf("transformed copies (expression sha256 %.12s…): %s", spec.Move.Transform.SHA256(), v.Detail)
 		}
 		out.Verdict = v
 	}

@@ -2,6 +2,7 @@ package redrive
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/record"
+	"github.com/dlqctl/dlqctl/pkg/transform"
 )
 
 // Item, Source and ErrSourceDone are the pipeline's: a redrive reads any
@@ -127,7 +129,43 @@ const (
 	SkipReturned     = "returned during this run"
 	SkipGroupBlocked = "behind an unselected message of its FIFO group"
 	SkipMax          = "beyond --max"
+	// SkipTransform: the --transform expression failed on it, or made
+	// something the destination would refuse; it stays in the DLQ.
+	SkipTransform = "transform failed"
 )
+
+// Keeper keeps the originals of the messages a transforming run repairs
+// (an archive: package archive's Originals) before their copies are sent.
+type Keeper interface {
+	// Start names the run; prior is the number of parts earlier attempts
+	// recorded; onPart records a verified part (the journal) before Keep
+	// returns to its callers.
+	Start(runID string, started time.Time, prior int, onPart func(part json.RawMessage, ids []string) error)
+	// Keep returns once recs are in a verified part (and recorded).
+	Keep(ctx context.Context, recs []*record.Record) error
+	// Finish writes the manifest listing parts and returns its key.
+	Finish(ctx context.Context, parts []json.RawMessage, complete bool, note string) (string, error)
+	// Location is where the originals go.
+	Location() string
+	// RunDir is the run's key prefix there.
+	RunDir() string
+}
+
+// TransformResult is what a transforming run did (-o json "transform").
+type TransformResult struct {
+	*transform.Summary
+	// Originals: where the originals of the repaired messages are, to
+	// restore them unchanged ('dlqctl restore MANIFEST').
+	Originals *KeptOriginals `json:"originals,omitempty"`
+}
+
+// KeptOriginals locates the archive of a run's originals.
+type KeptOriginals struct {
+	Location string `json:"location"`
+	Manifest string `json:"manifest,omitempty"`
+	Parts    int    `json:"parts"`
+	Records  int    `json:"records"`
+}
 
 // Options configure a redrive run.
 type Options struct {
@@ -186,6 +224,13 @@ type Options struct {
 	// a peer sends again within 5 minutes (after a kill -9).
 	DedupKey string
 	Reporter Reporter
+	// Transform, when set, repairs each selected message: the copy sent is
+	// the record the expression returns (package transform), marked with
+	// its provenance; a message it fails on stays where it is.
+	Transform *transform.Transform
+	// Originals keeps the originals of a transforming run (required with
+	// Transform on a queue; nil for an archive, which is the originals).
+	Originals Keeper
 }
 
 // Result is the accounting of a run.
@@ -251,6 +296,8 @@ type Result struct {
 	// records maybe_twice.
 	MaybeTwice    int      `json:"maybe_twice,omitempty"`
 	MaybeTwiceIDs []string `json:"maybe_twice_ids,omitempty"`
+	// Transform: what a --transform run repaired, failed on and kept.
+	Transform *TransformResult `json:"transform,omitempty"`
 	// FilterErrors: messages the --filter or a rule raised an error on;
 	// they were not selected and stay in the source (Skipped "filter
 	// error").
@@ -343,6 +390,10 @@ func (r *Result) Err() error {
 	case r.Unknown > 0 || r.Failed > 0 || r.SentNotDeleted > 0:
 		return errs.Partialf("%d message(s) not moved (%d refused by the destination, %d with unknown send outcome, %d sent but not yet deleted); they are still in the DLQ — re-run to retry: %s",
 			r.Unknown+r.Failed+r.SentNotDeleted, r.Failed, r.Unknown, r.SentNotDeleted, firstOr(r.Errors, "see the report"))
+	case r.Transform != nil && r.Transform.Failed > 0:
+		e := r.Transform.Errors[0]
+		return errs.Partialf("%d message(s) could not be transformed and were left where they are (%s: %d, first: message %s: %s); fix the expression or handle them apart, then run again",
+			r.Transform.Failed, e.Reason, e.Count, e.FirstID, e.FirstError)
 	case !r.Complete && !r.StoppedAtMax && r.Note != "":
 		return errs.Partialf("%s", r.Note)
 	}
@@ -370,30 +421,62 @@ func classOf(rec *record.Record) string {
 	return "unclassified"
 }
 
-// decide applies selection, loop guard, routing and the copy rules to one
-// message: the shared logic of the plan and the mover.
-func decide(ctx context.Context, it Item, pub broker.Publisher, copt broker.CopyOptions, sel Selector, router Router, maxRedrives int) (broker.Destination, broker.Outgoing, string, error) {
+// choice is decide's answer for one message: its destination and copy,
+// or why it is skipped.
+type choice struct {
+	dest   broker.Destination
+	out    broker.Outgoing
+	reason string
+	// copy is the record the copy was made from (the repaired one with a
+	// transform) and sha its body's SHA-256.
+	copy *record.Record
+	sha  string
+	// xfErr is the transform's failure (reason SkipTransform).
+	xfErr error
+}
+
+// decide applies selection, loop guard, routing, the transform and the
+// copy rules to one message: the shared logic of the plan and the mover.
+func decide(ctx context.Context, it Item, pub broker.Publisher, copt broker.CopyOptions, sel Selector, router Router, maxRedrives int, xf *transform.Transform) (choice, error) {
 	rec := it.Record
 	if sel != nil {
 		ok, err := sel.Select(rec, it.Parsed)
 		switch {
 		case err != nil && errs.Code(err) == errs.ExitUsage:
-			return broker.Destination{}, broker.Outgoing{}, "", err
+			return choice{}, err
 		case err != nil:
-			return broker.Destination{}, broker.Outgoing{}, SkipFilterError, nil
+			return choice{reason: SkipFilterError}, nil
 		case !ok:
-			return broker.Destination{}, broker.Outgoing{}, SkipFiltered, nil
+			return choice{reason: SkipFiltered}, nil
 		}
 	}
 	if maxRedrives > 0 && rec.Redrive != nil && rec.Redrive.Count >= maxRedrives {
-		return broker.Destination{}, broker.Outgoing{}, SkipLoop, nil
+		return choice{reason: SkipLoop}, nil
 	}
 	dest, skip, err := router.Route(ctx, rec)
 	if err != nil || skip != "" {
-		return broker.Destination{}, broker.Outgoing{}, skip, err
+		return choice{reason: skip}, err
 	}
-	out, skip := pub.Prepare(rec, dest, copt)
-	return dest, out, skip, nil
+	c := choice{dest: dest, copy: rec, sha: rec.BodySHA256}
+	if xf != nil {
+		res, err := xf.Apply(rec, it.Parsed, copt.RunID)
+		if errs.Code(err) == errs.ExitUsage {
+			return choice{}, err
+		}
+		if err != nil {
+			return choice{reason: SkipTransform, xfErr: err}, nil
+		}
+		c.copy, c.sha = res.Record, res.Record.BodySHA256
+	}
+	c.out, c.reason = pub.Prepare(c.copy, dest, copt)
+	return c, nil
+}
+
+// prepared is the payload of a message to deliver: its copy and the
+// copy's body digest (what the journal records).
+type prepared struct {
+	out broker.Outgoing
+	sha string
 }
 
 // Run moves messages from src according to opt and returns the accounting.
@@ -469,7 +552,24 @@ func Run(ctx context.Context, src Source, opt Options) (*Result, error) {
 		// on every message read (nothing was selected, nothing moved).
 		err = opt.Select.Refusal()
 	}
-	return s.result(pr, src), err
+	if err == nil && opt.Transform != nil {
+		// Likewise the transform: it failed on every message it was
+		// applied to, so nothing was kept, sent or deleted.
+		err = opt.Transform.Tally().Refusal()
+	}
+	r := s.result(pr, src)
+	if opt.Transform != nil {
+		r.Transform = &TransformResult{Summary: opt.Transform.Summary()}
+		if opt.Originals != nil && errs.Code(err) != errs.ExitUsage {
+			if ferr := s.finishOriginals(ctx, r); ferr != nil {
+				r.Errors = append(r.Errors, ferr.Error())
+				if err == nil {
+					err = errs.Partial(ferr)
+				}
+			}
+		}
+	}
+	return r, err
 }
 
 // moveSink sends exact copies to their destinations and journals them.
@@ -516,6 +616,43 @@ type moveSink struct {
 	last []*journalWrite
 }
 
+// finishOriginals writes the manifest of the run's originals (every part
+// its journal recorded, earlier attempts' too) once the run ends.
+func (s *moveSink) finishOriginals(ctx context.Context, r *Result) error {
+	parts := s.j.KeptParts()
+	ko := &KeptOriginals{Location: s.opt.Originals.Location(), Parts: len(parts)}
+	r.Transform.Originals = ko
+	for _, raw := range parts {
+		var p struct {
+			Records int `json:"records"`
+		}
+		_ = json.Unmarshal(raw, &p)
+		ko.Records += p.Records
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	note := ""
+	if !r.Complete {
+		note = "the redrive did not finish; a re-run of the same command resumes it and rewrites this manifest"
+	}
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	key, err := s.opt.Originals.Finish(mctx, parts, r.Complete, note)
+	if err != nil {
+		return fmt.Errorf("the originals are in verified parts under %s/%s but their manifest could not be written: %v; re-run the command to write it", ko.Location, s.opt.Originals.RunDir(), err)
+	}
+	ko.Manifest = manifestURI(ko.Location, key)
+	return nil
+}
+
+// manifestURI is s3://BUCKET/KEY for a key in the bucket of location.
+func manifestURI(location, key string) string {
+	rest := strings.TrimPrefix(location, "s3://")
+	bucket, _, _ := strings.Cut(rest, "/")
+	return "s3://" + bucket + "/" + key
+}
+
 func newMoveSink(opt Options, src Source) *moveSink {
 	s := &moveSink{opt: opt, src: src, j: opt.Journal, runID: opt.Journal.Meta().ID,
 		dests: map[string]broker.Destination{}, byDest: map[string]int{}, byClass: map[string]int{},
@@ -524,6 +661,9 @@ func newMoveSink(opt Options, src Source) *moveSink {
 		prior: opt.Journal.UnconfirmedAtOpen(), seenPrior: map[string]bool{}}
 	s.groups = opt.SourceCaps.Ordering == broker.OrderGroupLock
 	s.created = opt.Journal.Meta().Created
+	if opt.Originals != nil {
+		opt.Originals.Start(s.runID, s.created, len(opt.Journal.KeptParts()), opt.Journal.Kept)
+	}
 	if opt.SourceCaps.Sharing != 0 {
 		// A queue: its readers split it by reading it.
 		s.queueShare = opt.Share
@@ -574,7 +714,8 @@ func (s *moveSink) Prepare(ctx context.Context, it Item) (pipeline.Decision, err
 		}
 	}
 	copt := broker.CopyOptions{RunID: s.runID, DedupKey: s.opt.DedupKey, Now: time.Now()}
-	dest, cp, reason, err := decide(ctx, it, s.opt.Publisher, copt, s.opt.Select, s.opt.Router, s.opt.MaxRedrives)
+	c, err := decide(ctx, it, s.opt.Publisher, copt, s.opt.Select, s.opt.Router, s.opt.MaxRedrives, s.opt.Transform)
+	dest, cp, reason := c.dest, c.out, c.reason
 	if errs.Code(err) == errs.ExitUsage {
 		return pipeline.Decision{}, err // the selection's refusal: the engine releases the message and stops
 	}
@@ -592,7 +733,7 @@ func (s *moveSink) Prepare(ctx context.Context, it Item) (pipeline.Decision, err
 	s.mu.Lock()
 	s.dests[dest.Key] = dest
 	s.mu.Unlock()
-	return pipeline.Decision{Verb: pipeline.Deliver, Key: dest.Key, Payload: cp, Size: cp.Size, Label: dest.Label}, nil
+	return pipeline.Decision{Verb: pipeline.Deliver, Key: dest.Key, Payload: prepared{out: cp, sha: c.sha}, Size: cp.Size, Label: dest.Label}, nil
 }
 
 // journalWrite is one batch's journal write (fsync) in progress; it is the
@@ -624,8 +765,27 @@ func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item,
 	dest := s.dests[key]
 	s.mu.Unlock()
 	batch := make([]broker.Outgoing, len(items))
+	shas := make([]string, len(items))
 	for i, p := range payloads {
-		batch[i] = p.(broker.Outgoing)
+		pp := p.(prepared)
+		batch[i], shas[i] = pp.out, pp.sha
+	}
+	if s.opt.Originals != nil {
+		// A transforming run: the originals are in a verified archive part,
+		// recorded in the journal, before any copy is sent (an original
+		// kept by an earlier attempt is not archived again).
+		var keep []*record.Record
+		for _, it := range items {
+			if !s.j.WasKept(it.Record.MessageID) {
+				keep = append(keep, it.Record)
+			}
+		}
+		if err := s.opt.Originals.Keep(ctx, keep); err != nil {
+			for i := range outs {
+				outs[i].Err = pipeline.Undelivered(err)
+			}
+			return outs, nil
+		}
 	}
 	// Write-ahead intent: the ids about to be sent are on disk before the
 	// broker sees them, so a process that dies after sending and before
@@ -690,9 +850,9 @@ func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item,
 				// read_committed consumers see this copy only.
 				s.noteAborted(killedRun)
 				earlier[i] = false
-				recs = append(recs, SentRecord{Orig: it.Record.MessageID, Dest: dest.Key, DestID: r.ID, SHA: it.Record.BodySHA256, Resent: true})
+				recs = append(recs, SentRecord{Orig: it.Record.MessageID, Dest: dest.Key, DestID: r.ID, SHA: shas[i], Resent: true})
 			} else {
-				recs = append(recs, SentRecord{Orig: it.Record.MessageID, Dest: dest.Key, DestID: r.ID, SHA: it.Record.BodySHA256,
+				recs = append(recs, SentRecord{Orig: it.Record.MessageID, Dest: dest.Key, DestID: r.ID, SHA: shas[i],
 					MaybeTwice: r.MaybeTwice || earlier[i], Resent: earlier[i]})
 			}
 			switch {

@@ -2,10 +2,12 @@ package redrive
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/record"
+	"github.com/dlqctl/dlqctl/pkg/transform"
 )
 
 // Plan is what a run would do: the dry run's answer. Nothing is changed to
@@ -22,7 +24,28 @@ type Plan struct {
 	EstimatedSeconds float64 `json:"estimated_seconds,omitempty"`
 	Complete         bool    `json:"complete"`
 	Note             string  `json:"note,omitempty"`
+	// Transform: with --transform, the counts (changed, unchanged,
+	// failed) and the diffs of a sample of messages.
+	Transform *TransformPlan `json:"transform,omitempty"`
 }
+
+// TransformPlan is what a transform would do, as the dry run shows it.
+type TransformPlan struct {
+	*transform.Summary
+	Samples []TransformSample `json:"samples"`
+}
+
+// TransformSample is one message's before/after: the changes, or why the
+// transform failed on it.
+type TransformSample struct {
+	MessageID string             `json:"message_id"`
+	Changed   bool               `json:"changed"`
+	Changes   []transform.Change `json:"changes,omitempty"`
+	Error     string             `json:"error,omitempty"`
+}
+
+// MaxSamples is how many messages a dry run shows the diff of.
+const MaxSamples = 10
 
 // Planner builds a Plan from records, with the same decisions the mover
 // makes (selection, loop guard, routing, copy rules).
@@ -37,8 +60,13 @@ type Planner struct {
 	// Partition: a shared restore plans only this process's records
 	// (--rate-share I/N); the rest are skipped as SkipOtherShare.
 	Partition Share
+	// Transform: the dry run of a --transform run (counts and diffs).
+	Transform *transform.Transform
+	// Samples is how many diffs to keep (default MaxSamples).
+	Samples int
 
-	plan Plan
+	plan    Plan
+	samples []TransformSample
 }
 
 // Add decides one record and returns its event (action "would-move" or
@@ -55,9 +83,13 @@ func (p *Planner) Add(ctx context.Context, rec *record.Record, parsed any) (Mess
 		ev.Action, ev.Reason = "skipped", SkipOtherShare
 		return ev, nil
 	}
-	dest, cp, reason, err := decide(ctx, Item{Record: rec, Parsed: parsed}, p.Publisher, broker.CopyOptions{RunID: p.RunID, Now: time.Now()}, p.Select, p.Router, p.MaxRedrives)
+	c, err := decide(ctx, Item{Record: rec, Parsed: parsed}, p.Publisher, broker.CopyOptions{RunID: p.RunID, Now: time.Now()}, p.Select, p.Router, p.MaxRedrives, p.Transform)
 	if err != nil {
 		return ev, err
+	}
+	dest, cp, reason := c.dest, c.out, c.reason
+	if p.Transform != nil {
+		p.sample(rec, parsed, c)
 	}
 	if reason == "" && p.Max > 0 && p.plan.WouldMove >= p.Max {
 		reason = SkipMax
@@ -81,6 +113,32 @@ func (p *Planner) Add(ctx context.Context, rec *record.Record, parsed any) (Mess
 	return ev, nil
 }
 
+// sample keeps the diff of one message while there is room: changed
+// messages and failures first; unchanged ones are only counted.
+func (p *Planner) sample(rec *record.Record, parsed any, c choice) {
+	max := p.Samples
+	if max == 0 {
+		max = MaxSamples
+	}
+	if len(p.samples) >= max {
+		return
+	}
+	switch {
+	case c.xfErr != nil:
+		msg := c.xfErr.Error()
+		var te *transform.Error
+		if errors.As(c.xfErr, &te) {
+			msg = te.Reason + ": " + te.Err.Error()
+		}
+		p.samples = append(p.samples, TransformSample{MessageID: rec.MessageID, Error: msg})
+	case c.copy != nil && c.copy != rec:
+		ch := transform.Diff(rec, parsed, c.copy)
+		if len(ch) > 0 {
+			p.samples = append(p.samples, TransformSample{MessageID: rec.MessageID, Changed: true, Changes: ch})
+		}
+	}
+}
+
 // Plan returns the plan with the duration estimated for the rate (or ramp
 // steps every rampEvery); rate 0 and no ramp leaves it unknown.
 func (p *Planner) Plan(rate float64, ramp []float64, rampEvery time.Duration) Plan {
@@ -90,6 +148,9 @@ func (p *Planner) Plan(rate float64, ramp []float64, rampEvery time.Duration) Pl
 		pl.Skipped = map[string]int{}
 	}
 	pl.EstimatedSeconds = EstimateSeconds(pl.WouldMove, rate, ramp, rampEvery)
+	if p.Transform != nil {
+		pl.Transform = &TransformPlan{Summary: p.Transform.Summary(), Samples: append([]TransformSample{}, p.samples...)}
+	}
 	return pl
 }
 

@@ -89,6 +89,10 @@ func TestURLFlagsNeverPrintTheirSecrets(t *testing.T) {
 		{"from", "https://example.com/dump/", func(u string) []string { return []string{"group", "--from", u, "--by", "source"} }, fail},
 		{"archive", "s3://nobucket-urlsecret/prefix/", func(u string) []string { return []string{"doctor", dlq, "--archive", u} }, anyOutcome},
 		{"archive", closed, func(u string) []string { return []string{"doctor", dlq, "--archive", u} }, fail},
+		{"archive-to", "s3://nobucket-urlsecret/prefix/", func(u string) []string { return []string{"ui", dlq, "--archive-to", u} }, fail},
+		{"archive-originals", "s3://nobucket-urlsecret/originals/", func(u string) []string {
+			return []string{"redrive", dlq, "--transform", ".", "--archive-originals", u, "--yes"}
+		}, fail},
 		{"logs", closed, func(u string) []string { return []string{"sample", dlq, "--logs", u} }, fail},
 		{"amqp-ca", closed, func(u string) []string { return []string{"sample", missingRabbitQ, "--amqp-ca", u} }, fail},
 		{"kafka-ca", closed, func(u string) []string { return []string{"sample", "kafka://127.0.0.1:1/orders-dlt", "--kafka-ca", u} }, fail},

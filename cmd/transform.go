@@ -1,0 +1,212 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/dlqctl/dlqctl/pkg/archive"
+	"github.com/dlqctl/dlqctl/pkg/broker"
+	"github.com/dlqctl/dlqctl/pkg/classify"
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/redrive"
+	"github.com/dlqctl/dlqctl/pkg/transform"
+)
+
+// TransformFlags are redrive's --transform, --transform-file and
+// --archive-originals (and restore's --transform). They are stored with
+// the run's options, so a resume repairs the same way.
+type TransformFlags struct {
+	Expression string `json:"expression,omitempty"`
+	// File is where the expression was read from (for messages).
+	File      string `json:"file,omitempty"`
+	Originals string `json:"archive_originals,omitempty"`
+	SSE       string `json:"sse,omitempty"`
+	KMSKeyID  string `json:"kms_key_id,omitempty"`
+}
+
+const transformHelp = `repair each selected message with this jq expression before sending it: it gets the message record (as --filter does) and returns the record to send (body or .json, attributes); e.g. '.json.amount |= tonumber'; needs --archive-originals`
+
+// AddFlags adds --transform and --transform-file; withOriginals adds
+// --archive-originals (redrive: the DLQ's originals must be kept first).
+func (t *TransformFlags) AddFlags(fl *pflag.FlagSet, withOriginals bool) {
+	fl.StringVar(&t.Expression, "transform", "", transformHelp)
+	fl.StringVar(&t.File, "transform-file", "", "read the --transform expression from this file")
+	if withOriginals {
+		fl.StringVar(&t.Originals, "archive-originals", "", "with --transform: archive every original to this S3 location (s3://BUCKET/PREFIX; verified parts and a manifest, as 'archive' writes) before its repaired copy is sent")
+		fl.StringVar(&t.SSE, "originals-sse", "", "server-side encryption of the originals: AES256 or aws:kms")
+		fl.StringVar(&t.KMSKeyID, "originals-kms-key-id", "", "KMS key for --originals-sse aws:kms")
+	}
+}
+
+// Active reports whether a transform was asked for.
+func (t *TransformFlags) Active() bool { return t.Expression != "" || t.File != "" }
+
+// validate reads --transform-file and checks the combination; needOriginals
+// is true for a redrive (a queue is read: its originals must be kept).
+func (t *TransformFlags) validate(needOriginals, dryRun bool) error {
+	if t.File != "" {
+		if t.Expression != "" {
+			return errs.BadInputf("--transform and --transform-file exclude each other; give the expression once")
+		}
+		b, err := os.ReadFile(t.File)
+		if err != nil {
+			return errs.BadInputf("--transform-file %s cannot be read: %v", t.File, err)
+		}
+		t.Expression = string(b)
+		if strings.TrimSpace(t.Expression) == "" {
+			return errs.BadInputf("--transform-file %s is empty; write the jq expression in it", t.File)
+		}
+	}
+	if !t.Active() {
+		if t.Originals != "" {
+			return errs.BadInputf("--archive-originals keeps the originals of a --transform run; add --transform EXPR, or use 'dlqctl archive' to archive a queue")
+		}
+		return nil
+	}
+	if _, err := transform.Compile(t.Expression, transform.Limits{}); err != nil {
+		return err
+	}
+	if needOriginals && t.Originals == "" && !dryRun {
+		return errs.BadInputf("--transform changes messages, so their originals must be kept first: add --archive-originals s3://BUCKET/PREFIX (every original is archived and verified there before its repaired copy is sent); --dry-run shows the changes without it")
+	}
+	if t.Originals != "" {
+		if _, err := archive.ParseS3URI(t.Originals); err != nil {
+			return errs.BadInputf("--archive-originals %q: %v; give s3://BUCKET/PREFIX", t.Originals, err)
+		}
+	}
+	return nil
+}
+
+// compile builds the transform with the destination's limits.
+func (t *TransformFlags) compile(caps broker.Capabilities) (*transform.Transform, error) {
+	if !t.Active() {
+		return nil, nil
+	}
+	xf, err := transform.Compile(t.Expression, transform.Limits{MaxMessageBytes: caps.MaxMessageBytes, MaxAttributes: caps.MaxAttributes})
+	if err != nil {
+		return nil, err
+	}
+	return xf, nil
+}
+
+// originals opens the archive of originals (checking the bucket before
+// anything changes).
+func (t *TransformFlags) originals(ctx context.Context, f *Factory, ep broker.Endpoint, selection string, xf *transform.Transform) (*archive.Originals, error) {
+	if t.Originals == "" {
+		return nil, nil
+	}
+	loc, err := archive.ParseS3URI(t.Originals)
+	if err != nil {
+		return nil, errs.BadInputf("--archive-originals %q: %v", t.Originals, err)
+	}
+	api, err := f.S3For(ctx, loc.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	if err := archive.CheckBucket(ctx, api, loc.Bucket); err != nil {
+		return nil, err
+	}
+	return archive.NewOriginals(api, archive.OriginalsOptions{
+		Dest:  loc,
+		Queue: archive.QueueInfo{Name: ep.Name(), URL: ep.String(), ARN: ep.ID(), FIFO: ep.Capabilities().Ordering == broker.OrderGroupLock},
+		Selection: fmt.Sprintf("originals of %s, repaired with --transform (expression sha256 %s): %s",
+			selection, xf.SHA256(), xf.Source()),
+		Encryption: archive.Encryption{SSE: t.SSE, KMSKeyID: t.KMSKeyID}, ToolVersion: Version(),
+	}), nil
+}
+
+// meta is what the run's journal records of the transform.
+func (t *TransformFlags) meta(xf *transform.Transform) *redrive.TransformMeta {
+	if xf == nil {
+		return nil
+	}
+	return &redrive.TransformMeta{Expression: xf.Source(), SHA256: xf.SHA256(), Originals: t.Originals}
+}
+
+// fingerprintPart is what a transform adds to a run's fingerprint: the
+// same command with another expression or archive is another run.
+func (t *TransformFlags) fingerprintPart() string {
+	if !t.Active() {
+		return ""
+	}
+	b, _ := json.Marshal([]string{t.Expression, t.Originals})
+	return string(b)
+}
+
+// watchTransformErrors prints the first transform failures with -v.
+func watchTransformErrors(f *Factory, xf *transform.Transform) {
+	if xf == nil || !f.Opts.Verbose {
+		return
+	}
+	xf.Tally().OnError(func(e *transform.Error) { f.IO.Infof("%s; left where it is", e.Error()) })
+}
+
+// printTransformPlan prints a dry run's before/after diffs and counts
+// (stdout: the diff is the dry run's data; colour on a terminal).
+func printTransformPlan(io *output.IOStreams, tp *redrive.TransformPlan) {
+	if tp == nil {
+		return
+	}
+	w := io.Out
+	for _, s := range tp.Samples {
+		if s.Error != "" {
+			fmt.Fprintf(w, "%s %s\n", io.Paint(output.BoldRed, "failed"), s.MessageID)
+			fmt.Fprintf(w, "  %s\n", io.Paint(output.Red, s.Error))
+			continue
+		}
+		fmt.Fprintf(w, "%s %s\n", io.Paint(output.Yellow, "changed"), s.MessageID)
+		for _, c := range s.Changes {
+			if len(c.Before) > 0 {
+				fmt.Fprintf(w, "%s\n", io.Paint(output.Red, "  - "+c.Path+": "+string(c.Before)))
+			}
+			if len(c.After) > 0 {
+				fmt.Fprintf(w, "%s\n", io.Paint(output.Green, "  + "+c.Path+": "+string(c.After)))
+			}
+		}
+	}
+	fmt.Fprintf(w, "transform: %d changed, %d unchanged, %d failed (expression sha256 %s)\n", tp.Changed, tp.Unchanged, tp.Failed, tp.SHA256[:12])
+	for _, e := range tp.Errors {
+		fmt.Fprintf(w, "  failed: %d %s (first: message %s: %s)\n", e.Count, e.Reason, e.FirstID, e.FirstError)
+	}
+}
+
+// transformRows adds a transforming run's rows to its summary table.
+func transformRows(t *output.TablePrinter, tr *redrive.TransformResult) {
+	if tr == nil {
+		return
+	}
+	t.Row("transform", fmt.Sprintf("%d changed, %d unchanged, %d failed (left in the DLQ); expression sha256 %s", tr.Changed, tr.Unchanged, tr.Failed, tr.SHA256))
+	for _, e := range tr.Errors {
+		t.Row("  failed", fmt.Sprintf("%d %s (first: message %s: %s)", e.Count, e.Reason, e.FirstID, e.FirstError))
+	}
+	if o := tr.Originals; o != nil {
+		where := o.Manifest
+		if where == "" {
+			where = o.Location + " (no manifest yet: re-run to write it)"
+		}
+		t.Row("originals", fmt.Sprintf("%d original(s) in %d verified part(s): %s ('dlqctl restore' it to undo)", o.Records, o.Parts, where))
+	}
+}
+
+// keeperOf is o as the run's Keeper (nil when there is none: a nil
+// *archive.Originals must not become a non-nil interface).
+func keeperOf(o *archive.Originals) redrive.Keeper {
+	if o == nil {
+		return nil
+	}
+	return o
+}
+
+// selectionText describes a selection for the originals' manifest.
+func selectionText(sel *classify.Selector) string {
+	if sel == nil {
+		return "all messages"
+	}
+	return sel.Describe()
+}
