@@ -366,7 +366,11 @@ func (f *Factory) auditors(ctx context.Context, refs []string, prefix string, on
 	if err != nil {
 		return nil, "", nil, err
 	}
-	return []broker.Auditor{&sqs.Auditor{Client: c, Queues: queues, Prefix: prefix, OnSample: onSample, Sample: health.Sample}}, "queue(s)", nil, nil
+	oa, err := f.originAuditor(ctx, c, queues, prefix)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return []broker.Auditor{&sqs.Auditor{Client: c, Queues: queues, Prefix: prefix, OnSample: onSample, Sample: health.Sample}, oa}, "queue(s)", nil, nil
 }
 
 // dlqLister is what `queues` lists: the region's SQS dead-letter queues
