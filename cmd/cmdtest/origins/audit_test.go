@@ -2,6 +2,8 @@ package origins
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -224,5 +226,54 @@ func TestAuditNotesOriginChecksItCannotRun(t *testing.T) {
 	}
 	if strings.Contains(joined, "EventBridge target checks") {
 		t.Errorf("EventBridge has its endpoint, yet: %s", joined)
+	}
+}
+
+// denier answers every Lambda, SNS and EventBridge call with the access
+// denial each service returns (moto does not enforce IAM on the shared
+// stack, so a caller without the audit's list permissions is played by
+// this server).
+func denier(t testing.TB) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		switch {
+		case strings.HasPrefix(r.Header.Get("X-Amz-Target"), "AWSEvents."):
+			w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"__type":"AccessDeniedException","message":"User is not authorized to perform: events:ListEventBuses"}`))
+		case r.Form.Get("Action") != "":
+			w.Header().Set("Content-Type", "text/xml")
+			w.WriteHeader(http.StatusForbidden)
+			w.Write([]byte(`<ErrorResponse><Error><Type>Sender</Type><Code>AuthorizationError</Code><Message>User is not authorized to perform: sns:ListSubscriptions</Message></Error><RequestId>1</RequestId></ErrorResponse>`))
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-Amzn-ErrorType", "AccessDeniedException")
+			w.WriteHeader(http.StatusForbidden)
+			w.Write([]byte(`{"Message":"User is not authorized to perform: lambda:ListFunctions"}`))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// A caller that may not list functions, subscriptions or rules: the audit
+// still runs (the SQS checks), and each origin check it could not run is
+// a note naming the denial and the docs/iam.md row, not a failure.
+func TestAuditNotesOriginChecksTheCallerMayNotRun(t *testing.T) {
+	s := newStack(t)
+	_, dlq := s.queue(t, "aud-denied", nil)
+	deny := denier(t)
+	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", deny)
+	t.Setenv("AWS_ENDPOINT_URL_SNS", deny)
+	t.Setenv("AWS_ENDPOINT_URL_EVENTBRIDGE", deny)
+	_, notes := s.audit(t, origins.CheckLambdaNoRetries, dlq)
+	joined := strings.Join(notes, "\n")
+	for _, check := range []string{"Lambda DLQ checks (lambda-dlq-no-retries)", "SNS subscription DLQ checks (sns-dlq-unwritable)", "EventBridge target checks (eventbridge-target-no-dlq)"} {
+		if !strings.Contains(joined, check+" not run: access denied") {
+			t.Errorf("no access-denied note for %s:\n%s", check, joined)
+		}
+	}
+	if !strings.Contains(joined, "dlqctl audit (Lambda, SNS, EventBridge DLQ checks)") {
+		t.Errorf("the notes do not name the docs/iam.md row:\n%s", joined)
 	}
 }

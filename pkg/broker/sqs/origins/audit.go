@@ -145,7 +145,12 @@ func unchecked(what string, err error) string {
 	if errors.As(err, &ae) {
 		switch ae.ErrorCode() {
 		case "AccessDenied", "AccessDeniedException", "AuthorizationError", "AuthorizationErrorException":
-			return fmt.Sprintf("%s not run: access denied (%v); grant the actions of the `dlqctl audit (Lambda, SNS, EventBridge DLQ checks)` row of dlqctl help iam", what, err)
+			// The listing errors start with the action ("lambda:ListFunctions: …").
+			action := err.Error()
+			if c := strings.Index(action, ": "); c > 0 {
+				action = action[:c]
+			}
+			return fmt.Sprintf("%s not run: access denied to %s (%s); grant the actions of the `dlqctl audit (Lambda, SNS, EventBridge DLQ checks)` row of dlqctl help iam", what, action, ae.ErrorMessage())
 		}
 	}
 	return fmt.Sprintf("%s not run: %v", what, err)
