@@ -491,9 +491,6 @@ func conditionsMatch(cond map[string]map[string]json.RawMessage, topic string) p
 // every target when the whole region is audited, otherwise the targets
 // that are an audited queue or a function whose DLQ is audited.
 func (a *Auditor) eventBridgeFindings(ctx context.Context, sc auditScope, functions map[string]bool) ([]fnd.Finding, error) {
-	if !sc.all && len(sc.arns) == 0 && sc.prefix == "" {
-		return nil, nil
-	}
 	buses := []string{"default"}
 	var next *string
 	for {
