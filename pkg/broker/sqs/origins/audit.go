@@ -513,6 +513,9 @@ func (a *Auditor) eventBridgeFindings(ctx context.Context, sc auditScope, functi
 		var next *string
 		for {
 			page, err := a.Clients.Events.ListRules(ctx, &eventbridge.ListRulesInput{EventBusName: aws.String(bus), NextToken: next})
+			if err != nil && isNotFound(err) {
+				break // the bus was deleted since it was listed
+			}
 			if err != nil {
 				return out, fmt.Errorf("events:ListRules on bus %s: %w", bus, err)
 			}
