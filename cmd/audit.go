@@ -66,6 +66,22 @@ and the Terraform aws_sqs_queue argument. The checks:
   warn   orphan-dlq              a queue named like a DLQ that nothing targets
   info   retry-window-short      maxReceiveCount x visibility under a minute
 
+The DLQs Lambda, SNS and EventBridge feed (the audited queues, or the
+region):
+
+  error  sns-dlq-unwritable        a subscription's DLQ SNS may not write to
+                                   (queue policy, other account/region, gone)
+  warn   lambda-dlq-no-retries     a function's DLQ or on-failure destination,
+                                   its async MaximumRetryAttempts 0
+  warn   eventbridge-target-no-dlq a rule target with no DeadLetterConfig (an
+                                   audited queue, a function whose DLQ is
+                                   audited, or any target: region audit)
+
+A listing the caller may not do (lambda:ListFunctions, sns:ListSubscriptions,
+events:ListRules…) skips that check with a note; so does a service with no
+endpoint of its own (AWS_ENDPOINT_URL_LAMBDA, _SNS, _EVENTBRIDGE) when SQS
+has one (--endpoint-url, AWS_ENDPOINT_URL_SQS).
+
 The expiry check samples up to --sample messages of each standard DLQ (each
 receive increments ApproximateReceiveCount; every sampled message is
 released); --sample 0 skips it. DLQs with their own RedrivePolicy and FIFO

@@ -28,7 +28,7 @@ func iamOf(service, op string) string {
 }
 
 // documentedOriginActions reads the docs/iam.md rows `dlqctl redrive
-// --to source (…)`: every action in backticks.
+// --to source (…)` and `dlqctl audit (…)`: every action in backticks.
 func documentedOriginActions(t *testing.T) map[string][]string {
 	t.Helper()
 	root, err := testenv.RepoRoot()
@@ -39,7 +39,7 @@ func documentedOriginActions(t *testing.T) map[string][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := regexp.MustCompile("^\\| `(dlqctl redrive --to source \\([^`]+\\))` \\|([^|]*)\\|")
+	row := regexp.MustCompile("^\\| `(dlqctl (?:redrive --to source|audit) \\([^`]+\\))` \\|([^|]*)\\|")
 	act := regexp.MustCompile("`((?:sqs|lambda|sns|events):[A-Za-z]+)`")
 	out := map[string][]string{}
 	for _, line := range strings.Split(string(b), "\n") {
@@ -101,17 +101,27 @@ func TestOriginRedrivesCallExactlyTheDocumentedActions(t *testing.T) {
 	s.send(t, ebDLQ, `{"c":3}`, map[string]string{"RULE_ARN": ruleARN, "TARGET_ARN": tq, "ERROR_CODE": "THROTTLING"})
 
 	documented := documentedOriginActions(t)
-	for _, sc := range []struct{ doc, dlq string }{
-		{"dlqctl redrive --to source (Lambda async DLQ)", lambdaDLQ},
-		{"dlqctl redrive --to source (SNS subscription DLQ)", subDLQ},
-		{"dlqctl redrive --to source (EventBridge target DLQ)", ebDLQ},
+	for _, sc := range []struct {
+		doc, dlq string
+		args     []string // nil: redrive DLQ --to source
+	}{
+		{"dlqctl redrive --to source (Lambda async DLQ)", lambdaDLQ, nil},
+		{"dlqctl redrive --to source (SNS subscription DLQ)", subDLQ, nil},
+		{"dlqctl redrive --to source (EventBridge target DLQ)", ebDLQ, nil},
+		// audit's Lambda, SNS and EventBridge checks, on the three DLQs
+		// and the rule's target queue (every listing they make).
+		{"dlqctl audit (Lambda, SNS, EventBridge DLQ checks)", "", []string{"audit", lambdaDLQ, subDLQ, ebDLQ, tq, "--sample", "0"}},
 	} {
 		for _, p := range proxies {
 			p.ResetStats()
 		}
 		s.fake.ResetOps()
-		r := testRun(t, via, "redrive", sc.dlq, "--yes", "--state-dir", t.TempDir())
-		if r.Code != 0 {
+		args := sc.args
+		if args == nil {
+			args = []string{"redrive", sc.dlq, "--yes", "--state-dir", t.TempDir()}
+		}
+		r := testRun(t, via, args...)
+		if r.Code != 0 && (sc.args == nil || r.Code != 3) {
 			t.Fatalf("%s: exit %d:\n%s\n%s", sc.doc, r.Code, r.Stdout, r.Stderr)
 		}
 		seen := map[string]bool{}
