@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math/bits"
+	"slices"
 	"strconv"
 	"unicode"
 	"unicode/utf16"
@@ -95,18 +96,6 @@ func fastRecord(b []byte, rec *record.Record) bool {
 			return false
 		}
 		i = skipWS(b, i+1)
-		vStart := i
-		var vEnd int
-		var vFlags uint8
-		if i < len(b) && b[i] == '"' {
-			vEnd, vFlags, ok = scanString(b, i)
-		} else {
-			vEnd, ok = skipValue(b, i)
-		}
-		if !ok {
-			return false
-		}
-		val := b[vStart:vEnd]
 		field := -1
 		for n, name := range recordFields {
 			if string(key) == name {
@@ -114,6 +103,24 @@ func fastRecord(b []byte, rec *record.Record) bool {
 				break
 			}
 		}
+		vStart := i
+		var vEnd int
+		var vFlags uint8
+		// endsSource: a string in the value ends in "source" (the value
+		// holds `source"`), noted while it is validated.
+		var endsSource bool
+		if i < len(b) && b[i] == '"' {
+			vEnd, vFlags, ok = scanString(b, i)
+			endsSource = ok && field == fieldFailure && endsInSource(b[vStart:vEnd])
+		} else if field == fieldFailure {
+			vEnd, ok = skipValueNote(b, i, &endsSource)
+		} else {
+			vEnd, ok = skipValue(b, i)
+		}
+		if !ok {
+			return false
+		}
+		val := b[vStart:vEnd]
 		if field < 0 {
 			for _, name := range recordFields {
 				if bytes.EqualFold(key, []byte(name)) {
@@ -125,7 +132,7 @@ func fastRecord(b []byte, rec *record.Record) bool {
 				return false
 			}
 			seen |= 1 << field
-			if !setField(rec, field, val, vFlags) {
+			if !setField(rec, field, val, vFlags, endsSource) {
 				return false
 			}
 		}
@@ -143,9 +150,13 @@ func fastRecord(b []byte, rec *record.Record) bool {
 	}
 }
 
+// fieldFailure is the index of "failure" in recordFields.
+var fieldFailure = slices.Index(recordFields, "failure")
+
 // setField decodes val (a valid JSON value; flags from scanString when it
-// is a string) into record field n.
-func setField(rec *record.Record, n int, val []byte, flags uint8) bool {
+// is a string) into record field n. endsSource says whether val contains
+// `source"` (some string token in it ends in "source").
+func setField(rec *record.Record, n int, val []byte, flags uint8, endsSource bool) bool {
 	null := string(val) == "null"
 	switch recordFields[n] {
 	case "message_id":
@@ -193,9 +204,10 @@ func setField(rec *record.Record, n int, val []byte, flags uint8) bool {
 		// Derived again too, except failure context found in the
 		// consumer's logs (failure.source, see --logs), which Decode
 		// keeps.
-		// (`source"` starts with a rarer byte than `"source"`; a key
-		// merely ending in "source" only costs the decoding.)
-		if !bytes.Contains(val, []byte(`source"`)) {
+		// (Any string ending in "source", `source"` in val, is noted
+		// while val is validated; a key merely ending in "source" only
+		// costs the decoding.)
+		if !endsSource {
 			return true
 		}
 		return json.Unmarshal(val, &rec.Failure) == nil
@@ -572,7 +584,18 @@ const maxNesting = 10000
 // skipValue validates the JSON value starting at b[i] (RFC 8259, as
 // encoding/json's scanner: invalid UTF-8 in strings is accepted) and
 // returns the index after it.
-func skipValue(b []byte, i int) (int, bool) {
+func skipValue(b []byte, i int) (int, bool) { return skipValueNote(b, i, nil) }
+
+// endsInSource reports whether the string token tok ends in "source"
+// (tok holds `source"`: in valid JSON a quote after an "e" is always a
+// closing one, so that is the only way a value can).
+func endsInSource(tok []byte) bool {
+	return len(tok) >= 8 && string(tok[len(tok)-7:]) == `source"`
+}
+
+// skipValueNote is skipValue that, when endsSource is not nil, sets
+// *endsSource if a string (key or value) in the value ends in "source".
+func skipValueNote(b []byte, i int, endsSource *bool) (int, bool) {
 	// stack of open containers: '{' or '['; afterKey tells whether an
 	// object is waiting for a value after its key.
 	var stackBuf [32]byte
@@ -595,7 +618,7 @@ func skipValue(b []byte, i int) (int, bool) {
 			}
 			stack = append(stack, '{')
 			var ok bool
-			if i, ok = skipKey(b, i); !ok {
+			if i, ok = skipKey(b, i, endsSource); !ok {
 				return 0, false
 			}
 			continue
@@ -614,6 +637,9 @@ func skipValue(b []byte, i int) (int, bool) {
 			end, _, ok := scanString(b, i)
 			if !ok {
 				return 0, false
+			}
+			if endsSource != nil && endsInSource(b[i:end]) {
+				*endsSource = true
 			}
 			i = end
 		case c == '-' || c >= '0' && c <= '9':
@@ -654,7 +680,7 @@ func skipValue(b []byte, i int) (int, bool) {
 				i = skipWS(b, i+1)
 				if top == '{' {
 					var ok bool
-					if i, ok = skipKey(b, i); !ok {
+					if i, ok = skipKey(b, i, endsSource); !ok {
 						return 0, false
 					}
 				}
@@ -670,14 +696,18 @@ func skipValue(b []byte, i int) (int, bool) {
 	}
 }
 
-// skipKey validates `"key" :` at b[i] and returns the index after the colon.
-func skipKey(b []byte, i int) (int, bool) {
+// skipKey validates `"key" :` at b[i] and returns the index after the
+// colon (noting a key ending in "source", see skipValueNote).
+func skipKey(b []byte, i int, endsSource *bool) (int, bool) {
 	if i >= len(b) || b[i] != '"' {
 		return 0, false
 	}
 	end, _, ok := scanString(b, i)
 	if !ok {
 		return 0, false
+	}
+	if endsSource != nil && endsInSource(b[i:end]) {
+		*endsSource = true
 	}
 	i = skipWS(b, end)
 	if i >= len(b) || b[i] != ':' {
