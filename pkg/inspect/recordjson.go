@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -162,7 +163,7 @@ func setField(rec *record.Record, n int, val []byte, flags uint8, endsSource boo
 	case "message_id":
 		return null || scannedString(val, flags, &rec.MessageID)
 	case "queue":
-		return null || scannedString(val, flags, &rec.Queue)
+		return null || lastQueue.read(val, flags, &rec.Queue)
 	case "body":
 		return null || scannedString(val, flags, &rec.Body)
 	case "body_sha256":
@@ -268,7 +269,7 @@ func fastAttributes(val []byte, rec *record.Record) bool {
 	}
 	return eachMember(val, func(ktok, v []byte) bool {
 		var name string
-		if !fastString(ktok, &name) {
+		if !attrStrings.read(ktok, &name) {
 			return false
 		}
 		var a record.Attribute
@@ -284,7 +285,7 @@ func fastAttributes(val []byte, rec *record.Record) bool {
 				var dst *string
 				switch string(k) {
 				case "type":
-					dst = &a.Type
+					return string(fv) == "null" || attrStrings.read(fv, &a.Type)
 				case "value":
 					dst = &a.Value
 				case "base64":
@@ -336,7 +337,7 @@ func fastSystem(val []byte, s *record.System) bool {
 		case "first_received_at":
 			return s.FirstReceivedAt.UnmarshalJSON(v) == nil
 		case "source_queue_arn":
-			return null || fastString(v, &s.SourceQueueARN)
+			return null || lastSourceQueue.read(v, 0, &s.SourceQueueARN)
 		case "message_group_id":
 			return null || fastString(v, &s.MessageGroupID)
 		case "deduplication_id":
@@ -351,6 +352,78 @@ func fastSystem(val []byte, s *record.System) bool {
 		}
 		return true
 	})
+}
+
+// repeated remembers the last plain string a field had: a file of records
+// read from one queue repeats its queue and source queue on every line,
+// and reusing the string spares a copy and an allocation per record. It is
+// shared by the decoding goroutines (an atomic pointer).
+type repeated struct{ last atomic.Pointer[string] }
+
+var lastQueue, lastSourceQueue repeated
+
+// read is scannedString (flags 0: not known, checked here) with the last
+// value reused when the token's text is the same.
+func (r *repeated) read(val []byte, flags uint8, dst *string) bool {
+	if len(val) < 2 || val[0] != '"' {
+		return false
+	}
+	if flags == 0 && bytes.IndexByte(val[1:len(val)-1], '\\') >= 0 {
+		flags = strEscaped
+	}
+	if flags&strEscaped != 0 {
+		return scannedString(val, flags, dst)
+	}
+	text := val[1 : len(val)-1]
+	if p := r.last.Load(); p != nil && *p == string(text) {
+		*dst = *p
+		return true
+	}
+	if !scannedString(val, flags|strNonASCII, dst) {
+		return false
+	}
+	s := *dst
+	r.last.Store(&s)
+	return true
+}
+
+// stringCache remembers recently read plain strings by a hash of their
+// text: attribute names and types repeat from record to record, and
+// reusing one spares a copy and an allocation. Each slot is an atomic
+// pointer, so the decoding goroutines share it; a collision only replaces
+// the slot.
+type stringCache struct{ slots [256]atomic.Pointer[string] }
+
+// attrStrings holds attribute names and types.
+var attrStrings stringCache
+
+// read is fastString with a cached string reused when its text is the
+// token's.
+func (c *stringCache) read(val []byte, dst *string) bool {
+	if len(val) < 2 || val[0] != '"' {
+		return false
+	}
+	text := val[1 : len(val)-1]
+	if len(text) > 64 || bytes.IndexByte(text, '\\') >= 0 {
+		return fastString(val, dst)
+	}
+	h := uint32(2166136261)
+	for _, c := range text {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	slot := &c.slots[h&uint32(len(c.slots)-1)]
+	// A cached string is valid UTF-8 (fastString makes it so), so a text
+	// equal to it is too and reads as itself.
+	if p := slot.Load(); p != nil && *p == string(text) {
+		*dst = *p
+		return true
+	}
+	if !fastString(val, dst) {
+		return false
+	}
+	s := *dst
+	slot.Store(&s)
+	return true
 }
 
 // scannedString is fastString for a token scanString read: its flags say
