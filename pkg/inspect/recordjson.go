@@ -163,7 +163,7 @@ func setField(rec *record.Record, n int, val []byte, flags uint8, endsSource boo
 	case "message_id":
 		return null || scannedString(val, flags, &rec.MessageID)
 	case "queue":
-		return null || lastQueue.read(val, flags, &rec.Queue)
+		return null || recordStrings.read(val, &rec.Queue)
 	case "body":
 		return null || scannedString(val, flags, &rec.Body)
 	case "body_sha256":
@@ -269,7 +269,7 @@ func fastAttributes(val []byte, rec *record.Record) bool {
 	}
 	return eachMember(val, func(ktok, v []byte) bool {
 		var name string
-		if !attrStrings.read(ktok, &name) {
+		if !recordStrings.read(ktok, &name) {
 			return false
 		}
 		var a record.Attribute
@@ -285,7 +285,7 @@ func fastAttributes(val []byte, rec *record.Record) bool {
 				var dst *string
 				switch string(k) {
 				case "type":
-					return string(fv) == "null" || attrStrings.read(fv, &a.Type)
+					return string(fv) == "null" || recordStrings.read(fv, &a.Type)
 				case "value":
 					dst = &a.Value
 				case "base64":
@@ -337,7 +337,7 @@ func fastSystem(val []byte, s *record.System) bool {
 		case "first_received_at":
 			return s.FirstReceivedAt.UnmarshalJSON(v) == nil
 		case "source_queue_arn":
-			return null || lastSourceQueue.read(v, 0, &s.SourceQueueARN)
+			return null || recordStrings.read(v, &s.SourceQueueARN)
 		case "message_group_id":
 			return null || fastString(v, &s.MessageGroupID)
 		case "deduplication_id":
@@ -354,48 +354,18 @@ func fastSystem(val []byte, s *record.System) bool {
 	})
 }
 
-// repeated remembers the last plain string a field had: a file of records
-// read from one queue repeats its queue and source queue on every line,
-// and reusing the string spares a copy and an allocation per record. It is
-// shared by the decoding goroutines (an atomic pointer).
-type repeated struct{ last atomic.Pointer[string] }
-
-var lastQueue, lastSourceQueue repeated
-
-// read is scannedString (flags 0: not known, checked here) with the last
-// value reused when the token's text is the same.
-func (r *repeated) read(val []byte, flags uint8, dst *string) bool {
-	if len(val) < 2 || val[0] != '"' {
-		return false
-	}
-	if flags == 0 && bytes.IndexByte(val[1:len(val)-1], '\\') >= 0 {
-		flags = strEscaped
-	}
-	if flags&strEscaped != 0 {
-		return scannedString(val, flags, dst)
-	}
-	text := val[1 : len(val)-1]
-	if p := r.last.Load(); p != nil && *p == string(text) {
-		*dst = *p
-		return true
-	}
-	if !scannedString(val, flags|strNonASCII, dst) {
-		return false
-	}
-	s := *dst
-	r.last.Store(&s)
-	return true
-}
-
 // stringCache remembers recently read plain strings by a hash of their
-// text: attribute names and types repeat from record to record, and
-// reusing one spares a copy and an allocation. Each slot is an atomic
-// pointer, so the decoding goroutines share it; a collision only replaces
-// the slot.
-type stringCache struct{ slots [256]atomic.Pointer[string] }
+// text: a file of records read from one queue repeats its queue on every
+// line, and source queues, attribute names and types repeat from record
+// to record; reusing one spares a copy and an allocation. Each slot is an
+// atomic pointer, so the decoding goroutines share it; a collision only
+// replaces the slot (enough slots that the few hundred strings of a
+// typical file rarely meet).
+type stringCache struct{ slots [4096]atomic.Pointer[string] }
 
-// attrStrings holds attribute names and types.
-var attrStrings stringCache
+// recordStrings holds queues, source queue ARNs, attribute names and
+// types.
+var recordStrings stringCache
 
 // read is fastString with a cached string reused when its text is the
 // token's.
@@ -407,11 +377,7 @@ func (c *stringCache) read(val []byte, dst *string) bool {
 	if len(text) > 64 || bytes.IndexByte(text, '\\') >= 0 {
 		return fastString(val, dst)
 	}
-	h := uint32(2166136261)
-	for _, c := range text {
-		h = (h ^ uint32(c)) * 16777619
-	}
-	slot := &c.slots[h&uint32(len(c.slots)-1)]
+	slot := &c.slots[stringHash(text)&uint64(len(c.slots)-1)]
 	// A cached string is valid UTF-8 (fastString makes it so), so a text
 	// equal to it is too and reads as itself.
 	if p := slot.Load(); p != nil && *p == string(text) {
@@ -424,6 +390,24 @@ func (c *stringCache) read(val []byte, dst *string) bool {
 	s := *dst
 	slot.Store(&s)
 	return true
+}
+
+// stringHash is a quick hash of text for stringCache: its length, first
+// and last eight bytes (queues and ARNs differ at the end, names anywhere
+// in their few bytes).
+func stringHash(text []byte) uint64 {
+	h := uint64(len(text)) * 0x9E3779B97F4A7C15
+	if len(text) >= 8 {
+		h ^= binary.LittleEndian.Uint64(text)
+		h = (h ^ h>>29) * 0xBF58476D1CE4E5B9
+		h ^= binary.LittleEndian.Uint64(text[len(text)-8:])
+	} else {
+		for _, c := range text {
+			h = h<<8 | uint64(c)
+		}
+	}
+	h = (h ^ h>>31) * 0x94D049BB133111EB
+	return h ^ h>>29
 }
 
 // scannedString is fastString for a token scanString read: its flags say
