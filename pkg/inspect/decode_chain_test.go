@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -47,6 +48,18 @@ func TestParseChain(t *testing.T) {
 		got := ParseChain(c.text)
 		if got.Head != c.head || got.Root != c.root {
 			t.Errorf("%s:\n head %q\n want %q\n root %q\n want %q", c.name, got.Head, c.head, got.Root, c.root)
+		}
+		checkChainMemo(t, c.text, got)
+	}
+}
+
+// checkChainMemo: the decoders' memo of chains gives what ParseChain
+// gives, the first time and from the memo.
+func checkChainMemo(t *testing.T, text string, want Chain) {
+	t.Helper()
+	for range 2 {
+		if got := parseChainMemo(text); !reflect.DeepEqual(got, want) {
+			t.Errorf("parseChainMemo(%.40q) = %+v, want %+v", text, got, want)
 		}
 	}
 }
@@ -162,6 +175,7 @@ func TestParseChainGroupsAndStatuses(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := ParseChain(c.text)
+			checkChainMemo(t, c.text, got)
 			if got.Root != c.root {
 				t.Errorf("root = %q, want %q", got.Root, c.root)
 			}
