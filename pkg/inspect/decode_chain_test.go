@@ -64,6 +64,31 @@ func checkChainMemo(t *testing.T, text string, want Chain) {
 	}
 }
 
+// TestGenericKindMemo: the kind of a key from the memo is the kind read
+// afresh, for every known failure key in several spellings and for keys
+// that name nothing, asked again after other keys took their slots.
+func TestGenericKindMemo(t *testing.T) {
+	var keys []string
+	for k := range genericKeys {
+		keys = append(keys, k, strings.ToUpper(k), "x-"+k, "dlq_"+k, "my"+k+"Count", k+"_id")
+	}
+	keys = append(keys, "", "orderId", "ErrorDetailsStamp", strings.Repeat("lastError", 8), "retryCount", "Body")
+	var buf [64]byte
+	for range 3 {
+		for _, k := range keys {
+			want := keyKind(buf[:], k)
+			if len(k) > 160 {
+				want = ""
+			}
+			for range 2 {
+				if got := genericKind(buf[:], k); got != want {
+					t.Fatalf("genericKind(%q) = %q, want %q", k, got, want)
+				}
+			}
+		}
+	}
+}
+
 // TestFailureKeysByWords: keys that name errors, exceptions, faults,
 // failures, reasons, tracebacks, stacks or details, in any case and
 // nesting, and JSON in a string.
