@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"unsafe"
@@ -539,7 +540,22 @@ type scanner struct {
 	words  []string
 	hashes []uint32
 	hits   []hit
+	// memo holds the hits of texts scanned before with memoOf (failure
+	// texts repeat from message to message: the same exception, the same
+	// timeout); memoBytes is the size of its keys. Hits hold no reference
+	// into a text or into the scanner's buffers (phrases are the
+	// vocabulary's or built anew), so they can be handed out again.
+	memo      map[string][]hit
+	memoOf    *vocabulary
+	memoBytes int
 }
+
+// Bounds of a scanner's memo: texts longer than maxMemoText are scanned
+// each time; the memo starts afresh past maxMemoBytes of texts.
+const (
+	maxMemoText  = 4 << 10
+	maxMemoBytes = 1 << 20
+)
 
 var scanners = sync.Pool{New: func() any {
 	return &scanner{text: make([]byte, 0, 512), words: make([]string, 0, 64), hashes: make([]uint32, 0, 64), hits: make([]hit, 0, 8)}
@@ -574,6 +590,32 @@ func (sc *scanner) add(h hit) {
 // scan returns the signals found in text: at most one hit per family (the
 // strongest, earliest). The hits live in sc until its next scan.
 func (v *vocabulary) scan(text string, sc *scanner) []hit {
+	if sc.memoOf != v {
+		clear(sc.memo)
+		sc.memoOf, sc.memoBytes = v, 0
+	}
+	if hits, ok := sc.memo[text]; ok {
+		sc.hits = append(sc.hits[:0], hits...)
+		return sc.hits
+	}
+	hits := v.scanText(text, sc)
+	if len(text) <= maxMemoText {
+		if sc.memo == nil {
+			sc.memo = make(map[string][]hit)
+		}
+		if sc.memoBytes+len(text) > maxMemoBytes {
+			clear(sc.memo)
+			sc.memoBytes = 0
+		}
+		// The key is a copy: text may be part of a whole body.
+		sc.memo[strings.Clone(text)] = slices.Clone(hits)
+		sc.memoBytes += len(text)
+	}
+	return hits
+}
+
+// scanText is scan without the memo.
+func (v *vocabulary) scanText(text string, sc *scanner) []hit {
 	sc.split(stripURLs(text))
 	sc.hits = sc.hits[:0]
 	words := sc.words

@@ -134,6 +134,32 @@ func TestScanMatchesReference(t *testing.T) {
 	}
 }
 
+// TestScanMemoAnswersAsAFreshScan: a text scanned again is answered from
+// the scanner's memo with the same signals, even after the caller changed
+// the hits it got the first time (readEvidence rewrites their strength),
+// after scans of other texts, and after the memo was started afresh.
+func TestScanMemoAnswersAsAFreshScan(t *testing.T) {
+	sc := &scanner{}
+	texts := scanTexts(t)
+	for round := range 3 {
+		for _, text := range texts {
+			builtinVocab.scan(text, sc)
+			hits := builtinVocab.scan(text, sc)
+			for k := range hits {
+				hits[k].strong = !hits[k].strong
+				hits[k].family = "changed"
+			}
+			checkScan(t, sc, text)
+		}
+		if round == 1 {
+			sc.memoBytes = maxMemoBytes // the next new text starts the memo afresh
+		}
+	}
+	if len(sc.memo) == 0 {
+		t.Fatal("the memo kept nothing")
+	}
+}
+
 // FuzzScanMatchesReference: see TestScanMatchesReference.
 func FuzzScanMatchesReference(f *testing.F) {
 	for _, text := range scanTexts(f) {

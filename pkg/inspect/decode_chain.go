@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
@@ -577,7 +578,7 @@ func (d *Decoding) textEvidence(field, kind, text string, weak bool) {
 	if text == "" {
 		return
 	}
-	c := ParseChain(text)
+	c := parseChainMemo(text)
 	add := func(kind, t string) {
 		if weak {
 			d.WeakEvidence(field, kind, t)
@@ -633,6 +634,47 @@ func (d *Decoding) textEvidence(field, kind, text string, weak bool) {
 			add(record.EvidenceRootCause, p)
 		}
 	}
+}
+
+// chainMemo holds the chains of failure texts parsed before: the same
+// exception or trace comes back from message to message. bytes is the
+// size of its keys.
+type chainMemo struct {
+	m     map[string]Chain
+	bytes int
+}
+
+// Bounds of a chain memo: longer texts are parsed each time; a memo starts
+// afresh past maxChainMemoBytes of texts.
+const (
+	maxChainMemoText  = 4 << 10
+	maxChainMemoBytes = 1 << 20
+)
+
+// chainMemos are the memos of the decoding goroutines.
+var chainMemos = sync.Pool{New: func() any { return &chainMemo{m: make(map[string]Chain)} }}
+
+// parseChainMemo is ParseChain(text), from a memo when text was parsed
+// before. A memo's chain is read, never changed, by its callers; its
+// strings are parts of the memo's own copy of the text (never of a body).
+func parseChainMemo(text string) Chain {
+	if len(text) > maxChainMemoText {
+		return ParseChain(text)
+	}
+	cm := chainMemos.Get().(*chainMemo)
+	defer chainMemos.Put(cm)
+	if c, ok := cm.m[text]; ok {
+		return c
+	}
+	if cm.bytes+len(text) > maxChainMemoBytes {
+		clear(cm.m)
+		cm.bytes = 0
+	}
+	key := strings.Clone(text)
+	c := ParseChain(key)
+	cm.m[key] = c
+	cm.bytes += len(key)
+	return c
 }
 
 // WeakEvidence records failure evidence found by its look (an exception

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -47,6 +48,43 @@ func TestParseChain(t *testing.T) {
 		got := ParseChain(c.text)
 		if got.Head != c.head || got.Root != c.root {
 			t.Errorf("%s:\n head %q\n want %q\n root %q\n want %q", c.name, got.Head, c.head, got.Root, c.root)
+		}
+		checkChainMemo(t, c.text, got)
+	}
+}
+
+// checkChainMemo: the decoders' memo of chains gives what ParseChain
+// gives, the first time and from the memo.
+func checkChainMemo(t *testing.T, text string, want Chain) {
+	t.Helper()
+	for range 2 {
+		if got := parseChainMemo(text); !reflect.DeepEqual(got, want) {
+			t.Errorf("parseChainMemo(%.40q) = %+v, want %+v", text, got, want)
+		}
+	}
+}
+
+// TestGenericKindMemo: the kind of a key from the memo is the kind read
+// afresh, for every known failure key in several spellings and for keys
+// that name nothing, asked again after other keys took their slots.
+func TestGenericKindMemo(t *testing.T) {
+	var keys []string
+	for k := range genericKeys {
+		keys = append(keys, k, strings.ToUpper(k), "x-"+k, "dlq_"+k, "my"+k+"Count", k+"_id")
+	}
+	keys = append(keys, "", "orderId", "ErrorDetailsStamp", strings.Repeat("lastError", 8), "retryCount", "Body")
+	var buf [64]byte
+	for range 3 {
+		for _, k := range keys {
+			want := keyKind(buf[:], k)
+			if len(k) > 160 {
+				want = ""
+			}
+			for range 2 {
+				if got := genericKind(buf[:], k); got != want {
+					t.Fatalf("genericKind(%q) = %q, want %q", k, got, want)
+				}
+			}
 		}
 	}
 }
@@ -162,6 +200,7 @@ func TestParseChainGroupsAndStatuses(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := ParseChain(c.text)
+			checkChainMemo(t, c.text, got)
 			if got.Root != c.root {
 				t.Errorf("root = %q, want %q", got.Root, c.root)
 			}

@@ -2,6 +2,8 @@ package inspect
 
 import (
 	"strings"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
@@ -70,10 +72,31 @@ func failureKeyNorm(buf []byte, k string) []byte {
 
 // genericKind returns the kind of failure key k ("" when it is none).
 // status keys only count next to other failure keys (see genericObject).
+// Keys repeat from body to body: the kinds of keys seen before come from
+// keyKinds.
 func genericKind(buf []byte, k string) string {
 	if len(k) > 160 {
 		return ""
 	}
+	slot := &keyKinds[stringHash(unsafe.Slice(unsafe.StringData(k), len(k)))&uint64(len(keyKinds)-1)]
+	if e := slot.Load(); e != nil && e.key == k {
+		return e.kind
+	}
+	kind := keyKind(buf, k)
+	// The key is a copy: k may be part of a body.
+	slot.Store(&keyKindEntry{key: strings.Clone(k), kind: kind})
+	return kind
+}
+
+// keyKinds remembers the kinds of keys by a hash of the key, shared by the
+// decoding goroutines (atomic pointers; a collision replaces the slot).
+// Kinds are constants, never part of a key.
+var keyKinds [4096]atomic.Pointer[keyKindEntry]
+
+type keyKindEntry struct{ key, kind string }
+
+// keyKind is genericKind without the memo.
+func keyKind(buf []byte, k string) string {
 	n := failureKeyNorm(buf, k)
 	if len(k) > 48 {
 		// Long keys (Symfony's "X-Message-Stamp-…ErrorDetailsStamp")

@@ -116,6 +116,10 @@ func (p *valueParser) value(depth int) (any, bool) {
 		if !ok {
 			return nil, false
 		}
+		if v, ok := smallInt(b[p.i:end]); ok {
+			p.i = end
+			return v, true
+		}
 		f, err := strconv.ParseFloat(string(b[p.i:end]), 64)
 		if err != nil {
 			return nil, false
@@ -139,6 +143,37 @@ func (p *valueParser) value(depth int) (any, bool) {
 		}
 	}
 	return nil, false
+}
+
+// boxedInts holds float64(n) for n < len(boxedInts), already in an
+// interface: counts, attempts, priorities and HTTP statuses are mostly
+// small integers, and boxing a float64 allocates.
+var boxedInts = func() (t [1024]any) {
+	for n := range t {
+		t[n] = float64(n)
+	}
+	return
+}()
+
+// smallInt returns the value of num (a valid JSON number token) when it is
+// an integer of at most 15 digits, which a float64 holds exactly (what
+// strconv.ParseFloat returns for it), boxed; false otherwise (a fraction,
+// an exponent, a minus sign, more digits).
+func smallInt(num []byte) (any, bool) {
+	if len(num) > 15 {
+		return nil, false
+	}
+	var n uint64
+	for _, c := range num {
+		if c < '0' || c > '9' {
+			return nil, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	if n < uint64(len(boxedInts)) {
+		return boxedInts[n], true
+	}
+	return float64(n), true
 }
 
 // str reads the string token at p.i. A string without escapes is the

@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math/bits"
+	"slices"
 	"strconv"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -95,18 +97,6 @@ func fastRecord(b []byte, rec *record.Record) bool {
 			return false
 		}
 		i = skipWS(b, i+1)
-		vStart := i
-		var vEnd int
-		var vFlags uint8
-		if i < len(b) && b[i] == '"' {
-			vEnd, vFlags, ok = scanString(b, i)
-		} else {
-			vEnd, ok = skipValue(b, i)
-		}
-		if !ok {
-			return false
-		}
-		val := b[vStart:vEnd]
 		field := -1
 		for n, name := range recordFields {
 			if string(key) == name {
@@ -114,6 +104,24 @@ func fastRecord(b []byte, rec *record.Record) bool {
 				break
 			}
 		}
+		vStart := i
+		var vEnd int
+		var vFlags uint8
+		// endsSource: a string in the value ends in "source" (the value
+		// holds `source"`), noted while it is validated.
+		var endsSource bool
+		if i < len(b) && b[i] == '"' {
+			vEnd, vFlags, ok = scanString(b, i)
+			endsSource = ok && field == fieldFailure && endsInSource(b[vStart:vEnd])
+		} else if field == fieldFailure {
+			vEnd, ok = skipValueNote(b, i, &endsSource)
+		} else {
+			vEnd, ok = skipValue(b, i)
+		}
+		if !ok {
+			return false
+		}
+		val := b[vStart:vEnd]
 		if field < 0 {
 			for _, name := range recordFields {
 				if bytes.EqualFold(key, []byte(name)) {
@@ -125,7 +133,7 @@ func fastRecord(b []byte, rec *record.Record) bool {
 				return false
 			}
 			seen |= 1 << field
-			if !setField(rec, field, val, vFlags) {
+			if !setField(rec, field, val, vFlags, endsSource) {
 				return false
 			}
 		}
@@ -143,15 +151,19 @@ func fastRecord(b []byte, rec *record.Record) bool {
 	}
 }
 
+// fieldFailure is the index of "failure" in recordFields.
+var fieldFailure = slices.Index(recordFields, "failure")
+
 // setField decodes val (a valid JSON value; flags from scanString when it
-// is a string) into record field n.
-func setField(rec *record.Record, n int, val []byte, flags uint8) bool {
+// is a string) into record field n. endsSource says whether val contains
+// `source"` (some string token in it ends in "source").
+func setField(rec *record.Record, n int, val []byte, flags uint8, endsSource bool) bool {
 	null := string(val) == "null"
 	switch recordFields[n] {
 	case "message_id":
 		return null || scannedString(val, flags, &rec.MessageID)
 	case "queue":
-		return null || scannedString(val, flags, &rec.Queue)
+		return null || recordStrings.read(val, &rec.Queue)
 	case "body":
 		return null || scannedString(val, flags, &rec.Body)
 	case "body_sha256":
@@ -193,9 +205,10 @@ func setField(rec *record.Record, n int, val []byte, flags uint8) bool {
 		// Derived again too, except failure context found in the
 		// consumer's logs (failure.source, see --logs), which Decode
 		// keeps.
-		// (`source"` starts with a rarer byte than `"source"`; a key
-		// merely ending in "source" only costs the decoding.)
-		if !bytes.Contains(val, []byte(`source"`)) {
+		// (Any string ending in "source", `source"` in val, is noted
+		// while val is validated; a key merely ending in "source" only
+		// costs the decoding.)
+		if !endsSource {
 			return true
 		}
 		return json.Unmarshal(val, &rec.Failure) == nil
@@ -256,7 +269,7 @@ func fastAttributes(val []byte, rec *record.Record) bool {
 	}
 	return eachMember(val, func(ktok, v []byte) bool {
 		var name string
-		if !fastString(ktok, &name) {
+		if !recordStrings.read(ktok, &name) {
 			return false
 		}
 		var a record.Attribute
@@ -272,7 +285,7 @@ func fastAttributes(val []byte, rec *record.Record) bool {
 				var dst *string
 				switch string(k) {
 				case "type":
-					dst = &a.Type
+					return string(fv) == "null" || recordStrings.read(fv, &a.Type)
 				case "value":
 					dst = &a.Value
 				case "base64":
@@ -324,7 +337,7 @@ func fastSystem(val []byte, s *record.System) bool {
 		case "first_received_at":
 			return s.FirstReceivedAt.UnmarshalJSON(v) == nil
 		case "source_queue_arn":
-			return null || fastString(v, &s.SourceQueueARN)
+			return null || recordStrings.read(v, &s.SourceQueueARN)
 		case "message_group_id":
 			return null || fastString(v, &s.MessageGroupID)
 		case "deduplication_id":
@@ -339,6 +352,62 @@ func fastSystem(val []byte, s *record.System) bool {
 		}
 		return true
 	})
+}
+
+// stringCache remembers recently read plain strings by a hash of their
+// text: a file of records read from one queue repeats its queue on every
+// line, and source queues, attribute names and types repeat from record
+// to record; reusing one spares a copy and an allocation. Each slot is an
+// atomic pointer, so the decoding goroutines share it; a collision only
+// replaces the slot (enough slots that the few hundred strings of a
+// typical file rarely meet).
+type stringCache struct{ slots [4096]atomic.Pointer[string] }
+
+// recordStrings holds queues, source queue ARNs, attribute names and
+// types.
+var recordStrings stringCache
+
+// read is fastString with a cached string reused when its text is the
+// token's.
+func (c *stringCache) read(val []byte, dst *string) bool {
+	if len(val) < 2 || val[0] != '"' {
+		return false
+	}
+	text := val[1 : len(val)-1]
+	if len(text) > 64 || bytes.IndexByte(text, '\\') >= 0 {
+		return fastString(val, dst)
+	}
+	slot := &c.slots[stringHash(text)&uint64(len(c.slots)-1)]
+	// A cached string is valid UTF-8 (fastString makes it so), so a text
+	// equal to it is too and reads as itself.
+	if p := slot.Load(); p != nil && *p == string(text) {
+		*dst = *p
+		return true
+	}
+	if !fastString(val, dst) {
+		return false
+	}
+	s := *dst
+	slot.Store(&s)
+	return true
+}
+
+// stringHash is a quick hash of text for stringCache: its length, first
+// and last eight bytes (queues and ARNs differ at the end, names anywhere
+// in their few bytes).
+func stringHash(text []byte) uint64 {
+	h := uint64(len(text)) * 0x9E3779B97F4A7C15
+	if len(text) >= 8 {
+		h ^= binary.LittleEndian.Uint64(text)
+		h = (h ^ h>>29) * 0xBF58476D1CE4E5B9
+		h ^= binary.LittleEndian.Uint64(text[len(text)-8:])
+	} else {
+		for _, c := range text {
+			h = h<<8 | uint64(c)
+		}
+	}
+	h = (h ^ h>>31) * 0x94D049BB133111EB
+	return h ^ h>>29
 }
 
 // scannedString is fastString for a token scanString read: its flags say
@@ -572,7 +641,18 @@ const maxNesting = 10000
 // skipValue validates the JSON value starting at b[i] (RFC 8259, as
 // encoding/json's scanner: invalid UTF-8 in strings is accepted) and
 // returns the index after it.
-func skipValue(b []byte, i int) (int, bool) {
+func skipValue(b []byte, i int) (int, bool) { return skipValueNote(b, i, nil) }
+
+// endsInSource reports whether the string token tok ends in "source"
+// (tok holds `source"`: in valid JSON a quote after an "e" is always a
+// closing one, so that is the only way a value can).
+func endsInSource(tok []byte) bool {
+	return len(tok) >= 8 && string(tok[len(tok)-7:]) == `source"`
+}
+
+// skipValueNote is skipValue that, when endsSource is not nil, sets
+// *endsSource if a string (key or value) in the value ends in "source".
+func skipValueNote(b []byte, i int, endsSource *bool) (int, bool) {
 	// stack of open containers: '{' or '['; afterKey tells whether an
 	// object is waiting for a value after its key.
 	var stackBuf [32]byte
@@ -595,7 +675,7 @@ func skipValue(b []byte, i int) (int, bool) {
 			}
 			stack = append(stack, '{')
 			var ok bool
-			if i, ok = skipKey(b, i); !ok {
+			if i, ok = skipKey(b, i, endsSource); !ok {
 				return 0, false
 			}
 			continue
@@ -614,6 +694,9 @@ func skipValue(b []byte, i int) (int, bool) {
 			end, _, ok := scanString(b, i)
 			if !ok {
 				return 0, false
+			}
+			if endsSource != nil && endsInSource(b[i:end]) {
+				*endsSource = true
 			}
 			i = end
 		case c == '-' || c >= '0' && c <= '9':
@@ -654,7 +737,7 @@ func skipValue(b []byte, i int) (int, bool) {
 				i = skipWS(b, i+1)
 				if top == '{' {
 					var ok bool
-					if i, ok = skipKey(b, i); !ok {
+					if i, ok = skipKey(b, i, endsSource); !ok {
 						return 0, false
 					}
 				}
@@ -670,14 +753,18 @@ func skipValue(b []byte, i int) (int, bool) {
 	}
 }
 
-// skipKey validates `"key" :` at b[i] and returns the index after the colon.
-func skipKey(b []byte, i int) (int, bool) {
+// skipKey validates `"key" :` at b[i] and returns the index after the
+// colon (noting a key ending in "source", see skipValueNote).
+func skipKey(b []byte, i int, endsSource *bool) (int, bool) {
 	if i >= len(b) || b[i] != '"' {
 		return 0, false
 	}
 	end, _, ok := scanString(b, i)
 	if !ok {
 		return 0, false
+	}
+	if endsSource != nil && endsInSource(b[i:end]) {
+		*endsSource = true
 	}
 	i = skipWS(b, end)
 	if i >= len(b) || b[i] != ':' {
