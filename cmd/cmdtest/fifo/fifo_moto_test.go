@@ -260,7 +260,10 @@ func receiveN(t *testing.T, c *sqs.Client, url string, n int) []string {
 	t.Helper()
 	ctx := context.Background()
 	var bodies []string
-	deadline := time.Now().Add(30 * time.Second)
+	// Generous: under a loaded CI machine moto answers slowly, and each
+	// group unlocks only after its batch is deleted. The loop ends as soon
+	// as all n are in.
+	deadline := time.Now().Add(2 * time.Minute)
 	for len(bodies) < n && time.Now().Before(deadline) {
 		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
 		if err != nil {
