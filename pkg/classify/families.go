@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
+
+	"github.com/dlqctl/dlqctl/pkg/inspect"
 )
 
 // Failure families: what kind of failure a piece of failure evidence names.
@@ -77,11 +79,12 @@ var signalDefs = []struct {
 		"request rate is too large", "server busy", "ServerBusy", "try again later", "retry after", "backpressure"}},
 	{FamilyTransient, "throttling", false, []string{"quota exceeded", "capacity exceeded", "overloaded", "busy"}},
 	// --- transient: server side
-	{FamilyTransient, "server", true, []string{"internal server error", "bad gateway", "service unavailable",
+	{FamilyTransient, "server", true, append([]string{"internal server error", "bad gateway", "service unavailable",
 		"temporarily unavailable", "InternalFailure", "InternalServerError", "ServiceUnavailable", "ServiceUnavailableException",
-		"InternalErrorException", "code unavailable", "code deadline exceeded", "code resource exhausted", "code aborted",
-		"status code unavailable", "5xx", "retriable", "retryable", "RetriableException", "transient error",
-		"temporary error", "transient failure", "connection failure", "internal error"}},
+		"InternalErrorException", "status code unavailable", "5xx", "retriable", "retryable", "RetriableException", "transient error",
+		"temporary error", "transient failure", "connection failure", "internal error"},
+		// gRPC UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED
+		inspect.GRPCCodePhrases(14, 4, 8, 10)...)},
 	{FamilyTransient, "server", false, []string{"unavailable", "transient", "temporar*", "try again", "aborted", "internal failure",
 		"service exception", "EventAgeExceeded", "MaximumEventAgeInSeconds"}},
 	// --- transient: database
@@ -159,11 +162,10 @@ var signalDefs = []struct {
 	{FamilyPermanent, "parse", false, []string{"unmarshal*", "syntax error", "converter"}},
 	// gRPC descriptions that override their code: a message over the size
 	// limit never fits, however often it is retried.
-	{FamilyPermanent, "validation", true, []string{"larger than max", "exceeds maximum size", "exceeds max size", "message larger than", "exceeds maximum message size",
+	{FamilyPermanent, "validation", true, append([]string{"larger than max", "exceeds maximum size", "exceeds max size", "message larger than", "exceeds maximum message size",
 		"max message size", "message size exceeds", "message length exceeds", "grpc max", "exceeds the maximum allowed size",
 		"item size has exceeded the maximum allowed size", "entity too large", "request too large", "exceeds the limit of",
-		"MessageTooLarge", "RecordTooLargeException", "MESSAGE_TOO_LARGE", "InvalidArgument", "code invalid argument",
-		"code failed precondition", "code out of range", "code unimplemented", "code data loss",
+		"MessageTooLarge", "RecordTooLargeException", "MESSAGE_TOO_LARGE", "InvalidArgument",
 		// MySQL by name, localised validation and data errors
 		"ER_DUP_ENTRY", "ER_BAD_NULL_ERROR", "ER_DATA_TOO_LONG", "ER_NO_REFERENCED_ROW", "ER_NO_REFERENCED_ROW_2",
 		"ER_ROW_IS_REFERENCED_2", "ER_TRUNCATED_WRONG_VALUE", "ER_TRUNCATED_WRONG_VALUE_FOR_FIELD", "ER_WARN_DATA_OUT_OF_RANGE",
@@ -179,7 +181,9 @@ var signalDefs = []struct {
 		"error de validación", "valor no válido", "formato no válido", "formato inválido", "JSON no válido",
 		"valor da chave viola", "viola a restrição", "viola restrição", "sintaxe de entrada é inválida", "em um formato correto",
 		"não pode ser nulo", "não pode estar vazio", "campo obrigatório", "é obrigatório", "erro de validação", "valor inválido",
-		"JSON inválido"}},
+		"JSON inválido"},
+		// gRPC INVALID_ARGUMENT, FAILED_PRECONDITION, OUT_OF_RANGE, DATA_LOSS and code 12
+		inspect.GRPCCodePhrases(3, 9, 11, 12, 15)...)},
 	{FamilyPermanent, "parse", true, []string{"JsonDecodingException", "DecodingException", "DecodingError", "decoding error", "unexpected json token", "Syntaxfehler", "erreur de syntaxe", "error de sintaxis", "erro de sintaxe",
 		"konnte nicht deserialisiert", "impossible de désérialiser", "no se pudo deserializar", "não foi possível desserializar"}},
 
@@ -243,7 +247,7 @@ var signalDefs = []struct {
 	{FamilyBusiness, "rejection", false, []string{"rejected", "not allowed", "not permitted", "limit exceeded"}},
 
 	// --- configuration: permissions and missing resources (fixable, then replayable)
-	{FamilyConfig, "configuration", true, []string{"access denied", "AccessDenied", "AccessDeniedException", "not authorized",
+	{FamilyConfig, "configuration", true, append([]string{"access denied", "AccessDenied", "AccessDeniedException", "not authorized",
 		"unauthorized", "UnauthorizedException", "forbidden", "permission denied", "no permissions", "insufficient permissions",
 		"missing permissions", "failed to assume role", "FAILED_TO_ASSUME_ROLE", "NO_PERMISSIONS", "NO_RESOURCE",
 		"RULE_NOT_FOUND", "ResourceNotFoundException", "function not found", "queue does not exist", "NonExistentQueue",
@@ -259,11 +263,13 @@ var signalDefs = []struct {
 		// errors of gRPC, MySQL, localised runtimes
 		"insufficient_quota", "insufficient quota", "check your plan", "billing details", "requires billing", "billing to be enabled",
 		"billing is disabled", "billing account", "per day", "daily limit", "daily quota",
-		"code permission denied", "code unauthenticated", "ER_ACCESS_DENIED_ERROR", "ER_DBACCESS_DENIED_ERROR", "ER_NO_SUCH_TABLE",
+		"ER_ACCESS_DENIED_ERROR", "ER_DBACCESS_DENIED_ERROR", "ER_NO_SUCH_TABLE",
 		"ER_BAD_DB_ERROR", "ER_TABLEACCESS_DENIED_ERROR", "Zugriff verweigert", "Berechtigung verweigert", "accès refusé",
 		"permission refusée", "acceso denegado", "permiso denegado", "acesso negado", "permissão negada",
 		"does not exist", "n'existe pas", "existiert nicht", "no existe", "não existe", "undefined table", "UndefinedTable",
-		"relation does not exist"}},
+		"relation does not exist"},
+		// gRPC PERMISSION_DENIED, UNAUTHENTICATED
+		inspect.GRPCCodePhrases(7, 16)...)},
 }
 
 // schemaPhrases expands the schema/version vocabulary: an adjective

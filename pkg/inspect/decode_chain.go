@@ -481,10 +481,32 @@ func grpcDesc(l string) string {
 	return d
 }
 
-// grpcCodes are the gRPC status code names.
+// grpcCodes are the gRPC status code names, by number from 1 (0 is OK);
+// the one table every reading of a gRPC code uses.
 var grpcCodes = [...]string{"CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",
 	"PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL",
 	"UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
+
+// grpcCodeText are the gRPC status codes by number as failure evidence
+// writes them and the failure families read them ("code unavailable").
+var grpcCodeText = func() (t [len(grpcCodes) + 1]string) {
+	t[0] = "code ok"
+	for i, name := range grpcCodes {
+		t[i+1] = "code " + strings.ToLower(strings.ReplaceAll(name, "_", " "))
+	}
+	return t
+}()
+
+// GRPCCodePhrases returns how failure evidence writes the gRPC status
+// codes numbered codes (grpc/doc/statuscodes.md: 14 → "code unavailable"),
+// for rules that match them; it panics on a number gRPC does not define.
+func GRPCCodePhrases(codes ...int) []string {
+	out := make([]string, len(codes))
+	for i, c := range codes {
+		out[i] = grpcCodeText[c]
+	}
+	return out
+}
 
 // grpcCodePrefix returns the description of a gRPC status written "CODE:
 // description" (grpc-java's StatusRuntimeException, grpc-js's "8

@@ -72,13 +72,6 @@ func errorObjectShape(m map[string]any) bool {
 	return rpcStatus(m) >= 0
 }
 
-// grpcCodeText are the gRPC status codes by number, as the failure
-// families read them ("code unavailable").
-var grpcCodeText = [...]string{"code ok", "code cancelled", "code unknown", "code invalid argument", "code deadline exceeded",
-	"code not found", "code already exists", "code permission denied", "code resource exhausted", "code failed precondition",
-	"code aborted", "code out of range", "code unimplemented", "code internal", "code unavailable", "code data loss",
-	"code unauthenticated"}
-
 // rpcStatus returns the code of a google.rpc.Status object ({"code": 14,
 // "message": "…", "details": […]}: Google APIs' error bodies, Cloud Tasks'
 // responseStatus), or -1 when m is not one.
