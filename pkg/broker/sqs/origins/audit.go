@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"sort"
 	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/smithy-go"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
@@ -239,53 +237,15 @@ func (a *Auditor) lambdaFindings(ctx context.Context, sc auditScope) ([]fnd.Find
 // sns.amazonaws.com sqs:SendMessage from the subscription's topic, a queue
 // in another account or region (SNS requires the same), or no queue.
 func (a *Auditor) snsFindings(ctx context.Context, sc auditScope) ([]fnd.Finding, []string, error) {
-	var all []string
-	p := sns.NewListSubscriptionsPaginator(a.Clients.SNS, &sns.ListSubscriptionsInput{})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, nil, fmt.Errorf("sns:ListSubscriptions: %w", err)
+	subs, err := subscriptionDLQs(ctx, a.Clients.SNS, sc.has, func(action, resource string, err error) error {
+		if resource == "*" {
+			return fmt.Errorf("%s: %w", action, err)
 		}
-		for _, s := range page.Subscriptions {
-			if arn := aws.ToString(s.SubscriptionArn); strings.Count(arn, ":") == 6 {
-				all = append(all, arn)
-			}
-		}
+		return fmt.Errorf("%s on %s: %w", action, resource, err)
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	type sub struct{ arn, topic, dlq string }
-	var (
-		subs     []sub
-		mu       sync.Mutex
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	sem := make(chan struct{}, 8)
-	for _, arn := range all {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(arn string) {
-			defer func() { <-sem; wg.Done() }()
-			out, err := a.Clients.SNS.GetSubscriptionAttributes(ctx, &sns.GetSubscriptionAttributesInput{SubscriptionArn: aws.String(arn)})
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err != nil && isNotFound(err):
-			case err != nil:
-				if firstErr == nil {
-					firstErr = fmt.Errorf("sns:GetSubscriptionAttributes on %s: %w", arn, err)
-				}
-			default:
-				if d := redriveTarget(out.Attributes["RedrivePolicy"]); d != "" && sc.has(d) {
-					subs = append(subs, sub{arn: arn, topic: out.Attributes["TopicArn"], dlq: d})
-				}
-			}
-		}(arn)
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return nil, nil, firstErr
-	}
-	sort.Slice(subs, func(i, j int) bool { return subs[i].arn < subs[j].arn })
 	var out []fnd.Finding
 	var notes []string
 	for _, s := range subs {

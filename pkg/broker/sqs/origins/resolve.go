@@ -422,52 +422,14 @@ func (r *Resolver) deadLetterSubscriptions(ctx context.Context) ([]string, error
 	if done {
 		return r.dlqSubs, nil
 	}
-	var all []string
-	p := sns.NewListSubscriptionsPaginator(r.c.SNS, &sns.ListSubscriptionsInput{})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, awsErr("sns:ListSubscriptions", "*", err)
-		}
-		for _, s := range page.Subscriptions {
-			// Only SQS, Lambda (replayable) and other endpoints with a
-			// confirmed ARN (not PendingConfirmation or Deleted).
-			if arn := aws.ToString(s.SubscriptionArn); strings.Count(arn, ":") == 6 {
-				all = append(all, arn)
-			}
-		}
+	found, err := subscriptionDLQs(ctx, r.c.SNS, func(dlq string) bool { return dlq == r.dlq.ARN }, awsErr)
+	if err != nil {
+		return nil, err
 	}
-	// ListSubscriptions does not return RedrivePolicy: one
-	// GetSubscriptionAttributes per subscription, 8 at a time.
-	var subs []string
-	var mu sync.Mutex
-	var firstErr error
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
-	for _, arn := range all {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(arn string) {
-			defer func() { <-sem; wg.Done() }()
-			attrs, err := r.c.SNS.GetSubscriptionAttributes(ctx, &sns.GetSubscriptionAttributesInput{SubscriptionArn: aws.String(arn)})
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err != nil && isNotFound(err):
-			case err != nil:
-				if firstErr == nil {
-					firstErr = awsErr("sns:GetSubscriptionAttributes", arn, err)
-				}
-			case redriveTarget(attrs.Attributes["RedrivePolicy"]) == r.dlq.ARN:
-				subs = append(subs, arn)
-			}
-		}(arn)
+	subs := make([]string, len(found))
+	for i, s := range found {
+		subs[i] = s.arn
 	}
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	sort.Strings(subs)
 	r.mu.Lock()
 	r.dlqSubs, r.found[KindSubscription] = subs, true
 	r.mu.Unlock()
