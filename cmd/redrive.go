@@ -843,31 +843,7 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, rout
 		return prog.Summary(out)
 	}
 	f.IO.Infof("dry run: nothing was changed")
-	printTransformPlan(f.IO, plan.Transform)
-	t := output.NewTable(f.IO, "DESTINATION", "CLASS", "MESSAGES")
-	for _, d := range sortedKeys(plan.ByDestination) {
-		for _, cl := range sortedKeys(plan.ByDestination[d]) {
-			t.Row(d, cl, fmt.Sprint(plan.ByDestination[d][cl]))
-		}
-	}
-	for _, r := range sortedKeys(plan.Skipped) {
-		t.Row("(skipped)", r, fmt.Sprint(plan.Skipped[r]))
-	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	est := "as fast as --concurrency allows (set --rate or --ramp for an estimate)"
-	if plan.EstimatedSeconds > 0 {
-		est = "about " + output.Duration(time.Duration(plan.EstimatedSeconds*float64(time.Second)))
-	}
-	f.IO.Infof("would move %d of %d scanned messages from %s to %s (%s); estimated duration: %s", plan.WouldMove, plan.Scanned, dlq.Name, router.Describe(), desc, est)
-	if plan.Unmarked > 0 {
-		f.IO.Infof("%d message(s) would move without the %s marker: they already carry 10 attributes, or go to an origin that takes none (a Lambda invocation); the journal records them", plan.Unmarked, record.MarkerAttribute)
-	}
-	if plan.Note != "" && !plan.Complete {
-		f.IO.Warnf("%s", plan.Note)
-	}
-	return nil
+	return printPlanTable(f, plan, dlq.Name, router.Describe(), desc, "as fast as --concurrency allows (set --rate or --ramp for an estimate)")
 }
 
 func nativeRun(ctx context.Context, opts *RedriveOptions, c *sqs.Client, dlq *sqs.Queue) error {
@@ -1102,5 +1078,37 @@ func originsSpec(ctx context.Context, f *Factory, opts *RedriveOptions, ep broke
 		OnStart: func(moved int) {
 			f.IO.Infof("canary: delivered %d message(s) to their origins; watching %s for %s", moved, ep.Name(), window.For)
 		}}
+	return nil
+}
+
+// printPlanTable prints a redrive dry run's plan for a person, on every
+// broker: where each class would go, what would be skipped and why, the
+// estimate (unpaced: what to say without --rate or --ramp), copies that
+// would go without the marker, and a read that was not whole.
+func printPlanTable(f *Factory, plan redrive.Plan, from, to, what, unpaced string) error {
+	printTransformPlan(f.IO, plan.Transform)
+	t := output.NewTable(f.IO, "DESTINATION", "CLASS", "MESSAGES")
+	for _, d := range sortedKeys(plan.ByDestination) {
+		for _, cl := range sortedKeys(plan.ByDestination[d]) {
+			t.Row(d, cl, fmt.Sprint(plan.ByDestination[d][cl]))
+		}
+	}
+	for _, r := range sortedKeys(plan.Skipped) {
+		t.Row("(skipped)", r, fmt.Sprint(plan.Skipped[r]))
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	est := unpaced
+	if plan.EstimatedSeconds > 0 {
+		est = "about " + output.Duration(time.Duration(plan.EstimatedSeconds*float64(time.Second)))
+	}
+	f.IO.Infof("would move %d of %d scanned messages from %s to %s (%s); estimated duration: %s", plan.WouldMove, plan.Scanned, from, to, what, est)
+	if plan.Unmarked > 0 {
+		f.IO.Infof("%d message(s) would move without the %s marker: they already carry 10 attributes, or go to an origin that takes none (a Lambda invocation); the journal records them", plan.Unmarked, record.MarkerAttribute)
+	}
+	if plan.Note != "" && !plan.Complete {
+		f.IO.Warnf("%s", plan.Note)
+	}
 	return nil
 }

@@ -232,28 +232,7 @@ func amqpRedrivePlan(ctx context.Context, opts *RedriveOptions, ep *amqp.Endpoin
 		return prog.Summary(out)
 	}
 	f.IO.Infof("dry run: nothing was changed (the messages were read and returned to %s)", ep.Name())
-	printTransformPlan(f.IO, plan.Transform)
-	t := output.NewTable(f.IO, "DESTINATION", "CLASS", "MESSAGES")
-	for _, d := range sortedKeys(plan.ByDestination) {
-		for _, cl := range sortedKeys(plan.ByDestination[d]) {
-			t.Row(d, cl, fmt.Sprint(plan.ByDestination[d][cl]))
-		}
-	}
-	for _, r := range sortedKeys(plan.Skipped) {
-		t.Row("(skipped)", r, fmt.Sprint(plan.Skipped[r]))
-	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	est := "as fast as --concurrency allows (set --rate or --ramp for an estimate)"
-	if plan.EstimatedSeconds > 0 {
-		est = "about " + output.Duration(time.Duration(plan.EstimatedSeconds*float64(time.Second)))
-	}
-	f.IO.Infof("would move %d of %d scanned messages from %s to %s (%s); estimated duration: %s", plan.WouldMove, plan.Scanned, ep.Name(), router.Describe(), desc, est)
-	if plan.Note != "" && !plan.Complete {
-		f.IO.Warnf("%s", plan.Note)
-	}
-	return nil
+	return printPlanTable(f, plan, ep.Name(), router.Describe(), desc, "as fast as --concurrency allows (set --rate or --ramp for an estimate)")
 }
 
 // redactRef is a reference as outputs and journals show it (credentials
