@@ -173,20 +173,23 @@ func TestRedriveToSourceWithoutDeadLetterSourceArn(t *testing.T) {
 	}
 	for i := 0; i < 40; i++ {
 		_, _ = c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(srcURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-		if v, _ := clitest.QueueDepth(t, c, dlqURL); v == 12 {
+		if v, _ := clitest.QueueDepth(t, c, dlqURL); v >= 12 {
 			break
 		}
 	}
-	if v, _ := clitest.QueueDepth(t, c, dlqURL); v != 12 {
-		t.Fatalf("moto dead-lettered %d of 12 messages", v)
+	// Under CI load a seeding SendMessage the SDK retried can leave one
+	// message twice: every message the DLQ holds must go back once.
+	n, _ := clitest.SettledDepth(t, c, dlqURL)
+	if n < 12 {
+		t.Fatalf("moto dead-lettered %d of 12 messages", n)
 	}
 
 	r := clitest.Run(t, env, "", "redrive", dlqURL, "--yes", "-o", "json")
 	if r.Code != 0 {
 		t.Fatalf("redrive to source without DeadLetterQueueSourceArn: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
-	if got := clitest.ReceiveAll(t, c, srcURL); len(got) != 12 {
-		t.Errorf("source queue got back %d messages, want 12", len(got))
+	if got := clitest.ReceiveAll(t, c, srcURL); len(got) != n {
+		t.Errorf("source queue got back %d messages, want the DLQ's %d", len(got), n)
 	}
 	if v, f := clitest.SettledDepth(t, c, dlqURL); v+f != 0 {
 		t.Errorf("DLQ still holds %d visible, %d in flight", v, f)
