@@ -40,7 +40,6 @@ var brokerImporters = map[string]bool{
 var stillImporting = map[string]bool{
 	"kafka.go":         true,
 	"redrive.go":       true,
-	"redrive_amqp.go":  true,
 	"redrive_kafka.go": true,
 }
 

@@ -25,7 +25,6 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
-	"github.com/dlqctl/dlqctl/pkg/transform"
 )
 
 // RedriveOptions are the inputs of `dlqctl redrive`. They are stored in the
@@ -378,7 +377,7 @@ func (o *RedriveOptions) fingerprint(dlqARN string) string {
 
 func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 	if isAMQPRef(opts.DLQ) {
-		return amqpRedriveRun(ctx, opts)
+		return endpointRedriveRun(ctx, opts)
 	}
 	f := opts.F
 	if isKafkaRef(opts.DLQ) {
@@ -459,7 +458,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 	}
 	watchTransformErrors(f, xf)
 	if opts.DryRun {
-		return redrivePlan(ctx, opts, dlq, router, pub, selector, xf)
+		return redrivePlan(ctx, opts, ep, pub, router, selector, xf)
 	}
 
 	format, _ := f.Format()
@@ -485,7 +484,9 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 		OnResume: func(prev redrive.RunInfo) {
 			f.IO.Infof("resuming unfinished run %s (%s; %d sent, %d deleted): already-sent messages are deleted without sending them again", prev.ID, prev.Status, prev.Sent, prev.Deleted)
 		},
-		Confirm:    func() error { return confirmRedrive(f, dlq, router, sel, opts) },
+		Confirm: func() error {
+			return confirmRedrive(f, sel, opts, dlq.Name, fmt.Sprintf("%d visible", dlq.Counts().Visible), router.Describe())
+		},
 		OnWaitHeld: func(id string, wait time.Duration) { waitHeldInfo(f, id, wait) },
 		OnJournal:  func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) },
 		Source:     src,
@@ -520,7 +521,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 	err = executeMove(ctx, f, prog, spec, sqsCloseWarning, func(out *redrive.Outcome) error {
 		res = out.Result
 		noCanaryMatch(f, opts, out)
-		return printRedriveSummary(f, prog, dlq, router, out.Result, out.Verdict, out.Status)
+		return printSummary(f, prog, RedriveSummary{Result: out.Result, Status: out.Status, DLQ: dlq.Name, To: router.Describe(), Canary: out.Verdict}, ep.Capabilities().Words())
 	})
 	if res == nil || fromOrigins == nil || err != nil {
 		return err
@@ -638,17 +639,6 @@ func waitHeldInfo(f *Factory, runID string, wait time.Duration) {
 	f.IO.Infof("run %s did not stop cleanly: waiting %s for the messages it held to become visible again", runID, wait.Round(time.Second))
 }
 
-func confirmRedrive(f *Factory, dlq *sqs.Queue, router redrive.Router, sel interface{ Describe() string }, opts *RedriveOptions) error {
-	what := "all messages"
-	if sel != nil {
-		what = sel.Describe()
-	}
-	return confirm(f,
-		fmt.Sprintf("Move %s from %s (%d visible) to %s?", limitedWhat(what, opts.Canary, opts.Max), dlq.Name, dlq.Counts().Visible, router.Describe()),
-		fmt.Sprintf("redrive moves messages out of %s; pass --yes to confirm (see what would move with --dry-run)", dlq.Name),
-		"redrive not confirmed; nothing was changed")
-}
-
 // progressReporter renders a redrive-pipeline run (redrive or restore, named
 // by op) as the progress bar / NDJSON events.
 func progressReporter(p *output.Progress, op string) redrive.Reporter {
@@ -683,46 +673,6 @@ type RedriveSummary struct {
 
 // Verdict is the canary verdict (nil without a canary).
 func (s RedriveSummary) Verdict() *redrive.Verdict { return s.Canary }
-
-func printRedriveSummary(f *Factory, prog *output.Progress, dlq *sqs.Queue, router redrive.Router, res *redrive.Result, v *redrive.Verdict, status string) error {
-	sum := RedriveSummary{Result: res, Status: status, DLQ: dlq.Name, To: router.Describe(), Canary: v}
-	format, _ := f.Format()
-	switch format {
-	case output.JSON:
-		return output.WriteJSON(f.IO.Out, sum)
-	case output.NDJSON:
-		return prog.Summary(sum)
-	}
-	t := output.NewTable(f.IO, "", "")
-	t.Row("run", res.RunID)
-	t.Row("status", status)
-	t.Row("moved", fmt.Sprintf("%d from %s to %s in %s (%.1f/s)", res.Moved, dlq.Name, router.Describe(), output.Duration(time.Duration(res.ElapsedSeconds*float64(time.Second))), res.Rate))
-	for _, d := range sortedKeys(res.ByDestination) {
-		t.Row("  to "+d, fmt.Sprint(res.ByDestination[d]))
-	}
-	if res.Resumed > 0 {
-		t.Row("resumed", fmt.Sprintf("%d deleted without re-sending (sent by an earlier attempt)", res.Resumed))
-	}
-	for _, r := range sortedKeys(res.Skipped) {
-		t.Row("skipped", fmt.Sprintf("%d %s", res.Skipped[r], r))
-	}
-	if res.Unmarked > 0 {
-		t.Row("unmarked", fmt.Sprintf("%d moved without the %s attribute (10 attributes already, or a Lambda invocation, which carries none); the journal records them", res.Unmarked, record.MarkerAttribute))
-	}
-	if res.Failed > 0 {
-		t.Row("failed", fmt.Sprintf("%d refused by the destination; still in the DLQ", res.Failed))
-	}
-	if res.Unknown > 0 {
-		t.Row("unknown", fmt.Sprintf("%d whose send outcome is unknown; still in the DLQ", res.Unknown))
-	}
-	if res.SentNotDeleted > 0 {
-		t.Row("pending", fmt.Sprintf("%d sent but not yet deleted from the DLQ; re-run to finish", res.SentNotDeleted))
-	}
-	sharedRows(t, res)
-	countsRow(t, res.Counts)
-	transformRows(t, res.Transform)
-	return renderOutcomeRows(t, res, v)
-}
 
 // maybeTwiceNote says that n copies may have been delivered twice.
 func maybeTwiceNote(n int) string {
@@ -804,46 +754,6 @@ type RedrivePlanOutput struct {
 	// FilterErrors: messages the --filter or a rule failed on (skipped
 	// "filter error").
 	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
-}
-
-func redrivePlan(ctx context.Context, opts *RedriveOptions, dlq *sqs.Queue, router redrive.Router, pub broker.Publisher, sel redrive.Selector, xf *transform.Transform) error {
-	f := opts.F
-	format, _ := f.Format()
-	prog := output.NewProgress(f.IO, format)
-	pl := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: pub, Select: sel, MaxRedrives: opts.MaxRedrives, Max: opts.Max, Transform: xf}
-	res, err := f.ForEachRecord(ctx, InputOptions{Queue: opts.DLQ, Visibility: opts.Visibility}, func(rec *record.Record, parsed any) error {
-		ev, err := pl.Add(ctx, rec, parsed)
-		if err != nil {
-			return err
-		}
-		prog.Message(output.MessageEvent{MessageID: ev.MessageID, Action: ev.Action, Destination: ev.Destination, Class: ev.Class, Reason: ev.Reason})
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	fe, err := endSelection(f, sel, "would stay in the DLQ")
-	if err != nil {
-		return err
-	}
-	sh := opts.PaceFlags.share()
-	plan := pl.Plan(sh.Rate(opts.Rate), sh.Ramp(opts.Ramp), opts.RampEvery)
-	if res.Scan != nil {
-		plan.Complete, plan.Note = res.Scan.Complete, res.Scan.Note
-	}
-	desc := "all messages"
-	if sel != nil {
-		desc = sel.Describe()
-	}
-	out := RedrivePlanOutput{Plan: plan, DLQ: dlq.Name, To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp, FilterErrors: fe}
-	switch format {
-	case output.JSON:
-		return output.WriteJSON(f.IO.Out, out)
-	case output.NDJSON:
-		return prog.Summary(out)
-	}
-	f.IO.Infof("dry run: nothing was changed")
-	return printPlanTable(f, plan, dlq.Name, router.Describe(), desc, "as fast as --concurrency allows (set --rate or --ramp for an estimate)")
 }
 
 func nativeRun(ctx context.Context, opts *RedriveOptions, c *sqs.Client, dlq *sqs.Queue) error {

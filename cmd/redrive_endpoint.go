@@ -10,20 +10,24 @@ import (
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
+	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
+	"github.com/dlqctl/dlqctl/pkg/transform"
 )
 
 // endpointRedriveRun is redrive over broker.Endpoint alone: the DLQ's
 // source, router and publisher, the engine, the run journal, the canary,
 // pacing and guards of pkg/redrive, and what the broker offers beyond
 // that reached through its capabilities and optional interfaces (a
-// transactional publisher for --exactly-once, a lag reader for
-// --max-dest-lag, its own write-ahead intents). Kafka dead-letter topics
-// run here.
+// destination's depth for the backlog guard and --verify-drain, the
+// canary window, a bigger unpaced batch, a transactional publisher for
+// --exactly-once, a lag reader for --max-dest-lag, its own write-ahead
+// intents). RabbitMQ queues and Kafka dead-letter topics run here.
 func endpointRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	f := opts.F
 	lags, err := parseDestLag(opts.Kafka.MaxDestLag)
@@ -36,9 +40,9 @@ func endpointRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	}
 	defer closeEndpoint(ep)
 	caps := ep.Capabilities()
-	depth, err := ep.Depth(ctx)
-	if err != nil {
-		return broker.StartError(err)
+	words := caps.Words()
+	if err := refuseFlags(caps, opts.flags, opts.Engine == "native"); err != nil {
+		return err
 	}
 	sel, err := opts.Selection.Selector()
 	if err != nil {
@@ -51,33 +55,28 @@ func endpointRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	if sel != nil && !sel.MatchesAll() {
 		selector = sel
 	}
-	var router redrive.Router
-	pubEp := ep                          // where copies are published
-	var canaryDests []broker.Destination // nil: the destinations the run finds
-	if strings.EqualFold(opts.To, "source") {
-		if router, err = ep.RouterToSource(ctx); err != nil {
-			return broker.StartError(err)
-		}
-	} else {
-		dest, err := f.Endpoint(ctx, opts.To)
+	route, err := redriveRoute(ctx, f, opts, ep)
+	if err != nil {
+		return err
+	}
+	defer route.close()
+	router, pubEp := route.router, route.pubEp
+	xf, err := opts.Transform.compile(caps)
+	if err != nil {
+		return err
+	}
+	watchTransformErrors(f, xf)
+	if opts.DryRun {
+		pub, err := planPublisher(ctx, pubEp)
 		if err != nil {
 			return err
 		}
-		defer closeEndpoint(dest)
-		if dest.Broker() != ep.Broker() {
-			return errs.BadInputf("--to %s: a %s DLQ redrives within %s (or --to source); archive it and restore the archive to move messages elsewhere", redactRef(opts.To), caps.Label, caps.Label)
-		}
-		t, err := dest.Target(ctx)
-		if err != nil {
-			return broker.StartError(err)
-		}
-		if dest.ID() == ep.ID() {
-			return errs.BadInputf("--to %s is the dead-letter queue itself; pass --to source or another one", redactRef(opts.To))
-		}
-		router, pubEp, canaryDests = fixedRouter{t}, dest, []broker.Destination{t}
+		defer pub.Close(context.WithoutCancel(ctx))
+		return redrivePlan(ctx, opts, ep, pub, router, selector, xf)
 	}
-	if opts.DryRun {
-		return endpointRedrivePlan(ctx, opts, ep, pubEp, router, selector)
+	depth, err := ep.Depth(ctx)
+	if err != nil {
+		return broker.StartError(err)
 	}
 	var lagReader broker.LagReader
 	if len(lags) > 0 {
@@ -101,9 +100,15 @@ func endpointRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	if opts.Canary > 0 {
 		// Decided before anything moves: a window the broker cannot know
 		// refuses --canary without --verify-for (exit 2).
-		if window, err = opts.CanaryFlags.canaryWindow(ctx, f, ep, canaryDests); err != nil {
+		if window, err = opts.CanaryFlags.canaryWindow(ctx, f, ep, route.canaryDests); err != nil {
 			return err
 		}
+	}
+	// A destination's depth, where its broker counts what waits in it:
+	// the backlog guard and --verify-drain read it.
+	var destDepth func(context.Context, broker.Destination) (broker.Depth, error)
+	if d, ok := pubEp.(broker.DestinationDepther); ok {
+		destDepth = d.DestinationDepth
 	}
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
@@ -112,31 +117,26 @@ func endpointRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	if limit > 0 {
 		total = min(total, limit)
 	}
+	// The journal keeps the options without credentials: a resumed run
+	// takes them from the reference or the broker's environment.
 	shown := *opts
 	shown.DLQ, shown.To = ep.String(), redactRef(opts.To)
 	raw, _ := json.Marshal(&shown)
-	decode := inspect.DecodeMarker
-	if selector != nil {
-		decode = inspect.Decode
+	originals, err := opts.Transform.originals(ctx, f, ep, selectionText(sel), xf)
+	if err != nil {
+		return err
 	}
 	sh := opts.PaceFlags.share()
 	confirmed := false
 	spec := redrive.RunSpec{
 		StateDir: f.StateDir(), ResumeID: opts.ResumeID,
 		Meta: redrive.RunMeta{Kind: "redrive", Source: ep.ID(), SourceURL: ep.ID(), Destination: router.Describe(),
-			Fingerprint: opts.fingerprint(ep.ID()), Options: raw},
+			Fingerprint: opts.fingerprint(ep.ID()), Options: raw, Transform: opts.Transform.meta(xf)},
 		OnResume: func(prev redrive.RunInfo) {
-			f.IO.Infof("resuming unfinished run %s (%s; %d sent, %d removed): messages whose copy was recorded are removed without publishing them again", prev.ID, prev.Status, prev.Sent, prev.Deleted)
+			f.IO.Infof("resuming unfinished run %s (%s; %d sent, %d %s): %s", prev.ID, prev.Status, prev.Sent, prev.Deleted, words.Removed, words.Resuming)
 		},
 		Confirm: func() error {
-			what := "all messages"
-			if selector != nil {
-				what = sel.Describe()
-			}
-			if err := confirm(f,
-				fmt.Sprintf("Move %s from %s (%d pending) to %s?", limitedWhat(what, opts.Canary, opts.Max), ep.Name(), depth.Ready, router.Describe()),
-				fmt.Sprintf("redrive moves messages out of %s; pass --yes to confirm (see what would move with --dry-run)", ep.Name()),
-				"redrive not confirmed; nothing was changed"); err != nil {
+			if err := confirmRedrive(f, sel, opts, ep.Name(), fmt.Sprintf("%d %s", depth.Ready, words.Ready), router.Describe()); err != nil {
 				return err
 			}
 			confirmed = true
@@ -148,19 +148,31 @@ func endpointRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		OnWaitHeld: func(id string, wait time.Duration) { waitHeldInfo(f, id, wait) },
 		OnJournal:  func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) },
 		Move: redrive.Options{
-			// No DestDepth: --max-dest-backlog and --verify-drain need a
-			// destination backlog (Capabilities.Backlog), refused here.
-			SourceCaps: caps, Lag: lagReader,
+			SourceCaps: caps, Lag: lagReader, DestDepth: destDepth,
 			Router: router, Select: selector, Max: limit, MaxRedrives: opts.MaxRedrives,
 			Concurrency: opts.Concurrency,
 			Guards:      opts.GuardFlags.guards(opts.MaxReturns), Total: total,
 			Reporter: progressReporter(prog, "redrive"), WaitInFlight: waitInFlight(opts.WaitInFlight),
+			Transform: xf, Originals: keeperOf(originals),
 		},
+	}
+	if caps.Hold == broker.HoldLease {
+		spec.Meta.Visibility = opts.Visibility.Seconds()
 	}
 	for _, g := range lags {
 		spec.Move.Guards.MaxDestLag = append(spec.Move.Guards.MaxDestLag, redrive.DestLag{Group: g.Group, Max: g.Max})
 	}
 	opts.PaceFlags.apply(&spec.Move)
+	unpaced := spec.Move.Rate == 0 && len(spec.Move.Ramp) == 0
+	if b, ok := ep.(broker.UnpacedBatcher); ok && unpaced {
+		// A broker without a batch API (RabbitMQ) reads and publishes
+		// bigger batches when nothing paces them (UnpacedBatcher). A paced
+		// run keeps small batches: a worker waits for the rate's tokens for
+		// its whole batch, holding it meanwhile.
+		if entries, bytes := b.UnpacedBatch(opts.Concurrency, limit); entries > pipeline.DefaultBatchEntries {
+			spec.Move.BatchEntries, spec.Move.BatchBytes = entries, bytes
+		}
+	}
 	if caps.Ordering == broker.OrderPartition {
 		// One worker: copies of one key are published in the order of
 		// their originals (a worker's batch is up to the broker's batch,
@@ -177,7 +189,15 @@ func endpointRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 			spec.Move.BatchEntries = max(1, min(caps.MaxBatchEntries, int(r)))
 		}
 	}
-	src, err := ep.OpenSource(ctx, broker.SourceOptions{Mode: broker.Consume, Wait: time.Second, Decode: decode, Lean: selector == nil, Share: broker.Share{I: sh.I, N: sh.N}})
+	// Without a selection or a transform nothing reads a record's
+	// headers (beyond the marker and the route) or its death history:
+	// the copy and the route come from what the source kept of the read.
+	decode := inspect.DecodeMarker
+	if selector != nil || xf != nil {
+		decode = inspect.Decode
+	}
+	src, err := ep.OpenSource(ctx, broker.SourceOptions{Mode: broker.Consume, Hold: opts.Visibility, Wait: time.Second, Decode: decode,
+		Lean: selector == nil && xf == nil, Share: broker.Share{I: sh.I, N: sh.N}})
 	if err != nil {
 		return broker.StartError(err)
 	}
@@ -202,13 +222,13 @@ func endpointRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	defer pub.Close(context.WithoutCancel(ctx))
 	spec.Source, spec.Move.Publisher = src, pub
 	if opts.Canary > 0 {
-		spec.Canary = &redrive.CanarySpec{Watch: ep, Dests: canaryDests, Baseline: map[string]int{},
-			Verify: window.Verify(redrive.VerifyOptions{Poll: opts.VerifyPoll, Drain: opts.VerifyDrain}),
+		spec.Canary = &redrive.CanarySpec{Watch: ep, Dests: route.canaryDests, DestDepth: destDepth, Baseline: map[string]int{},
+			Verify: window.Verify(redrive.VerifyOptions{Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: opts.Visibility}),
 			OnStart: func(moved int) {
 				f.IO.Infof("canary: moved %d message(s); watching %s for %s", moved, ep.Name(), window.For)
 			}}
 	}
-	return executeMove(ctx, f, prog, spec, "", func(out *redrive.Outcome) error {
+	return executeMove(ctx, f, prog, spec, words.GiveBackFailed, func(out *redrive.Outcome) error {
 		noCanaryMatch(f, opts, out)
 		sum := RedriveSummary{Result: out.Result, Status: out.Status, DLQ: ep.Name(), To: router.Describe(), Canary: out.Verdict}
 		if caps.Counts == broker.CountsExact && confirmed {
@@ -216,23 +236,108 @@ func endpointRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 				sum.PendingAfter = &d.Ready
 			}
 		}
-		return printSummary(f, prog, sum)
+		return printSummary(f, prog, sum, words)
 	})
 }
 
-// endpointRedrivePlan is the dry run: the DLQ read without removing
-// anything, each message decided as the run would.
-func endpointRedrivePlan(ctx context.Context, opts *RedriveOptions, ep, pubEp broker.Endpoint, router redrive.Router, sel redrive.Selector) error {
+// redriveTo is where a redrive sends its copies: the router, the endpoint
+// whose publisher sends them, and the destinations a canary expects them
+// in (nil: those the run finds).
+type redriveTo struct {
+	router      redrive.Router
+	pubEp       broker.Endpoint
+	canaryDests []broker.Destination
+	close       func()
+}
+
+// redriveRoute resolves --to for a redrive out of ep: back to where each
+// message came from (source), or one destination of the same broker,
+// within what the DLQ's broker can reach (broker.DestinationScoper).
+func redriveRoute(ctx context.Context, f *Factory, opts *RedriveOptions, ep broker.Endpoint) (redriveTo, error) {
+	if strings.EqualFold(opts.To, "source") {
+		router, err := ep.RouterToSource(ctx)
+		if err != nil {
+			return redriveTo{}, broker.StartError(err)
+		}
+		return redriveTo{router: router, pubEp: ep, close: func() {}}, nil
+	}
+	caps := ep.Capabilities()
+	dest, err := f.Endpoint(ctx, opts.To)
+	if err != nil {
+		return redriveTo{}, err
+	}
+	fail := func(err error) (redriveTo, error) {
+		closeEndpoint(dest)
+		return redriveTo{}, err
+	}
+	if dest.Broker() != ep.Broker() {
+		return fail(errs.BadInputf("--to %s: a %s DLQ redrives within %s (or --to source); archive it and restore the archive to move messages elsewhere", redactRef(opts.To), caps.Label, caps.Label))
+	}
+	if dest.ID() == ep.ID() {
+		return fail(errs.BadInputf("--to %s is the dead-letter queue itself; pass --to source or another one", redactRef(opts.To)))
+	}
+	if s, ok := ep.(broker.DestinationScoper); ok {
+		if err := s.CheckDestination(dest); err != nil {
+			return fail(errs.BadInputf("--to %s %v", dest, err))
+		}
+	}
+	t, err := dest.Target(ctx)
+	if err != nil {
+		return fail(broker.StartError(err))
+	}
+	return redriveTo{router: fixedRouter{t}, pubEp: dest, canaryDests: []broker.Destination{t}, close: func() { closeEndpoint(dest) }}, nil
+}
+
+// fixedRouter sends every message to one destination (--to, restore).
+type fixedRouter struct{ d broker.Destination }
+
+func (r fixedRouter) Route(context.Context, *record.Record) (broker.Destination, string, error) {
+	return r.d, "", nil
+}
+func (r fixedRouter) Describe() string { return r.d.Label }
+
+// redactRef is a reference as outputs and journals show it (credentials
+// replaced by ***); "source" and other words stay as they are.
+func redactRef(raw string) string {
+	if ref, err := broker.ParseRef(raw); err == nil && ref.Broker != broker.SQS {
+		return ref.Display
+	}
+	return raw
+}
+
+// confirmRedrive asks to confirm a redrive of what sel selects (bounded
+// by --canary or --max) from the DLQ named from, which holds depth, to to.
+func confirmRedrive(f *Factory, sel *classify.Selector, opts *RedriveOptions, from, depth, to string) error {
+	what := "all messages"
+	if sel != nil {
+		what = sel.Describe()
+	}
+	return confirm(f,
+		fmt.Sprintf("Move %s from %s (%s) to %s?", limitedWhat(what, opts.Canary, opts.Max), from, depth, to),
+		fmt.Sprintf("redrive moves messages out of %s; pass --yes to confirm (see what would move with --dry-run)", from),
+		"redrive not confirmed; nothing was changed")
+}
+
+// planPublisher is what a dry run prepares copies with: a publisher that
+// does not connect where the broker has one (broker.Preparer), else one
+// opened on pubEp. Close it when done.
+func planPublisher(ctx context.Context, pubEp broker.Endpoint) (broker.Publisher, error) {
+	if p, ok := pubEp.(broker.Preparer); ok {
+		return p.Preparer(), nil
+	}
+	pub, err := pubEp.OpenPublisher(ctx)
+	return pub, broker.StartError(err)
+}
+
+// redrivePlan is the dry run: the DLQ (ep) read without removing
+// anything, each message decided as the run would, its copy prepared by
+// pub.
+func redrivePlan(ctx context.Context, opts *RedriveOptions, ep broker.Endpoint, pub broker.Publisher, router redrive.Router, sel redrive.Selector, xf *transform.Transform) error {
 	f := opts.F
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
-	pub, err := pubEp.OpenPublisher(ctx)
-	if err != nil {
-		return broker.StartError(err)
-	}
-	defer pub.Close(context.WithoutCancel(ctx))
-	pl := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: pub, Select: sel, MaxRedrives: opts.MaxRedrives, Max: opts.Max}
-	res, err := f.ForEachRecord(ctx, InputOptions{Queue: opts.DLQ}, func(rec *record.Record, parsed any) error {
+	pl := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: pub, Select: sel, MaxRedrives: opts.MaxRedrives, Max: opts.Max, Transform: xf}
+	res, err := f.ForEachRecord(ctx, InputOptions{Queue: opts.DLQ, Visibility: opts.Visibility}, func(rec *record.Record, parsed any) error {
 		ev, err := pl.Add(ctx, rec, parsed)
 		if err != nil {
 			return err
@@ -241,6 +346,9 @@ func endpointRedrivePlan(ctx context.Context, opts *RedriveOptions, ep, pubEp br
 		return nil
 	})
 	if err != nil {
+		if errors.Is(err, broker.ErrPeekUnsafe) {
+			return errs.BadInput(err)
+		}
 		return err
 	}
 	fe, err := endSelection(f, sel, "would stay in the DLQ")
@@ -267,13 +375,22 @@ func endpointRedrivePlan(ctx context.Context, opts *RedriveOptions, ep, pubEp br
 	case output.NDJSON:
 		return prog.Summary(out)
 	}
-	f.IO.Infof("dry run: nothing was changed (%s was read without removing anything)", ep.Name())
-	return printPlanTable(f, plan, ep.Name(), router.Describe(), desc, "as fast as the run goes (set --rate or --ramp for an estimate)")
+	caps := ep.Capabilities()
+	if rb := caps.Words().ReadBack; rb != "" {
+		f.IO.Infof("dry run: nothing was changed (%s)", fmt.Sprintf(rb, ep.Name()))
+	} else {
+		f.IO.Infof("dry run: nothing was changed")
+	}
+	unpaced := "as fast as --concurrency allows (set --rate or --ramp for an estimate)"
+	if caps.Ordering == broker.OrderPartition {
+		unpaced = "as fast as the run goes (set --rate or --ramp for an estimate)"
+	}
+	return printPlanTable(f, plan, ep.Name(), router.Describe(), desc, unpaced)
 }
 
-// printSummary prints a run's summary: JSON, the NDJSON summary event, or
-// a table.
-func printSummary(f *Factory, prog *output.Progress, sum RedriveSummary) error {
+// printSummary prints a run's summary, on every broker in its own words:
+// JSON, the NDJSON summary event, or a table.
+func printSummary(f *Factory, prog *output.Progress, sum RedriveSummary, w broker.Words) error {
 	format, _ := f.Format()
 	switch format {
 	case output.JSON:
@@ -290,19 +407,22 @@ func printSummary(f *Factory, prog *output.Progress, sum RedriveSummary) error {
 		t.Row("  to "+d, strconv.Itoa(res.ByDestination[d]))
 	}
 	if res.Resumed > 0 {
-		t.Row("resumed", fmt.Sprintf("%d removed without publishing again (an earlier attempt published them)", res.Resumed))
+		t.Row("resumed", fmt.Sprintf("%d %s", res.Resumed, w.ResumedRow))
 	}
 	for _, r := range sortedKeys(res.Skipped) {
 		t.Row("skipped", fmt.Sprintf("%d %s", res.Skipped[r], r))
+	}
+	if res.Unmarked > 0 {
+		t.Row("unmarked", fmt.Sprintf("%d moved without the %s attribute (10 attributes already, or a Lambda invocation, which carries none); the journal records them", res.Unmarked, record.MarkerAttribute))
 	}
 	if res.Failed > 0 {
 		t.Row("failed", fmt.Sprintf("%d refused by the destination; still in the DLQ", res.Failed))
 	}
 	if res.Unknown > 0 {
-		t.Row("unknown", fmt.Sprintf("%d whose publish outcome is unknown; still in the DLQ", res.Unknown))
+		t.Row("unknown", fmt.Sprintf("%d whose %s outcome is unknown; still in the DLQ", res.Unknown, w.Send))
 	}
 	if res.SentNotDeleted > 0 {
-		t.Row("pending", fmt.Sprintf("%d published but not yet removed from the DLQ; re-run to finish", res.SentNotDeleted))
+		t.Row("pending", fmt.Sprintf("%d %s but not yet %s from the DLQ; re-run to finish", res.SentNotDeleted, w.Sent, w.Removed))
 	}
 	if sum.PendingAfter != nil {
 		t.Row("pending after", strconv.FormatInt(*sum.PendingAfter, 10))
@@ -312,6 +432,7 @@ func printSummary(f *Factory, prog *output.Progress, sum RedriveSummary) error {
 	}
 	sharedRows(t, res)
 	countsRow(t, res.Counts)
+	transformRows(t, res.Transform)
 	return renderOutcomeRows(t, res, sum.Verdict())
 }
 

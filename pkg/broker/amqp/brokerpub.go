@@ -160,3 +160,26 @@ func nativeOf(rec *record.Record) (*Message, bool) {
 	}
 	return nil, false
 }
+
+// UnpacedBatch is the read and publish batch of an unpaced move out of
+// this queue (UnpacedBatch; broker.UnpacedBatcher).
+func (e *Endpoint) UnpacedBatch(workers, limit int) (entries, bytes int) {
+	return UnpacedBatch(e.cfg, workers, limit), MaxBatchBytes
+}
+
+// CheckDestination refuses a destination on another server or vhost:
+// dlqctl redrives within one vhost (broker.DestinationScoper).
+func (e *Endpoint) CheckDestination(dest broker.Endpoint) error {
+	d, ok := dest.(*Endpoint)
+	if !ok || d.ref.HostPort() != e.ref.HostPort() || d.ref.VHost != e.ref.VHost {
+		return errors.New("is on another RabbitMQ server or vhost; dlqctl redrives within one vhost (archive and restore move messages between servers)")
+	}
+	return nil
+}
+
+var (
+	_ broker.Preparer           = (*Endpoint)(nil)
+	_ broker.UnpacedBatcher     = (*Endpoint)(nil)
+	_ broker.DestinationScoper  = (*Endpoint)(nil)
+	_ broker.DestinationDepther = (*Endpoint)(nil)
+)
