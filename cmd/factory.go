@@ -466,10 +466,28 @@ func parseQueueRef(ref string) (doctor.QueueRef, error) {
 // (broker.StartError).
 func startErr(err error) error { return kafkaErr(err) }
 
-// SideEffectWarnings returns the warnings to show before peeking at an
-// SQS queue (redrive and archive still ask for them by queue; the read
-// commands through broker.PeekWarner).
-func SideEffectWarnings(q *sqs.Queue) []string { return sqs.PeekWarnings(q) }
+// redriveOrigins is how a redrive --to source reaches origins that are
+// not queues of the DLQ's broker: an SQS DLQ fed by Lambda functions, SNS
+// subscriptions or EventBridge targets (package origins); explicit is
+// --origin. ok is false for a DLQ of another broker, which has none.
+func (f *Factory) redriveOrigins(ctx context.Context, ep broker.Endpoint, explicit string) (o sourceOrigins, ok bool, err error) {
+	s, isSQS := ep.(*sqs.Endpoint)
+	if !isSQS {
+		return o, false, nil
+	}
+	r, p, err := f.awsOrigins(ctx, s.Client(), s.Queue(), explicit)
+	if err != nil {
+		return o, true, err
+	}
+	return sourceOrigins{
+		router: r, pub: p, watch: origins.Watch(ep, r),
+		dests: func(ctx context.Context) ([]broker.Destination, error) {
+			cands, err := r.Candidates(ctx)
+			return origins.Destinations(cands), err
+		},
+		unreplayed: origins.Unreplayed,
+	}, true, nil
+}
 
 // awsOrigins builds the router and publisher of `redrive --to source` for
 // an SQS DLQ fed by Lambda functions, SNS subscriptions or EventBridge

@@ -16,9 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs/origins"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -376,161 +374,16 @@ func (o *RedriveOptions) fingerprint(dlqARN string) string {
 }
 
 func redriveRun(ctx context.Context, opts *RedriveOptions) error {
-	if isAMQPRef(opts.DLQ) {
-		return endpointRedriveRun(ctx, opts)
-	}
-	f := opts.F
 	if isKafkaRef(opts.DLQ) {
 		if os.Getenv("DLQCTL_KAFKA_ENGINE") == "pipeline" {
 			return endpointRedriveRun(ctx, opts)
 		}
 		return kafkaRedriveRun(ctx, opts)
 	}
-	c, dlq, err := f.ResolveQueue(ctx, opts.DLQ)
-	if err != nil {
-		return err
-	}
-	if err := refuseFlags(f.SQSQueue(c, dlq).Capabilities(), opts.flags, opts.Engine == "native"); err != nil {
-		return err
-	}
-	var router redrive.Router
-	var candidates []*sqs.Queue // destinations, for canary baselines
-	var fromOrigins *origins.Resolver
-	var pub broker.Publisher = sqs.NewPublisher(c)
-	if strings.EqualFold(opts.To, "source") {
-		sr, err := sqs.ToSource(ctx, c, dlq)
-		if err != nil {
-			return err
-		}
-		router = sr
-		urls, err := c.SourceQueueURLs(ctx, dlq)
-		if err != nil {
-			return err
-		}
-		if (len(urls) == 0 || opts.Origin != "") && opts.Engine != "native" {
-			// No SQS queue dead-letters into it: Lambda, SNS, EventBridge.
-			r, p, err := f.awsOrigins(ctx, c, dlq, opts.Origin)
-			if err != nil {
-				return err
-			}
-			router, pub, fromOrigins = r, p, r
-			urls = nil
-		}
-		for _, u := range urls {
-			q := &sqs.Queue{URL: u}
-			if c.Refresh(ctx, q) == nil {
-				candidates = append(candidates, q)
-			}
-		}
-	} else {
-		_, dest, err := f.ResolveQueue(ctx, opts.To)
-		if err != nil {
-			return err
-		}
-		if dest.URL == dlq.URL {
-			return errs.BadInputf("--to %s is the DLQ itself; pass --to source or another queue", opts.To)
-		}
-		if dest.FIFO != dlq.FIFO && dest.FIFO {
-			f.IO.Warnf("%s is FIFO but %s is not: messages without a message group will be skipped", dest.Name, dlq.Name)
-		}
-		router = sqs.ToQueue(dest)
-		candidates = []*sqs.Queue{dest}
-	}
 	if opts.Engine == "native" {
-		return nativeRun(ctx, opts, c, dlq)
+		return nativeRun(ctx, opts)
 	}
-	sel, _ := opts.Selection.Selector()
-	watchFilterErrors(f, sel)
-	if err := prepareLogs(ctx, f, dlq.URL, sel, &opts.Selection.Logs); err != nil {
-		return err
-	}
-	var selector redrive.Selector
-	if sel != nil {
-		selector = sel
-	}
-	for _, w := range SideEffectWarnings(dlq) {
-		f.IO.Warnf("%s", w)
-	}
-	ep := f.SQSQueue(c, dlq)
-	xf, err := opts.Transform.compile(ep.Capabilities())
-	if err != nil {
-		return err
-	}
-	watchTransformErrors(f, xf)
-	if opts.DryRun {
-		return redrivePlan(ctx, opts, ep, pub, router, selector, xf)
-	}
-
-	format, _ := f.Format()
-	prog := output.NewProgress(f.IO, format)
-	max := opts.CanaryFlags.limit(opts.Max)
-	total := dlq.Counts().Visible
-	if max > 0 {
-		total = min(total, max)
-	}
-	raw, _ := json.Marshal(opts)
-	originals, err := opts.Transform.originals(ctx, f, ep, selectionText(sel), xf)
-	if err != nil {
-		return err
-	}
-	src, err := dlqSource(ctx, ep, opts.Visibility, selector != nil || xf != nil)
-	if err != nil {
-		return err
-	}
-	spec := redrive.RunSpec{
-		StateDir: f.StateDir(), ResumeID: opts.ResumeID,
-		Meta: redrive.RunMeta{Kind: "redrive", Source: dlq.ARN, SourceURL: dlq.URL, Destination: router.Describe(),
-			Fingerprint: opts.fingerprint(dlq.ARN), Options: raw, Visibility: opts.Visibility.Seconds(), Transform: opts.Transform.meta(xf)},
-		OnResume: func(prev redrive.RunInfo) {
-			f.IO.Infof("resuming unfinished run %s (%s; %d sent, %d deleted): already-sent messages are deleted without sending them again", prev.ID, prev.Status, prev.Sent, prev.Deleted)
-		},
-		Confirm: func() error {
-			return confirmRedrive(f, sel, opts, dlq.Name, fmt.Sprintf("%d visible", dlq.Counts().Visible), router.Describe())
-		},
-		OnWaitHeld: func(id string, wait time.Duration) { waitHeldInfo(f, id, wait) },
-		OnJournal:  func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) },
-		Source:     src,
-		Move: redrive.Options{
-			Publisher: pub, DestDepth: c.DestinationDepth, SourceCaps: ep.Capabilities(),
-			Router: router, Select: selector, Max: max, MaxRedrives: opts.MaxRedrives,
-			Concurrency: opts.Concurrency,
-			Guards:      opts.GuardFlags.guards(opts.MaxReturns), Total: total,
-			Reporter: progressReporter(prog, "redrive"), WaitInFlight: waitInFlight(opts.WaitInFlight),
-			Transform: xf, Originals: keeperOf(originals),
-		},
-	}
-	opts.PaceFlags.apply(&spec.Move)
-	if fromOrigins != nil {
-		if err := originsSpec(ctx, f, opts, ep, fromOrigins, &spec); err != nil {
-			src.Close(context.WithoutCancel(ctx))
-			return err
-		}
-	} else if opts.Canary > 0 {
-		window, err := opts.CanaryFlags.canaryWindow(ctx, f, ep, destinations(candidates))
-		if err != nil {
-			src.Close(context.WithoutCancel(ctx))
-			return err
-		}
-		spec.Canary = &redrive.CanarySpec{Watch: ep, Dests: destinations(candidates), DestDepth: c.DestinationDepth, Baseline: sqs.Depths(candidates...),
-			Verify: window.Verify(redrive.VerifyOptions{Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: opts.Visibility}),
-			OnStart: func(moved int) {
-				f.IO.Infof("canary: moved %d message(s); watching %s for %s", moved, dlq.Name, window.For)
-			}}
-	}
-	var res *redrive.Result
-	err = executeMove(ctx, f, prog, spec, sqsCloseWarning, func(out *redrive.Outcome) error {
-		res = out.Result
-		noCanaryMatch(f, opts, out)
-		return printSummary(f, prog, RedriveSummary{Result: out.Result, Status: out.Status, DLQ: dlq.Name, To: router.Describe(), Canary: out.Verdict}, ep.Capabilities().Words())
-	})
-	if res == nil || fromOrigins == nil || err != nil {
-		return err
-	}
-	if n := origins.Unreplayed(res.Skipped); n > 0 {
-		// The engine counts skips as done; here they are work left.
-		return errs.Partialf("%d message(s) stay in %s: their origin is unknown, ambiguous or cannot be replayed (the report's skipped reasons say which and what to do)", n, dlq.Name)
-	}
-	return err
+	return endpointRedriveRun(ctx, opts)
 }
 
 // sqsCloseWarning is what a run says when giving back the SQS messages it
@@ -611,26 +464,6 @@ func noCanaryMatch(f *Factory, opts *RedriveOptions, out *redrive.Outcome) {
 	if opts.Canary > 0 && out.Result.Moved+out.Result.Resumed == 0 && out.Err == nil {
 		f.IO.Infof("canary: no matching message to move")
 	}
-}
-
-// dlqSource reads the DLQ to consume it; without a selection the bodies
-// are not decoded (routing, copies and loop detection read only the
-// redrive marker).
-func dlqSource(ctx context.Context, ep broker.Endpoint, visibility time.Duration, selecting bool) (broker.Source, error) {
-	decode := inspect.DecodeMarker
-	if selecting {
-		decode = inspect.Decode
-	}
-	return ep.OpenSource(ctx, broker.SourceOptions{Mode: broker.Consume, Hold: visibility, Wait: time.Second, Decode: decode})
-}
-
-// destinations are queues as publish destinations.
-func destinations(qs []*sqs.Queue) []broker.Destination {
-	out := make([]broker.Destination, len(qs))
-	for i, q := range qs {
-		out[i] = sqs.QueueTarget(q)
-	}
-	return out
 }
 
 // waitHeldInfo tells that a resumed run waits for the messages an earlier
@@ -756,13 +589,31 @@ type RedrivePlanOutput struct {
 	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
 }
 
-func nativeRun(ctx context.Context, opts *RedriveOptions, c *sqs.Client, dlq *sqs.Queue) error {
+// nativeRun is redrive --engine native: the broker moves the whole DLQ
+// itself (SQS StartMessageMoveTask); a broker that cannot is refused.
+func nativeRun(ctx context.Context, opts *RedriveOptions) error {
 	f := opts.F
+	ep, err := f.Endpoint(ctx, opts.DLQ)
+	if err != nil {
+		return err
+	}
+	defer closeEndpoint(ep)
+	if err := refuseFlags(ep.Capabilities(), opts.flags, true); err != nil {
+		return err
+	}
+	se, ok := ep.(*sqs.Endpoint)
+	if !ok {
+		return errs.BadInputf("--engine native moves an SQS queue; %s is a %s queue", ep, ep.Capabilities().Label)
+	}
+	c, dlq := se.Client(), se.Queue()
 	destARN := ""
 	if !strings.EqualFold(opts.To, "source") {
 		_, dest, err := f.ResolveQueue(ctx, opts.To)
 		if err != nil {
 			return err
+		}
+		if dest.URL == dlq.URL {
+			return errs.BadInputf("--to %s is the DLQ itself; pass --to source or another queue", opts.To)
 		}
 		destARN = dest.ARN
 	}
@@ -959,36 +810,6 @@ func newCmdRedriveCancel(f *Factory) *cobra.Command {
 			return nil
 		},
 	}
-}
-
-// originsSpec adapts a run whose DLQ is fed by Lambda functions, SNS
-// subscriptions or EventBridge targets (package origins): there is no
-// destination queue for the backlog guard or --verify-drain to read, and
-// the canary watches the DLQ for the window the origins give (how long a
-// copy that fails again at its origin needs to come back).
-func originsSpec(ctx context.Context, f *Factory, opts *RedriveOptions, ep broker.Endpoint, r *origins.Resolver, spec *redrive.RunSpec) error {
-	if opts.MaxDestBacklog > 0 || opts.VerifyDrain {
-		return errs.BadInputf("--max-dest-backlog and --verify-drain read a destination queue's depth; the origins of this DLQ are functions, subscriptions and targets: drop them (--max-returns guards the DLQ)")
-	}
-	spec.Move.DestDepth = nil
-	if opts.Canary == 0 {
-		return nil
-	}
-	cands, err := r.Candidates(ctx)
-	if err != nil {
-		return err
-	}
-	dests := origins.Destinations(cands)
-	window, err := opts.CanaryFlags.canaryWindow(ctx, f, origins.Watch(ep, r), dests)
-	if err != nil {
-		return err
-	}
-	spec.Canary = &redrive.CanarySpec{Watch: ep, Dests: dests,
-		Verify: window.Verify(redrive.VerifyOptions{Poll: opts.VerifyPoll, Visibility: opts.Visibility}),
-		OnStart: func(moved int) {
-			f.IO.Infof("canary: delivered %d message(s) to their origins; watching %s for %s", moved, ep.Name(), window.For)
-		}}
-	return nil
 }
 
 // printPlanTable prints a redrive dry run's plan for a person, on every

@@ -49,30 +49,44 @@ func endpointRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		return err
 	}
 	watchFilterErrors(f, sel)
-	// Without a selection nothing reads a record beyond the redrive
-	// marker and the route: records are not decoded for it.
-	var selector redrive.Selector
-	if sel != nil && !sel.MatchesAll() {
-		selector = sel
-	}
 	route, err := redriveRoute(ctx, f, opts, ep)
 	if err != nil {
 		return err
 	}
 	defer route.close()
 	router, pubEp := route.router, route.pubEp
+	if err := prepareLogs(ctx, f, ep.String(), sel, &opts.Selection.Logs); err != nil {
+		return err
+	}
+	// Without a selection nothing reads a record beyond the redrive
+	// marker and the route: records are not decoded for it.
+	var selector redrive.Selector
+	if sel != nil && !sel.MatchesAll() {
+		selector = sel
+	}
+	if pw, ok := ep.(broker.PeekWarner); ok {
+		for _, w := range pw.PeekWarnings() {
+			f.IO.Warnf("%s", w)
+		}
+	}
 	xf, err := opts.Transform.compile(caps)
 	if err != nil {
 		return err
 	}
 	watchTransformErrors(f, xf)
 	if opts.DryRun {
-		pub, err := planPublisher(ctx, pubEp)
-		if err != nil {
-			return err
+		pub := route.pub
+		if pub == nil {
+			if pub, err = planPublisher(ctx, pubEp); err != nil {
+				return err
+			}
 		}
 		defer pub.Close(context.WithoutCancel(ctx))
 		return redrivePlan(ctx, opts, ep, pub, router, selector, xf)
+	}
+	from := route.origins
+	if from != nil && (opts.MaxDestBacklog > 0 || opts.VerifyDrain) {
+		return errs.BadInputf("--max-dest-backlog and --verify-drain read a destination queue's depth; the origins of this DLQ are functions, subscriptions and targets: drop them (--max-returns guards the DLQ)")
 	}
 	depth, err := ep.Depth(ctx)
 	if err != nil {
@@ -96,19 +110,37 @@ func endpointRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 			}
 		}
 	}
-	var window redrive.Window
-	if opts.Canary > 0 {
-		// Decided before anything moves: a window the broker cannot know
-		// refuses --canary without --verify-for (exit 2).
-		if window, err = opts.CanaryFlags.canaryWindow(ctx, f, ep, route.canaryDests); err != nil {
-			return err
-		}
-	}
 	// A destination's depth, where its broker counts what waits in it:
 	// the backlog guard and --verify-drain read it.
 	var destDepth func(context.Context, broker.Destination) (broker.Depth, error)
-	if d, ok := pubEp.(broker.DestinationDepther); ok {
+	if d, ok := pubEp.(broker.DestinationDepther); ok && from == nil {
 		destDepth = d.DestinationDepth
+	}
+	var window redrive.Window
+	canaryDests, watch, delivered := route.canaryDests, ep, "moved %d message(s)"
+	baseline := map[string]int{}
+	if opts.Canary > 0 {
+		if from != nil {
+			// Copies go to functions, subscriptions and targets: the
+			// origins say how long one failing again needs to come back.
+			if canaryDests, err = from.dests(ctx); err != nil {
+				return err
+			}
+			watch, delivered = from.watch, "delivered %d message(s) to their origins"
+		}
+		// Decided before anything moves: a window the broker cannot know
+		// refuses --canary without --verify-for (exit 2).
+		if window, err = opts.CanaryFlags.canaryWindow(ctx, f, watch, canaryDests); err != nil {
+			return err
+		}
+		for _, d := range canaryDests {
+			if destDepth == nil {
+				break
+			}
+			if n, err := destDepth(ctx, d); err == nil {
+				baseline[d.Key] = int(n.Ready + n.Held + n.Delayed)
+			}
+		}
 	}
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
@@ -193,7 +225,7 @@ func endpointRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	// headers (beyond the marker and the route) or its death history:
 	// the copy and the route come from what the source kept of the read.
 	decode := inspect.DecodeMarker
-	if selector != nil || xf != nil {
+	if selector != nil || xf != nil || from != nil {
 		decode = inspect.Decode
 	}
 	src, err := ep.OpenSource(ctx, broker.SourceOptions{Mode: broker.Consume, Hold: opts.Visibility, Wait: time.Second, Decode: decode,
@@ -201,15 +233,17 @@ func endpointRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	if err != nil {
 		return broker.StartError(err)
 	}
-	var pub broker.Publisher
-	if opts.Kafka.ExactlyOnce {
+	pub := route.pub
+	switch {
+	case pub != nil:
+	case opts.Kafka.ExactlyOnce:
 		opener, ok := pubEp.(broker.TxnOpener)
 		if !ok {
 			src.Close(context.WithoutCancel(ctx))
 			return errs.BadInputf("--exactly-once needs a broker with transactions; %s has none", caps.Label)
 		}
 		pub, err = opener.OpenTxnPublisher(ctx, src)
-	} else {
+	default:
 		pub, err = pubEp.OpenPublisher(ctx)
 	}
 	if err != nil {
@@ -222,13 +256,15 @@ func endpointRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	defer pub.Close(context.WithoutCancel(ctx))
 	spec.Source, spec.Move.Publisher = src, pub
 	if opts.Canary > 0 {
-		spec.Canary = &redrive.CanarySpec{Watch: ep, Dests: route.canaryDests, DestDepth: destDepth, Baseline: map[string]int{},
+		spec.Canary = &redrive.CanarySpec{Watch: ep, Dests: canaryDests, DestDepth: destDepth, Baseline: baseline,
 			Verify: window.Verify(redrive.VerifyOptions{Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: opts.Visibility}),
 			OnStart: func(moved int) {
-				f.IO.Infof("canary: moved %d message(s); watching %s for %s", moved, ep.Name(), window.For)
+				f.IO.Infof("canary: "+delivered+"; watching %s for %s", moved, ep.Name(), window.For)
 			}}
 	}
-	return executeMove(ctx, f, prog, spec, words.GiveBackFailed, func(out *redrive.Outcome) error {
+	var res *redrive.Result
+	err = executeMove(ctx, f, prog, spec, words.GiveBackFailed, func(out *redrive.Outcome) error {
+		res = out.Result
 		noCanaryMatch(f, opts, out)
 		sum := RedriveSummary{Result: out.Result, Status: out.Status, DLQ: ep.Name(), To: router.Describe(), Canary: out.Verdict}
 		if caps.Counts == broker.CountsExact && confirmed {
@@ -238,30 +274,73 @@ func endpointRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		}
 		return printSummary(f, prog, sum, words)
 	})
+	if err == nil && res != nil && from != nil {
+		if n := from.unreplayed(res.Skipped); n > 0 {
+			// The engine counts skips as done; here they are work left.
+			return errs.Partialf("%d message(s) stay in %s: their origin is unknown, ambiguous or cannot be replayed (the report's skipped reasons say which and what to do)", n, ep.Name())
+		}
+	}
+	return err
 }
 
 // redriveTo is where a redrive sends its copies: the router, the endpoint
-// whose publisher sends them, and the destinations a canary expects them
-// in (nil: those the run finds).
+// whose publisher sends them (or the publisher itself), and the
+// destinations a canary expects them in (nil: those the run finds).
 type redriveTo struct {
 	router      redrive.Router
 	pubEp       broker.Endpoint
+	pub         broker.Publisher
 	canaryDests []broker.Destination
-	close       func()
+	// origins: the DLQ is fed by what is not a queue of its broker.
+	origins *sourceOrigins
+	close   func()
+}
+
+// sourceOrigins is how a redrive --to source reaches origins that are not
+// queues of the DLQ's broker (Factory.redriveOrigins): its router and
+// publisher, the endpoint a canary watches (whose window the origins
+// compute), the canary's destinations, and the count of skipped messages
+// that are work left (their origin unknown or not replayable).
+type sourceOrigins struct {
+	router     redrive.Router
+	pub        broker.Publisher
+	watch      broker.Endpoint
+	dests      func(context.Context) ([]broker.Destination, error)
+	unreplayed func(skipped map[string]int) int
 }
 
 // redriveRoute resolves --to for a redrive out of ep: back to where each
 // message came from (source), or one destination of the same broker,
 // within what the DLQ's broker can reach (broker.DestinationScoper).
 func redriveRoute(ctx context.Context, f *Factory, opts *RedriveOptions, ep broker.Endpoint) (redriveTo, error) {
+	caps := ep.Capabilities()
+	words := caps.Words()
 	if strings.EqualFold(opts.To, "source") {
+		var dests []broker.Destination
+		lister, lists := ep.(broker.SourceLister)
+		if lists {
+			var err error
+			if dests, err = lister.SourceDestinations(ctx); err != nil {
+				return redriveTo{}, broker.StartError(err)
+			}
+		}
+		if (lists && len(dests) == 0) || opts.Origin != "" {
+			// Nothing of its broker dead-letters into it: Lambda, SNS,
+			// EventBridge.
+			o, ok, err := f.redriveOrigins(ctx, ep, opts.Origin)
+			if err != nil {
+				return redriveTo{}, err
+			}
+			if ok {
+				return redriveTo{router: o.router, pubEp: ep, pub: o.pub, origins: &o, close: func() {}}, nil
+			}
+		}
 		router, err := ep.RouterToSource(ctx)
 		if err != nil {
 			return redriveTo{}, broker.StartError(err)
 		}
-		return redriveTo{router: router, pubEp: ep, close: func() {}}, nil
+		return redriveTo{router: router, pubEp: ep, canaryDests: dests, close: func() {}}, nil
 	}
-	caps := ep.Capabilities()
 	dest, err := f.Endpoint(ctx, opts.To)
 	if err != nil {
 		return redriveTo{}, err
@@ -274,11 +353,15 @@ func redriveRoute(ctx context.Context, f *Factory, opts *RedriveOptions, ep brok
 		return fail(errs.BadInputf("--to %s: a %s DLQ redrives within %s (or --to source); archive it and restore the archive to move messages elsewhere", redactRef(opts.To), caps.Label, caps.Label))
 	}
 	if dest.ID() == ep.ID() {
-		return fail(errs.BadInputf("--to %s is the dead-letter queue itself; pass --to source or another one", redactRef(opts.To)))
+		return fail(errs.BadInputf("--to %s is the %s itself; pass --to source or another %s", redactRef(opts.To), words.DLQ, words.Queue))
 	}
 	if s, ok := ep.(broker.DestinationScoper); ok {
-		if err := s.CheckDestination(dest); err != nil {
+		warnings, err := s.CheckDestination(dest)
+		if err != nil {
 			return fail(errs.BadInputf("--to %s %v", dest, err))
+		}
+		for _, w := range warnings {
+			f.IO.Warnf("%s", w)
 		}
 	}
 	t, err := dest.Target(ctx)

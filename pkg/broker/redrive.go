@@ -1,5 +1,7 @@
 package broker
 
+import "context"
+
 // What a redrive asks of an endpoint beyond Endpoint, where its broker has
 // the notion: optional interfaces the one redrive path (cmd) asks for
 // instead of asking which broker it talks to.
@@ -23,8 +25,20 @@ type UnpacedBatcher interface {
 
 // DestinationScoper is an Endpoint (a dead-letter queue) that can redrive
 // only to some destinations of its own broker (RabbitMQ: within its server
-// and vhost). CheckDestination says in a few words why dest is not one of
-// them ("is on another RabbitMQ server or vhost; …"), nil when it is.
+// and vhost), or has something to say about one (SQS: a FIFO destination
+// of a standard DLQ skips messages without a message group).
+// CheckDestination says in a few words why dest is not one of them ("is
+// on another RabbitMQ server or vhost; …"), nil when it is, and what the
+// user should know about it (warnings, one sentence each).
 type DestinationScoper interface {
-	CheckDestination(dest Endpoint) error
+	CheckDestination(dest Endpoint) (warnings []string, err error)
+}
+
+// SourceLister is an Endpoint (a dead-letter queue) that names, before
+// anything is read, the destinations a redrive --to source sends its
+// messages back to (SQS: the queues whose redrive policy targets it): a
+// canary's baselines are read from them. None: nothing of its broker
+// dead-letters into it (an SQS DLQ fed by Lambda, SNS or EventBridge).
+type SourceLister interface {
+	SourceDestinations(ctx context.Context) ([]Destination, error)
 }

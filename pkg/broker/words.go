@@ -7,6 +7,9 @@ package broker
 // holds a message (Hold) and removes it (Removal), so one redrive path
 // speaks every broker's language without asking which broker it talks to.
 type Words struct {
+	// DLQ and Queue name a dead-letter queue and a queue: "DLQ"/"queue",
+	// "dead-letter topic"/"topic" (a broker that reads by offset).
+	DLQ, Queue string
 	// Ready is what Depth.Ready counts, for prompts: "visible" (SQS),
 	// "ready" (RabbitMQ), "pending" (Kafka).
 	Ready string
@@ -32,9 +35,9 @@ type Words struct {
 
 // Words of the broker whose capabilities c are.
 func (c Capabilities) Words() Words {
-	w := Words{Removed: "deleted", Send: "send", Sent: "sent", ResumedRow: "deleted without re-sending (sent by an earlier attempt)"}
+	w := Words{DLQ: "DLQ", Queue: "queue", Removed: "deleted", Send: "send", Sent: "sent", ResumedRow: "deleted without re-sending (sent by an earlier attempt)"}
 	if c.Removal == RemoveCommitOffset {
-		w = Words{Removed: "removed", Send: "publish", Sent: "published", ResumedRow: "removed without publishing again (an earlier attempt published them)"}
+		w = Words{DLQ: "dead-letter topic", Queue: "topic", Removed: "removed", Send: "publish", Sent: "published", ResumedRow: "removed without publishing again (an earlier attempt published them)"}
 	}
 	switch c.Hold {
 	case HoldLease:

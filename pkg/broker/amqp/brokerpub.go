@@ -169,12 +169,12 @@ func (e *Endpoint) UnpacedBatch(workers, limit int) (entries, bytes int) {
 
 // CheckDestination refuses a destination on another server or vhost:
 // dlqctl redrives within one vhost (broker.DestinationScoper).
-func (e *Endpoint) CheckDestination(dest broker.Endpoint) error {
+func (e *Endpoint) CheckDestination(dest broker.Endpoint) ([]string, error) {
 	d, ok := dest.(*Endpoint)
 	if !ok || d.ref.HostPort() != e.ref.HostPort() || d.ref.VHost != e.ref.VHost {
-		return errors.New("is on another RabbitMQ server or vhost; dlqctl redrives within one vhost (archive and restore move messages between servers)")
+		return nil, errors.New("is on another RabbitMQ server or vhost; dlqctl redrives within one vhost (archive and restore move messages between servers)")
 	}
-	return nil
+	return nil, nil
 }
 
 var (

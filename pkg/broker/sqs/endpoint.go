@@ -192,3 +192,37 @@ func Depths(qs ...*Queue) map[string]int {
 	}
 	return out
 }
+
+// SourceDestinations are the queues whose redrive policy targets this
+// DLQ, as destinations (broker.SourceLister); one that cannot be read is
+// left out.
+func (e *Endpoint) SourceDestinations(ctx context.Context) ([]broker.Destination, error) {
+	urls, err := e.c.SourceQueueURLs(ctx, e.q)
+	if err != nil {
+		return nil, err
+	}
+	var out []broker.Destination
+	for _, u := range urls {
+		q := &Queue{URL: u}
+		if e.c.Refresh(ctx, q) == nil {
+			out = append(out, QueueTarget(q))
+		}
+	}
+	return out, nil
+}
+
+// CheckDestination warns about a FIFO destination of a standard DLQ
+// (broker.DestinationScoper): messages without a message group are
+// skipped.
+func (e *Endpoint) CheckDestination(dest broker.Endpoint) ([]string, error) {
+	if d, ok := dest.(*Endpoint); ok && d.q.FIFO && !e.q.FIFO {
+		return []string{fmt.Sprintf("%s is FIFO but %s is not: messages without a message group will be skipped", d.q.Name, e.q.Name)}, nil
+	}
+	return nil, nil
+}
+
+var (
+	_ broker.DestinationDepther = (*Endpoint)(nil)
+	_ broker.SourceLister       = (*Endpoint)(nil)
+	_ broker.DestinationScoper  = (*Endpoint)(nil)
+)
