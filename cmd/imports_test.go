@@ -39,7 +39,6 @@ var brokerImporters = map[string]bool{
 // not here starts to.
 var stillImporting = map[string]bool{
 	"kafka.go":         true,
-	"redrive.go":       true,
 	"redrive_kafka.go": true,
 }
 

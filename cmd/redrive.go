@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -16,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -341,13 +339,8 @@ func (o *RedriveOptions) validate(c *cobra.Command) error {
 		if len(bad) > 0 {
 			return errs.BadInputf("--engine native moves the whole DLQ and cannot honour %s; drop them or use --engine dlqctl", strings.Join(bad, ", "))
 		}
-		if o.Rate > sqs.MaxNativeRate || o.Rate != float64(int(o.Rate)) {
-			return errs.BadInputf("--engine native takes a whole --rate from 1 to %d (got %g)", sqs.MaxNativeRate, o.Rate)
-		}
-		for _, r := range o.Ramp {
-			if r > sqs.MaxNativeRate || r != float64(int(r)) {
-				return errs.BadInputf("--engine native takes whole --ramp steps from 1 to %d (got %g)", sqs.MaxNativeRate, r)
-			}
+		if err := nativeRates(o); err != nil {
+			return err
 		}
 	default:
 		return errs.BadInputf("--engine %q: use dlqctl or native", o.Engine)
@@ -589,77 +582,6 @@ type RedrivePlanOutput struct {
 	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
 }
 
-// nativeRun is redrive --engine native: the broker moves the whole DLQ
-// itself (SQS StartMessageMoveTask); a broker that cannot is refused.
-func nativeRun(ctx context.Context, opts *RedriveOptions) error {
-	f := opts.F
-	ep, err := f.Endpoint(ctx, opts.DLQ)
-	if err != nil {
-		return err
-	}
-	defer closeEndpoint(ep)
-	if err := refuseFlags(ep.Capabilities(), opts.flags, true); err != nil {
-		return err
-	}
-	se, ok := ep.(*sqs.Endpoint)
-	if !ok {
-		return errs.BadInputf("--engine native moves an SQS queue; %s is a %s queue", ep, ep.Capabilities().Label)
-	}
-	c, dlq := se.Client(), se.Queue()
-	destARN := ""
-	if !strings.EqualFold(opts.To, "source") {
-		_, dest, err := f.ResolveQueue(ctx, opts.To)
-		if err != nil {
-			return err
-		}
-		if dest.URL == dlq.URL {
-			return errs.BadInputf("--to %s is the DLQ itself; pass --to source or another queue", opts.To)
-		}
-		destARN = dest.ARN
-	}
-	if err := confirm(f,
-		fmt.Sprintf("Start an SQS move task for all %d messages of %s to %s?", dlq.Counts().Visible, dlq.Name, map[bool]string{true: "their sources", false: opts.To}[destARN == ""]),
-		fmt.Sprintf("redrive moves every message out of %s; pass --yes to confirm", dlq.Name),
-		"redrive not confirmed; nothing was changed"); err != nil {
-		return err
-	}
-	steps := []int{int(opts.Rate)}
-	if len(opts.Ramp) > 0 {
-		steps = steps[:0]
-		for _, r := range opts.Ramp {
-			steps = append(steps, int(r))
-		}
-	}
-	format, _ := f.Format()
-	prog := output.NewProgress(f.IO, format)
-	start := time.Now()
-	task, err := sqs.NativeRamp(ctx, c, dlq, destARN, steps, opts.RampEvery, 2*time.Second, func(t sqs.Task) {
-		prog.Update(output.Stats{Op: "redrive (native)", Done: t.Moved, Total: t.ToMove, Target: float64(t.Rate), Elapsed: time.Since(start).Seconds()}, false)
-	})
-	prog.Done()
-	if task != nil {
-		switch format {
-		case output.JSON:
-			_ = output.WriteJSON(f.IO.Out, task)
-		case output.NDJSON:
-			_ = prog.Summary(task)
-		default:
-			f.IO.Infof("move task %s: %s, %d moved", orDash(task.Handle), task.Status, task.Moved)
-		}
-	}
-	if errors.Is(err, context.Canceled) {
-		f.IO.Infof("interrupted: the move task was cancelled")
-	}
-	return err
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 func newCmdRedriveResume(f *Factory, runF func(context.Context, *RedriveOptions) error) *cobra.Command {
 	var dlqRef string
 	c := &cobra.Command{
@@ -724,92 +646,6 @@ reason); with none, it says so and exits 0. The journals are read from
 	}
 	c.Flags().StringVar(&dlqRef, "dlq", "", "resume the newest unfinished redrive run of this DLQ (name, URL or ARN)")
 	return c
-}
-
-func newCmdRedriveStatus(f *Factory) *cobra.Command {
-	return &cobra.Command{
-		Use:   "status DLQ",
-		Short: "Show the DLQ's native move tasks (StartMessageMoveTask)",
-		Long:  withExitCodes(`List the SQS move tasks of a DLQ (SQS keeps the last ten): status, messages moved and to move, rate and destination.`),
-		Args:  exactArgs(1, "one DLQ (name, URL or ARN)"),
-		RunE: func(c *cobra.Command, args []string) error {
-			if isKafkaRef(args[0]) {
-				return errs.BadInputf("redrive status shows SQS move tasks; Kafka has none: 'dlqctl redrive kafka://… --dry-run' shows what is pending")
-			}
-			ctx := c.Context()
-			cl, dlq, err := f.ResolveQueue(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			tasks, err := sqs.NativeTasks(ctx, cl, dlq)
-			if err != nil {
-				return err
-			}
-			format, _ := f.Format()
-			switch format {
-			case output.JSON:
-				return output.WriteJSON(f.IO.Out, tasks)
-			case output.NDJSON:
-				w := output.NewNDJSON(f.IO.Out)
-				for _, t := range tasks {
-					if err := w.Write(t); err != nil {
-						return err
-					}
-				}
-				return nil
-			}
-			if len(tasks) == 0 {
-				f.IO.Infof("no move tasks for %s", dlq.Name)
-				return nil
-			}
-			t := output.NewTable(f.IO, "STATUS", "MOVED", "TO MOVE", "RATE", "DESTINATION", "STARTED", "FAILURE")
-			for _, k := range tasks {
-				dest := sqs.NameFromARN(k.Destination)
-				if dest == "" {
-					dest = "source"
-				}
-				rate := "-"
-				if k.Rate > 0 {
-					rate = fmt.Sprintf("%d/s", k.Rate)
-				}
-				t.Row(k.Status, fmt.Sprint(k.Moved), fmt.Sprint(k.ToMove), rate, dest, k.Started.Format(time.RFC3339), orDash(k.Failure))
-			}
-			return t.Render()
-		},
-	}
-}
-
-func newCmdRedriveCancel(f *Factory) *cobra.Command {
-	return &cobra.Command{
-		Use:   "cancel DLQ",
-		Short: "Cancel the DLQ's running native move task",
-		Long:  withExitCodes(`Cancel the running SQS move task of a DLQ. Messages already moved stay moved; the rest stay in the DLQ.`),
-		Args:  exactArgs(1, "one DLQ (name, URL or ARN)"),
-		RunE: func(c *cobra.Command, args []string) error {
-			if isKafkaRef(args[0]) {
-				return errs.BadInputf("redrive cancel stops SQS move tasks; Kafka has none: stop a running Kafka redrive with Ctrl-C (it finishes its batch and commits)")
-			}
-			ctx := c.Context()
-			cl, dlq, err := f.ResolveQueue(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			t, err := sqs.CancelNative(ctx, cl, dlq)
-			if errors.Is(err, sqs.ErrNoRunningTask) {
-				f.IO.Infof("no running move task for %s; nothing to cancel", dlq.Name)
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			format, _ := f.Format()
-			if format == output.JSON || format == output.NDJSON {
-				return output.WriteJSON(f.IO.Out, t)
-			}
-			f.IO.Infof("cancelled the move task of %s after %d message(s)", dlq.Name, t.Moved)
-			return nil
-		},
-	}
 }
 
 // printPlanTable prints a redrive dry run's plan for a person, on every

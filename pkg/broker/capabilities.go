@@ -35,8 +35,10 @@ type Capabilities struct {
 	// back anywhere (SQS standard queues, RabbitMQ quorum queues).
 	ReleaseKeepsOrder bool
 	// NativeMove is true when the broker can move the whole queue itself
-	// (SQS message move tasks: redrive --engine native).
-	NativeMove bool
+	// (SQS message move tasks: redrive --engine native; NativeMover), at
+	// most MaxNativeRate messages per second.
+	NativeMove    bool
+	MaxNativeRate int
 	// MaxBatchEntries and MaxBatchBytes bound one read or publish batch
 	// (SQS: 10 entries, 1 MiB); MaxMessageBytes one message (0 = no limit
 	// dlqctl enforces); MaxAttributes the attributes or headers of one

@@ -1,6 +1,10 @@
 package broker
 
-import "context"
+import (
+	"context"
+	"errors"
+	"time"
+)
 
 // What a redrive asks of an endpoint beyond Endpoint, where its broker has
 // the notion: optional interfaces the one redrive path (cmd) asks for
@@ -41,4 +45,42 @@ type DestinationScoper interface {
 // dead-letters into it (an SQS DLQ fed by Lambda, SNS or EventBridge).
 type SourceLister interface {
 	SourceDestinations(ctx context.Context) ([]Destination, error)
+}
+
+// NativeTask is a move the broker itself runs out of a queue (an SQS
+// message move task), as redrive --engine native, redrive status and
+// redrive cancel show it (-o json: this shape).
+type NativeTask struct {
+	Handle      string    `json:"task_handle,omitempty"`
+	Status      string    `json:"status"`
+	Source      string    `json:"source_arn"`
+	Destination string    `json:"destination_arn,omitempty"`
+	Rate        int       `json:"max_per_second,omitempty"`
+	Moved       int64     `json:"moved"`
+	ToMove      int64     `json:"to_move"`
+	Failure     string    `json:"failure_reason,omitempty"`
+	Started     time.Time `json:"started,omitzero"`
+}
+
+// Running reports whether the task is still moving messages.
+func (t NativeTask) Running() bool { return t.Status == "RUNNING" || t.Status == "CANCELLING" }
+
+// ErrNoNativeMove: the queue has no running move to cancel.
+var ErrNoNativeMove = errors.New("no running move task")
+
+// NativeMover is an Endpoint (a dead-letter queue) whose broker moves the
+// whole queue itself (Capabilities.NativeMove, at most
+// Capabilities.MaxNativeRate messages per second): redrive --engine
+// native, redrive status, redrive cancel.
+type NativeMover interface {
+	// NativeMove moves every message to dest (nil: each back to its
+	// source) at steps[0] messages per second (0: the broker's default),
+	// then each next step after every; onTask sees the task every poll.
+	// It returns the task's last state; ctx ending cancels the move.
+	NativeMove(ctx context.Context, dest Endpoint, steps []int, every, poll time.Duration, onTask func(NativeTask)) (*NativeTask, error)
+	// NativeTasks are the queue's recent moves.
+	NativeTasks(ctx context.Context) ([]NativeTask, error)
+	// CancelNative cancels the running move (an error wrapping
+	// ErrNoNativeMove when none runs).
+	CancelNative(ctx context.Context) (*NativeTask, error)
 }

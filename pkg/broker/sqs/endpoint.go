@@ -19,6 +19,7 @@ func Capabilities(fifo bool) broker.Capabilities {
 		Counts:          broker.CountsApproximate,
 		ReadCounts:      true,
 		NativeMove:      true,
+		MaxNativeRate:   MaxNativeRate,
 		MaxBatchEntries: MaxBatchEntries,
 		MaxBatchBytes:   MaxBatchBytes,
 		MaxMessageBytes: MaxMessageBytes,

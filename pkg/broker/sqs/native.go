@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 )
 
@@ -15,20 +16,7 @@ import (
 const MaxNativeRate = 500
 
 // Task is an SQS message move task (the native redrive engine).
-type Task struct {
-	Handle      string    `json:"task_handle,omitempty"`
-	Status      string    `json:"status"`
-	Source      string    `json:"source_arn"`
-	Destination string    `json:"destination_arn,omitempty"`
-	Rate        int       `json:"max_per_second,omitempty"`
-	Moved       int64     `json:"moved"`
-	ToMove      int64     `json:"to_move"`
-	Failure     string    `json:"failure_reason,omitempty"`
-	Started     time.Time `json:"started,omitzero"`
-}
-
-// Running reports whether the task is still moving messages.
-func (t Task) Running() bool { return t.Status == "RUNNING" || t.Status == "CANCELLING" }
+type Task = broker.NativeTask
 
 // StartNative starts a move task of the whole DLQ to destARN ("" = each
 // message's source queue) at rate messages per second (0 = SQS's default).
@@ -74,7 +62,7 @@ func NativeTasks(ctx context.Context, c *Client, dlq *Queue) ([]Task, error) {
 }
 
 // ErrNoRunningTask means there is no move task to cancel.
-var ErrNoRunningTask = errors.New("no running move task")
+var ErrNoRunningTask = broker.ErrNoNativeMove
 
 // CancelNative cancels the DLQ's running move task and returns it.
 func CancelNative(ctx context.Context, c *Client, dlq *Queue) (*Task, error) {
@@ -187,3 +175,25 @@ func waitStopped(ctx context.Context, c *Client, dlq *Queue, handle string, poll
 	}
 	return errors.New("the move task did not stop after cancelling it")
 }
+
+// NativeMove moves the whole queue with move tasks (NativeRamp) to dest
+// (nil: each message's source queue); broker.NativeMover.
+func (e *Endpoint) NativeMove(ctx context.Context, dest broker.Endpoint, steps []int, every, poll time.Duration, onTask func(Task)) (*Task, error) {
+	destARN := ""
+	if dest != nil {
+		destARN = dest.ID()
+	}
+	return NativeRamp(ctx, e.c, e.q, destARN, steps, every, poll, onTask)
+}
+
+// NativeTasks are the queue's move tasks (SQS keeps the last ten).
+func (e *Endpoint) NativeTasks(ctx context.Context) ([]Task, error) {
+	return NativeTasks(ctx, e.c, e.q)
+}
+
+// CancelNative cancels the queue's running move task.
+func (e *Endpoint) CancelNative(ctx context.Context) (*Task, error) {
+	return CancelNative(ctx, e.c, e.q)
+}
+
+var _ broker.NativeMover = (*Endpoint)(nil)

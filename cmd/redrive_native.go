@@ -1,0 +1,229 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dlqctl/dlqctl/pkg/broker"
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/record"
+)
+
+// redrive --engine native, redrive status and redrive cancel: the broker
+// moves the whole DLQ itself (broker.NativeMover: SQS message move tasks).
+
+// nativeRun is redrive --engine native; a broker that cannot move a queue
+// itself is refused (refuseFlags, from the capabilities).
+func nativeRun(ctx context.Context, opts *RedriveOptions) error {
+	f := opts.F
+	ep, mover, err := openNativeMover(ctx, f, opts.DLQ, "--engine native", opts)
+	if err != nil {
+		return err
+	}
+	defer closeEndpoint(ep)
+	var dest broker.Endpoint // nil: back to the sources
+	if !strings.EqualFold(opts.To, "source") {
+		if dest, err = f.Endpoint(ctx, opts.To); err != nil {
+			return err
+		}
+		defer closeEndpoint(dest)
+		if dest.ID() == ep.ID() {
+			return errs.BadInputf("--to %s is the DLQ itself; pass --to source or another queue", redactRef(opts.To))
+		}
+	}
+	depth, err := ep.Depth(ctx)
+	if err != nil {
+		return broker.StartError(err)
+	}
+	to := "their sources"
+	if dest != nil {
+		to = opts.To
+	}
+	if err := confirm(f,
+		fmt.Sprintf("Start an SQS move task for all %d messages of %s to %s?", depth.Ready, ep.Name(), to),
+		fmt.Sprintf("redrive moves every message out of %s; pass --yes to confirm", ep.Name()),
+		"redrive not confirmed; nothing was changed"); err != nil {
+		return err
+	}
+	steps := []int{int(opts.Rate)}
+	if len(opts.Ramp) > 0 {
+		steps = steps[:0]
+		for _, r := range opts.Ramp {
+			steps = append(steps, int(r))
+		}
+	}
+	format, _ := f.Format()
+	prog := output.NewProgress(f.IO, format)
+	start := time.Now()
+	task, err := mover.NativeMove(ctx, dest, steps, opts.RampEvery, 2*time.Second, func(t broker.NativeTask) {
+		prog.Update(output.Stats{Op: "redrive (native)", Done: t.Moved, Total: t.ToMove, Target: float64(t.Rate), Elapsed: time.Since(start).Seconds()}, false)
+	})
+	prog.Done()
+	if task != nil {
+		switch format {
+		case output.JSON:
+			_ = output.WriteJSON(f.IO.Out, task)
+		case output.NDJSON:
+			_ = prog.Summary(task)
+		default:
+			f.IO.Infof("move task %s: %s, %d moved", orDash(task.Handle), task.Status, task.Moved)
+		}
+	}
+	if errors.Is(err, context.Canceled) {
+		f.IO.Infof("interrupted: the move task was cancelled")
+	}
+	return err
+}
+
+// openNativeMover opens the DLQ whose broker moves it itself (what names
+// the command or flag for the refusal of one that cannot, before anything
+// connects); opts (nil for status and cancel) are refused against the
+// resolved queue's capabilities.
+func openNativeMover(ctx context.Context, f *Factory, raw, what string, opts *RedriveOptions) (broker.Endpoint, broker.NativeMover, error) {
+	if ref, err := checkRef(raw); err == nil {
+		if caps, ok := capsOf(ref.Broker); ok && !caps.NativeMove {
+			return nil, nil, broker.NeedNativeMove.Refusal(what, caps, haveLabels(broker.NeedNativeMove), "use 'dlqctl redrive' (--engine dlqctl, the default)")
+		}
+	}
+	ep, err := f.Endpoint(ctx, raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	caps := ep.Capabilities()
+	if opts != nil {
+		if err := refuseFlags(caps, opts.flags, true); err != nil {
+			closeEndpoint(ep)
+			return nil, nil, err
+		}
+	}
+	m, ok := ep.(broker.NativeMover)
+	if !ok {
+		closeEndpoint(ep)
+		return nil, nil, broker.NeedNativeMove.Refusal(what, caps, haveLabels(broker.NeedNativeMove), "use 'dlqctl redrive' (--engine dlqctl, the default)")
+	}
+	return ep, m, nil
+}
+
+// nativeRates refuses, before anything connects, a --rate or --ramp step
+// the broker's own move cannot take (Capabilities.MaxNativeRate of the
+// DLQ's broker).
+func nativeRates(o *RedriveOptions) error {
+	ref, err := broker.ParseRef(o.DLQ)
+	if err != nil {
+		return nil // the reference is refused elsewhere
+	}
+	caps, ok := capsOf(ref.Broker)
+	if !ok || !caps.NativeMove {
+		return nil // --engine native is refused for this broker (refusals.go)
+	}
+	if o.Rate > float64(caps.MaxNativeRate) || o.Rate != float64(int(o.Rate)) {
+		return errs.BadInputf("--engine native takes a whole --rate from 1 to %d (got %g)", caps.MaxNativeRate, o.Rate)
+	}
+	for _, r := range o.Ramp {
+		if r > float64(caps.MaxNativeRate) || r != float64(int(r)) {
+			return errs.BadInputf("--engine native takes whole --ramp steps from 1 to %d (got %g)", caps.MaxNativeRate, r)
+		}
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func newCmdRedriveStatus(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status DLQ",
+		Short: "Show the DLQ's native move tasks (StartMessageMoveTask)",
+		Long:  withExitCodes(`List the SQS move tasks of a DLQ (SQS keeps the last ten): status, messages moved and to move, rate and destination.`),
+		Args:  exactArgs(1, "one DLQ (name, URL or ARN)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if isKafkaRef(args[0]) {
+				return errs.BadInputf("redrive status shows SQS move tasks; Kafka has none: 'dlqctl redrive kafka://… --dry-run' shows what is pending")
+			}
+			ctx := c.Context()
+			ep, mover, err := openNativeMover(ctx, f, args[0], commandName(c), nil)
+			if err != nil {
+				return err
+			}
+			defer closeEndpoint(ep)
+			tasks, err := mover.NativeTasks(ctx)
+			if err != nil {
+				return err
+			}
+			format, _ := f.Format()
+			switch format {
+			case output.JSON:
+				return output.WriteJSON(f.IO.Out, tasks)
+			case output.NDJSON:
+				w := output.NewNDJSON(f.IO.Out)
+				for _, t := range tasks {
+					if err := w.Write(t); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			if len(tasks) == 0 {
+				f.IO.Infof("no move tasks for %s", ep.Name())
+				return nil
+			}
+			t := output.NewTable(f.IO, "STATUS", "MOVED", "TO MOVE", "RATE", "DESTINATION", "STARTED", "FAILURE")
+			for _, k := range tasks {
+				dest := record.ARNName(k.Destination, "sqs")
+				if dest == "" {
+					dest = "source"
+				}
+				rate := "-"
+				if k.Rate > 0 {
+					rate = fmt.Sprintf("%d/s", k.Rate)
+				}
+				t.Row(k.Status, fmt.Sprint(k.Moved), fmt.Sprint(k.ToMove), rate, dest, k.Started.Format(time.RFC3339), orDash(k.Failure))
+			}
+			return t.Render()
+		},
+	}
+}
+
+func newCmdRedriveCancel(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel DLQ",
+		Short: "Cancel the DLQ's running native move task",
+		Long:  withExitCodes(`Cancel the running SQS move task of a DLQ. Messages already moved stay moved; the rest stay in the DLQ.`),
+		Args:  exactArgs(1, "one DLQ (name, URL or ARN)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if isKafkaRef(args[0]) {
+				return errs.BadInputf("redrive cancel stops SQS move tasks; Kafka has none: stop a running Kafka redrive with Ctrl-C (it finishes its batch and commits)")
+			}
+			ctx := c.Context()
+			ep, mover, err := openNativeMover(ctx, f, args[0], commandName(c), nil)
+			if err != nil {
+				return err
+			}
+			defer closeEndpoint(ep)
+			t, err := mover.CancelNative(ctx)
+			if errors.Is(err, broker.ErrNoNativeMove) {
+				f.IO.Infof("no running move task for %s; nothing to cancel", ep.Name())
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			format, _ := f.Format()
+			if format == output.JSON || format == output.NDJSON {
+				return output.WriteJSON(f.IO.Out, t)
+			}
+			f.IO.Infof("cancelled the move task of %s after %d message(s)", ep.Name(), t.Moved)
+			return nil
+		},
+	}
+}
