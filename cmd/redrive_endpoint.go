@@ -324,7 +324,7 @@ func redriveRoute(ctx context.Context, f *Factory, opts *RedriveOptions, ep brok
 				return redriveTo{}, broker.StartError(err)
 			}
 		}
-		if (lists && len(dests) == 0) || opts.Origin != "" {
+		if (lists && dests == nil) || opts.Origin != "" {
 			// Nothing of its broker dead-letters into it: Lambda, SNS,
 			// EventBridge.
 			o, ok, err := f.redriveOrigins(ctx, ep, opts.Origin)

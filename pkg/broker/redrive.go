@@ -41,8 +41,9 @@ type DestinationScoper interface {
 // SourceLister is an Endpoint (a dead-letter queue) that names, before
 // anything is read, the destinations a redrive --to source sends its
 // messages back to (SQS: the queues whose redrive policy targets it): a
-// canary's baselines are read from them. None: nothing of its broker
-// dead-letters into it (an SQS DLQ fed by Lambda, SNS or EventBridge).
+// canary's baselines are read from them. nil: nothing of its broker
+// dead-letters into it (an SQS DLQ fed by Lambda, SNS or EventBridge);
+// empty: something does, but none of them could be read.
 type SourceLister interface {
 	SourceDestinations(ctx context.Context) ([]Destination, error)
 }

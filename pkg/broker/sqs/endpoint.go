@@ -196,13 +196,13 @@ func Depths(qs ...*Queue) map[string]int {
 
 // SourceDestinations are the queues whose redrive policy targets this
 // DLQ, as destinations (broker.SourceLister); one that cannot be read is
-// left out.
+// left out (empty, not nil, when none can be).
 func (e *Endpoint) SourceDestinations(ctx context.Context) ([]broker.Destination, error) {
 	urls, err := e.c.SourceQueueURLs(ctx, e.q)
-	if err != nil {
+	if err != nil || len(urls) == 0 {
 		return nil, err
 	}
-	var out []broker.Destination
+	out := []broker.Destination{}
 	for _, u := range urls {
 		q := &Queue{URL: u}
 		if e.c.Refresh(ctx, q) == nil {
