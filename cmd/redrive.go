@@ -492,8 +492,8 @@ type RedriveSummary struct {
 	To     string           `json:"to"`
 	Canary *redrive.Verdict `json:"canary,omitempty"`
 	// PendingAfter is what the DLQ still holds for the run's reader after
-	// the run, on brokers whose counts are exact (Kafka: the group's
-	// pending records); absent elsewhere.
+	// the run, on brokers whose counts are exact (RabbitMQ: its ready
+	// messages; Kafka: the group's pending records); absent elsewhere.
 	PendingAfter *int64 `json:"pending_after,omitempty"`
 }
 
