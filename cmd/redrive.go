@@ -281,7 +281,9 @@ func (o *RedriveOptions) validate(c *cobra.Command) error {
 	if err := checkKafkaPair(o.DLQ, o.To); err != nil {
 		return err
 	}
-	if o.Origin != "" && (!strings.EqualFold(o.To, "source") || o.Engine == "native" || isKafkaRef(o.DLQ) || isAMQPRef(o.DLQ)) {
+	// --origin on another broker's DLQ is refused from the table
+	// (refusals.go), before this.
+	if o.Origin != "" && (!strings.EqualFold(o.To, "source") || o.Engine == "native") {
 		return errs.BadInputf("--origin names where messages of an SQS DLQ fed by Lambda or SNS go back to: use it with --to source and --engine dlqctl on an SQS DLQ")
 	}
 	if err := o.PaceFlags.validate(); err != nil {

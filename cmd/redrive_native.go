@@ -22,7 +22,7 @@ import (
 // itself is refused (refuseFlags, from the capabilities).
 func nativeRun(ctx context.Context, opts *RedriveOptions) error {
 	f := opts.F
-	ep, mover, err := openNativeMover(ctx, f, opts.DLQ, "--engine native", opts)
+	ep, mover, err := openNativeMover(ctx, f, opts.DLQ, "--engine native", "use --engine dlqctl (the default)", opts)
 	if err != nil {
 		return err
 	}
@@ -81,14 +81,15 @@ func nativeRun(ctx context.Context, opts *RedriveOptions) error {
 	return err
 }
 
-// openNativeMover opens the DLQ whose broker moves it itself (what names
-// the command or flag for the refusal of one that cannot, before anything
-// connects); opts (nil for status and cancel) are refused against the
+// openNativeMover opens the DLQ whose broker moves it itself; one that
+// cannot is refused before anything connects, in the sentence generated
+// from broker.NeedNativeMove (what names the command or flag, instead the
+// way out). opts (nil for status and cancel) are refused against the
 // resolved queue's capabilities.
-func openNativeMover(ctx context.Context, f *Factory, raw, what string, opts *RedriveOptions) (broker.Endpoint, broker.NativeMover, error) {
+func openNativeMover(ctx context.Context, f *Factory, raw, what, instead string, opts *RedriveOptions) (broker.Endpoint, broker.NativeMover, error) {
 	if ref, err := checkRef(raw); err == nil {
 		if caps, ok := capsOf(ref.Broker); ok && !caps.NativeMove {
-			return nil, nil, broker.NeedNativeMove.Refusal(what, caps, haveLabels(broker.NeedNativeMove), "use 'dlqctl redrive' (--engine dlqctl, the default)")
+			return nil, nil, broker.NeedNativeMove.Refusal(what, caps, haveLabels(broker.NeedNativeMove), instead)
 		}
 	}
 	ep, err := f.Endpoint(ctx, raw)
@@ -105,7 +106,7 @@ func openNativeMover(ctx context.Context, f *Factory, raw, what string, opts *Re
 	m, ok := ep.(broker.NativeMover)
 	if !ok {
 		closeEndpoint(ep)
-		return nil, nil, broker.NeedNativeMove.Refusal(what, caps, haveLabels(broker.NeedNativeMove), "use 'dlqctl redrive' (--engine dlqctl, the default)")
+		return nil, nil, broker.NeedNativeMove.Refusal(what, caps, haveLabels(broker.NeedNativeMove), instead)
 	}
 	return ep, m, nil
 }
@@ -147,11 +148,8 @@ func newCmdRedriveStatus(f *Factory) *cobra.Command {
 		Long:  withExitCodes(`List the SQS move tasks of a DLQ (SQS keeps the last ten): status, messages moved and to move, rate and destination.`),
 		Args:  exactArgs(1, "one DLQ (name, URL or ARN)"),
 		RunE: func(c *cobra.Command, args []string) error {
-			if isKafkaRef(args[0]) {
-				return errs.BadInputf("redrive status shows SQS move tasks; Kafka has none: 'dlqctl redrive kafka://… --dry-run' shows what is pending")
-			}
 			ctx := c.Context()
-			ep, mover, err := openNativeMover(ctx, f, args[0], commandName(c), nil)
+			ep, mover, err := openNativeMover(ctx, f, args[0], commandName(c), "'dlqctl redrive DLQ --dry-run' shows what is waiting", nil)
 			if err != nil {
 				return err
 			}
@@ -201,11 +199,8 @@ func newCmdRedriveCancel(f *Factory) *cobra.Command {
 		Long:  withExitCodes(`Cancel the running SQS move task of a DLQ. Messages already moved stay moved; the rest stay in the DLQ.`),
 		Args:  exactArgs(1, "one DLQ (name, URL or ARN)"),
 		RunE: func(c *cobra.Command, args []string) error {
-			if isKafkaRef(args[0]) {
-				return errs.BadInputf("redrive cancel stops SQS move tasks; Kafka has none: stop a running Kafka redrive with Ctrl-C (it finishes its batch and commits)")
-			}
 			ctx := c.Context()
-			ep, mover, err := openNativeMover(ctx, f, args[0], commandName(c), nil)
+			ep, mover, err := openNativeMover(ctx, f, args[0], commandName(c), "stop a running 'dlqctl redrive' with Ctrl-C (it finishes its batch)", nil)
 			if err != nil {
 				return err
 			}
