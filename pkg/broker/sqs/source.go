@@ -710,7 +710,6 @@ type lostWindow struct {
 const lostGrace = 2 * time.Second
 
 func (w *receiveWatch) ReceiveMessage(ctx context.Context, in *awssqs.ReceiveMessageInput, opts ...func(*awssqs.Options)) (*awssqs.ReceiveMessageOutput, error) {
-	start := time.Now()
 	if w.beforeAttempt != nil {
 		opts = append(opts, w.coverEachAttempt(in))
 	}
@@ -732,8 +731,14 @@ func (w *receiveWatch) ReceiveMessage(ctx context.Context, in *awssqs.ReceiveMes
 		if in.VisibilityTimeout > 0 {
 			hidden = time.Duration(in.VisibilityTimeout) * time.Second
 		}
+		// The window runs from the end of the call, not its start: the
+		// attempt that may have acted can be a retry sent seconds later
+		// (after the SDK's backoff), and SQS hides what it takes from when
+		// it acts, which is before the attempt's failure reached us. From
+		// the start, the window closed while the messages were still
+		// hidden, and a FIFO archive exited 0 with them in flight.
 		w.mu.Lock()
-		w.lost = append(w.lost, lostWindow{until: start.Add(hidden + lostGrace), n: lost * per})
+		w.lost = append(w.lost, lostWindow{until: time.Now().Add(hidden + lostGrace), n: lost * per})
 		w.mu.Unlock()
 	}
 	return out, err
