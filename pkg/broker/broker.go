@@ -237,6 +237,13 @@ type EndState struct {
 	// Ordered: the source keeps ordering groups (FIFO), so messages can
 	// wait behind others.
 	Ordered bool
+	// OrderLost (final): messages the broker handed this run after a
+	// later message of their ordering group had been handed out (seen in
+	// their send times; a message received again is not counted): the
+	// group's order is lost in what the run delivered. OrderLostGroups
+	// names those groups (sorted, at most 100).
+	OrderLost       int
+	OrderLostGroups []string
 	// Note (final) says in one sentence, in the broker's words, what
 	// Blocked and Unknown count and what to do (the run's note when it is
 	// partial because of them); empty: the engine says it in general terms.
