@@ -199,3 +199,76 @@ func TestFIFOGroupOrderLostAfterALostReceiveIsReported(t *testing.T) {
 		}
 	})
 }
+
+// TestFIFOHoldRunningOutDuringASlowDeleteIsReceivedAgainOnce: the first
+// DeleteMessageBatch of the run takes 16 s (8 s to reach moto), longer than
+// the 5 s visibility, and a message being deleted is not extended: the
+// group's messages become visible before the delete lands, and the run
+// receives them again. Each must be archived (or moved) once, deleted (the
+// delete with the old handle, then once more with the new one), counted as
+// a duplicate receive, and the run complete only with nothing left in the
+// DLQ and every group in order.
+func TestFIFOHoldRunningOutDuringASlowDeleteIsReceivedAgainOnce(t *testing.T) {
+	env := testenv.RequireMoto(t)
+	c := env.SQS(t)
+	const groups, per = 3, 12
+	const n = groups * per
+	slowDelete := func(t *testing.T) testenv.Env {
+		p, err := faultproxy.New(env.SQSEndpoint, faultproxy.Fault{Action: "DeleteMessageBatch", Kind: faultproxy.Latency, Delay: 16 * time.Second, Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		via := env
+		via.SQSEndpoint = p.URL
+		return via
+	}
+
+	t.Run("archive-delete", func(t *testing.T) {
+		url, _ := clitest.FIFODLQ(t, c, testenv.UniqueName(t, "fs"), groups, per)
+		bucket := motoBucket(t, env)
+		r := clitest.Run(t, slowDelete(t), "", "archive", url, "--to", "s3://"+bucket+"/p", "--delete", "--yes", "--visibility", "5s", "-o", "json")
+		if v, f := clitest.QueueDepth(t, c, url); v+f != 0 {
+			t.Fatalf("archive --delete exited %d with %d visible and %d in flight left in the DLQ\n%s\n%s", r.Code, v, f, r.Stdout, r.Stderr)
+		}
+		var out struct {
+			Stats struct {
+				Received   int `json:"received"`
+				Duplicates int `json:"duplicates"`
+			} `json:"stats"`
+		}
+		if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil || out.Stats.Received != n || out.Stats.Duplicates == 0 {
+			t.Fatalf("stats: received %d, duplicates %d (%v); want %d received and the messages received again during the slow delete counted\n%s\n%s", out.Stats.Received, out.Stats.Duplicates, err, n, r.Stdout, r.Stderr)
+		}
+		m := clitest.ArchiveManifest(t, env, bucket)
+		var bodies []string
+		for _, rec := range clitest.SampleArchive(t, env, "s3://"+bucket+"/"+strings.TrimSuffix(m.Parts[0].Key, "part-00001.ndjson.gz")+archive.ManifestName) {
+			bodies = append(bodies, rec.Body)
+		}
+		if r.Code != 0 || !m.Complete || m.Totals.Records != n || m.Totals.Deleted != n || len(bodies) != n {
+			t.Fatalf("exit %d, manifest complete=%v records=%d deleted=%d, read back %d; want 0, complete, %d\n%s\n%s", r.Code, m.Complete, m.Totals.Records, m.Totals.Deleted, len(bodies), n, r.Stdout, r.Stderr)
+		}
+		clitest.CheckOrderPerGroup(t, bodies)
+	})
+
+	t.Run("redrive", func(t *testing.T) {
+		url, _ := clitest.FIFODLQ(t, c, testenv.UniqueName(t, "fsr"), groups, per)
+		dest, _ := clitest.CreateQueue(t, c, testenv.UniqueName(t, "fsd")+".fifo", map[string]string{"FifoQueue": "true"})
+		r := clitest.Run(t, slowDelete(t), "", "redrive", url, "--to", dest, "--yes", "--visibility", "5s", "-o", "json")
+		if v, f := clitest.QueueDepth(t, c, url); v+f != 0 {
+			t.Fatalf("redrive exited %d with %d visible and %d in flight left in the DLQ\n%s\n%s", r.Code, v, f, r.Stdout, r.Stderr)
+		}
+		var sum struct {
+			Status string `json:"status"`
+			Moved  int    `json:"moved"`
+		}
+		if err := json.Unmarshal([]byte(r.Stdout), &sum); r.Code != 0 || err != nil || sum.Moved != n || sum.Status != "completed" {
+			t.Fatalf("redrive: exit %d, status %q, moved %d of %d (%v)\n%s\n%s", r.Code, sum.Status, sum.Moved, n, err, r.Stdout, r.Stderr)
+		}
+		got := receiveN(t, c, dest, n)
+		if len(got) != n {
+			t.Fatalf("the destination got %d messages, want %d", len(got), n)
+		}
+		clitest.CheckOrderPerGroup(t, got)
+	})
+}
