@@ -171,8 +171,12 @@ type Source interface {
 	// run already holds is not returned again.
 	Next(ctx context.Context, max int) ([]Message, error)
 	// Ack removes messages whose copies are durable, one error per message
-	// (nil: removed). An error wrapping ErrLeaseLost means the message was
-	// NOT removed because its hold was lost: it will be read again.
+	// (nil: removed, or on a broker whose acknowledgements have no reply —
+	// RabbitMQ — asked for: if the process dies before the broker applied
+	// it, the message is handed to the next run again, marked as a
+	// redelivery, and the run's journal keeps it from being sent twice).
+	// An error wrapping ErrLeaseLost means the message was NOT removed
+	// because its hold was lost: it will be read again.
 	Ack(ctx context.Context, msgs []Message) []error
 	// Release gives messages back unprocessed, as they were.
 	Release(ctx context.Context, msgs []Message) error
