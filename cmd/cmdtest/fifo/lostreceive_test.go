@@ -167,12 +167,15 @@ func TestFIFOGroupOrderLostAfterALostReceiveIsReported(t *testing.T) {
 			t.Fatalf("manifest: complete=%v records=%d deleted=%d note=%q; want all %d, not complete, saying why", m.Complete, m.Totals.Records, m.Totals.Deleted, m.Note, n)
 		}
 		seen := map[string]int{}
+		var bodies []string
 		for _, rec := range clitest.SampleArchive(t, env, "s3://"+bucket+"/"+strings.TrimSuffix(m.Parts[0].Key, "part-00001.ndjson.gz")+archive.ManifestName) {
 			seen[rec.Body]++
+			bodies = append(bodies, rec.Body)
 		}
-		if len(seen) != n {
-			t.Fatalf("the archive holds %d distinct messages, want %d", len(seen), n)
+		if len(seen) != n || len(bodies) != n {
+			t.Fatalf("the archive holds %d records, %d distinct, want %d once each", len(bodies), len(seen), n)
 		}
+		inOrderOrSaidSo(t, "archive --delete", r, bodies) // g1 is out of order, and the run said so
 	})
 
 	t.Run("redrive", func(t *testing.T) {
@@ -194,9 +197,11 @@ func TestFIFOGroupOrderLostAfterALostReceiveIsReported(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.Stdout), &sum); r.Code != 4 || err != nil || sum.Moved != n || sum.Status == "completed" || !strings.Contains(sum.Note, want) {
 			t.Fatalf("redrive: exit %d, status %q, moved %d of %d, note %q (%v); want exit 4, all moved, saying %q\n%s", r.Code, sum.Status, sum.Moved, n, sum.Note, err, want, r.Stderr)
 		}
-		if got := receiveN(t, c, dest, n); len(got) != n {
+		got := receiveN(t, c, dest, n)
+		if len(got) != n {
 			t.Fatalf("the destination got %d messages, want %d", len(got), n)
 		}
+		inOrderOrSaidSo(t, "redrive", r, got)
 	})
 }
 
