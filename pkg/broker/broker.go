@@ -171,8 +171,12 @@ type Source interface {
 	// run already holds is not returned again.
 	Next(ctx context.Context, max int) ([]Message, error)
 	// Ack removes messages whose copies are durable, one error per message
-	// (nil: removed). An error wrapping ErrLeaseLost means the message was
-	// NOT removed because its hold was lost: it will be read again.
+	// (nil: removed, or on a broker whose acknowledgements have no reply —
+	// RabbitMQ — asked for: if the process dies before the broker applied
+	// it, the message is handed to the next run again, marked as a
+	// redelivery, and the run's journal keeps it from being sent twice).
+	// An error wrapping ErrLeaseLost means the message was NOT removed
+	// because its hold was lost: it will be read again.
 	Ack(ctx context.Context, msgs []Message) []error
 	// Release gives messages back unprocessed, as they were.
 	Release(ctx context.Context, msgs []Message) error
@@ -237,6 +241,13 @@ type EndState struct {
 	// Ordered: the source keeps ordering groups (FIFO), so messages can
 	// wait behind others.
 	Ordered bool
+	// OrderLost (final): messages the broker handed this run after a
+	// later message of their ordering group had been handed out (seen in
+	// their send times; a message received again is not counted): the
+	// group's order is lost in what the run delivered. OrderLostGroups
+	// names those groups (sorted, at most 100).
+	OrderLost       int
+	OrderLostGroups []string
 	// Note (final) says in one sentence, in the broker's words, what
 	// Blocked and Unknown count and what to do (the run's note when it is
 	// partial because of them); empty: the engine says it in general terms.

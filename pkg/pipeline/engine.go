@@ -115,6 +115,11 @@ type Result struct {
 	// groups.
 	Blocked       int `json:"blocked,omitempty"`
 	BlockedGroups int `json:"-"`
+	// OrderLost: messages the source handed out after a later message of
+	// their ordering group (EndState.OrderLost): the run delivered those
+	// groups out of order. The run is not complete.
+	OrderLost       int      `json:"order_lost,omitempty"`
+	OrderLostGroups []string `json:"-"`
 	// InFlightElsewhere: at most this many messages were taken by calls
 	// whose outcome is unknown (a receive whose answer was lost) and had
 	// not come back when the run ended (they return after ReturnAfter).
@@ -361,6 +366,7 @@ func (e *engine) finalEnd(ctx context.Context, clean bool) {
 	defer e.mu.Unlock()
 	r := e.res
 	r.Blocked, r.BlockedGroups = st.Blocked, st.BlockedGroups
+	r.OrderLost, r.OrderLostGroups = st.OrderLost, st.OrderLostGroups
 	e.endNote = st.Note
 	r.InFlightElsewhere, r.ReturnAfter = 0, 0
 	if !st.UnknownUntil.IsZero() {
@@ -429,8 +435,10 @@ func (e *engine) reconcileLocked(r *Result) {
 		r.Note = "stopped at a limit on held messages: " + why
 	case r.StoppedAtMax:
 		r.Note = "stopped at the requested maximum"
-	case (r.Blocked > 0 || r.InFlightElsewhere > 0) && e.endNote != "":
+	case (r.Blocked > 0 || r.InFlightElsewhere > 0 || r.OrderLost > 0) && e.endNote != "":
 		r.Note = e.endNote
+	case r.OrderLost > 0:
+		r.Note = fmt.Sprintf("%d message(s) of ordering group(s) %s were handed out after later messages of their group: those groups were delivered out of order", r.OrderLost, strings.Join(r.OrderLostGroups, ", "))
 	case r.Blocked > 0:
 		r.Note = fmt.Sprintf("%d message(s) could not be read: they wait behind messages the run held to its end in their ordering group", r.Blocked)
 	case r.InFlightElsewhere > 0:

@@ -84,3 +84,25 @@ func TestRunIsNotCompleteWhileADoneSourceReportsRecordsLeft(t *testing.T) {
 		t.Fatalf("--max: finals=%d stopped_at_max=%v; a run stopped at its maximum is partial already and not asked", src.finals, res.StoppedAtMax)
 	}
 }
+
+// TestRunIsNotCompleteWhenTheSourceHandedOutAGroupOutOfOrder: a source
+// that read everything but reports messages handed out after later ones
+// of their ordering group (moto after a lost receive) makes the run
+// partial with its sentence, or the engine's own naming the groups.
+func TestRunIsNotCompleteWhenTheSourceHandedOutAGroupOutOfOrder(t *testing.T) {
+	note := "9 message(s) of FIFO group(s) g1 were handed out by the queue after later messages of their group"
+	src := &doneSource{queue: []string{"m-1", "m-2"}, left: pipeline.EndState{Drained: true, OrderLost: 9, OrderLostGroups: []string{"g1"}, Note: note}}
+	res, err := pipeline.Run(context.Background(), src, &durableSink{sent: map[string]int{}}, pipeline.Options{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Complete || res.OrderLost != 9 || res.Note != note || res.Delivered != 2 {
+		t.Fatalf("complete=%v order_lost=%d note=%q delivered=%d; want partial with the source's note", res.Complete, res.OrderLost, res.Note, res.Delivered)
+	}
+
+	src = &doneSource{queue: []string{"m-1"}, left: pipeline.EndState{Drained: true, OrderLost: 2, OrderLostGroups: []string{"g1", "g4"}}}
+	res, _ = pipeline.Run(context.Background(), src, &durableSink{sent: map[string]int{}}, pipeline.Options{Workers: 1})
+	if want := "2 message(s) of ordering group(s) g1, g4 were handed out after later messages of their group: those groups were delivered out of order"; res.Complete || res.Note != want {
+		t.Fatalf("complete=%v note=%q; want %q", res.Complete, res.Note, want)
+	}
+}

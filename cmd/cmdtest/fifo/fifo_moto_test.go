@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -202,7 +203,12 @@ func TestRedriveToSourceWithoutDeadLetterSourceArn(t *testing.T) {
 // message, each group in order, and exit 0 — repeated, because the end of
 // such a run is a race between finishing a group's message and the next
 // empty receive: a run that ended on a count read while it still held a
-// group's message left that group's rest behind, saying "completed".
+// group's message left that group's rest behind, saying "completed". Under
+// CI load a receive's answer can be lost: the run must then wait for its
+// messages (it exited 0 with 10 of them in flight when it measured their
+// visibility from the receive's start), and when moto gives a group back
+// out of order (docs/emulators.md row 27) the run must say which groups
+// and exit 4 (it archived "0 after 11" and said completed).
 func TestFIFOWithDefaultConcurrencyDrainsEveryGroupInOrder(t *testing.T) {
 	env := testenv.RequireMoto(t)
 	c := env.SQS(t)
@@ -213,15 +219,12 @@ func TestFIFOWithDefaultConcurrencyDrainsEveryGroupInOrder(t *testing.T) {
 			url, _ := clitest.FIFODLQ(t, c, testenv.UniqueName(t, "fr"), groups, per)
 			bucket := motoBucket(t, env)
 			r := clitest.Run(t, env, "", "archive", url, "--to", "s3://"+bucket+"/p", "--delete", "--yes", "-o", "json")
-			if r.Code != 0 {
-				t.Fatalf("archive --delete: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
-			}
 			if v, f := clitest.QueueDepth(t, c, url); v+f != 0 { // moto's counts are exact
-				t.Fatalf("archive --delete exited 0 with %d visible and %d in flight left in the DLQ", v, f)
+				t.Fatalf("archive --delete exited %d with %d visible and %d in flight left in the DLQ\n%s\n%s", r.Code, v, f, r.Stdout, r.Stderr)
 			}
 			m := clitest.ArchiveManifest(t, env, bucket)
-			if !m.Complete || m.Totals.Records != n || m.Totals.Deleted != n {
-				t.Fatalf("manifest: complete=%v records=%d deleted=%d; want %d", m.Complete, m.Totals.Records, m.Totals.Deleted, n)
+			if m.Complete != (r.Code == 0) || m.Totals.Records != n || m.Totals.Deleted != n {
+				t.Fatalf("exit %d, manifest: complete=%v records=%d deleted=%d; want %d, complete when exit 0\n%s", r.Code, m.Complete, m.Totals.Records, m.Totals.Deleted, n, r.Stderr)
 			}
 			var bodies []string
 			for _, rec := range clitest.SampleArchive(t, env, "s3://"+bucket+"/"+strings.TrimSuffix(m.Parts[0].Key, "part-00001.ndjson.gz")+archive.ManifestName) {
@@ -230,7 +233,7 @@ func TestFIFOWithDefaultConcurrencyDrainsEveryGroupInOrder(t *testing.T) {
 			if len(bodies) != n {
 				t.Fatalf("archive read back %d records, want %d", len(bodies), n)
 			}
-			clitest.CheckOrderPerGroup(t, bodies)
+			inOrderOrSaidSo(t, "archive --delete", r, bodies)
 		})
 		t.Run(fmt.Sprintf("redrive-to-source/%02d", i), func(t *testing.T) {
 			dlq, dlqARN := clitest.FIFODLQ(t, c, testenv.UniqueName(t, "frd"), groups, per)
@@ -242,19 +245,61 @@ func TestFIFOWithDefaultConcurrencyDrainsEveryGroupInOrder(t *testing.T) {
 				Status string `json:"status"`
 				Moved  int    `json:"moved"`
 			}
-			if err := json.Unmarshal([]byte(r.Stdout), &sum); r.Code != 0 || err != nil || sum.Moved != n || sum.Status != "completed" {
+			if err := json.Unmarshal([]byte(r.Stdout), &sum); err != nil || sum.Moved != n || (sum.Status == "completed") != (r.Code == 0) {
 				t.Fatalf("redrive --to source: exit %d, status %q, moved %d of %d (%v)\n%s", r.Code, sum.Status, sum.Moved, n, err, r.Stderr)
 			}
 			if v, f := clitest.QueueDepth(t, c, dlq); v+f != 0 { // moto's counts are exact
-				t.Fatalf("redrive exited 0 with %d visible and %d in flight left in the DLQ", v, f)
+				t.Fatalf("redrive exited %d with %d visible and %d in flight left in the DLQ", r.Code, v, f)
 			}
 			got := receiveN(t, c, src, n)
 			if len(got) != n {
 				t.Fatalf("the source queue got %d messages, want %d", len(got), n)
 			}
-			clitest.CheckOrderPerGroup(t, got)
+			inOrderOrSaidSo(t, "redrive --to source", r, got)
 		})
 	}
+}
+
+// inOrderOrSaidSo: a run that delivered every group in order exits 0; one
+// that did not must have said which groups, and exited 4. Under load a
+// receive's answer can be lost (moto answers 500 or drops the connection);
+// when its messages come back together moto hands out the last of them and
+// their group's later messages first (docs/emulators.md, row 27) — AWS
+// keeps the order. dlqctl cannot undo that; it must not call it completed.
+func inOrderOrSaidSo(t *testing.T, what string, r clitest.Result, bodies []string) {
+	t.Helper()
+	last := map[string]int{}
+	out := map[string]bool{}
+	for _, b := range bodies {
+		var v struct {
+			Group string `json:"group"`
+			N     int    `json:"n"`
+		}
+		if err := json.Unmarshal([]byte(b), &v); err != nil {
+			t.Fatalf("body %q: %v", b, err)
+		}
+		if prev, ok := last[v.Group]; ok && v.N < prev {
+			out[v.Group] = true
+		}
+		last[v.Group] = max(last[v.Group], v.N)
+	}
+	if len(out) == 0 {
+		if r.Code != 0 {
+			t.Fatalf("%s: exit %d with every group in order\n%s\n%s", what, r.Code, r.Stdout, r.Stderr)
+		}
+		clitest.CheckOrderPerGroup(t, bodies) // nothing skipped or repeated either
+		return
+	}
+	groups := make([]string, 0, len(out))
+	for g := range out {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	said := "of FIFO group(s) " + strings.Join(groups, ", ") + " were handed out by the queue after later messages of their group"
+	if r.Code != 4 || !strings.Contains(r.Stdout+r.Stderr, said) {
+		t.Fatalf("%s: groups %v arrived out of order, but the run exited %d without saying %q\n%s\n%s", what, groups, r.Code, said, r.Stdout, r.Stderr)
+	}
+	t.Logf("%s: the queue handed out group(s) %v out of order (a receive's answer was lost under load, and moto reorders what comes back); the run said so, exit 4", what, groups)
 }
 
 // receiveN receives (and deletes) n messages from url in receive order,

@@ -92,6 +92,14 @@ type Features struct {
 	LosableHold bool
 	// PerEntryRejection: a publish batch can fail for one entry only.
 	PerEntryRejection bool
+	// UnconfirmedAck: the broker never confirms an Ack (AMQP 0-9-1's
+	// basic.ack has no reply): a process killed right after acking can
+	// leave acked messages in the queue — a quorum queue applies a settle
+	// through its Raft log, and a channel whose queue is slow holds
+	// settles back — and a re-run reads them again, marked as
+	// redeliveries (ReceiveCount ≥ 2). Without it an Ack that returned
+	// nil removed the message: a re-run never reads it again.
+	UnconfirmedAck bool
 	// HeaderTypes lists header value types the broker round-trips (e.g.
 	// "String", "Number", "Binary", "String.custom").
 	HeaderTypes []string

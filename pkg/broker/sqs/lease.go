@@ -98,9 +98,18 @@ func leaseKey(m *Message) string {
 // Add starts holding msgs (received with the lease's visibility). A message
 // whose id is already held is a redelivery: its new receipt handle and
 // ReceivedAt replace the held ones, and it is returned in redelivered (the
-// caller is already processing it; this delivery is a duplicate). A message
-// whose lease was lost is held again normally (not a redelivery). Adding a
-// message with the handle already held changes nothing.
+// caller is already processing it; this delivery is a duplicate). So is a
+// message whose lease was lost and that nobody has tried to delete or
+// release since (its lost mark is still set): the caller still has the
+// first delivery in hand (its copy may be in an archive part not yet
+// verified, or a send not yet confirmed), so it is held again under its new
+// handle — the caller's Delete or Release of the first delivery then uses
+// it — and returned in redelivered, never processed a second time. Once a
+// Delete or Release has been refused for the lost lease (the caller was
+// told ErrLeaseLost), the message is held again normally: the caller
+// processes it again (removing it without a second copy when its copy is
+// already durable). Adding a message with the handle already held changes
+// nothing.
 func (l *Lease) Add(msgs ...*Message) (redelivered []*Message) {
 	now := time.Now()
 	l.mu.Lock()
@@ -110,6 +119,7 @@ func (l *Lease) Add(msgs ...*Message) (redelivered []*Message) {
 			continue
 		}
 		k := leaseKey(m)
+		_, wasLost := l.lost[k]
 		delete(l.lost, k)
 		at := m.ReceivedAt
 		if at.IsZero() {
@@ -125,6 +135,9 @@ func (l *Lease) Add(msgs ...*Message) (redelivered []*Message) {
 			continue
 		}
 		l.held[k] = &leaseEntry{msg: m, handle: m.ReceiptHandle, receivedAt: at, expires: at.Add(l.visibility)}
+		if wasLost {
+			redelivered = append(redelivered, m)
+		}
 	}
 	return redelivered
 }

@@ -238,16 +238,36 @@ func TestLostLeaseIsNeverDeletedWithItsDeadHandle(t *testing.T) {
 		t.Fatalf("Release of a lost message: err=%v, calls %d -> %d", err, before, f.CallCount("ChangeMessageVisibilityBatch"))
 	}
 
-	// Received again: held normally (not a redelivery), and deletable.
+	// Received again while the caller still has the lost delivery in hand
+	// (nobody tried to delete or release it since): a redelivery — the
+	// caller must not process it a second time — held under its new
+	// handle, which the caller's Delete of its first delivery then uses.
 	f.expire("a")
 	a3 := f.receive(1, 30*time.Second)[0]
 	l.Add(a2)
 	l.extend(context.Background(), 0) // a2's handle is dead: lost again
-	if red := l.Add(a3); len(red) != 0 || l.isLost("a") || !l.isHeld("a") {
-		t.Fatalf("re-received lost message: redelivered %v, IsLost %v, Held %v", red, l.isLost("a"), l.isHeld("a"))
+	if red := l.Add(a3); len(red) != 1 || red[0] != a3 || l.isLost("a") || !l.isHeld("a") {
+		t.Fatalf("re-received lost message: redelivered %v, IsLost %v, Held %v; want a redelivery, held", red, l.isLost("a"), l.isHeld("a"))
 	}
 	if res := l.Delete(context.Background(), []*Message{ma}); len(res) != 0 || !f.isDeleted("a") {
 		t.Fatalf("Delete after receiving again = %v, deleted %v", res, f.isDeleted("a"))
+	}
+
+	// Received again after the caller was told the lease was lost (its
+	// Delete refused): held normally, for the caller to process again.
+	f.put("c")
+	mc := f.receive(1, 30*time.Second)[0]
+	l.Add(mc)
+	f.expire("c")
+	f.receive(1, 30*time.Second) // another consumer takes c
+	l.extend(context.Background(), 0)
+	if res := l.Delete(context.Background(), []*Message{mc}); !errors.Is(res[mc], ErrLeaseLost) {
+		t.Fatalf("Delete of lost c = %v; want ErrLeaseLost", res)
+	}
+	f.expire("c")
+	c2 := f.receive(1, 30*time.Second)[0]
+	if red := l.Add(c2); len(red) != 0 || !l.isHeld("c") {
+		t.Fatalf("c received again after its refused delete: redelivered %v, held %v; want held normally", red, l.isHeld("c"))
 	}
 }
 

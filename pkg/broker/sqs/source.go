@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -114,10 +115,16 @@ type QueueSource struct {
 	// FIFO: the groups of the messages held (groupOf, held), and whether
 	// the server handed out a message of a group while the run held an
 	// earlier one (it does not lock groups: local-aws-sqs).
-	gmu       sync.Mutex
-	groupOf   map[*Message]string
-	held      map[string]int
-	noLock    bool
+	gmu     sync.Mutex
+	groupOf map[*Message]string
+	held    map[string]int
+	noLock  bool
+	// handedOut, lastSent, orderLost (gmu, FIFO): the ids handed to the
+	// run, per group the latest send time handed out, and the messages
+	// handed out after a later one of their group (noteOrderLocked).
+	handedOut map[string]struct{}
+	lastSent  map[string]time.Time
+	orderLost map[string]int
 	distinct  atomic.Int64
 	startSeen Counts
 
@@ -189,6 +196,7 @@ func NewQueueSource(c *Client, q *Queue, opt QueueSourceOptions) *QueueSource {
 	s := &QueueSource{c: c, q: q, opt: opt, lease: NewLease(c, q, opt.Visibility)}
 	s.pending = map[int]time.Time{}
 	s.groupOf, s.held = map[*Message]string{}, map[string]int{}
+	s.handedOut, s.lastSent, s.orderLost = map[string]struct{}{}, map[string]time.Time{}, map[string]int{}
 	s.startSeen = q.Counts()
 	s.recv = &receiveWatch{API: c.API, hidden: opt.Visibility}
 	for _, h := range opt.DeadHolds {
@@ -364,9 +372,41 @@ func (s *QueueSource) Next(ctx context.Context, max int) ([]broker.Message, erro
 			s.groupOf[it.Handle.(*Message)] = g
 			s.held[g]++
 		}
+		s.noteOrderLocked(items)
 		s.gmu.Unlock()
 	}
 	return items, nil
+}
+
+// noteOrderLocked (gmu held) checks that each FIFO group is handed out in
+// order: a message handed out for the first time that was sent before a
+// message of its group already handed out came after it — the server gave
+// the group's later messages out first. moto does so when a group's
+// messages in flight together become visible at once (a receive whose
+// answer was lost, a hold that ran out): it hands out the last of them and
+// the group's later messages first (docs/emulators.md, row 27); AWS keeps
+// a group's order. The run cannot undo it: it counts such messages and its
+// end says which groups' copies are out of order (EndState.OrderLost).
+// A message received again (its hold lost) is not counted. Send times
+// (ms) are the order SQS reports on every server: SequenceNumber is
+// random on moto.
+func (s *QueueSource) noteOrderLocked(items []broker.Message) {
+	for _, it := range items {
+		r := it.Record
+		if _, again := s.handedOut[r.MessageID]; again {
+			continue
+		}
+		s.handedOut[r.MessageID] = struct{}{}
+		g, sent := r.System.MessageGroupID, r.System.SentAt
+		if sent.IsZero() {
+			continue
+		}
+		if last, ok := s.lastSent[g]; ok && sent.Before(last) {
+			s.orderLost[g]++
+			continue
+		}
+		s.lastSent[g] = sent
+	}
 }
 
 // unhold notes that msgs are no longer held (removed or given back).
@@ -620,12 +660,26 @@ func (s *QueueSource) report(ctx context.Context, st broker.EndState) (broker.En
 			}
 		}
 	}
+	if s.q.FIFO {
+		s.gmu.Lock()
+		for g, n := range s.orderLost {
+			st.OrderLost += n
+			st.OrderLostGroups = append(st.OrderLostGroups, g)
+		}
+		s.gmu.Unlock()
+		sort.Strings(st.OrderLostGroups)
+		st.OrderLostGroups = st.OrderLostGroups[:min(len(st.OrderLostGroups), 100)]
+	}
 	if !st.UnknownUntil.IsZero() && countsErr == nil && other > 0 {
 		st.Unknown = min(st.Unknown, other)
 	}
 	var notes []string
 	if st.Blocked > 0 {
 		notes = append(notes, fmt.Sprintf("%d message(s) could not be read: a FIFO group's later messages cannot be received while an earlier message of the group is held", st.Blocked))
+	}
+	if st.OrderLost > 0 {
+		notes = append(notes, fmt.Sprintf("%d message(s) of FIFO group(s) %s were handed out by the queue after later messages of their group (a receive's answer or a hold was lost, and the queue then gave the group's later messages out first): those groups' copies are out of order",
+			st.OrderLost, strings.Join(st.OrderLostGroups, ", ")))
 	}
 	if !st.UnknownUntil.IsZero() {
 		lost, lostUntil, dead, deadUntil := s.recv.outstanding()
@@ -710,7 +764,6 @@ type lostWindow struct {
 const lostGrace = 2 * time.Second
 
 func (w *receiveWatch) ReceiveMessage(ctx context.Context, in *awssqs.ReceiveMessageInput, opts ...func(*awssqs.Options)) (*awssqs.ReceiveMessageOutput, error) {
-	start := time.Now()
 	if w.beforeAttempt != nil {
 		opts = append(opts, w.coverEachAttempt(in))
 	}
@@ -732,8 +785,14 @@ func (w *receiveWatch) ReceiveMessage(ctx context.Context, in *awssqs.ReceiveMes
 		if in.VisibilityTimeout > 0 {
 			hidden = time.Duration(in.VisibilityTimeout) * time.Second
 		}
+		// The window runs from the end of the call, not its start: the
+		// attempt that may have acted can be a retry sent seconds later
+		// (after the SDK's backoff), and SQS hides what it takes from when
+		// it acts, which is before the attempt's failure reached us. From
+		// the start, the window closed while the messages were still
+		// hidden, and a FIFO archive exited 0 with them in flight.
 		w.mu.Lock()
-		w.lost = append(w.lost, lostWindow{until: start.Add(hidden + lostGrace), n: lost * per})
+		w.lost = append(w.lost, lostWindow{until: time.Now().Add(hidden + lostGrace), n: lost * per})
 		w.mu.Unlock()
 	}
 	return out, err
