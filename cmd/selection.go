@@ -18,6 +18,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/logs"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
+	"github.com/dlqctl/dlqctl/pkg/report"
 )
 
 // SelectionFlags are the message-selection flags shared by classify,
@@ -141,20 +142,15 @@ func watchFilterErrors(f *Factory, sel *classify.Selector) {
 	})
 }
 
-// filterErrorsRow is a summary's "filter errors" line (fe non-nil); left
-// says where the messages stay ("in the DLQ").
+// filterErrorsRow forwards to report.FilterErrorsRow (the redrive paths
+// call it).
 func filterErrorsRow(fe *inspect.FilterErrors, left string) string {
-	return fmt.Sprintf("%d not selected, %s: %s raised an error (first: message %s: %s)", fe.Count, left, fe.Expression, fe.FirstID, fe.FirstError)
+	return report.FilterErrorsRow(fe, left)
 }
 
-// warnFilterErrors says on stderr that the selection failed on some
-// messages (a run the selection refused says so in its error instead).
+// warnFilterErrors forwards to report.WarnFilterErrors.
 func warnFilterErrors(f *Factory, fe *inspect.FilterErrors, left string) {
-	if fe == nil {
-		return
-	}
-	f.IO.Warnf("%s raised an error on %d message(s) (first: message %s: %s); they were not selected and %s; fix the expression, or write `(EXPR)?` to skip such messages explicitly (-v lists the first %d)",
-		fe.Expression, fe.Count, fe.FirstID, fe.FirstError, left, classify.VerboseErrors)
+	report.WarnFilterErrors(f.IO, fe, left)
 }
 
 // endSelection ends the selection of a command that read without moving

@@ -1,0 +1,14 @@
+package cmd
+
+import "github.com/dlqctl/dlqctl/pkg/report"
+
+// The JSON shapes of the commands' output live in pkg/report with their
+// printers; these names keep them reachable as cmd.X for the CLI tests.
+type (
+	// ArchiveSummary is the JSON summary of an archive run.
+	ArchiveSummary = report.ArchiveSummary
+	// ArchivePlanOutput is the JSON of archive --dry-run.
+	ArchivePlanOutput = report.ArchivePlanOutput
+	// ArchiveVerifyRuns is the JSON of archive verify over several runs.
+	ArchiveVerifyRuns = report.ArchiveVerifyRuns
+)
