@@ -11,4 +11,8 @@ type (
 	ArchivePlanOutput = report.ArchivePlanOutput
 	// ArchiveVerifyRuns is the JSON of archive verify over several runs.
 	ArchiveVerifyRuns = report.ArchiveVerifyRuns
+	// RestoreSummary is the JSON summary of a restore.
+	RestoreSummary = report.RestoreSummary
+	// RestorePlanOutput is the JSON of restore --dry-run.
+	RestorePlanOutput = report.RestorePlanOutput
 )
