@@ -16,6 +16,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
+	"github.com/dlqctl/dlqctl/pkg/report"
 )
 
 // ReadFlags say how much of a queue triage commands read: --sample N or
@@ -303,21 +304,6 @@ func groupKeyList() []string {
 	return names
 }
 
-// GroupReport is the JSON output of `dlqctl group`.
-type GroupReport struct {
-	Queue     string           `json:"queue,omitempty"`
-	By        []string         `json:"by"`
-	Selection string           `json:"selection"`
-	Read      int              `json:"read"`
-	Matched   int              `json:"matched"`
-	Complete  bool             `json:"complete"`
-	Depth     int              `json:"depth,omitempty"`
-	Note      string           `json:"note,omitempty"`
-	Groups    []*inspect.Group `json:"groups"`
-	// FilterErrors: messages the --filter or a rule failed on (left out).
-	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
-}
-
 func groupRun(ctx context.Context, opts *GroupOptions) (retErr error) {
 	f := opts.F
 	keys, err := inspect.ParseGroupKeys(opts.By)
@@ -370,7 +356,7 @@ func groupRun(ctx context.Context, opts *GroupOptions) (retErr error) {
 	if !rr.Complete && rr.Queue != nil {
 		inspect.AddEstimates(groups, rr.Read, rr.Depth)
 	}
-	rep := &GroupReport{By: make([]string, len(keys)), Selection: sel.Describe(), Read: rr.Read, Matched: g.Total(),
+	rep := &report.GroupReport{By: make([]string, len(keys)), Selection: sel.Describe(), Read: rr.Read, Matched: g.Total(),
 		Complete: rr.Complete, Depth: rr.Depth, Note: rr.Note, Groups: groups, FilterErrors: fe}
 	if rr.Queue != nil {
 		rep.Queue = rr.Queue.ID()
@@ -379,74 +365,6 @@ func groupRun(ctx context.Context, opts *GroupOptions) (retErr error) {
 		rep.By[i] = k.Name
 	}
 	f.IO.Infof("%s", describeRead(rr, g.Total(), sel))
-	return printGroups(f, rep, now)
-}
-
-func printGroups(f *Factory, rep *GroupReport, now time.Time) error {
-	if done, err := writeStructured(f, rep, rep.Groups); done {
-		return err
-	}
-	if len(rep.Groups) == 0 {
-		f.IO.Infof("no messages")
-		return nil
-	}
-	estimated := false
-	for _, g := range rep.Groups {
-		estimated = estimated || g.Estimate != nil
-	}
-	var headers []string
-	for _, k := range rep.By {
-		headers = append(headers, strings.ReplaceAll(strings.ToUpper(output.Truncate(k, 24)), "_", " "))
-	}
-	headers = append(headers, "COUNT", "SHARE")
-	if estimated {
-		headers = append(headers, "EST. TOTAL (95%)")
-	}
-	headers = append(headers, "OLDEST", "EXPIRES", "RECV", "EXAMPLES")
-	t := output.NewTable(f.IO, headers...)
-	for _, g := range rep.Groups {
-		var row []string
-		for _, v := range g.Values {
-			row = append(row, output.Truncate(v, 72))
-		}
-		row = append(row, fmt.Sprint(g.Count), fmt.Sprintf("%.1f%%", 100*g.Share))
-		if estimated {
-			row = append(row, estimateCell(g.Estimate))
-		}
-		row = append(row, ageCell(now, g.OldestSentAt), expiryCell(now, g.SoonestExpiry), recvCell(g),
-			strings.Join(g.Examples, " "))
-		t.Row(row...)
-	}
-	return t.Render()
-}
-
-func estimateCell(e *inspect.Estimate) string {
-	if e == nil {
-		return ""
-	}
-	return fmt.Sprintf("~%d (%d–%d)", e.Total, e.Low, e.High)
-}
-
-func ageCell(now, sent time.Time) string {
-	if sent.IsZero() {
-		return "-"
-	}
-	return output.Duration(now.Sub(sent))
-}
-
-func expiryCell(now, exp time.Time) string {
-	if exp.IsZero() {
-		return "-"
-	}
-	if !exp.After(now) {
-		return "expired"
-	}
-	return "in " + output.Duration(exp.Sub(now))
-}
-
-func recvCell(g *inspect.Group) string {
-	if g.ReceiveCount.Min == g.ReceiveCount.Max {
-		return fmt.Sprint(g.ReceiveCount.Min)
-	}
-	return fmt.Sprintf("%d-%d", g.ReceiveCount.Min, g.ReceiveCount.Max)
+	format, _ := f.Format()
+	return report.WriteGroups(f.IO, format, rep, now)
 }

@@ -15,4 +15,12 @@ type (
 	RestoreSummary = report.RestoreSummary
 	// RestorePlanOutput is the JSON of restore --dry-run.
 	RestorePlanOutput = report.RestorePlanOutput
+	// GroupReport is the JSON output of group.
+	GroupReport = report.GroupReport
+	// ClassifyReport is the JSON output of classify --summary.
+	ClassifyReport = report.ClassifyReport
+	// ClassSummary is one row of ClassifyReport.
+	ClassSummary = report.ClassSummary
+	// ExplainReport is the JSON output of classify --explain.
+	ExplainReport = report.ExplainReport
 )

@@ -15,6 +15,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
+	"github.com/dlqctl/dlqctl/pkg/report"
 )
 
 // SampleOptions are the inputs of `dlqctl sample`.
@@ -197,7 +198,7 @@ func printRecords(f *Factory, recs []record.Record) error {
 				event += fmt.Sprintf(" v%v", r.Envelope.EventVersion)
 			}
 		}
-		errText := errorCell(&r) // also "(logs: no log line mentions this message)"
+		errText := report.ErrorCell(&r) // also "(logs: no log line mentions this message)"
 		src := record.ARNName(r.System.SourceQueueARN, "sqs")
 		if k := r.System.Kafka; k != nil && k.Origin != nil {
 			src = k.Origin.Topic

@@ -28,6 +28,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
+	"github.com/dlqctl/dlqctl/pkg/report"
 	"github.com/dlqctl/dlqctl/pkg/ui"
 )
 
@@ -524,7 +525,7 @@ func (b *uiBackend) Describe(rec *record.Record) ui.Detail {
 	}
 	found := b.rules.Explain(&r, parsed)
 	var ex bytes.Buffer
-	writeExplanation(&ex, r, found, classify.DefaultMinConfidence, b.redactor)
+	report.WriteExplanation(&ex, r, found, classify.DefaultMinConfidence, b.redactor)
 	d.Explain = ex.String()
 	d.Origin = r.SourceQueue()
 	if d.Origin == "" {
