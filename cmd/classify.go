@@ -228,11 +228,11 @@ func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.S
 	if err != nil {
 		return err
 	}
-	defer func() { retErr = rr.finish(retErr) }()
+	defer func() { retErr = rr.Finish(retErr) }()
 	if _, err := endSelection(f, sel, "are not listed"); err != nil {
 		return err
 	}
-	f.IO.Infof("%s", describeRead(rr, matched, sel))
+	f.IO.Infof("%s", rr.Describe(matched, sel.Describe()))
 	switch format {
 	case output.NDJSON:
 		return nil
@@ -278,7 +278,7 @@ func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classif
 	if err != nil {
 		return err
 	}
-	defer func() { retErr = rr.finish(retErr) }()
+	defer func() { retErr = rr.Finish(retErr) }()
 	fe, err := endSelection(f, sel, "are not counted in any class")
 	if err != nil {
 		return err
@@ -293,7 +293,7 @@ func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classif
 	if rr.Queue != nil {
 		rep.Queue = rr.Queue.ID()
 	}
-	f.IO.Infof("%s", describeRead(rr, g.Total(), sel))
+	f.IO.Infof("%s", rr.Describe(g.Total(), sel.Describe()))
 	format, _ := f.Format()
 	return report.WriteClassifySummary(f.IO, format, rep, now)
 }
@@ -325,7 +325,7 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	if err != nil {
 		return err
 	}
-	defer func() { retErr = rr.finish(retErr) }()
+	defer func() { retErr = rr.Finish(retErr) }()
 	if found == nil {
 		where := "the input"
 		if rr.Queue != nil {
