@@ -2,17 +2,9 @@ package cmd
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strings"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/service/iam"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/spf13/cobra"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
@@ -215,111 +207,36 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 	return nil
 }
 
-// doctorAWS checks the AWS side: region, credentials, endpoints, identity,
-// and the IAM permissions on sqsQueues, the bucket and the log groups.
+// doctorAWS checks the AWS side (doctor.AWS) with the factory's
+// configuration and clients.
 func doctorAWS(ctx context.Context, opts *DoctorOptions, sqsQueues []string, rep *doctor.Report) {
 	f := opts.F
-
-	// Region, and where it came from.
 	region, regionSource := doctor.RegionInUse(ctx, f.Opts.Region, profileInUse(f.Opts.Profile))
 	cfg, cfgErr := f.AWSConfig(ctx)
-	if cfgErr == nil {
-		region = cfg.Region
-	}
-	rep.Region, rep.RegionSource = region, regionSource
-	switch {
-	case region == "":
-		rep.Add(doctor.Check{Name: "region", Status: doctor.Fail, Detail: "no AWS region: not in --region, AWS_REGION, AWS_DEFAULT_REGION or the profile",
-			Fix: "export AWS_REGION=REGION (the DLQ's region) or pass --region"})
-	default:
-		rep.Add(doctor.Check{Name: "region", Status: doctor.OK, Detail: region + " (from " + regionSource + ")"})
-	}
-
-	// Credentials.
-	var creds doctor.Credentials
-	credsKnown := false
-	switch {
-	case cfgErr != nil && region == "":
-		rep.Add(doctor.Check{Name: "credentials", Status: doctor.NotChecked, Detail: "not checked: no region to load the AWS configuration with"})
-	case cfgErr != nil:
-		rep.Add(doctor.Check{Name: "credentials", Status: doctor.Fail, Detail: cfgErr.Error(), Fix: "see the message; 'dlqctl help iam' lists what each command needs"})
-	case cfg.Credentials == nil:
-		rep.Add(doctor.Check{Name: "credentials", Status: doctor.Fail, Detail: "no credentials provider", Fix: "set AWS_PROFILE or --profile"})
-	default:
-		v, err := cfg.Credentials.Retrieve(ctx)
-		if err != nil {
-			rep.Add(doctor.Check{Name: "credentials", Status: doctor.Fail, Detail: credentialError(err, profileInUse(f.Opts.Profile)).Error()})
-			break
-		}
-		creds = doctor.Credentials{Source: v.Source, AccessKeyID: v.AccessKeyID, Session: v.SessionToken != ""}
-		credsKnown = true
-		d := creds.Kind() + " from " + v.Source
-		if p := profileInUse(f.Opts.Profile); p != "" {
-			d += ", profile " + p
-		}
-		if v.CanExpire {
-			d += fmt.Sprintf(", expire in %s", time.Until(v.Expires).Round(time.Minute))
-		}
-		rep.Add(doctor.Check{Name: "credentials", Status: doctor.OK, Detail: d})
-	}
-
-	// Endpoints, against the credentials.
-	sqsEP := firstSet(f.sqsEndpointFlag(), os.Getenv("AWS_ENDPOINT_URL_SQS"), os.Getenv("AWS_ENDPOINT_URL"))
-	s3EP := f.s3EndpointOverride()
-	overrides := doctor.EndpointOverrides([]doctor.Endpoint{{Name: "--endpoint-url", Value: f.Opts.EndpointURL},
-		{Name: "--sqs-endpoint-url", Value: f.Opts.SQSEndpointURL}, {Name: "--s3-endpoint-url", Value: f.Opts.S3EndpointURL}}, os.Environ())
-	rep.Add(doctor.EnvironmentCheck(sqsEP, s3EP, overrides, creds, credsKnown))
-
-	// Identity.
-	if cfgErr == nil && credsKnown {
-		stsEP := firstSet(os.Getenv("AWS_ENDPOINT_URL_STS"), os.Getenv("AWS_ENDPOINT_URL"))
-		if sqsEP != "" && doctor.EndpointKind(sqsEP) == "local" && stsEP == "" {
-			rep.Add(doctor.Check{Name: "identity", Status: doctor.NotChecked, Action: "sts:GetCallerIdentity",
-				Detail: "not checked: SQS is a local stack and STS would be AWS's own (set AWS_ENDPOINT_URL_STS to the stack's STS to check it)"})
-		} else {
-			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			stsC := sts.NewFromConfig(cfg, func(o *sts.Options) { o.Retryer = retry.AddWithMaxAttempts(retry.NewStandard(), 2) })
-			rep.Add(doctor.Identity(cctx, stsC, rep))
-			cancel()
-		}
-	}
-
-	// Permissions.
-	if cfgErr == nil && credsKnown && (len(sqsQueues) > 0 || opts.Archive != "" || len(opts.Logs) > 0) {
-		p := &doctor.Prober{Region: region, Roles: opts.Roles, Principal: rep.Principal, Parse: parseQueueRef}
-		if len(sqsQueues) > 0 || len(sqsQueues) == len(opts.Queues) {
-			p.SQS = awssqs.NewFromConfig(cfg, func(o *awssqs.Options) {
-				o.Retryer = retry.AddWithMaxAttempts(retry.NewStandard(), 3)
-				if e := f.sqsEndpointFlag(); e != "" {
-					o.BaseEndpoint = aws.String(e)
-				}
-			})
-		}
-		if rep.Principal != "" {
-			// IAM's policy simulator, for what no harmless call proves
-			// (AWS_ENDPOINT_URL_IAM is honoured by the SDK).
-			p.IAM = iam.NewFromConfig(cfg, func(o *iam.Options) { o.Retryer = retry.AddWithMaxAttempts(retry.NewStandard(), 3) })
-		}
-		t := doctor.Targets{Queues: sqsQueues, To: opts.To, LogGroups: opts.Logs}
-		if opts.Archive != "" {
-			bucket, prefix, _ := strings.Cut(strings.TrimPrefix(opts.Archive, "s3://"), "/")
-			t.Bucket, t.Prefix = bucket, prefix
-			var s3c *s3.Client
-			var err error
-			if s3c, err = f.S3For(ctx, bucket); err != nil {
-				s3c, err = f.S3(ctx)
+	env := doctor.AWSEnv{
+		Config: cfg, ConfigErr: cfgErr, Region: region, RegionSource: regionSource, Profile: profileInUse(f.Opts.Profile),
+		SQSEndpoint:     firstSet(f.sqsEndpointFlag(), os.Getenv("AWS_ENDPOINT_URL_SQS"), os.Getenv("AWS_ENDPOINT_URL")),
+		S3Endpoint:      f.s3EndpointOverride(),
+		STSEndpoint:     firstSet(os.Getenv("AWS_ENDPOINT_URL_STS"), os.Getenv("AWS_ENDPOINT_URL")),
+		SQSEndpointFlag: f.sqsEndpointFlag(),
+		Overrides: doctor.EndpointOverrides([]doctor.Endpoint{{Name: "--endpoint-url", Value: f.Opts.EndpointURL},
+			{Name: "--sqs-endpoint-url", Value: f.Opts.SQSEndpointURL}, {Name: "--s3-endpoint-url", Value: f.Opts.S3EndpointURL}}, os.Environ()),
+		CredentialError: func(err error) error { return credentialError(err, profileInUse(f.Opts.Profile)) },
+		Parse:           parseQueueRef,
+		S3: func(ctx context.Context, bucket string) (doctor.S3API, bool) {
+			c, err := f.S3For(ctx, bucket)
+			if err != nil {
+				c, err = f.S3(ctx)
 			}
-			if err == nil {
-				p.S3 = s3c
-			}
-		}
-		if len(opts.Logs) > 0 {
-			if lc, err := f.Logs(ctx); err == nil {
-				p.Logs = lc
-			}
-		}
-		p.Run(ctx, t, rep)
+			return c, err == nil
+		},
+		Logs: func(ctx context.Context) (doctor.LogsAPI, bool) {
+			c, err := f.Logs(ctx)
+			return c, err == nil
+		},
 	}
+	doctor.AWS(ctx, env, doctor.AWSTargets{Queues: sqsQueues, SQS: len(sqsQueues) > 0 || len(sqsQueues) == len(opts.Queues),
+		Roles: opts.Roles, To: opts.To, Archive: opts.Archive, LogGroups: opts.Logs}, rep)
 }
 
 func firstSet(vs ...string) string {
