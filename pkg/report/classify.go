@@ -108,18 +108,10 @@ func WriteClassifySummary(s *output.IOStreams, format output.Format, rep *Classi
 	for _, c := range rep.Classes {
 		estimated = estimated || c.Estimate != nil
 	}
-	headers := []string{"CLASS", "ACTION", "COUNT", "SHARE"}
-	if estimated {
-		headers = append(headers, "EST. TOTAL (95%)")
-	}
-	headers = append(headers, "OLDEST", "EXPIRES", "RULES", "EXAMPLES")
+	headers := append(append([]string{"CLASS", "ACTION"}, countColumns(estimated)...), "RULES", "EXAMPLES")
 	t := output.NewTable(s, headers...)
 	for _, c := range rep.Classes {
-		row := []string{c.Class, c.Action, fmt.Sprint(c.Count), fmt.Sprintf("%.1f%%", 100*c.Share)}
-		if estimated {
-			row = append(row, EstimateCell(c.Estimate))
-		}
-		row = append(row, AgeCell(now, c.OldestSentAt), ExpiryCell(now, c.SoonestExpiry), RuleCounts(c.Rules), strings.Join(c.Examples, " "))
+		row := append(append([]string{c.Class, c.Action}, countCells(c.Group, estimated, now)...), RuleCounts(c.Rules), strings.Join(c.Examples, " "))
 		t.Row(row...)
 	}
 	return t.Render()
