@@ -247,10 +247,7 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 		return openErr(err)
 	}
 	if pw, ok := ep.(broker.PeekWarner); ok {
-		for _, w := range pw.PeekWarnings() {
-			if caps.Ordering == broker.OrderGroupLock && opts.Delete && strings.Contains(w, "is FIFO") {
-				continue // --delete consumes what it archives; groups unlock part by part
-			}
+		for _, w := range archive.PeekWarnings(pw.PeekWarnings(), caps, opts.Delete) {
 			f.IO.Warnf("%s", w)
 		}
 	}
@@ -262,14 +259,12 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	}
 	hl, limited := ep.(broker.HeldLimiter)
 	if limited {
-		n, why := hl.HeldLimit(opts.Delete)
-		aopts.MaxHeld = n
-		switch {
-		case opts.Delete && aopts.PartRecords > n:
-			f.Verbosef("parts close at %d records (%s)", n, why)
-			aopts.PartRecords = n
-		case !opts.Delete && depth.Ready > int64(n):
-			f.IO.Warnf("%s holds %d messages; without --delete an archive holds every message it reads until the end, and %s: the archive will be partial", ep.Name(), depth.Ready, why)
+		note, warn := aopts.FitHeldLimit(hl, ep.Name(), depth.Ready)
+		if note != "" {
+			f.Verbosef("%s", note)
+		}
+		if warn != "" {
+			f.IO.Warnf("%s", warn)
 		}
 	}
 	if sel != nil {
