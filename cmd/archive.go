@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -14,8 +13,8 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/archive"
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/report"
 )
 
 // ArchiveOptions are the inputs of `dlqctl archive`.
@@ -178,7 +177,7 @@ func (o *ArchiveOptions) validate() error {
 		return errs.BadInputf("--to: %v", err)
 	}
 	o.Dest = dest
-	size, err := parseSize(o.PartSizeRaw)
+	size, err := archive.ParseSize(o.PartSizeRaw)
 	if err != nil {
 		return errs.BadInputf("--part-size %q: %v; use a size such as 16MiB or 1GiB", o.PartSizeRaw, err)
 	}
@@ -210,26 +209,6 @@ func (o *ArchiveOptions) validate() error {
 	}
 	_, err = o.Selection.Selector()
 	return err
-}
-
-// parseSize reads 123, 64KiB, 64MiB, 1GiB, 10MB, 1GB (case-insensitive).
-func parseSize(s string) (int64, error) {
-	t := strings.TrimSpace(strings.ToLower(s))
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"b", 1}} {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseFloat(t, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("not a size")
-	}
-	return int64(n * float64(mult)), nil
 }
 
 func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
@@ -268,10 +247,7 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 		return openErr(err)
 	}
 	if pw, ok := ep.(broker.PeekWarner); ok {
-		for _, w := range pw.PeekWarnings() {
-			if caps.Ordering == broker.OrderGroupLock && opts.Delete && strings.Contains(w, "is FIFO") {
-				continue // --delete consumes what it archives; groups unlock part by part
-			}
+		for _, w := range archive.PeekWarnings(pw.PeekWarnings(), caps, opts.Delete) {
 			f.IO.Warnf("%s", w)
 		}
 	}
@@ -283,14 +259,12 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	}
 	hl, limited := ep.(broker.HeldLimiter)
 	if limited {
-		n, why := hl.HeldLimit(opts.Delete)
-		aopts.MaxHeld = n
-		switch {
-		case opts.Delete && aopts.PartRecords > n:
-			f.Verbosef("parts close at %d records (%s)", n, why)
-			aopts.PartRecords = n
-		case !opts.Delete && depth.Ready > int64(n):
-			f.IO.Warnf("%s holds %d messages; without --delete an archive holds every message it reads until the end, and %s: the archive will be partial", ep.Name(), depth.Ready, why)
+		note, warn := aopts.FitHeldLimit(hl, ep.Name(), depth.Ready)
+		if note != "" {
+			f.Verbosef("%s", note)
+		}
+		if warn != "" {
+			f.IO.Warnf("%s", warn)
 		}
 	}
 	if sel != nil {
@@ -324,16 +298,16 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	}
 	if opts.Delete {
 		if err := confirm(f,
-			fmt.Sprintf("Archive %s from %s (%d %s) to %s and %s once its part is verified?", limitedWhat(sel.Describe(), 0, opts.Max), ep.Name(), depth.Ready, waitingWord(caps), opts.Dest, removalWords(caps)),
-			fmt.Sprintf("archive --delete %s; pass --yes to confirm (see what would be archived with --dry-run)", removedWords(caps, ep.Name())),
+			fmt.Sprintf("Archive %s from %s (%d %s) to %s and %s once its part is verified?", limitedWhat(sel.Describe(), 0, opts.Max), ep.Name(), depth.Ready, report.WaitingWord(caps), opts.Dest, report.RemovalWords(caps)),
+			fmt.Sprintf("archive --delete %s; pass --yes to confirm (see what would be archived with --dry-run)", report.RemovedWords(caps, ep.Name())),
 			"archive --delete not confirmed; nothing was changed"); err != nil {
 			return err
 		}
 	}
 	prog := output.NewProgress(f.IO, format)
-	rep := &archiveReporter{f: f, prog: prog, start: time.Now(), total: depth.Ready}
+	rep := &report.ArchiveReporter{IO: f.IO, Prog: prog, Start: time.Now(), Total: depth.Ready, Verbosef: f.Verbosef}
 	if opts.Max > 0 {
-		rep.total = min(rep.total, int64(opts.Max))
+		rep.Total = min(rep.Total, int64(opts.Max))
 	}
 	aopts.Reporter = rep
 	res, runErr := archive.Run(ctx, ep, api, aopts)
@@ -341,7 +315,7 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	if res == nil {
 		return runEndErr(runErr)
 	}
-	if err := printArchiveSummary(f, prog, format, res, runErr); err != nil {
+	if err := report.WriteArchiveSummary(f.IO, prog, format, res, runErr); err != nil {
 		return err
 	}
 	if runErr == nil && opts.DeleteRecords {
@@ -361,39 +335,6 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 		}
 	}
 	return runEndErr(runErr)
-}
-
-// waitingWord names what a broker's ready count counts, for prompts.
-func waitingWord(caps broker.Capabilities) string {
-	switch {
-	case caps.Removal == broker.RemoveCommitOffset:
-		return "pending"
-	case caps.Hold == broker.HoldLease:
-		return "visible"
-	}
-	return "ready"
-}
-
-// removalWords says how a handled message leaves the queue on this
-// broker, for the archive --delete prompt ("... and <words> once its part
-// is verified?").
-func removalWords(caps broker.Capabilities) string {
-	switch {
-	case caps.Removal == broker.RemoveCommitOffset:
-		return "commit dlqctl's consumer group past each record"
-	case caps.Hold == broker.HoldLease:
-		return "delete each from the queue"
-	}
-	return "acknowledge each"
-}
-
-// removedWords says what archive --delete changes on the broker, for the
-// sentence that asks for --yes.
-func removedWords(caps broker.Capabilities, name string) string {
-	if caps.Removal == broker.RemoveCommitOffset {
-		return "moves dlqctl's consumer group's committed offsets on " + name + " past what it archives"
-	}
-	return "removes archived messages from " + name
 }
 
 // openErr maps an error met while looking at the queue, before anything
@@ -416,166 +357,6 @@ func runEndErr(err error) error {
 	return err
 }
 
-// archiveReporter renders archive progress: the shared progress bar /
-// NDJSON progress events, plus one "part" event per verified part.
-type archiveReporter struct {
-	f     *Factory
-	prog  *output.Progress
-	start time.Time
-	total int64
-	last  archive.Stats
-}
-
-func (r *archiveReporter) stats(s archive.Stats) output.Stats {
-	el := time.Since(r.start).Seconds()
-	st := output.Stats{Op: "archive", Done: int64(s.Archived), Total: r.total, Skipped: int64(s.Received - s.Selected), Elapsed: el}
-	if el > 0 {
-		st.Rate = float64(s.Archived) / el
-	}
-	return st
-}
-
-func (r *archiveReporter) Progress(s archive.Stats) {
-	r.last = s
-	r.prog.Update(r.stats(s), false)
-}
-
-// ArchivePartEvent is the NDJSON event for a verified part.
-type ArchivePartEvent struct {
-	Type string `json:"type"` // "part"
-	archive.Part
-}
-
-func (r *archiveReporter) PartDone(p archive.Part) {
-	if r.prog.NDJSON() {
-		_ = output.NewNDJSON(r.f.IO.Out).Write(ArchivePartEvent{Type: "part", Part: p})
-		return
-	}
-	r.f.Verbosef("verified %s: %d records, %d bytes, sha256 %s", p.Key, p.Records, p.Bytes, p.SHA256)
-}
-
-func (r *archiveReporter) Warn(msg string) {
-	r.prog.Done()
-	r.f.IO.Warnf("%s", msg)
-}
-
-// ArchiveSummary is the JSON summary of a run (-o json, NDJSON summary).
-type ArchiveSummary struct {
-	Status     string                  `json:"status"`
-	Manifest   string                  `json:"manifest,omitempty"` // s3:// URI
-	Stats      archive.Stats           `json:"stats"`
-	NotDeleted []archive.FailedMessage `json:"not_deleted,omitempty"`
-	Error      string                  `json:"error,omitempty"`
-	// CountsNote: the queue's approximate counts at the end, when they
-	// disagreed with what the run saw (advisory).
-	CountsNote string `json:"counts_note,omitempty"`
-	// Share is this process's share of a shared run (--rate-share I/N);
-	// InFlightAtPeers what its peers held when it ended (theirs).
-	Share           string `json:"rate_share,omitempty"`
-	InFlightAtPeers int    `json:"in_flight_at_peers,omitempty"`
-	// FilterErrors: messages the --filter or a rule failed on; not
-	// archived, they stay in the queue.
-	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
-	Run          *archive.Manifest     `json:"run"`
-}
-
-func printArchiveSummary(f *Factory, prog *output.Progress, format output.Format, res *archive.Result, runErr error) error {
-	m := res.Manifest
-	status := "completed"
-	switch {
-	case runErr != nil && errs.Code(runErr) == errs.ExitInterrupted:
-		status = "interrupted"
-	case runErr != nil && errs.Code(runErr) == errs.ExitPartial:
-		status = "partial" // exit 4: the report and the manifest's note say what is missing
-	case runErr != nil:
-		status = "failed"
-	case !m.Complete:
-		status = "stopped"
-	}
-	sum := ArchiveSummary{Status: status, Stats: res.Stats, NotDeleted: res.NotDeleted, Run: m, CountsNote: res.CountsNote,
-		Share: res.Share, InFlightAtPeers: res.InFlightAtPeers, FilterErrors: res.FilterErrors}
-	if errs.Code(runErr) != errs.ExitUsage {
-		warnFilterErrors(f, res.FilterErrors, "stay in the queue")
-	}
-	if res.ManifestKey != "" {
-		sum.Manifest = archive.Location{Bucket: m.Bucket, Key: res.ManifestKey}.String()
-	}
-	if runErr != nil {
-		sum.Error = runErr.Error()
-	}
-	switch format {
-	case output.JSON:
-		return output.WriteJSON(f.IO.Out, sum)
-	case output.NDJSON:
-		return prog.Summary(sum)
-	}
-	t := output.NewTable(f.IO, "", "")
-	t.Row("run", m.RunID)
-	t.Row("status", status)
-	t.Row("queue", m.Queue.Name)
-	t.Row("selection", m.Selection)
-	if sum.Manifest != "" {
-		t.Row("manifest", sum.Manifest)
-	} else if len(m.Parts) == 0 {
-		t.Row("manifest", "none (nothing was archived)")
-	}
-	t.Row("archived", fmt.Sprintf("%d message(s) in %d verified part(s), %s compressed (%s NDJSON)",
-		m.Totals.Records, m.Totals.Parts, humanBytes(m.Totals.Bytes), humanBytes(m.Totals.UncompressedBytes)))
-	if m.Deleted {
-		t.Row("deleted", fmt.Sprintf("%d from %s after verification", m.Totals.Deleted, m.Queue.Name))
-	} else {
-		t.Row("deleted", "none (without --delete every message was released)")
-	}
-	if n := res.Stats.Received - res.Stats.Selected; n > 0 {
-		t.Row("not selected", fmt.Sprintf("%d, released", n))
-	}
-	if fe := res.FilterErrors; fe != nil {
-		t.Row("filter errors", filterErrorsRow(fe, "released"))
-	}
-	if res.Stats.Duplicates > 0 {
-		t.Row("duplicates", fmt.Sprintf("%d repeated deliveries ignored", res.Stats.Duplicates))
-	}
-	for _, nd := range res.NotDeleted {
-		t.Row("not deleted", nd.MessageID+": "+nd.Reason)
-	}
-	if m.Note != "" {
-		t.Row("note", m.Note)
-	}
-	if sum.CountsNote != "" {
-		t.Row("counts", sum.CountsNote)
-	}
-	if res.Share != "" {
-		peers := "nothing was in flight at its peers when it ended"
-		if res.InFlightAtPeers > 0 {
-			peers = fmt.Sprintf("%d message(s) were in flight at its peers when it ended (their runs archive them)", res.InFlightAtPeers)
-		}
-		t.Row("shared", fmt.Sprintf("process %s: %s; the shared archive is complete when every process exits 0", res.Share, peers))
-	}
-	return t.Render()
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
-// ArchivePlanOutput is the JSON of --dry-run.
-type ArchivePlanOutput struct {
-	*archive.Plan
-	PartSize    int64 `json:"part_size"`
-	PartRecords int   `json:"part_records"`
-	// FilterErrors: messages the --filter or a rule failed on (would stay
-	// in the queue).
-	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
-}
-
 func archivePlan(ctx context.Context, f *Factory, ep broker.Endpoint, total int64, aopts archive.Options, format output.Format) error {
 	prog := output.NewProgress(f.IO, format)
 	pl, err := archive.DryRun(ctx, ep, aopts, func(seen int) {
@@ -588,193 +369,7 @@ func archivePlan(ctx context.Context, f *Factory, ep broker.Endpoint, total int6
 	if err != nil {
 		return err
 	}
-	return printArchivePlan(f, prog, format, pl, aopts)
-}
-
-// printArchivePlan prints an archive dry run's plan (every broker).
-func printArchivePlan(f *Factory, prog *output.Progress, format output.Format, pl *archive.Plan, aopts archive.Options) error {
-	out := ArchivePlanOutput{Plan: pl, PartSize: aopts.PartSize, PartRecords: aopts.PartRecords}
-	if aopts.Select != nil {
-		out.FilterErrors = aopts.Select.Errors()
-		warnFilterErrors(f, out.FilterErrors, "would stay in the queue")
-	}
-	switch format {
-	case output.JSON:
-		return output.WriteJSON(f.IO.Out, out)
-	case output.NDJSON:
-		return prog.Summary(out)
-	}
-	t := output.NewTable(f.IO, "", "")
-	t.Row("dry run", "nothing was changed")
-	t.Row("queue", pl.Queue)
-	t.Row("to", pl.Destination)
-	t.Row("selection", pl.Selection)
-	t.Row("would archive", fmt.Sprintf("%d of %d message(s) read", pl.Selected, pl.Scanned))
-	if fe := out.FilterErrors; fe != nil {
-		t.Row("filter errors", filterErrorsRow(fe, "would stay in the queue"))
-	}
-	t.Row("bytes", fmt.Sprintf("%s compressed (%s NDJSON)", humanBytes(pl.Bytes), humanBytes(pl.UncompressedBytes)))
-	t.Row("parts", fmt.Sprintf("%d (at most %s or %d records each)", pl.Parts, humanBytes(aopts.PartSize), aopts.PartRecords))
-	if pl.Delete {
-		t.Row("then", fmt.Sprintf("delete each archived message from %s once its part is verified", pl.Queue))
-	} else {
-		t.Row("then", "release every message (no --delete)")
-	}
-	if pl.Note != "" {
-		t.Row("note", pl.Note)
-	}
-	return t.Render()
-}
-
-// ---- archive verify ----
-
-// ArchiveVerifyOptions are the inputs of `dlqctl archive verify`.
-type ArchiveVerifyOptions struct {
-	F        *Factory
-	Manifest string
-}
-
-func newCmdArchiveVerify(f *Factory, runF func(context.Context, *ArchiveVerifyOptions) error) *cobra.Command {
-	opts := &ArchiveVerifyOptions{F: f}
-	return &cobra.Command{
-		Use:   "verify MANIFEST",
-		Short: "Re-read an archive and check every part against its manifest",
-		Long: withExitCodes(`Re-read every part of an archive run and check it: size and SHA-256 equal
-the manifest's, the part is valid gzip, every line parses as a message record
-whose body matches its body_sha256, and the record count and first/last
-message ids equal the manifest's. Exit 0 when everything matches, 3 with the
-list of what is wrong otherwise.
-
-MANIFEST names a run: s3://BUCKET/…/run=<id>/_manifest.json or the run's
-folder s3://BUCKET/…/run=<id>/, or a local copy (the manifest, or the
-folder with the run's parts downloaded next to it). A folder or prefix
-holding several runs (…/queue=<name>/, …/dt=<day>/, PREFIX/) verifies every
-run under it: -o json prints {"ok", "runs": [one report per run]}, -o ndjson
-one summary event per run. A run written by an older dlqctl
-(…/<yyyy>/<mm>/<dd>/<run-id>/manifest.json) verifies the same way.`),
-		Example: `  dlqctl archive verify s3://acme-dlq-archive/prod/queue=orders-dlq/dt=2026-11-30/run=20261130T031500Z-ab12cd34/
-  dlqctl archive verify s3://acme-dlq-archive/prod/queue=orders-dlq/dt=2026-11-30/run=20261130T031500Z-ab12cd34/_manifest.json
-  dlqctl archive verify s3://acme-dlq-archive/prod/queue=orders-dlq/      # every run of the queue
-  dlqctl archive verify ./restore-me/ -o json`,
-		Args: exactArgs(1, "one archive run or folder of runs (s3://BUCKET/…/run=<id>/, its _manifest.json, a queue=/dt= prefix, or a local copy)"),
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.Manifest = args[0]
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
-			return archiveVerifyRun(c.Context(), opts)
-		},
-	}
-}
-
-func archiveVerifyRun(ctx context.Context, opts *ArchiveVerifyOptions) error {
-	f := opts.F
-	in, err := archiveInput(ctx, f, opts.Manifest)
-	if err != nil {
-		return err
-	}
-	format, _ := f.Format()
-	var nd *output.NDJSONWriter
-	if format == output.NDJSON {
-		nd = output.NewNDJSON(f.IO.Out)
-	}
-	var reps []*archive.VerifyReport
-	for _, ref := range in.Refs {
-		rep, err := archive.VerifyArchive(ctx, ref, func(pc archive.PartCheck) {
-			if nd != nil {
-				_ = nd.Write(struct {
-					Type string `json:"type"`
-					archive.PartCheck
-				}{"part", pc})
-			}
-		})
-		if err != nil {
-			return err
-		}
-		reps = append(reps, rep)
-		if nd != nil {
-			// One summary per run (each names its manifest).
-			if err := nd.Write(struct {
-				Type string `json:"type"`
-				*archive.VerifyReport
-			}{"summary", rep}); err != nil {
-				return err
-			}
-		}
-	}
-	switch format {
-	case output.JSON:
-		var v any = reps[0]
-		if len(reps) > 1 {
-			v = ArchiveVerifyRuns{OK: allOK(reps), Runs: reps}
-		}
-		if err := output.WriteJSON(f.IO.Out, v); err != nil {
-			return err
-		}
-	case output.NDJSON:
-	default:
-		t := output.NewTable(f.IO, "PART", "RECORDS", "BYTES", "SHA256", "STATUS")
-		for _, rep := range reps {
-			for _, pc := range rep.Parts {
-				st := "ok"
-				if !pc.OK {
-					st = "FAIL: " + strings.Join(pc.Problems, "; ")
-				}
-				t.Row(pc.Key, strconv.Itoa(pc.Records), strconv.FormatInt(pc.Bytes, 10), output.Truncate(pc.SHA256, 16), st)
-			}
-		}
-		if err := t.Render(); err != nil {
-			return err
-		}
-		for _, rep := range reps {
-			for _, p := range rep.Problems {
-				f.IO.Warnf("%s: %s", rep.Manifest, p)
-			}
-		}
-	}
-	parts, records := 0, 0
-	var failed []string
-	for i, rep := range reps {
-		parts, records = parts+len(rep.Parts), records+rep.Records
-		if !rep.OK {
-			bad := 0
-			for _, pc := range rep.Parts {
-				if !pc.OK {
-					bad++
-				}
-			}
-			what := fmt.Sprintf("%d of %d part(s) do not match the manifest%s", bad, len(rep.Parts), map[bool]string{true: " and its totals are wrong", false: ""}[len(rep.Problems) > 0])
-			if len(reps) == 1 {
-				return errs.Verdictf("archive %s failed verification: %s", in.Refs[i].Name(), what)
-			}
-			failed = append(failed, in.Refs[i].Name()+": "+what)
-		}
-	}
-	switch {
-	case len(failed) > 0:
-		return errs.Verdictf("%d of %d archive runs under %s failed verification: %s", len(failed), len(reps), opts.Manifest, strings.Join(failed, "; "))
-	case len(reps) == 1:
-		f.IO.Infof("archive ok: %d part(s), %d record(s), every SHA-256 matches", parts, records)
-	default:
-		f.IO.Infof("archive ok: %d runs, %d part(s), %d record(s), every SHA-256 matches", len(reps), parts, records)
-	}
-	return nil
-}
-
-// ArchiveVerifyRuns is the JSON of `archive verify` over a folder holding
-// several runs (one run prints its VerifyReport alone).
-type ArchiveVerifyRuns struct {
-	OK   bool                    `json:"ok"`
-	Runs []*archive.VerifyReport `json:"runs"`
-}
-
-func allOK(reps []*archive.VerifyReport) bool {
-	for _, r := range reps {
-		if !r.OK {
-			return false
-		}
-	}
-	return true
+	return report.WriteArchivePlan(f.IO, prog, format, pl, aopts)
 }
 
 // archiveRef resolves an argument naming one archive run: an s3:// URI or

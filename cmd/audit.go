@@ -12,7 +12,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
-	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/report"
 )
 
 // AuditOptions are the inputs of `dlqctl audit`.
@@ -171,7 +171,8 @@ func auditRun(ctx context.Context, opts *AuditOptions) error {
 	if err != nil {
 		return endpointErr(err)
 	}
-	if err := printAudit(f, rep); err != nil {
+	format, _ := f.Format()
+	if err := report.WriteAudit(f.IO, format, rep); err != nil {
 		return err
 	}
 	for _, n := range rep.Notes {
@@ -202,49 +203,6 @@ func auditorsFor(ctx context.Context, f *Factory, opts *AuditOptions) (auditors 
 		}
 	}
 	return auditors, noun, done, err
-}
-
-func printAudit(f *Factory, rep *health.AuditReport) error {
-	if done, err := writeStructured(f, rep, rep.Findings); done {
-		return err
-	}
-	if !f.IO.OutTTY {
-		t := output.NewTable(f.IO)
-		for _, x := range rep.Findings {
-			t.Row(string(x.Severity), x.Queue, x.Check, x.Problem, x.Why, x.Fix.SetAttribute(), x.Fix.Terraform, x.Fix.Text)
-		}
-		return t.Render()
-	}
-	var b strings.Builder
-	for i, x := range rep.Findings {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		sev := fmt.Sprintf("%-5s", strings.ToUpper(string(x.Severity)))
-		head := fmt.Sprintf("%s  %s  %s", f.IO.Paint(output.SeverityStyle(string(x.Severity)), sev), x.Queue, x.Check)
-		if x.Related != "" {
-			head += "  (" + x.Related + ")"
-		}
-		if x.Sampled {
-			head += "  [sampled]"
-		}
-		fmt.Fprintf(&b, "%s\n  %s\n  why: %s\n", head, x.Problem, x.Why)
-		fix := x.Fix.Text
-		if a := x.Fix.SetAttribute(); a != "" {
-			fmt.Fprintf(&b, "  fix: SetQueueAttributes %s on %s\n", a, x.Fix.Queue)
-			if x.Fix.Terraform != "" {
-				fmt.Fprintf(&b, "       terraform: %s\n", x.Fix.Terraform)
-			}
-			fmt.Fprintf(&b, "       %s\n", fix)
-		} else {
-			fmt.Fprintf(&b, "  fix: %s\n", fix)
-		}
-		if x.Fix.Command != "" {
-			fmt.Fprintf(&b, "       run: %s\n", x.Fix.Command)
-		}
-	}
-	_, err := fmt.Fprint(f.IO.Out, b.String())
-	return err
 }
 
 // dayDuration is a duration flag that also accepts days: 7d, 1d12h, 36h.

@@ -2,9 +2,7 @@ package cmd
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,7 +10,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
-	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/report"
 )
 
 // CheckOptions are the inputs of `dlqctl check`.
@@ -183,7 +181,8 @@ func checkRun(ctx context.Context, opts *CheckOptions) error {
 	if opts.DefaultedVisible {
 		f.Verbosef("no threshold given: using --max-visible 0")
 	}
-	return printCheckReport(f, rep, ep.Name())
+	format, _ := f.Format()
+	return report.WriteCheck(f.IO, format, rep, ep.Name())
 }
 
 // closeEndpoint releases what an endpoint keeps open (a Kafka admin
@@ -200,50 +199,4 @@ func endpointErr(err error) error {
 	// Nothing was read or changed yet: unreachable, refused or missing
 	// is bad input (exit 2) on every broker.
 	return broker.StartError(err)
-}
-
-// formatValue renders a threshold value in its unit.
-func formatValue(r health.Result, v float64, isValue bool) string {
-	switch {
-	case r.Status == health.StatusUnknown && isValue:
-		return "?"
-	case r.Unit == "seconds":
-		return output.Duration(time.Duration(v * float64(time.Second)))
-	case strings.HasPrefix(r.Unit, "messages/"):
-		per := strings.TrimPrefix(r.Unit, "messages")
-		if isValue {
-			return fmt.Sprintf("%+.1f%s", v, per)
-		}
-		return fmt.Sprintf("%.0f%s", v, per)
-	}
-	return fmt.Sprintf("%.0f", v)
-}
-
-// printCheckReport prints a check report and turns breaches into exit 3.
-func printCheckReport(f *Factory, rep *health.CheckReport, name string) error {
-	format, _ := f.Format()
-	var err error
-	switch format {
-	case output.JSON:
-		err = output.WriteJSON(f.IO.Out, rep)
-	case output.NDJSON:
-		err = output.NewNDJSON(f.IO.Out).Write(rep)
-	default:
-		t := output.NewTable(f.IO, "STATUS", "THRESHOLD", "VALUE", "LIMIT", "DETAIL")
-		for _, r := range rep.Results {
-			t.Row(r.Status, r.Name, formatValue(r, r.Value, true), formatValue(r, r.Limit, false), r.Detail)
-		}
-		err = t.Render()
-	}
-	if err != nil {
-		return err
-	}
-	if b := rep.Breaches(); len(b) > 0 {
-		names := make([]string, len(b))
-		for i, r := range b {
-			names[i] = r.Name
-		}
-		return errs.Verdictf("%s: %d of %d threshold(s) breached: %s", name, len(b), len(rep.Results), strings.Join(names, ", "))
-	}
-	return nil
 }

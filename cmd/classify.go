@@ -3,8 +3,6 @@ package cmd
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
+	"github.com/dlqctl/dlqctl/pkg/report"
 )
 
 // ClassifyOptions are the inputs of `dlqctl classify`.
@@ -229,11 +228,11 @@ func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.S
 	if err != nil {
 		return err
 	}
-	defer func() { retErr = rr.finish(retErr) }()
+	defer func() { retErr = rr.Finish(retErr) }()
 	if _, err := endSelection(f, sel, "are not listed"); err != nil {
 		return err
 	}
-	f.IO.Infof("%s", describeRead(rr, matched, sel))
+	f.IO.Infof("%s", rr.Describe(matched, sel.Describe()))
 	switch format {
 	case output.NDJSON:
 		return nil
@@ -247,75 +246,7 @@ func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.S
 		f.IO.Infof("no messages")
 		return nil
 	}
-	t := output.NewTable(f.IO, "ID", "CLASS", "ACTION", "RULE", "SOURCE", "EVENT", "ERROR")
-	for _, r := range recs {
-		t.Row(r.MessageID, r.Class, r.Action, r.Rule, record.ARNName(r.System.SourceQueueARN, "sqs"), eventCell(&r),
-			output.Truncate(errorCell(&r), 60))
-	}
-	return t.Render()
-}
-
-func eventCell(r *record.Record) string {
-	if r.Envelope == nil {
-		return ""
-	}
-	s := r.Envelope.EventType
-	if r.Envelope.EventVersion != nil {
-		s += fmt.Sprintf(" v%v", r.Envelope.EventVersion)
-	}
-	return s
-}
-
-func errorCell(r *record.Record) string {
-	if r.Failure == nil {
-		return ""
-	}
-	if src := r.Failure.Source; src != nil && src.Note != "" && !r.Failure.HasContext() {
-		return "(logs: " + src.Note + ")"
-	}
-	return strings.Trim(strings.TrimSpace(r.Failure.Type+": "+r.Failure.Reason), ": ")
-}
-
-// ClassSummary is one class/action row of `classify --summary`.
-type ClassSummary struct {
-	Class  string `json:"class"`
-	Action string `json:"action"`
-	*inspect.Group
-	// Rules counts the messages per matching rule.
-	Rules map[string]int `json:"rules"`
-	Note  string         `json:"note,omitempty"`
-}
-
-// rowNote is a summary row's note: the note of the rule that decided most
-// of its messages (ties: the rule name first in order). A row is not
-// labelled with the note of a rule that decided none of its messages.
-func rowNote(counts map[string]int, notes map[string]string) string {
-	best, bestN := "", 0
-	for rule, n := range counts {
-		if notes[rule] == "" {
-			continue
-		}
-		if n > bestN || n == bestN && rule < best {
-			best, bestN = rule, n
-		}
-	}
-	return notes[best]
-}
-
-// ClassifyReport is the JSON output of `classify --summary`.
-type ClassifyReport struct {
-	Queue     string          `json:"queue,omitempty"`
-	Rules     string          `json:"rules"`
-	Selection string          `json:"selection"`
-	Read      int             `json:"read"`
-	Matched   int             `json:"matched"`
-	Complete  bool            `json:"complete"`
-	Depth     int             `json:"depth,omitempty"`
-	Note      string          `json:"note,omitempty"`
-	Classes   []*ClassSummary `json:"classes"`
-	// FilterErrors: messages the --filter or a rule failed on (not
-	// counted in any class).
-	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
+	return report.WriteClassifyList(f.IO, recs)
 }
 
 func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classify.Selector, lk *logsLookup) (retErr error) {
@@ -329,8 +260,7 @@ func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classif
 		now = time.Now()
 	}
 	g := inspect.NewGrouper(keys, now)
-	byRule := map[[2]string]map[string]int{}
-	notes := map[string]string{}
+	tally := report.NewClassTally()
 	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) any {
 		ok, err := selectPrepared(sel, rec, parsed) // on the decoding goroutines
 		if err != nil {
@@ -342,99 +272,30 @@ func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classif
 			return nil
 		}
 		g.Add(rec, parsed)
-		k := [2]string{rec.Class, rec.Action}
-		if byRule[k] == nil {
-			byRule[k] = map[string]int{}
-		}
-		byRule[k][rec.Rule]++
+		tally.Add(rec)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	defer func() { retErr = rr.finish(retErr) }()
+	defer func() { retErr = rr.Finish(retErr) }()
 	fe, err := endSelection(f, sel, "are not counted in any class")
 	if err != nil {
 		return err
 	}
 	rules := sel.Rules()
-	for _, r := range rules.Rules {
-		if _, ok := notes[r.Name]; !ok && r.Note != "" {
-			notes[r.Name] = r.Note
-		}
-	}
-	if _, ok := notes[classify.DefaultRuleName]; !ok {
-		notes[classify.DefaultRuleName] = rules.Default.Note
-	}
 	groups := g.Groups()
 	if !rr.Complete && rr.Queue != nil {
 		inspect.AddEstimates(groups, rr.Read, rr.Depth)
 	}
-	rep := &ClassifyReport{Rules: rules.Source, Selection: sel.Describe(), Read: rr.Read, Matched: g.Total(),
-		Complete: rr.Complete, Depth: rr.Depth, Note: rr.Note, Classes: []*ClassSummary{}, FilterErrors: fe}
+	rep := &report.ClassifyReport{Rules: rules.Source, Selection: sel.Describe(), Read: rr.Read, Matched: g.Total(),
+		Complete: rr.Complete, Depth: rr.Depth, Note: rr.Note, Classes: tally.Classes(groups, rules), FilterErrors: fe}
 	if rr.Queue != nil {
 		rep.Queue = rr.Queue.ID()
 	}
-	for _, grp := range groups {
-		cls, act := grp.Values[0], grp.Values[1]
-		counts := byRule[[2]string{cls, act}]
-		rep.Classes = append(rep.Classes, &ClassSummary{Class: cls, Action: act, Group: grp, Rules: counts, Note: rowNote(counts, notes)})
-	}
-	f.IO.Infof("%s", describeRead(rr, g.Total(), sel))
-	if done, err := writeStructured(f, rep, rep.Classes); done {
-		return err
-	}
-	if len(rep.Classes) == 0 {
-		f.IO.Infof("no messages")
-		return nil
-	}
-	estimated := false
-	for _, c := range rep.Classes {
-		estimated = estimated || c.Estimate != nil
-	}
-	headers := []string{"CLASS", "ACTION", "COUNT", "SHARE"}
-	if estimated {
-		headers = append(headers, "EST. TOTAL (95%)")
-	}
-	headers = append(headers, "OLDEST", "EXPIRES", "RULES", "EXAMPLES")
-	t := output.NewTable(f.IO, headers...)
-	for _, c := range rep.Classes {
-		row := []string{c.Class, c.Action, fmt.Sprint(c.Count), fmt.Sprintf("%.1f%%", 100*c.Share)}
-		if estimated {
-			row = append(row, estimateCell(c.Estimate))
-		}
-		row = append(row, ageCell(now, c.OldestSentAt), expiryCell(now, c.SoonestExpiry), ruleCounts(c.Rules), strings.Join(c.Examples, " "))
-		t.Row(row...)
-	}
-	return t.Render()
-}
-
-// ruleCounts renders {"a":2,"b":1} as "a:2 b:1", largest first.
-func ruleCounts(m map[string]int) string {
-	type rc struct {
-		name string
-		n    int
-	}
-	var l []rc
-	for k, v := range m {
-		l = append(l, rc{k, v})
-	}
-	for i := 1; i < len(l); i++ {
-		for j := i; j > 0 && (l[j].n > l[j-1].n || l[j].n == l[j-1].n && l[j].name < l[j-1].name); j-- {
-			l[j], l[j-1] = l[j-1], l[j]
-		}
-	}
-	parts := make([]string, len(l))
-	for i, x := range l {
-		parts[i] = fmt.Sprintf("%s:%d", x.name, x.n)
-	}
-	return strings.Join(parts, " ")
-}
-
-// ExplainReport is the JSON output of `classify --explain`.
-type ExplainReport struct {
-	MessageID string `json:"message_id"`
-	*classify.Explanation
+	f.IO.Infof("%s", rr.Describe(g.Total(), sel.Describe()))
+	format, _ := f.Format()
+	return report.WriteClassifySummary(f.IO, format, rep, now)
 }
 
 func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rules, lk *logsLookup) (retErr error) {
@@ -464,7 +325,7 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	if err != nil {
 		return err
 	}
-	defer func() { retErr = rr.finish(retErr) }()
+	defer func() { retErr = rr.Finish(retErr) }()
 	if found == nil {
 		where := "the input"
 		if rr.Queue != nil {
@@ -478,165 +339,12 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	}
 	format, _ := f.Format()
 	if format != output.Table {
-		return output.WriteJSON(f.IO.Out, ExplainReport{MessageID: rec.MessageID, Explanation: found})
+		return output.WriteJSON(f.IO.Out, report.ExplainReport{MessageID: rec.MessageID, Explanation: found})
 	}
 	var redactor *inspect.Redactor
 	if !opts.NoRedact {
 		redactor = inspect.NewRedactor(opts.Redact)
 	}
-	writeExplanation(f.IO.Out, rec, found, opts.Selection.MinConf(), redactor)
+	report.WriteExplanation(f.IO.Out, rec, found, opts.Selection.MinConf(), redactor)
 	return nil
-}
-
-// writeExplanation prints the text of `classify --explain` for rec (the
-// message screen of `dlqctl ui` shows the same); redactor masks the log
-// lines shown (nil: --no-redact).
-func writeExplanation(w io.Writer, rec record.Record, found *classify.Explanation, minConf float64, redactor *inspect.Redactor) {
-	fmt.Fprintf(w, "message %s", rec.MessageID)
-	var ctxParts []string
-	if s := record.ARNName(rec.System.SourceQueueARN, "sqs"); s != "" {
-		ctxParts = append(ctxParts, "from "+s)
-	}
-	if e := eventCell(&rec); e != "" {
-		ctxParts = append(ctxParts, e)
-	}
-	if e := errorCell(&rec); e != "" {
-		ctxParts = append(ctxParts, output.Truncate(e, 80))
-	}
-	if len(ctxParts) > 0 {
-		fmt.Fprintf(w, " (%s)", strings.Join(ctxParts, "; "))
-	}
-	fmt.Fprintln(w)
-	writeAnalysis(w, found)
-	shown := rec
-	if redactor != nil {
-		shown = redactor.Record(rec)
-	}
-	writeLogLines(w, &shown)
-	fmt.Fprintf(w, "rules: %s\n", found.Source)
-	for _, s := range found.Steps {
-		mark := "no "
-		if s.Matched {
-			mark = "YES"
-		}
-		loc := ""
-		if s.Line > 0 {
-			loc = fmt.Sprintf(" (line %d)", s.Line)
-		}
-		why := s.Why
-		if s.Error != "" {
-			why = "error, counts as no match: " + s.Error
-		}
-		fmt.Fprintf(w, "  %s  %s%s: %s\n", mark, s.Rule, loc, why)
-		if s.Matched {
-			fmt.Fprintf(w, "       when: %s\n", s.When)
-		}
-	}
-	o := found.Outcome
-	if o.Rule == classify.DefaultRuleName {
-		fmt.Fprintf(w, "  no rule matched: the default applies\n")
-	}
-	fmt.Fprintf(w, "confidence: %.2f%s\n", o.Confidence, confidenceNote(o, minConf))
-	fmt.Fprintf(w, "=> class %s, action %s (rule %s)", o.Class, o.Action, o.Rule)
-	if o.Note != "" {
-		fmt.Fprintf(w, ": %s", o.Note)
-	}
-	fmt.Fprintln(w)
-}
-
-// confidenceNote says whether --class would select the decision.
-func confidenceNote(o classify.Outcome, min float64) string {
-	switch {
-	case o.Class == classify.ClassUnknown:
-		return " (unknown is always selectable)"
-	case o.Confidence < min:
-		return fmt.Sprintf(" — below --min-confidence %g: --class %s does not select it", min, o.Class)
-	}
-	return fmt.Sprintf(" — at or above --min-confidence %g", min)
-}
-
-// writeLogLines prints where failure context read from the consumer's
-// logs came from and the log lines used (--logs).
-func writeLogLines(w io.Writer, rec *record.Record) {
-	if rec.Failure == nil || rec.Failure.Source == nil {
-		return
-	}
-	src := rec.Failure.Source
-	switch {
-	case src.Note != "" && len(src.Lines) == 0:
-		fmt.Fprintf(w, "logs: %s (searched %s)\n", src.Note, strings.Join(src.LogGroups, ", "))
-		return
-	case src.Note != "":
-		fmt.Fprintf(w, "logs: %s; the lines that mention it:\n", src.Note)
-	default:
-		via := ""
-		if src.RequestID != "" {
-			via = fmt.Sprintf(", through Lambda request %s", src.RequestID)
-		}
-		fmt.Fprintf(w, "logs: %s, stream %s, at %s%s; lines used:\n", src.LogGroup, src.LogStream, src.Timestamp.UTC().Format(time.RFC3339Nano), via)
-	}
-	for _, l := range src.Lines {
-		msg := strings.ReplaceAll(strings.TrimSpace(l.Message), "\n", "\n      ")
-		fmt.Fprintf(w, "  %s %s  %s\n", l.Timestamp.UTC().Format("15:04:05.000"), l.LogStream, output.Truncate(msg, 400))
-	}
-}
-
-// writeAnalysis prints what the decoders and the failure families found:
-// the format, each piece of evidence (field -> text) and the family.
-func writeAnalysis(w io.Writer, ex *classify.Explanation) {
-	switch {
-	case ex.Format != "" && ex.FormatTitle != "":
-		fmt.Fprintf(w, "format: %s — %s\n", ex.Format, ex.FormatTitle)
-	case ex.Format != "":
-		fmt.Fprintf(w, "format: %s\n", ex.Format)
-	default:
-		fmt.Fprintf(w, "format: none recognised (a plain message)\n")
-	}
-	if p := ex.Payload; p != nil {
-		declared := ""
-		if p.Declared != "" {
-			declared = fmt.Sprintf(" (content type declared: %s)", p.Declared)
-		}
-		fmt.Fprintf(w, "payload: %s — %s%s\n", p.Encoding, p.Description, declared)
-	}
-	v := ex.Verdict
-	if ex.NoContext != "" || v == nil || len(v.Readings) == 0 {
-		fmt.Fprintf(w, "evidence: none — %s\n", ex.NoContext)
-		return
-	}
-	fmt.Fprintf(w, "evidence:\n")
-	for _, r := range v.Readings {
-		reading := "names no failure family"
-		if r.Family != "" {
-			strength := "strong"
-			if !r.Strong {
-				strength = "weak"
-			}
-			reading = fmt.Sprintf("%s/%s (%q, %s)", r.Family, r.Group, r.Signal, strength)
-		}
-		kind := r.Kind
-		if r.Weak {
-			kind += ", by its look"
-		}
-		fmt.Fprintf(w, "  %s [%s] → %q: %s\n", r.Field, kind, output.Truncate(r.Text, 100), reading)
-	}
-	hints := false
-	for _, r := range v.Readings {
-		hints = hints || r.Weak && r.Family != ""
-	}
-	switch {
-	case v.Family == "" && hints:
-		fmt.Fprintf(w, "family: none — only hints found by their look in the message's own data name one, and hints never decide\n")
-	case v.Family == "":
-		fmt.Fprintf(w, "family: none — no evidence names a transient, permanent, schema, business or configuration failure\n")
-	case v.Family == classify.FamilyConflict:
-		fmt.Fprintf(w, "family: conflict — transient (%s %q) and %s (%s %q) are both named specifically (confidence %.2f)\n",
-			v.Decisive.Field, v.Decisive.Signal, v.Against.Family, v.Against.Field, v.Against.Signal, v.Confidence)
-	default:
-		root := ""
-		if v.Decisive.Kind == record.EvidenceRootCause {
-			root = ", the chain's root cause"
-		}
-		fmt.Fprintf(w, "family: %s, decided by %s (%q%s; confidence %.2f)\n", v.Family, v.Decisive.Field, v.Decisive.Signal, root, v.Confidence)
-	}
 }

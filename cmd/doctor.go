@@ -2,27 +2,15 @@ package cmd
 
 import (
 	"context"
-	"fmt"
-	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/iam"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/spf13/cobra"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/doctor"
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/report"
 )
 
 // DoctorOptions are the inputs of `dlqctl doctor`.
@@ -205,10 +193,11 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 	if len(sqsQueues) > 0 || len(sqsQueues) == len(opts.Queues) || opts.Archive != "" || len(opts.Logs) > 0 {
 		doctorAWS(ctx, opts, sqsQueues, rep)
 	}
-	doctorLocal(ctx, f, rep)
+	doctor.Local(ctx, rep, f.StateDir(), doctor.StateDirSource(f.Opts.StateDir))
 
 	rep.Finish()
-	if err := printDoctor(f, rep); err != nil {
+	format, _ := f.Format()
+	if err := report.WriteDoctor(f.IO, format, rep); err != nil {
 		return err
 	}
 	f.IO.Infof("doctor: %d ok, %d warn, %d not checked, %d failed", rep.Counts[doctor.OK], rep.Counts[doctor.Warn], rep.Counts[doctor.NotChecked], rep.Counts[doctor.Fail])
@@ -218,221 +207,36 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 	return nil
 }
 
-// doctorAWS checks the AWS side: region, credentials, endpoints, identity,
-// and the IAM permissions on sqsQueues, the bucket and the log groups.
+// doctorAWS checks the AWS side (doctor.AWS) with the factory's
+// configuration and clients.
 func doctorAWS(ctx context.Context, opts *DoctorOptions, sqsQueues []string, rep *doctor.Report) {
 	f := opts.F
-
-	// Region, and where it came from.
-	region, regionSource := regionInUse(ctx, f.Opts.Region, f.Opts.Profile)
+	region, regionSource := doctor.RegionInUse(ctx, f.Opts.Region, profileInUse(f.Opts.Profile))
 	cfg, cfgErr := f.AWSConfig(ctx)
-	if cfgErr == nil {
-		region = cfg.Region
-	}
-	rep.Region, rep.RegionSource = region, regionSource
-	switch {
-	case region == "":
-		rep.Add(doctor.Check{Name: "region", Status: doctor.Fail, Detail: "no AWS region: not in --region, AWS_REGION, AWS_DEFAULT_REGION or the profile",
-			Fix: "export AWS_REGION=REGION (the DLQ's region) or pass --region"})
-	default:
-		rep.Add(doctor.Check{Name: "region", Status: doctor.OK, Detail: region + " (from " + regionSource + ")"})
-	}
-
-	// Credentials.
-	var creds doctor.Credentials
-	credsKnown := false
-	switch {
-	case cfgErr != nil && region == "":
-		rep.Add(doctor.Check{Name: "credentials", Status: doctor.NotChecked, Detail: "not checked: no region to load the AWS configuration with"})
-	case cfgErr != nil:
-		rep.Add(doctor.Check{Name: "credentials", Status: doctor.Fail, Detail: cfgErr.Error(), Fix: "see the message; 'dlqctl help iam' lists what each command needs"})
-	case cfg.Credentials == nil:
-		rep.Add(doctor.Check{Name: "credentials", Status: doctor.Fail, Detail: "no credentials provider", Fix: "set AWS_PROFILE or --profile"})
-	default:
-		v, err := cfg.Credentials.Retrieve(ctx)
-		if err != nil {
-			rep.Add(doctor.Check{Name: "credentials", Status: doctor.Fail, Detail: credentialError(err, profileInUse(f.Opts.Profile)).Error()})
-			break
-		}
-		creds = doctor.Credentials{Source: v.Source, AccessKeyID: v.AccessKeyID, Session: v.SessionToken != ""}
-		credsKnown = true
-		d := creds.Kind() + " from " + v.Source
-		if p := profileInUse(f.Opts.Profile); p != "" {
-			d += ", profile " + p
-		}
-		if v.CanExpire {
-			d += fmt.Sprintf(", expire in %s", time.Until(v.Expires).Round(time.Minute))
-		}
-		rep.Add(doctor.Check{Name: "credentials", Status: doctor.OK, Detail: d})
-	}
-
-	// Endpoints, against the credentials.
-	sqsEP := firstSet(f.sqsEndpointFlag(), os.Getenv("AWS_ENDPOINT_URL_SQS"), os.Getenv("AWS_ENDPOINT_URL"))
-	s3EP := f.s3EndpointOverride()
-	var overrides []doctor.Endpoint
-	for _, fl := range []struct{ name, v string }{{"--endpoint-url", f.Opts.EndpointURL}, {"--sqs-endpoint-url", f.Opts.SQSEndpointURL}, {"--s3-endpoint-url", f.Opts.S3EndpointURL}} {
-		if fl.v != "" {
-			overrides = append(overrides, doctor.Endpoint{Name: fl.name, Value: fl.v})
-		}
-	}
-	for _, kv := range os.Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "AWS_ENDPOINT_URL") && v != "" {
-			overrides = append(overrides, doctor.Endpoint{Name: k, Value: v})
-		}
-	}
-	rep.Add(doctor.EnvironmentCheck(sqsEP, s3EP, overrides, creds, credsKnown))
-
-	// Identity.
-	if cfgErr == nil && credsKnown {
-		stsEP := firstSet(os.Getenv("AWS_ENDPOINT_URL_STS"), os.Getenv("AWS_ENDPOINT_URL"))
-		if sqsEP != "" && doctor.EndpointKind(sqsEP) == "local" && stsEP == "" {
-			rep.Add(doctor.Check{Name: "identity", Status: doctor.NotChecked, Action: "sts:GetCallerIdentity",
-				Detail: "not checked: SQS is a local stack and STS would be AWS's own (set AWS_ENDPOINT_URL_STS to the stack's STS to check it)"})
-		} else {
-			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			stsC := sts.NewFromConfig(cfg, func(o *sts.Options) { o.Retryer = retry.AddWithMaxAttempts(retry.NewStandard(), 2) })
-			rep.Add(doctor.Identity(cctx, stsC, rep))
-			cancel()
-		}
-	}
-
-	// Permissions.
-	if cfgErr == nil && credsKnown && (len(sqsQueues) > 0 || opts.Archive != "" || len(opts.Logs) > 0) {
-		p := &doctor.Prober{Region: region, Roles: opts.Roles, Principal: rep.Principal, Parse: parseQueueRef}
-		if len(sqsQueues) > 0 || len(sqsQueues) == len(opts.Queues) {
-			p.SQS = awssqs.NewFromConfig(cfg, func(o *awssqs.Options) {
-				o.Retryer = retry.AddWithMaxAttempts(retry.NewStandard(), 3)
-				if e := f.sqsEndpointFlag(); e != "" {
-					o.BaseEndpoint = aws.String(e)
-				}
-			})
-		}
-		if rep.Principal != "" {
-			// IAM's policy simulator, for what no harmless call proves
-			// (AWS_ENDPOINT_URL_IAM is honoured by the SDK).
-			p.IAM = iam.NewFromConfig(cfg, func(o *iam.Options) { o.Retryer = retry.AddWithMaxAttempts(retry.NewStandard(), 3) })
-		}
-		t := doctor.Targets{Queues: sqsQueues, To: opts.To, LogGroups: opts.Logs}
-		if opts.Archive != "" {
-			bucket, prefix, _ := strings.Cut(strings.TrimPrefix(opts.Archive, "s3://"), "/")
-			t.Bucket, t.Prefix = bucket, prefix
-			var s3c *s3.Client
-			var err error
-			if s3c, err = f.S3For(ctx, bucket); err != nil {
-				s3c, err = f.S3(ctx)
+	env := doctor.AWSEnv{
+		Config: cfg, ConfigErr: cfgErr, Region: region, RegionSource: regionSource, Profile: profileInUse(f.Opts.Profile),
+		SQSEndpoint:     firstSet(f.sqsEndpointFlag(), os.Getenv("AWS_ENDPOINT_URL_SQS"), os.Getenv("AWS_ENDPOINT_URL")),
+		S3Endpoint:      f.s3EndpointOverride(),
+		STSEndpoint:     firstSet(os.Getenv("AWS_ENDPOINT_URL_STS"), os.Getenv("AWS_ENDPOINT_URL")),
+		SQSEndpointFlag: f.sqsEndpointFlag(),
+		Overrides: doctor.EndpointOverrides([]doctor.Endpoint{{Name: "--endpoint-url", Value: f.Opts.EndpointURL},
+			{Name: "--sqs-endpoint-url", Value: f.Opts.SQSEndpointURL}, {Name: "--s3-endpoint-url", Value: f.Opts.S3EndpointURL}}, os.Environ()),
+		CredentialError: func(err error) error { return credentialError(err, profileInUse(f.Opts.Profile)) },
+		Parse:           parseQueueRef,
+		S3: func(ctx context.Context, bucket string) (doctor.S3API, bool) {
+			c, err := f.S3For(ctx, bucket)
+			if err != nil {
+				c, err = f.S3(ctx)
 			}
-			if err == nil {
-				p.S3 = s3c
-			}
-		}
-		if len(opts.Logs) > 0 {
-			if lc, err := f.Logs(ctx); err == nil {
-				p.Logs = lc
-			}
-		}
-		p.Run(ctx, t, rep)
+			return c, err == nil
+		},
+		Logs: func(ctx context.Context) (doctor.LogsAPI, bool) {
+			c, err := f.Logs(ctx)
+			return c, err == nil
+		},
 	}
-}
-
-// doctorLocal checks what every doctor run checks: the state directory and
-// the tools the runbooks use.
-func doctorLocal(ctx context.Context, f *Factory, rep *doctor.Report) {
-	// State directory.
-	dir, src := f.StateDir(), stateDirSource(f.Opts.StateDir)
-	rep.StateDir = dir
-	mountinfo, _ := os.ReadFile("/proc/self/mountinfo")
-	cgroup, _ := os.ReadFile("/proc/1/cgroup")
-	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
-	rep.Add(doctor.StateDirCheck(doctor.StateDirFacts{Path: dir, Source: src, MountInfo: string(mountinfo),
-		Container: doctor.ContainerSigns(os.Getenv, exists, string(cgroup), string(mountinfo))}))
-
-	// Tools.
-	rep.Add(doctor.ToolCheck("jq", "the runbooks pipe dlqctl's JSON through jq", exec.LookPath, func(p string) string {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(cctx, p, "--version").Output()
-		if err != nil {
-			return ""
-		}
-		return strings.TrimSpace(string(out))
-	}))
-}
-
-func printDoctor(f *Factory, rep *doctor.Report) error {
-	format, _ := f.Format()
-	switch format {
-	case output.JSON:
-		return output.WriteJSON(f.IO.Out, rep)
-	case output.NDJSON:
-		w := output.NewNDJSON(f.IO.Out)
-		for _, c := range rep.Checks {
-			if err := w.Write(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if !f.IO.OutTTY {
-		for _, c := range rep.Checks {
-			line := []string{c.Name, string(c.Status), dash(c.Resource), c.Detail, dash(c.Fix)}
-			for i := range line {
-				line[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(line[i])
-			}
-			if _, err := fmt.Fprintln(f.IO.Out, strings.Join(line, "\t")); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	t := output.NewTable(f.IO, "CHECK", "STATUS", "DETAIL")
-	var fixes []string
-	for _, c := range rep.Checks {
-		name := c.Name
-		if c.Resource != "" && c.Resource != "*" {
-			name += " " + shortResource(c.Resource)
-		}
-		t.Row(name, string(c.Status), c.Detail)
-		if c.Fix != "" && c.Status != doctor.OK {
-			fixes = append(fixes, fmt.Sprintf("%s %s: %s", f.IO.Paint(output.StatusStyle(string(c.Status)), string(c.Status)), name, c.Fix))
-		}
-	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	if len(fixes) > 0 {
-		fmt.Fprintln(f.IO.Out, "\nTo fix (fail, warn) or verify (not-checked):")
-		for _, x := range fixes {
-			fmt.Fprintln(f.IO.Out, "  "+x)
-		}
-	}
-	return nil
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// shortResource is the last part of an ARN (a queue name, a bucket, a log
-// group) or of a broker reference (the queue or topic).
-func shortResource(arn string) string {
-	if i := strings.Index(arn, "://"); i >= 0 {
-		last := arn[strings.LastIndex(arn, "/")+1:]
-		if u, err := url.PathUnescape(last); err == nil {
-			return u
-		}
-		return last
-	}
-	if strings.HasPrefix(arn, "arn:aws:s3:::") {
-		return strings.TrimPrefix(arn, "arn:aws:s3:::")
-	}
-	if i := strings.Index(arn, ":log-group:"); i >= 0 {
-		return strings.TrimSuffix(arn[i+len(":log-group:"):], ":*")
-	}
-	return arn[strings.LastIndex(arn, ":")+1:]
+	doctor.AWS(ctx, env, doctor.AWSTargets{Queues: sqsQueues, SQS: len(sqsQueues) > 0 || len(sqsQueues) == len(opts.Queues),
+		Roles: opts.Roles, To: opts.To, Archive: opts.Archive, LogGroups: opts.Logs}, rep)
 }
 
 func firstSet(vs ...string) string {
@@ -442,57 +246,6 @@ func firstSet(vs ...string) string {
 		}
 	}
 	return ""
-}
-
-// regionInUse is the region the SDK will use and where it comes from:
-// --region, AWS_REGION, AWS_DEFAULT_REGION, else the profile's config.
-func regionInUse(ctx context.Context, flag, profileFlag string) (string, string) {
-	switch {
-	case flag != "":
-		return flag, "--region"
-	case os.Getenv("AWS_REGION") != "":
-		return os.Getenv("AWS_REGION"), "AWS_REGION"
-	case os.Getenv("AWS_DEFAULT_REGION") != "":
-		return os.Getenv("AWS_DEFAULT_REGION"), "AWS_DEFAULT_REGION"
-	}
-	name := profileInUse(profileFlag)
-	if name == "" {
-		name = "default"
-	}
-	sc, err := config.LoadSharedConfigProfile(ctx, name, func(o *config.LoadSharedConfigOptions) {
-		// The files the SDK itself reads (LoadSharedConfigProfile alone
-		// ignores these variables).
-		if p := os.Getenv("AWS_CONFIG_FILE"); p != "" {
-			o.ConfigFiles = []string{p}
-		}
-		if p := os.Getenv("AWS_SHARED_CREDENTIALS_FILE"); p != "" {
-			o.CredentialsFiles = []string{p}
-		}
-	})
-	if err == nil && sc.Region != "" {
-		return sc.Region, "profile " + name + " (" + configFile() + ")"
-	}
-	return "", ""
-}
-
-func configFile() string {
-	if p := os.Getenv("AWS_CONFIG_FILE"); p != "" {
-		return p
-	}
-	return filepath.Join("~", ".aws", "config")
-}
-
-// stateDirSource says where StateDir came from.
-func stateDirSource(flag string) string {
-	switch {
-	case flag != "":
-		return "--state-dir"
-	case os.Getenv("DLQCTL_STATE_DIR") != "":
-		return "DLQCTL_STATE_DIR"
-	case os.Getenv("XDG_STATE_HOME") != "":
-		return "XDG_STATE_HOME"
-	}
-	return "the default, ~/.local/state/dlqctl"
 }
 
 // brokerTitle names a broker as users know it.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,7 +17,6 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs/origins"
 	"github.com/dlqctl/dlqctl/pkg/doctor"
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/health"
 	"github.com/dlqctl/dlqctl/pkg/output"
 )
 
@@ -233,187 +231,6 @@ func (f *Factory) ResolveQueue(ctx context.Context, ref string) (*sqs.Client, *s
 		return nil, nil, err
 	}
 	return ep.Client(), ep.Queue(), nil
-}
-
-// sqsTargets parses references that must name SQS queues (audit's) and
-// returns the form the SQS package resolves; any other broker is bad input
-// naming it (never its credentials).
-func sqsTargets(raw []string) ([]string, error) {
-	out := make([]string, len(raw))
-	for i, r := range raw {
-		ref, err := checkRef(r)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = ref.Target
-	}
-	return out, nil
-}
-
-// amqpVHost parses a reference to a RabbitMQ vhost (amqp://HOST/VHOST/,
-// or a queue in it) for the commands that look at a whole vhost through
-// the management API (queues, audit).
-func (f *Factory) amqpVHost(raw string) (amqp.Ref, *amqp.Management, string, error) {
-	bref, err := broker.ParseRef(raw)
-	if err != nil {
-		return amqp.Ref{}, nil, "", err
-	}
-	u := bref.URL()
-	if u == nil || bref.Broker != broker.AMQP {
-		return amqp.Ref{}, nil, "", errs.BadInputf("%s is not an amqp:// reference", bref)
-	}
-	cfg := f.amqpConfig()
-	r, err := amqp.ParseVHostRef(u.String(), func(k string) string {
-		switch k {
-		case amqp.EnvUsername:
-			return cfg.Username
-		case amqp.EnvPassword:
-			return cfg.Password
-		}
-		return ""
-	})
-	if err != nil {
-		return amqp.Ref{}, nil, "", errs.BadInputf("%s: %s", bref, strings.TrimPrefix(err.Error(), amqp.ErrBadRef.Error()+" "))
-	}
-	m, err := amqp.NewManagement(r, cfg.ManagementURL, amqp.ConnOptions{CAFile: cfg.CAFile})
-	if err != nil {
-		return amqp.Ref{}, nil, "", errs.BadInput(err)
-	}
-	f.Verbosef("RabbitMQ vhost %q at %s, management API %s", r.VHost, r.HostPort(), m.URL())
-	return r, m, r.Queue, nil
-}
-
-// amqpAuditors are the RabbitMQ vhosts to audit: every reference names a
-// vhost (amqp://HOST/VHOST/) or a queue in it (only that queue's findings).
-func amqpAuditors(f *Factory, refs []string, prefix string) ([]broker.Auditor, error) {
-	var vhosts []*amqp.VHostAudit
-	for _, raw := range refs {
-		if ref, err := broker.ParseRef(raw); err == nil && ref.Broker != broker.AMQP {
-			return nil, errs.BadInputf("audit takes references of one broker at a time: %q is not amqp:// like the others; run audit once per broker", raw)
-		}
-		r, m, q, err := f.amqpVHost(raw)
-		if err != nil {
-			return nil, err
-		}
-		var v *amqp.VHostAudit
-		for _, x := range vhosts {
-			if x.Ref.HostPort() == r.HostPort() && x.Ref.VHost == r.VHost {
-				v = x
-			}
-		}
-		if v == nil {
-			v = &amqp.VHostAudit{Ref: r, Management: m, Prefix: prefix}
-			vhosts = append(vhosts, v)
-		}
-		if q != "" {
-			v.Queues = append(v.Queues, q)
-		}
-	}
-	out := make([]broker.Auditor, len(vhosts))
-	for i, v := range vhosts {
-		out[i] = v
-	}
-	return out, nil
-}
-
-// auditScopes: audit's references name scopes whose queues --prefix
-// narrows (RabbitMQ vhosts), rather than queues or topics (SQS, Kafka),
-// which are given instead of --prefix.
-func auditScopes(raw string) bool {
-	ref, err := broker.ParseRef(raw)
-	return err == nil && ref.Broker == broker.AMQP
-}
-
-// auditors turns audit's references into what each broker audits (one
-// broker per run): an SQS selection (named queues, a prefix, or the
-// region), RabbitMQ vhosts, or Kafka topics (endpoints that are
-// broker.Auditors). noun names what is counted; the endpoints opened are
-// returned for the caller to close (also on an error).
-func (f *Factory) auditors(ctx context.Context, refs []string, prefix string, onSample func(queue string, n int)) (auditors []broker.Auditor, noun string, opened []broker.Endpoint, err error) {
-	if len(refs) > 0 && auditScopes(refs[0]) {
-		a, err := amqpAuditors(f, refs, prefix)
-		return a, "queue(s)", nil, err
-	}
-	k := 0
-	for _, r := range refs {
-		if kafka.IsReference(strings.TrimSpace(r)) {
-			k++
-		}
-	}
-	if k > 0 {
-		if k != len(refs) {
-			return nil, "", nil, errs.BadInputf("audit takes either SQS queues or kafka:// topics in one run, not both; run it once per broker")
-		}
-		for _, ref := range refs {
-			ep, err := f.Endpoint(ctx, ref)
-			if err != nil {
-				return nil, "", opened, broker.StartError(err)
-			}
-			opened = append(opened, ep)
-			a, ok := ep.(broker.Auditor)
-			if !ok {
-				return nil, "", opened, errs.BadInputf("%s cannot be audited on its own: %s is audited by its vhost or region", ep, ep.Capabilities().Label)
-			}
-			auditors = append(auditors, a)
-		}
-		return auditors, "topic(s)", opened, nil
-	}
-	queues, err := sqsTargets(refs)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	c, err := f.SQS(ctx)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	oa, err := f.originAuditor(ctx, c, queues, prefix)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	return []broker.Auditor{&sqs.Auditor{Client: c, Queues: queues, Prefix: prefix, OnSample: onSample, Sample: health.Sample}, oa}, "queue(s)", nil, nil
-}
-
-// dlqLister is what `queues` lists: the region's SQS dead-letter queues
-// (scope ""), a RabbitMQ vhost's (amqp://HOST/VHOST/) or a Kafka
-// cluster's dead-letter and retry topics (kafka://HOST:PORT[/PREFIX]),
-// with the name prefix to list. done releases what was opened.
-func (f *Factory) dlqLister(ctx context.Context, scope, prefix string) (l broker.DLQLister, pfx string, done func(), err error) {
-	done = func() {}
-	if scope == "" {
-		c, err := f.SQS(ctx)
-		return c, prefix, done, err
-	}
-	ref, err := broker.ParseRef(scope)
-	if err != nil {
-		return nil, "", done, err
-	}
-	switch ref.Broker {
-	case broker.AMQP:
-		r, m, q, err := f.amqpVHost(scope)
-		if err != nil {
-			return nil, "", done, err
-		}
-		if q != "" {
-			return nil, "", done, errs.BadInputf("queues lists a whole vhost: pass amqp://HOST/VHOST/ (with --prefix to narrow it), not a queue")
-		}
-		return &amqp.VHostLister{Ref: r, Management: m}, prefix, done, nil
-	case broker.Kafka:
-		rest := strings.TrimSpace(scope)[len("kafka://"):]
-		hosts, path, _ := strings.Cut(rest, "/")
-		if prefix != "" && path != "" {
-			return nil, "", done, errs.BadInputf("give the topic prefix once: kafka://HOST:PORT/PREFIX or --prefix PREFIX")
-		}
-		if path != "" {
-			prefix = path
-		}
-		// Parse (and check credentials) as a topic reference on the cluster.
-		ep, err := f.KafkaEndpoint(ctx, "kafka://"+hosts+"/__dlqctl_queues")
-		if err != nil {
-			return nil, "", done, err
-		}
-		return &kafka.TopicLister{Addr: ep.Address(), Conn: ep.Conn(), Group: f.Kafka.Group}, prefix, ep.Close, nil
-	}
-	return nil, "", done, errs.BadInputf("%s: queues lists SQS queues (no argument), a RabbitMQ vhost or a Kafka cluster", ref)
 }
 
 // sqsQueueARN is the ARN of a reference that must name an SQS queue: an

@@ -22,13 +22,14 @@ var brokerPackages = map[string]bool{
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs/origins": true,
 }
 
-// brokerImporters may import the broker packages: the factory (the one
+// brokerImporters may import the broker packages: the factory (factory*.go; the one
 // switch on Ref.Broker) and the flags files (each fills its broker's
 // Config).
 var brokerImporters = map[string]bool{
-	"factory.go":     true,
-	"flags_amqp.go":  true,
-	"flags_kafka.go": true,
+	"factory.go":        true,
+	"factory_health.go": true,
+	"flags_amqp.go":     true,
+	"flags_kafka.go":    true,
 }
 
 // stillImporting are the command files that still import a broker

@@ -166,49 +166,19 @@ func (f *Factory) forEachToEnd(ctx context.Context, in InputOptions, fn func(rec
 			eps = append(eps, e)
 		}
 	}
-	read := 0
-	for _, e := range eps {
-		src, err := e.OpenSource(ctx, broker.SourceOptions{Mode: broker.Peek, Decode: inspect.Decode})
-		if err != nil {
-			return nil, startErr(err)
-		}
-		n, err := func() (int, error) {
-			defer src.Close(context.WithoutCancel(ctx))
-			n := 0
-			for {
-				ms, err := src.Next(ctx, 500)
-				if errors.Is(err, broker.ErrSourceDone) {
-					if t, ok := src.(broker.TruncationNoter); ok && t.TruncatedNote() != "" {
-						f.IO.Warnf("%s: %s", e, t.TruncatedNote())
-					}
-					return n, nil
-				}
-				if err != nil {
-					return n, err
-				}
-				for _, m := range ms {
-					n++
-					if err := fn(m.Record, m.Parsed); err != nil {
-						return n, err
-					}
-					if in.Max > 0 && read+n >= in.Max {
-						return n, errStop
-					}
-				}
+	err = inspect.PeekToEnd(ctx, eps, in.Max, fn, inspect.PeekHooks{
+		OpenErr:   startErr,
+		Truncated: func(e broker.Endpoint, note string) { f.IO.Warnf("%s: %s", e, note) },
+		Done: func(e broker.Endpoint, n int) {
+			if g, ok := e.(broker.Grouper); ok {
+				f.Verbosef("read %d pending records of %s (group %s; nothing committed)", n, e, g.Group())
+			} else {
+				f.Verbosef("read %d pending records of %s (nothing committed)", n, e)
 			}
-		}()
-		read += n
-		if g, ok := e.(broker.Grouper); ok {
-			f.Verbosef("read %d pending records of %s (group %s; nothing committed)", n, e, g.Group())
-		} else {
-			f.Verbosef("read %d pending records of %s (nothing committed)", n, e)
-		}
-		if errors.Is(err, errStop) {
-			return &InputResult{}, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+		},
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, err
 	}
 	return &InputResult{}, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/report"
 )
 
 // QueuesOptions are the inputs of `dlqctl queues`.
@@ -86,25 +87,6 @@ func queuesRun(ctx context.Context, opts *QueuesOptions) error {
 	if err != nil {
 		return err
 	}
-	if done, err := writeStructured(f, res.Items, res.Items); done {
-		return err
-	}
-	if len(res.Rows) == 0 {
-		f.IO.Infof("%s", res.None)
-		return nil
-	}
-	t := output.NewTable(f.IO, res.Columns...)
-	for _, r := range res.Rows {
-		t.Row(r...)
-	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	for _, w := range res.Warnings {
-		f.IO.Warnf("%s", w)
-	}
-	if res.Note != "" {
-		f.IO.Infof("%s", res.Note)
-	}
-	return nil
+	format, _ := f.Format()
+	return report.WriteDLQListing(f.IO, format, &res)
 }

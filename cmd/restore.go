@@ -14,10 +14,10 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/archive"
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
+	"github.com/dlqctl/dlqctl/pkg/report"
 	"github.com/dlqctl/dlqctl/pkg/transform"
 )
 
@@ -311,55 +311,13 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	return runEndErr(err)
 }
 
-// RestoreSummary is the JSON summary of a restore (-o json, NDJSON summary).
-type RestoreSummary struct {
-	*redrive.Result
-	Status  string           `json:"status"`
-	Archive string           `json:"archive"`
-	To      string           `json:"to"`
-	Canary  *redrive.Verdict `json:"canary,omitempty"`
-}
-
 func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, destName string, res *redrive.Result, v *redrive.Verdict, status string) error {
-	sum := RestoreSummary{Result: res, Status: status, Archive: ref.Name(), To: destName, Canary: v}
 	format, _ := f.Format()
-	switch format {
-	case output.JSON:
-		return output.WriteJSON(f.IO.Out, sum)
-	case output.NDJSON:
-		return prog.Summary(sum)
-	}
-	t := output.NewTable(f.IO, "", "")
-	t.Row("run", res.RunID)
-	t.Row("status", status)
-	t.Row("sent", fmt.Sprintf("%d from %s to %s in %s (%.1f/s)", res.Moved, ref.Name(), destName, output.Duration(time.Duration(res.ElapsedSeconds*float64(time.Second))), res.Rate))
-	if res.Resumed > 0 {
-		t.Row("resumed", fmt.Sprintf("%d already sent by an earlier attempt; not sent again", res.Resumed))
-	}
-	for _, r := range sortedKeys(res.Skipped) {
-		t.Row("skipped", fmt.Sprintf("%d %s", res.Skipped[r], r))
-	}
-	if res.Failed > 0 {
-		t.Row("failed", fmt.Sprintf("%d refused by %s; run the same command again to retry", res.Failed, destName))
-	}
-	if res.Unknown > 0 {
-		t.Row("unknown", fmt.Sprintf("%d whose send outcome is unknown; a FIFO destination de-duplicates a retry within 5 minutes", res.Unknown))
-	}
-	transformRows(t, res.Transform)
-	return renderOutcomeRows(t, res, v)
-}
-
-// RestorePlanOutput is the JSON of restore --dry-run.
-type RestorePlanOutput struct {
-	redrive.Plan
-	Archive   string    `json:"archive"`
-	To        string    `json:"to"`
-	Selection string    `json:"selection"`
-	Rate      float64   `json:"rate,omitempty"`
-	Ramp      []float64 `json:"ramp,omitempty"`
-	// FilterErrors: records the --filter or a rule failed on (skipped
-	// "filter error").
-	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
+	sum := report.RestoreSummary{Result: res, Status: status, Archive: ref.Name(), To: destName, Canary: v}
+	return report.WriteRestoreSummary(f.IO, prog, format, sum, func(t *output.TablePrinter) error {
+		transformRows(t, res.Transform)
+		return renderOutcomeRows(t, res, v)
+	})
 }
 
 func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *archive.Manifest, router redrive.Router, prep broker.Publisher, sel redrive.Selector) error {
@@ -389,26 +347,11 @@ func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *
 	if sel != nil {
 		desc = sel.Describe()
 	}
-	out := RestorePlanOutput{Plan: pl, Archive: ref.Name(), To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp, FilterErrors: fe}
-	switch format {
-	case output.JSON:
-		return output.WriteJSON(f.IO.Out, out)
-	case output.NDJSON:
-		return prog.Summary(out)
+	out := report.RestorePlanOutput{Plan: pl, Archive: ref.Name(), To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp, FilterErrors: fe}
+	if format != output.JSON && format != output.NDJSON {
+		printTransformPlan(f.IO, pl.Transform)
 	}
-	printTransformPlan(f.IO, pl.Transform)
-	t := output.NewTable(f.IO, "", "")
-	t.Row("dry run", "nothing was sent")
-	t.Row("archive", ref.Name())
-	t.Row("selection", desc)
-	t.Row("would send", fmt.Sprintf("%d of %d archived message(s) to %s", pl.WouldMove, pl.Scanned, router.Describe()))
-	for _, r := range sortedKeys(pl.Skipped) {
-		t.Row("skipped", fmt.Sprintf("%d %s", pl.Skipped[r], r))
-	}
-	if pl.EstimatedSeconds > 0 {
-		t.Row("duration", output.Duration(time.Duration(pl.EstimatedSeconds*float64(time.Second))))
-	}
-	return t.Render()
+	return report.WriteRestorePlan(f.IO, prog, format, out)
 }
 
 // verifyBeforeRestore re-reads every part of the archive and refuses to
@@ -420,14 +363,7 @@ func verifyBeforeRestore(ctx context.Context, f *Factory, ref archive.Ref, m *ar
 		return err
 	}
 	if !rep.OK {
-		var probs []string
-		for _, pc := range rep.Parts {
-			for _, p := range pc.Problems {
-				probs = append(probs, pc.Key+": "+p)
-			}
-		}
-		probs = append(probs, rep.Problems...)
-		return errs.Verdictf("the archive failed verification, nothing was sent: %s", strings.Join(probs, "; "))
+		return errs.Verdictf("the archive failed verification, nothing was sent: %s", strings.Join(rep.AllProblems(), "; "))
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,8 +12,8 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
+	"github.com/dlqctl/dlqctl/pkg/report"
 )
 
 // SampleOptions are the inputs of `dlqctl sample`.
@@ -174,39 +173,6 @@ func sampleRun(ctx context.Context, opts *SampleOptions) error {
 	if res.Queue != nil {
 		f.Verbosef("read %d distinct messages from %s (depth at start: %d visible); all released", res.Scan.Seen, res.Queue.Name(), res.Scan.Depth.Ready)
 	}
-	return printRecords(f, recs)
-}
-
-func printRecords(f *Factory, recs []record.Record) error {
-	if recs == nil {
-		recs = []record.Record{}
-	}
-	if done, err := writeStructured(f, recs, recs); done {
-		return err
-	}
-	if len(recs) == 0 {
-		f.IO.Infof("no messages")
-		return nil
-	}
-	t := output.NewTable(f.IO, "ID", "AGE", "RECV", "SOURCE", "EVENT", "ERROR", "BODY")
-	for _, r := range recs {
-		event := ""
-		if r.Envelope != nil {
-			event = r.Envelope.EventType
-			if r.Envelope.EventVersion != nil {
-				event += fmt.Sprintf(" v%v", r.Envelope.EventVersion)
-			}
-		}
-		errText := errorCell(&r) // also "(logs: no log line mentions this message)"
-		src := record.ARNName(r.System.SourceQueueARN, "sqs")
-		if k := r.System.Kafka; k != nil && k.Origin != nil {
-			src = k.Origin.Topic
-		}
-		if r.System.MessageGroupID != "" {
-			src += " [" + r.System.MessageGroupID + "]"
-		}
-		t.Row(r.MessageID, output.Duration(time.Duration(r.AgeSeconds)*time.Second), fmt.Sprint(r.System.ReceiveCount),
-			src, event, output.Truncate(errText, 48), output.Truncate(r.Body, 60))
-	}
-	return t.Render()
+	format, _ := f.Format()
+	return report.WriteRecords(f.IO, format, recs)
 }

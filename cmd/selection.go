@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/logs"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
+	"github.com/dlqctl/dlqctl/pkg/report"
 )
 
 // SelectionFlags are the message-selection flags shared by classify,
@@ -141,20 +141,15 @@ func watchFilterErrors(f *Factory, sel *classify.Selector) {
 	})
 }
 
-// filterErrorsRow is a summary's "filter errors" line (fe non-nil); left
-// says where the messages stay ("in the DLQ").
+// filterErrorsRow forwards to report.FilterErrorsRow (the redrive paths
+// call it).
 func filterErrorsRow(fe *inspect.FilterErrors, left string) string {
-	return fmt.Sprintf("%d not selected, %s: %s raised an error (first: message %s: %s)", fe.Count, left, fe.Expression, fe.FirstID, fe.FirstError)
+	return report.FilterErrorsRow(fe, left)
 }
 
-// warnFilterErrors says on stderr that the selection failed on some
-// messages (a run the selection refused says so in its error instead).
+// warnFilterErrors forwards to report.WarnFilterErrors.
 func warnFilterErrors(f *Factory, fe *inspect.FilterErrors, left string) {
-	if fe == nil {
-		return
-	}
-	f.IO.Warnf("%s raised an error on %d message(s) (first: message %s: %s); they were not selected and %s; fix the expression, or write `(EXPR)?` to skip such messages explicitly (-v lists the first %d)",
-		fe.Expression, fe.Count, fe.FirstID, fe.FirstError, left, classify.VerboseErrors)
+	report.WarnFilterErrors(f.IO, fe, left)
 }
 
 // endSelection ends the selection of a command that read without moving
@@ -226,17 +221,7 @@ func (l *LogsFlags) AddFlags(fs *pflag.FlagSet) {
 // Active reports whether --logs was given.
 func (l *LogsFlags) Active() bool { return len(l.groups()) > 0 }
 
-func (l *LogsFlags) groups() []string {
-	var out []string
-	for _, g := range l.Groups {
-		for _, p := range strings.Split(g, ",") {
-			if p = strings.TrimSpace(p); p != "" && !slices.Contains(out, p) {
-				out = append(out, p)
-			}
-		}
-	}
-	return out
-}
+func (l *LogsFlags) groups() []string { return logs.SplitGroups(l.Groups) }
 
 // Validate checks the flags without any AWS call (bad input: exit 2).
 func (l *LogsFlags) Validate() error {
@@ -247,7 +232,7 @@ func (l *LogsFlags) Validate() error {
 		return nil
 	}
 	for _, g := range l.groups() {
-		if !validLogGroup(g) {
+		if !logs.ValidGroup(g) {
 			return errs.BadInputf("--logs %q is not a CloudWatch Logs group name (1-512 characters: letters, digits, _ - / . # and the group name only, not an ARN or a URL)", g)
 		}
 	}
@@ -255,31 +240,12 @@ func (l *LogsFlags) Validate() error {
 	return err
 }
 
-func validLogGroup(g string) bool {
-	if len(g) == 0 || len(g) > 512 {
-		return false
-	}
-	for _, r := range g {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
-		case strings.ContainsRune("_-/.#", r):
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// logsLookup is a --logs session of one command: the finder, the window,
-// and what it attached.
+// logsLookup is a --logs session of one command (logs.Session) and the
+// progress and summary it shows on stderr.
 type logsLookup struct {
-	f      *Factory
-	finder *logs.Finder
-	window logs.Window
-	prog   *output.Progress
-	// memo holds prefetched results (redrive/archive selection).
-	mu   sync.Mutex
-	memo map[string]*record.Failure
+	f    *Factory
+	sess *logs.Session
+	prog *output.Progress
 	ctx  context.Context
 }
 
@@ -297,108 +263,31 @@ func newLogsLookup(ctx context.Context, f *Factory, l *LogsFlags) (*logsLookup, 
 		return nil, err
 	}
 	groups := l.groups()
-	lk := &logsLookup{f: f, window: w, prog: output.NewProgress(f.IO, output.Table), ctx: ctx}
-	lk.finder = logs.New(api, logs.Options{
+	lk := &logsLookup{f: f, prog: output.NewProgress(f.IO, output.Table), ctx: ctx}
+	lk.sess = logs.NewSession(logs.New(api, logs.Options{
 		Groups: groups,
 		Cache:  logs.OpenCache(f.StateDir(), groups, w.Spec, l.Refresh),
 		OnProgress: func(st logs.Stats) {
 			lk.prog.Update(output.Stats{Op: "logs search", Done: int64(st.Messages)}, false)
 		},
-	})
+	}), w)
 	return lk, nil
 }
 
-// attach sets rec's failure from a lookup result: failure context found in
-// the logs replaces a failure without context; "nothing found" is
-// recorded in failure.source so classify can say why the message stays
-// unknown.
-func attachLogs(rec *record.Record, fl *record.Failure) {
-	if fl == nil || rec.Failure.HasContext() {
-		return
-	}
-	if fl.HasContext() || rec.Failure == nil {
-		rec.Failure = fl
-		return
-	}
-	cp := *rec.Failure // a format that records no reason (SNS, CloudEvents, …)
-	cp.Source = fl.Source
-	rec.Failure = &cp
-}
-
-// stream wraps fn so that records without failure context are looked up
-// in batches before fn sees them; call flush at the end. Order is kept.
+// stream is logs.Session.Stream (fn itself without --logs).
 func (lk *logsLookup) stream(fn func(rec *record.Record, parsed any) error) (wrapped func(rec *record.Record, parsed any) error, flush func() error) {
 	if lk == nil {
 		return fn, func() error { return nil }
 	}
-	type item struct {
-		rec    record.Record
-		parsed any
-	}
-	var buf []item
-	need, size := 0, 0
-	emit := func() error {
-		var reqs []logs.Request
-		now := time.Now()
-		for i := range buf {
-			if !buf[i].rec.Failure.HasContext() {
-				reqs = append(reqs, lk.window.Request(&buf[i].rec, now))
-			}
-		}
-		var res map[string]*record.Failure
-		if len(reqs) > 0 {
-			var err error
-			if res, err = lk.finder.Lookup(lk.ctx, reqs); err != nil {
-				return err
-			}
-		}
-		items := buf
-		buf, need, size = nil, 0, 0
-		for i := range items {
-			if !items[i].rec.Failure.HasContext() {
-				attachLogs(&items[i].rec, res[items[i].rec.MessageID])
-			}
-			if err := fn(&items[i].rec, items[i].parsed); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	wrapped = func(rec *record.Record, parsed any) error {
-		buf = append(buf, item{rec: *rec, parsed: parsed})
-		size += len(rec.Body)
-		if !rec.Failure.HasContext() {
-			need++
-		}
-		// 1,024 messages per lookup: 16 full batches of ids, and the
-		// Lambda request ids of all of them in as few calls as possible;
-		// fewer when the bodies held back would take more than 64 MiB.
-		if need >= logs.DefaultBatch*16 || len(buf) >= 4096 || size >= 64<<20 {
-			return emit()
-		}
-		return nil
-	}
-	return wrapped, emit
+	return lk.sess.Stream(lk.ctx, fn)
 }
 
-// one looks up a single record (for --explain and a message a prefetch
-// did not see).
+// one is logs.Session.One (nothing without --logs).
 func (lk *logsLookup) one(rec *record.Record) error {
-	if lk == nil || rec.Failure.HasContext() {
+	if lk == nil {
 		return nil
 	}
-	lk.mu.Lock()
-	fl, ok := lk.memo[rec.MessageID]
-	lk.mu.Unlock()
-	if !ok {
-		res, err := lk.finder.Lookup(lk.ctx, []logs.Request{lk.window.Request(rec, time.Now())})
-		if err != nil {
-			return err
-		}
-		fl = res[rec.MessageID]
-	}
-	attachLogs(rec, fl)
-	return nil
+	return lk.sess.One(lk.ctx, rec)
 }
 
 // summary prints what the search did, on stderr.
@@ -407,19 +296,12 @@ func (lk *logsLookup) summary() {
 		return
 	}
 	lk.prog.Done()
-	st := lk.finder.Stats()
-	if st.Messages == 0 {
-		return
+	info, warn := lk.sess.Summary()
+	if info != "" {
+		lk.f.IO.Infof("%s", info)
 	}
-	cached := ""
-	if st.Cached > 0 {
-		cached = fmt.Sprintf(" (%d answered from the cache)", st.Cached)
-	}
-	lk.f.IO.Infof("logs: searched %s for %d message(s) without failure context: %d found, %d not found; %d FilterLogEvents call(s)%s",
-		strings.Join(lk.finder.Groups(), ", "), st.Messages, st.Found, st.Messages-st.Found, st.Calls, cached)
-	if st.Found == 0 && st.Messages >= 10 {
-		lk.f.IO.Warnf("no log line in %s mentions any of the %d messages: check that these are the consumer's log groups (--logs), that the failures were logged in the window searched (--logs-window; default from each message's send time), and that the consumer logs the SQS message id",
-			strings.Join(lk.finder.Groups(), ", "), st.Messages)
+	if warn != "" {
+		lk.f.IO.Warnf("%s", warn)
 	}
 }
 
@@ -441,7 +323,6 @@ func prepareLogs(ctx context.Context, f *Factory, queueRef string, sel *classify
 		f.IO.Warnf("--logs has no effect without --class, --filter or --rules: every message is selected anyway")
 		return nil
 	}
-	lk.memo = map[string]*record.Failure{}
 	var reqs []logs.Request
 	now := time.Now()
 	name := record.ARNName(queueRef, "sqs")
@@ -451,17 +332,15 @@ func prepareLogs(ctx context.Context, f *Factory, queueRef string, sel *classify
 	f.IO.Infof("logs: reading %s once (nothing is consumed) to search the logs for its messages in batches", name)
 	if _, err := f.ForEachRecord(ctx, InputOptions{Queue: queueRef, Visibility: 30 * time.Second}, func(rec *record.Record, parsed any) error {
 		if !rec.Failure.HasContext() {
-			reqs = append(reqs, lk.window.Request(rec, now))
+			reqs = append(reqs, lk.sess.Request(rec, now))
 		}
 		return nil
 	}); err != nil {
 		return err
 	}
-	res, err := lk.finder.Lookup(ctx, reqs)
-	if err != nil {
+	if err := lk.sess.Prefetch(ctx, reqs); err != nil {
 		return err
 	}
-	lk.memo = res
 	lk.summary()
 	var once sync.Once
 	sel.SetEnrich(func(rec *record.Record) {

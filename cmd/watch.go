@@ -2,8 +2,6 @@ package cmd
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,7 +9,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/record"
+	"github.com/dlqctl/dlqctl/pkg/report"
 )
 
 // WatchOptions are the inputs of `dlqctl watch`.
@@ -96,96 +94,7 @@ func watchRun(ctx context.Context, opts *WatchOptions) error {
 			warned = true
 			f.IO.Warnf("cannot list move tasks of %s: %s", ep.Name(), t.MoveTaskError)
 		}
-		switch {
-		case nd != nil:
-			return nd.Write(t)
-		case f.IO.OutTTY:
-			_, err := fmt.Fprint(f.IO.Out, watchFrame(ep.Name(), opts.Interval, t))
-			return err
-		default:
-			_, err := fmt.Fprintln(f.IO.Out, strings.Join([]string{
-				t.At.Format(time.RFC3339), fmt.Sprint(t.Counts.Visible), fmt.Sprint(t.Counts.InFlight), fmt.Sprint(t.Counts.Delayed),
-				growthText(t.GrowthPerMinute), moveTaskText(t.MoveTasks),
-			}, "\t"))
-			return err
-		}
+		return report.WriteWatchTick(f.IO, nd, ep.Name(), opts.Interval, t)
 	})
 	return endpointErr(err)
-}
-
-// clearScreen moves the cursor home and clears the terminal.
-const clearScreen = "\x1b[H\x1b[2J"
-
-// watchFrame is the terminal view of a tick: the counts the broker keeps,
-// in its words, the growth, the move task where the broker runs them, and
-// the broker's further figures.
-func watchFrame(name string, interval time.Duration, t health.Tick) string {
-	type line struct{ name, value string }
-	var lines []line
-	add := func(name string, v string) { lines = append(lines, line{name, v}) }
-	// A count the broker keeps, in one word ("in flight" -> "in-flight").
-	for _, c := range []struct {
-		term string
-		n    int
-	}{{t.Terms.Ready, t.Counts.Visible}, {t.Terms.Held, t.Counts.InFlight}, {t.Terms.Delayed, t.Counts.Delayed}} {
-		if c.term != "" {
-			add(strings.ReplaceAll(c.term, " ", "-"), fmt.Sprint(c.n))
-		}
-	}
-	add("growth/min", growthText(t.GrowthPerMinute))
-	if t.ListsMoves {
-		mt := moveTaskText(t.MoveTasks)
-		if mt == "-" {
-			mt = "none"
-		}
-		if t.MoveTaskError != "" {
-			mt = "unknown (" + t.MoveTaskError + ")"
-		}
-		add("move task", mt)
-	}
-	for _, g := range t.Gauges {
-		add(g.Name, g.Value)
-	}
-	width := 10
-	for _, l := range lines {
-		width = max(width, len(l.name))
-	}
-	var b strings.Builder
-	b.WriteString(clearScreen)
-	fmt.Fprintf(&b, "dlqctl watch %s  every %s  %s  (Ctrl-C to stop)\n\n", name, interval, t.At.Local().Format("15:04:05"))
-	for _, l := range lines {
-		fmt.Fprintf(&b, "  %-*s  %s\n", width, l.name, l.value)
-	}
-	return b.String()
-}
-
-func growthText(g *float64) string {
-	if g == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%+.1f", *g)
-}
-
-func moveTaskText(ts []health.MoveTask) string {
-	if len(ts) == 0 {
-		return "-"
-	}
-	parts := make([]string, len(ts))
-	for i, t := range ts {
-		s := fmt.Sprintf("%s %d", t.Status, t.Moved)
-		if t.ToMove != nil {
-			s += fmt.Sprintf("/%d", *t.ToMove)
-		}
-		s += " moved"
-		dest := record.ARNName(t.DestinationARN, "sqs")
-		if dest == "" {
-			dest = "original sources"
-		}
-		s += " -> " + dest
-		if t.MaxPerSecond != nil {
-			s += fmt.Sprintf(" at %d/s", *t.MaxPerSecond)
-		}
-		parts[i] = s
-	}
-	return strings.Join(parts, "; ")
 }

@@ -1,4 +1,4 @@
-package cmd
+package report
 
 import "testing"
 
@@ -25,8 +25,8 @@ func TestSummaryRowNoteIsTheDecidingRulesNote(t *testing.T) {
 		{map[string]int{"quiet": 3}, ""},
 	}
 	for _, c := range cases {
-		if got := rowNote(c.counts, notes); got != c.want {
-			t.Errorf("rowNote(%v) = %q, want %q", c.counts, got, c.want)
+		if got := RowNote(c.counts, notes); got != c.want {
+			t.Errorf("RowNote(%v) = %q, want %q", c.counts, got, c.want)
 		}
 	}
 }

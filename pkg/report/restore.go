@@ -1,0 +1,88 @@
+package report
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/redrive"
+)
+
+// RestoreSummary is the JSON summary of a restore (-o json, NDJSON summary).
+type RestoreSummary struct {
+	*redrive.Result
+	Status  string           `json:"status"`
+	Archive string           `json:"archive"`
+	To      string           `json:"to"`
+	Canary  *redrive.Verdict `json:"canary,omitempty"`
+}
+
+// WriteRestoreSummary prints the end of a restore in format; on a table,
+// tail adds the rows a restore shares with a redrive (transform, outcome)
+// and renders it.
+func WriteRestoreSummary(s *output.IOStreams, prog *output.Progress, format output.Format, sum RestoreSummary, tail func(*output.TablePrinter) error) error {
+	switch format {
+	case output.JSON:
+		return output.WriteJSON(s.Out, sum)
+	case output.NDJSON:
+		return prog.Summary(sum)
+	}
+	res := sum.Result
+	t := output.NewTable(s, "", "")
+	t.Row("run", res.RunID)
+	t.Row("status", sum.Status)
+	t.Row("sent", fmt.Sprintf("%d from %s to %s in %s (%.1f/s)", res.Moved, sum.Archive, sum.To, output.Duration(time.Duration(res.ElapsedSeconds*float64(time.Second))), res.Rate))
+	if res.Resumed > 0 {
+		t.Row("resumed", fmt.Sprintf("%d already sent by an earlier attempt; not sent again", res.Resumed))
+	}
+	for _, r := range slices.Sorted(maps.Keys(res.Skipped)) {
+		t.Row("skipped", fmt.Sprintf("%d %s", res.Skipped[r], r))
+	}
+	if res.Failed > 0 {
+		t.Row("failed", fmt.Sprintf("%d refused by %s; run the same command again to retry", res.Failed, sum.To))
+	}
+	if res.Unknown > 0 {
+		t.Row("unknown", fmt.Sprintf("%d whose send outcome is unknown; a FIFO destination de-duplicates a retry within 5 minutes", res.Unknown))
+	}
+	return tail(t)
+}
+
+// RestorePlanOutput is the JSON of restore --dry-run.
+type RestorePlanOutput struct {
+	redrive.Plan
+	Archive   string    `json:"archive"`
+	To        string    `json:"to"`
+	Selection string    `json:"selection"`
+	Rate      float64   `json:"rate,omitempty"`
+	Ramp      []float64 `json:"ramp,omitempty"`
+	// FilterErrors: records the --filter or a rule failed on (skipped
+	// "filter error").
+	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
+}
+
+// WriteRestorePlan prints a restore dry run's plan in format (a table
+// after the transform's plan, which the caller prints).
+func WriteRestorePlan(s *output.IOStreams, prog *output.Progress, format output.Format, out RestorePlanOutput) error {
+	switch format {
+	case output.JSON:
+		return output.WriteJSON(s.Out, out)
+	case output.NDJSON:
+		return prog.Summary(out)
+	}
+	pl := out.Plan
+	t := output.NewTable(s, "", "")
+	t.Row("dry run", "nothing was sent")
+	t.Row("archive", out.Archive)
+	t.Row("selection", out.Selection)
+	t.Row("would send", fmt.Sprintf("%d of %d archived message(s) to %s", pl.WouldMove, pl.Scanned, out.To))
+	for _, r := range slices.Sorted(maps.Keys(pl.Skipped)) {
+		t.Row("skipped", fmt.Sprintf("%d %s", pl.Skipped[r], r))
+	}
+	if pl.EstimatedSeconds > 0 {
+		t.Row("duration", output.Duration(time.Duration(pl.EstimatedSeconds*float64(time.Second))))
+	}
+	return t.Render()
+}
