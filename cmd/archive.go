@@ -91,7 +91,9 @@ killed dlqctl process still hides (the hold ledger in --state-dir, same
 host), are waited for until their visibility timeout ends (--wait-inflight,
 on by default) and then archived; without --delete, a FIFO queue cannot be read past the first
 message of each group, so such a run archives only those and ends partial
-(exit 4), saying how many it could not read. On Kafka the run reads the
+(exit 4), saying how many it could not read. A FIFO group the queue hands
+out of order (after a receive whose answer was lost; moto does, AWS keeps
+the order) ends the run partial (exit 4), naming the groups. On Kafka the run reads the
 group's commits back at its end: it is complete only when every partition
 the group gave it was read to the end taken at its start and committed past
 every record it archived; a partition that moved to another process of the

@@ -93,6 +93,9 @@ selection skips is held until the end, so SQS hands out nothing more of its
 group: later messages of that group are not moved ahead of it, and the run
 exits 4 naming the blocked groups. A message whose lease was lost is never
 counted as moved; it is deleted when received again, without a second send.
+A FIFO group the queue hands out of order (after a receive whose answer was
+lost; moto does, AWS keeps the order) ends the run partial (exit 4), naming
+the groups.
 
 A Kafka dead-letter topic (kafka://HOST:PORT/TOPIC) is redriven to the
 original topic named in each record's headers (or --to kafka://…/TOPIC), key
