@@ -76,6 +76,13 @@ type Options struct {
 	// receives such a message again sends it again). Leave it off for sinks
 	// that make a batch durable only later (archive parts).
 	AckBeforeDeliver bool
+	// AckBehind, with AckBeforeDeliver, lets a worker deliver while up to
+	// this many of its earlier batches are still being removed (0: none):
+	// a source that names, after a kill, every message a dead run may have
+	// delivered twice (a broker.Intender) overlaps the removal (a Kafka
+	// commit) with the next batch, at the cost of one more batch per
+	// worker in that list.
+	AckBehind int
 	Reporter         Reporter
 }
 
@@ -819,7 +826,7 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 		return
 	}
 	if e.opt.AckBeforeDeliver {
-		ack.waitIdle()
+		ack.waitBelow(e.opt.AckBehind)
 	}
 	outs, commit := e.sink.Deliver(fin, w, key, items, payloads)
 	accepted := make([]Item, 0, len(batch))
@@ -906,8 +913,8 @@ type acker struct {
 	cond   *sync.Cond
 	q      []ackJob
 	closed bool
-	// busy: a job taken from q is being acked; idle is signalled when q is
-	// empty and no job is busy (waitIdle).
+	// busy: a job taken from q is being acked; idle is signalled when a
+	// job is done (waitBelow).
 	busy bool
 	idle *sync.Cond
 }
@@ -919,13 +926,22 @@ func newAcker() *acker {
 	return a
 }
 
-// waitIdle waits until every job pushed so far was acked (or failed).
-func (a *acker) waitIdle() {
+// waitBelow waits until at most n of the jobs pushed so far are still
+// waiting or being acked (0: every one was acked, or failed).
+func (a *acker) waitBelow(n int) {
 	a.mu.Lock()
-	for len(a.q) > 0 || a.busy {
+	for a.pendingLocked() > n {
 		a.idle.Wait()
 	}
 	a.mu.Unlock()
+}
+
+func (a *acker) pendingLocked() int {
+	n := len(a.q)
+	if a.busy {
+		n++
+	}
+	return n
 }
 
 func (a *acker) push(j ackJob) {
@@ -960,9 +976,7 @@ func (a *acker) run(e *engine) {
 		e.ack(j)
 		a.mu.Lock()
 		a.busy = false
-		if len(a.q) == 0 {
-			a.idle.Broadcast()
-		}
+		a.idle.Broadcast()
 		a.mu.Unlock()
 	}
 }

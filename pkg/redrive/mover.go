@@ -511,6 +511,13 @@ func Run(ctx context.Context, src Source, opt Options) (*Result, error) {
 		// not a resume) sends again after a kill -9.
 		AckBeforeDeliver: true,
 	}
+	if _, ok := src.(broker.Intender); ok {
+		// The source's own intent names every message a killed run may
+		// have published without removing it (Kafka: the offsets of each
+		// batch, before its produce): its removal (a commit) may run
+		// behind the next batch's delivery, as a bare consume loop's does.
+		popt.AckBehind = 1
+	}
 	if s.queueShare.Shared() {
 		popt.Peers = s.queueShare.N
 	}
@@ -587,6 +594,8 @@ type moveSink struct {
 	queueShare, partition Share
 
 	returned atomic.Int64
+	// shas counts the body digests computed for lean records.
+	shas atomic.Int64
 
 	mu        sync.Mutex
 	dests     map[string]broker.Destination
@@ -730,8 +739,16 @@ func (s *moveSink) Prepare(ctx context.Context, it Item) (pipeline.Decision, err
 		}
 		return pipeline.Decision{Verb: pipeline.Skip, Reason: reason}, nil
 	}
+	if c.sha == "" && s.shas.Add(1) <= maxBodyKeys {
+		// A lean record (broker.SourceOptions.Lean) leaves the digest to
+		// the reader: the journal keeps the first maxBodyKeys bodies' (the
+		// canary's recognition of copies that lost their marker).
+		c.sha = record.SHA256Hex(c.copy.Body)
+	}
 	s.mu.Lock()
-	s.dests[dest.Key] = dest
+	if _, ok := s.dests[dest.Key]; !ok {
+		s.dests[dest.Key] = dest
+	}
 	s.mu.Unlock()
 	return pipeline.Decision{Verb: pipeline.Deliver, Key: dest.Key, Payload: prepared{out: cp, sha: c.sha}, Size: cp.Size, Label: dest.Label}, nil
 }
@@ -799,15 +816,19 @@ func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item,
 		ids[i] = it.Record.MessageID
 		earlierDest[i], earlier[i] = s.j.Unconfirmed(ids[i])
 	}
-	if err := s.j.Intend(dest.Label, ids); err != nil {
-		for i := range outs {
-			outs[i].Err = pipeline.Undelivered(err)
-		}
-		return outs, nil
-	}
+	// A source that keeps its own write-ahead intent (broker.Intender:
+	// Kafka's offset ranges, written before the produce) is the record of
+	// the batch; the journal's intent line is for the others, and for a
+	// transforming run, whose kept lines that intent's fsync writes.
 	intender, _ := s.src.(broker.Intender)
-	if intender != nil {
-		intender.Intend(s.runID, items)
+	recorded := intender != nil && intender.Intend(s.runID, items)
+	if !recorded || s.opt.Originals != nil {
+		if err := s.j.Intend(dest.Label, ids); err != nil {
+			for i := range outs {
+				outs[i].Err = pipeline.Undelivered(err)
+			}
+			return outs, nil
+		}
 	}
 	bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()

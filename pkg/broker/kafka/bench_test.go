@@ -148,11 +148,13 @@ func BenchmarkRedrive(b *testing.B) {
 }
 
 // cliRedrive runs `dlqctl redrive kafka://…/DLT --yes -o json` in this
-// process.
+// process, with a state dir of its own (as the engine side: a shared
+// default state dir holds every earlier run, and finding the run to resume
+// reads each one's run.json).
 func cliRedrive(b testing.TB, c cluster, dlt string) {
 	var out, errOut bytes.Buffer
 	code := cmd.Run(context.Background(), output.Test(strings.NewReader(""), &out, &errOut, false),
-		[]string{"redrive", "kafka://" + strings.Join(c.addr.Brokers, ",") + "/" + dlt, "--yes", "-o", "json"})
+		[]string{"redrive", "kafka://" + strings.Join(c.addr.Brokers, ",") + "/" + dlt, "--yes", "-o", "json", "--state-dir", b.TempDir()})
 	if code != 0 {
 		b.Fatalf("redrive: exit %d: %s", code, errOut.String())
 	}

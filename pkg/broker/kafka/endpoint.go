@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -341,17 +342,22 @@ func ToRecord(m *Message, id string, now time.Time) *record.Record {
 }
 
 // leanRecord is the record a redrive without a selection reads
-// (broker.SourceOptions.Lean): the id, body and its SHA-256, size, key,
-// position, the origin's topic, the redrive marker (the only attribute),
-// and the message itself (KafkaSystem.Native) for the copy.
+// (broker.SourceOptions.Lean): the id, body, size, key, position, the
+// origin's topic, the redrive marker (the only attribute), and the message
+// itself (KafkaSystem.Native) for the copy. The body is the message's
+// value, not a copy (a consuming read never reuses a message's memory),
+// and its SHA-256 is left to the reader that needs it (the mover, for
+// the journal's first body digests).
 func leanRecord(m *Message, id string) *record.Record {
-	body := string(m.Value)
+	var body string
+	if len(m.Value) > 0 {
+		body = unsafe.String(unsafe.SliceData(m.Value), len(m.Value))
+	}
 	r := &record.Record{
-		MessageID:  m.ID(),
-		Queue:      id,
-		Broker:     record.BrokerKafka,
-		Body:       body,
-		BodySHA256: record.SHA256Hex(body),
+		MessageID: m.ID(),
+		Queue:     id,
+		Broker:    record.BrokerKafka,
+		Body:      body,
 	}
 	sys := &record.KafkaSystem{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Native: m}
 	size := len(m.Value) + len(m.Key)

@@ -168,18 +168,24 @@ func (s *consumeSource) Ack(ctx context.Context, msgs []broker.Message) []error 
 		return errs
 	}
 	errs := make([]error, len(msgs))
+	// Marked under one lock for the batch.
+	ms := make([]*Message, 0, len(msgs))
+	idx := make([]int, 0, len(msgs))
 	for i, bm := range msgs {
 		m, ok := bm.Handle.(*Message)
 		if !ok {
 			errs[i] = errors.New("not a message of this source")
 			continue
 		}
-		recorded, err := s.c.Ack(m)
+		ms, idx = append(ms, m), append(idx, i)
+	}
+	for k, a := range s.c.ackAll(ms, nil) {
+		m := ms[k]
 		switch {
-		case err != nil:
-			errs[i] = fmt.Errorf("%s: %w", m.ID(), err)
-		case !recorded:
-			errs[i] = fmt.Errorf("%s: its partition moved to another member of group %s before the commit: %w", m.ID(), s.c.group, broker.ErrLeaseLost)
+		case a.err != nil:
+			errs[idx[k]] = fmt.Errorf("%s: %w", m.ID(), a.err)
+		case !a.ok:
+			errs[idx[k]] = fmt.Errorf("%s: its partition moved to another member of group %s before the commit: %w", m.ID(), s.c.group, broker.ErrLeaseLost)
 		}
 	}
 	if err := s.c.Commit(ctx); err != nil {
