@@ -83,7 +83,7 @@ type Options struct {
 	// commit) with the next batch, at the cost of one more batch per
 	// worker in that list.
 	AckBehind int
-	Reporter         Reporter
+	Reporter  Reporter
 }
 
 // Result is the accounting of a run: every item received ends in exactly

@@ -84,7 +84,7 @@ const (
 	// line a batch instead of a sent line a message; no per-copy dest_id,
 	// and the bodies' SHA-256 as a set (shas) while the journal keeps them.
 	lineSentRuns = "sentr"
-	lineDel  = "del"  // originals removed from the source (ids)
+	lineDel      = "del" // originals removed from the source (ids)
 	// lineIntent is written (and fsynced) before a batch is handed to the
 	// broker: the ids about to be sent to dest. A later sent or unsent line
 	// confirms each; an intent left without one means the outcome is
