@@ -747,6 +747,9 @@ func (j *Journal) WasSent(orig string) (SentRecord, bool) {
 	if j.inRunsLocked(orig) {
 		return SentRecord{Orig: orig}, true
 	}
+	if len(j.sent) == 0 {
+		return SentRecord{}, false
+	}
 	if _, ok := j.sent[digestOf(orig)]; ok {
 		return SentRecord{Orig: orig}, true
 	}

@@ -353,13 +353,16 @@ func leanRecord(m *Message, id string) *record.Record {
 	if len(m.Value) > 0 {
 		body = unsafe.String(unsafe.SliceData(m.Value), len(m.Value))
 	}
-	r := &record.Record{
-		MessageID: m.ID(),
-		Queue:     id,
-		Broker:    record.BrokerKafka,
-		Body:      body,
-	}
-	sys := &record.KafkaSystem{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Native: m}
+	// The record, its Kafka part and its origin in one allocation.
+	all := &struct {
+		rec    record.Record
+		sys    record.KafkaSystem
+		origin record.KafkaOrigin
+	}{}
+	r := &all.rec
+	r.MessageID, r.Queue, r.Broker, r.Body = m.ID(), id, record.BrokerKafka, body
+	sys := &all.sys
+	sys.Topic, sys.Partition, sys.Offset, sys.Native = m.Topic, m.Partition, m.Offset, m
 	size := len(m.Value) + len(m.Key)
 	for _, h := range m.Headers {
 		size += len(h.Key) + len(h.Value)
@@ -369,7 +372,8 @@ func leanRecord(m *Message, id string) *record.Record {
 		r.OrderingKey = string(m.Key)
 	}
 	if m.Origin.Topic != "" {
-		sys.Origin = &record.KafkaOrigin{Topic: m.Origin.Topic, Partition: -1, Offset: -1, Format: m.Origin.Format}
+		all.origin = record.KafkaOrigin{Topic: m.Origin.Topic, Partition: -1, Offset: -1, Format: m.Origin.Format}
+		sys.Origin = &all.origin
 	}
 	if v, ok := lastHeader(m.Headers, MarkerHeader); ok {
 		r.Attributes = map[string]record.Attribute{MarkerHeader: {Type: "String", Value: string(v)}}

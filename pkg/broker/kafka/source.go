@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,20 +37,21 @@ func (e *Endpoint) OpenSource(ctx context.Context, opt broker.SourceOptions) (br
 	if err != nil {
 		return nil, e.wrap(err)
 	}
-	return &consumeSource{e: e, c: c, decode: opt.Decode, lean: opt.Lean}, nil
+	return &consumeSource{e: e, id: e.ID(), c: c, decode: opt.Decode, lean: opt.Lean}, nil
 }
 
 func (e *Endpoint) message(m *Message, decode func(*record.Record) any) broker.Message {
-	return e.messageAs(m, decode, false)
+	return messageAs(m, e.ID(), decode, false)
 }
 
-// messageAs is message with a lean record (broker.SourceOptions.Lean).
-func (e *Endpoint) messageAs(m *Message, decode func(*record.Record) any, lean bool) broker.Message {
+// messageAs is message with the endpoint's id id, with a lean record
+// (broker.SourceOptions.Lean).
+func messageAs(m *Message, id string, decode func(*record.Record) any, lean bool) broker.Message {
 	var rec *record.Record
 	if lean {
-		rec = leanRecord(m, e.ID())
+		rec = leanRecord(m, id)
 	} else {
-		rec = ToRecord(m, e.ID(), time.Now())
+		rec = ToRecord(m, id, time.Now())
 	}
 	var parsed any
 	if decode != nil {
@@ -109,6 +111,7 @@ func (s *peekSource) TruncatedNote() string {
 // never runs between another worker's poll and the records it hands out.
 type consumeSource struct {
 	e      *Endpoint
+	id     string // e.ID(), the records' queue
 	c      *Consumer
 	decode func(*record.Record) any
 	lean   bool
@@ -147,7 +150,7 @@ func (s *consumeSource) Next(ctx context.Context, max int) ([]broker.Message, er
 	}
 	out := make([]broker.Message, len(ms))
 	for i, m := range ms {
-		out[i] = s.e.messageAs(m, s.decode, s.lean)
+		out[i] = messageAs(m, s.id, s.decode, s.lean)
 	}
 	return out, nil
 }
@@ -329,7 +332,7 @@ func (p *publisher) Publish(ctx context.Context, dest broker.Destination, batch 
 	out := make([]broker.Result, len(batch))
 	for i, err := range errs {
 		if err == nil {
-			out[i].ID = fmt.Sprintf("%s-%d@%d", recs[i].Topic, recs[i].Partition, recs[i].Offset)
+			out[i].ID = copyID(recs[i])
 			continue
 		}
 		if certainlyNotWritten(err) {
@@ -339,6 +342,17 @@ func (p *publisher) Publish(ctx context.Context, dest broker.Destination, batch 
 		}
 	}
 	return out, nil
+}
+
+// copyID is a produced copy's id: TOPIC-PARTITION@OFFSET.
+func copyID(r *kgo.Record) string {
+	b := make([]byte, 0, len(r.Topic)+24)
+	b = append(b, r.Topic...)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, int64(r.Partition), 10)
+	b = append(b, '@')
+	b = strconv.AppendInt(b, r.Offset, 10)
+	return string(b)
 }
 
 // certainlyNotWritten reports errors after which the record is known not
@@ -373,6 +387,9 @@ func (e *Endpoint) Target(ctx context.Context) (broker.Destination, error) {
 type sourceRouter struct {
 	e *Endpoint
 	r *Router
+	// last is the last destination routed to: a DLT's records go to one
+	// or a few topics, and a Destination holding its topic is built once.
+	last atomic.Pointer[broker.Destination]
 }
 
 // RouterToSource routes each record to the topic its headers name.
@@ -404,7 +421,12 @@ func (s *sourceRouter) Route(ctx context.Context, rec *record.Record) (broker.De
 	}
 	// Labelled by the topic: a route back to the source stays on the
 	// DLT's cluster.
-	return broker.Destination{Key: t, Label: t, Target: t}, "", nil
+	if d := s.last.Load(); d != nil && d.Key == t {
+		return *d, "", nil
+	}
+	d := broker.Destination{Key: t, Label: t, Target: t}
+	s.last.Store(&d)
+	return d, "", nil
 }
 
 func (s *sourceRouter) Describe() string {

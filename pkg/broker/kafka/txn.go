@@ -113,7 +113,7 @@ func (t *txnPublisher) PublishRemoving(ctx context.Context, dest broker.Destinat
 		t.rmu.Unlock()
 		out := make([]broker.Result, len(recs))
 		for i, r := range recs {
-			out[i].ID = fmt.Sprintf("%s-%d@%d", r.Topic, r.Partition, r.Offset)
+			out[i].ID = copyID(r)
 		}
 		return out, nil
 	}
