@@ -81,7 +81,8 @@ type Options struct {
 	// a source that names, after a kill, every message a dead run may have
 	// delivered twice (a broker.Intender) overlaps the removal (a Kafka
 	// commit) with the next batch, at the cost of one more batch per
-	// worker in that list.
+	// worker in that list. The batches behind keep their records (see
+	// slimItems).
 	AckBehind int
 	Reporter  Reporter
 }
@@ -785,7 +786,7 @@ func (e *engine) process(runCtx context.Context, w int, items []Item, ack *acker
 	e.releaseItems(fin, release)
 	if len(ackOnly) > 0 {
 		e.pendingAcks.Add(int64(len(ackOnly)))
-		ack.push(ackJob{items: slimItems(ackOnly), resumed: true})
+		ack.push(ackJob{items: e.slimItems(ackOnly), resumed: true})
 	}
 	for _, key := range order {
 		ps := groups[key]
@@ -879,14 +880,21 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 	}
 	if len(accepted) > 0 {
 		e.pendingAcks.Add(int64(len(accepted)))
-		ack.push(ackJob{items: slimItems(accepted), commit: commit, details: details, labels: labels})
+		ack.push(ackJob{items: e.slimItems(accepted), commit: commit, details: details, labels: labels})
 	}
 }
 
 // slimItems keeps what acking and reporting need, not the bodies: a batch
 // can wait in an acker queue for a whole archive part.
 // A batch's slim records are one allocation (they are acked together).
-func slimItems(items []Item) []Item {
+//
+// With AckBehind the items are kept as they are: an acker then holds at
+// most AckBehind+1 batches of a worker, and such a source's handles keep
+// its messages (bodies included) until they are acked anyway.
+func (e *engine) slimItems(items []Item) []Item {
+	if e.opt.AckBeforeDeliver && e.opt.AckBehind > 0 {
+		return items
+	}
 	out := make([]Item, len(items))
 	recs := make([]record.Record, len(items))
 	for i, it := range items {

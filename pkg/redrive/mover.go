@@ -514,9 +514,12 @@ func Run(ctx context.Context, src Source, opt Options) (*Result, error) {
 	if _, ok := src.(broker.Intender); ok {
 		// The source's own intent names every message a killed run may
 		// have published without removing it (Kafka: the offsets of each
-		// batch, before its produce): its removal (a commit) may run
-		// behind the next batch's delivery, as a bare consume loop's does.
+		// batch, before its produce): a batch's journal write and removal
+		// (a commit) may run behind the next batch's delivery, as a bare
+		// consume loop's commit does. The acker still removes a batch only
+		// once its journal write is durable.
 		popt.AckBehind = 1
+		s.behind = true
 	}
 	if s.queueShare.Shared() {
 		popt.Peers = s.queueShare.N
@@ -621,8 +624,11 @@ type moveSink struct {
 	skippedGroups map[string]bool // FIFO groups with a held, unselected message
 	// last is each worker's previous journal write: the worker waits for
 	// it before its next send, so at most one sent batch per worker is not
-	// yet durable in the journal (the bound on duplicates after kill -9).
-	last []*journalWrite
+	// yet durable in the journal (the bound on duplicates after kill -9);
+	// with behind (a source keeping its own intent) it does not wait, and
+	// the engine's AckBehind bounds the batches not yet durable instead.
+	last   []*journalWrite
+	behind bool
 }
 
 // finishOriginals writes the manifest of the run's originals (every part
@@ -769,7 +775,18 @@ func (w *journalWrite) Err() error            { return w.err }
 func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item, payloads []any) ([]pipeline.Outcome, pipeline.Commit) {
 	outs := make([]pipeline.Outcome, len(items))
 	if prev := s.last[w]; prev != nil {
-		<-prev.done
+		if s.behind {
+			// The previous batch's journal write may still be under way
+			// (the engine bounds what is behind: AckBehind); a failed one
+			// stops the run here as below.
+			select {
+			case <-prev.done:
+			default:
+				prev = &journalWrite{done: prev.done}
+			}
+		} else {
+			<-prev.done
+		}
 		s.last[w] = nil
 		if prev.err != nil {
 			for i := range outs {

@@ -304,29 +304,76 @@ func (p *publisher) Prepare(rec *record.Record, dest broker.Destination, opt bro
 	if m.Topic == "" {
 		m.Topic = rec.Queue
 	}
-	id := rec.MessageID
 	now := opt.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
-	hs := replayHeadersID(m, id, opt.RunID, now)
-	kr := ToKgo(m, topic, hs)
-	size := len(kr.Key) + len(kr.Value)
-	for _, h := range kr.Headers {
-		size += len(h.Key) + len(h.Value)
+	// The copy itself is built by Publish, a batch at a time into memory
+	// reused from batch to batch (copier): here only its size, the copy's
+	// headers being the record's minus the dead-letter ones plus the marker
+	// (its JSON: the run id, the orig id, the count and the time, ~60
+	// bytes besides the ids).
+	size := len(m.Key) + len(m.Value) + len(MarkerHeader) + len(opt.RunID) + len(rec.MessageID) + 64
+	for _, h := range m.Headers {
+		if !IsFailureHeader(h.Key) {
+			size += len(h.Key) + len(h.Value)
+		}
 	}
-	return broker.Outgoing{Size: size, Marked: true, Native: kr}, ""
+	return broker.Outgoing{Size: size, Marked: true, Native: &pendingCopy{m: m, topic: topic, orig: rec.MessageID, runID: opt.RunID, now: now}}, ""
+}
+
+// pendingCopy is a copy Prepare decided and Publish builds.
+type pendingCopy struct {
+	m     *Message
+	topic string
+	orig  string
+	runID string
+	now   time.Time
+}
+
+// copiers are the copy builders of the publishes under way (a worker's
+// batch at a time; the copies are the copier's until Send returned).
+var copiers = sync.Pool{New: func() any { return new(copier) }}
+
+// buildCopies turns a batch Prepare built into franz-go records: the
+// pending copies of one batch are built together by cp (their marker's
+// time is the first one's), entries already records are kept as they are.
+func buildCopies(cp *copier, batch []broker.Outgoing) ([]*kgo.Record, error) {
+	recs := make([]*kgo.Record, len(batch))
+	var msgs []*Message
+	var topics, origs []string
+	var at []int
+	var runID string
+	var now time.Time
+	for i, o := range batch {
+		switch n := o.Native.(type) {
+		case *kgo.Record:
+			recs[i] = n
+		case *pendingCopy:
+			if msgs == nil {
+				msgs, topics, origs, at = make([]*Message, 0, len(batch)), make([]string, 0, len(batch)), make([]string, 0, len(batch)), make([]int, 0, len(batch))
+				runID, now = n.runID, n.now
+			}
+			msgs, topics, origs, at = append(msgs, n.m), append(topics, n.topic), append(origs, n.orig), append(at, i)
+		default:
+			return nil, errors.New("kafka: Publish got an entry Prepare did not build")
+		}
+	}
+	if len(msgs) > 0 {
+		for k, r := range cp.buildFor(msgs, topics, origs, runID, now) {
+			recs[at[k]] = r
+		}
+	}
+	return recs, nil
 }
 
 // Publish produces a batch and waits for every acknowledgement (acks=all).
 func (p *publisher) Publish(ctx context.Context, dest broker.Destination, batch []broker.Outgoing) ([]broker.Result, error) {
-	recs := make([]*kgo.Record, len(batch))
-	for i, o := range batch {
-		r, ok := o.Native.(*kgo.Record)
-		if !ok {
-			return nil, errors.New("kafka: Publish got an entry Prepare did not build")
-		}
-		recs[i] = r
+	cp := copiers.Get().(*copier)
+	defer copiers.Put(cp)
+	recs, err := buildCopies(cp, batch)
+	if err != nil {
+		return nil, err
 	}
 	errs := p.p.Send(ctx, recs)
 	out := make([]broker.Result, len(batch))
