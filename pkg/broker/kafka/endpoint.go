@@ -121,12 +121,6 @@ func (e *Endpoint) Conn() Conn { return e.conn }
 // Group is dlqctl's consumer group on the topic.
 func (e *Endpoint) Group() string { return e.group }
 
-// MemberLedger is the member ledger settings of consuming reads (Config's
-// StateDir, Tell, Warn), for Drain.
-func (e *Endpoint) MemberLedger() (stateDir string, tell, warn func(string)) {
-	return e.members.StateDir, e.members.Tell, e.members.Warn
-}
-
 func (e *Endpoint) Broker() string { return broker.Kafka }
 func (e *Endpoint) String() string { return e.addr.String() }
 func (e *Endpoint) Name() string   { return e.addr.Topic }

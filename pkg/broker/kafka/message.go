@@ -35,8 +35,9 @@ type Message struct {
 	Value           []byte
 	Headers         []Header
 	Timestamp       time.Time
-	// Origin is decoded from the headers by the reader. Drain's messages
-	// carry only its Topic and Format (what routing needs: the other
+	// Origin is decoded from the headers by the reader. A lean read's
+	// messages (a redrive without a selection) carry only its Topic and
+	// Format (what routing needs: the other
 	// fields read as unknown); FullOrigin decodes all of it.
 	Origin Origin
 }

@@ -33,7 +33,10 @@ func (e *Endpoint) OpenSource(ctx context.Context, opt broker.SourceOptions) (br
 		}
 		return &peekSource{e: e, r: r, decode: opt.Decode}, nil
 	}
-	c, err := OpenConsumer(ctx, e.addr, e.conn, e.group, ConsumerOptions{StateDir: e.members.StateDir, Tell: e.members.Tell, Warn: e.members.Warn})
+	// A lean read (a redrive without a selection) needs only the origin's
+	// topic and format of each record (the route).
+	c, err := OpenConsumer(ctx, e.addr, e.conn, e.group, ConsumerOptions{StateDir: e.members.StateDir, Tell: e.members.Tell, Warn: e.members.Warn,
+		OriginTopicOnly: opt.Lean})
 	if err != nil {
 		return nil, e.wrap(err)
 	}
@@ -129,7 +132,7 @@ func (s *consumeSource) Name() string { return s.e.String() }
 func (s *consumeSource) Next(ctx context.Context, max int) ([]broker.Message, error) {
 	if s.c.fenced.Load() {
 		// A transaction of the run aborted: reading on would only fail
-		// every later one (Drain stopped there too).
+		// every later one.
 		return nil, errFenced
 	}
 	s.next.Lock()
