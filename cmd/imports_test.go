@@ -39,8 +39,7 @@ var brokerImporters = map[string]bool{
 // imports a broker package (remove it from the list) and when a file
 // not here starts to.
 var stillImporting = map[string]bool{
-	"kafka.go":         true,
-	"redrive_kafka.go": true,
+	"kafka.go": true,
 }
 
 func TestOnlyTheFactoryAndFlagsFilesImportBrokerPackages(t *testing.T) {

@@ -3,14 +3,13 @@ package cmd
 import (
 	"context"
 	"errors"
-	"fmt"
+	"strconv"
 	"strings"
-
-	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
 // isKafkaRef reports whether a queue reference is kafka://….
@@ -61,52 +60,19 @@ func kafkaErr(err error) error {
 	return broker.StartError(err)
 }
 
-// kafkaRunErr maps the error that ended a run, after it may have moved
-// records: only bad input and a missing topic are exit 2 there; a cluster
-// lost in the middle of a run is an error (1).
-func kafkaRunErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	var ue *kafka.UsageError
-	if errors.As(err, &ue) {
-		return errs.BadInputf("%s", ue.Msg)
-	}
-	if errors.Is(err, broker.ErrNotFound) {
-		return errs.BadInput(err)
-	}
-	return err
-}
-
-// kafkaUnsupported is the one sentence for a command dlqctl cannot run on
-// Kafka yet (exit 2, nothing changed).
-func kafkaUnsupported(cmd, instead string) error {
-	return errs.BadInputf("%s does not support Kafka topics yet; %s", cmd, instead)
-}
-
-// kafkaGroupLag sums a consumer group's lag over every topic it has
-// committed on (end offset − committed).
-func kafkaGroupLag(ctx context.Context, adm *kadm.Client, group string) (int64, error) {
-	lags, err := adm.Lag(ctx, group)
-	if err != nil {
-		return 0, err
-	}
-	l, ok := lags[group]
-	if !ok {
-		return 0, fmt.Errorf("group %s not found", group)
-	}
-	if err := l.Error(); err != nil {
-		return 0, err
-	}
-	var n int64
-	for _, ps := range l.Lag {
-		for _, pl := range ps {
-			if pl.Lag > 0 {
-				n += pl.Lag
-			}
+// parseDestLag parses --max-dest-lag GROUP:N values (the destination's
+// consumer group and the most records it may lag behind).
+func parseDestLag(raw []string) ([]redrive.DestLag, error) {
+	var out []redrive.DestLag
+	for _, r := range raw {
+		g, n, ok := strings.Cut(r, ":")
+		v, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64)
+		if !ok || strings.TrimSpace(g) == "" || err != nil || v < 0 {
+			return nil, errs.BadInputf("--max-dest-lag %q: use GROUP:N, e.g. --max-dest-lag orders-service:1000 (the destination's consumer group and the most records it may lag behind)", r)
 		}
+		out = append(out, redrive.DestLag{Group: strings.TrimSpace(g), Max: v})
 	}
-	return n, nil
+	return out, nil
 }
 
 // checkKafkaPair refuses a redrive between Kafka and another broker (one

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -99,9 +98,11 @@ the groups.
 
 A Kafka dead-letter topic (kafka://HOST:PORT/TOPIC) is redriven to the
 original topic named in each record's headers (or --to kafka://…/TOPIC), key
-kept, dead-letter headers dropped; dlqctl's consumer group (--kafka-group) is the
-journal, replayed records land after newer records with the same key, and
---max-dest-lag GROUP:N and --exactly-once apply (docs/kafka.md). A re-run
+kept, dead-letter headers dropped, through the same engine and run journal
+as every broker (one worker, batches of up to 500 records); dlqctl's consumer
+group (--kafka-group) commits past what was produced, replayed records land
+after newer records with the same key, and --max-dest-lag GROUP:N and
+--exactly-once apply (docs/kafka.md). A re-run
 after a kill -9 waits for the killed run's group members (recorded in
 --state-dir) to time out of the group — their session timeout + 5 s, said on
 stderr — then takes their partitions; it names the records the killed run
@@ -372,12 +373,6 @@ func (o *RedriveOptions) fingerprint(dlqARN string) string {
 }
 
 func redriveRun(ctx context.Context, opts *RedriveOptions) error {
-	if isKafkaRef(opts.DLQ) {
-		if os.Getenv("DLQCTL_KAFKA_ENGINE") == "pipeline" {
-			return endpointRedriveRun(ctx, opts)
-		}
-		return kafkaRedriveRun(ctx, opts)
-	}
 	if opts.Engine == "native" {
 		return nativeRun(ctx, opts)
 	}
@@ -613,7 +608,7 @@ reason); with none, it says so and exits 0. The journals are read from
 		},
 		RunE: func(c *cobra.Command, args []string) error {
 			if (len(args) == 1 && isKafkaRef(args[0])) || isKafkaRef(dlqRef) {
-				return errs.BadInputf("a Kafka redrive has no run journal to resume: the consumer group's committed offsets are its journal, so run the same redrive command again")
+				return errs.BadInputf("a Kafka redrive resumes by running the same redrive command again: its consumer group's committed offsets and its run journal carry it on")
 			}
 			id := ""
 			if len(args) == 1 {

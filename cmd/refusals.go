@@ -56,9 +56,6 @@ var (
 	needRabbitMQ = broker.NeedBroker(broker.AMQP, "RabbitMQ", "amqp://, amqps://")
 	needKafka    = broker.NeedBroker(broker.Kafka, "Kafka", "kafka://")
 	needSQS      = broker.NeedBroker(broker.SQS, "Amazon SQS", "a queue name, URL or ARN")
-	// needTransformPath: --transform runs in the redrive engine that keeps
-	// each original in a verified archive part before its repaired copy is
-	// sent (pkg/redrive); Kafka redrive has its own loop for now.
 	// needHeadersFromAttributes: a repaired copy is made from the record's
 	// attributes (SQS attributes, RabbitMQ headers); a Kafka copy is made
 	// from the ordered header list, which the transform does not rewrite.
@@ -67,13 +64,6 @@ var (
 		Has:  func(c broker.Capabilities) bool { return c.Broker != broker.Kafka },
 		Lacks: func(c broker.Capabilities) string {
 			return c.Label + " copies keep the record's ordered header list, which --transform does not rewrite yet"
-		},
-	}
-	needTransformPath = broker.Need{
-		What: "a DLQ redriven by dlqctl's journaled engine, which archives each original before its repaired copy is sent",
-		Has:  func(c broker.Capabilities) bool { return c.Broker != broker.Kafka },
-		Lacks: func(c broker.Capabilities) string {
-			return c.Label + " dead-letter topics are redriven by their own loop, which cannot archive originals before sending yet"
 		},
 	}
 )
@@ -102,13 +92,13 @@ var flagNeeds = []flagNeed{
 	// An SQS DLQ fed by Lambda, SNS or EventBridge (package origins).
 	{Flag: "origin", Cmds: []string{"redrive"}, Role: roleSource, Need: needSQS, Instead: "drop --origin: it names the Lambda function or SNS subscription an SQS DLQ's messages go back to"},
 	// Repair and replay (cmd/transform.go).
-	{Flag: "transform", Cmds: []string{"redrive"}, Role: roleSource, Need: needTransformPath, Instead: "drop --transform (Kafka follows when its redrive moves into that engine)"},
-	{Flag: "transform-file", Cmds: []string{"redrive"}, Role: roleSource, Need: needTransformPath, Instead: "drop --transform (Kafka follows when its redrive moves into that engine)"},
+	{Flag: "transform", Cmds: []string{"redrive"}, Role: roleSource, Need: needHeadersFromAttributes, Instead: "drop --transform"},
+	{Flag: "transform-file", Cmds: []string{"redrive"}, Role: roleSource, Need: needHeadersFromAttributes, Instead: "drop --transform"},
 	{Flag: "transform", Cmds: []string{"restore"}, Role: roleDest, Need: needHeadersFromAttributes},
 	{Flag: "transform-file", Cmds: []string{"restore"}, Role: roleDest, Need: needHeadersFromAttributes},
-	{Flag: "archive-originals", Cmds: []string{"redrive"}, Role: roleSource, Need: needTransformPath},
-	{Flag: "originals-sse", Cmds: []string{"redrive"}, Role: roleSource, Need: needTransformPath},
-	{Flag: "originals-kms-key-id", Cmds: []string{"redrive"}, Role: roleSource, Need: needTransformPath},
+	{Flag: "archive-originals", Cmds: []string{"redrive"}, Role: roleSource, Need: needHeadersFromAttributes},
+	{Flag: "originals-sse", Cmds: []string{"redrive"}, Role: roleSource, Need: needHeadersFromAttributes},
+	{Flag: "originals-kms-key-id", Cmds: []string{"redrive"}, Role: roleSource, Need: needHeadersFromAttributes},
 	// CloudWatch Logs by SQS message id.
 	{Flag: "logs", Role: roleSource, Need: broker.NeedLogLookup},
 	{Flag: "logs-window", Role: roleSource, Need: broker.NeedLogLookup, Instead: "drop --logs-window and --logs"},

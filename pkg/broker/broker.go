@@ -124,10 +124,11 @@ type SourceOptions struct {
 	// parsed body; nil leaves records as read.
 	Decode func(*record.Record) any
 	// Lean says the reader uses only what a redrive without a selection
-	// needs: the message id, body SHA-256 and size, the redrive marker
-	// and the route. A broker may then leave out the rest of the record
+	// needs: the message id, body and size, the redrive marker and the
+	// route. A broker may then leave out the rest of the record
 	// (RabbitMQ: the other headers as attributes and the decoded death
-	// history, which the delivery kept on the record still carries).
+	// history, which the delivery kept on the record still carries; Kafka:
+	// the body's SHA-256, which the mover computes where it needs it).
 	// Brokers that build their records whole ignore it.
 	Lean bool
 	// Share is this process's part of a run several processes share

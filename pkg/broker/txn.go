@@ -58,8 +58,10 @@ type LagReader interface {
 type Intender interface {
 	// Intend records msgs as about to be published by run runID: called
 	// before the first of their copies can reach a destination. The first
-	// call claims what killed runs left.
-	Intend(runID string, msgs []Message)
+	// call claims what killed runs left. It reports whether they are
+	// recorded (false: the source keeps no intent this run, e.g. its log
+	// could not be opened; the run's journal then records the intent).
+	Intend(runID string, msgs []Message) bool
 	// PublishedBefore says, for a message whose copy this run just
 	// published, whether a killed run had recorded it as being published
 	// and died before it left the source: the destination may hold two

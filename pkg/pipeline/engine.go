@@ -76,7 +76,15 @@ type Options struct {
 	// receives such a message again sends it again). Leave it off for sinks
 	// that make a batch durable only later (archive parts).
 	AckBeforeDeliver bool
-	Reporter         Reporter
+	// AckBehind, with AckBeforeDeliver, lets a worker deliver while up to
+	// this many of its earlier batches are still being removed (0: none):
+	// a source that names, after a kill, every message a dead run may have
+	// delivered twice (a broker.Intender) overlaps the removal (a Kafka
+	// commit) with the next batch, at the cost of one more batch per
+	// worker in that list. The batches behind keep their records (see
+	// slimItems).
+	AckBehind int
+	Reporter  Reporter
 }
 
 // Result is the accounting of a run: every item received ends in exactly
@@ -786,7 +794,7 @@ func (e *engine) process(runCtx context.Context, w int, items []Item, ack *acker
 	e.releaseItems(fin, release)
 	if len(ackOnly) > 0 {
 		e.pendingAcks.Add(int64(len(ackOnly)))
-		ack.push(ackJob{items: slimItems(ackOnly), resumed: true})
+		ack.push(ackJob{items: e.slimItems(ackOnly), resumed: true})
 	}
 	for _, key := range order {
 		ps := groups[key]
@@ -827,7 +835,7 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 		return
 	}
 	if e.opt.AckBeforeDeliver {
-		ack.waitIdle()
+		ack.waitBelow(e.opt.AckBehind)
 	}
 	outs, commit := e.sink.Deliver(fin, w, key, items, payloads)
 	accepted := make([]Item, 0, len(batch))
@@ -880,14 +888,21 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 	}
 	if len(accepted) > 0 {
 		e.pendingAcks.Add(int64(len(accepted)))
-		ack.push(ackJob{items: slimItems(accepted), commit: commit, details: details, labels: labels})
+		ack.push(ackJob{items: e.slimItems(accepted), commit: commit, details: details, labels: labels})
 	}
 }
 
 // slimItems keeps what acking and reporting need, not the bodies: a batch
 // can wait in an acker queue for a whole archive part.
 // A batch's slim records are one allocation (they are acked together).
-func slimItems(items []Item) []Item {
+//
+// With AckBehind the items are kept as they are: an acker then holds at
+// most AckBehind+1 batches of a worker, and such a source's handles keep
+// its messages (bodies included) until they are acked anyway.
+func (e *engine) slimItems(items []Item) []Item {
+	if e.opt.AckBeforeDeliver && e.opt.AckBehind > 0 {
+		return items
+	}
 	out := make([]Item, len(items))
 	recs := make([]record.Record, len(items))
 	for i, it := range items {
@@ -914,8 +929,8 @@ type acker struct {
 	cond   *sync.Cond
 	q      []ackJob
 	closed bool
-	// busy: a job taken from q is being acked; idle is signalled when q is
-	// empty and no job is busy (waitIdle).
+	// busy: a job taken from q is being acked; idle is signalled when a
+	// job is done (waitBelow).
 	busy bool
 	idle *sync.Cond
 }
@@ -927,13 +942,22 @@ func newAcker() *acker {
 	return a
 }
 
-// waitIdle waits until every job pushed so far was acked (or failed).
-func (a *acker) waitIdle() {
+// waitBelow waits until at most n of the jobs pushed so far are still
+// waiting or being acked (0: every one was acked, or failed).
+func (a *acker) waitBelow(n int) {
 	a.mu.Lock()
-	for len(a.q) > 0 || a.busy {
+	for a.pendingLocked() > n {
 		a.idle.Wait()
 	}
 	a.mu.Unlock()
+}
+
+func (a *acker) pendingLocked() int {
+	n := len(a.q)
+	if a.busy {
+		n++
+	}
+	return n
 }
 
 func (a *acker) push(j ackJob) {
@@ -968,9 +992,7 @@ func (a *acker) run(e *engine) {
 		e.ack(j)
 		a.mu.Lock()
 		a.busy = false
-		if len(a.q) == 0 {
-			a.idle.Broadcast()
-		}
+		a.idle.Broadcast()
 		a.mu.Unlock()
 	}
 }

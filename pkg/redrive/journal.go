@@ -79,7 +79,12 @@ type SentRecord struct {
 // Journal line types (the "t" field of journal.ndjson; docs/redrive.md).
 const (
 	lineSent = "sent" // a copy accepted by its destination (SentRecord)
-	lineDel  = "del"  // originals removed from the source (ids)
+	// lineSentRuns: a batch of copies accepted by dest whose DLQ ids are
+	// runs of consecutive numbers (Kafka offsets: TOPIC-PARTITION@N), one
+	// line a batch instead of a sent line a message; no per-copy dest_id,
+	// and the bodies' SHA-256 as a set (shas) while the journal keeps them.
+	lineSentRuns = "sentr"
+	lineDel      = "del" // originals removed from the source (ids)
 	// lineIntent is written (and fsynced) before a batch is handed to the
 	// broker: the ids about to be sent to dest. A later sent or unsent line
 	// confirms each; an intent left without one means the outcome is
@@ -102,6 +107,10 @@ type line struct {
 	T string `json:"t"` // lineSent, lineDel, lineIntent, lineUnsent, lineGone
 	SentRecord
 	IDs []string `json:"ids,omitempty"`
+	// Runs are ids as runs of consecutive numbers (lineSentRuns, lineDel).
+	Runs []idRun `json:"runs,omitempty"`
+	// SHAs are a lineSentRuns batch's body digests (a set).
+	SHAs []string `json:"shas,omitempty"`
 	// Part is a lineKept's archive part (its manifest entry).
 	Part json.RawMessage `json:"part,omitempty"`
 }
@@ -152,6 +161,12 @@ type Journal struct {
 	// manifest entries, in order.
 	kept  map[digest]struct{}
 	parts []json.RawMessage
+	// runs are the ids sent in lineSentRuns lines, by prefix (runN of
+	// them); pendingRuns those of them not yet deleted (pendingRunN).
+	runs        map[string]*intervals
+	pendingRuns map[string]*intervals
+	runN        int64
+	pendingRunN int64
 }
 
 // maxTwiceRecords bounds the possibly-doubled records kept in memory.
@@ -194,7 +209,8 @@ func bodyKey(sha string) uint64 {
 }
 
 func newJournalState() *Journal {
-	return &Journal{pending: map[string]SentRecord{}, sent: map[digest]struct{}{}, shas: map[uint64]struct{}{}, intents: map[string]string{}, kept: map[digest]struct{}{}}
+	return &Journal{pending: map[string]SentRecord{}, sent: map[digest]struct{}{}, shas: map[uint64]struct{}{}, intents: map[string]string{}, kept: map[digest]struct{}{},
+		runs: map[string]*intervals{}, pendingRuns: map[string]*intervals{}}
 }
 
 // maxBodyKeys bounds the body digests kept for the canary's recognition of
@@ -203,6 +219,9 @@ const maxBodyKeys = 10_000
 
 func (j *Journal) recordSentLocked(r SentRecord) {
 	delete(j.intents, r.Orig)
+	if j.inRunsLocked(r.Orig) {
+		return // sent in a batch line already: the first record stands
+	}
 	d := digestOf(r.Orig)
 	if _, again := j.sent[d]; again {
 		return // a re-send after a lost answer: the first record stands
@@ -219,6 +238,63 @@ func (j *Journal) recordSentLocked(r SentRecord) {
 		j.shas[bodyKey(r.SHA)] = struct{}{}
 	}
 }
+
+// inRunsLocked reports whether id was recorded in a lineSentRuns line.
+func (j *Journal) inRunsLocked(id string) bool {
+	if len(j.runs) == 0 {
+		return false
+	}
+	p, n, ok := splitRunID(id)
+	if !ok {
+		return false
+	}
+	iv := j.runs[p]
+	return iv != nil && iv.has(n)
+}
+
+// recordRunsSentLocked records a lineSentRuns batch: every id of runs is
+// sent and pending until deleted; their intents are settled.
+func (j *Journal) recordRunsSentLocked(runs []idRun, shas []string) {
+	for _, r := range runs {
+		iv := j.runs[r.Prefix]
+		if iv == nil {
+			iv = &intervals{}
+			j.runs[r.Prefix] = iv
+		}
+		j.runN += iv.add(r.From, r.To)
+		pv := j.pendingRuns[r.Prefix]
+		if pv == nil {
+			pv = &intervals{}
+			j.pendingRuns[r.Prefix] = pv
+		}
+		j.pendingRunN += pv.add(r.From, r.To)
+		if len(j.intents) > 0 {
+			for n := r.From; n <= r.To; n++ {
+				delete(j.intents, runID(r.Prefix, n))
+			}
+		}
+	}
+	for _, sha := range shas {
+		if len(j.shas) >= maxBodyKeys {
+			break
+		}
+		j.shas[bodyKey(sha)] = struct{}{}
+	}
+}
+
+// recordRunsDeletedLocked marks the ids of runs deleted.
+func (j *Journal) recordRunsDeletedLocked(runs []idRun) {
+	for _, r := range runs {
+		if pv := j.pendingRuns[r.Prefix]; pv != nil {
+			j.pendingRunN -= pv.remove(r.From, r.To)
+		}
+	}
+}
+
+// sentCountLocked and pendingCountLocked count every id sent (pending:
+// not yet deleted), in per-message and in batch lines.
+func (j *Journal) sentCountLocked() int    { return len(j.sent) + int(j.runN) }
+func (j *Journal) pendingCountLocked() int { return len(j.pending) + int(j.pendingRunN) }
 
 // recordDeletedLocked marks a sent message's original as deleted: the
 // journal then keeps only its digest (the deleted count is what was sent
@@ -322,10 +398,13 @@ func (j *Journal) load(path string) error {
 		switch l.T {
 		case lineSent:
 			j.recordSentLocked(l.SentRecord)
+		case lineSentRuns:
+			j.recordRunsSentLocked(l.Runs, l.SHAs)
 		case lineDel:
 			for _, id := range l.IDs {
 				j.recordDeletedLocked(id)
 			}
+			j.recordRunsDeletedLocked(l.Runs)
 		case lineIntent:
 			j.recordIntentLocked(l.Dest, l.IDs)
 		case lineKept:
@@ -413,6 +492,12 @@ func (j *Journal) Sent(recs []SentRecord) error {
 	if len(recs) == 0 {
 		return nil
 	}
+	if b, runs, shas, ok := j.sentRunsLine(recs); ok {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		j.recordRunsSentLocked(runs, shas)
+		return j.appendDurableLocked(b)
+	}
 	b := make([]byte, 0, len(recs)*(80+len(recs[0].Orig)+len(recs[0].Dest)+len(recs[0].DestID)+len(recs[0].SHA)))
 	for _, r := range recs {
 		b = appendSentLine(b, r)
@@ -423,6 +508,46 @@ func (j *Journal) Sent(recs []SentRecord) error {
 		j.recordSentLocked(r)
 	}
 	return j.appendDurableLocked(b)
+}
+
+// sentRunsLine builds the lineSentRuns line of a batch when it is one:
+// every record plain (not marked maybe twice or resent), of one
+// destination, with ids that make at most one run per four records. The
+// bodies' digests go with it while the journal still keeps them (the
+// canary's recognition of copies that lost their marker).
+func (j *Journal) sentRunsLine(recs []SentRecord) (b []byte, runs []idRun, shas []string, ok bool) {
+	if len(recs) < 4 {
+		return nil, nil, nil, false
+	}
+	dest := recs[0].Dest
+	var rest []string
+	for _, r := range recs {
+		if r.Dest != dest || r.MaybeTwice || r.Resent {
+			return nil, nil, nil, false
+		}
+		if runs, rest = appendRuns(runs, rest, r.Orig); len(rest) > 0 || len(runs)*4 > len(recs) {
+			return nil, nil, nil, false
+		}
+	}
+	j.mu.Lock()
+	wantBodies := len(j.shas) < maxBodyKeys
+	j.mu.Unlock()
+	if wantBodies {
+		for _, r := range recs {
+			if r.SHA != "" {
+				shas = append(shas, r.SHA)
+			}
+		}
+	}
+	b = append(b, `{"t":"sentr","dest":`...)
+	b = jsonenc.String(b, dest)
+	b = append(b, ',')
+	b = appendRunsJSON(b, runs)
+	if len(shas) > 0 {
+		b = append(b, `,"shas":`...)
+		b = jsonenc.Strings(b, shas)
+	}
+	return append(b, "}\n"...), runs, shas, true
 }
 
 // Intend durably records, before a batch is handed to the broker, the ids
@@ -578,13 +703,36 @@ func (j *Journal) Deleted(ids []string) {
 	if len(ids) == 0 {
 		return
 	}
-	b, _ := json.Marshal(line{T: lineDel, IDs: ids})
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	for _, id := range ids {
+	// Ids sent in batch lines are deleted as runs; the others (and any
+	// recorded per message) one by one.
+	var runs []idRun
+	rest := ids
+	if j.pendingRunN > 0 {
+		rest = nil
+		for _, id := range ids {
+			if _, one := j.pending[id]; !one && j.inRunsLocked(id) {
+				runs, _ = appendRuns(runs, nil, id)
+				continue
+			}
+			rest = append(rest, id)
+		}
+	}
+	for _, id := range rest {
 		j.recordDeletedLocked(id)
 	}
-	j.buf = append(append(j.buf, b...), '\n')
+	j.recordRunsDeletedLocked(runs)
+	b := append(j.buf, `{"t":"del"`...)
+	if len(rest) > 0 {
+		b = append(b, `,"ids":`...)
+		b = jsonenc.Strings(b, rest)
+	}
+	if len(runs) > 0 {
+		b = append(b, ',')
+		b = appendRunsJSON(b, runs)
+	}
+	j.buf = append(b, "}\n"...)
 }
 
 // WasSent reports whether a copy of the source message was sent by the run
@@ -595,6 +743,12 @@ func (j *Journal) WasSent(orig string) (SentRecord, bool) {
 	defer j.mu.Unlock()
 	if r, ok := j.pending[orig]; ok {
 		return r, true
+	}
+	if j.inRunsLocked(orig) {
+		return SentRecord{Orig: orig}, true
+	}
+	if len(j.sent) == 0 {
+		return SentRecord{}, false
 	}
 	if _, ok := j.sent[digestOf(orig)]; ok {
 		return SentRecord{Orig: orig}, true
@@ -614,7 +768,7 @@ func (j *Journal) HasBody(sha string) bool {
 func (j *Journal) Counts() (sent, deleted int) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return len(j.sent), len(j.sent) - len(j.pending)
+	return j.sentCountLocked(), j.sentCountLocked() - j.pendingCountLocked()
 }
 
 // MaybeTwice returns how many copies the journal records as possibly
@@ -631,9 +785,16 @@ func (j *Journal) MaybeTwice() (int, []SentRecord) {
 func (j *Journal) PendingRecords() []SentRecord {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	out := make([]SentRecord, 0, len(j.pending))
+	out := make([]SentRecord, 0, j.pendingCountLocked())
 	for _, r := range j.pending {
 		out = append(out, r)
+	}
+	for p, iv := range j.pendingRuns {
+		for _, r := range *iv {
+			for n := r[0]; n <= r[1]; n++ {
+				out = append(out, SentRecord{Orig: runID(p, n)})
+			}
+		}
 	}
 	return out
 }
@@ -656,7 +817,7 @@ func (j *Journal) Close() error {
 	}
 	j.flushLocked()
 	err := j.err
-	c := runCounts{Sent: len(j.sent), Deleted: len(j.sent) - len(j.pending), MaybeTwice: j.twice, Unconfirmed: len(j.intents)}
+	c := runCounts{Sent: j.sentCountLocked(), Deleted: j.sentCountLocked() - j.pendingCountLocked(), MaybeTwice: j.twice, Unconfirmed: len(j.intents)}
 	j.mu.Unlock()
 	if err == nil {
 		if st, serr := j.f.Stat(); serr == nil {
@@ -812,7 +973,7 @@ func LoadRunInfo(stateDir string, meta RunMeta) (RunInfo, error) {
 	if err := j.load(path); err != nil {
 		return RunInfo{}, fmt.Errorf("reading the journal of run %s: %w", meta.ID, err)
 	}
-	info := RunInfo{RunMeta: meta, Sent: len(j.sent), Deleted: len(j.sent) - len(j.pending), MaybeTwice: j.twice, Unconfirmed: len(j.intents)}
+	info := RunInfo{RunMeta: meta, Sent: j.sentCountLocked(), Deleted: j.sentCountLocked() - j.pendingCountLocked(), MaybeTwice: j.twice, Unconfirmed: len(j.intents)}
 	if statErr == nil && st.Mode().IsRegular() {
 		writeCounts(dir, runCounts{JournalBytes: st.Size(), Sent: info.Sent, Deleted: info.Deleted, MaybeTwice: info.MaybeTwice, Unconfirmed: info.Unconfirmed})
 	}

@@ -85,8 +85,16 @@ type Outcome struct {
 // of the same command), runs the pipeline, watches the canary, records the
 // status and decides the exit code. Errors before the run started (bad
 // input, a refused confirmation) are returned as error with nothing
-// changed.
+// changed. Execute closes spec.Source on every path (a consuming Kafka
+// read that never ran leaves its group at once, instead of holding its
+// partitions for a session timeout).
 func Execute(ctx context.Context, spec RunSpec) (*Outcome, error) {
+	ran := false
+	defer func() {
+		if !ran && spec.Source != nil {
+			_ = spec.Source.Close(context.WithoutCancel(ctx))
+		}
+	}()
 	if sh := spec.Move.Share; sh.Shared() && spec.Canary != nil {
 		return nil, errs.BadInputf("--canary and --rate-share exclude each other: a canary watches for returns, and peers watching the same queue hide messages from each other; run the canary alone, then start the peers with --rate-share")
 	}
@@ -158,6 +166,7 @@ func Execute(ctx context.Context, spec RunSpec) (*Outcome, error) {
 
 	opt := spec.Move
 	opt.Journal = j
+	ran = true // Run's end closes the source below
 	res, runErr := Run(ctx, spec.Source, opt)
 	out := &Outcome{RunID: j.Meta().ID, CloseErr: spec.Source.Close(context.WithoutCancel(ctx))}
 	if res == nil {

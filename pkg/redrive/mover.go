@@ -511,6 +511,16 @@ func Run(ctx context.Context, src Source, opt Options) (*Result, error) {
 		// not a resume) sends again after a kill -9.
 		AckBeforeDeliver: true,
 	}
+	if _, ok := src.(broker.Intender); ok {
+		// The source's own intent names every message a killed run may
+		// have published without removing it (Kafka: the offsets of each
+		// batch, before its produce): a batch's journal write and removal
+		// (a commit) may run behind the next batch's delivery, as a bare
+		// consume loop's commit does. The acker still removes a batch only
+		// once its journal write is durable.
+		popt.AckBehind = 1
+		s.behind = true
+	}
 	if s.queueShare.Shared() {
 		popt.Peers = s.queueShare.N
 	}
@@ -587,6 +597,8 @@ type moveSink struct {
 	queueShare, partition Share
 
 	returned atomic.Int64
+	// shas counts the body digests computed for lean records.
+	shas atomic.Int64
 
 	mu        sync.Mutex
 	dests     map[string]broker.Destination
@@ -612,8 +624,11 @@ type moveSink struct {
 	skippedGroups map[string]bool // FIFO groups with a held, unselected message
 	// last is each worker's previous journal write: the worker waits for
 	// it before its next send, so at most one sent batch per worker is not
-	// yet durable in the journal (the bound on duplicates after kill -9).
-	last []*journalWrite
+	// yet durable in the journal (the bound on duplicates after kill -9);
+	// with behind (a source keeping its own intent) it does not wait, and
+	// the engine's AckBehind bounds the batches not yet durable instead.
+	last   []*journalWrite
+	behind bool
 }
 
 // finishOriginals writes the manifest of the run's originals (every part
@@ -730,8 +745,16 @@ func (s *moveSink) Prepare(ctx context.Context, it Item) (pipeline.Decision, err
 		}
 		return pipeline.Decision{Verb: pipeline.Skip, Reason: reason}, nil
 	}
+	if c.sha == "" && s.shas.Add(1) <= maxBodyKeys {
+		// A lean record (broker.SourceOptions.Lean) leaves the digest to
+		// the reader: the journal keeps the first maxBodyKeys bodies' (the
+		// canary's recognition of copies that lost their marker).
+		c.sha = record.SHA256Hex(c.copy.Body)
+	}
 	s.mu.Lock()
-	s.dests[dest.Key] = dest
+	if _, ok := s.dests[dest.Key]; !ok {
+		s.dests[dest.Key] = dest
+	}
 	s.mu.Unlock()
 	return pipeline.Decision{Verb: pipeline.Deliver, Key: dest.Key, Payload: prepared{out: cp, sha: c.sha}, Size: cp.Size, Label: dest.Label}, nil
 }
@@ -752,7 +775,18 @@ func (w *journalWrite) Err() error            { return w.err }
 func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item, payloads []any) ([]pipeline.Outcome, pipeline.Commit) {
 	outs := make([]pipeline.Outcome, len(items))
 	if prev := s.last[w]; prev != nil {
-		<-prev.done
+		if s.behind {
+			// The previous batch's journal write may still be under way
+			// (the engine bounds what is behind: AckBehind); a failed one
+			// stops the run here as below.
+			select {
+			case <-prev.done:
+			default:
+				prev = &journalWrite{done: prev.done}
+			}
+		} else {
+			<-prev.done
+		}
 		s.last[w] = nil
 		if prev.err != nil {
 			for i := range outs {
@@ -799,15 +833,19 @@ func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item,
 		ids[i] = it.Record.MessageID
 		earlierDest[i], earlier[i] = s.j.Unconfirmed(ids[i])
 	}
-	if err := s.j.Intend(dest.Label, ids); err != nil {
-		for i := range outs {
-			outs[i].Err = pipeline.Undelivered(err)
-		}
-		return outs, nil
-	}
+	// A source that keeps its own write-ahead intent (broker.Intender:
+	// Kafka's offset ranges, written before the produce) is the record of
+	// the batch; the journal's intent line is for the others, and for a
+	// transforming run, whose kept lines that intent's fsync writes.
 	intender, _ := s.src.(broker.Intender)
-	if intender != nil {
-		intender.Intend(s.runID, items)
+	recorded := intender != nil && intender.Intend(s.runID, items)
+	if !recorded || s.opt.Originals != nil {
+		if err := s.j.Intend(dest.Label, ids); err != nil {
+			for i := range outs {
+				outs[i].Err = pipeline.Undelivered(err)
+			}
+			return outs, nil
+		}
 	}
 	bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()

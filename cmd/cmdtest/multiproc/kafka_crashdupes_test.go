@@ -55,7 +55,7 @@ func batchesIntended(state string) int {
 }
 
 func TestKafkaKill9DuplicatesAreAllReported(t *testing.T) {
-	const rate, batch = 1000, 500 // --rate 1000: batches of 500 (redrive_kafka.go)
+	const rate, batch = 1000, 500 // --rate 1000: batches of 500 (one worker, a batch of up to 500 or a second of the rate)
 	bound := 2 * batch            // the batch being produced + the one whose commit was under way
 	totalDups, totalReported, totalAborted := 0, 0, 0
 	for trial := range crashTrials() {
@@ -103,12 +103,12 @@ func TestKafkaKill9DuplicatesAreAllReported(t *testing.T) {
 		if r.Code != 0 {
 			t.Fatalf("re-run after kill -9: exit %d\n%s\nkilled run said:\n%s", r.Code, r.Stderr, victim.stderr.String())
 		}
-		var rep cmd.KafkaRedriveReport
+		var rep cmd.RedriveSummary
 		if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || rep.Status != "completed" {
 			t.Fatalf("re-run summary %q (%v)", r.Stdout, err)
 		}
-		if rep.Pending != 0 {
-			t.Fatalf("%d record(s) still pending after the re-run", rep.Pending)
+		if rep.PendingAfter == nil || *rep.PendingAfter != 0 {
+			t.Fatalf("pending after the re-run: %v, want 0", rep.PendingAfter)
 		}
 		copies := clitest.CopiesIn(t, brokers, pay) // read_committed
 		if len(copies) != total {

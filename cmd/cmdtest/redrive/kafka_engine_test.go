@@ -14,15 +14,18 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 )
 
-// kafkaEngine runs a Kafka redrive through pkg/redrive and the engine (the
-// switch the move of Kafka onto the engine goes through, issue 26).
-func kafkaEngine(t *testing.T) {
-	t.Setenv("DLQCTL_KAFKA_ENGINE", "pipeline")
-}
-
-// engineSummary is the run summary the engine path prints (-o json).
+// engineSummary is the run summary a redrive prints (-o json).
 type engineSummary struct {
 	cmd.RedriveSummary
+}
+
+// pendingAfter is what the run says its group still has pending after it
+// (-1: it did not say).
+func pendingAfter(s cmd.RedriveSummary) int64 {
+	if s.PendingAfter == nil {
+		return -1
+	}
+	return *s.PendingAfter
 }
 
 func runEngine(t *testing.T, args ...string) (clitest.Result, engineSummary) {
@@ -39,7 +42,6 @@ func runEngine(t *testing.T, args ...string) (clitest.Result, engineSummary) {
 // redrive moves every dead letter once, commits past them (nothing
 // pending after), and leaves a run journal that `dlqctl runs` lists.
 func TestKafkaEngineRedriveIsAJournaledRun(t *testing.T) {
-	kafkaEngine(t)
 	brokers, prefix, res, _ := clitest.KafkaIncident(t, kafkaseed.Options{Payments: 300, Partitions: 3})
 	_, _, _, _, _, pay, payDLT, _, _ := kafkaseed.Topics(prefix)
 	total := res.DeadLetters[payDLT]
@@ -76,7 +78,6 @@ func TestKafkaEngineRedriveIsAJournaledRun(t *testing.T) {
 // in one transaction: every dead letter is visible once to a
 // read_committed consumer and nothing is pending.
 func TestKafkaEngineExactlyOnceGoesThroughTheTransactionalPublisher(t *testing.T) {
-	kafkaEngine(t)
 	brokers, prefix, res, _ := clitest.KafkaIncident(t, kafkaseed.Options{Payments: 300, Partitions: 3})
 	_, _, _, _, _, pay, payDLT, _, _ := kafkaseed.Topics(prefix)
 	total := res.DeadLetters[payDLT]
@@ -100,7 +101,6 @@ func TestKafkaEngineExactlyOnceGoesThroughTheTransactionalPublisher(t *testing.T
 // consumer group lagging more than allowed stops the run with exit 3,
 // naming the group; what was not moved is still pending (nothing lost).
 func TestKafkaEngineDestLagGuardStopsTheRun(t *testing.T) {
-	kafkaEngine(t)
 	brokers, prefix, res, adm := clitest.KafkaIncident(t, kafkaseed.Options{Payments: 300, Partitions: 3})
 	_, _, _, _, _, pay, payDLT, _, _ := kafkaseed.Topics(prefix)
 	total := res.DeadLetters[payDLT]
@@ -141,7 +141,6 @@ func TestKafkaEngineDestLagGuardStopsTheRun(t *testing.T) {
 // group the destination does not know would never trip: refused before
 // anything moves (exit 2, naming the group).
 func TestKafkaEngineDestLagGuardRefusesAnUnknownGroup(t *testing.T) {
-	kafkaEngine(t)
 	brokers, prefix, res, _ := clitest.KafkaIncident(t, kafkaseed.Options{Payments: 30, Partitions: 1})
 	_, _, _, _, _, pay, payDLT, _, _ := kafkaseed.Topics(prefix)
 	r := clitest.Run(t, testenv.Env{}, "", "redrive", "kafka://"+brokers+"/"+payDLT, "--max-dest-lag", "no-such-group:10", "--yes", "--state-dir", t.TempDir())

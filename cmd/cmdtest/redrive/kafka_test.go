@@ -28,28 +28,29 @@ func TestKafkaRedriveSelectionLeavesRecordsPendingAcrossRuns(t *testing.T) {
 	if r.Code != 0 {
 		t.Fatalf("dry run: exit %d: %s", r.Code, r.Stderr)
 	}
-	var plan cmd.KafkaRedrivePlan
+	var plan cmd.RedrivePlanOutput
 	if err := json.Unmarshal([]byte(r.Stdout), &plan); err != nil {
 		t.Fatal(err)
 	}
-	if plan.Scanned != total || plan.WouldMove == 0 || plan.WouldMove >= total || plan.ByDest[orders] == nil {
+	if plan.Scanned != total || plan.WouldMove == 0 || plan.WouldMove >= total || plan.ByDestination[orders] == nil {
 		t.Fatalf("plan %+v", plan)
 	}
 	if n := len(clitest.CopiesIn(t, brokers, orders)); n != 0 {
 		t.Fatalf("the dry run produced %d copies", n)
 	}
 	// Without a selection (no record is decoded for it) every routable
-	// record would move, counted under class "all" per destination.
+	// record would move, counted under class "unclassified" per
+	// destination.
 	r = clitest.Run(t, testenv.Env{}, "", "redrive", ref, "--dry-run", "-o", "json")
-	var all cmd.KafkaRedrivePlan
+	var all cmd.RedrivePlanOutput
 	if err := json.Unmarshal([]byte(r.Stdout), &all); r.Code != 0 || err != nil {
 		t.Fatalf("dry run without selection: exit %d: %v: %s", r.Code, err, r.Stderr)
 	}
 	byAll := 0
-	for _, classes := range all.ByDest {
-		byAll += classes["all"]
+	for _, classes := range all.ByDestination {
+		byAll += classes["unclassified"]
 	}
-	if all.Scanned != total || all.WouldMove <= plan.WouldMove || byAll != all.WouldMove || all.ByDest[orders]["all"] == 0 {
+	if all.Scanned != total || all.WouldMove <= plan.WouldMove || byAll != all.WouldMove || all.ByDestination[orders]["unclassified"] == 0 {
 		t.Fatalf("dry run without selection %+v (filtered plan would move %d)", all, plan.WouldMove)
 	}
 	// Without --yes in a script: refused, nothing changed.
@@ -57,7 +58,7 @@ func TestKafkaRedriveSelectionLeavesRecordsPendingAcrossRuns(t *testing.T) {
 		t.Fatalf("no --yes: exit %d: %s", r.Code, r.Stderr)
 	}
 
-	run := func(args ...string) cmd.KafkaRedriveReport {
+	run := func(args ...string) cmd.RedriveSummary {
 		t.Helper()
 		r := clitest.Run(t, testenv.Env{}, "", append([]string{"redrive", ref, "--yes", "-o", "json"}, args...)...)
 		if r.Code != 0 {
@@ -66,14 +67,14 @@ func TestKafkaRedriveSelectionLeavesRecordsPendingAcrossRuns(t *testing.T) {
 		if !strings.Contains(r.Stderr, "land after newer records with the same key") {
 			t.Fatalf("redrive did not say that replayed records land after newer ones: %s", r.Stderr)
 		}
-		var rep cmd.KafkaRedriveReport
+		var rep cmd.RedriveSummary
 		if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
 			t.Fatal(err)
 		}
 		return rep
 	}
 	first := run("--filter", sel)
-	if first.Moved != plan.WouldMove || first.Pending != int64(total-plan.WouldMove) {
+	if first.Moved != plan.WouldMove || pendingAfter(first) != int64(total-plan.WouldMove) {
 		t.Fatalf("first run %+v, want %d moved and the rest pending", first, plan.WouldMove)
 	}
 	again := run("--filter", sel)
@@ -81,7 +82,7 @@ func TestKafkaRedriveSelectionLeavesRecordsPendingAcrossRuns(t *testing.T) {
 		t.Fatalf("the same selection again moved %d: records handled past a pending one were sent twice", again.Moved)
 	}
 	rest := run()
-	if rest.Moved != total-plan.WouldMove || rest.Pending != 0 || !rest.Complete {
+	if rest.Moved != total-plan.WouldMove || pendingAfter(rest) != 0 || !rest.Complete {
 		t.Fatalf("last run %+v", rest)
 	}
 	copies := clitest.CopiesIn(t, brokers, orders)
@@ -153,13 +154,13 @@ func TestKafkaRedriveKilledMidRunLosesNothing(t *testing.T) {
 	if r.Code != 0 {
 		t.Fatalf("resume: exit %d: %s", r.Code, r.Stderr)
 	}
-	var rep cmd.KafkaRedriveReport
+	var rep cmd.RedriveSummary
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
 	copies := clitest.CopiesIn(t, brokers, pay)
-	if len(copies) != total || rep.Pending != 0 {
-		t.Fatalf("after two kill -9 and a resume: %d of %d dead letters replayed, %d pending", len(copies), total, rep.Pending)
+	if len(copies) != total || pendingAfter(rep) != 0 {
+		t.Fatalf("after two kill -9 and a resume: %d of %d dead letters replayed, %d pending", len(copies), total, pendingAfter(rep))
 	}
 	dups := 0
 	for _, n := range copies {

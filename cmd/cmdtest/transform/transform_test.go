@@ -181,7 +181,7 @@ func TestTransformBadInputExitsTwo(t *testing.T) {
 		{[]string{"redrive", "q", "--transform", ".", "--archive-originals", "/tmp/x"}, "s3://BUCKET/PREFIX"},
 		{[]string{"redrive", "q", "--engine", "native", "--transform", ".", "--archive-originals", "s3://b/p"}, "cannot honour --transform"},
 		{[]string{"restore", "s3://b/run/_manifest.json", "--to", "kafka://127.0.0.1:1/orders", "--transform", "."}, "--transform needs a destination whose copies are made from the record's attributes"},
-		{[]string{"redrive", "kafka://127.0.0.1:1/orders.DLT", "--transform", ".", "--archive-originals", "s3://b/p"}, "needs a DLQ redriven by dlqctl's journaled engine, which archives each original before its repaired copy is sent (Amazon SQS and RabbitMQ); Kafka"},
+		{[]string{"redrive", "kafka://127.0.0.1:1/orders.DLT", "--transform", ".", "--archive-originals", "s3://b/p"}, "needs a destination whose copies are made from the record's attributes, which the expression rewrites (Amazon SQS and RabbitMQ); Kafka copies keep the record's ordered header list"},
 	}
 	for _, tc := range cases {
 		r := clitest.Run(t, testenv.Env{}, "", tc.args...)

@@ -346,7 +346,7 @@ func TestUICanaryThenRedriveKafka(t *testing.T) {
 		}
 	}
 	r := clitest.Run(t, testenv.Env{}, "", "redrive", ref, "--dry-run", "-o", "json")
-	var plan cmd.KafkaRedrivePlan
+	var plan cmd.RedrivePlanOutput
 	if err := json.Unmarshal([]byte(r.Stdout), &plan); err != nil || r.Code != 0 {
 		t.Fatalf("dry run after: exit %d: %v: %s", r.Code, err, r.Stderr)
 	}

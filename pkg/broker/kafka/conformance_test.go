@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strings"
 	"testing"
@@ -77,27 +78,54 @@ func (h *kafkaHarness) Count(t *testing.T, ep broker.Endpoint) int {
 	return int(d.Ready)
 }
 
-// Drain reads the group's pending records with a plain group consumer's
-// logic (dlqctl's Drain with a sink that accepts everything) and commits
-// past them.
+// Drain reads the group's pending records through the topic's consuming
+// source (a member of the group, to the ends taken at its start) and
+// commits past them.
 func (h *kafkaHarness) Drain(t *testing.T, ep broker.Endpoint, _ time.Duration) []brokertest.Msg {
-	ke := ep.(*kafka.Endpoint)
 	var out []brokertest.Msg
-	_, err := kafka.Drain(t.Context(), kafka.DrainOptions{Source: ke.Address(), Group: ke.Group(),
-		Sink: func(_ context.Context, ms []*kafka.Message) []error {
-			for _, m := range ms {
-				hd := map[string][]byte{}
-				for _, h := range m.Headers {
-					hd[h.Key] = h.Value
-				}
-				out = append(out, brokertest.Msg{Body: string(m.Value), Headers: hd, OrderingKey: string(m.Key)})
-			}
-			return make([]error, len(ms))
-		}})
+	consumeAll(t, ep, func(m *kafka.Message) {
+		hd := map[string][]byte{}
+		for _, h := range m.Headers {
+			hd[h.Key] = h.Value
+		}
+		out = append(out, brokertest.Msg{Body: string(m.Value), Headers: hd, OrderingKey: string(m.Key)})
+	})
+	return out
+}
+
+// consumeAll reads ep's pending records as a member of its group, hands
+// each to fn, acks (commits) every batch, and checks at the end that the
+// source says nothing is left.
+func consumeAll(t *testing.T, ep broker.Endpoint, fn func(*kafka.Message)) {
+	t.Helper()
+	src, err := ep.OpenSource(t.Context(), broker.SourceOptions{Mode: broker.Consume})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out
+	for {
+		ms, err := src.Next(t.Context(), 500)
+		if errors.Is(err, broker.ErrSourceDone) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			fn(m.Handle.(*kafka.Message))
+		}
+		for _, err := range src.Ack(t.Context(), ms) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	end, err := src.(broker.Ender).End(t.Context(), broker.RunState{}, true)
+	if err != nil || end.Blocked+end.Unknown > 0 {
+		t.Fatalf("end of the read: %v %+v", err, end)
+	}
+	if err := src.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (h *kafkaHarness) LoseHold(t *testing.T, _ broker.Endpoint, _ broker.Source, _ broker.Message) {

@@ -76,12 +76,8 @@ type Consumer struct {
 	// intern shares the origin strings decoded from the headers between
 	// records (Poll holds mu).
 	intern interner
-	// reuse: Poll's messages are valid until the next Poll, which writes
-	// the next batch into the same memory (slab, polled).
-	reuse           bool
+	// originTopicOnly: Poll decodes only the origin's topic and format.
 	originTopicOnly bool
-	slab            []Message
-	polled          []*Message
 }
 
 type partState struct {
@@ -94,16 +90,10 @@ type partState struct {
 
 // ConsumerOptions tune a Consumer.
 type ConsumerOptions struct {
-	// MaxPollRecords bounds one Poll (0: 500).
-	MaxPollRecords int
 	// SessionTimeout of the group membership (0: 10 s). Kafka's consumer
 	// default is 45 s; a dlqctl run killed with -9 keeps its partitions
 	// until the session times out, so a resumed run would wait that long.
 	SessionTimeout time.Duration
-	// ReuseMessages lets each Poll write its messages into the memory of
-	// the previous Poll's: a caller that is done with a batch's messages
-	// before it polls the next (Drain) saves an allocation a batch.
-	ReuseMessages bool
 	// OriginTopicOnly decodes only the topic and format of each
 	// message's origin (Message.FullOrigin decodes the rest on demand).
 	OriginTopicOnly bool
@@ -141,7 +131,6 @@ func OpenConsumer(ctx context.Context, addr Address, conn Conn, group string, op
 		st = 10 * time.Second
 	}
 	c.session = st
-	c.reuse = opt.ReuseMessages
 	c.originTopicOnly = opt.OriginTopicOnly
 	if opt.StateDir != "" {
 		left, err := waitDeadMembers(ctx, adm, opt.StateDir, group, opt.Tell)
@@ -278,14 +267,6 @@ func (c *Consumer) Poll(ctx context.Context, max int) (msgs []*Message, done boo
 	}
 	c.cl.AllowRebalance()
 	var slab []Message
-	if c.reuse {
-		slab, msgs = c.slab, c.polled[:0]
-		defer func() {
-			if msgs != nil {
-				c.polled = msgs
-			}
-		}()
-	}
 	for len(msgs) == 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, false, err
@@ -364,9 +345,6 @@ func (c *Consumer) Poll(ctx context.Context, max int) (msgs []*Message, done boo
 			o.add(r.Offset)
 			if len(slab) == 0 {
 				slab = make([]Message, fs.NumRecords())
-				if c.reuse {
-					c.slab = slab
-				}
 				if msgs == nil {
 					msgs = make([]*Message, 0, len(slab))
 				}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -119,12 +120,6 @@ func (e *Endpoint) Conn() Conn { return e.conn }
 
 // Group is dlqctl's consumer group on the topic.
 func (e *Endpoint) Group() string { return e.group }
-
-// MemberLedger is the member ledger settings of consuming reads (Config's
-// StateDir, Tell, Warn), for Drain.
-func (e *Endpoint) MemberLedger() (stateDir string, tell, warn func(string)) {
-	return e.members.StateDir, e.members.Tell, e.members.Warn
-}
 
 func (e *Endpoint) Broker() string { return broker.Kafka }
 func (e *Endpoint) String() string { return e.addr.String() }
@@ -341,19 +336,27 @@ func ToRecord(m *Message, id string, now time.Time) *record.Record {
 }
 
 // leanRecord is the record a redrive without a selection reads
-// (broker.SourceOptions.Lean): the id, body and its SHA-256, size, key,
-// position, the origin's topic, the redrive marker (the only attribute),
-// and the message itself (KafkaSystem.Native) for the copy.
+// (broker.SourceOptions.Lean): the id, body, size, key, position, the
+// origin's topic, the redrive marker (the only attribute), and the message
+// itself (KafkaSystem.Native) for the copy. The body is the message's
+// value, not a copy (a consuming read never reuses a message's memory),
+// and its SHA-256 is left to the reader that needs it (the mover, for
+// the journal's first body digests).
 func leanRecord(m *Message, id string) *record.Record {
-	body := string(m.Value)
-	r := &record.Record{
-		MessageID:  m.ID(),
-		Queue:      id,
-		Broker:     record.BrokerKafka,
-		Body:       body,
-		BodySHA256: record.SHA256Hex(body),
+	var body string
+	if len(m.Value) > 0 {
+		body = unsafe.String(unsafe.SliceData(m.Value), len(m.Value))
 	}
-	sys := &record.KafkaSystem{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Native: m}
+	// The record, its Kafka part and its origin in one allocation.
+	all := &struct {
+		rec    record.Record
+		sys    record.KafkaSystem
+		origin record.KafkaOrigin
+	}{}
+	r := &all.rec
+	r.MessageID, r.Queue, r.Broker, r.Body = m.ID(), id, record.BrokerKafka, body
+	sys := &all.sys
+	sys.Topic, sys.Partition, sys.Offset, sys.Native = m.Topic, m.Partition, m.Offset, m
 	size := len(m.Value) + len(m.Key)
 	for _, h := range m.Headers {
 		size += len(h.Key) + len(h.Value)
@@ -363,7 +366,8 @@ func leanRecord(m *Message, id string) *record.Record {
 		r.OrderingKey = string(m.Key)
 	}
 	if m.Origin.Topic != "" {
-		sys.Origin = &record.KafkaOrigin{Topic: m.Origin.Topic, Partition: -1, Offset: -1, Format: m.Origin.Format}
+		all.origin = record.KafkaOrigin{Topic: m.Origin.Topic, Partition: -1, Offset: -1, Format: m.Origin.Format}
+		sys.Origin = &all.origin
 	}
 	if v, ok := lastHeader(m.Headers, MarkerHeader); ok {
 		r.Attributes = map[string]record.Attribute{MarkerHeader: {Type: "String", Value: string(v)}}

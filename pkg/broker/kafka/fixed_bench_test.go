@@ -9,14 +9,15 @@ import (
 // BenchmarkRedriveFixedCost measures what a run costs apart from its
 // records: each side redrives its own fresh 10-record DLT (the same
 // setup as BenchmarkRedrive), and reports CPU ms and wall ms per run.
-// The difference between cli and engine is the command's fixed work
-// (flags, plan, destination check, the pending count read back).
+// The difference between cli and bare is the command's fixed work (flags,
+// plan, destination check, run journal, the group's join and the pending
+// count read back).
 //
 //	go test -run '^$' -bench 'BenchmarkRedriveFixedCost' -benchtime 20x ./pkg/broker/kafka
 func BenchmarkRedriveFixedCost(b *testing.B) {
 	const n = 10
 	c := newCluster(b)
-	sides := []string{"cli", "engine", "bare"}
+	sides := []string{"cli", "bare"}
 	cpus, walls := map[string][]float64{}, map[string][]float64{}
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
@@ -29,8 +30,6 @@ func BenchmarkRedriveFixedCost(b *testing.B) {
 			switch s {
 			case "cli":
 				cliRedrive(b, c, dlt)
-			case "engine":
-				dlqctlRedrive(b, c, dlt, n)
 			default:
 				bareLoop(b, c, dlt, dest, n)
 			}

@@ -24,7 +24,7 @@ type sourceIntents struct {
 
 // Intend records the batch's offsets before its copies are produced
 // (broker.Intender). Without a state dir there is no log.
-func (s *consumeSource) Intend(runID string, msgs []broker.Message) {
+func (s *consumeSource) Intend(runID string, msgs []broker.Message) bool {
 	in := &s.intents
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -32,8 +32,11 @@ func (s *consumeSource) Intend(runID string, msgs []broker.Message) {
 		in.opened = true
 		in.log = s.openIntents(runID)
 	}
-	if in.log == nil || len(msgs) == 0 {
-		return
+	if in.log == nil {
+		return false
+	}
+	if len(msgs) == 0 {
+		return true
 	}
 	ms := make([]*Message, 0, len(msgs))
 	for _, bm := range msgs {
@@ -41,7 +44,10 @@ func (s *consumeSource) Intend(runID string, msgs []broker.Message) {
 			ms = append(ms, m)
 		}
 	}
+	// A log that failed (warned) records nothing more: the run's journal
+	// takes over.
 	in.log.record(ms)
+	return in.log.f != nil
 }
 
 // openIntents claims the intent files killed runs of the group left in

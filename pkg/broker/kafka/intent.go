@@ -22,7 +22,8 @@ import (
 // redrive finished, but a run killed after a batch was produced and
 // before its commit landed leaves those records pending, and the next run
 // produces them again — two copies at the destination that nothing
-// names. So before a batch is handed to the producer, Drain appends the
+// names. So before a batch is handed to the producer, the consuming source
+// (broker.Intender, called by the redrive mover) appends the
 // offset ranges it is about to produce (per partition) to this run's
 // intent file: one line per batch,
 //

@@ -35,8 +35,9 @@ type Message struct {
 	Value           []byte
 	Headers         []Header
 	Timestamp       time.Time
-	// Origin is decoded from the headers by the reader. Drain's messages
-	// carry only its Topic and Format (what routing needs: the other
+	// Origin is decoded from the headers by the reader. A lean read's
+	// messages (a redrive without a selection) carry only its Topic and
+	// Format (what routing needs: the other
 	// fields read as unknown); FullOrigin decodes all of it.
 	Origin Origin
 }
@@ -408,10 +409,20 @@ type copier struct {
 }
 
 func (cp *copier) build(msgs []*Message, topics []string, runID string, now time.Time) []*kgo.Record {
+	return cp.buildFor(msgs, topics, nil, runID, now)
+}
+
+// buildFor is build with the marker's orig of msgs[i] origs[i] when origs
+// is given (a record restored from an archive: its DLQ id, not a Kafka
+// position).
+func (cp *copier) buildFor(msgs []*Message, topics, origs []string, runID string, now time.Time) []*kgo.Record {
 	nh, nb := 0, 0
-	for _, m := range msgs {
+	for i, m := range msgs {
 		nh += len(m.Headers) + 1
 		nb += len(m.Topic)
+		if origs != nil {
+			nb += len(origs[i])
+		}
 	}
 	if cp.run == nil || runID != cp.runID {
 		cp.run, cp.runID = appendJSONString(cp.run[:0], runID), runID
@@ -445,10 +456,14 @@ func (cp *copier) build(msgs []*Message, topics []string, runID string, now time
 		buf = append(buf, `{"run":`...)
 		buf = append(buf, run...)
 		buf = append(buf, `,"orig":`...)
-		if m.Topic != plainTopic || plainTopic == "" {
-			plainTopic, plain = m.Topic, jsonPlain(m.Topic)
+		if origs != nil {
+			buf = appendJSONString(buf, origs[i])
+		} else {
+			if m.Topic != plainTopic || plainTopic == "" {
+				plainTopic, plain = m.Topic, jsonPlain(m.Topic)
+			}
+			buf = appendJSONID(buf, m.Topic, m.Partition, m.Offset, plain)
 		}
-		buf = appendJSONID(buf, m.Topic, m.Partition, m.Offset, plain)
 		buf = append(buf, `,"n":`...)
 		buf = strconv.AppendInt(buf, int64(replayCount(m.Headers)), 10)
 		buf = append(buf, `,"at":`...)

@@ -69,7 +69,7 @@ func TestDecodeOriginConventions(t *testing.T) {
 			if got != c.want {
 				t.Fatalf("origin %+v, want %+v", got, c.want)
 			}
-			// Read the way Drain reads (topic and format only, interned):
+			// Read the way a lean read does (topic and format only, interned):
 			// routing sees the same topic, and FullOrigin (what ToRecord,
 			// hence a selection, uses) the whole origin.
 			var m Message

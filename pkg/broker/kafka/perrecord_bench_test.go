@@ -15,9 +15,9 @@ import (
 // loop, one step at a time, on batches of 500 Spring-style dead letters
 // like BenchmarkRedrive's (300-byte values, 8 headers): reading a polled
 // record into a Message with its origin's topic decoded from the headers
-// (into the previous batch's messages, as Drain does), routing it,
+// (into one slab a poll, as the consumer does), routing it,
 // building its copy (dead-letter headers dropped, marker added; into the
-// previous batch's memory, as the replay sink does) and marking it handled
+// previous batch's memory, as the publisher's copier does) and marking it handled
 // in the partition's journal. The bare loop's own
 // per-record work (a kgo.Record with the same key, value and headers) is
 // the "bare" step. ns/op is per record.
@@ -40,7 +40,7 @@ func BenchmarkReplayPerRecord(b *testing.B) {
 				{Key: "kafka_dlt-original-consumer-group", Value: []byte("orders-service")},
 			}}
 	}
-	// Drain reads each batch into the previous batch's messages.
+	// A poll's messages are one slab.
 	slab := make([]Message, batch)
 	msgs := make([]*Message, batch)
 	read := func(in *interner) []*Message {

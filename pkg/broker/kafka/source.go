@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,24 +33,28 @@ func (e *Endpoint) OpenSource(ctx context.Context, opt broker.SourceOptions) (br
 		}
 		return &peekSource{e: e, r: r, decode: opt.Decode}, nil
 	}
-	c, err := OpenConsumer(ctx, e.addr, e.conn, e.group, ConsumerOptions{StateDir: e.members.StateDir, Tell: e.members.Tell, Warn: e.members.Warn})
+	// A lean read (a redrive without a selection) needs only the origin's
+	// topic and format of each record (the route).
+	c, err := OpenConsumer(ctx, e.addr, e.conn, e.group, ConsumerOptions{StateDir: e.members.StateDir, Tell: e.members.Tell, Warn: e.members.Warn,
+		OriginTopicOnly: opt.Lean})
 	if err != nil {
 		return nil, e.wrap(err)
 	}
-	return &consumeSource{e: e, c: c, decode: opt.Decode, lean: opt.Lean}, nil
+	return &consumeSource{e: e, id: e.ID(), c: c, decode: opt.Decode, lean: opt.Lean}, nil
 }
 
 func (e *Endpoint) message(m *Message, decode func(*record.Record) any) broker.Message {
-	return e.messageAs(m, decode, false)
+	return messageAs(m, e.ID(), decode, false)
 }
 
-// messageAs is message with a lean record (broker.SourceOptions.Lean).
-func (e *Endpoint) messageAs(m *Message, decode func(*record.Record) any, lean bool) broker.Message {
+// messageAs is message with the endpoint's id id, with a lean record
+// (broker.SourceOptions.Lean).
+func messageAs(m *Message, id string, decode func(*record.Record) any, lean bool) broker.Message {
 	var rec *record.Record
 	if lean {
-		rec = leanRecord(m, e.ID())
+		rec = leanRecord(m, id)
 	} else {
-		rec = ToRecord(m, e.ID(), time.Now())
+		rec = ToRecord(m, id, time.Now())
 	}
 	var parsed any
 	if decode != nil {
@@ -109,6 +114,7 @@ func (s *peekSource) TruncatedNote() string {
 // never runs between another worker's poll and the records it hands out.
 type consumeSource struct {
 	e      *Endpoint
+	id     string // e.ID(), the records' queue
 	c      *Consumer
 	decode func(*record.Record) any
 	lean   bool
@@ -126,7 +132,7 @@ func (s *consumeSource) Name() string { return s.e.String() }
 func (s *consumeSource) Next(ctx context.Context, max int) ([]broker.Message, error) {
 	if s.c.fenced.Load() {
 		// A transaction of the run aborted: reading on would only fail
-		// every later one (Drain stopped there too).
+		// every later one.
 		return nil, errFenced
 	}
 	s.next.Lock()
@@ -147,7 +153,7 @@ func (s *consumeSource) Next(ctx context.Context, max int) ([]broker.Message, er
 	}
 	out := make([]broker.Message, len(ms))
 	for i, m := range ms {
-		out[i] = s.e.messageAs(m, s.decode, s.lean)
+		out[i] = messageAs(m, s.id, s.decode, s.lean)
 	}
 	return out, nil
 }
@@ -168,18 +174,24 @@ func (s *consumeSource) Ack(ctx context.Context, msgs []broker.Message) []error 
 		return errs
 	}
 	errs := make([]error, len(msgs))
+	// Marked under one lock for the batch.
+	ms := make([]*Message, 0, len(msgs))
+	idx := make([]int, 0, len(msgs))
 	for i, bm := range msgs {
 		m, ok := bm.Handle.(*Message)
 		if !ok {
 			errs[i] = errors.New("not a message of this source")
 			continue
 		}
-		recorded, err := s.c.Ack(m)
+		ms, idx = append(ms, m), append(idx, i)
+	}
+	for k, a := range s.c.ackAll(ms, nil) {
+		m := ms[k]
 		switch {
-		case err != nil:
-			errs[i] = fmt.Errorf("%s: %w", m.ID(), err)
-		case !recorded:
-			errs[i] = fmt.Errorf("%s: its partition moved to another member of group %s before the commit: %w", m.ID(), s.c.group, broker.ErrLeaseLost)
+		case a.err != nil:
+			errs[idx[k]] = fmt.Errorf("%s: %w", m.ID(), a.err)
+		case !a.ok:
+			errs[idx[k]] = fmt.Errorf("%s: its partition moved to another member of group %s before the commit: %w", m.ID(), s.c.group, broker.ErrLeaseLost)
 		}
 	}
 	if err := s.c.Commit(ctx); err != nil {
@@ -295,35 +307,82 @@ func (p *publisher) Prepare(rec *record.Record, dest broker.Destination, opt bro
 	if m.Topic == "" {
 		m.Topic = rec.Queue
 	}
-	id := rec.MessageID
 	now := opt.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
-	hs := replayHeadersID(m, id, opt.RunID, now)
-	kr := ToKgo(m, topic, hs)
-	size := len(kr.Key) + len(kr.Value)
-	for _, h := range kr.Headers {
-		size += len(h.Key) + len(h.Value)
+	// The copy itself is built by Publish, a batch at a time into memory
+	// reused from batch to batch (copier): here only its size, the copy's
+	// headers being the record's minus the dead-letter ones plus the marker
+	// (its JSON: the run id, the orig id, the count and the time, ~60
+	// bytes besides the ids).
+	size := len(m.Key) + len(m.Value) + len(MarkerHeader) + len(opt.RunID) + len(rec.MessageID) + 64
+	for _, h := range m.Headers {
+		if !IsFailureHeader(h.Key) {
+			size += len(h.Key) + len(h.Value)
+		}
 	}
-	return broker.Outgoing{Size: size, Marked: true, Native: kr}, ""
+	return broker.Outgoing{Size: size, Marked: true, Native: &pendingCopy{m: m, topic: topic, orig: rec.MessageID, runID: opt.RunID, now: now}}, ""
+}
+
+// pendingCopy is a copy Prepare decided and Publish builds.
+type pendingCopy struct {
+	m     *Message
+	topic string
+	orig  string
+	runID string
+	now   time.Time
+}
+
+// copiers are the copy builders of the publishes under way (a worker's
+// batch at a time; the copies are the copier's until Send returned).
+var copiers = sync.Pool{New: func() any { return new(copier) }}
+
+// buildCopies turns a batch Prepare built into franz-go records: the
+// pending copies of one batch are built together by cp (their marker's
+// time is the first one's), entries already records are kept as they are.
+func buildCopies(cp *copier, batch []broker.Outgoing) ([]*kgo.Record, error) {
+	recs := make([]*kgo.Record, len(batch))
+	var msgs []*Message
+	var topics, origs []string
+	var at []int
+	var runID string
+	var now time.Time
+	for i, o := range batch {
+		switch n := o.Native.(type) {
+		case *kgo.Record:
+			recs[i] = n
+		case *pendingCopy:
+			if msgs == nil {
+				msgs, topics, origs, at = make([]*Message, 0, len(batch)), make([]string, 0, len(batch)), make([]string, 0, len(batch)), make([]int, 0, len(batch))
+				runID, now = n.runID, n.now
+			}
+			msgs, topics, origs, at = append(msgs, n.m), append(topics, n.topic), append(origs, n.orig), append(at, i)
+		default:
+			return nil, errors.New("kafka: Publish got an entry Prepare did not build")
+		}
+	}
+	if len(msgs) > 0 {
+		for k, r := range cp.buildFor(msgs, topics, origs, runID, now) {
+			recs[at[k]] = r
+		}
+	}
+	return recs, nil
 }
 
 // Publish produces a batch and waits for every acknowledgement (acks=all).
 func (p *publisher) Publish(ctx context.Context, dest broker.Destination, batch []broker.Outgoing) ([]broker.Result, error) {
-	recs := make([]*kgo.Record, len(batch))
-	for i, o := range batch {
-		r, ok := o.Native.(*kgo.Record)
-		if !ok {
-			return nil, errors.New("kafka: Publish got an entry Prepare did not build")
-		}
-		recs[i] = r
+	cp := copiers.Get().(*copier)
+	defer copiers.Put(cp)
+	recs, err := buildCopies(cp, batch)
+	if err != nil {
+		return nil, err
 	}
 	errs := p.p.Send(ctx, recs)
 	out := make([]broker.Result, len(batch))
 	for i, err := range errs {
 		if err == nil {
-			out[i].ID = fmt.Sprintf("%s-%d@%d", recs[i].Topic, recs[i].Partition, recs[i].Offset)
+			out[i].ID = copyID(recs[i])
 			continue
 		}
 		if certainlyNotWritten(err) {
@@ -333,6 +392,17 @@ func (p *publisher) Publish(ctx context.Context, dest broker.Destination, batch 
 		}
 	}
 	return out, nil
+}
+
+// copyID is a produced copy's id: TOPIC-PARTITION@OFFSET.
+func copyID(r *kgo.Record) string {
+	b := make([]byte, 0, len(r.Topic)+24)
+	b = append(b, r.Topic...)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, int64(r.Partition), 10)
+	b = append(b, '@')
+	b = strconv.AppendInt(b, r.Offset, 10)
+	return string(b)
 }
 
 // certainlyNotWritten reports errors after which the record is known not
@@ -367,6 +437,9 @@ func (e *Endpoint) Target(ctx context.Context) (broker.Destination, error) {
 type sourceRouter struct {
 	e *Endpoint
 	r *Router
+	// last is the last destination routed to: a DLT's records go to one
+	// or a few topics, and a Destination holding its topic is built once.
+	last atomic.Pointer[broker.Destination]
 }
 
 // RouterToSource routes each record to the topic its headers name.
@@ -398,7 +471,12 @@ func (s *sourceRouter) Route(ctx context.Context, rec *record.Record) (broker.De
 	}
 	// Labelled by the topic: a route back to the source stays on the
 	// DLT's cluster.
-	return broker.Destination{Key: t, Label: t, Target: t}, "", nil
+	if d := s.last.Load(); d != nil && d.Key == t {
+		return *d, "", nil
+	}
+	d := broker.Destination{Key: t, Label: t, Target: t}
+	s.last.Store(&d)
+	return d, "", nil
 }
 
 func (s *sourceRouter) Describe() string {

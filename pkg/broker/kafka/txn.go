@@ -63,15 +63,19 @@ func (t *txnPublisher) PublishRemoving(ctx context.Context, dest broker.Destinat
 	if len(originals) != len(batch) {
 		return nil, errors.New("kafka: PublishRemoving needs one original per copy")
 	}
-	recs := make([]*kgo.Record, len(batch))
+	cp := copiers.Get().(*copier)
+	defer copiers.Put(cp)
+	recs, err := buildCopies(cp, batch)
+	if err != nil {
+		return nil, err
+	}
 	msgs := make([]*Message, len(batch))
-	for i, o := range batch {
-		r, ok := o.Native.(*kgo.Record)
-		m, mok := originals[i].Handle.(*Message)
-		if !ok || !mok {
-			return nil, errors.New("kafka: PublishRemoving got an entry Prepare or the source did not build")
+	for i := range batch {
+		m, ok := originals[i].Handle.(*Message)
+		if !ok {
+			return nil, errors.New("kafka: PublishRemoving got an entry the source did not build")
 		}
-		recs[i], msgs[i] = r, m
+		msgs[i] = m
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -113,7 +117,7 @@ func (t *txnPublisher) PublishRemoving(ctx context.Context, dest broker.Destinat
 		t.rmu.Unlock()
 		out := make([]broker.Result, len(recs))
 		for i, r := range recs {
-			out[i].ID = fmt.Sprintf("%s-%d@%d", r.Topic, r.Partition, r.Offset)
+			out[i].ID = copyID(r)
 		}
 		return out, nil
 	}
@@ -121,7 +125,7 @@ func (t *txnPublisher) PublishRemoving(ctx context.Context, dest broker.Destinat
 	// journals while their copies were aborted: no commit may carry those
 	// marks, and the run stops (as a kill would stop it, minus the wait).
 	c.fence()
-	err := fmt.Errorf("transaction aborted, its copies are invisible to read_committed consumers and its records stay pending: %w", errors.Join(cause, endErr))
+	err = fmt.Errorf("transaction aborted, its copies are invisible to read_committed consumers and its records stay pending: %w", errors.Join(cause, endErr))
 	if endErr != nil {
 		err = fmt.Errorf("ending the transaction: %w", errors.Join(cause, endErr))
 	}
