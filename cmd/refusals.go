@@ -56,16 +56,6 @@ var (
 	needRabbitMQ = broker.NeedBroker(broker.AMQP, "RabbitMQ", "amqp://, amqps://")
 	needKafka    = broker.NeedBroker(broker.Kafka, "Kafka", "kafka://")
 	needSQS      = broker.NeedBroker(broker.SQS, "Amazon SQS", "a queue name, URL or ARN")
-	// needHeadersFromAttributes: a repaired copy is made from the record's
-	// attributes (SQS attributes, RabbitMQ headers); a Kafka copy is made
-	// from the ordered header list, which the transform does not rewrite.
-	needHeadersFromAttributes = broker.Need{
-		What: "a destination whose copies are made from the record's attributes, which the expression rewrites",
-		Has:  func(c broker.Capabilities) bool { return c.Broker != broker.Kafka },
-		Lacks: func(c broker.Capabilities) string {
-			return c.Label + " copies keep the record's ordered header list, which --transform does not rewrite yet"
-		},
-	}
 )
 
 // flagNeeds is the table.
@@ -91,14 +81,6 @@ var flagNeeds = []flagNeed{
 	{Flag: "verify-drain", Cmds: []string{"restore"}, Role: roleDest, Need: broker.NeedDestinationDLQ, Instead: "drop --verify-drain"},
 	// An SQS DLQ fed by Lambda, SNS or EventBridge (package origins).
 	{Flag: "origin", Cmds: []string{"redrive"}, Role: roleSource, Need: needSQS, Instead: "drop --origin: it names the Lambda function or SNS subscription an SQS DLQ's messages go back to"},
-	// Repair and replay (cmd/transform.go).
-	{Flag: "transform", Cmds: []string{"redrive"}, Role: roleSource, Need: needHeadersFromAttributes, Instead: "drop --transform"},
-	{Flag: "transform-file", Cmds: []string{"redrive"}, Role: roleSource, Need: needHeadersFromAttributes, Instead: "drop --transform"},
-	{Flag: "transform", Cmds: []string{"restore"}, Role: roleDest, Need: needHeadersFromAttributes},
-	{Flag: "transform-file", Cmds: []string{"restore"}, Role: roleDest, Need: needHeadersFromAttributes},
-	{Flag: "archive-originals", Cmds: []string{"redrive"}, Role: roleSource, Need: needHeadersFromAttributes},
-	{Flag: "originals-sse", Cmds: []string{"redrive"}, Role: roleSource, Need: needHeadersFromAttributes},
-	{Flag: "originals-kms-key-id", Cmds: []string{"redrive"}, Role: roleSource, Need: needHeadersFromAttributes},
 	// CloudWatch Logs by SQS message id.
 	{Flag: "logs", Role: roleSource, Need: broker.NeedLogLookup},
 	{Flag: "logs-window", Role: roleSource, Need: broker.NeedLogLookup, Instead: "drop --logs-window and --logs"},
@@ -142,6 +124,8 @@ var anyBrokerFlags = map[string]bool{
 	"canary": true, "verify-for": true, "verify-poll": true, "verify-drain": true,
 	"rate": true, "ramp": true, "ramp-every": true, "concurrency": true, "rate-share": true,
 	"guard-interval": true, "on-guard": true, "pause-timeout": true,
+	// repairing (cmd/transform.go)
+	"transform": true, "transform-file": true, "archive-originals": true, "originals-sse": true, "originals-kms-key-id": true,
 	// archiving
 	"delete": true, "part-records": true, "part-size": true, "sse": true, "kms-key-id": true,
 	// health and setup

@@ -300,6 +300,11 @@ type KafkaSystem struct {
 	// without a trip through the headers); never written, nil for a
 	// record read back from JSON or an archive.
 	Native any `json:"-"`
+	// Rewritten says Headers and Key are a copy's, rewritten after the
+	// read (a --transform): the copy is made from them, not from Native
+	// (which then only tells a null header value from an empty one).
+	// Never written.
+	Rewritten bool `json:"-"`
 }
 
 // KafkaOrigin is the record a dead letter copies, as its recoverer wrote it

@@ -61,7 +61,46 @@ func Diff(rec *record.Record, parsed any, copy *record.Record) []Change {
 		}
 		out = append(out, c)
 	}
-	return out
+	return append(out, diffKafka(rec, copy)...)
+}
+
+// diffKafka lists a Kafka copy's changed key, and its header list when
+// the attributes' changes do not tell it (a repeat added or removed, an
+// earlier repeat changed, the order changed).
+func diffKafka(rec, copy *record.Record) []Change {
+	a, b := rec.System.Kafka, copy.System.Kafka
+	if a == nil || b == nil || a == b {
+		return nil
+	}
+	var out []Change
+	if a.Key != b.Key || a.KeyBase64 != b.KeyBase64 {
+		c := Change{Path: ".system.kafka.key", Before: rawKey(a), After: rawKey(b)}
+		if a.KeyBase64 != "" || b.KeyBase64 != "" {
+			c.Path = ".system.kafka.key_base64"
+		}
+		out = append(out, c)
+	}
+	before, after := withoutMarkers(a.Headers), withoutMarkers(b.Headers)
+	if sameHeaders(before, after) {
+		return out
+	}
+	if told, err := applyAttributes(a.Headers, rec.Attributes, copy.Attributes); err == nil && sameHeaders(told, after) {
+		return out
+	}
+	bb, _ := json.Marshal(before)
+	ab, _ := json.Marshal(after)
+	return append(out, Change{Path: ".system.kafka.headers", Before: bb, After: ab})
+}
+
+// rawKey is a Kafka key as JSON: its text, its base64, or null.
+func rawKey(k *record.KafkaSystem) json.RawMessage {
+	switch {
+	case k.KeyBase64 != "":
+		return rawString(k.KeyBase64)
+	case k.Key != "":
+		return rawString(k.Key)
+	}
+	return json.RawMessage("null")
 }
 
 func rawString(s string) json.RawMessage {

@@ -50,6 +50,10 @@ const (
 	ReasonAttribute  = "invalid attribute"                       // an attribute without a string value or type
 	ReasonTooLarge   = "over the destination's size limit"       // body + attributes too large
 	ReasonTooMany    = "too many attributes for the destination" // over the attribute limit
+	// Kafka records (kafka.go): their ordered headers and key.
+	ReasonHeaders     = "invalid headers"                                    // .system.kafka.headers is not a list of {key, value|base64}
+	ReasonKey         = "invalid key"                                        // .system.kafka.key(_base64) is not a string, null or base64
+	ReasonBothHeaders = "changed both .attributes and .system.kafka.headers" // ambiguous result
 )
 
 // Error is one message the transform failed on; the message is not sent.
@@ -152,6 +156,14 @@ func (t *Transform) apply(rec *record.Record, parsed any, runID string) (Result,
 		return Result{}, &Error{MessageID: rec.MessageID, Reason: reason, Err: err}
 	}
 	in := inspect.Input(rec, parsed)
+	var kview map[string]any
+	if k := rec.System.Kafka; k != nil {
+		// A Kafka record's key and ordered headers (kafka.go).
+		kview = kafkaView(k)
+		if sys, ok := in["system"].(map[string]any); ok {
+			sys["kafka"] = kview
+		}
+	}
 	out, err := t.expr.Eval(in)
 	if err != nil {
 		return fail(ReasonExpression, unwrapExpr(err))
@@ -194,7 +206,6 @@ func (t *Transform) apply(rec *record.Record, parsed any, runID string) (Result,
 	if err != nil {
 		return fail(ReasonAttribute, err)
 	}
-	changed := body != rec.Body || !sameAttributes(attrs, rec.Attributes)
 	orig := rec.MessageID
 	if prev, ok := rec.Attributes[Attribute]; ok {
 		var m Marker
@@ -205,7 +216,19 @@ func (t *Transform) apply(rec *record.Record, parsed any, runID string) (Result,
 		orig = rec.Redrive.OriginalID
 	}
 	mk, _ := json.Marshal(Marker{RunID: runID, ExprSHA256: t.sha, OriginalID: orig})
-	attrs[Attribute] = record.Attribute{Type: "String", Value: string(mk)}
+	var kc kafkaCopy
+	changed := body != rec.Body
+	if kview != nil {
+		var reason string
+		if kc, reason, err = applyKafka(obj, kview, rec, attrs, string(mk)); err != nil {
+			return fail(reason, err)
+		}
+		attrs = kc.attrs
+		changed = changed || kc.changed
+	} else {
+		changed = changed || !sameAttributes(attrs, rec.Attributes)
+		attrs[Attribute] = record.Attribute{Type: "String", Value: string(mk)}
+	}
 
 	if n := countAttrs(attrs); t.limits.MaxAttributes > 0 && n > t.limits.MaxAttributes {
 		return fail(ReasonTooMany, fmt.Errorf("the copy would carry %d attributes with the %s marker; the destination takes %d", n, Attribute, t.limits.MaxAttributes))
@@ -221,6 +244,14 @@ func (t *Transform) apply(rec *record.Record, parsed any, runID string) (Result,
 		cp.BodySHA256 = record.SHA256Hex(body)
 	}
 	cp.SizeBytes = record.MessageSize(body, attrs)
+	if kc.sys != nil {
+		cp.System.Kafka = kc.sys
+		cp.OrderingKey = kc.sys.Key
+		if cp.OrderingKey == "" {
+			cp.OrderingKey = kc.sys.KeyBase64
+		}
+		cp.SizeBytes = kafkaSize(body, kc.sys)
+	}
 	if a := rec.System.AMQP; a != nil {
 		// The copy is made from the record, not from the delivery read.
 		na := *a

@@ -380,11 +380,24 @@ func leanRecord(m *Message, id string) *record.Record {
 // key, value and every header in order (from System.Kafka when the record
 // was read from Kafka; else the ordering key and the attributes, sorted by
 // name, as a restore from another broker's archive needs).
+//
+// A record whose headers and key a --transform rewrote (Rewritten) is
+// made from them and its body; the message it was read as (Native), when
+// there is one, only tells which empty header values were null. A record
+// whose body alone changed keeps the read's key and headers as they are.
 func messageFromRecord(rec *record.Record) (*Message, error) {
+	var native *Message
 	if k := rec.System.Kafka; k != nil {
-		// The message as read, unless a stage changed the body since.
-		if m, ok := k.Native.(*Message); ok && m != nil && string(m.Value) == rec.Body {
-			return m, nil
+		native, _ = k.Native.(*Message)
+		if native != nil && !k.Rewritten {
+			if string(native.Value) == rec.Body {
+				// The message as read.
+				return native, nil
+			}
+			// Only the body changed since the read.
+			m := *native
+			m.Value = []byte(rec.Body)
+			return &m, nil
 		}
 	}
 	m := &Message{Value: []byte(rec.Body), Partition: -1, Offset: -1}
@@ -400,6 +413,8 @@ func messageFromRecord(rec *record.Record) (*Message, error) {
 		case k.Key != "":
 			m.Key = []byte(k.Key)
 		}
+		m.Headers = make([]Header, 0, len(k.Headers))
+		var empties map[string]int // the empty values of each key seen so far
 		for _, h := range k.Headers {
 			v := []byte(h.Value)
 			if h.Base64 != "" {
@@ -408,6 +423,17 @@ func messageFromRecord(rec *record.Record) (*Message, error) {
 					return nil, fmt.Errorf("record %s: header %s: %w", rec.MessageID, h.Key, err)
 				}
 				v = b
+			}
+			if len(v) == 0 && native != nil {
+				// The record writes a null value as an empty one: the n-th
+				// empty value of a key is null when the read's n-th was.
+				if empties == nil {
+					empties = map[string]int{}
+				}
+				if nullValue(native.Headers, h.Key, empties[h.Key]) {
+					v = nil
+				}
+				empties[h.Key]++
 			}
 			m.Headers = append(m.Headers, Header{Key: h.Key, Value: v})
 		}
@@ -436,4 +462,19 @@ func messageFromRecord(rec *record.Record) (*Message, error) {
 	}
 	m.Origin = DecodeOrigin(m.Headers)
 	return m, nil
+}
+
+// nullValue reports whether the n-th (from 0) empty value of key in hs is
+// null.
+func nullValue(hs []Header, key string, n int) bool {
+	for _, h := range hs {
+		if h.Key != key || len(h.Value) != 0 {
+			continue
+		}
+		if n == 0 {
+			return h.Value == nil
+		}
+		n--
+	}
+	return false
 }
