@@ -307,7 +307,7 @@ func fastAttributes(val []byte, rec *record.Record) bool {
 	})
 }
 
-var systemFields = []string{"receive_count", "sent_at", "first_received_at", "source_queue_arn", "message_group_id", "deduplication_id", "sequence_number"}
+var systemFields = []string{"receive_count", "sent_at", "first_received_at", "source_queue_arn", "message_group_id", "deduplication_id", "sequence_number", "amqp", "kafka"}
 
 // fastSystem reads the system attributes as encoding/json reads them into
 // record.System.
@@ -344,6 +344,12 @@ func fastSystem(val []byte, s *record.System) bool {
 			return null || fastString(v, &s.DeduplicationID)
 		case "sequence_number":
 			return null || fastString(v, &s.SequenceNumber)
+		case "amqp":
+			// A broker's own facts (a RabbitMQ delivery's, a Kafka record's
+			// key and ordered headers) are read as encoding/json reads them.
+			return json.Unmarshal(v, &s.AMQP) == nil
+		case "kafka":
+			return json.Unmarshal(v, &s.Kafka) == nil
 		}
 		for _, f := range systemFields {
 			if bytes.EqualFold(k, []byte(f)) {

@@ -26,6 +26,9 @@ var recordJSONSeeds = []string{
 	`{"body":"\u12"}`, `{"body":"\x"}`, `{"payload":[1,2,]}`, `{"payload":{"a":1,}}`, `{"payload":01}`, `{"payload":-}`, `{"payload":1.}`, `{"payload":1e}`,
 	`{"payload":tru}`, `{"payload":[[[[{"a":[true,false,null,-1.5e+10,"s"]}]]]]}`, `{"unknown":{"x":[1,{"y":"z"}]},"body":"b"}`,
 	`{"system":{"sent_at":"not a time"}}`, `{"system":{"Sent_At":"2026-11-30T03:15:00Z","receive_count":null,"x":1}}`, `{"system":5}`, `{"attributes":{"a":null,"b":{"Type":"x"}}}`, `{"attributes":{"a\n":{"type":"String","value":"\u00e9","x":[1]}}}`, `{"attributes":[]}`, `{"failure":{"source":{"note":5}}}`, `{"expires_at":"2026-11-30T03:15:00Z"}`, `{"envelope":5}`, `{"failure":{"attempt_count":"x"}}`, `{"failure":{"attempt_count":"x","source":{}}}`, `{"redrive":{"n":"x"}}`,
+	`{"body":"k","system":{"receive_count":0,"kafka":{"topic":"t.DLT","partition":1,"offset":7,"key":"cust-7","headers":[{"key":"tenant","value":"a"},{"key":"tenant","value":"b"},{"key":"sig","base64":"AP8="}]}}}`,
+	`{"body":"r","system":{"amqp":{"exchange":"x","routing_key":"k","deaths":[{"queue":"q","reason":"rejected","count":2}]}}}`,
+	`{"system":{"kafka":5}}`, `{"system":{"Kafka":{"topic":"t"}}}`, `{"system":{"kafka":null,"amqp":null}}`,
 	`{"b\u006fdy":"escaped key"}`, `{"body" : "spaced" , "queue" : "q" }`, "{\"body\":\"x\"\n}", `{"message_id":"m","body":"ſ"}`, `{"meſſage_id":"m"}`,
 }
 
