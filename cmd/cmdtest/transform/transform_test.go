@@ -181,7 +181,6 @@ func TestTransformBadInputExitsTwo(t *testing.T) {
 		{[]string{"redrive", "q", "--transform", ".", "--archive-originals", "/tmp/x"}, "s3://BUCKET/PREFIX"},
 		{[]string{"redrive", "q", "--engine", "native", "--transform", ".", "--archive-originals", "s3://b/p"}, "cannot honour --transform"},
 		{[]string{"redrive", "kafka://127.0.0.1:1/orders.DLT", "--transform", ".", "--yes"}, "--archive-originals s3://"},
-		
 	}
 	for _, tc := range cases {
 		r := clitest.Run(t, testenv.Env{}, "", tc.args...)
