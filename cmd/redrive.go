@@ -185,9 +185,9 @@ run R: N message(s) may have been delivered twice", maybe_twice_messages in
 key; 'dlqctl help redrive.md'). 'dlqctl runs' lists runs.
 
 --transform EXPR (or --transform-file F) repairs each selected message on
-its way out (SQS, RabbitMQ): a jq expression over the message record, as
---filter, returning the record to send (.json re-encoded, or .body, and
-.attributes). It needs --archive-originals s3://BUCKET/PREFIX: each
+its way out: a jq expression over the message record, as --filter,
+returning the record to send (.json re-encoded, or .body, and .attributes;
+Kafka: .system.kafka.key and .system.kafka.headers too). It needs --archive-originals s3://BUCKET/PREFIX: each
 original is archived there (verified parts and a manifest, as 'archive'
 writes) and recorded in the journal before its repaired copy is sent. A
 message the expression fails on (or makes too large, not JSON where JSON

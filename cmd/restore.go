@@ -83,7 +83,7 @@ queue all its queues dead-letter to) by peeking it, for --verify-for
 destination into that queue, + 30 s); a destination
 whose failures would be dropped (no dead-letter exchange, or one routing
 nowhere) is refused with exit 2 before anything is sent. --transform EXPR (or --transform-file F) repairs each record on its way
-out, as redrive --transform does (SQS and RabbitMQ destinations): the
+out, as redrive --transform does (on a Kafka topic the key and the ordered headers too): the
 archive is the originals, so nothing more is kept; --dry-run shows the
 diff. An archive is not
 drained by restoring it: the restore after a canary sends the canary's N

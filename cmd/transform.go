@@ -30,7 +30,7 @@ type TransformFlags struct {
 	KMSKeyID  string `json:"kms_key_id,omitempty"`
 }
 
-const transformHelp = `repair each selected message with this jq expression before sending it: it gets the message record (as --filter does) and returns the record to send (body or .json, attributes); e.g. '.json.amount |= tonumber'; needs --archive-originals`
+const transformHelp = `repair each selected message with this jq expression before sending it: it gets the message record (as --filter does) and returns the record to send (body or .json, attributes; on Kafka .system.kafka.key and .system.kafka.headers); e.g. '.json.amount |= tonumber'; needs --archive-originals`
 
 // AddFlags adds --transform and --transform-file; withOriginals adds
 // --archive-originals (redrive: the DLQ's originals must be kept first).

@@ -45,7 +45,7 @@ func kafkaHeaders(i int) []kgo.RecordHeader {
 	}
 }
 
-func kafkaIncident(t *testing.T, fixable, unfixable int) kafkaDLT {
+func kafkaIncident(t testing.TB, fixable, unfixable int) kafkaDLT {
 	t.Helper()
 	brokers := testenv.RequireKafka(t)
 	k := kafkaDLT{brokers: brokers, src: strings.ToLower(testenv.UniqueName(t, "xfk-orders"))}
