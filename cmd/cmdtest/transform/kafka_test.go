@@ -377,3 +377,30 @@ func topicEnd(t *testing.T, adm *kadm.Client, topic string) int64 {
 	ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
 	return n
 }
+
+// TestTransformKafkaExactlyOnce: with --exactly-once the repaired copies
+// and the commit past their originals are one transaction per batch; the
+// originals are archived before it, the unfixable stay pending.
+func TestTransformKafkaExactlyOnce(t *testing.T) {
+	env, bucket := clitest.KafkaBucket(t)
+	k := kafkaIncident(t, 6, 2)
+	r := clitest.Run(t, env, "", "--state-dir", t.TempDir(), "redrive", k.ref(k.dlt), "--transform", fixExpr, "--exactly-once",
+		"--archive-originals", "s3://"+bucket+"/originals", "--yes", "-o", "json")
+	if r.Code != 4 {
+		t.Fatalf("exit %d (want 4)\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	sum := clitest.SummaryOf(t, r)
+	if sum.Moved != 6 || sum.Transform.Failed != 2 || sum.PendingAfter == nil || *sum.PendingAfter != 2 || sum.Transform.Originals.Records != 6 {
+		t.Fatalf("summary %+v transform %+v", sum.Result, sum.Transform)
+	}
+	copies, err := clitest.KafkaMessages(t, k.brokers, k.src) // read_committed
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(copies) != 6 {
+		t.Fatalf("%d copies, want 6", len(copies))
+	}
+	for _, m := range copies {
+		checkKafkaCopy(t, m)
+	}
+}
