@@ -6,18 +6,12 @@ package cmd
 
 import (
 	"context"
-	"net/http"
-	"net/url"
 	"os"
-	"strings"
 	"time"
-
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
@@ -25,61 +19,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/dlqctl/dlqctl/pkg/archive"
+	"github.com/dlqctl/dlqctl/pkg/awsconf"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 )
 
-// AWSConfig loads the shared AWS configuration once.
+// AWSConfig loads the shared AWS configuration once (awsconf.Load).
 func (f *Factory) AWSConfig(ctx context.Context) (aws.Config, error) {
-	f.once.Do(func() {
-		opts := []func(*config.LoadOptions) error{
-			config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
-				t.MaxIdleConns = 256
-				t.MaxIdleConnsPerHost = 128
-			})),
-		}
-		if f.Opts.Region != "" {
-			opts = append(opts, config.WithRegion(f.Opts.Region))
-		}
-		if f.Opts.Profile != "" {
-			opts = append(opts, config.WithSharedConfigProfile(f.Opts.Profile))
-		}
-		f.cfg, f.cfgErr = config.LoadDefaultConfig(ctx, opts...)
-		if f.cfgErr != nil {
-			msg := f.cfgErr.Error()
-			if strings.Contains(msg, "failed to get shared config profile") {
-				f.cfgErr = errs.BadInputf("AWS profile %q not found in ~/.aws/config or ~/.aws/credentials; check --profile / AWS_PROFILE", f.Opts.Profile)
-			} else {
-				f.cfgErr = errs.BadInputf("cannot load AWS configuration: %v; check --profile and the AWS_* variables", f.cfgErr)
-			}
-			return
-		}
-		if f.cfg.Region == "" {
-			f.cfgErr = errs.BadInputf("no AWS region configured; pass --region or set AWS_REGION")
-			return
-		}
-		// Get the credentials now (the SDK caches them for every client):
-		// a failure here is told as what it is — none configured, an
-		// expired SSO session, a refused AssumeRole, an unreachable IMDS —
-		// instead of surfacing inside the first API call.
-		if f.cfg.Credentials != nil {
-			if _, err := f.cfg.Credentials.Retrieve(ctx); err != nil {
-				if ctx.Err() != nil {
-					f.cfgErr = ctx.Err()
-				} else {
-					f.cfgErr = credentialError(err, profileInUse(f.Opts.Profile))
-				}
-			}
-		}
-	})
+	f.once.Do(func() { f.cfg, f.cfgErr = awsconf.Load(ctx, f.Opts.Region, f.Opts.Profile) })
 	return f.cfg, f.cfgErr
 }
 
-func newRetryer() aws.Retryer {
-	return retry.NewStandard(func(o *retry.StandardOptions) {
-		o.MaxAttempts = 6
-		o.RateLimiter = ratelimit.None
-	})
-}
+// newRetryer is awsconf.NewRetryer (factory.go's SQS client takes one).
+func newRetryer() aws.Retryer { return awsconf.NewRetryer() }
 
 // S3 returns an S3 client (with its own retryer). Path-style addressing is
 // used with --s3-path-style and whenever S3 is an S3-compatible server (a
@@ -93,7 +44,7 @@ func (f *Factory) S3(ctx context.Context) (*s3.Client, error) {
 	}
 	pathStyle := f.Opts.PathStyle || f.customS3Endpoint()
 	c := s3.NewFromConfig(cfg, func(o *s3.Options) {
-		o.Retryer = newRetryer()
+		o.Retryer = awsconf.NewRetryer()
 		if e := f.s3EndpointFlag(); e != "" {
 			o.BaseEndpoint = aws.String(e)
 		}
@@ -142,22 +93,8 @@ func (f *Factory) customS3Endpoint() bool {
 	return e != "" && !isAWSEndpoint(e)
 }
 
-// isAWSEndpoint reports whether an endpoint URL names one of AWS's own
-// hosts (commercial, China, dual-stack, GovCloud/FIPS, VPC endpoints, the
-// ISO partitions).
-func isAWSEndpoint(raw string) bool {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return false
-	}
-	h := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
-	for _, d := range []string{".amazonaws.com", ".amazonaws.com.cn", ".api.aws", ".c2s.ic.gov", ".sc2s.sgov.gov", ".cloud.adc-e.uk", ".csp.hci.ic.gov"} {
-		if strings.HasSuffix(h, d) {
-			return true
-		}
-	}
-	return false
-}
+// isAWSEndpoint is awsconf.IsAWSEndpoint.
+func isAWSEndpoint(raw string) bool { return awsconf.IsAWSEndpoint(raw) }
 
 func (f *Factory) bucketAccess() archive.BucketAccess {
 	return archive.BucketAccess{ExpectedOwner: f.Opts.BucketOwner, RequesterPays: f.Opts.RequesterPays}
@@ -206,18 +143,8 @@ func (f *Factory) Logs(ctx context.Context) (*cloudwatchlogs.Client, error) {
 	}), nil
 }
 
-func endpointOr(flag, env string) string {
-	if flag != "" {
-		return flag
-	}
-	if v := os.Getenv(env); v != "" {
-		return v
-	}
-	if v := os.Getenv("AWS_ENDPOINT_URL"); v != "" {
-		return v
-	}
-	return "(AWS default)"
-}
+// endpointOr is awsconf.EndpointOr.
+func endpointOr(flag, env string) string { return awsconf.EndpointOr(flag, env) }
 
 // OriginClients are the Lambda, SNS and EventBridge clients `redrive --to
 // source` needs for a DLQ fed by them, and Kinesis to read back the batches
@@ -232,8 +159,8 @@ func (f *Factory) OriginClients(ctx context.Context) (*lambda.Client, *sns.Clien
 		return nil, nil, nil, nil, err
 	}
 	f.Verbosef("lambda endpoint %s, sns endpoint %s, eventbridge endpoint %s, kinesis endpoint %s", endpointOr("", "AWS_ENDPOINT_URL_LAMBDA"), endpointOr("", "AWS_ENDPOINT_URL_SNS"), endpointOr("", "AWS_ENDPOINT_URL_EVENTBRIDGE"), endpointOr("", "AWS_ENDPOINT_URL_KINESIS"))
-	return lambda.NewFromConfig(cfg, func(o *lambda.Options) { o.Retryer = newRetryer() }),
-		sns.NewFromConfig(cfg, func(o *sns.Options) { o.Retryer = newRetryer() }),
-		eventbridge.NewFromConfig(cfg, func(o *eventbridge.Options) { o.Retryer = newRetryer() }),
-		kinesis.NewFromConfig(cfg, func(o *kinesis.Options) { o.Retryer = newRetryer() }), nil
+	return lambda.NewFromConfig(cfg, func(o *lambda.Options) { o.Retryer = awsconf.NewRetryer() }),
+		sns.NewFromConfig(cfg, func(o *sns.Options) { o.Retryer = awsconf.NewRetryer() }),
+		eventbridge.NewFromConfig(cfg, func(o *eventbridge.Options) { o.Retryer = awsconf.NewRetryer() }),
+		kinesis.NewFromConfig(cfg, func(o *kinesis.Options) { o.Retryer = awsconf.NewRetryer() }), nil
 }

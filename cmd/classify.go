@@ -11,6 +11,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
+	"github.com/dlqctl/dlqctl/pkg/logs"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/report"
@@ -174,7 +175,7 @@ func classifyRun(ctx context.Context, opts *ClassifyOptions) error {
 	return classifyListRun(ctx, opts, sel, lk)
 }
 
-func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.Selector, lk *logsLookup) (retErr error) {
+func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.Selector, lk *logs.Lookup) (retErr error) {
 	f := opts.F
 	var redactor *inspect.Redactor
 	if !opts.NoRedact {
@@ -195,7 +196,7 @@ func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.S
 		err  error
 	}
 	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) any {
-		ok, err := selectPrepared(sel, rec, parsed)
+		ok, err := sel.Keep(rec, parsed)
 		if err != nil {
 			return err
 		}
@@ -249,7 +250,7 @@ func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.S
 	return report.WriteClassifyList(f.IO, recs)
 }
 
-func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classify.Selector, lk *logsLookup) (retErr error) {
+func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classify.Selector, lk *logs.Lookup) (retErr error) {
 	f := opts.F
 	keys, err := inspect.ParseGroupKeys([]string{"class,action"})
 	if err != nil {
@@ -262,7 +263,7 @@ func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classif
 	g := inspect.NewGrouper(keys, now)
 	tally := report.NewClassTally()
 	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) any {
-		ok, err := selectPrepared(sel, rec, parsed) // on the decoding goroutines
+		ok, err := sel.Keep(rec, parsed) // on the decoding goroutines
 		if err != nil {
 			return err
 		}
@@ -298,7 +299,7 @@ func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classif
 	return report.WriteClassifySummary(f.IO, format, rep, now)
 }
 
-func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rules, lk *logsLookup) (retErr error) {
+func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rules, lk *logs.Lookup) (retErr error) {
 	f := opts.F
 	read := opts.Read
 	if !read.sampleSet {
@@ -312,13 +313,13 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 			return nil
 		}
 		rec = *r
-		if lookupErr = lk.one(&rec); lookupErr != nil {
+		if lookupErr = lk.One(&rec); lookupErr != nil {
 			return errStop
 		}
 		found = rules.Explain(&rec, parsed)
 		return errStop
 	})
-	lk.summary()
+	lk.Summary()
 	if err == nil {
 		err = lookupErr
 	}

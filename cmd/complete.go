@@ -2,8 +2,6 @@ package cmd
 
 import (
 	"context"
-	"net/url"
-	"sort"
 	"strings"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlqctl/dlqctl/pkg/classify"
+	"github.com/dlqctl/dlqctl/pkg/complete"
 	"github.com/dlqctl/dlqctl/pkg/doctor"
 )
 
@@ -104,35 +103,14 @@ func registerEverywhere(root *cobra.Command, name string, fn cobra.CompletionFun
 
 func fixedWords(words []string) cobra.CompletionFunc {
 	return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		var out []string
-		for _, w := range words {
-			if strings.HasPrefix(strings.ToLower(w), strings.ToLower(toComplete)) {
-				out = append(out, w)
-			}
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp
+		return complete.Words(words, toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
 }
 
-// completeList completes a comma-separated list of words: the words not
-// yet given, after what was typed up to the last comma.
+// completeList completes a comma-separated list of words (complete.List).
 func completeList(words []string) cobra.CompletionFunc {
 	return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		done, last := "", toComplete
-		if i := strings.LastIndexByte(toComplete, ','); i >= 0 {
-			done, last = toComplete[:i+1], toComplete[i+1:]
-		}
-		given := map[string]bool{}
-		for _, w := range strings.Split(done, ",") {
-			given[w] = true
-		}
-		var out []string
-		for _, w := range words {
-			if !given[w] && strings.HasPrefix(w, last) {
-				out = append(out, done+w)
-			}
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+		return complete.List(words, toComplete), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 	}
 }
 
@@ -159,26 +137,15 @@ func (f *Factory) completeQueues(c *cobra.Command, toComplete string) ([]string,
 	ctx, cancel := context.WithTimeout(parent, completeTimeout)
 	defer cancel()
 	f.Opts.Verbose = false
-	var names []string
-	switch l := strings.ToLower(toComplete); {
-	case isAMQPRef(l):
-		names = f.completeAMQPQueues(ctx, toComplete)
-	case strings.HasPrefix(l, "kafka://"):
-		names = f.completeKafkaTopics(ctx, toComplete)
-	case strings.Contains(l, "://") || strings.HasPrefix(l, "arn:"):
-	default:
-		names = f.completeSQSQueues(ctx, toComplete)
-	}
-	sort.Strings(names)
-	return names, cobra.ShellCompDirectiveNoFileComp
+	return complete.Queues(ctx, toComplete, complete.Sources{SQS: f.completeSQSQueues, AMQP: f.completeAMQPQueues, Kafka: f.completeKafkaTopics}), cobra.ShellCompDirectiveNoFileComp
 }
 
-// completeSQSQueues lists the SQS queues whose name starts with prefix
-// (one ListQueues page, up to 1000).
-func (f *Factory) completeSQSQueues(ctx context.Context, prefix string) []string {
+// completeSQSQueues lists the URLs of the SQS queues whose name starts
+// with prefix (one ListQueues page, up to 1000).
+func (f *Factory) completeSQSQueues(ctx context.Context, prefix string) ([]string, error) {
 	cfg, err := f.AWSConfig(ctx)
 	if err != nil || cfg.Region == "" {
-		return nil
+		return nil, err
 	}
 	api := awssqs.NewFromConfig(cfg, func(o *awssqs.Options) {
 		if e := f.sqsEndpointFlag(); e != "" {
@@ -192,44 +159,25 @@ func (f *Factory) completeSQSQueues(ctx context.Context, prefix string) []string
 	}
 	out, err := api.ListQueues(ctx, in)
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	var names []string
-	for _, u := range out.QueueUrls {
-		names = append(names, u[strings.LastIndexByte(u, '/')+1:])
-	}
-	return names
+	return out.QueueUrls, nil
 }
 
-// completeAMQPQueues completes amqp://[USER@]HOST[:PORT]/VHOST/PREFIX with
-// the vhost's queues (management API); amqp://HOST/PREFIX with the default
-// vhost's.
-func (f *Factory) completeAMQPQueues(ctx context.Context, toComplete string) []string {
-	scheme, rest, _ := strings.Cut(toComplete, "://")
-	host, path, ok := strings.Cut(rest, "/")
-	if !ok || host == "" {
-		return nil
-	}
-	vhostSeg, prefix, nested := strings.Cut(path, "/")
-	base := scheme + "://" + host + "/"
-	if nested {
-		base += vhostSeg + "/"
-	} else {
-		vhostSeg, prefix = "%2f", path
-	}
-	r, m, _, err := f.amqpVHost(scheme + "://" + host + "/" + vhostSeg + "/")
+// completeAMQPQueues lists the queues of the vhost of vhostRef
+// (management API).
+func (f *Factory) completeAMQPQueues(ctx context.Context, vhostRef string) ([]string, error) {
+	r, m, _, err := f.amqpVHost(vhostRef)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	qs, err := m.Queues(ctx, r.VHost)
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	var out []string
+	names := make([]string, 0, len(qs))
 	for _, q := range qs {
-		if strings.HasPrefix(q.Name, prefix) || strings.HasPrefix(url.PathEscape(q.Name), prefix) {
-			out = append(out, base+url.PathEscape(q.Name))
-		}
+		names = append(names, q.Name)
 	}
-	return out
+	return names, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlqctl/dlqctl/pkg/awsconf"
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/doctor"
 	"github.com/dlqctl/dlqctl/pkg/errs"
@@ -211,17 +212,17 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 // configuration and clients.
 func doctorAWS(ctx context.Context, opts *DoctorOptions, sqsQueues []string, rep *doctor.Report) {
 	f := opts.F
-	region, regionSource := doctor.RegionInUse(ctx, f.Opts.Region, profileInUse(f.Opts.Profile))
+	region, regionSource := doctor.RegionInUse(ctx, f.Opts.Region, awsconf.ProfileInUse(f.Opts.Profile))
 	cfg, cfgErr := f.AWSConfig(ctx)
 	env := doctor.AWSEnv{
-		Config: cfg, ConfigErr: cfgErr, Region: region, RegionSource: regionSource, Profile: profileInUse(f.Opts.Profile),
+		Config: cfg, ConfigErr: cfgErr, Region: region, RegionSource: regionSource, Profile: awsconf.ProfileInUse(f.Opts.Profile),
 		SQSEndpoint:     firstSet(f.sqsEndpointFlag(), os.Getenv("AWS_ENDPOINT_URL_SQS"), os.Getenv("AWS_ENDPOINT_URL")),
 		S3Endpoint:      f.s3EndpointOverride(),
 		STSEndpoint:     firstSet(os.Getenv("AWS_ENDPOINT_URL_STS"), os.Getenv("AWS_ENDPOINT_URL")),
 		SQSEndpointFlag: f.sqsEndpointFlag(),
 		Overrides: doctor.EndpointOverrides([]doctor.Endpoint{{Name: "--endpoint-url", Value: f.Opts.EndpointURL},
 			{Name: "--sqs-endpoint-url", Value: f.Opts.SQSEndpointURL}, {Name: "--s3-endpoint-url", Value: f.Opts.S3EndpointURL}}, os.Environ()),
-		CredentialError: func(err error) error { return credentialError(err, profileInUse(f.Opts.Profile)) },
+		CredentialError: func(err error) error { return awsconf.CredentialError(err, awsconf.ProfileInUse(f.Opts.Profile)) },
 		Parse:           parseQueueRef,
 		S3: func(ctx context.Context, bucket string) (doctor.S3API, bool) {
 			c, err := f.S3For(ctx, bucket)

@@ -109,7 +109,7 @@ func (f *Factory) SQS(ctx context.Context) (*sqs.Client, error) {
 
 // brokerCapabilities are the capabilities of every broker dlqctl speaks as
 // they are known before anything connects (SQS standard queues, RabbitMQ
-// queues of unknown type, Kafka topics): refusals.go checks the flags
+// queues of unknown type, Kafka topics): pkg/refuse checks the flags
 // against them right after the references are parsed. What depends on the
 // resolved queue (a FIFO queue, a RabbitMQ stream) is checked again once
 // it is resolved.

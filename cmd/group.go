@@ -118,7 +118,7 @@ func groupRun(ctx context.Context, opts *GroupOptions) (retErr error) {
 	// Classification and the group key values are computed on the decoding
 	// goroutines; counting into groups happens in order.
 	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) any {
-		ok, err := selectPrepared(sel, rec, parsed)
+		ok, err := sel.Keep(rec, parsed)
 		if err != nil {
 			return err
 		}

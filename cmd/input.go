@@ -3,12 +3,10 @@ package cmd
 import (
 	"context"
 	"errors"
-	"os"
 	"time"
 
 	"github.com/dlqctl/dlqctl/internal/gctune"
 	"github.com/dlqctl/dlqctl/pkg/broker"
-	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
@@ -70,17 +68,7 @@ func (f *Factory) ForEachPrepared(ctx context.Context, in InputOptions, fn recor
 			}
 			return &InputResult{}, err
 		}
-		var err error
-		if in.From == "-" {
-			err = inspect.ReadRecordsWith(f.IO.In, "stdin", opt, fn)
-		} else {
-			fh, oerr := os.Open(in.From)
-			if oerr != nil {
-				return nil, errs.BadInputf("cannot read --from %s: %v; pass an NDJSON file of message records or - for stdin", in.From, oerr)
-			}
-			defer fh.Close()
-			err = inspect.ReadRecordsWith(fh, in.From, opt, fn)
-		}
+		err := inspect.ReadFile(in.From, f.IO.In, opt, fn)
 		if errors.Is(err, errStop) {
 			err = nil
 		}
@@ -196,22 +184,15 @@ func warnPeekSideEffects(ctx context.Context, f *Factory, queue string) error {
 	if err != nil {
 		return err
 	}
-	if w, ok := ep.(broker.PeekWarner); ok {
-		for _, s := range w.PeekWarnings() {
-			f.IO.Warnf("%s", s)
-		}
+	adv, err := inspect.PeekAdvice(ep)
+	for _, w := range adv.Warnings {
+		f.IO.Warnf("%s", w)
 	}
-	if c, ok := ep.(broker.PeekChecker); ok {
-		adv, err := c.CheckPeek()
-		if err != nil {
-			return errs.BadInput(err)
-		}
-		for _, s := range adv.Warnings {
-			f.IO.Warnf("%s", s)
-		}
-		for _, s := range adv.Notes {
-			f.Verbosef("%s", s)
-		}
+	if err != nil {
+		return err
+	}
+	for _, n := range adv.Notes {
+		f.Verbosef("%s", n)
 	}
 	return nil
 }

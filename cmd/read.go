@@ -11,6 +11,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/logs"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/report"
@@ -91,7 +92,7 @@ func queueOrFromArgs(from *string) cobra.PositionalArgs {
 // goroutines (it must be safe for concurrent use on different records);
 // with --logs it runs after the record's failure context from the logs is
 // attached. fn gets what pre returned, one record at a time, in order.
-func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *logsLookup, pre func(rec *record.Record, parsed any) any, fn recordFunc) (*report.ReadAccount, error) {
+func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *logs.Lookup, pre func(rec *record.Record, parsed any) any, fn recordFunc) (*report.ReadAccount, error) {
 	if r.From == "" {
 		if err := warnPeekSideEffects(ctx, f, q); err != nil {
 			return nil, err
@@ -120,7 +121,7 @@ func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *lo
 		// Log lookups batch records and attach their failure context
 		// before anything classifies them: pre runs after.
 		var streamed func(rec *record.Record, parsed any) error
-		streamed, flush = lk.stream(func(rec *record.Record, parsed any) error {
+		streamed, flush = lk.Stream(func(rec *record.Record, parsed any) error {
 			var prep any
 			if pre != nil {
 				prep = pre(rec, parsed)
@@ -149,7 +150,7 @@ func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *lo
 			err = nil
 		}
 	}
-	lk.summary()
+	lk.Summary()
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/refuse"
 )
 
 // The references each broker's cases use: unreachable on purpose (port 1),
@@ -141,19 +142,19 @@ func TestEveryFlagDeclaresItsBrokers(t *testing.T) {
 	exists := map[string]bool{}
 	walkCommands(root, func(c *cobra.Command) {
 		name := commandName(c)
-		if _, ok := commandRefs[name]; !ok {
-			t.Errorf("command %q does not say where its references are (commandRefs in refusals.go)", name)
+		if _, ok := refuse.CommandRefs[name]; !ok {
+			t.Errorf("command %q does not say where its references are (refuse.CommandRefs in pkg/refuse/refs.go)", name)
 		}
 		for _, fl := range allFlags(c) {
 			exists[fl.Name] = true
-			if len(needsFor(name, fl.Name)) == 0 && !anyBrokerFlags[fl.Name] {
-				t.Errorf("%s --%s declares no broker need: add it to flagNeeds (what it needs of a broker) or to anyBrokerFlags (every broker honours it) in refusals.go", name, fl.Name)
+			if len(refuse.NeedsFor(name, fl.Name)) == 0 && !refuse.AnyBrokerFlags[fl.Name] {
+				t.Errorf("%s --%s declares no broker need: add it to refuse.Table (what it needs of a broker) or to refuse.AnyBrokerFlags (every broker honours it) in pkg/refuse/table.go", name, fl.Name)
 			}
 		}
 	})
-	for _, n := range flagNeeds {
+	for _, n := range refuse.Table {
 		if !exists[n.Flag] {
-			t.Errorf("flagNeeds row --%s names no flag of any command", n.Flag)
+			t.Errorf("refuse.Table row --%s names no flag of any command", n.Flag)
 		}
 		cmds := n.Cmds
 		if len(cmds) == 0 {
@@ -166,7 +167,7 @@ func TestEveryFlagDeclaresItsBrokers(t *testing.T) {
 				ok = ok || c == "*" && strings.HasSuffix(w, k[1:])
 			}
 			if !ok {
-				t.Errorf("flagNeeds row %q has no expectation in wantAccepted", k)
+				t.Errorf("refuse.Table row %q has no expectation in wantAccepted", k)
 			}
 		}
 	}

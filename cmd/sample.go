@@ -135,8 +135,8 @@ func sampleRun(ctx context.Context, opts *SampleOptions) error {
 		return err
 	}
 	var recs []record.Record
-	next, flush := lk.stream(func(rec *record.Record, parsed any) error {
-		if ok, err := selectPrepared(sel, rec, parsed); !ok {
+	next, flush := lk.Stream(func(rec *record.Record, parsed any) error {
+		if ok, err := sel.Keep(rec, parsed); !ok {
 			return err // a refusal stops the read
 		}
 		r := *rec
@@ -155,7 +155,7 @@ func sampleRun(ctx context.Context, opts *SampleOptions) error {
 			err = nil
 		}
 	}
-	lk.summary()
+	lk.Summary()
 	if err != nil {
 		return err
 	}

@@ -5,17 +5,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/dlqctl/dlqctl/pkg/classify"
-	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/logs"
-	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/report"
 )
@@ -81,9 +77,9 @@ func (v minConfidenceValue) String() string {
 }
 
 func (v minConfidenceValue) Set(raw string) error {
-	x, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
-	if err != nil || x < 0 || x > 1 {
-		return fmt.Errorf("--min-confidence %s is outside 0..1: pass a number from 0 to 1 (e.g. 0.9)", strings.TrimSpace(raw))
+	x, err := classify.ParseMinConfidence(raw)
+	if err != nil {
+		return err
 	}
 	*v.p = &x
 	return nil
@@ -92,7 +88,7 @@ func (v minConfidenceValue) Set(raw string) error {
 func (v minConfidenceValue) Type() string { return "float" }
 
 // AddLogsFlags registers --logs, --logs-window and --logs-refresh for the
-// selection (commands that call prepareLogs or read through logsLookup).
+// selection (commands that call prepareLogs or read through newLogsLookup).
 func (s *SelectionFlags) AddLogsFlags(fs *pflag.FlagSet) { s.Logs.AddFlags(fs) }
 
 // Selector compiles the flags: the rules file is loaded and validated, the
@@ -106,40 +102,11 @@ func (s *SelectionFlags) selector(classifyAlways bool) (*classify.Selector, erro
 	if err := s.Logs.Validate(); err != nil {
 		return nil, err
 	}
-	filter, err := inspect.CompileFilter(s.Filter)
-	if err != nil {
-		return nil, err
-	}
-	var rules *classify.Rules
-	if strings.TrimSpace(s.Rules) != "" {
-		if rules, err = classify.Load(s.Rules); err != nil {
-			return nil, err
-		}
-	} else if classifyAlways {
-		rules = classify.Builtin()
-	}
-	sel, err := classify.NewSelector(rules, s.Classes, filter)
-	if err != nil {
-		return nil, err
-	}
-	if err := sel.SetMinConfidence(s.MinConf()); err != nil {
-		return nil, errs.BadInputf("--min-confidence: %v", err)
-	}
-	return sel, nil
+	return classify.Compile(classify.Spec{Filter: s.Filter, Rules: s.Rules, Classes: s.Classes, MinConfidence: s.MinConf(), Always: classifyAlways})
 }
 
-// watchFilterErrors makes -v print the first evaluation errors of sel as
-// they happen (classify.VerboseErrors of them; the rest are counted).
-func watchFilterErrors(f *Factory, sel *classify.Selector) {
-	var told atomic.Int32
-	sel.OnError(func(e classify.EvalError) {
-		more := ""
-		if told.Add(1) == classify.VerboseErrors {
-			more = fmt.Sprintf(" (the first %d errors are shown; the rest are only counted)", classify.VerboseErrors)
-		}
-		f.Verbosef("%s; not selected%s", e.Error(), more)
-	})
-}
+// watchFilterErrors makes -v print the first evaluation errors of sel.
+func watchFilterErrors(f *Factory, sel *classify.Selector) { report.WatchFilterErrors(sel, f.Verbosef) }
 
 // filterErrorsRow forwards to report.FilterErrorsRow (the redrive paths
 // call it).
@@ -152,34 +119,12 @@ func warnFilterErrors(f *Factory, fe *inspect.FilterErrors, left string) {
 	report.WarnFilterErrors(f.IO, fe, left)
 }
 
-// endSelection ends the selection of a command that read without moving
-// (sample, group, classify, a dry run): the refusal when it failed on every
-// message read, else what it failed on (nil: nothing), also said on
-// stderr. left says what became of those messages.
+// endSelection is report.EndSelection on stderr.
 func endSelection(f *Factory, sel interface {
 	Refusal() error
 	Errors() *inspect.FilterErrors
 }, left string) (*inspect.FilterErrors, error) {
-	if sel == nil {
-		return nil, nil
-	}
-	if err := sel.Refusal(); err != nil {
-		return nil, err
-	}
-	fe := sel.Errors()
-	warnFilterErrors(f, fe, left)
-	return fe, nil
-}
-
-// selectPrepared is the per-record work of a read-only command's
-// selection (on the decoding goroutines): the selection's refusal as an
-// error value (readRecords stops with it), else whether rec is selected.
-func selectPrepared(sel *classify.Selector, rec *record.Record, parsed any) (bool, error) {
-	ok, err := sel.Select(rec, parsed)
-	if classify.IsRefusal(err) {
-		return false, err
-	}
-	return ok, nil
+	return report.EndSelection(f.IO, sel, left)
 }
 
 // Active reports whether any selection flag was given.
@@ -219,98 +164,30 @@ func (l *LogsFlags) AddFlags(fs *pflag.FlagSet) {
 }
 
 // Active reports whether --logs was given.
-func (l *LogsFlags) Active() bool { return len(l.groups()) > 0 }
-
-func (l *LogsFlags) groups() []string { return logs.SplitGroups(l.Groups) }
+func (l *LogsFlags) Active() bool { return len(logs.SplitGroups(l.Groups)) > 0 }
 
 // Validate checks the flags without any AWS call (bad input: exit 2).
-func (l *LogsFlags) Validate() error {
-	if !l.Active() {
-		if strings.TrimSpace(l.Window) != "" || l.Refresh {
-			return errs.BadInputf("--logs-window and --logs-refresh need --logs LOG_GROUP")
-		}
-		return nil
-	}
-	for _, g := range l.groups() {
-		if !logs.ValidGroup(g) {
-			return errs.BadInputf("--logs %q is not a CloudWatch Logs group name (1-512 characters: letters, digits, _ - / . # and the group name only, not an ARN or a URL)", g)
-		}
-	}
-	_, err := logs.ParseWindow(l.Window)
-	return err
-}
+func (l *LogsFlags) Validate() error { return logs.ValidateFlags(l.Groups, l.Window, l.Refresh) }
 
-// logsLookup is a --logs session of one command (logs.Session) and the
-// progress and summary it shows on stderr.
-type logsLookup struct {
-	f    *Factory
-	sess *logs.Session
-	prog *output.Progress
-	ctx  context.Context
-}
-
-// newLogsLookup builds the session, or returns nil without --logs.
-func newLogsLookup(ctx context.Context, f *Factory, l *LogsFlags) (*logsLookup, error) {
+// newLogsLookup builds the --logs session of a command, or returns nil
+// without --logs.
+func newLogsLookup(ctx context.Context, f *Factory, l *LogsFlags) (*logs.Lookup, error) {
 	if !l.Active() {
 		return nil, nil
 	}
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
-	w, _ := logs.ParseWindow(l.Window)
 	api, err := f.Logs(ctx)
 	if err != nil {
 		return nil, err
 	}
-	groups := l.groups()
-	lk := &logsLookup{f: f, prog: output.NewProgress(f.IO, output.Table), ctx: ctx}
-	lk.sess = logs.NewSession(logs.New(api, logs.Options{
-		Groups: groups,
-		Cache:  logs.OpenCache(f.StateDir(), groups, w.Spec, l.Refresh),
-		OnProgress: func(st logs.Stats) {
-			lk.prog.Update(output.Stats{Op: "logs search", Done: int64(st.Messages)}, false)
-		},
-	}), w)
-	return lk, nil
+	return logs.NewLookup(ctx, f.IO, api, f.StateDir(), l.Groups, l.Window, l.Refresh), nil
 }
 
-// stream is logs.Session.Stream (fn itself without --logs).
-func (lk *logsLookup) stream(fn func(rec *record.Record, parsed any) error) (wrapped func(rec *record.Record, parsed any) error, flush func() error) {
-	if lk == nil {
-		return fn, func() error { return nil }
-	}
-	return lk.sess.Stream(lk.ctx, fn)
-}
-
-// one is logs.Session.One (nothing without --logs).
-func (lk *logsLookup) one(rec *record.Record) error {
-	if lk == nil {
-		return nil
-	}
-	return lk.sess.One(lk.ctx, rec)
-}
-
-// summary prints what the search did, on stderr.
-func (lk *logsLookup) summary() {
-	if lk == nil {
-		return
-	}
-	lk.prog.Done()
-	info, warn := lk.sess.Summary()
-	if info != "" {
-		lk.f.IO.Infof("%s", info)
-	}
-	if warn != "" {
-		lk.f.IO.Warnf("%s", warn)
-	}
-}
-
-// prepareLogs readies --logs for a redrive or archive selection: it reads
-// the queue once (nothing is consumed, as classify does), searches the
-// logs for every message without failure context in batches, and makes
-// the selector attach the results while the run classifies; a message the
-// read did not see is looked up on its own. Without --logs it does
-// nothing.
+// prepareLogs readies --logs for a redrive or archive selection
+// (logs.Lookup.Prepare), reading the queue once without consuming it.
+// Without --logs it does nothing.
 func prepareLogs(ctx context.Context, f *Factory, queueRef string, sel *classify.Selector, l *LogsFlags) error {
 	if !l.Active() {
 		return nil
@@ -319,36 +196,8 @@ func prepareLogs(ctx context.Context, f *Factory, queueRef string, sel *classify
 	if err != nil {
 		return err
 	}
-	if sel == nil || (!sel.Classifies() && !sel.Filters()) {
-		f.IO.Warnf("--logs has no effect without --class, --filter or --rules: every message is selected anyway")
-		return nil
-	}
-	var reqs []logs.Request
-	now := time.Now()
-	name := record.ARNName(queueRef, "sqs")
-	if name == "" { // a queue URL or name
-		name = queueRef[strings.LastIndex(queueRef, "/")+1:]
-	}
-	f.IO.Infof("logs: reading %s once (nothing is consumed) to search the logs for its messages in batches", name)
-	if _, err := f.ForEachRecord(ctx, InputOptions{Queue: queueRef, Visibility: 30 * time.Second}, func(rec *record.Record, parsed any) error {
-		if !rec.Failure.HasContext() {
-			reqs = append(reqs, lk.sess.Request(rec, now))
-		}
-		return nil
-	}); err != nil {
+	return lk.Prepare(ctx, queueRef, sel, func(fn func(rec *record.Record, parsed any) error) error {
+		_, err := f.ForEachRecord(ctx, InputOptions{Queue: queueRef, Visibility: 30 * time.Second}, fn)
 		return err
-	}
-	if err := lk.sess.Prefetch(ctx, reqs); err != nil {
-		return err
-	}
-	lk.summary()
-	var once sync.Once
-	sel.SetEnrich(func(rec *record.Record) {
-		if err := lk.one(rec); err != nil {
-			// Such a message stays unclassified (unknown): never selected
-			// by a class on a guess.
-			once.Do(func() { f.IO.Warnf("logs: %v; messages that could not be looked up keep no failure context", err) })
-		}
 	})
-	return nil
 }

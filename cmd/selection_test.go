@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/logs"
 )
 
 func parseSelection(t *testing.T, args ...string) *SelectionFlags {
@@ -81,7 +82,7 @@ func TestLogsFlags(t *testing.T) {
 	if err := fs.Parse([]string{"--logs", "/aws/lambda/a, /ecs/b", "--logs", "/aws/lambda/a", "--logs-window", "2024-05-01T00:00:00Z.."}); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(l.groups(), "|"); got != "/aws/lambda/a|/ecs/b" {
+	if got := strings.Join(logs.SplitGroups(l.Groups), "|"); got != "/aws/lambda/a|/ecs/b" {
 		t.Errorf("groups %q, want each group once, in order", got)
 	}
 	if err := l.Validate(); err != nil {

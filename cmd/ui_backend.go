@@ -174,7 +174,7 @@ func (b *uiBackend) Read(ctx context.Context, ref string, emit func(ui.ReadUpdat
 	}
 	emit(start)
 	// The flags were checked against the references' brokers before
-	// anything connected (refusals.go: commandRefs "ui").
+	// anything connected (pkg/refuse: CommandRefs "ui").
 	in := InputOptions{Queue: ref, Visibility: b.opts.Visibility}
 	if !b.opts.All {
 		in.Max = b.opts.Sample

@@ -56,7 +56,7 @@ type Capabilities struct {
 	// Sharing is how several dlqctl processes share one queue.
 	Sharing Sharing
 
-	// What a flag may need (cmd/refusals.go declares which flag needs
+	// What a flag may need (pkg/refuse/table.go declares which flag needs
 	// which; NeedX below says it in words).
 
 	// Transactions: a batch of publishes and the source's removal of its

@@ -1,4 +1,4 @@
-package cmd
+package awsconf
 
 import (
 	"errors"
@@ -11,12 +11,12 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/errs"
 )
 
-// credentialError turns a failure to obtain AWS credentials into one
+// CredentialError turns a failure to obtain AWS credentials into one
 // sentence that says which failure it is and how to fix it: no credentials
 // anywhere, an expired or never started SSO session, an AssumeRole that STS
 // refused, or an instance metadata service (IMDS) that could not be
 // reached or has no role. profile is the profile in use ("" for none).
-func credentialError(err error, profile string) error {
+func CredentialError(err error, profile string) error {
 	if err == nil {
 		return nil
 	}
@@ -110,9 +110,9 @@ func shortDetail(err error) string {
 	return s
 }
 
-// profileInUse is the profile the SDK loads: --profile, else AWS_PROFILE
+// ProfileInUse is the profile the SDK loads: --profile, else AWS_PROFILE
 // ("" for the default profile).
-func profileInUse(flag string) string {
+func ProfileInUse(flag string) string {
 	if flag != "" {
 		return flag
 	}

@@ -1,0 +1,137 @@
+package logs
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/record"
+)
+
+// ValidateFlags checks --logs (groups), --logs-window and --logs-refresh
+// without any AWS call (bad input: exit 2).
+func ValidateFlags(groups []string, window string, refresh bool) error {
+	gs := SplitGroups(groups)
+	if len(gs) == 0 {
+		if strings.TrimSpace(window) != "" || refresh {
+			return errs.BadInputf("--logs-window and --logs-refresh need --logs LOG_GROUP")
+		}
+		return nil
+	}
+	for _, g := range gs {
+		if !ValidGroup(g) {
+			return errs.BadInputf("--logs %q is not a CloudWatch Logs group name (1-512 characters: letters, digits, _ - / . # and the group name only, not an ARN or a URL)", g)
+		}
+	}
+	_, err := ParseWindow(window)
+	return err
+}
+
+// Lookup is the --logs session of one command (a Session) and the
+// progress and summary it shows on stderr. A nil *Lookup (no --logs) does
+// nothing.
+type Lookup struct {
+	io   *output.IOStreams
+	sess *Session
+	prog *output.Progress
+	ctx  context.Context
+}
+
+// NewLookup searches groups through api over window (a --logs-window,
+// already validated), caching under stateDir unless refresh.
+func NewLookup(ctx context.Context, io *output.IOStreams, api API, stateDir string, groups []string, window string, refresh bool) *Lookup {
+	w, _ := ParseWindow(window)
+	groups = SplitGroups(groups)
+	lk := &Lookup{io: io, prog: output.NewProgress(io, output.Table), ctx: ctx}
+	lk.sess = NewSession(New(api, Options{
+		Groups: groups,
+		Cache:  OpenCache(stateDir, groups, w.Spec, refresh),
+		OnProgress: func(st Stats) {
+			lk.prog.Update(output.Stats{Op: "logs search", Done: int64(st.Messages)}, false)
+		},
+	}), w)
+	return lk
+}
+
+// Stream is Session.Stream (fn itself without --logs).
+func (lk *Lookup) Stream(fn func(rec *record.Record, parsed any) error) (wrapped func(rec *record.Record, parsed any) error, flush func() error) {
+	if lk == nil {
+		return fn, func() error { return nil }
+	}
+	return lk.sess.Stream(lk.ctx, fn)
+}
+
+// One is Session.One (nothing without --logs).
+func (lk *Lookup) One(rec *record.Record) error {
+	if lk == nil {
+		return nil
+	}
+	return lk.sess.One(lk.ctx, rec)
+}
+
+// Summary prints what the search did, on stderr.
+func (lk *Lookup) Summary() {
+	if lk == nil {
+		return
+	}
+	lk.prog.Done()
+	info, warn := lk.sess.Summary()
+	if info != "" {
+		lk.io.Infof("%s", info)
+	}
+	if warn != "" {
+		lk.io.Warnf("%s", warn)
+	}
+}
+
+// Selection is what Prepare asks of a run's selection
+// (classify.Selector).
+type Selection interface {
+	Classifies() bool
+	Filters() bool
+	SetEnrich(fn func(rec *record.Record))
+}
+
+// Prepare readies lk for a redrive or archive selection: it reads the
+// queue once through read (nothing is consumed, as classify does),
+// searches the logs for every message without failure context in batches,
+// and makes sel attach the results while the run classifies; a message the
+// read did not see is looked up on its own. queueRef names the queue on
+// stderr.
+func (lk *Lookup) Prepare(ctx context.Context, queueRef string, sel Selection, read func(fn func(rec *record.Record, parsed any) error) error) error {
+	if sel == nil || (!sel.Classifies() && !sel.Filters()) {
+		lk.io.Warnf("--logs has no effect without --class, --filter or --rules: every message is selected anyway")
+		return nil
+	}
+	var reqs []Request
+	now := time.Now()
+	name := record.ARNName(queueRef, "sqs")
+	if name == "" { // a queue URL or name
+		name = queueRef[strings.LastIndex(queueRef, "/")+1:]
+	}
+	lk.io.Infof("logs: reading %s once (nothing is consumed) to search the logs for its messages in batches", name)
+	if err := read(func(rec *record.Record, parsed any) error {
+		if !rec.Failure.HasContext() {
+			reqs = append(reqs, lk.sess.Request(rec, now))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := lk.sess.Prefetch(ctx, reqs); err != nil {
+		return err
+	}
+	lk.Summary()
+	var once sync.Once
+	sel.SetEnrich(func(rec *record.Record) {
+		if err := lk.One(rec); err != nil {
+			// Such a message stays unclassified (unknown): never selected
+			// by a class on a guess.
+			once.Do(func() { lk.io.Warnf("logs: %v; messages that could not be looked up keep no failure context", err) })
+		}
+	})
+	return nil
+}
