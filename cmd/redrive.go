@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -15,11 +14,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/pipeline"
-	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
+	"github.com/dlqctl/dlqctl/pkg/report"
 )
 
 // RedriveOptions are the inputs of `dlqctl redrive`. They are stored in the
@@ -403,7 +400,7 @@ func executeMove(ctx context.Context, f *Factory, prog *output.Progress, spec re
 	if errs.Code(out.Err) != errs.ExitUsage {
 		warnFilterErrors(f, out.Result.FilterErrors, "stay in the "+map[bool]string{true: "archive", false: "DLQ"}[spec.Meta.Kind == "restore"])
 	}
-	crashDuplicatesNote(f, out.Result)
+	report.CrashDuplicates(f.IO, out.Result)
 	return out.Err
 }
 
@@ -418,38 +415,6 @@ func withUnconfirmedNote(f *Factory, next func(*redrive.Journal)) func(*redrive.
 			next(j)
 		}
 	}
-}
-
-// crashDuplicatesNote says, on stderr whatever the output format, which
-// copies a resumed run may have delivered twice because the process before
-// it died mid-send, and which of those sends it counts as done.
-func crashDuplicatesNote(f *Factory, res *redrive.Result) {
-	if res == nil {
-		return
-	}
-	killed := res.RunID
-	if len(res.KilledRuns) > 0 {
-		killed = strings.Join(res.KilledRuns, ", ")
-	}
-	if res.MaybeTwiceResent > 0 {
-		f.IO.Infof("resumed run %s: %s", killed, resentNote(res.MaybeTwiceResent))
-	}
-	if res.AbortedResent > 0 {
-		f.IO.Infof("resumed run %s: %s", killed, abortedNote(res.AbortedResent))
-	}
-	if res.UnconfirmedGone > 0 {
-		f.IO.Infof("resumed run %s: %s", res.RunID, goneNote(res.UnconfirmedGone))
-	}
-}
-
-// resentNote says that n copies were sent again after a crash.
-func resentNote(n int) string {
-	return fmt.Sprintf("%d message(s) may have been delivered twice: the process died after sending them and before recording it; give the list (-o json maybe_twice_messages, or the journal's sent records marked \"resent\") to the destination consumer's owner ('dlqctl help redrive.md': after a kill)", n)
-}
-
-// goneNote says that n unconfirmed sends were no longer in the source.
-func goneNote(n int) string {
-	return fmt.Sprintf("%d message(s) the process was sending when it died were no longer in the source: counted as sent, their copy most likely arrived once (-o json unconfirmed_gone_messages)", n)
 }
 
 // noCanaryMatch says so when a canary found nothing to move.
@@ -483,104 +448,11 @@ func progressReporter(p *output.Progress, op string) redrive.Reporter {
 	}
 }
 
-// RedriveSummary is the JSON summary of a run (-o json, and the NDJSON
-// summary event).
-type RedriveSummary struct {
-	*redrive.Result
-	Status string           `json:"status"`
-	DLQ    string           `json:"dlq"`
-	To     string           `json:"to"`
-	Canary *redrive.Verdict `json:"canary,omitempty"`
-	// PendingAfter is what the DLQ still holds for the run's reader after
-	// the run, on brokers whose counts are exact (RabbitMQ: its ready
-	// messages; Kafka: the group's pending records); absent elsewhere.
-	PendingAfter *int64 `json:"pending_after,omitempty"`
-}
+// RedriveSummary is the JSON summary of a run (report.RedriveSummary).
+type RedriveSummary = report.RedriveSummary
 
-// Verdict is the canary verdict (nil without a canary).
-func (s RedriveSummary) Verdict() *redrive.Verdict { return s.Canary }
-
-// maybeTwiceNote says that n copies may have been delivered twice.
-func maybeTwiceNote(n int) string {
-	return fmt.Sprintf("%d message(s) may have been delivered twice: the send's answer was lost and the SDK sent it again; the destination's consumer should handle them idempotently (-o json lists them as maybe_twice_ids; the run's journal marks them maybe_twice)", n)
-}
-
-// countsRow shows what the queue's approximate counts said at the end when
-// they disagreed with what the run saw (advisory).
-func countsRow(t *output.TablePrinter, c *pipeline.CountsNote) {
-	if c != nil {
-		t.Row("counts", c.Note)
-	}
-}
-
-// sharedRows says, for a process of a shared run, which share it was and
-// what its peers still held when it ended.
-func sharedRows(t *output.TablePrinter, res *redrive.Result) {
-	if res.Share == "" {
-		return
-	}
-	peers := "nothing was in flight at its peers when it ended"
-	if res.InFlightAtPeers > 0 || res.LockedByPeers > 0 {
-		peers = fmt.Sprintf("%d message(s) were in flight at its peers when it ended (their runs account for them)", res.InFlightAtPeers)
-		if res.LockedByPeers > 0 {
-			peers += fmt.Sprintf(", %d more wait behind their FIFO groups", res.LockedByPeers)
-		}
-	}
-	t.Row("shared", fmt.Sprintf("process %s: %s; the shared run is complete when every process exits 0", res.Share, peers))
-}
-
-// renderOutcomeRows adds the rows every pipeline summary (redrive, restore)
-// ends with — tripped guard, canary verdict, errors — and renders the table.
-func renderOutcomeRows(t *output.TablePrinter, res *redrive.Result, v *redrive.Verdict) error {
-	if n := res.MaybeTwice - res.MaybeTwiceResent; n > 0 {
-		t.Row("maybe twice", maybeTwiceNote(n))
-	}
-	if res.MaybeTwiceResent > 0 {
-		t.Row("maybe twice", resentNote(res.MaybeTwiceResent))
-	}
-	if res.UnconfirmedGone > 0 {
-		t.Row("unconfirmed", goneNote(res.UnconfirmedGone))
-	}
-	if fe := res.FilterErrors; fe != nil {
-		t.Row("filter errors", filterErrorsRow(fe, "left where they are"))
-	}
-	if res.Guard != nil {
-		t.Row("guard", fmt.Sprintf("%s tripped: %s", res.Guard.Name, res.Guard.Detail))
-	}
-	if v != nil {
-		verdict := "PASS"
-		if !v.Pass {
-			verdict = "FAIL"
-		}
-		t.Row("canary", verdict+": "+v.Detail)
-	}
-	for _, e := range res.Errors {
-		t.Row("error", e)
-	}
-	return t.Render()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-// RedrivePlanOutput is the JSON of --dry-run.
-type RedrivePlanOutput struct {
-	redrive.Plan
-	DLQ       string    `json:"dlq"`
-	To        string    `json:"to"`
-	Selection string    `json:"selection"`
-	Rate      float64   `json:"rate,omitempty"`
-	Ramp      []float64 `json:"ramp,omitempty"`
-	// FilterErrors: messages the --filter or a rule failed on (skipped
-	// "filter error").
-	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
-}
+// RedrivePlanOutput is the JSON of --dry-run (report.RedrivePlanOutput).
+type RedrivePlanOutput = report.RedrivePlanOutput
 
 func newCmdRedriveResume(f *Factory, runF func(context.Context, *RedriveOptions) error) *cobra.Command {
 	var dlqRef string
@@ -646,36 +518,4 @@ reason); with none, it says so and exits 0. The journals are read from
 	}
 	c.Flags().StringVar(&dlqRef, "dlq", "", "resume the newest unfinished redrive run of this DLQ (name, URL or ARN)")
 	return c
-}
-
-// printPlanTable prints a redrive dry run's plan for a person, on every
-// broker: where each class would go, what would be skipped and why, the
-// estimate (unpaced: what to say without --rate or --ramp), copies that
-// would go without the marker, and a read that was not whole.
-func printPlanTable(f *Factory, plan redrive.Plan, from, to, what, unpaced string) error {
-	printTransformPlan(f.IO, plan.Transform)
-	t := output.NewTable(f.IO, "DESTINATION", "CLASS", "MESSAGES")
-	for _, d := range sortedKeys(plan.ByDestination) {
-		for _, cl := range sortedKeys(plan.ByDestination[d]) {
-			t.Row(d, cl, fmt.Sprint(plan.ByDestination[d][cl]))
-		}
-	}
-	for _, r := range sortedKeys(plan.Skipped) {
-		t.Row("(skipped)", r, fmt.Sprint(plan.Skipped[r]))
-	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	est := unpaced
-	if plan.EstimatedSeconds > 0 {
-		est = "about " + output.Duration(time.Duration(plan.EstimatedSeconds*float64(time.Second)))
-	}
-	f.IO.Infof("would move %d of %d scanned messages from %s to %s (%s); estimated duration: %s", plan.WouldMove, plan.Scanned, from, to, what, est)
-	if plan.Unmarked > 0 {
-		f.IO.Infof("%d message(s) would move without the %s marker: they already carry 10 attributes, or go to an origin that takes none (a Lambda invocation); the journal records them", plan.Unmarked, record.MarkerAttribute)
-	}
-	if plan.Note != "" && !plan.Complete {
-		f.IO.Warnf("%s", plan.Note)
-	}
-	return nil
 }

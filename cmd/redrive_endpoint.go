@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
+	"github.com/dlqctl/dlqctl/pkg/report"
 	"github.com/dlqctl/dlqctl/pkg/transform"
 )
 
@@ -272,7 +272,7 @@ func endpointRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 				sum.PendingAfter = &d.Ready
 			}
 		}
-		return printSummary(f, prog, sum, words)
+		return report.WriteRedriveSummary(f.IO, prog, format, sum, words)
 	})
 	if err == nil && res != nil && from != nil {
 		if n := from.unreplayed(res.Skipped); n > 0 {
@@ -452,76 +452,10 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, ep broker.Endpoint, 
 		desc = sel.Describe()
 	}
 	out := RedrivePlanOutput{Plan: plan, DLQ: ep.Name(), To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp, FilterErrors: fe}
-	switch format {
-	case output.JSON:
-		return output.WriteJSON(f.IO.Out, out)
-	case output.NDJSON:
-		return prog.Summary(out)
-	}
 	caps := ep.Capabilities()
-	if rb := caps.Words().ReadBack; rb != "" {
-		f.IO.Infof("dry run: nothing was changed (%s)", fmt.Sprintf(rb, ep.Name()))
-	} else {
-		f.IO.Infof("dry run: nothing was changed")
-	}
 	unpaced := "as fast as --concurrency allows (set --rate or --ramp for an estimate)"
 	if caps.Ordering == broker.OrderPartition {
 		unpaced = "as fast as the run goes (set --rate or --ramp for an estimate)"
 	}
-	return printPlanTable(f, plan, ep.Name(), router.Describe(), desc, unpaced)
-}
-
-// printSummary prints a run's summary, on every broker in its own words:
-// JSON, the NDJSON summary event, or a table.
-func printSummary(f *Factory, prog *output.Progress, sum RedriveSummary, w broker.Words) error {
-	format, _ := f.Format()
-	switch format {
-	case output.JSON:
-		return output.WriteJSON(f.IO.Out, sum)
-	case output.NDJSON:
-		return prog.Summary(sum)
-	}
-	res := sum.Result
-	t := output.NewTable(f.IO, "", "")
-	t.Row("run", res.RunID)
-	t.Row("status", sum.Status)
-	t.Row("moved", fmt.Sprintf("%d from %s to %s in %s (%.1f/s)", res.Moved, sum.DLQ, sum.To, output.Duration(time.Duration(res.ElapsedSeconds*float64(time.Second))), res.Rate))
-	for _, d := range sortedKeys(res.ByDestination) {
-		t.Row("  to "+d, strconv.Itoa(res.ByDestination[d]))
-	}
-	if res.Resumed > 0 {
-		t.Row("resumed", fmt.Sprintf("%d %s", res.Resumed, w.ResumedRow))
-	}
-	for _, r := range sortedKeys(res.Skipped) {
-		t.Row("skipped", fmt.Sprintf("%d %s", res.Skipped[r], r))
-	}
-	if res.Unmarked > 0 {
-		t.Row("unmarked", fmt.Sprintf("%d moved without the %s attribute (10 attributes already, or a Lambda invocation, which carries none); the journal records them", res.Unmarked, record.MarkerAttribute))
-	}
-	if res.Failed > 0 {
-		t.Row("failed", fmt.Sprintf("%d refused by the destination; still in the DLQ", res.Failed))
-	}
-	if res.Unknown > 0 {
-		t.Row("unknown", fmt.Sprintf("%d whose %s outcome is unknown; still in the DLQ", res.Unknown, w.Send))
-	}
-	if res.SentNotDeleted > 0 {
-		t.Row("pending", fmt.Sprintf("%d %s but not yet %s from the DLQ; re-run to finish", res.SentNotDeleted, w.Sent, w.Removed))
-	}
-	if sum.PendingAfter != nil {
-		t.Row("pending after", strconv.FormatInt(*sum.PendingAfter, 10))
-	}
-	if res.AbortedResent > 0 {
-		t.Row("after aborted transaction", abortedNote(res.AbortedResent))
-	}
-	sharedRows(t, res)
-	countsRow(t, res.Counts)
-	transformRows(t, res.Transform)
-	return renderOutcomeRows(t, res, sum.Verdict())
-}
-
-// abortedNote says that n messages of a killed transactional run were
-// published again after its transaction was aborted: no duplicates for
-// read_committed consumers.
-func abortedNote(n int) string {
-	return fmt.Sprintf("the killed run's transaction was aborted, so read_committed consumers of the destination never saw the %d message(s) it was publishing (in the transaction it never committed); they are published again now, once (read_uncommitted consumers may have seen both)", n)
+	return report.WriteRedrivePlan(f.IO, prog, format, out, caps.Words().ReadBack, unpaced)
 }
