@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -15,11 +14,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/pipeline"
-	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
+	"github.com/dlqctl/dlqctl/pkg/report"
 )
 
 // RedriveOptions are the inputs of `dlqctl redrive`. They are stored in the
@@ -60,151 +57,6 @@ type RedriveOptions struct {
 	// Transform repairs messages before sending them (cmd/transform.go).
 	Transform TransformFlags `json:"transform,omitzero"`
 }
-
-const redriveLong = `Move messages from a dead-letter queue back to their source queues (or to a
-recovery queue), safely:
-
-  * exact copies: the body byte for byte, every message attribute with its
-    data type, the FIFO message group, and a deduplication id derived from
-    the run id and the original message id (a FIFO destination drops a copy
-    re-sent within 5 minutes after a crash);
-  * a message leaves the DLQ only after its copy was accepted by the
-    destination and recorded (fsync) in the run's journal under --state-dir;
-  * a redrive marker attribute (dlqctl-redrive: run id, original id, redrive
-    count) unless the message already has 10 attributes; --max-redrives
-    skips messages redriven that many times before;
-  * too-large messages, messages without a known source, and those not
-    selected are skipped and reported, never changed;
-  * Ctrl-C / SIGTERM: stop receiving, finish the batch in flight, release
-    the rest (visibility 0), print the summary, exit 130.
-
-The run says "completed" (exit 0) only when the DLQ was drained and
-nothing is left that it did not account for: SQS had nothing more to give
-it (an empty long poll), never the queue's approximate counts, which trail
-by up to a minute (when they disagree at the end, the summary notes it;
-exit 0). Messages a receive whose answer was lost may have taken, and
-those a killed dlqctl process still hides (the hold ledger in --state-dir,
-same host), are waited for up to their visibility timeout and moved
-(--wait-inflight, default on; --wait-inflight=false reports them, exit 4). A send whose
-answer was lost and that the SDK sent again may have delivered its
-messages twice: the summary counts them (maybe_twice). On a FIFO DLQ a message the
-selection skips is held until the end, so SQS hands out nothing more of its
-group: later messages of that group are not moved ahead of it, and the run
-exits 4 naming the blocked groups. A message whose lease was lost is never
-counted as moved; it is deleted when received again, without a second send.
-A FIFO group the queue hands out of order (after a receive whose answer was
-lost; moto does, AWS keeps the order) ends the run partial (exit 4), naming
-the groups.
-
-A Kafka dead-letter topic (kafka://HOST:PORT/TOPIC) is redriven to the
-original topic named in each record's headers (or --to kafka://…/TOPIC), key
-kept, dead-letter headers dropped, through the same engine and run journal
-as every broker (one worker, batches of up to 500 records); dlqctl's consumer
-group (--kafka-group) commits past what was produced, replayed records land
-after newer records with the same key, and --max-dest-lag GROUP:N and
---exactly-once apply (docs/kafka.md). A re-run
-after a kill -9 waits for the killed run's group members (recorded in
---state-dir) to time out of the group — their session timeout + 5 s, said on
-stderr — then takes their partitions; it names the records the killed run
-produced and never committed (its write-ahead intent in --state-dir) as
-possibly delivered twice (maybe_twice_messages), or, with --exactly-once,
-says that its transaction was aborted. On RabbitMQ a killed run's
-unacknowledged deliveries return to the DLQ as soon as its connection
-closes: a re-run has nothing to wait for.
-
---to source (default) sends each message to the queue named by its
-DeadLetterQueueSourceArn (or the DLQ's only source queue); --to QUEUE sends
-everything to one queue (name, URL or ARN).
-
-A DLQ that no SQS queue names as its dead-letter target — the DLQ of Lambda
-asynchronous invocations (DeadLetterConfig or on-failure destination), of an
-SNS subscription (RedrivePolicy) or of an EventBridge rule target — is
-redriven --to source to each message's origin, found from its format and the
-account's configuration: a function is invoked again asynchronously (202
-accepted); a subscription gets what SNS delivers to its endpoint, at that
-endpoint only (SQS: SendMessage; Lambda: the SNS event), never a Publish to
-the topic; a target gets the event at its SQS queue or Lambda function,
-never PutEvents to the bus. A message whose origin is unknown or ambiguous,
-or that cannot be replayed faithfully (an HTTP subscription, a target with
-an input transformer, a DynamoDB or Kafka stream batch pointer, a Kinesis
-batch past its retention — a Kinesis batch still in the stream is read back
-and invoked as the Kinesis event), stays in the DLQ and is
-reported ("cannot replay: …", exit 4). --origin ARN names the function or
-subscription for messages that do not name their origin themselves
-('dlqctl help redrive.md', "DLQs fed by Lambda, SNS and EventBridge").
-
---dry-run scans the DLQ without changing anything and prints the plan: how
-many per destination and class, what would be skipped and why, and the
-estimated duration at --rate / --ramp.
-
---canary N moves N matching messages, then watches the DLQ for --verify-for:
-it passes (exit 0) when none came back, fails (exit 3) when some did. With
---verify-drain the destination must also have consumed them. Without
---verify-for the watch is computed per broker as the time a message that
-always fails needs to be dead-lettered again, stated on stderr and in the
-verdict (window_seconds, window_reason): SQS: maxReceiveCount × the
-destination's visibility timeout, + 30 s; RabbitMQ: the message TTLs on the
-way from the destination queue into the DLQ (its own and its retry
-queues'), + 30 s (quorum delivery limits and rejections dead-letter at
-once); Kafka: the delays of Spring retry topics named with them
-(TOPIC-retry-1000, …), + 30 s. When no destination dead-letters into the
-DLQ the watch is 2m, said so; when the broker cannot know (a Kafka
-dead-letter topic without such retry topics, a RabbitMQ server without its
-management API) --canary needs --verify-for (exit 2, nothing moved). A
-shorter --verify-for is warned about, since its PASS proves less.
-
---rate R sends at most R messages per second (a batch of 10 takes 10
-tokens); --ramp R1,R2,... steps the rate every --ramp-every while the guards
-hold. Both are per process.
-
-Several processes can share one DLQ (on one host or several), each with its
-own --state-dir: SQS hands each message to one of them. --rate-share I/N on
-the I-th of N processes divides --rate and every --ramp step by N, so the N
-keep to one budget, and tells the run it has peers: it ends when nothing is
-visible for it, and reports the messages its peers hold (in_flight_at_peers)
-instead of waiting for them — unless one of its own receives may have lost
-its answer, which it waits out. The shared redrive is complete when every
-process exits 0. --canary and --engine native run alone. See 'dlqctl help scale'. Guards: --max-returns P (share of moved messages seen back in the DLQ,
-e.g. 5%) and --max-dest-backlog N (visible messages in a destination);
---on-guard abort stops at once, pause holds sending until the condition
-clears or --pause-timeout passes. A tripped guard exits 3.
-
-Exit 1 is an error the run could not go on after (SQS or S3 still failing
-after retries, the journal not writable): what it moved is in its journal —
-'dlqctl runs', then 'dlqctl redrive resume'. Exit 2: bad flags, no
-credentials or region, or AccessDenied (naming the IAM action), nothing
-changed. Exit 4: some messages refused, unknown or not yet deleted.
-
-Every run has an id and a journal. After a crash or kill, 'dlqctl redrive
-resume RUN_ID' (or running the same command again) deletes what was already
-sent without sending it again and moves the rest. The journal records each
-batch's ids before sending it: messages the dead process was sending and
-never recorded are sent again and named as possibly delivered twice ("resumed
-run R: N message(s) may have been delivered twice", maybe_twice_messages in
--o json, with the orig of each copy's marker: the consumer's deduplication
-key; 'dlqctl help redrive.md'). 'dlqctl runs' lists runs.
-
---transform EXPR (or --transform-file F) repairs each selected message on
-its way out: a jq expression over the message record, as --filter,
-returning the record to send (.json re-encoded, or .body, and .attributes;
-Kafka: .system.kafka.key and .system.kafka.headers too). It needs --archive-originals s3://BUCKET/PREFIX: each
-original is archived there (verified parts and a manifest, as 'archive'
-writes) and recorded in the journal before its repaired copy is sent. A
-message the expression fails on (or makes too large, not JSON where JSON
-was, or with too many attributes) stays in the DLQ, counted per error, exit
-4; one failing on every message exits 2, nothing moved. Each copy carries
-a dlqctl-transform attribute (run, expression SHA-256, original id).
---dry-run shows a before/after diff; 'dlqctl restore MANIFEST' undoes it
-('dlqctl help repair-and-replay').
-
---engine native uses SQS's own move task (StartMessageMoveTask): the whole
-DLQ, to the sources or one queue, at --rate up to 500/s; --ramp restarts it
-at each step. It cannot filter, canary or stop at --max. 'dlqctl redrive
-status DLQ' and 'dlqctl redrive cancel DLQ' show and cancel move tasks.
-
-A run that changes queues needs --yes, or a confirmation on a terminal.
-
-` + SelectionHelp
 
 // NewCmdRedrive builds `dlqctl redrive` and its subcommands.
 func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error) *cobra.Command {
@@ -383,13 +235,20 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 // held failed.
 const sqsCloseWarning = "releasing held messages: %v (they become visible again when their visibility timeout ends)"
 
-// executeMove runs a redrive or restore, then prints its summary: the
-// run's own verdict (out.Err: partial, canary verdict, interrupted) is the
-// command's. closeWarning formats the failure to give back what the source
-// still held ("" for a source that holds nothing).
+// executeMove runs a restore, then prints its summary (finishMove).
 func executeMove(ctx context.Context, f *Factory, prog *output.Progress, spec redrive.RunSpec, closeWarning string, summary func(*redrive.Outcome) error) error {
 	spec.OnJournal = withUnconfirmedNote(f, spec.OnJournal)
 	out, err := redrive.Execute(ctx, spec)
+	return finishMove(f, prog, out, err, spec.Meta.Kind, closeWarning, summary, nil)
+}
+
+// finishMove ends a redrive or restore run (out, or err when it never
+// started): the progress, the summary, the warnings and notes; the run's
+// own verdict (out.Err: partial, canary verdict, interrupted) is the
+// command's, else what after (nil: nothing) says of a completed run.
+// closeWarning formats the failure to give back what the source still
+// held ("" for a source that holds nothing).
+func finishMove(f *Factory, prog *output.Progress, out *redrive.Outcome, err error, kind, closeWarning string, summary func(*redrive.Outcome) error, after func() error) error {
 	prog.Done()
 	if err != nil {
 		return err
@@ -401,9 +260,12 @@ func executeMove(ctx context.Context, f *Factory, prog *output.Progress, spec re
 		return err
 	}
 	if errs.Code(out.Err) != errs.ExitUsage {
-		warnFilterErrors(f, out.Result.FilterErrors, "stay in the "+map[bool]string{true: "archive", false: "DLQ"}[spec.Meta.Kind == "restore"])
+		warnFilterErrors(f, out.Result.FilterErrors, "stay in the "+map[bool]string{true: "archive", false: "DLQ"}[kind == "restore"])
 	}
-	crashDuplicatesNote(f, out.Result)
+	report.CrashDuplicates(f.IO, out.Result)
+	if out.Err == nil && after != nil {
+		return after()
+	}
 	return out.Err
 }
 
@@ -418,38 +280,6 @@ func withUnconfirmedNote(f *Factory, next func(*redrive.Journal)) func(*redrive.
 			next(j)
 		}
 	}
-}
-
-// crashDuplicatesNote says, on stderr whatever the output format, which
-// copies a resumed run may have delivered twice because the process before
-// it died mid-send, and which of those sends it counts as done.
-func crashDuplicatesNote(f *Factory, res *redrive.Result) {
-	if res == nil {
-		return
-	}
-	killed := res.RunID
-	if len(res.KilledRuns) > 0 {
-		killed = strings.Join(res.KilledRuns, ", ")
-	}
-	if res.MaybeTwiceResent > 0 {
-		f.IO.Infof("resumed run %s: %s", killed, resentNote(res.MaybeTwiceResent))
-	}
-	if res.AbortedResent > 0 {
-		f.IO.Infof("resumed run %s: %s", killed, abortedNote(res.AbortedResent))
-	}
-	if res.UnconfirmedGone > 0 {
-		f.IO.Infof("resumed run %s: %s", res.RunID, goneNote(res.UnconfirmedGone))
-	}
-}
-
-// resentNote says that n copies were sent again after a crash.
-func resentNote(n int) string {
-	return fmt.Sprintf("%d message(s) may have been delivered twice: the process died after sending them and before recording it; give the list (-o json maybe_twice_messages, or the journal's sent records marked \"resent\") to the destination consumer's owner ('dlqctl help redrive.md': after a kill)", n)
-}
-
-// goneNote says that n unconfirmed sends were no longer in the source.
-func goneNote(n int) string {
-	return fmt.Sprintf("%d message(s) the process was sending when it died were no longer in the source: counted as sent, their copy most likely arrived once (-o json unconfirmed_gone_messages)", n)
 }
 
 // noCanaryMatch says so when a canary found nothing to move.
@@ -483,104 +313,11 @@ func progressReporter(p *output.Progress, op string) redrive.Reporter {
 	}
 }
 
-// RedriveSummary is the JSON summary of a run (-o json, and the NDJSON
-// summary event).
-type RedriveSummary struct {
-	*redrive.Result
-	Status string           `json:"status"`
-	DLQ    string           `json:"dlq"`
-	To     string           `json:"to"`
-	Canary *redrive.Verdict `json:"canary,omitempty"`
-	// PendingAfter is what the DLQ still holds for the run's reader after
-	// the run, on brokers whose counts are exact (RabbitMQ: its ready
-	// messages; Kafka: the group's pending records); absent elsewhere.
-	PendingAfter *int64 `json:"pending_after,omitempty"`
-}
+// RedriveSummary is the JSON summary of a run (report.RedriveSummary).
+type RedriveSummary = report.RedriveSummary
 
-// Verdict is the canary verdict (nil without a canary).
-func (s RedriveSummary) Verdict() *redrive.Verdict { return s.Canary }
-
-// maybeTwiceNote says that n copies may have been delivered twice.
-func maybeTwiceNote(n int) string {
-	return fmt.Sprintf("%d message(s) may have been delivered twice: the send's answer was lost and the SDK sent it again; the destination's consumer should handle them idempotently (-o json lists them as maybe_twice_ids; the run's journal marks them maybe_twice)", n)
-}
-
-// countsRow shows what the queue's approximate counts said at the end when
-// they disagreed with what the run saw (advisory).
-func countsRow(t *output.TablePrinter, c *pipeline.CountsNote) {
-	if c != nil {
-		t.Row("counts", c.Note)
-	}
-}
-
-// sharedRows says, for a process of a shared run, which share it was and
-// what its peers still held when it ended.
-func sharedRows(t *output.TablePrinter, res *redrive.Result) {
-	if res.Share == "" {
-		return
-	}
-	peers := "nothing was in flight at its peers when it ended"
-	if res.InFlightAtPeers > 0 || res.LockedByPeers > 0 {
-		peers = fmt.Sprintf("%d message(s) were in flight at its peers when it ended (their runs account for them)", res.InFlightAtPeers)
-		if res.LockedByPeers > 0 {
-			peers += fmt.Sprintf(", %d more wait behind their FIFO groups", res.LockedByPeers)
-		}
-	}
-	t.Row("shared", fmt.Sprintf("process %s: %s; the shared run is complete when every process exits 0", res.Share, peers))
-}
-
-// renderOutcomeRows adds the rows every pipeline summary (redrive, restore)
-// ends with — tripped guard, canary verdict, errors — and renders the table.
-func renderOutcomeRows(t *output.TablePrinter, res *redrive.Result, v *redrive.Verdict) error {
-	if n := res.MaybeTwice - res.MaybeTwiceResent; n > 0 {
-		t.Row("maybe twice", maybeTwiceNote(n))
-	}
-	if res.MaybeTwiceResent > 0 {
-		t.Row("maybe twice", resentNote(res.MaybeTwiceResent))
-	}
-	if res.UnconfirmedGone > 0 {
-		t.Row("unconfirmed", goneNote(res.UnconfirmedGone))
-	}
-	if fe := res.FilterErrors; fe != nil {
-		t.Row("filter errors", filterErrorsRow(fe, "left where they are"))
-	}
-	if res.Guard != nil {
-		t.Row("guard", fmt.Sprintf("%s tripped: %s", res.Guard.Name, res.Guard.Detail))
-	}
-	if v != nil {
-		verdict := "PASS"
-		if !v.Pass {
-			verdict = "FAIL"
-		}
-		t.Row("canary", verdict+": "+v.Detail)
-	}
-	for _, e := range res.Errors {
-		t.Row("error", e)
-	}
-	return t.Render()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-// RedrivePlanOutput is the JSON of --dry-run.
-type RedrivePlanOutput struct {
-	redrive.Plan
-	DLQ       string    `json:"dlq"`
-	To        string    `json:"to"`
-	Selection string    `json:"selection"`
-	Rate      float64   `json:"rate,omitempty"`
-	Ramp      []float64 `json:"ramp,omitempty"`
-	// FilterErrors: messages the --filter or a rule failed on (skipped
-	// "filter error").
-	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
-}
+// RedrivePlanOutput is the JSON of --dry-run (report.RedrivePlanOutput).
+type RedrivePlanOutput = report.RedrivePlanOutput
 
 func newCmdRedriveResume(f *Factory, runF func(context.Context, *RedriveOptions) error) *cobra.Command {
 	var dlqRef string
@@ -646,36 +383,4 @@ reason); with none, it says so and exits 0. The journals are read from
 	}
 	c.Flags().StringVar(&dlqRef, "dlq", "", "resume the newest unfinished redrive run of this DLQ (name, URL or ARN)")
 	return c
-}
-
-// printPlanTable prints a redrive dry run's plan for a person, on every
-// broker: where each class would go, what would be skipped and why, the
-// estimate (unpaced: what to say without --rate or --ramp), copies that
-// would go without the marker, and a read that was not whole.
-func printPlanTable(f *Factory, plan redrive.Plan, from, to, what, unpaced string) error {
-	printTransformPlan(f.IO, plan.Transform)
-	t := output.NewTable(f.IO, "DESTINATION", "CLASS", "MESSAGES")
-	for _, d := range sortedKeys(plan.ByDestination) {
-		for _, cl := range sortedKeys(plan.ByDestination[d]) {
-			t.Row(d, cl, fmt.Sprint(plan.ByDestination[d][cl]))
-		}
-	}
-	for _, r := range sortedKeys(plan.Skipped) {
-		t.Row("(skipped)", r, fmt.Sprint(plan.Skipped[r]))
-	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	est := unpaced
-	if plan.EstimatedSeconds > 0 {
-		est = "about " + output.Duration(time.Duration(plan.EstimatedSeconds*float64(time.Second)))
-	}
-	f.IO.Infof("would move %d of %d scanned messages from %s to %s (%s); estimated duration: %s", plan.WouldMove, plan.Scanned, from, to, what, est)
-	if plan.Unmarked > 0 {
-		f.IO.Infof("%d message(s) would move without the %s marker: they already carry 10 attributes, or go to an origin that takes none (a Lambda invocation); the journal records them", plan.Unmarked, record.MarkerAttribute)
-	}
-	if plan.Note != "" && !plan.Complete {
-		f.IO.Warnf("%s", plan.Note)
-	}
-	return nil
 }

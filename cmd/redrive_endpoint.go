@@ -5,18 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/pipeline"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
+	"github.com/dlqctl/dlqctl/pkg/report"
 	"github.com/dlqctl/dlqctl/pkg/transform"
 )
 
@@ -84,203 +82,54 @@ func endpointRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 		defer pub.Close(context.WithoutCancel(ctx))
 		return redrivePlan(ctx, opts, ep, pub, router, selector, xf)
 	}
-	from := route.origins
-	if from != nil && (opts.MaxDestBacklog > 0 || opts.VerifyDrain) {
-		return errs.BadInputf("--max-dest-backlog and --verify-drain read a destination queue's depth; the origins of this DLQ are functions, subscriptions and targets: drop them (--max-returns guards the DLQ)")
-	}
-	depth, err := ep.Depth(ctx)
-	if err != nil {
-		return broker.StartError(err)
-	}
-	var lagReader broker.LagReader
-	if len(lags) > 0 {
-		lr, ok := pubEp.(broker.LagReader)
-		if !ok {
-			return errs.BadInputf("--max-dest-lag needs a destination whose consumers report their lag; %s has none", caps.Label)
-		}
-		lagReader = lr
-		// A group the destination does not know would never trip the
-		// guard: refused before anything moves.
-		for _, g := range lags {
-			if _, err := lr.GroupLag(ctx, g.Group); err != nil {
-				if errors.Is(err, broker.ErrNotFound) {
-					return errs.BadInputf("--max-dest-lag %s:%d: %v; name a consumer group of the destination", g.Group, g.Max, err)
-				}
-				return broker.StartError(err)
-			}
-		}
-	}
-	// A destination's depth, where its broker counts what waits in it:
-	// the backlog guard and --verify-drain read it.
-	var destDepth func(context.Context, broker.Destination) (broker.Depth, error)
-	if d, ok := pubEp.(broker.DestinationDepther); ok && from == nil {
-		destDepth = d.DestinationDepth
-	}
-	var window redrive.Window
-	canaryDests, watch, delivered := route.canaryDests, ep, "moved %d message(s)"
-	baseline := map[string]int{}
-	if opts.Canary > 0 {
-		if from != nil {
-			// Copies go to functions, subscriptions and targets: the
-			// origins say how long one failing again needs to come back.
-			if canaryDests, err = from.dests(ctx); err != nil {
-				return err
-			}
-			watch, delivered = from.watch, "delivered %d message(s) to their origins"
-		}
-		// Decided before anything moves: a window the broker cannot know
-		// refuses --canary without --verify-for (exit 2).
-		if window, err = opts.CanaryFlags.canaryWindow(ctx, f, watch, canaryDests); err != nil {
-			return err
-		}
-		for _, d := range canaryDests {
-			if destDepth == nil {
-				break
-			}
-			if n, err := destDepth(ctx, d); err == nil {
-				baseline[d.Key] = int(n.Ready + n.Held + n.Delayed)
-			}
-		}
-	}
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
-	limit := opts.CanaryFlags.limit(opts.Max)
-	total := int(depth.Ready)
-	if limit > 0 {
-		total = min(total, limit)
-	}
 	// The journal keeps the options without credentials: a resumed run
 	// takes them from the reference or the broker's environment.
 	shown := *opts
 	shown.DLQ, shown.To = ep.String(), redactRef(opts.To)
 	raw, _ := json.Marshal(&shown)
-	originals, err := opts.Transform.originals(ctx, f, ep, selectionText(sel), xf)
-	if err != nil {
-		return err
-	}
-	sh := opts.PaceFlags.share()
-	confirmed := false
-	spec := redrive.RunSpec{
-		StateDir: f.StateDir(), ResumeID: opts.ResumeID,
-		Meta: redrive.RunMeta{Kind: "redrive", Source: ep.ID(), SourceURL: ep.ID(), Destination: router.Describe(),
-			Fingerprint: opts.fingerprint(ep.ID()), Options: raw, Transform: opts.Transform.meta(xf)},
-		OnResume: func(prev redrive.RunInfo) {
-			f.IO.Infof("resuming unfinished run %s (%s; %d sent, %d %s): %s", prev.ID, prev.Status, prev.Sent, prev.Deleted, words.Removed, words.Resuming)
+	req := redrive.Request{
+		DLQ: ep, Select: selector, What: selectionText(sel), Canary: opts.Canary,
+		Route:     redrive.Route{Router: router, PubEp: pubEp, Pub: route.pub, CanaryDests: route.canaryDests},
+		VerifyFor: opts.VerifyFor, VerifyGiven: opts.verifySet != nil && opts.verifySet(), VerifyPoll: opts.VerifyPoll, VerifyDrain: opts.VerifyDrain,
+		Visibility: opts.Visibility, DestLag: lags, ExactlyOnce: opts.Kafka.ExactlyOnce,
+		Info: f.IO.Infof, Warn: f.IO.Warnf,
+		Confirm: func(depth, to string) error { return confirmRedrive(f, sel, opts, ep.Name(), depth, to) },
+		Originals: func(ctx context.Context) (redrive.Keeper, error) {
+			o, err := opts.Transform.originals(ctx, f, ep, selectionText(sel), xf)
+			return keeperOf(o), err
 		},
-		Confirm: func() error {
-			if err := confirmRedrive(f, sel, opts, ep.Name(), fmt.Sprintf("%d %s", depth.Ready, words.Ready), router.Describe()); err != nil {
-				return err
-			}
-			confirmed = true
-			if caps.ReplayNote != "" {
-				f.IO.Infof("note: %s", caps.ReplayNote)
-			}
-			return nil
-		},
-		OnWaitHeld: func(id string, wait time.Duration) { waitHeldInfo(f, id, wait) },
-		OnJournal:  func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) },
-		Move: redrive.Options{
-			SourceCaps: caps, Lag: lagReader, DestDepth: destDepth,
-			Router: router, Select: selector, Max: limit, MaxRedrives: opts.MaxRedrives,
-			Concurrency: opts.Concurrency,
-			Guards:      opts.GuardFlags.guards(opts.MaxReturns), Total: total,
-			Reporter: progressReporter(prog, "redrive"), WaitInFlight: waitInFlight(opts.WaitInFlight),
-			Transform: xf, Originals: keeperOf(originals),
+		Run: redrive.RunSpec{
+			StateDir: f.StateDir(), ResumeID: opts.ResumeID,
+			Meta:       redrive.RunMeta{Fingerprint: opts.fingerprint(ep.ID()), Options: raw, Transform: opts.Transform.meta(xf)},
+			OnWaitHeld: func(id string, wait time.Duration) { waitHeldInfo(f, id, wait) },
+			OnJournal:  withUnconfirmedNote(f, func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) }),
+			Move: redrive.Options{Max: opts.Max, MaxRedrives: opts.MaxRedrives, Concurrency: opts.Concurrency,
+				Guards:   opts.GuardFlags.guards(opts.MaxReturns),
+				Reporter: progressReporter(prog, "redrive"), WaitInFlight: waitInFlight(opts.WaitInFlight), Transform: xf},
 		},
 	}
-	if caps.Hold == broker.HoldLease {
-		spec.Meta.Visibility = opts.Visibility.Seconds()
+	if o := route.origins; o != nil {
+		req.Route.Origins = &redrive.Origins{Watch: o.watch, Dests: o.dests, Unreplayed: o.unreplayed}
 	}
-	for _, g := range lags {
-		spec.Move.Guards.MaxDestLag = append(spec.Move.Guards.MaxDestLag, redrive.DestLag{Group: g.Group, Max: g.Max})
+	opts.PaceFlags.apply(&req.Run.Move)
+	done, err := redrive.Redrive(ctx, req)
+	var out *redrive.Outcome
+	if done != nil {
+		out = done.Outcome
 	}
-	opts.PaceFlags.apply(&spec.Move)
-	unpaced := spec.Move.Rate == 0 && len(spec.Move.Ramp) == 0
-	if b, ok := ep.(broker.UnpacedBatcher); ok && unpaced {
-		// A broker without a batch API (RabbitMQ) reads and publishes
-		// bigger batches when nothing paces them (UnpacedBatcher). A paced
-		// run keeps small batches: a worker waits for the rate's tokens for
-		// its whole batch, holding it meanwhile.
-		if entries, bytes := b.UnpacedBatch(opts.Concurrency, limit); entries > pipeline.DefaultBatchEntries {
-			spec.Move.BatchEntries, spec.Move.BatchBytes = entries, bytes
-		}
-	}
-	if caps.Ordering == broker.OrderPartition {
-		// One worker: copies of one key are published in the order of
-		// their originals (a worker's batch is up to the broker's batch,
-		// or a second of the rate, so a paced run holds little).
-		spec.Move.Concurrency = 1
-		spec.Move.BatchEntries, spec.Move.BatchBytes = caps.MaxBatchEntries, caps.MaxBatchBytes
-		if r := spec.Move.Rate; r > 0 || len(spec.Move.Ramp) > 0 {
-			if len(spec.Move.Ramp) > 0 {
-				r = spec.Move.Ramp[0]
-				for _, s := range spec.Move.Ramp {
-					r = min(r, s)
-				}
-			}
-			spec.Move.BatchEntries = max(1, min(caps.MaxBatchEntries, int(r)))
-		}
-	}
-	// Without a selection or a transform nothing reads a record's
-	// headers (beyond the marker and the route) or its death history:
-	// the copy and the route come from what the source kept of the read.
-	decode := inspect.DecodeMarker
-	if selector != nil || xf != nil || from != nil {
-		decode = inspect.Decode
-	}
-	src, err := ep.OpenSource(ctx, broker.SourceOptions{Mode: broker.Consume, Hold: opts.Visibility, Wait: time.Second, Decode: decode,
-		Lean: selector == nil && xf == nil, Share: broker.Share{I: sh.I, N: sh.N}})
-	if err != nil {
-		return broker.StartError(err)
-	}
-	pub := route.pub
-	switch {
-	case pub != nil:
-	case opts.Kafka.ExactlyOnce:
-		opener, ok := pubEp.(broker.TxnOpener)
-		if !ok {
-			src.Close(context.WithoutCancel(ctx))
-			return errs.BadInputf("--exactly-once needs a broker with transactions; %s has none", caps.Label)
-		}
-		pub, err = opener.OpenTxnPublisher(ctx, src)
-	default:
-		pub, err = pubEp.OpenPublisher(ctx)
-	}
-	if err != nil {
-		src.Close(context.WithoutCancel(ctx))
-		if errors.Is(err, broker.ErrUnsupported) {
-			return errs.BadInput(err)
-		}
-		return broker.StartError(err)
-	}
-	defer pub.Close(context.WithoutCancel(ctx))
-	spec.Source, spec.Move.Publisher = src, pub
-	if opts.Canary > 0 {
-		spec.Canary = &redrive.CanarySpec{Watch: ep, Dests: canaryDests, DestDepth: destDepth, Baseline: baseline,
-			Verify: window.Verify(redrive.VerifyOptions{Poll: opts.VerifyPoll, Drain: opts.VerifyDrain, Visibility: opts.Visibility}),
-			OnStart: func(moved int) {
-				f.IO.Infof("canary: "+delivered+"; watching %s for %s", moved, ep.Name(), window.For)
-			}}
-	}
-	var res *redrive.Result
-	err = executeMove(ctx, f, prog, spec, words.GiveBackFailed, func(out *redrive.Outcome) error {
-		res = out.Result
+	return finishMove(f, prog, out, err, "redrive", words.GiveBackFailed, func(out *redrive.Outcome) error {
 		noCanaryMatch(f, opts, out)
-		sum := RedriveSummary{Result: out.Result, Status: out.Status, DLQ: ep.Name(), To: router.Describe(), Canary: out.Verdict}
-		if caps.Counts == broker.CountsExact && confirmed {
-			if d, err := ep.Depth(context.WithoutCancel(ctx)); err == nil {
-				sum.PendingAfter = &d.Ready
-			}
-		}
-		return printSummary(f, prog, sum, words)
-	})
-	if err == nil && res != nil && from != nil {
-		if n := from.unreplayed(res.Skipped); n > 0 {
+		sum := RedriveSummary{Result: out.Result, Status: out.Status, DLQ: ep.Name(), To: router.Describe(), Canary: out.Verdict, PendingAfter: done.PendingAfter}
+		return report.WriteRedriveSummary(f.IO, prog, format, sum, words)
+	}, func() error {
+		if n := done.Unreplayed; n > 0 {
 			// The engine counts skips as done; here they are work left.
 			return errs.Partialf("%d message(s) stay in %s: their origin is unknown, ambiguous or cannot be replayed (the report's skipped reasons say which and what to do)", n, ep.Name())
 		}
-	}
-	return err
+		return nil
+	})
 }
 
 // redriveTo is where a redrive sends its copies: the router, the endpoint
@@ -452,76 +301,10 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, ep broker.Endpoint, 
 		desc = sel.Describe()
 	}
 	out := RedrivePlanOutput{Plan: plan, DLQ: ep.Name(), To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp, FilterErrors: fe}
-	switch format {
-	case output.JSON:
-		return output.WriteJSON(f.IO.Out, out)
-	case output.NDJSON:
-		return prog.Summary(out)
-	}
 	caps := ep.Capabilities()
-	if rb := caps.Words().ReadBack; rb != "" {
-		f.IO.Infof("dry run: nothing was changed (%s)", fmt.Sprintf(rb, ep.Name()))
-	} else {
-		f.IO.Infof("dry run: nothing was changed")
-	}
 	unpaced := "as fast as --concurrency allows (set --rate or --ramp for an estimate)"
 	if caps.Ordering == broker.OrderPartition {
 		unpaced = "as fast as the run goes (set --rate or --ramp for an estimate)"
 	}
-	return printPlanTable(f, plan, ep.Name(), router.Describe(), desc, unpaced)
-}
-
-// printSummary prints a run's summary, on every broker in its own words:
-// JSON, the NDJSON summary event, or a table.
-func printSummary(f *Factory, prog *output.Progress, sum RedriveSummary, w broker.Words) error {
-	format, _ := f.Format()
-	switch format {
-	case output.JSON:
-		return output.WriteJSON(f.IO.Out, sum)
-	case output.NDJSON:
-		return prog.Summary(sum)
-	}
-	res := sum.Result
-	t := output.NewTable(f.IO, "", "")
-	t.Row("run", res.RunID)
-	t.Row("status", sum.Status)
-	t.Row("moved", fmt.Sprintf("%d from %s to %s in %s (%.1f/s)", res.Moved, sum.DLQ, sum.To, output.Duration(time.Duration(res.ElapsedSeconds*float64(time.Second))), res.Rate))
-	for _, d := range sortedKeys(res.ByDestination) {
-		t.Row("  to "+d, strconv.Itoa(res.ByDestination[d]))
-	}
-	if res.Resumed > 0 {
-		t.Row("resumed", fmt.Sprintf("%d %s", res.Resumed, w.ResumedRow))
-	}
-	for _, r := range sortedKeys(res.Skipped) {
-		t.Row("skipped", fmt.Sprintf("%d %s", res.Skipped[r], r))
-	}
-	if res.Unmarked > 0 {
-		t.Row("unmarked", fmt.Sprintf("%d moved without the %s attribute (10 attributes already, or a Lambda invocation, which carries none); the journal records them", res.Unmarked, record.MarkerAttribute))
-	}
-	if res.Failed > 0 {
-		t.Row("failed", fmt.Sprintf("%d refused by the destination; still in the DLQ", res.Failed))
-	}
-	if res.Unknown > 0 {
-		t.Row("unknown", fmt.Sprintf("%d whose %s outcome is unknown; still in the DLQ", res.Unknown, w.Send))
-	}
-	if res.SentNotDeleted > 0 {
-		t.Row("pending", fmt.Sprintf("%d %s but not yet %s from the DLQ; re-run to finish", res.SentNotDeleted, w.Sent, w.Removed))
-	}
-	if sum.PendingAfter != nil {
-		t.Row("pending after", strconv.FormatInt(*sum.PendingAfter, 10))
-	}
-	if res.AbortedResent > 0 {
-		t.Row("after aborted transaction", abortedNote(res.AbortedResent))
-	}
-	sharedRows(t, res)
-	countsRow(t, res.Counts)
-	transformRows(t, res.Transform)
-	return renderOutcomeRows(t, res, sum.Verdict())
-}
-
-// abortedNote says that n messages of a killed transactional run were
-// published again after its transaction was aborted: no duplicates for
-// read_committed consumers.
-func abortedNote(n int) string {
-	return fmt.Sprintf("the killed run's transaction was aborted, so read_committed consumers of the destination never saw the %d message(s) it was publishing (in the transaction it never committed); they are published again now, once (read_uncommitted consumers may have seen both)", n)
+	return report.WriteRedrivePlan(f.IO, prog, format, out, caps.Words().ReadBack, unpaced)
 }

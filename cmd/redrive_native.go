@@ -12,7 +12,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/record"
+	"github.com/dlqctl/dlqctl/pkg/report"
 )
 
 // redrive --engine native, redrive status and redrive cancel: the broker
@@ -66,14 +66,7 @@ func nativeRun(ctx context.Context, opts *RedriveOptions) error {
 	})
 	prog.Done()
 	if task != nil {
-		switch format {
-		case output.JSON:
-			_ = output.WriteJSON(f.IO.Out, task)
-		case output.NDJSON:
-			_ = prog.Summary(task)
-		default:
-			f.IO.Infof("move task %s: %s, %d moved", orDash(task.Handle), task.Status, task.Moved)
-		}
+		report.NativeTask(f.IO, prog, format, task)
 	}
 	if errors.Is(err, context.Canceled) {
 		f.IO.Infof("interrupted: the move task was cancelled")
@@ -134,13 +127,6 @@ func nativeRates(o *RedriveOptions) error {
 	return nil
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 func newCmdRedriveStatus(f *Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status DLQ",
@@ -159,35 +145,7 @@ func newCmdRedriveStatus(f *Factory) *cobra.Command {
 				return err
 			}
 			format, _ := f.Format()
-			switch format {
-			case output.JSON:
-				return output.WriteJSON(f.IO.Out, tasks)
-			case output.NDJSON:
-				w := output.NewNDJSON(f.IO.Out)
-				for _, t := range tasks {
-					if err := w.Write(t); err != nil {
-						return err
-					}
-				}
-				return nil
-			}
-			if len(tasks) == 0 {
-				f.IO.Infof("no move tasks for %s", ep.Name())
-				return nil
-			}
-			t := output.NewTable(f.IO, "STATUS", "MOVED", "TO MOVE", "RATE", "DESTINATION", "STARTED", "FAILURE")
-			for _, k := range tasks {
-				dest := record.ARNName(k.Destination, "sqs")
-				if dest == "" {
-					dest = "source"
-				}
-				rate := "-"
-				if k.Rate > 0 {
-					rate = fmt.Sprintf("%d/s", k.Rate)
-				}
-				t.Row(k.Status, fmt.Sprint(k.Moved), fmt.Sprint(k.ToMove), rate, dest, k.Started.Format(time.RFC3339), orDash(k.Failure))
-			}
-			return t.Render()
+			return report.WriteNativeTasks(f.IO, format, tasks, ep.Name())
 		},
 	}
 }

@@ -315,8 +315,8 @@ func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, des
 	format, _ := f.Format()
 	sum := report.RestoreSummary{Result: res, Status: status, Archive: ref.Name(), To: destName, Canary: v}
 	return report.WriteRestoreSummary(f.IO, prog, format, sum, func(t *output.TablePrinter) error {
-		transformRows(t, res.Transform)
-		return renderOutcomeRows(t, res, v)
+		report.TransformRows(t, res.Transform)
+		return report.OutcomeRows(t, res, v)
 	})
 }
 
@@ -349,7 +349,7 @@ func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *
 	}
 	out := report.RestorePlanOutput{Plan: pl, Archive: ref.Name(), To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp, FilterErrors: fe}
 	if format != output.JSON && format != output.NDJSON {
-		printTransformPlan(f.IO, pl.Transform)
+		report.WriteTransformPlan(f.IO, pl.Transform)
 	}
 	return report.WriteRestorePlan(f.IO, prog, format, out)
 }

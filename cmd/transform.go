@@ -13,7 +13,6 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 	"github.com/dlqctl/dlqctl/pkg/transform"
 )
@@ -145,53 +144,6 @@ func watchTransformErrors(f *Factory, xf *transform.Transform) {
 		return
 	}
 	xf.Tally().OnError(func(e *transform.Error) { f.IO.Infof("%s; left where it is", e.Error()) })
-}
-
-// printTransformPlan prints a dry run's before/after diffs and counts
-// (stdout: the diff is the dry run's data; colour on a terminal).
-func printTransformPlan(io *output.IOStreams, tp *redrive.TransformPlan) {
-	if tp == nil {
-		return
-	}
-	w := io.Out
-	for _, s := range tp.Samples {
-		if s.Error != "" {
-			fmt.Fprintf(w, "%s %s\n", io.Paint(output.BoldRed, "failed"), s.MessageID)
-			fmt.Fprintf(w, "  %s\n", io.Paint(output.Red, s.Error))
-			continue
-		}
-		fmt.Fprintf(w, "%s %s\n", io.Paint(output.Yellow, "changed"), s.MessageID)
-		for _, c := range s.Changes {
-			if len(c.Before) > 0 {
-				fmt.Fprintf(w, "%s\n", io.Paint(output.Red, "  - "+c.Path+": "+string(c.Before)))
-			}
-			if len(c.After) > 0 {
-				fmt.Fprintf(w, "%s\n", io.Paint(output.Green, "  + "+c.Path+": "+string(c.After)))
-			}
-		}
-	}
-	fmt.Fprintf(w, "transform: %d changed, %d unchanged, %d failed (expression sha256 %s)\n", tp.Changed, tp.Unchanged, tp.Failed, tp.SHA256[:12])
-	for _, e := range tp.Errors {
-		fmt.Fprintf(w, "  failed: %d %s (first: message %s: %s)\n", e.Count, e.Reason, e.FirstID, e.FirstError)
-	}
-}
-
-// transformRows adds a transforming run's rows to its summary table.
-func transformRows(t *output.TablePrinter, tr *redrive.TransformResult) {
-	if tr == nil {
-		return
-	}
-	t.Row("transform", fmt.Sprintf("%d changed, %d unchanged, %d failed (left in the DLQ); expression sha256 %s", tr.Changed, tr.Unchanged, tr.Failed, tr.SHA256))
-	for _, e := range tr.Errors {
-		t.Row("  failed", fmt.Sprintf("%d %s (first: message %s: %s)", e.Count, e.Reason, e.FirstID, e.FirstError))
-	}
-	if o := tr.Originals; o != nil {
-		where := o.Manifest
-		if where == "" {
-			where = o.Location + " (no manifest yet: re-run to write it)"
-		}
-		t.Row("originals", fmt.Sprintf("%d original(s) in %d verified part(s): %s ('dlqctl restore' it to undo)", o.Records, o.Parts, where))
-	}
 }
 
 // keeperOf is o as the run's Keeper (nil when there is none: a nil
