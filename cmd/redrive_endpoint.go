@@ -28,7 +28,7 @@ import (
 // intents). RabbitMQ queues and Kafka dead-letter topics run here.
 func endpointRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	f := opts.F
-	lags, err := parseDestLag(opts.Kafka.MaxDestLag)
+	lags, err := redrive.ParseDestLag(opts.Kafka.MaxDestLag)
 	if err != nil {
 		return err
 	}

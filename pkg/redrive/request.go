@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
@@ -286,4 +288,19 @@ func tuneBatch(o *Options, ep broker.Endpoint, caps broker.Capabilities, limit i
 			o.BatchEntries = max(1, min(caps.MaxBatchEntries, int(r)))
 		}
 	}
+}
+
+// ParseDestLag parses --max-dest-lag GROUP:N values (the destination's
+// consumer group and the most records it may lag behind).
+func ParseDestLag(raw []string) ([]DestLag, error) {
+	var out []DestLag
+	for _, r := range raw {
+		g, n, ok := strings.Cut(r, ":")
+		v, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64)
+		if !ok || strings.TrimSpace(g) == "" || err != nil || v < 0 {
+			return nil, errs.BadInputf("--max-dest-lag %q: use GROUP:N, e.g. --max-dest-lag orders-service:1000 (the destination's consumer group and the most records it may lag behind)", r)
+		}
+		out = append(out, DestLag{Group: strings.TrimSpace(g), Max: v})
+	}
+	return out, nil
 }

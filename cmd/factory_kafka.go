@@ -3,17 +3,18 @@ package cmd
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
 // isKafkaRef reports whether a queue reference is kafka://….
 func isKafkaRef(s string) bool { return kafka.IsReference(strings.TrimSpace(s)) }
+
+// The Kafka side of the factory: opening a kafka:// endpoint and the
+// refusal of a redrive between Kafka and another broker.
 
 // KafkaEndpoint resolves a kafka:// reference with the Kafka flags, the
 // password from DLQCTL_KAFKA_PASSWORD and, for AWS_MSK_IAM, the AWS
@@ -58,21 +59,6 @@ func kafkaErr(err error) error {
 		return errs.BadInputf("%s", ue.Msg)
 	}
 	return broker.StartError(err)
-}
-
-// parseDestLag parses --max-dest-lag GROUP:N values (the destination's
-// consumer group and the most records it may lag behind).
-func parseDestLag(raw []string) ([]redrive.DestLag, error) {
-	var out []redrive.DestLag
-	for _, r := range raw {
-		g, n, ok := strings.Cut(r, ":")
-		v, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64)
-		if !ok || strings.TrimSpace(g) == "" || err != nil || v < 0 {
-			return nil, errs.BadInputf("--max-dest-lag %q: use GROUP:N, e.g. --max-dest-lag orders-service:1000 (the destination's consumer group and the most records it may lag behind)", r)
-		}
-		out = append(out, redrive.DestLag{Group: strings.TrimSpace(g), Max: v})
-	}
-	return out, nil
 }
 
 // checkKafkaPair refuses a redrive between Kafka and another broker (one
