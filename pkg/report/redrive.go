@@ -102,18 +102,14 @@ func WriteRedriveSummary(s *output.IOStreams, prog *output.Progress, format outp
 	}
 	res := sum.Result
 	t := output.NewTable(s, "", "")
-	t.Row("run", res.RunID)
-	t.Row("status", sum.Status)
-	t.Row("moved", fmt.Sprintf("%d from %s to %s in %s (%.1f/s)", res.Moved, sum.DLQ, sum.To, output.Duration(time.Duration(res.ElapsedSeconds*float64(time.Second))), res.Rate))
+	runRows(t, res, sum.Status, "moved", sum.DLQ, sum.To)
 	for _, d := range slices.Sorted(maps.Keys(res.ByDestination)) {
 		t.Row("  to "+d, strconv.Itoa(res.ByDestination[d]))
 	}
 	if res.Resumed > 0 {
 		t.Row("resumed", fmt.Sprintf("%d %s", res.Resumed, w.ResumedRow))
 	}
-	for _, r := range slices.Sorted(maps.Keys(res.Skipped)) {
-		t.Row("skipped", fmt.Sprintf("%d %s", res.Skipped[r], r))
-	}
+	skippedRows(t, res)
 	if res.Unmarked > 0 {
 		t.Row("unmarked", fmt.Sprintf("%d moved without the %s attribute (10 attributes already, or a Lambda invocation, which carries none); the journal records them", res.Unmarked, record.MarkerAttribute))
 	}
@@ -138,6 +134,22 @@ func WriteRedriveSummary(s *output.IOStreams, prog *output.Progress, format outp
 	}
 	TransformRows(t, res.Transform)
 	return OutcomeRows(t, res, sum.Verdict())
+}
+
+// runRows are the first rows of every pipeline summary (redrive,
+// restore): the run, its status and how many it moved (verb) from where
+// to where, at what rate.
+func runRows(t *output.TablePrinter, res *redrive.Result, status, verb, from, to string) {
+	t.Row("run", res.RunID)
+	t.Row("status", status)
+	t.Row(verb, fmt.Sprintf("%d from %s to %s in %s (%.1f/s)", res.Moved, from, to, output.Duration(time.Duration(res.ElapsedSeconds*float64(time.Second))), res.Rate))
+}
+
+// skippedRows lists what a run skipped, by reason.
+func skippedRows(t *output.TablePrinter, res *redrive.Result) {
+	for _, r := range slices.Sorted(maps.Keys(res.Skipped)) {
+		t.Row("skipped", fmt.Sprintf("%d %s", res.Skipped[r], r))
+	}
 }
 
 // sharedRows says, for a process of a shared run, which share it was and

@@ -32,15 +32,11 @@ func WriteRestoreSummary(s *output.IOStreams, prog *output.Progress, format outp
 	}
 	res := sum.Result
 	t := output.NewTable(s, "", "")
-	t.Row("run", res.RunID)
-	t.Row("status", sum.Status)
-	t.Row("sent", fmt.Sprintf("%d from %s to %s in %s (%.1f/s)", res.Moved, sum.Archive, sum.To, output.Duration(time.Duration(res.ElapsedSeconds*float64(time.Second))), res.Rate))
+	runRows(t, res, sum.Status, "sent", sum.Archive, sum.To)
 	if res.Resumed > 0 {
 		t.Row("resumed", fmt.Sprintf("%d already sent by an earlier attempt; not sent again", res.Resumed))
 	}
-	for _, r := range slices.Sorted(maps.Keys(res.Skipped)) {
-		t.Row("skipped", fmt.Sprintf("%d %s", res.Skipped[r], r))
-	}
+	skippedRows(t, res)
 	if res.Failed > 0 {
 		t.Row("failed", fmt.Sprintf("%d refused by %s; run the same command again to retry", res.Failed, sum.To))
 	}
