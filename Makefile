@@ -42,7 +42,7 @@ GO ?= go
 # -p 6 took 612-629 s on a fresh clone but overloaded moto in 3 of 4 runs
 # (seeding sends retried into duplicates, FIFO holds lost); the default is 5.
 TESTP ?= 5
-TESTFIRST ?= ./cmd/cmdtest/field ./cmd/cmdtest/archive ./cmd/cmdtest/fifo ./docs/runbooks ./cmd/cmdtest/ui \
+TESTFIRST ?= ./cmd/cmdtest/field ./cmd/cmdtest/archive ./cmd/cmdtest/fifo ./cmd/cmdtest/fifolost ./docs/runbooks ./cmd/cmdtest/ui \
 	./cmd/cmdtest/inspect ./cmd/cmdtest/redrive ./cmd/cmdtest/brokers ./pkg/broker/sqs ./cmd/cmdtest/multiproc ./cmd \
 	./cmd/cmdtest/health ./cmd/cmdtest/origins ./cmd/cmdtest/transform ./pkg/broker/kafka ./pkg/broker/amqp ./pkg/redrive ./pkg/archive ./scripts
 STACK := scripts/stack.sh

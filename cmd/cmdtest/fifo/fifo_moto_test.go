@@ -10,35 +10,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dlqctl/dlqctl/internal/clitest"
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/pkg/archive"
 )
 
-func motoBucket(t *testing.T, env testenv.Env) string {
-	t.Helper()
-	bucket := strings.ToLower(strings.ReplaceAll(testenv.UniqueName(t, "fifo"), "_", "-"))
-	if _, err := env.S3(t).CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
-	return bucket
-}
-
 func TestArchiveDeleteDrainsAGroupLockingFIFOQueue(t *testing.T) {
 	env := testenv.RequireMoto(t)
 	c := env.SQS(t)
 	url, _ := clitest.FIFODLQ(t, c, testenv.UniqueName(t, "fa"), 5, 20)
-	bucket := motoBucket(t, env)
+	bucket := clitest.Bucket(t, env, "fifo")
 
 	// Small parts: each part's messages are deleted as soon as it is
 	// verified, which unlocks their groups for the next receives. One
@@ -70,7 +57,7 @@ func TestArchiveWithoutDeleteOfAGroupLockingFIFOQueueIsPartial(t *testing.T) {
 	env := testenv.RequireMoto(t)
 	c := env.SQS(t)
 	url, _ := clitest.FIFODLQ(t, c, testenv.UniqueName(t, "fk"), 5, 20)
-	bucket := motoBucket(t, env)
+	bucket := clitest.Bucket(t, env, "fifo")
 
 	r := clitest.Run(t, env, "", "archive", url, "--to", "s3://"+bucket+"/p", "--yes")
 	if r.Code != 4 {
@@ -217,7 +204,7 @@ func TestFIFOWithDefaultConcurrencyDrainsEveryGroupInOrder(t *testing.T) {
 	for i := range rounds {
 		t.Run(fmt.Sprintf("archive-delete/%02d", i), func(t *testing.T) {
 			url, _ := clitest.FIFODLQ(t, c, testenv.UniqueName(t, "fr"), groups, per)
-			bucket := motoBucket(t, env)
+			bucket := clitest.Bucket(t, env, "fifo")
 			r := clitest.Run(t, env, "", "archive", url, "--to", "s3://"+bucket+"/p", "--delete", "--yes", "-o", "json")
 			if v, f := clitest.QueueDepth(t, c, url); v+f != 0 { // moto's counts are exact
 				t.Fatalf("archive --delete exited %d with %d visible and %d in flight left in the DLQ\n%s\n%s", r.Code, v, f, r.Stdout, r.Stderr)
@@ -233,7 +220,7 @@ func TestFIFOWithDefaultConcurrencyDrainsEveryGroupInOrder(t *testing.T) {
 			if len(bodies) != n {
 				t.Fatalf("archive read back %d records, want %d", len(bodies), n)
 			}
-			inOrderOrSaidSo(t, "archive --delete", r, bodies)
+			clitest.InOrderOrSaidSo(t, "archive --delete", r, bodies)
 		})
 		t.Run(fmt.Sprintf("redrive-to-source/%02d", i), func(t *testing.T) {
 			dlq, dlqARN := clitest.FIFODLQ(t, c, testenv.UniqueName(t, "frd"), groups, per)
@@ -251,85 +238,11 @@ func TestFIFOWithDefaultConcurrencyDrainsEveryGroupInOrder(t *testing.T) {
 			if v, f := clitest.QueueDepth(t, c, dlq); v+f != 0 { // moto's counts are exact
 				t.Fatalf("redrive exited %d with %d visible and %d in flight left in the DLQ", r.Code, v, f)
 			}
-			got := receiveN(t, c, src, n)
+			got := clitest.ReceiveN(t, c, src, n)
 			if len(got) != n {
 				t.Fatalf("the source queue got %d messages, want %d", len(got), n)
 			}
-			inOrderOrSaidSo(t, "redrive --to source", r, got)
+			clitest.InOrderOrSaidSo(t, "redrive --to source", r, got)
 		})
 	}
-}
-
-// inOrderOrSaidSo: a run that delivered every group in order exits 0; one
-// that did not must have said which groups, and exited 4. Under load a
-// receive's answer can be lost (moto answers 500 or drops the connection);
-// when its messages come back together moto hands out the last of them and
-// their group's later messages first (docs/emulators.md, row 27) — AWS
-// keeps the order. dlqctl cannot undo that; it must not call it completed.
-func inOrderOrSaidSo(t *testing.T, what string, r clitest.Result, bodies []string) {
-	t.Helper()
-	last := map[string]int{}
-	out := map[string]bool{}
-	for _, b := range bodies {
-		var v struct {
-			Group string `json:"group"`
-			N     int    `json:"n"`
-		}
-		if err := json.Unmarshal([]byte(b), &v); err != nil {
-			t.Fatalf("body %q: %v", b, err)
-		}
-		if prev, ok := last[v.Group]; ok && v.N < prev {
-			out[v.Group] = true
-		}
-		last[v.Group] = max(last[v.Group], v.N)
-	}
-	if len(out) == 0 {
-		if r.Code != 0 {
-			t.Fatalf("%s: exit %d with every group in order\n%s\n%s", what, r.Code, r.Stdout, r.Stderr)
-		}
-		clitest.CheckOrderPerGroup(t, bodies) // nothing skipped or repeated either
-		return
-	}
-	groups := make([]string, 0, len(out))
-	for g := range out {
-		groups = append(groups, g)
-	}
-	sort.Strings(groups)
-	said := "of FIFO group(s) " + strings.Join(groups, ", ") + " were handed out by the queue after later messages of their group"
-	if r.Code != 4 || !strings.Contains(r.Stdout+r.Stderr, said) {
-		t.Fatalf("%s: groups %v arrived out of order, but the run exited %d without saying %q\n%s\n%s", what, groups, r.Code, said, r.Stdout, r.Stderr)
-	}
-	t.Logf("%s: the queue handed out group(s) %v out of order (a receive's answer was lost under load, and moto reorders what comes back); the run said so, exit 4", what, groups)
-}
-
-// receiveN receives (and deletes) n messages from url in receive order,
-// then checks that nothing more is visible.
-func receiveN(t *testing.T, c *sqs.Client, url string, n int) []string {
-	t.Helper()
-	ctx := context.Background()
-	var bodies []string
-	// Generous: under a loaded CI machine moto answers slowly, and each
-	// group unlocks only after its batch is deleted. The loop ends as soon
-	// as all n are in.
-	deadline := time.Now().Add(2 * time.Minute)
-	for len(bodies) < n && time.Now().Before(deadline) {
-		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var del []types.DeleteMessageBatchRequestEntry
-		for i, m := range out.Messages {
-			bodies = append(bodies, aws.ToString(m.Body))
-			del = append(del, types.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle})
-		}
-		if len(del) > 0 {
-			if _, err := c.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: del}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if v, f := clitest.QueueDepth(t, c, url); v+f != 0 {
-		t.Fatalf("%s holds %d visible, %d in flight beyond the %d received", url, v, f, len(bodies))
-	}
-	return bodies
 }

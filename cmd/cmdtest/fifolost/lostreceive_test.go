@@ -1,4 +1,12 @@
-package fifo
+package fifolost
+
+// Lost receives on a group-locking FIFO queue (moto_server): a receive whose
+// answer is lost leaves messages in flight, held by nobody, and dlqctl must
+// wait for them and keep (or report) each group's order. These tests wait on
+// visibility timeouts and a 20 s latency fault, so they are a package of
+// their own, beside cmd/cmdtest/fifo: make test runs the two side by side
+// (clitest.Run sets the environment per test, so tests of one package cannot
+// run in parallel).
 
 import (
 	"context"
@@ -80,7 +88,7 @@ func TestLostSlowReceiveIsWaitedForOnFIFO(t *testing.T) {
 
 	t.Run("archive-delete", func(t *testing.T) {
 		url, _ := interleavedFIFO(t, c, testenv.UniqueName(t, "fl"), groups, per)
-		bucket := motoBucket(t, env)
+		bucket := clitest.Bucket(t, env, "fifo")
 		p, via := slowLostReceive(t, env)
 		r := clitest.Run(t, via, "", "archive", url, "--to", "s3://"+bucket+"/p", "--delete", "--yes", "--visibility", "15s", "-o", "json")
 		if lost := p.Stats().LostReceivedMessages; lost != 10 {
@@ -124,7 +132,7 @@ func TestLostSlowReceiveIsWaitedForOnFIFO(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.Stdout), &sum); r.Code != 0 || err != nil || sum.Moved != n || sum.Status != "completed" {
 			t.Fatalf("redrive: exit %d, status %q, moved %d of %d (%v)\n%s", r.Code, sum.Status, sum.Moved, n, err, r.Stderr)
 		}
-		got := receiveN(t, c, dest, n)
+		got := clitest.ReceiveN(t, c, dest, n)
 		if len(got) != n {
 			t.Fatalf("the destination got %d messages, want %d", len(got), n)
 		}
@@ -150,7 +158,7 @@ func TestFIFOGroupOrderLostAfterALostReceiveIsReported(t *testing.T) {
 
 	t.Run("archive-delete", func(t *testing.T) {
 		url, _ := clitest.FIFODLQ(t, c, testenv.UniqueName(t, "fo"), groups, per)
-		bucket := motoBucket(t, env)
+		bucket := clitest.Bucket(t, env, "fifo")
 		p, via := slowLostReceive(t, env)
 		r := clitest.Run(t, via, "", "archive", url, "--to", "s3://"+bucket+"/p", "--delete", "--yes", "--visibility", "15s", "-o", "json")
 		if lost := p.Stats().LostReceivedMessages; lost != 10 {
@@ -175,7 +183,7 @@ func TestFIFOGroupOrderLostAfterALostReceiveIsReported(t *testing.T) {
 		if len(seen) != n || len(bodies) != n {
 			t.Fatalf("the archive holds %d records, %d distinct, want %d once each", len(bodies), len(seen), n)
 		}
-		inOrderOrSaidSo(t, "archive --delete", r, bodies) // g1 is out of order, and the run said so
+		clitest.InOrderOrSaidSo(t, "archive --delete", r, bodies) // g1 is out of order, and the run said so
 	})
 
 	t.Run("redrive", func(t *testing.T) {
@@ -197,11 +205,11 @@ func TestFIFOGroupOrderLostAfterALostReceiveIsReported(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.Stdout), &sum); r.Code != 4 || err != nil || sum.Moved != n || sum.Status == "completed" || !strings.Contains(sum.Note, want) {
 			t.Fatalf("redrive: exit %d, status %q, moved %d of %d, note %q (%v); want exit 4, all moved, saying %q\n%s", r.Code, sum.Status, sum.Moved, n, sum.Note, err, want, r.Stderr)
 		}
-		got := receiveN(t, c, dest, n)
+		got := clitest.ReceiveN(t, c, dest, n)
 		if len(got) != n {
 			t.Fatalf("the destination got %d messages, want %d", len(got), n)
 		}
-		inOrderOrSaidSo(t, "redrive", r, got)
+		clitest.InOrderOrSaidSo(t, "redrive", r, got)
 	})
 }
 
@@ -231,7 +239,7 @@ func TestFIFOHoldRunningOutDuringASlowDeleteIsReceivedAgainOnce(t *testing.T) {
 
 	t.Run("archive-delete", func(t *testing.T) {
 		url, _ := clitest.FIFODLQ(t, c, testenv.UniqueName(t, "fs"), groups, per)
-		bucket := motoBucket(t, env)
+		bucket := clitest.Bucket(t, env, "fifo")
 		r := clitest.Run(t, slowDelete(t), "", "archive", url, "--to", "s3://"+bucket+"/p", "--delete", "--yes", "--visibility", "5s", "-o", "json")
 		if v, f := clitest.QueueDepth(t, c, url); v+f != 0 {
 			t.Fatalf("archive --delete exited %d with %d visible and %d in flight left in the DLQ\n%s\n%s", r.Code, v, f, r.Stdout, r.Stderr)
@@ -270,7 +278,7 @@ func TestFIFOHoldRunningOutDuringASlowDeleteIsReceivedAgainOnce(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.Stdout), &sum); r.Code != 0 || err != nil || sum.Moved != n || sum.Status != "completed" {
 			t.Fatalf("redrive: exit %d, status %q, moved %d of %d (%v)\n%s\n%s", r.Code, sum.Status, sum.Moved, n, err, r.Stdout, r.Stderr)
 		}
-		got := receiveN(t, c, dest, n)
+		got := clitest.ReceiveN(t, c, dest, n)
 		if len(got) != n {
 			t.Fatalf("the destination got %d messages, want %d", len(got), n)
 		}
