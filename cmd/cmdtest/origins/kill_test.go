@@ -122,7 +122,7 @@ func TestKill9MidRedriveLosesNothingAndReportsDuplicates(t *testing.T) {
 				t.Errorf("%d duplicate(s) and the re-run does not say so on stderr:\n%s", dups, r.Stderr)
 			}
 			if d := s.depth(t, dlqURL); d != 0 {
-				t.Fatalf("DLQ still holds %d message(s)", d)
+				t.Fatalf("the re-run exited 0 with %d message(s) still in the DLQ\n%s\n%s", d, r.Stdout, r.Stderr)
 			}
 			t.Logf("%s: %d arrived before the kill; after the re-run %d duplicate(s), %d reported as possibly twice", k.name, before, dups, len(rep.MaybeTwiceMessages))
 		})

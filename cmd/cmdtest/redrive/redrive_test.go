@@ -468,7 +468,7 @@ func TestRedriveNativeEngineStartStatusCancel(t *testing.T) {
 	p := deadLettered(t, env, orderBodies(60, 0))
 	name, dlqURL := p.dlqName, p.dlqURL
 	recName := testenv.UniqueName(t, "rec")
-	recURL, _ := clitest.CreateQueue(t, c, recName, nil)
+	recURL, recARN := clitest.CreateQueue(t, c, recName, nil)
 
 	r := clitest.Run(t, env, "", "redrive", name, "--engine", "native", "--to", recName, "--rate", "50", "--yes", "-o", "json")
 	if r.Code != 0 {
@@ -492,7 +492,11 @@ func TestRedriveNativeEngineStartStatusCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sqs.StartNative(context.Background(), qc, dlq, "", 1); err != nil {
+	// To the recovery queue, not to the source: the refill was sent to the
+	// DLQ directly, so a move to the source would fail on its first message
+	// (CouldNotDetermineMessageSource, as on AWS) if the cancel came after
+	// it (a loaded machine), and the test would see FAILED, not CANCELLED.
+	if _, err := sqs.StartNative(context.Background(), qc, dlq, recARN, 1); err != nil {
 		t.Fatal(err)
 	}
 	st = clitest.Run(t, env, "", "redrive", "status", name, "-o", "json")
