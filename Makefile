@@ -5,8 +5,9 @@
 #   make build        bin/dlqctl
 #   make man          man pages of every command into man/ (not committed;
 #                     man -l man/dlqctl-redrive.1)
-#   make test         gofmt check, go vet, go test -race (stack started and
-#                     stopped around it; KEEP_STACK=1 leaves it running),
+#   make test         gofmt check, go vet, go test -race (the stack starts
+#                     while gofmt and vet run and is stopped at the end;
+#                     KEEP_STACK=1 leaves it running),
 #                     TESTP packages at a time, the slowest first
 #                     (TESTFIRST; see below)
 #   make bench        go test -bench against the stack (BENCH=Process: only the
@@ -75,11 +76,22 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
+# The stack starts in the background while gofmt and go vet run (it mostly
+# waits for its servers to come up; vet mostly computes): the tests begin
+# once both are done. A failed start or check stops everything, and the
+# stack is stopped on exit (KEEP_STACK=1 leaves it running).
 test:
-	@$(WITH_STACK) \
+	@scripts/tools.sh || exit $$?; \
+	envfile="$$(mktemp)"; \
+	trap 'rc=$$?; wait; rm -f "$$envfile"; if [ -z "$${KEEP_STACK:-}" ]; then $(STACK) stop; fi; exit $$rc' EXIT; \
+	trap 'exit 130' INT TERM; \
+	$(STACK) start > "$$envfile" & stack_pid=$$!; \
 	bad="$$(gofmt -l .)"; \
 	if [ -n "$$bad" ]; then echo "gofmt: these files need formatting (run gofmt -w):" >&2; echo "$$bad" >&2; exit 1; fi; \
 	echo "go vet ./..." >&2; $(GO) vet ./... || exit $$?; \
+	wait $$stack_pid || { echo "make test: the stack did not start (scripts/stack.sh start)" >&2; exit 1; }; \
+	eval "$$(cat "$$envfile")"; \
+	export DLQCTL_REQUIRE_STACK=1; \
 	echo "go test -race -count=1 -timeout 45m -p $(TESTP) (slowest first) ./..." >&2; \
 	$(GO) test -race -count=1 -timeout 45m -p $(TESTP) $(TESTFIRST) ./...
 
