@@ -193,18 +193,25 @@ func ReceiveAll(t *testing.T, c *sqs.Client, url string) []string {
 	return bodies
 }
 
+// groupMessage decodes a test body {"group":…,"n":…}: a FIFO group and
+// the message's place in it.
+func groupMessage(t *testing.T, body string) (v struct {
+	Group string `json:"group"`
+	N     int    `json:"n"`
+}) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatalf("body %q: %v", body, err)
+	}
+	return v
+}
+
 // CheckOrderPerGroup checks that each group's bodies appear in send order.
 func CheckOrderPerGroup(t *testing.T, bodies []string) {
 	t.Helper()
 	last := map[string]int{}
 	for _, b := range bodies {
-		var v struct {
-			Group string `json:"group"`
-			N     int    `json:"n"`
-		}
-		if err := json.Unmarshal([]byte(b), &v); err != nil {
-			t.Fatalf("body %q: %v", b, err)
-		}
+		v := groupMessage(t, b)
 		if prev, ok := last[v.Group]; ok && v.N != prev+1 {
 			t.Errorf("group %s: message %d after %d (order lost)", v.Group, v.N, prev)
 		}
@@ -291,13 +298,7 @@ func InOrderOrSaidSo(t *testing.T, what string, r Result, bodies []string) {
 	last := map[string]int{}
 	out := map[string]bool{}
 	for _, b := range bodies {
-		var v struct {
-			Group string `json:"group"`
-			N     int    `json:"n"`
-		}
-		if err := json.Unmarshal([]byte(b), &v); err != nil {
-			t.Fatalf("body %q: %v", b, err)
-		}
+		v := groupMessage(t, b)
 		if prev, ok := last[v.Group]; ok && v.N < prev {
 			out[v.Group] = true
 		}
