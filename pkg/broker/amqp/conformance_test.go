@@ -12,7 +12,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/amqp"
-	"github.com/dlqctl/dlqctl/pkg/broker/brokertest"
+	"github.com/dlqctl/dlqctl/internal/brokertest"
 )
 
 // harness runs the conformance suite on the stack's RabbitMQ, on classic

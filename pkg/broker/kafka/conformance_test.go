@@ -12,7 +12,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/pkg/broker"
-	"github.com/dlqctl/dlqctl/pkg/broker/brokertest"
+	"github.com/dlqctl/dlqctl/internal/brokertest"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 )
 
