@@ -25,7 +25,9 @@ type RedriveOptions struct {
 	// flags are the command's flags, to refuse those the queue's broker
 	// cannot honour (refuseFlags).
 	flags *pflag.FlagSet
-	F     *Factory `json:"-"`
+	// open is the factory's (Factory.openRedrive), as cli/cli's options
+	// carry the factory's functions: it opens what a run needs.
+	open func(context.Context, *RedriveOptions) (*redriveSession, error)
 
 	DLQ string `json:"dlq"`
 	To  string `json:"to"`
@@ -60,7 +62,7 @@ type RedriveOptions struct {
 
 // NewCmdRedrive builds `dlqctl redrive` and its subcommands.
 func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error) *cobra.Command {
-	opts := &RedriveOptions{F: f}
+	opts := &RedriveOptions{open: f.openRedrive}
 	c := &cobra.Command{
 		Use:   "redrive DLQ [--to source|QUEUE] [--filter EXPR | --class C] [--dry-run | --canary N] [--rate R | --ramp R1,R2,...] [--yes]",
 		Short: "Move messages from a DLQ back to their sources or a recovery queue, with nothing lost",
@@ -224,11 +226,24 @@ func (o *RedriveOptions) fingerprint(dlqARN string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// redriveRun opens everything the run needs in one factory call
+// (opts.open: Factory.openRedrive, which also refuses what the resolved
+// DLQ cannot honour), hands it to one domain entry point and prints: the
+// broker's own move (--engine native), the plan (--dry-run) or the run
+// (redrive.Redrive).
 func redriveRun(ctx context.Context, opts *RedriveOptions) error {
-	if opts.Engine == "native" {
-		return nativeRun(ctx, opts)
+	s, err := opts.open(ctx, opts)
+	if err != nil {
+		return err
 	}
-	return endpointRedriveRun(ctx, opts)
+	defer s.close()
+	switch {
+	case s.native != nil:
+		return s.moveNative(ctx)
+	case s.dry != nil:
+		return s.plan(ctx)
+	}
+	return s.redrive(ctx)
 }
 
 // sqsCloseWarning is what a run says when giving back the SQS messages it
@@ -279,13 +294,6 @@ func withUnconfirmedNote(f *Factory, next func(*redrive.Journal)) func(*redrive.
 		if next != nil {
 			next(j)
 		}
-	}
-}
-
-// noCanaryMatch says so when a canary found nothing to move.
-func noCanaryMatch(f *Factory, opts *RedriveOptions, out *redrive.Outcome) {
-	if opts.Canary > 0 && out.Result.Moved+out.Result.Resumed == 0 && out.Err == nil {
-		f.IO.Infof("canary: no matching message to move")
 	}
 }
 
@@ -373,7 +381,7 @@ reason); with none, it says so and exits 0. The journals are read from
 			if err := json.Unmarshal(meta.Options, opts); err != nil {
 				return fmt.Errorf("run %s has no usable options in its journal: %w", meta.ID, err)
 			}
-			opts.F, opts.ResumeID = f, meta.ID
+			opts.open, opts.ResumeID = f.openRedrive, meta.ID
 			opts.DLQ = meta.SourceURL
 			if runF != nil {
 				return runF(c.Context(), opts)

@@ -2,11 +2,9 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/classify"
@@ -15,113 +13,29 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 	"github.com/dlqctl/dlqctl/pkg/report"
-	"github.com/dlqctl/dlqctl/pkg/transform"
 )
 
-// endpointRedriveRun is redrive over broker.Endpoint alone: the DLQ's
-// source, router and publisher, the engine, the run journal, the canary,
-// pacing and guards of pkg/redrive, and what the broker offers beyond
-// that reached through its capabilities and optional interfaces (a
-// destination's depth for the backlog guard and --verify-drain, the
-// canary window, a bigger unpaced batch, a transactional publisher for
-// --exactly-once, a lag reader for --max-dest-lag, its own write-ahead
-// intents). RabbitMQ queues and Kafka dead-letter topics run here.
-func endpointRedriveRun(ctx context.Context, opts *RedriveOptions) error {
-	f := opts.F
-	lags, err := redrive.ParseDestLag(opts.Kafka.MaxDestLag)
-	if err != nil {
-		return err
-	}
-	ep, err := f.Endpoint(ctx, opts.DLQ)
-	if err != nil {
-		return err
-	}
-	defer closeEndpoint(ep)
-	caps := ep.Capabilities()
-	words := caps.Words()
-	if err := refuseFlags(caps, opts.flags, opts.Engine == "native"); err != nil {
-		return err
-	}
-	sel, err := opts.Selection.Selector()
-	if err != nil {
-		return err
-	}
-	watchFilterErrors(f, sel)
-	route, err := redriveRoute(ctx, f, opts, ep)
-	if err != nil {
-		return err
-	}
-	defer route.close()
-	router, pubEp := route.router, route.pubEp
-	if err := prepareLogs(ctx, f, ep.String(), sel, &opts.Selection.Logs); err != nil {
-		return err
-	}
-	// Without a selection nothing reads a record beyond the redrive
-	// marker and the route: records are not decoded for it.
-	var selector redrive.Selector
-	if sel != nil && !sel.MatchesAll() {
-		selector = sel
-	}
-	if pw, ok := ep.(broker.PeekWarner); ok {
-		for _, w := range pw.PeekWarnings() {
-			f.IO.Warnf("%s", w)
-		}
-	}
-	xf, err := opts.Transform.compile(caps)
-	if err != nil {
-		return err
-	}
-	watchTransformErrors(f, xf)
-	if opts.DryRun {
-		pub := route.pub
-		if pub == nil {
-			if pub, err = planPublisher(ctx, pubEp); err != nil {
-				return err
-			}
-		}
-		defer pub.Close(context.WithoutCancel(ctx))
-		return redrivePlan(ctx, opts, ep, pub, router, selector, xf)
-	}
+// redrive is the run: redrive over broker.Endpoint alone (redrive.Redrive:
+// the DLQ's source, router and publisher, the engine, the run journal, the
+// canary, pacing and guards, and what the broker offers beyond that
+// reached through its capabilities and optional interfaces), then its
+// summary.
+func (s *redriveSession) redrive(ctx context.Context) error {
+	f, ep, req := s.f, s.ep, s.req
+	words := ep.Capabilities().Words()
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
-	// The journal keeps the options without credentials: a resumed run
-	// takes them from the reference or the broker's environment.
-	shown := *opts
-	shown.DLQ, shown.To = ep.String(), redactRef(opts.To)
-	raw, _ := json.Marshal(&shown)
-	req := redrive.Request{
-		DLQ: ep, Select: selector, What: selectionText(sel), Canary: opts.Canary,
-		Route:     redrive.Route{Router: router, PubEp: pubEp, Pub: route.pub, CanaryDests: route.canaryDests},
-		VerifyFor: opts.VerifyFor, VerifyGiven: opts.verifySet != nil && opts.verifySet(), VerifyPoll: opts.VerifyPoll, VerifyDrain: opts.VerifyDrain,
-		Visibility: opts.Visibility, DestLag: lags, ExactlyOnce: opts.Kafka.ExactlyOnce,
-		Info: f.IO.Infof, Warn: f.IO.Warnf,
-		Confirm: func(depth, to string) error { return confirmRedrive(f, sel, opts, ep.Name(), depth, to) },
-		Originals: func(ctx context.Context) (redrive.Keeper, error) {
-			o, err := opts.Transform.originals(ctx, f, ep, selectionText(sel), xf)
-			return keeperOf(o), err
-		},
-		Run: redrive.RunSpec{
-			StateDir: f.StateDir(), ResumeID: opts.ResumeID,
-			Meta:       redrive.RunMeta{Fingerprint: opts.fingerprint(ep.ID()), Options: raw, Transform: opts.Transform.meta(xf)},
-			OnWaitHeld: func(id string, wait time.Duration) { waitHeldInfo(f, id, wait) },
-			OnJournal:  withUnconfirmedNote(f, func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) }),
-			Move: redrive.Options{Max: opts.Max, MaxRedrives: opts.MaxRedrives, Concurrency: opts.Concurrency,
-				Guards:   opts.GuardFlags.guards(opts.MaxReturns),
-				Reporter: progressReporter(prog, "redrive"), WaitInFlight: waitInFlight(opts.WaitInFlight), Transform: xf},
-		},
-	}
-	if o := route.origins; o != nil {
-		req.Route.Origins = &redrive.Origins{Watch: o.watch, Dests: o.dests, Unreplayed: o.unreplayed}
-	}
-	opts.PaceFlags.apply(&req.Run.Move)
+	req.Run.Move.Reporter = progressReporter(prog, "redrive")
 	done, err := redrive.Redrive(ctx, req)
 	var out *redrive.Outcome
 	if done != nil {
 		out = done.Outcome
 	}
 	return finishMove(f, prog, out, err, "redrive", words.GiveBackFailed, func(out *redrive.Outcome) error {
-		noCanaryMatch(f, opts, out)
-		sum := RedriveSummary{Result: out.Result, Status: out.Status, DLQ: ep.Name(), To: router.Describe(), Canary: out.Verdict, PendingAfter: done.PendingAfter}
+		if req.Canary > 0 && out.Result.Moved+out.Result.Resumed == 0 && out.Err == nil {
+			f.IO.Infof("canary: no matching message to move")
+		}
+		sum := RedriveSummary{Result: out.Result, Status: out.Status, DLQ: ep.Name(), To: req.Route.Router.Describe(), Canary: out.Verdict, PendingAfter: done.PendingAfter}
 		return report.WriteRedriveSummary(f.IO, prog, format, sum, words)
 	}, func() error {
 		if n := done.Unreplayed; n > 0 {
@@ -261,15 +175,15 @@ func planPublisher(ctx context.Context, pubEp broker.Endpoint) (broker.Publisher
 	return pub, broker.StartError(err)
 }
 
-// redrivePlan is the dry run: the DLQ (ep) read without removing
-// anything, each message decided as the run would, its copy prepared by
-// pub.
-func redrivePlan(ctx context.Context, opts *RedriveOptions, ep broker.Endpoint, pub broker.Publisher, router redrive.Router, sel redrive.Selector, xf *transform.Transform) error {
-	f := opts.F
+// plan is the dry run: the DLQ read without removing anything, each
+// message decided as the run would, its copy prepared, and the plan
+// printed.
+func (s *redriveSession) plan(ctx context.Context) error {
+	f, ep, d := s.f, s.ep, s.dry
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
-	pl := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: pub, Select: sel, MaxRedrives: opts.MaxRedrives, Max: opts.Max, Transform: xf}
-	res, err := f.ForEachRecord(ctx, InputOptions{Queue: opts.DLQ, Visibility: opts.Visibility}, func(rec *record.Record, parsed any) error {
+	pl := d.planner
+	res, err := f.ForEachRecord(ctx, InputOptions{Queue: d.queue, Visibility: d.visibility}, func(rec *record.Record, parsed any) error {
 		ev, err := pl.Add(ctx, rec, parsed)
 		if err != nil {
 			return err
@@ -283,12 +197,11 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, ep broker.Endpoint, 
 		}
 		return err
 	}
-	fe, err := endSelection(f, sel, "would stay in the DLQ")
+	fe, err := endSelection(f, pl.Select, "would stay in the DLQ")
 	if err != nil {
 		return err
 	}
-	sh := opts.PaceFlags.share()
-	plan := pl.Plan(sh.Rate(opts.Rate), sh.Ramp(opts.Ramp), opts.RampEvery)
+	plan := pl.Plan(d.rate, d.ramp, d.every)
 	if res.Scan != nil {
 		plan.Complete, plan.Note = res.Scan.Complete, res.Scan.Note
 	} else {
@@ -296,11 +209,7 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, ep broker.Endpoint, 
 		// before its end was warned about).
 		plan.Complete = true
 	}
-	desc := "all messages"
-	if sel != nil {
-		desc = sel.Describe()
-	}
-	out := RedrivePlanOutput{Plan: plan, DLQ: ep.Name(), To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp, FilterErrors: fe}
+	out := RedrivePlanOutput{Plan: plan, DLQ: ep.Name(), To: pl.Router.Describe(), Selection: d.what, Rate: d.shownRate, Ramp: d.shownRamp, FilterErrors: fe}
 	caps := ep.Capabilities()
 	unpaced := "as fast as --concurrency allows (set --rate or --ramp for an estimate)"
 	if caps.Ordering == broker.OrderPartition {

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
@@ -18,50 +18,35 @@ import (
 // redrive --engine native, redrive status and redrive cancel: the broker
 // moves the whole DLQ itself (broker.NativeMover: SQS message move tasks).
 
-// nativeRun is redrive --engine native; a broker that cannot move a queue
-// itself is refused (refuseFlags, from the capabilities).
-func nativeRun(ctx context.Context, opts *RedriveOptions) error {
-	f := opts.F
-	ep, mover, err := openNativeMover(ctx, f, opts.DLQ, "--engine native", "use --engine dlqctl (the default)", opts)
-	if err != nil {
-		return err
-	}
-	defer closeEndpoint(ep)
-	var dest broker.Endpoint // nil: back to the sources
-	if !strings.EqualFold(opts.To, "source") {
-		if dest, err = f.Endpoint(ctx, opts.To); err != nil {
-			return err
-		}
-		defer closeEndpoint(dest)
-		if dest.ID() == ep.ID() {
-			return errs.BadInputf("--to %s is the DLQ itself; pass --to source or another queue", redactRef(opts.To))
-		}
-	}
+// nativeMove is redrive --engine native, opened (Factory.openNative): the
+// DLQ's mover, the destination (nil: back to the sources) and how the
+// confirmation names it, and the pace (rate steps, time at each).
+type nativeMove struct {
+	mover broker.NativeMover
+	dest  broker.Endpoint
+	to    string
+	steps []int
+	every time.Duration
+}
+
+// moveNative asks to confirm, lets the broker move the whole DLQ and
+// prints its task.
+func (s *redriveSession) moveNative(ctx context.Context) error {
+	f, ep, n := s.f, s.ep, s.native
 	depth, err := ep.Depth(ctx)
 	if err != nil {
 		return broker.StartError(err)
 	}
-	to := "their sources"
-	if dest != nil {
-		to = opts.To
-	}
 	if err := confirm(f,
-		fmt.Sprintf("Start an SQS move task for all %d messages of %s to %s?", depth.Ready, ep.Name(), to),
+		fmt.Sprintf("Start an SQS move task for all %d messages of %s to %s?", depth.Ready, ep.Name(), n.to),
 		fmt.Sprintf("redrive moves every message out of %s; pass --yes to confirm", ep.Name()),
 		"redrive not confirmed; nothing was changed"); err != nil {
 		return err
 	}
-	steps := []int{int(opts.Rate)}
-	if len(opts.Ramp) > 0 {
-		steps = steps[:0]
-		for _, r := range opts.Ramp {
-			steps = append(steps, int(r))
-		}
-	}
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
 	start := time.Now()
-	task, err := mover.NativeMove(ctx, dest, steps, opts.RampEvery, 2*time.Second, func(t broker.NativeTask) {
+	task, err := n.mover.NativeMove(ctx, n.dest, n.steps, n.every, 2*time.Second, func(t broker.NativeTask) {
 		prog.Update(output.Stats{Op: "redrive (native)", Done: t.Moved, Total: t.ToMove, Target: float64(t.Rate), Elapsed: time.Since(start).Seconds()}, false)
 	})
 	prog.Done()
@@ -77,9 +62,9 @@ func nativeRun(ctx context.Context, opts *RedriveOptions) error {
 // openNativeMover opens the DLQ whose broker moves it itself; one that
 // cannot is refused before anything connects, in the sentence generated
 // from broker.NeedNativeMove (what names the command or flag, instead the
-// way out). opts (nil for status and cancel) are refused against the
-// resolved queue's capabilities.
-func openNativeMover(ctx context.Context, f *Factory, raw, what, instead string, opts *RedriveOptions) (broker.Endpoint, broker.NativeMover, error) {
+// way out). The flags given (nil for status and cancel) are refused
+// against the resolved queue's capabilities.
+func openNativeMover(ctx context.Context, f *Factory, raw, what, instead string, flags *pflag.FlagSet) (broker.Endpoint, broker.NativeMover, error) {
 	if ref, err := checkRef(raw); err == nil {
 		if caps, ok := capsOf(ref.Broker); ok && !caps.NativeMove {
 			return nil, nil, broker.NeedNativeMove.Refusal(what, caps, haveLabels(broker.NeedNativeMove), instead)
@@ -90,8 +75,8 @@ func openNativeMover(ctx context.Context, f *Factory, raw, what, instead string,
 		return nil, nil, err
 	}
 	caps := ep.Capabilities()
-	if opts != nil {
-		if err := refuseFlags(caps, opts.flags, true); err != nil {
+	if flags != nil {
+		if err := refuseFlags(caps, flags, true); err != nil {
 			closeEndpoint(ep)
 			return nil, nil, err
 		}
