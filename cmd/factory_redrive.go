@@ -19,30 +19,21 @@ import (
 type redriveSession struct {
 	f       *Factory
 	ep      broker.Endpoint
-	native  *nativeMove
-	dry     *dryRun
+	native  *redrive.Native
 	req     redrive.Request
 	closers []func()
+	// dryRun is --dry-run: its copies prepared by planPub, the DLQ read
+	// as queue names it, the plan shows the pace the flags name.
+	dryRun  bool
+	planPub broker.Publisher
+	queue   string
+	pace    PaceFlags
 }
 
 func (s *redriveSession) close() {
 	for i := len(s.closers) - 1; i >= 0; i-- {
 		s.closers[i]()
 	}
-}
-
-// dryRun is --dry-run: the DLQ read without removing anything (queue,
-// visibility), each message decided by the planner, the pace the
-// estimate takes (this process's share) and the one the flags name.
-type dryRun struct {
-	planner         *redrive.Planner
-	queue           string
-	visibility      time.Duration
-	rate, shownRate float64
-	ramp, shownRamp []float64
-	every           time.Duration
-	// what describes the selection ("all messages" when it selects all).
-	what string
 }
 
 // openRedrive opens everything a redrive run needs, in the order in which
@@ -101,23 +92,13 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 	}
 	watchTransformErrors(f, xf)
 	if opts.DryRun {
-		pub := route.pub
-		if pub == nil {
-			if pub, err = planPublisher(ctx, route.pubEp); err != nil {
+		s.dryRun, s.planPub, s.queue, s.pace = true, route.pub, opts.DLQ, opts.PaceFlags
+		if s.planPub == nil {
+			if s.planPub, err = planPublisher(ctx, route.pubEp); err != nil {
 				return fail(err)
 			}
 		}
-		s.closers = append(s.closers, func() { pub.Close(context.WithoutCancel(ctx)) })
-		sh, what := opts.PaceFlags.share(), "all messages"
-		if selector != nil {
-			what = sel.Describe()
-		}
-		s.dry = &dryRun{what: what,
-			planner: &redrive.Planner{RunID: "dry-run", Router: route.router, Publisher: pub, Select: selector, MaxRedrives: opts.MaxRedrives, Max: opts.Max, Transform: xf},
-			queue:   opts.DLQ, visibility: opts.Visibility,
-			rate: sh.Rate(opts.Rate), ramp: sh.Ramp(opts.Ramp), every: opts.RampEvery, shownRate: opts.Rate, shownRamp: opts.Ramp,
-		}
-		return s, nil
+		s.closers = append(s.closers, func() { s.planPub.Close(context.WithoutCancel(ctx)) })
 	}
 	// The journal keeps the options without credentials: a resumed run
 	// takes them from the reference or the broker's environment.
@@ -161,24 +142,18 @@ func (f *Factory) openNative(ctx context.Context, opts *RedriveOptions) (*redriv
 		return nil, err
 	}
 	s := &redriveSession{f: f, ep: ep, closers: []func(){func() { closeEndpoint(ep) }}}
-	n := &nativeMove{mover: mover, to: "their sources", steps: []int{int(opts.Rate)}, every: opts.RampEvery}
+	n := &redrive.Native{DLQ: ep, Mover: mover, To: "their sources", Steps: redrive.NativeSteps(opts.Rate, opts.Ramp), Every: opts.RampEvery}
 	if !strings.EqualFold(opts.To, "source") {
-		if n.dest, err = f.Endpoint(ctx, opts.To); err != nil {
+		if n.Dest, err = f.Endpoint(ctx, opts.To); err != nil {
 			s.close()
 			return nil, err
 		}
-		s.closers = append(s.closers, func() { closeEndpoint(n.dest) })
-		if n.dest.ID() == ep.ID() {
+		s.closers = append(s.closers, func() { closeEndpoint(n.Dest) })
+		if n.Dest.ID() == ep.ID() {
 			s.close()
 			return nil, errs.BadInputf("--to %s is the DLQ itself; pass --to source or another queue", redactRef(opts.To))
 		}
-		n.to = opts.To
-	}
-	if len(opts.Ramp) > 0 {
-		n.steps = n.steps[:0]
-		for _, r := range opts.Ramp {
-			n.steps = append(n.steps, int(r))
-		}
+		n.To = opts.To
 	}
 	s.native = n
 	return s, nil

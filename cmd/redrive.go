@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -108,25 +107,6 @@ func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error
 	return c
 }
 
-func parseShare(s string) (float64, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, nil
-	}
-	pct := strings.HasSuffix(s, "%")
-	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
-	if err != nil {
-		return 0, err
-	}
-	if pct || v > 1 {
-		v /= 100
-	}
-	if v <= 0 || v > 1 {
-		return 0, fmt.Errorf("out of range")
-	}
-	return v, nil
-}
-
 func (o *RedriveOptions) validate(c *cobra.Command) error {
 	if _, err := checkRef(o.DLQ); err != nil {
 		return err
@@ -156,7 +136,7 @@ func (o *RedriveOptions) validate(c *cobra.Command) error {
 	if o.Canary > 0 && o.Share != nil && o.Share.Shared() {
 		return errs.BadInputf("--canary and --rate-share exclude each other: a canary watches the DLQ for returns, which peers would take first; run the canary alone, then start the peers with --rate-share")
 	}
-	share, err := parseShare(o.MaxReturnsRaw)
+	share, err := redrive.ParseShare(o.MaxReturnsRaw)
 	if err != nil {
 		return errs.BadInputf("--max-returns %q is not a share; use a percentage like 5%% or a fraction like 0.05", o.MaxReturnsRaw)
 	}
@@ -240,7 +220,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 	switch {
 	case s.native != nil:
 		return s.moveNative(ctx)
-	case s.dry != nil:
+	case s.dryRun:
 		return s.plan(ctx)
 	}
 	return s.redrive(ctx)

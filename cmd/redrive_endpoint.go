@@ -179,11 +179,11 @@ func planPublisher(ctx context.Context, pubEp broker.Endpoint) (broker.Publisher
 // message decided as the run would, its copy prepared, and the plan
 // printed.
 func (s *redriveSession) plan(ctx context.Context) error {
-	f, ep, d := s.f, s.ep, s.dry
+	f, ep, req, m := s.f, s.ep, s.req, s.req.Run.Move
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
-	pl := d.planner
-	res, err := f.ForEachRecord(ctx, InputOptions{Queue: d.queue, Visibility: d.visibility}, func(rec *record.Record, parsed any) error {
+	pl := &redrive.Planner{RunID: "dry-run", Router: req.Route.Router, Publisher: s.planPub, Select: req.Select, MaxRedrives: m.MaxRedrives, Max: m.Max, Transform: m.Transform}
+	res, err := f.ForEachRecord(ctx, InputOptions{Queue: s.queue, Visibility: req.Visibility}, func(rec *record.Record, parsed any) error {
 		ev, err := pl.Add(ctx, rec, parsed)
 		if err != nil {
 			return err
@@ -201,7 +201,7 @@ func (s *redriveSession) plan(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	plan := pl.Plan(d.rate, d.ramp, d.every)
+	plan := pl.Plan(m.Rate, m.Ramp, m.RampEvery)
 	if res.Scan != nil {
 		plan.Complete, plan.Note = res.Scan.Complete, res.Scan.Note
 	} else {
@@ -209,7 +209,11 @@ func (s *redriveSession) plan(ctx context.Context) error {
 		// before its end was warned about).
 		plan.Complete = true
 	}
-	out := RedrivePlanOutput{Plan: plan, DLQ: ep.Name(), To: pl.Router.Describe(), Selection: d.what, Rate: d.shownRate, Ramp: d.shownRamp, FilterErrors: fe}
+	what := "all messages"
+	if pl.Select != nil {
+		what = pl.Select.Describe()
+	}
+	out := RedrivePlanOutput{Plan: plan, DLQ: ep.Name(), To: pl.Router.Describe(), Selection: what, Rate: s.pace.Rate, Ramp: s.pace.Ramp, FilterErrors: fe}
 	caps := ep.Capabilities()
 	unpaced := "as fast as --concurrency allows (set --rate or --ramp for an estimate)"
 	if caps.Ordering == broker.OrderPartition {

@@ -3,51 +3,30 @@ package cmd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
-	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/redrive"
 	"github.com/dlqctl/dlqctl/pkg/report"
 )
 
 // redrive --engine native, redrive status and redrive cancel: the broker
 // moves the whole DLQ itself (broker.NativeMover: SQS message move tasks).
 
-// nativeMove is redrive --engine native, opened (Factory.openNative): the
-// DLQ's mover, the destination (nil: back to the sources) and how the
-// confirmation names it, and the pace (rate steps, time at each).
-type nativeMove struct {
-	mover broker.NativeMover
-	dest  broker.Endpoint
-	to    string
-	steps []int
-	every time.Duration
-}
-
-// moveNative asks to confirm, lets the broker move the whole DLQ and
-// prints its task.
+// moveNative lets the broker move the whole DLQ (redrive.Native.Move,
+// once confirmed) and prints its task.
 func (s *redriveSession) moveNative(ctx context.Context) error {
-	f, ep, n := s.f, s.ep, s.native
-	depth, err := ep.Depth(ctx)
-	if err != nil {
-		return broker.StartError(err)
-	}
-	if err := confirm(f,
-		fmt.Sprintf("Start an SQS move task for all %d messages of %s to %s?", depth.Ready, ep.Name(), n.to),
-		fmt.Sprintf("redrive moves every message out of %s; pass --yes to confirm", ep.Name()),
-		"redrive not confirmed; nothing was changed"); err != nil {
-		return err
-	}
+	f := s.f
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
-	start := time.Now()
-	task, err := n.mover.NativeMove(ctx, n.dest, n.steps, n.every, 2*time.Second, func(t broker.NativeTask) {
-		prog.Update(output.Stats{Op: "redrive (native)", Done: t.Moved, Total: t.ToMove, Target: float64(t.Rate), Elapsed: time.Since(start).Seconds()}, false)
+	task, err := s.native.Move(ctx, func(prompt, refusal string) error {
+		return confirm(f, prompt, refusal, "redrive not confirmed; nothing was changed")
+	}, func(t broker.NativeTask, since time.Duration) {
+		prog.Update(output.Stats{Op: "redrive (native)", Done: t.Moved, Total: t.ToMove, Target: float64(t.Rate), Elapsed: since.Seconds()}, false)
 	})
 	prog.Done()
 	if task != nil {
@@ -101,15 +80,7 @@ func nativeRates(o *RedriveOptions) error {
 	if !ok || !caps.NativeMove {
 		return nil // --engine native is refused for this broker (refusals.go)
 	}
-	if o.Rate > float64(caps.MaxNativeRate) || o.Rate != float64(int(o.Rate)) {
-		return errs.BadInputf("--engine native takes a whole --rate from 1 to %d (got %g)", caps.MaxNativeRate, o.Rate)
-	}
-	for _, r := range o.Ramp {
-		if r > float64(caps.MaxNativeRate) || r != float64(int(r)) {
-			return errs.BadInputf("--engine native takes whole --ramp steps from 1 to %d (got %g)", caps.MaxNativeRate, r)
-		}
-	}
-	return nil
+	return redrive.NativeRates(caps.MaxNativeRate, o.Rate, o.Ramp)
 }
 
 func newCmdRedriveStatus(f *Factory) *cobra.Command {
