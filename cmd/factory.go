@@ -18,6 +18,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/doctor"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
 // GlobalOptions are the persistent flags every command shares.
@@ -287,23 +288,23 @@ func startErr(err error) error { return kafkaErr(err) }
 // not queues of the DLQ's broker: an SQS DLQ fed by Lambda functions, SNS
 // subscriptions or EventBridge targets (package origins); explicit is
 // --origin. ok is false for a DLQ of another broker, which has none.
-func (f *Factory) redriveOrigins(ctx context.Context, ep broker.Endpoint, explicit string) (o sourceOrigins, ok bool, err error) {
+func (f *Factory) redriveOrigins(ctx context.Context, ep broker.Endpoint, explicit string) (route redrive.Route, ok bool, err error) {
 	s, isSQS := ep.(*sqs.Endpoint)
 	if !isSQS {
-		return o, false, nil
+		return route, false, nil
 	}
 	r, p, err := f.awsOrigins(ctx, s.Client(), s.Queue(), explicit)
 	if err != nil {
-		return o, true, err
+		return route, true, err
 	}
-	return sourceOrigins{
-		router: r, pub: p, watch: origins.Watch(ep, r),
-		dests: func(ctx context.Context) ([]broker.Destination, error) {
+	return redrive.Route{Router: r, PubEp: ep, Pub: p, Origins: &redrive.Origins{
+		Watch: origins.Watch(ep, r),
+		Dests: func(ctx context.Context) ([]broker.Destination, error) {
 			cands, err := r.Candidates(ctx)
 			return origins.Destinations(cands), err
 		},
-		unreplayed: origins.Unreplayed,
-	}, true, nil
+		Unreplayed: origins.Unreplayed,
+	}}, true, nil
 }
 
 // awsOrigins builds the router and publisher of `redrive --to source` for

@@ -67,11 +67,11 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 		return fail(err)
 	}
 	watchFilterErrors(f, sel)
-	route, err := redriveRoute(ctx, f, opts, ep)
+	route, closeRoute, err := redriveRoute(ctx, f, opts, ep)
 	if err != nil {
 		return fail(err)
 	}
-	s.closers = append(s.closers, route.close)
+	s.closers = append(s.closers, closeRoute)
 	if err := prepareLogs(ctx, f, ep.String(), sel, &opts.Selection.Logs); err != nil {
 		return fail(err)
 	}
@@ -92,9 +92,9 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 	}
 	watchTransformErrors(f, xf)
 	if opts.DryRun {
-		s.dryRun, s.planPub, s.queue, s.pace = true, route.pub, opts.DLQ, opts.PaceFlags
+		s.dryRun, s.planPub, s.queue, s.pace = true, route.Pub, opts.DLQ, opts.PaceFlags
 		if s.planPub == nil {
-			if s.planPub, err = planPublisher(ctx, route.pubEp); err != nil {
+			if s.planPub, err = planPublisher(ctx, route.PubEp); err != nil {
 				return fail(err)
 			}
 		}
@@ -106,8 +106,7 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 	shown.DLQ, shown.To = ep.String(), redactRef(opts.To)
 	raw, _ := json.Marshal(&shown)
 	s.req = redrive.Request{
-		DLQ: ep, Select: selector, What: selectionText(sel), Canary: opts.Canary,
-		Route:     redrive.Route{Router: route.router, PubEp: route.pubEp, Pub: route.pub, CanaryDests: route.canaryDests},
+		DLQ: ep, Route: route, Select: selector, What: selectionText(sel), Canary: opts.Canary,
 		VerifyFor: opts.VerifyFor, VerifyGiven: opts.verifySet != nil && opts.verifySet(), VerifyPoll: opts.VerifyPoll, VerifyDrain: opts.VerifyDrain,
 		Visibility: opts.Visibility, DestLag: lags, ExactlyOnce: opts.Kafka.ExactlyOnce,
 		Info: f.IO.Infof, Warn: f.IO.Warnf,
@@ -125,9 +124,6 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 				Guards:       opts.GuardFlags.guards(opts.MaxReturns),
 				WaitInFlight: waitInFlight(opts.WaitInFlight), Transform: xf},
 		},
-	}
-	if o := route.origins; o != nil {
-		s.req.Route.Origins = &redrive.Origins{Watch: o.watch, Dests: o.dests, Unreplayed: o.unreplayed}
 	}
 	opts.PaceFlags.apply(&s.req.Run.Move)
 	return s, nil

@@ -46,36 +46,11 @@ func (s *redriveSession) redrive(ctx context.Context) error {
 	})
 }
 
-// redriveTo is where a redrive sends its copies: the router, the endpoint
-// whose publisher sends them (or the publisher itself), and the
-// destinations a canary expects them in (nil: those the run finds).
-type redriveTo struct {
-	router      redrive.Router
-	pubEp       broker.Endpoint
-	pub         broker.Publisher
-	canaryDests []broker.Destination
-	// origins: the DLQ is fed by what is not a queue of its broker.
-	origins *sourceOrigins
-	close   func()
-}
-
-// sourceOrigins is how a redrive --to source reaches origins that are not
-// queues of the DLQ's broker (Factory.redriveOrigins): its router and
-// publisher, the endpoint a canary watches (whose window the origins
-// compute), the canary's destinations, and the count of skipped messages
-// that are work left (their origin unknown or not replayable).
-type sourceOrigins struct {
-	router     redrive.Router
-	pub        broker.Publisher
-	watch      broker.Endpoint
-	dests      func(context.Context) ([]broker.Destination, error)
-	unreplayed func(skipped map[string]int) int
-}
-
 // redriveRoute resolves --to for a redrive out of ep: back to where each
 // message came from (source), or one destination of the same broker,
 // within what the DLQ's broker can reach (broker.DestinationScoper).
-func redriveRoute(ctx context.Context, f *Factory, opts *RedriveOptions, ep broker.Endpoint) (redriveTo, error) {
+// close releases the destination it opened.
+func redriveRoute(ctx context.Context, f *Factory, opts *RedriveOptions, ep broker.Endpoint) (route redrive.Route, close func(), err error) {
 	caps := ep.Capabilities()
 	words := caps.Words()
 	if strings.EqualFold(opts.To, "source") {
@@ -84,33 +59,27 @@ func redriveRoute(ctx context.Context, f *Factory, opts *RedriveOptions, ep brok
 		if lists {
 			var err error
 			if dests, err = lister.SourceDestinations(ctx); err != nil {
-				return redriveTo{}, broker.StartError(err)
+				return route, nil, broker.StartError(err)
 			}
 		}
 		if (lists && dests == nil) || opts.Origin != "" {
 			// Nothing of its broker dead-letters into it: Lambda, SNS,
 			// EventBridge.
 			o, ok, err := f.redriveOrigins(ctx, ep, opts.Origin)
-			if err != nil {
-				return redriveTo{}, err
-			}
-			if ok {
-				return redriveTo{router: o.router, pubEp: ep, pub: o.pub, origins: &o, close: func() {}}, nil
+			if ok || err != nil {
+				return o, func() {}, err
 			}
 		}
 		router, err := ep.RouterToSource(ctx)
-		if err != nil {
-			return redriveTo{}, broker.StartError(err)
-		}
-		return redriveTo{router: router, pubEp: ep, canaryDests: dests, close: func() {}}, nil
+		return redrive.Route{Router: router, PubEp: ep, CanaryDests: dests}, func() {}, broker.StartError(err)
 	}
 	dest, err := f.Endpoint(ctx, opts.To)
 	if err != nil {
-		return redriveTo{}, err
+		return route, nil, err
 	}
-	fail := func(err error) (redriveTo, error) {
+	fail := func(err error) (redrive.Route, func(), error) {
 		closeEndpoint(dest)
-		return redriveTo{}, err
+		return route, nil, err
 	}
 	if dest.Broker() != ep.Broker() {
 		return fail(errs.BadInputf("--to %s: a %s DLQ redrives within %s (or --to source); archive it and restore the archive to move messages elsewhere", redactRef(opts.To), caps.Label, caps.Label))
@@ -131,7 +100,7 @@ func redriveRoute(ctx context.Context, f *Factory, opts *RedriveOptions, ep brok
 	if err != nil {
 		return fail(broker.StartError(err))
 	}
-	return redriveTo{router: fixedRouter{t}, pubEp: dest, canaryDests: []broker.Destination{t}, close: func() { closeEndpoint(dest) }}, nil
+	return redrive.Route{Router: fixedRouter{t}, PubEp: dest, CanaryDests: []broker.Destination{t}}, func() { closeEndpoint(dest) }, nil
 }
 
 // fixedRouter sends every message to one destination (--to, restore).
