@@ -119,29 +119,58 @@ func brokerCapabilities() []broker.Capabilities {
 }
 
 // Endpoint parses a queue reference once and resolves it with its
-// broker's package: the one place that knows the broker packages.
+// broker's opener (endpointOpeners): the one place that knows the broker
+// packages.
 func (f *Factory) Endpoint(ctx context.Context, raw string) (broker.Endpoint, error) {
 	ref, err := checkRef(raw)
 	if err != nil {
 		return nil, err
 	}
-	switch ref.Broker {
-	case broker.SQS:
-		return f.sqsEndpoint(ctx, ref)
-	case broker.AMQP:
-		if err := validateAMQPFlags(f.AMQP); err != nil {
-			return nil, err
-		}
-		ep, err := amqp.OpenEndpoint(ctx, ref, f.amqpConfig())
-		if err != nil {
-			return nil, err
-		}
-		f.Verbosef("queue %s -> %s (%s queue, management API %s)", ref, ep.ID(), ep.Info().Type, ep.Management().URL())
-		return ep, nil
-	case broker.Kafka:
-		return f.KafkaEndpoint(ctx, raw)
+	o, ok := endpointOpeners[ref.Broker]
+	if !ok {
+		return nil, errs.BadInputf("%s: unknown broker %q", ref, ref.Broker)
 	}
-	return nil, errs.BadInputf("%s: unknown broker %q", ref, ref.Broker)
+	return o.open(ctx, f, ref)
+}
+
+// endpointOpener opens the endpoints of one broker: the factory holds one
+// per broker dlqctl speaks (endpointOpeners), and Factory.Endpoint and
+// checkRef dispatch to it.
+type endpointOpener interface {
+	// check refuses, before anything is sent anywhere, a reference the
+	// broker cannot read.
+	check(ref broker.Ref) error
+	open(ctx context.Context, f *Factory, ref broker.Ref) (broker.Endpoint, error)
+}
+
+var endpointOpeners = map[string]endpointOpener{broker.SQS: sqsOpener{}, broker.AMQP: amqpOpener{}, broker.Kafka: kafkaOpener{}}
+
+type sqsOpener struct{}
+
+// check checks the shape of a URL or ARN now, before any call.
+func (sqsOpener) check(ref broker.Ref) error {
+	_, err := sqs.ParseRef(ref.Target)
+	return err
+}
+
+func (sqsOpener) open(ctx context.Context, f *Factory, ref broker.Ref) (broker.Endpoint, error) {
+	return f.sqsEndpoint(ctx, ref)
+}
+
+type amqpOpener struct{}
+
+func (amqpOpener) check(broker.Ref) error { return nil }
+
+func (amqpOpener) open(ctx context.Context, f *Factory, ref broker.Ref) (broker.Endpoint, error) {
+	if err := validateAMQPFlags(f.AMQP); err != nil {
+		return nil, err
+	}
+	ep, err := amqp.OpenEndpoint(ctx, ref, f.amqpConfig())
+	if err != nil {
+		return nil, err
+	}
+	f.Verbosef("queue %s -> %s (%s queue, management API %s)", ref, ep.ID(), ep.Info().Type, ep.Management().URL())
+	return ep, nil
 }
 
 // DoctorChecks runs the broker package's doctor on a RabbitMQ or Kafka
@@ -170,14 +199,10 @@ func checkRef(raw string) (broker.Ref, error) {
 	if err != nil {
 		return ref, err
 	}
-	switch ref.Broker {
-	case broker.SQS:
-		// The shape of a URL or ARN is checked now, before any call.
-		if _, err := sqs.ParseRef(ref.Target); err != nil {
-			return ref, err
-		}
+	if o, ok := endpointOpeners[ref.Broker]; ok {
+		err = o.check(ref)
 	}
-	return ref, nil
+	return ref, err
 }
 
 // SQSEndpoint resolves a reference that must name an SQS queue (the
