@@ -134,14 +134,15 @@ func (f *Factory) Endpoint(ctx context.Context, raw string) (broker.Endpoint, er
 }
 
 // endpointOpener opens the endpoints of one broker: the factory holds one
-// per broker dlqctl speaks (endpointOpeners), and Factory.Endpoint and
-// checkRef dispatch to it.
+// per broker dlqctl speaks (endpointOpeners), and Factory.Endpoint
+// dispatches to it; one that is a refChecker is asked by checkRef.
 type endpointOpener interface {
-	// check refuses, before anything is sent anywhere, a reference the
-	// broker cannot read.
-	check(ref broker.Ref) error
 	open(ctx context.Context, f *Factory, ref broker.Ref) (broker.Endpoint, error)
 }
+
+// refChecker refuses, before anything is sent anywhere, a reference its
+// broker cannot read.
+type refChecker interface{ check(ref broker.Ref) error }
 
 var endpointOpeners = map[string]endpointOpener{broker.SQS: sqsOpener{}, broker.AMQP: amqpOpener{}, broker.Kafka: kafkaOpener{}}
 
@@ -158,8 +159,6 @@ func (sqsOpener) open(ctx context.Context, f *Factory, ref broker.Ref) (broker.E
 }
 
 type amqpOpener struct{}
-
-func (amqpOpener) check(broker.Ref) error { return nil }
 
 func (amqpOpener) open(ctx context.Context, f *Factory, ref broker.Ref) (broker.Endpoint, error) {
 	if err := validateAMQPFlags(f.AMQP); err != nil {
@@ -199,8 +198,8 @@ func checkRef(raw string) (broker.Ref, error) {
 	if err != nil {
 		return ref, err
 	}
-	if o, ok := endpointOpeners[ref.Broker]; ok {
-		err = o.check(ref)
+	if c, ok := endpointOpeners[ref.Broker].(refChecker); ok {
+		err = c.check(ref)
 	}
 	return ref, err
 }

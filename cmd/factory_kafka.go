@@ -30,8 +30,6 @@ func (f *Factory) KafkaEndpoint(ctx context.Context, refStr string) (*kafka.Endp
 // kafkaOpener opens kafka:// endpoints for Factory.Endpoint.
 type kafkaOpener struct{}
 
-func (kafkaOpener) check(broker.Ref) error { return nil }
-
 func (kafkaOpener) open(ctx context.Context, f *Factory, ref broker.Ref) (broker.Endpoint, error) {
 	return f.kafkaEndpoint(ctx, ref)
 }

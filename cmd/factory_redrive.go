@@ -12,19 +12,18 @@ import (
 )
 
 // redriveSession is a redrive the factory opened (Factory.openRedrive):
-// the DLQ's endpoint and exactly one of what the run does with it: the
-// broker's own move (native), the plan (dry) or the run (req, for
-// redrive.Redrive). redriveRun hands it to its domain entry point and
-// prints; close releases what was opened.
+// the DLQ's endpoint and what the run does with it: the broker's own move
+// (native), else the redrive.Request, which the plan of --dry-run (planPub)
+// reads and redrive.Redrive runs. redriveRun hands it to its domain entry
+// point and prints; close releases what was opened.
 type redriveSession struct {
 	f       *Factory
 	ep      broker.Endpoint
 	native  *redrive.Native
 	req     redrive.Request
 	closers []func()
-	// dryRun is --dry-run: its copies prepared by planPub, the DLQ read
-	// as queue names it, the plan shows the pace the flags name.
-	dryRun  bool
+	// planPub is --dry-run's (nil without): it prepares the copies, the
+	// DLQ is read as queue names it, the plan shows the pace the flags name.
 	planPub broker.Publisher
 	queue   string
 	pace    PaceFlags
@@ -39,7 +38,7 @@ func (s *redriveSession) close() {
 // openRedrive opens everything a redrive run needs, in the order in which
 // its refusals are due: the DLQ (its broker's opener), the flags its
 // resolved capabilities cannot honour, the selection, the route (--to),
-// the --logs lookup, the transform, and for a run the redrive.Request;
+// the --logs lookup, the transform, and the redrive.Request;
 // --engine native opens the broker's own move instead (openNative).
 func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redriveSession, error) {
 	if opts.Engine == "native" {
@@ -92,10 +91,14 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 	}
 	watchTransformErrors(f, xf)
 	if opts.DryRun {
-		s.dryRun, s.planPub, s.queue, s.pace = true, route.Pub, opts.DLQ, opts.PaceFlags
-		if s.planPub == nil {
-			if s.planPub, err = planPublisher(ctx, route.PubEp); err != nil {
-				return fail(err)
+		// The copies are prepared by a publisher that does not connect
+		// where the broker has one (broker.Preparer).
+		s.planPub, s.queue, s.pace = route.Pub, opts.DLQ, opts.PaceFlags
+		if p, ok := route.PubEp.(broker.Preparer); ok && s.planPub == nil {
+			s.planPub = p.Preparer()
+		} else if s.planPub == nil {
+			if s.planPub, err = route.PubEp.OpenPublisher(ctx); err != nil {
+				return fail(broker.StartError(err))
 			}
 		}
 		s.closers = append(s.closers, func() { s.planPub.Close(context.WithoutCancel(ctx)) })

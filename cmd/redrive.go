@@ -153,20 +153,13 @@ func (o *RedriveOptions) validate(c *cobra.Command) error {
 	case "dlqctl":
 	case "native":
 		var bad []string
-		if o.Selection.Active() {
-			bad = append(bad, "--filter/--rules/--class")
-		}
-		if o.Canary > 0 {
-			bad = append(bad, "--canary")
-		}
-		if o.Max > 0 {
-			bad = append(bad, "--max")
-		}
-		if o.DryRun {
-			bad = append(bad, "--dry-run")
-		}
-		if o.Transform.Active() {
-			bad = append(bad, "--transform")
+		for _, b := range []struct {
+			flag  string
+			given bool
+		}{{"--filter/--rules/--class", o.Selection.Active()}, {"--canary", o.Canary > 0}, {"--max", o.Max > 0}, {"--dry-run", o.DryRun}, {"--transform", o.Transform.Active()}} {
+			if b.given {
+				bad = append(bad, b.flag)
+			}
 		}
 		for _, name := range []string{"max-returns", "max-dest-backlog", "max-redrives", "concurrency"} {
 			if c != nil && c.Flags().Changed(name) {
@@ -220,7 +213,7 @@ func redriveRun(ctx context.Context, opts *RedriveOptions) error {
 	switch {
 	case s.native != nil:
 		return s.moveNative(ctx)
-	case s.dryRun:
+	case s.planPub != nil:
 		return s.plan(ctx)
 	}
 	return s.redrive(ctx)

@@ -133,17 +133,6 @@ func confirmRedrive(f *Factory, sel *classify.Selector, opts *RedriveOptions, fr
 		"redrive not confirmed; nothing was changed")
 }
 
-// planPublisher is what a dry run prepares copies with: a publisher that
-// does not connect where the broker has one (broker.Preparer), else one
-// opened on pubEp. Close it when done.
-func planPublisher(ctx context.Context, pubEp broker.Endpoint) (broker.Publisher, error) {
-	if p, ok := pubEp.(broker.Preparer); ok {
-		return p.Preparer(), nil
-	}
-	pub, err := pubEp.OpenPublisher(ctx)
-	return pub, broker.StartError(err)
-}
-
 // plan is the dry run: the DLQ read without removing anything, each
 // message decided as the run would, its copy prepared, and the plan
 // printed.

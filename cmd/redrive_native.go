@@ -72,15 +72,14 @@ func openNativeMover(ctx context.Context, f *Factory, raw, what, instead string,
 // the broker's own move cannot take (Capabilities.MaxNativeRate of the
 // DLQ's broker).
 func nativeRates(o *RedriveOptions) error {
-	ref, err := broker.ParseRef(o.DLQ)
-	if err != nil {
-		return nil // the reference is refused elsewhere
+	// A bad reference, or a broker without its own move, is refused
+	// elsewhere (refusals.go).
+	if ref, err := broker.ParseRef(o.DLQ); err == nil {
+		if caps, ok := capsOf(ref.Broker); ok && caps.NativeMove {
+			return redrive.NativeRates(caps.MaxNativeRate, o.Rate, o.Ramp)
+		}
 	}
-	caps, ok := capsOf(ref.Broker)
-	if !ok || !caps.NativeMove {
-		return nil // --engine native is refused for this broker (refusals.go)
-	}
-	return redrive.NativeRates(caps.MaxNativeRate, o.Rate, o.Ramp)
+	return nil
 }
 
 func newCmdRedriveStatus(f *Factory) *cobra.Command {
