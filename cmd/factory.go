@@ -18,6 +18,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/doctor"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
 // GlobalOptions are the persistent flags every command shares.
@@ -118,29 +119,57 @@ func brokerCapabilities() []broker.Capabilities {
 }
 
 // Endpoint parses a queue reference once and resolves it with its
-// broker's package: the one place that knows the broker packages.
+// broker's opener (endpointOpeners): the one place that knows the broker
+// packages.
 func (f *Factory) Endpoint(ctx context.Context, raw string) (broker.Endpoint, error) {
 	ref, err := checkRef(raw)
 	if err != nil {
 		return nil, err
 	}
-	switch ref.Broker {
-	case broker.SQS:
-		return f.sqsEndpoint(ctx, ref)
-	case broker.AMQP:
-		if err := validateAMQPFlags(f.AMQP); err != nil {
-			return nil, err
-		}
-		ep, err := amqp.OpenEndpoint(ctx, ref, f.amqpConfig())
-		if err != nil {
-			return nil, err
-		}
-		f.Verbosef("queue %s -> %s (%s queue, management API %s)", ref, ep.ID(), ep.Info().Type, ep.Management().URL())
-		return ep, nil
-	case broker.Kafka:
-		return f.KafkaEndpoint(ctx, raw)
+	o, ok := endpointOpeners[ref.Broker]
+	if !ok {
+		return nil, errs.BadInputf("%s: unknown broker %q", ref, ref.Broker)
 	}
-	return nil, errs.BadInputf("%s: unknown broker %q", ref, ref.Broker)
+	return o.open(ctx, f, ref)
+}
+
+// endpointOpener opens the endpoints of one broker: the factory holds one
+// per broker dlqctl speaks (endpointOpeners), and Factory.Endpoint
+// dispatches to it; one that is a refChecker is asked by checkRef.
+type endpointOpener interface {
+	open(ctx context.Context, f *Factory, ref broker.Ref) (broker.Endpoint, error)
+}
+
+// refChecker refuses, before anything is sent anywhere, a reference its
+// broker cannot read.
+type refChecker interface{ check(ref broker.Ref) error }
+
+var endpointOpeners = map[string]endpointOpener{broker.SQS: sqsOpener{}, broker.AMQP: amqpOpener{}, broker.Kafka: kafkaOpener{}}
+
+type sqsOpener struct{}
+
+// check checks the shape of a URL or ARN now, before any call.
+func (sqsOpener) check(ref broker.Ref) error {
+	_, err := sqs.ParseRef(ref.Target)
+	return err
+}
+
+func (sqsOpener) open(ctx context.Context, f *Factory, ref broker.Ref) (broker.Endpoint, error) {
+	return f.sqsEndpoint(ctx, ref)
+}
+
+type amqpOpener struct{}
+
+func (amqpOpener) open(ctx context.Context, f *Factory, ref broker.Ref) (broker.Endpoint, error) {
+	if err := validateAMQPFlags(f.AMQP); err != nil {
+		return nil, err
+	}
+	ep, err := amqp.OpenEndpoint(ctx, ref, f.amqpConfig())
+	if err != nil {
+		return nil, err
+	}
+	f.Verbosef("queue %s -> %s (%s queue, management API %s)", ref, ep.ID(), ep.Info().Type, ep.Management().URL())
+	return ep, nil
 }
 
 // DoctorChecks runs the broker package's doctor on a RabbitMQ or Kafka
@@ -169,14 +198,10 @@ func checkRef(raw string) (broker.Ref, error) {
 	if err != nil {
 		return ref, err
 	}
-	switch ref.Broker {
-	case broker.SQS:
-		// The shape of a URL or ARN is checked now, before any call.
-		if _, err := sqs.ParseRef(ref.Target); err != nil {
-			return ref, err
-		}
+	if c, ok := endpointOpeners[ref.Broker].(refChecker); ok {
+		err = c.check(ref)
 	}
-	return ref, nil
+	return ref, err
 }
 
 // SQSEndpoint resolves a reference that must name an SQS queue (the
@@ -287,23 +312,23 @@ func startErr(err error) error { return kafkaErr(err) }
 // not queues of the DLQ's broker: an SQS DLQ fed by Lambda functions, SNS
 // subscriptions or EventBridge targets (package origins); explicit is
 // --origin. ok is false for a DLQ of another broker, which has none.
-func (f *Factory) redriveOrigins(ctx context.Context, ep broker.Endpoint, explicit string) (o sourceOrigins, ok bool, err error) {
+func (f *Factory) redriveOrigins(ctx context.Context, ep broker.Endpoint, explicit string) (route redrive.Route, ok bool, err error) {
 	s, isSQS := ep.(*sqs.Endpoint)
 	if !isSQS {
-		return o, false, nil
+		return route, false, nil
 	}
 	r, p, err := f.awsOrigins(ctx, s.Client(), s.Queue(), explicit)
 	if err != nil {
-		return o, true, err
+		return route, true, err
 	}
-	return sourceOrigins{
-		router: r, pub: p, watch: origins.Watch(ep, r),
-		dests: func(ctx context.Context) ([]broker.Destination, error) {
+	return redrive.Route{Router: r, PubEp: ep, Pub: p, Origins: &redrive.Origins{
+		Watch: origins.Watch(ep, r),
+		Dests: func(ctx context.Context) ([]broker.Destination, error) {
 			cands, err := r.Candidates(ctx)
 			return origins.Destinations(cands), err
 		},
-		unreplayed: origins.Unreplayed,
-	}, true, nil
+		Unreplayed: origins.Unreplayed,
+	}}, true, nil
 }
 
 // awsOrigins builds the router and publisher of `redrive --to source` for

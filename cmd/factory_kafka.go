@@ -24,6 +24,17 @@ func (f *Factory) KafkaEndpoint(ctx context.Context, refStr string) (*kafka.Endp
 	if err != nil {
 		return nil, err
 	}
+	return f.kafkaEndpoint(ctx, ref)
+}
+
+// kafkaOpener opens kafka:// endpoints for Factory.Endpoint.
+type kafkaOpener struct{}
+
+func (kafkaOpener) open(ctx context.Context, f *Factory, ref broker.Ref) (broker.Endpoint, error) {
+	return f.kafkaEndpoint(ctx, ref)
+}
+
+func (f *Factory) kafkaEndpoint(ctx context.Context, ref broker.Ref) (*kafka.Endpoint, error) {
 	cfg := f.kafkaConfig()
 	// The member ledger: a re-run after a kill waits for the killed run's
 	// group members (docs/kafka.md).

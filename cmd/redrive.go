@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -25,7 +24,9 @@ type RedriveOptions struct {
 	// flags are the command's flags, to refuse those the queue's broker
 	// cannot honour (refuseFlags).
 	flags *pflag.FlagSet
-	F     *Factory `json:"-"`
+	// open is the factory's (Factory.openRedrive), as cli/cli's options
+	// carry the factory's functions: it opens what a run needs.
+	open func(context.Context, *RedriveOptions) (*redriveSession, error)
 
 	DLQ string `json:"dlq"`
 	To  string `json:"to"`
@@ -60,7 +61,7 @@ type RedriveOptions struct {
 
 // NewCmdRedrive builds `dlqctl redrive` and its subcommands.
 func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error) *cobra.Command {
-	opts := &RedriveOptions{F: f}
+	opts := &RedriveOptions{open: f.openRedrive}
 	c := &cobra.Command{
 		Use:   "redrive DLQ [--to source|QUEUE] [--filter EXPR | --class C] [--dry-run | --canary N] [--rate R | --ramp R1,R2,...] [--yes]",
 		Short: "Move messages from a DLQ back to their sources or a recovery queue, with nothing lost",
@@ -106,25 +107,6 @@ func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error
 	return c
 }
 
-func parseShare(s string) (float64, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, nil
-	}
-	pct := strings.HasSuffix(s, "%")
-	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
-	if err != nil {
-		return 0, err
-	}
-	if pct || v > 1 {
-		v /= 100
-	}
-	if v <= 0 || v > 1 {
-		return 0, fmt.Errorf("out of range")
-	}
-	return v, nil
-}
-
 func (o *RedriveOptions) validate(c *cobra.Command) error {
 	if _, err := checkRef(o.DLQ); err != nil {
 		return err
@@ -154,7 +136,7 @@ func (o *RedriveOptions) validate(c *cobra.Command) error {
 	if o.Canary > 0 && o.Share != nil && o.Share.Shared() {
 		return errs.BadInputf("--canary and --rate-share exclude each other: a canary watches the DLQ for returns, which peers would take first; run the canary alone, then start the peers with --rate-share")
 	}
-	share, err := parseShare(o.MaxReturnsRaw)
+	share, err := redrive.ParseShare(o.MaxReturnsRaw)
 	if err != nil {
 		return errs.BadInputf("--max-returns %q is not a share; use a percentage like 5%% or a fraction like 0.05", o.MaxReturnsRaw)
 	}
@@ -171,20 +153,13 @@ func (o *RedriveOptions) validate(c *cobra.Command) error {
 	case "dlqctl":
 	case "native":
 		var bad []string
-		if o.Selection.Active() {
-			bad = append(bad, "--filter/--rules/--class")
-		}
-		if o.Canary > 0 {
-			bad = append(bad, "--canary")
-		}
-		if o.Max > 0 {
-			bad = append(bad, "--max")
-		}
-		if o.DryRun {
-			bad = append(bad, "--dry-run")
-		}
-		if o.Transform.Active() {
-			bad = append(bad, "--transform")
+		for _, b := range []struct {
+			flag  string
+			given bool
+		}{{"--filter/--rules/--class", o.Selection.Active()}, {"--canary", o.Canary > 0}, {"--max", o.Max > 0}, {"--dry-run", o.DryRun}, {"--transform", o.Transform.Active()}} {
+			if b.given {
+				bad = append(bad, b.flag)
+			}
 		}
 		for _, name := range []string{"max-returns", "max-dest-backlog", "max-redrives", "concurrency"} {
 			if c != nil && c.Flags().Changed(name) {
@@ -224,11 +199,24 @@ func (o *RedriveOptions) fingerprint(dlqARN string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// redriveRun opens everything the run needs in one factory call
+// (opts.open: Factory.openRedrive, which also refuses what the resolved
+// DLQ cannot honour), hands it to one domain entry point and prints: the
+// broker's own move (--engine native), the plan (--dry-run) or the run
+// (redrive.Redrive).
 func redriveRun(ctx context.Context, opts *RedriveOptions) error {
-	if opts.Engine == "native" {
-		return nativeRun(ctx, opts)
+	s, err := opts.open(ctx, opts)
+	if err != nil {
+		return err
 	}
-	return endpointRedriveRun(ctx, opts)
+	defer s.close()
+	switch {
+	case s.native != nil:
+		return s.moveNative(ctx)
+	case s.planPub != nil:
+		return s.plan(ctx)
+	}
+	return s.redrive(ctx)
 }
 
 // sqsCloseWarning is what a run says when giving back the SQS messages it
@@ -279,13 +267,6 @@ func withUnconfirmedNote(f *Factory, next func(*redrive.Journal)) func(*redrive.
 		if next != nil {
 			next(j)
 		}
-	}
-}
-
-// noCanaryMatch says so when a canary found nothing to move.
-func noCanaryMatch(f *Factory, opts *RedriveOptions, out *redrive.Outcome) {
-	if opts.Canary > 0 && out.Result.Moved+out.Result.Resumed == 0 && out.Err == nil {
-		f.IO.Infof("canary: no matching message to move")
 	}
 }
 
@@ -373,7 +354,7 @@ reason); with none, it says so and exits 0. The journals are read from
 			if err := json.Unmarshal(meta.Options, opts); err != nil {
 				return fmt.Errorf("run %s has no usable options in its journal: %w", meta.ID, err)
 			}
-			opts.F, opts.ResumeID = f, meta.ID
+			opts.open, opts.ResumeID = f.openRedrive, meta.ID
 			opts.DLQ = meta.SourceURL
 			if runF != nil {
 				return runF(c.Context(), opts)

@@ -2,11 +2,9 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/classify"
@@ -15,113 +13,29 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 	"github.com/dlqctl/dlqctl/pkg/report"
-	"github.com/dlqctl/dlqctl/pkg/transform"
 )
 
-// endpointRedriveRun is redrive over broker.Endpoint alone: the DLQ's
-// source, router and publisher, the engine, the run journal, the canary,
-// pacing and guards of pkg/redrive, and what the broker offers beyond
-// that reached through its capabilities and optional interfaces (a
-// destination's depth for the backlog guard and --verify-drain, the
-// canary window, a bigger unpaced batch, a transactional publisher for
-// --exactly-once, a lag reader for --max-dest-lag, its own write-ahead
-// intents). RabbitMQ queues and Kafka dead-letter topics run here.
-func endpointRedriveRun(ctx context.Context, opts *RedriveOptions) error {
-	f := opts.F
-	lags, err := redrive.ParseDestLag(opts.Kafka.MaxDestLag)
-	if err != nil {
-		return err
-	}
-	ep, err := f.Endpoint(ctx, opts.DLQ)
-	if err != nil {
-		return err
-	}
-	defer closeEndpoint(ep)
-	caps := ep.Capabilities()
-	words := caps.Words()
-	if err := refuseFlags(caps, opts.flags, opts.Engine == "native"); err != nil {
-		return err
-	}
-	sel, err := opts.Selection.Selector()
-	if err != nil {
-		return err
-	}
-	watchFilterErrors(f, sel)
-	route, err := redriveRoute(ctx, f, opts, ep)
-	if err != nil {
-		return err
-	}
-	defer route.close()
-	router, pubEp := route.router, route.pubEp
-	if err := prepareLogs(ctx, f, ep.String(), sel, &opts.Selection.Logs); err != nil {
-		return err
-	}
-	// Without a selection nothing reads a record beyond the redrive
-	// marker and the route: records are not decoded for it.
-	var selector redrive.Selector
-	if sel != nil && !sel.MatchesAll() {
-		selector = sel
-	}
-	if pw, ok := ep.(broker.PeekWarner); ok {
-		for _, w := range pw.PeekWarnings() {
-			f.IO.Warnf("%s", w)
-		}
-	}
-	xf, err := opts.Transform.compile(caps)
-	if err != nil {
-		return err
-	}
-	watchTransformErrors(f, xf)
-	if opts.DryRun {
-		pub := route.pub
-		if pub == nil {
-			if pub, err = planPublisher(ctx, pubEp); err != nil {
-				return err
-			}
-		}
-		defer pub.Close(context.WithoutCancel(ctx))
-		return redrivePlan(ctx, opts, ep, pub, router, selector, xf)
-	}
+// redrive is the run: redrive over broker.Endpoint alone (redrive.Redrive:
+// the DLQ's source, router and publisher, the engine, the run journal, the
+// canary, pacing and guards, and what the broker offers beyond that
+// reached through its capabilities and optional interfaces), then its
+// summary.
+func (s *redriveSession) redrive(ctx context.Context) error {
+	f, ep, req := s.f, s.ep, s.req
+	words := ep.Capabilities().Words()
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
-	// The journal keeps the options without credentials: a resumed run
-	// takes them from the reference or the broker's environment.
-	shown := *opts
-	shown.DLQ, shown.To = ep.String(), redactRef(opts.To)
-	raw, _ := json.Marshal(&shown)
-	req := redrive.Request{
-		DLQ: ep, Select: selector, What: selectionText(sel), Canary: opts.Canary,
-		Route:     redrive.Route{Router: router, PubEp: pubEp, Pub: route.pub, CanaryDests: route.canaryDests},
-		VerifyFor: opts.VerifyFor, VerifyGiven: opts.verifySet != nil && opts.verifySet(), VerifyPoll: opts.VerifyPoll, VerifyDrain: opts.VerifyDrain,
-		Visibility: opts.Visibility, DestLag: lags, ExactlyOnce: opts.Kafka.ExactlyOnce,
-		Info: f.IO.Infof, Warn: f.IO.Warnf,
-		Confirm: func(depth, to string) error { return confirmRedrive(f, sel, opts, ep.Name(), depth, to) },
-		Originals: func(ctx context.Context) (redrive.Keeper, error) {
-			o, err := opts.Transform.originals(ctx, f, ep, selectionText(sel), xf)
-			return keeperOf(o), err
-		},
-		Run: redrive.RunSpec{
-			StateDir: f.StateDir(), ResumeID: opts.ResumeID,
-			Meta:       redrive.RunMeta{Fingerprint: opts.fingerprint(ep.ID()), Options: raw, Transform: opts.Transform.meta(xf)},
-			OnWaitHeld: func(id string, wait time.Duration) { waitHeldInfo(f, id, wait) },
-			OnJournal:  withUnconfirmedNote(f, func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) }),
-			Move: redrive.Options{Max: opts.Max, MaxRedrives: opts.MaxRedrives, Concurrency: opts.Concurrency,
-				Guards:   opts.GuardFlags.guards(opts.MaxReturns),
-				Reporter: progressReporter(prog, "redrive"), WaitInFlight: waitInFlight(opts.WaitInFlight), Transform: xf},
-		},
-	}
-	if o := route.origins; o != nil {
-		req.Route.Origins = &redrive.Origins{Watch: o.watch, Dests: o.dests, Unreplayed: o.unreplayed}
-	}
-	opts.PaceFlags.apply(&req.Run.Move)
+	req.Run.Move.Reporter = progressReporter(prog, "redrive")
 	done, err := redrive.Redrive(ctx, req)
 	var out *redrive.Outcome
 	if done != nil {
 		out = done.Outcome
 	}
 	return finishMove(f, prog, out, err, "redrive", words.GiveBackFailed, func(out *redrive.Outcome) error {
-		noCanaryMatch(f, opts, out)
-		sum := RedriveSummary{Result: out.Result, Status: out.Status, DLQ: ep.Name(), To: router.Describe(), Canary: out.Verdict, PendingAfter: done.PendingAfter}
+		if req.Canary > 0 && out.Result.Moved+out.Result.Resumed == 0 && out.Err == nil {
+			f.IO.Infof("canary: no matching message to move")
+		}
+		sum := RedriveSummary{Result: out.Result, Status: out.Status, DLQ: ep.Name(), To: req.Route.Router.Describe(), Canary: out.Verdict, PendingAfter: done.PendingAfter}
 		return report.WriteRedriveSummary(f.IO, prog, format, sum, words)
 	}, func() error {
 		if n := done.Unreplayed; n > 0 {
@@ -132,36 +46,11 @@ func endpointRedriveRun(ctx context.Context, opts *RedriveOptions) error {
 	})
 }
 
-// redriveTo is where a redrive sends its copies: the router, the endpoint
-// whose publisher sends them (or the publisher itself), and the
-// destinations a canary expects them in (nil: those the run finds).
-type redriveTo struct {
-	router      redrive.Router
-	pubEp       broker.Endpoint
-	pub         broker.Publisher
-	canaryDests []broker.Destination
-	// origins: the DLQ is fed by what is not a queue of its broker.
-	origins *sourceOrigins
-	close   func()
-}
-
-// sourceOrigins is how a redrive --to source reaches origins that are not
-// queues of the DLQ's broker (Factory.redriveOrigins): its router and
-// publisher, the endpoint a canary watches (whose window the origins
-// compute), the canary's destinations, and the count of skipped messages
-// that are work left (their origin unknown or not replayable).
-type sourceOrigins struct {
-	router     redrive.Router
-	pub        broker.Publisher
-	watch      broker.Endpoint
-	dests      func(context.Context) ([]broker.Destination, error)
-	unreplayed func(skipped map[string]int) int
-}
-
 // redriveRoute resolves --to for a redrive out of ep: back to where each
 // message came from (source), or one destination of the same broker,
 // within what the DLQ's broker can reach (broker.DestinationScoper).
-func redriveRoute(ctx context.Context, f *Factory, opts *RedriveOptions, ep broker.Endpoint) (redriveTo, error) {
+// close releases the destination it opened.
+func redriveRoute(ctx context.Context, f *Factory, opts *RedriveOptions, ep broker.Endpoint) (route redrive.Route, close func(), err error) {
 	caps := ep.Capabilities()
 	words := caps.Words()
 	if strings.EqualFold(opts.To, "source") {
@@ -170,33 +59,27 @@ func redriveRoute(ctx context.Context, f *Factory, opts *RedriveOptions, ep brok
 		if lists {
 			var err error
 			if dests, err = lister.SourceDestinations(ctx); err != nil {
-				return redriveTo{}, broker.StartError(err)
+				return route, nil, broker.StartError(err)
 			}
 		}
 		if (lists && dests == nil) || opts.Origin != "" {
 			// Nothing of its broker dead-letters into it: Lambda, SNS,
 			// EventBridge.
 			o, ok, err := f.redriveOrigins(ctx, ep, opts.Origin)
-			if err != nil {
-				return redriveTo{}, err
-			}
-			if ok {
-				return redriveTo{router: o.router, pubEp: ep, pub: o.pub, origins: &o, close: func() {}}, nil
+			if ok || err != nil {
+				return o, func() {}, err
 			}
 		}
 		router, err := ep.RouterToSource(ctx)
-		if err != nil {
-			return redriveTo{}, broker.StartError(err)
-		}
-		return redriveTo{router: router, pubEp: ep, canaryDests: dests, close: func() {}}, nil
+		return redrive.Route{Router: router, PubEp: ep, CanaryDests: dests}, func() {}, broker.StartError(err)
 	}
 	dest, err := f.Endpoint(ctx, opts.To)
 	if err != nil {
-		return redriveTo{}, err
+		return route, nil, err
 	}
-	fail := func(err error) (redriveTo, error) {
+	fail := func(err error) (redrive.Route, func(), error) {
 		closeEndpoint(dest)
-		return redriveTo{}, err
+		return route, nil, err
 	}
 	if dest.Broker() != ep.Broker() {
 		return fail(errs.BadInputf("--to %s: a %s DLQ redrives within %s (or --to source); archive it and restore the archive to move messages elsewhere", redactRef(opts.To), caps.Label, caps.Label))
@@ -217,7 +100,7 @@ func redriveRoute(ctx context.Context, f *Factory, opts *RedriveOptions, ep brok
 	if err != nil {
 		return fail(broker.StartError(err))
 	}
-	return redriveTo{router: fixedRouter{t}, pubEp: dest, canaryDests: []broker.Destination{t}, close: func() { closeEndpoint(dest) }}, nil
+	return redrive.Route{Router: fixedRouter{t}, PubEp: dest, CanaryDests: []broker.Destination{t}}, func() { closeEndpoint(dest) }, nil
 }
 
 // fixedRouter sends every message to one destination (--to, restore).
@@ -250,26 +133,15 @@ func confirmRedrive(f *Factory, sel *classify.Selector, opts *RedriveOptions, fr
 		"redrive not confirmed; nothing was changed")
 }
 
-// planPublisher is what a dry run prepares copies with: a publisher that
-// does not connect where the broker has one (broker.Preparer), else one
-// opened on pubEp. Close it when done.
-func planPublisher(ctx context.Context, pubEp broker.Endpoint) (broker.Publisher, error) {
-	if p, ok := pubEp.(broker.Preparer); ok {
-		return p.Preparer(), nil
-	}
-	pub, err := pubEp.OpenPublisher(ctx)
-	return pub, broker.StartError(err)
-}
-
-// redrivePlan is the dry run: the DLQ (ep) read without removing
-// anything, each message decided as the run would, its copy prepared by
-// pub.
-func redrivePlan(ctx context.Context, opts *RedriveOptions, ep broker.Endpoint, pub broker.Publisher, router redrive.Router, sel redrive.Selector, xf *transform.Transform) error {
-	f := opts.F
+// plan is the dry run: the DLQ read without removing anything, each
+// message decided as the run would, its copy prepared, and the plan
+// printed.
+func (s *redriveSession) plan(ctx context.Context) error {
+	f, ep, req, m := s.f, s.ep, s.req, s.req.Run.Move
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
-	pl := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: pub, Select: sel, MaxRedrives: opts.MaxRedrives, Max: opts.Max, Transform: xf}
-	res, err := f.ForEachRecord(ctx, InputOptions{Queue: opts.DLQ, Visibility: opts.Visibility}, func(rec *record.Record, parsed any) error {
+	pl := &redrive.Planner{RunID: "dry-run", Router: req.Route.Router, Publisher: s.planPub, Select: req.Select, MaxRedrives: m.MaxRedrives, Max: m.Max, Transform: m.Transform}
+	res, err := f.ForEachRecord(ctx, InputOptions{Queue: s.queue, Visibility: req.Visibility}, func(rec *record.Record, parsed any) error {
 		ev, err := pl.Add(ctx, rec, parsed)
 		if err != nil {
 			return err
@@ -283,12 +155,11 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, ep broker.Endpoint, 
 		}
 		return err
 	}
-	fe, err := endSelection(f, sel, "would stay in the DLQ")
+	fe, err := endSelection(f, pl.Select, "would stay in the DLQ")
 	if err != nil {
 		return err
 	}
-	sh := opts.PaceFlags.share()
-	plan := pl.Plan(sh.Rate(opts.Rate), sh.Ramp(opts.Ramp), opts.RampEvery)
+	plan := pl.Plan(m.Rate, m.Ramp, m.RampEvery)
 	if res.Scan != nil {
 		plan.Complete, plan.Note = res.Scan.Complete, res.Scan.Note
 	} else {
@@ -296,11 +167,11 @@ func redrivePlan(ctx context.Context, opts *RedriveOptions, ep broker.Endpoint, 
 		// before its end was warned about).
 		plan.Complete = true
 	}
-	desc := "all messages"
-	if sel != nil {
-		desc = sel.Describe()
+	what := "all messages"
+	if pl.Select != nil {
+		what = pl.Select.Describe()
 	}
-	out := RedrivePlanOutput{Plan: plan, DLQ: ep.Name(), To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp, FilterErrors: fe}
+	out := RedrivePlanOutput{Plan: plan, DLQ: ep.Name(), To: pl.Router.Describe(), Selection: what, Rate: s.pace.Rate, Ramp: s.pace.Ramp, FilterErrors: fe}
 	caps := ep.Capabilities()
 	unpaced := "as fast as --concurrency allows (set --rate or --ramp for an estimate)"
 	if caps.Ordering == broker.OrderPartition {

@@ -3,66 +3,30 @@ package cmd
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
-	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
+	"github.com/dlqctl/dlqctl/pkg/redrive"
 	"github.com/dlqctl/dlqctl/pkg/report"
 )
 
 // redrive --engine native, redrive status and redrive cancel: the broker
 // moves the whole DLQ itself (broker.NativeMover: SQS message move tasks).
 
-// nativeRun is redrive --engine native; a broker that cannot move a queue
-// itself is refused (refuseFlags, from the capabilities).
-func nativeRun(ctx context.Context, opts *RedriveOptions) error {
-	f := opts.F
-	ep, mover, err := openNativeMover(ctx, f, opts.DLQ, "--engine native", "use --engine dlqctl (the default)", opts)
-	if err != nil {
-		return err
-	}
-	defer closeEndpoint(ep)
-	var dest broker.Endpoint // nil: back to the sources
-	if !strings.EqualFold(opts.To, "source") {
-		if dest, err = f.Endpoint(ctx, opts.To); err != nil {
-			return err
-		}
-		defer closeEndpoint(dest)
-		if dest.ID() == ep.ID() {
-			return errs.BadInputf("--to %s is the DLQ itself; pass --to source or another queue", redactRef(opts.To))
-		}
-	}
-	depth, err := ep.Depth(ctx)
-	if err != nil {
-		return broker.StartError(err)
-	}
-	to := "their sources"
-	if dest != nil {
-		to = opts.To
-	}
-	if err := confirm(f,
-		fmt.Sprintf("Start an SQS move task for all %d messages of %s to %s?", depth.Ready, ep.Name(), to),
-		fmt.Sprintf("redrive moves every message out of %s; pass --yes to confirm", ep.Name()),
-		"redrive not confirmed; nothing was changed"); err != nil {
-		return err
-	}
-	steps := []int{int(opts.Rate)}
-	if len(opts.Ramp) > 0 {
-		steps = steps[:0]
-		for _, r := range opts.Ramp {
-			steps = append(steps, int(r))
-		}
-	}
+// moveNative lets the broker move the whole DLQ (redrive.Native.Move,
+// once confirmed) and prints its task.
+func (s *redriveSession) moveNative(ctx context.Context) error {
+	f := s.f
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
-	start := time.Now()
-	task, err := mover.NativeMove(ctx, dest, steps, opts.RampEvery, 2*time.Second, func(t broker.NativeTask) {
-		prog.Update(output.Stats{Op: "redrive (native)", Done: t.Moved, Total: t.ToMove, Target: float64(t.Rate), Elapsed: time.Since(start).Seconds()}, false)
+	task, err := s.native.Move(ctx, func(prompt, refusal string) error {
+		return confirm(f, prompt, refusal, "redrive not confirmed; nothing was changed")
+	}, func(t broker.NativeTask, since time.Duration) {
+		prog.Update(output.Stats{Op: "redrive (native)", Done: t.Moved, Total: t.ToMove, Target: float64(t.Rate), Elapsed: since.Seconds()}, false)
 	})
 	prog.Done()
 	if task != nil {
@@ -77,9 +41,9 @@ func nativeRun(ctx context.Context, opts *RedriveOptions) error {
 // openNativeMover opens the DLQ whose broker moves it itself; one that
 // cannot is refused before anything connects, in the sentence generated
 // from broker.NeedNativeMove (what names the command or flag, instead the
-// way out). opts (nil for status and cancel) are refused against the
-// resolved queue's capabilities.
-func openNativeMover(ctx context.Context, f *Factory, raw, what, instead string, opts *RedriveOptions) (broker.Endpoint, broker.NativeMover, error) {
+// way out). The flags given (nil for status and cancel) are refused
+// against the resolved queue's capabilities.
+func openNativeMover(ctx context.Context, f *Factory, raw, what, instead string, flags *pflag.FlagSet) (broker.Endpoint, broker.NativeMover, error) {
 	if ref, err := checkRef(raw); err == nil {
 		if caps, ok := capsOf(ref.Broker); ok && !caps.NativeMove {
 			return nil, nil, broker.NeedNativeMove.Refusal(what, caps, haveLabels(broker.NeedNativeMove), instead)
@@ -90,8 +54,8 @@ func openNativeMover(ctx context.Context, f *Factory, raw, what, instead string,
 		return nil, nil, err
 	}
 	caps := ep.Capabilities()
-	if opts != nil {
-		if err := refuseFlags(caps, opts.flags, true); err != nil {
+	if flags != nil {
+		if err := refuseFlags(caps, flags, true); err != nil {
 			closeEndpoint(ep)
 			return nil, nil, err
 		}
@@ -108,20 +72,11 @@ func openNativeMover(ctx context.Context, f *Factory, raw, what, instead string,
 // the broker's own move cannot take (Capabilities.MaxNativeRate of the
 // DLQ's broker).
 func nativeRates(o *RedriveOptions) error {
-	ref, err := broker.ParseRef(o.DLQ)
-	if err != nil {
-		return nil // the reference is refused elsewhere
-	}
-	caps, ok := capsOf(ref.Broker)
-	if !ok || !caps.NativeMove {
-		return nil // --engine native is refused for this broker (refusals.go)
-	}
-	if o.Rate > float64(caps.MaxNativeRate) || o.Rate != float64(int(o.Rate)) {
-		return errs.BadInputf("--engine native takes a whole --rate from 1 to %d (got %g)", caps.MaxNativeRate, o.Rate)
-	}
-	for _, r := range o.Ramp {
-		if r > float64(caps.MaxNativeRate) || r != float64(int(r)) {
-			return errs.BadInputf("--engine native takes whole --ramp steps from 1 to %d (got %g)", caps.MaxNativeRate, r)
+	// A bad reference, or a broker without its own move, is refused
+	// elsewhere (refusals.go).
+	if ref, err := broker.ParseRef(o.DLQ); err == nil {
+		if caps, ok := capsOf(ref.Broker); ok && caps.NativeMove {
+			return redrive.NativeRates(caps.MaxNativeRate, o.Rate, o.Ramp)
 		}
 	}
 	return nil

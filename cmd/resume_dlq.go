@@ -12,25 +12,18 @@ import (
 // a note on stderr) when there is none. Runs of other DLQs, restores and
 // runs that stopped on a verdict are never picked.
 func newestUnfinishedRedrive(ctx context.Context, f *Factory, ref string) (string, error) {
-	runs, err := redrive.ListRunMetas(f.StateDir())
-	if err != nil {
-		return "", err
-	}
 	// Match by ARN when the reference is one, else resolve it (name or URL).
 	arn, err := f.sqsQueueARN(ctx, ref)
 	if err != nil {
 		return "", err
 	}
-	for _, r := range runs { // newest first
-		if r.Kind != "redrive" || r.Source != arn {
-			continue
+	r, err := redrive.NewestUnfinished(f.StateDir(), arn)
+	if err != nil || r == nil {
+		if err == nil {
+			f.IO.Infof("no unfinished redrive run of %s under %s: nothing to resume", record.ARNName(arn, "sqs"), f.StateDir())
 		}
-		switch r.Status {
-		case redrive.StatusRunning, redrive.StatusInterrupted, redrive.StatusPartial:
-			f.IO.Infof("resuming run %s (%s, started %s): the newest unfinished redrive of %s", r.ID, r.Status, r.Created.Format("2006-01-02 15:04:05Z07:00"), record.ARNName(arn, "sqs"))
-			return r.ID, nil
-		}
+		return "", err
 	}
-	f.IO.Infof("no unfinished redrive run of %s under %s: nothing to resume", record.ARNName(arn, "sqs"), f.StateDir())
-	return "", nil
+	f.IO.Infof("resuming run %s (%s, started %s): the newest unfinished redrive of %s", r.ID, r.Status, r.Created.Format("2006-01-02 15:04:05Z07:00"), record.ARNName(arn, "sqs"))
+	return r.ID, nil
 }
