@@ -757,7 +757,7 @@ func (e *engine) process(runCtx context.Context, w int, items []Item, ack *acker
 	var release, ackOnly []Item
 	var order []string
 	groups := map[string][]pendingItem{}
-	for _, it := range items {
+	for i, it := range items {
 		dec, err := e.sink.Prepare(runCtx, it)
 		if err != nil {
 			release = append(release, it)
@@ -785,10 +785,16 @@ func (e *engine) process(runCtx context.Context, w int, items []Item, ack *acker
 			} else if e.opt.Max <= 0 {
 				e.reserved.Add(1)
 			}
-			if _, ok := groups[dec.Key]; !ok {
+			ps, ok := groups[dec.Key]
+			if !ok {
 				order = append(order, dec.Key)
+				if len(order) == 1 {
+					// Most batches go to one destination: the first
+					// key's items are held without growing.
+					ps = make([]pendingItem, 0, len(items)-i)
+				}
 			}
-			groups[dec.Key] = append(groups[dec.Key], pendingItem{it: it, dec: dec})
+			groups[dec.Key] = append(ps, pendingItem{it: it, dec: dec})
 		}
 	}
 	e.releaseItems(fin, release)
