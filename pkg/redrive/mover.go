@@ -231,6 +231,11 @@ type Options struct {
 	// Originals keeps the originals of a transforming run (required with
 	// Transform on a queue; nil for an archive, which is the originals).
 	Originals Keeper
+	// noBodyDigests: no canary watches the run (Execute), so the bodies of
+	// lean records (broker.SourceOptions.Lean), which come without their
+	// SHA-256, are not hashed for the journal (only a canary reads its
+	// body digests: Journal.HasBody).
+	noBodyDigests bool
 }
 
 // Result is the accounting of a run.
@@ -745,7 +750,7 @@ func (s *moveSink) Prepare(ctx context.Context, it Item) (pipeline.Decision, err
 		}
 		return pipeline.Decision{Verb: pipeline.Skip, Reason: reason}, nil
 	}
-	if c.sha == "" && s.shas.Add(1) <= maxBodyKeys {
+	if c.sha == "" && !s.opt.noBodyDigests && s.shas.Add(1) <= maxBodyKeys {
 		// A lean record (broker.SourceOptions.Lean) leaves the digest to
 		// the reader: the journal keeps the first maxBodyKeys bodies' (the
 		// canary's recognition of copies that lost their marker).
