@@ -1020,8 +1020,11 @@ func (e *engine) ack(j ackJob) {
 		}
 	}
 	errs := e.src.Ack(ctx, j.items)
-	var acked []Item
+	acked := make([]Item, 0, len(j.items))
 	var ackedLabels []string
+	if !j.resumed {
+		ackedLabels = make([]string, 0, len(j.items))
+	}
 	e.mu.Lock()
 	for i, it := range j.items {
 		var err error
@@ -1040,7 +1043,9 @@ func (e *engine) ack(j ackJob) {
 			e.addErrorLocked(fmt.Sprintf("removing a processed message from %s: %v", e.src.Name(), err))
 			continue
 		}
-		delete(e.notAcked, id)
+		if len(e.notAcked) > 0 {
+			delete(e.notAcked, id)
+		}
 		acked = append(acked, it)
 		if !j.resumed {
 			ackedLabels = append(ackedLabels, j.labels[i])

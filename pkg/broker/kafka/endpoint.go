@@ -390,7 +390,8 @@ func fillLean(p *leanParts, m *Message, id string) *record.Record {
 	}
 	r.SizeBytes = size
 	if m.Key != nil && utf8.Valid(m.Key) {
-		r.OrderingKey = string(m.Key)
+		// The key as read, like the body.
+		r.OrderingKey = unsafe.String(unsafe.SliceData(m.Key), len(m.Key))
 	}
 	if m.Origin.Topic != "" {
 		p.origin = record.KafkaOrigin{Topic: m.Origin.Topic, Partition: -1, Offset: -1, Format: m.Origin.Format}
