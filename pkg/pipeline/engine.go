@@ -844,7 +844,9 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 		ack.waitBelow(e.opt.AckBehind)
 	}
 	outs, commit := e.sink.Deliver(fin, w, key, items, payloads)
-	accepted := make([]Item, 0, len(batch))
+	// accepted is items itself while every item so far was accepted (the
+	// usual batch); it becomes a list of its own at the first that was not.
+	accepted, own := items[:0], false
 	details, labels := make([]string, 0, len(batch)), make([]string, 0, len(batch))
 	var unknown, notSent []Item
 	var unknownErr, notSentErr error
@@ -859,12 +861,19 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 		} else {
 			o.Err = errors.New("the sink gave no outcome for this message")
 		}
+		if o.Err != nil && !own {
+			accepted, own = append(make([]Item, 0, len(batch)), items[:i]...), true
+		}
 		switch {
 		case errors.As(o.Err, &undelivered):
 			notSent = append(notSent, p.it)
 			notSentErr = undelivered.Err
 		case o.Err == nil:
-			accepted = append(accepted, p.it)
+			if own {
+				accepted = append(accepted, p.it)
+			} else {
+				accepted = items[:i+1]
+			}
 			details = append(details, o.Detail)
 			labels = append(labels, p.dec.Label)
 		case errors.As(o.Err, &refused):
