@@ -757,7 +757,7 @@ func (e *engine) process(runCtx context.Context, w int, items []Item, ack *acker
 	var release, ackOnly []Item
 	var order []string
 	groups := map[string][]pendingItem{}
-	for _, it := range items {
+	for i, it := range items {
 		dec, err := e.sink.Prepare(runCtx, it)
 		if err != nil {
 			release = append(release, it)
@@ -785,10 +785,16 @@ func (e *engine) process(runCtx context.Context, w int, items []Item, ack *acker
 			} else if e.opt.Max <= 0 {
 				e.reserved.Add(1)
 			}
-			if _, ok := groups[dec.Key]; !ok {
+			ps, ok := groups[dec.Key]
+			if !ok {
 				order = append(order, dec.Key)
+				if len(order) == 1 {
+					// Most batches go to one destination: the first
+					// key's items are held without growing.
+					ps = make([]pendingItem, 0, len(items)-i)
+				}
 			}
-			groups[dec.Key] = append(groups[dec.Key], pendingItem{it: it, dec: dec})
+			groups[dec.Key] = append(ps, pendingItem{it: it, dec: dec})
 		}
 	}
 	e.releaseItems(fin, release)
@@ -838,7 +844,9 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 		ack.waitBelow(e.opt.AckBehind)
 	}
 	outs, commit := e.sink.Deliver(fin, w, key, items, payloads)
-	accepted := make([]Item, 0, len(batch))
+	// accepted is items itself while every item so far was accepted (the
+	// usual batch); it becomes a list of its own at the first that was not.
+	accepted, own := items[:0], false
 	details, labels := make([]string, 0, len(batch)), make([]string, 0, len(batch))
 	var unknown, notSent []Item
 	var unknownErr, notSentErr error
@@ -853,12 +861,19 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 		} else {
 			o.Err = errors.New("the sink gave no outcome for this message")
 		}
+		if o.Err != nil && !own {
+			accepted, own = append(make([]Item, 0, len(batch)), items[:i]...), true
+		}
 		switch {
 		case errors.As(o.Err, &undelivered):
 			notSent = append(notSent, p.it)
 			notSentErr = undelivered.Err
 		case o.Err == nil:
-			accepted = append(accepted, p.it)
+			if own {
+				accepted = append(accepted, p.it)
+			} else {
+				accepted = items[:i+1]
+			}
 			details = append(details, o.Detail)
 			labels = append(labels, p.dec.Label)
 		case errors.As(o.Err, &refused):
@@ -1014,8 +1029,11 @@ func (e *engine) ack(j ackJob) {
 		}
 	}
 	errs := e.src.Ack(ctx, j.items)
-	var acked []Item
+	acked := make([]Item, 0, len(j.items))
 	var ackedLabels []string
+	if !j.resumed {
+		ackedLabels = make([]string, 0, len(j.items))
+	}
 	e.mu.Lock()
 	for i, it := range j.items {
 		var err error
@@ -1034,7 +1052,9 @@ func (e *engine) ack(j ackJob) {
 			e.addErrorLocked(fmt.Sprintf("removing a processed message from %s: %v", e.src.Name(), err))
 			continue
 		}
-		delete(e.notAcked, id)
+		if len(e.notAcked) > 0 {
+			delete(e.notAcked, id)
+		}
 		acked = append(acked, it)
 		if !j.resumed {
 			ackedLabels = append(ackedLabels, j.labels[i])

@@ -619,6 +619,19 @@ func (j *Journal) Unconfirmed(orig string) (dest string, ok bool) {
 	return dest, ok
 }
 
+// unconfirmedAll is Unconfirmed for each of ids under one lock: dests[i]
+// and ok[i] are ids[i]'s.
+func (j *Journal) unconfirmedAll(ids []string, dests []string, ok []bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.intents) == 0 {
+		return
+	}
+	for i, id := range ids {
+		dests[i], ok[i] = j.intents[id]
+	}
+}
+
 // UnconfirmedAtOpen returns the intents earlier attempts left unconfirmed
 // (original id -> destination key): what a resume treats as "outcome
 // unknown".

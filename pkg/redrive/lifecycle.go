@@ -166,6 +166,7 @@ func Execute(ctx context.Context, spec RunSpec) (*Outcome, error) {
 
 	opt := spec.Move
 	opt.Journal = j
+	opt.noBodyDigests = spec.Canary == nil
 	ran = true // Run's end closes the source below
 	res, runErr := Run(ctx, spec.Source, opt)
 	out := &Outcome{RunID: j.Meta().ID, CloseErr: spec.Source.Close(context.WithoutCancel(ctx))}

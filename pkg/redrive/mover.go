@@ -231,6 +231,11 @@ type Options struct {
 	// Originals keeps the originals of a transforming run (required with
 	// Transform on a queue; nil for an archive, which is the originals).
 	Originals Keeper
+	// noBodyDigests: no canary watches the run (Execute), so the bodies of
+	// lean records (broker.SourceOptions.Lean), which come without their
+	// SHA-256, are not hashed for the journal (only a canary reads its
+	// body digests: Journal.HasBody).
+	noBodyDigests bool
 }
 
 // Result is the accounting of a run.
@@ -599,6 +604,9 @@ type moveSink struct {
 	returned atomic.Int64
 	// shas counts the body digests computed for lean records.
 	shas atomic.Int64
+	// lastDest is the key of the destination last noted in dests (a run's
+	// messages go to one or a few): noting it again takes no lock.
+	lastDest atomic.Pointer[string]
 
 	mu        sync.Mutex
 	dests     map[string]broker.Destination
@@ -745,17 +753,21 @@ func (s *moveSink) Prepare(ctx context.Context, it Item) (pipeline.Decision, err
 		}
 		return pipeline.Decision{Verb: pipeline.Skip, Reason: reason}, nil
 	}
-	if c.sha == "" && s.shas.Add(1) <= maxBodyKeys {
+	if c.sha == "" && !s.opt.noBodyDigests && s.shas.Add(1) <= maxBodyKeys {
 		// A lean record (broker.SourceOptions.Lean) leaves the digest to
 		// the reader: the journal keeps the first maxBodyKeys bodies' (the
 		// canary's recognition of copies that lost their marker).
 		c.sha = record.SHA256Hex(c.copy.Body)
 	}
-	s.mu.Lock()
-	if _, ok := s.dests[dest.Key]; !ok {
-		s.dests[dest.Key] = dest
+	if k := s.lastDest.Load(); k == nil || *k != dest.Key {
+		s.mu.Lock()
+		if _, ok := s.dests[dest.Key]; !ok {
+			s.dests[dest.Key] = dest
+		}
+		s.mu.Unlock()
+		key := dest.Key
+		s.lastDest.Store(&key)
 	}
-	s.mu.Unlock()
 	return pipeline.Decision{Verb: pipeline.Deliver, Key: dest.Key, Payload: prepared{out: cp, sha: c.sha}, Size: cp.Size, Label: dest.Label}, nil
 }
 
@@ -831,8 +843,8 @@ func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item,
 	earlier := make([]bool, len(items))
 	for i, it := range items {
 		ids[i] = it.Record.MessageID
-		earlierDest[i], earlier[i] = s.j.Unconfirmed(ids[i])
 	}
+	s.j.unconfirmedAll(ids, earlierDest, earlier)
 	// A source that keeps its own write-ahead intent (broker.Intender:
 	// Kafka's offset ranges, written before the produce) is the record of
 	// the batch; the journal's intent line is for the others, and for a
@@ -1026,16 +1038,39 @@ func (s *moveSink) Flush(context.Context) (bool, error) { return false, nil }
 func (s *moveSink) Acked(items []Item, labels []string) {
 	ids := make([]string, len(items))
 	s.mu.Lock()
+	// A batch's messages mostly share their destination and class: each
+	// count is added once a run of equal ones.
+	var dest, class string
+	nDest, nClass := 0, 0
 	for i, it := range items {
 		ids[i] = it.Record.MessageID
-		if labels != nil {
-			s.byDest[labels[i]]++
-			s.byClass[classOf(it.Record)]++
-			if s.unmarked[ids[i]] {
-				delete(s.unmarked, ids[i])
-				s.unmarkedN++
-			}
+		if labels == nil {
+			continue
 		}
+		if d := labels[i]; nDest == 0 || d != dest {
+			if nDest > 0 {
+				s.byDest[dest] += nDest
+			}
+			dest, nDest = d, 0
+		}
+		nDest++
+		if c := classOf(it.Record); nClass == 0 || c != class {
+			if nClass > 0 {
+				s.byClass[class] += nClass
+			}
+			class, nClass = c, 0
+		}
+		nClass++
+		if len(s.unmarked) > 0 && s.unmarked[ids[i]] {
+			delete(s.unmarked, ids[i])
+			s.unmarkedN++
+		}
+	}
+	if nDest > 0 {
+		s.byDest[dest] += nDest
+	}
+	if nClass > 0 {
+		s.byClass[class] += nClass
 	}
 	s.mu.Unlock()
 	s.j.Deleted(ids)

@@ -343,19 +343,46 @@ func ToRecord(m *Message, id string, now time.Time) *record.Record {
 // and its SHA-256 is left to the reader that needs it (the mover, for
 // the journal's first body digests).
 func leanRecord(m *Message, id string) *record.Record {
+	return leanRecords([]*Message{m}, id)[0]
+}
+
+// leanParts is a lean record with its Kafka part and its origin.
+type leanParts struct {
+	rec    record.Record
+	sys    record.KafkaSystem
+	origin record.KafkaOrigin
+}
+
+// leanRecords is leanRecord for a poll's messages: their records, Kafka
+// parts and origins are one allocation, and so are their ids (one buffer
+// the id strings share; a string never changes, so none is written again).
+func leanRecords(ms []*Message, id string) []*record.Record {
+	all := make([]leanParts, len(ms))
+	out := make([]*record.Record, len(ms))
+	n := 0
+	for _, m := range ms {
+		n += len(m.Topic) + 1 + 11 + 1 + 20 // TOPIC-PARTITION@OFFSET at its longest
+	}
+	ids := make([]byte, 0, n)
+	for i, m := range ms {
+		start := len(ids)
+		ids = appendID(ids, m)
+		r := fillLean(&all[i], m, id)
+		r.MessageID = unsafe.String(unsafe.SliceData(ids[start:]), len(ids)-start)
+		out[i] = r
+	}
+	return out
+}
+
+// fillLean fills p with m's lean record (its MessageID left to the caller).
+func fillLean(p *leanParts, m *Message, id string) *record.Record {
 	var body string
 	if len(m.Value) > 0 {
 		body = unsafe.String(unsafe.SliceData(m.Value), len(m.Value))
 	}
-	// The record, its Kafka part and its origin in one allocation.
-	all := &struct {
-		rec    record.Record
-		sys    record.KafkaSystem
-		origin record.KafkaOrigin
-	}{}
-	r := &all.rec
-	r.MessageID, r.Queue, r.Broker, r.Body = m.ID(), id, record.BrokerKafka, body
-	sys := &all.sys
+	r := &p.rec
+	r.Queue, r.Broker, r.Body = id, record.BrokerKafka, body
+	sys := &p.sys
 	sys.Topic, sys.Partition, sys.Offset, sys.Native = m.Topic, m.Partition, m.Offset, m
 	size := len(m.Value) + len(m.Key)
 	for _, h := range m.Headers {
@@ -363,11 +390,12 @@ func leanRecord(m *Message, id string) *record.Record {
 	}
 	r.SizeBytes = size
 	if m.Key != nil && utf8.Valid(m.Key) {
-		r.OrderingKey = string(m.Key)
+		// The key as read, like the body.
+		r.OrderingKey = unsafe.String(unsafe.SliceData(m.Key), len(m.Key))
 	}
 	if m.Origin.Topic != "" {
-		all.origin = record.KafkaOrigin{Topic: m.Origin.Topic, Partition: -1, Offset: -1, Format: m.Origin.Format}
-		sys.Origin = &all.origin
+		p.origin = record.KafkaOrigin{Topic: m.Origin.Topic, Partition: -1, Offset: -1, Format: m.Origin.Format}
+		sys.Origin = &p.origin
 	}
 	if v, ok := lastHeader(m.Headers, MarkerHeader); ok {
 		r.Attributes = map[string]record.Attribute{MarkerHeader: {Type: "String", Value: string(v)}}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -53,13 +54,17 @@ func (m *Message) FullOrigin() Origin {
 // ID names the record for people and journals: TOPIC-PARTITION@OFFSET, as
 // kcat and most Kafka tools print it.
 func (m *Message) ID() string {
-	b := make([]byte, 0, len(m.Topic)+24)
+	b := appendID(make([]byte, 0, len(m.Topic)+24), m)
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is not written again
+}
+
+// appendID appends m's ID to b.
+func appendID(b []byte, m *Message) []byte {
 	b = append(b, m.Topic...)
 	b = append(b, '-')
 	b = strconv.AppendInt(b, int64(m.Partition), 10)
 	b = append(b, '@')
-	b = strconv.AppendInt(b, m.Offset, 10)
-	return string(b)
+	return strconv.AppendInt(b, m.Offset, 10)
 }
 
 // Header returns the value of the last header named key (Kafka headers

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -152,8 +153,18 @@ func (s *consumeSource) Next(ctx context.Context, max int) ([]broker.Message, er
 		return nil, broker.ErrSourceDone
 	}
 	out := make([]broker.Message, len(ms))
+	if s.lean {
+		// A lean poll's records are built together (leanRecords).
+		for i, rec := range leanRecords(ms, s.id) {
+			out[i] = broker.Message{Record: rec, Handle: ms[i]}
+			if s.decode != nil {
+				out[i].Parsed = s.decode(rec)
+			}
+		}
+		return out, nil
+	}
 	for i, m := range ms {
-		out[i] = messageAs(m, s.id, s.decode, s.lean)
+		out[i] = messageAs(m, s.id, s.decode, false)
 	}
 	return out, nil
 }
@@ -380,9 +391,18 @@ func (p *publisher) Publish(ctx context.Context, dest broker.Destination, batch 
 	}
 	errs := p.p.Send(ctx, recs)
 	out := make([]broker.Result, len(batch))
+	// The copies' ids share one buffer (a string never changes, so none
+	// is written again).
+	n := 0
+	for _, r := range recs {
+		n += len(r.Topic) + 1 + 11 + 1 + 20
+	}
+	ids := make([]byte, 0, n)
 	for i, err := range errs {
 		if err == nil {
-			out[i].ID = copyID(recs[i])
+			start := len(ids)
+			ids = appendCopyID(ids, recs[i])
+			out[i].ID = unsafe.String(unsafe.SliceData(ids[start:]), len(ids)-start)
 			continue
 		}
 		if certainlyNotWritten(err) {
@@ -396,13 +416,16 @@ func (p *publisher) Publish(ctx context.Context, dest broker.Destination, batch 
 
 // copyID is a produced copy's id: TOPIC-PARTITION@OFFSET.
 func copyID(r *kgo.Record) string {
-	b := make([]byte, 0, len(r.Topic)+24)
+	return string(appendCopyID(make([]byte, 0, len(r.Topic)+24), r))
+}
+
+// appendCopyID appends r's copyID to b.
+func appendCopyID(b []byte, r *kgo.Record) []byte {
 	b = append(b, r.Topic...)
 	b = append(b, '-')
 	b = strconv.AppendInt(b, int64(r.Partition), 10)
 	b = append(b, '@')
-	b = strconv.AppendInt(b, r.Offset, 10)
-	return string(b)
+	return strconv.AppendInt(b, r.Offset, 10)
 }
 
 // certainlyNotWritten reports errors after which the record is known not
