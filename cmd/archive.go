@@ -373,21 +373,3 @@ func archivePlan(ctx context.Context, f *Factory, ep broker.Endpoint, total int6
 	}
 	return report.WriteArchivePlan(f.IO, prog, format, pl, aopts)
 }
-
-// archiveRef resolves an argument naming one archive run: an s3:// URI or
-// local path of its manifest or its folder.
-func archiveRef(ctx context.Context, f *Factory, s string) (archive.Ref, error) {
-	var api archive.S3API
-	if archive.IsS3URI(s) {
-		loc, err := archive.ParseS3URI(s)
-		if err != nil {
-			return archive.Ref{}, err
-		}
-		c, err := f.S3For(ctx, loc.Bucket)
-		if err != nil {
-			return archive.Ref{}, err
-		}
-		api = c
-	}
-	return archive.ResolveRun(ctx, s, api)
-}

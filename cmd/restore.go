@@ -141,7 +141,7 @@ func (o *RestoreOptions) validate() error {
 			return err
 		}
 	}
-	if !archive.IsS3URI(o.Manifest) && !isLocalManifest(o.Manifest) && !isLocalDir(o.Manifest) {
+	if !archive.IsS3URI(o.Manifest) && !archive.IsLocalManifest(o.Manifest) && !archive.IsLocalDir(o.Manifest) {
 		return errs.BadInputf("%s is not an archive manifest; pass s3://BUCKET/…/run=<id>/ (or its _manifest.json) or a local copy of the run", o.Manifest)
 	}
 	if _, err := o.Selection.Selector(); err != nil {
@@ -162,11 +162,11 @@ func (o *RestoreOptions) fingerprint(destARN string) string {
 
 func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	f := opts.F
-	ref, err := archiveRef(ctx, f, opts.Manifest)
+	ref, err := f.reader().ArchiveRun(ctx, opts.Manifest)
 	if err != nil {
 		return err
 	}
-	if !archive.IsManifestName(opts.Manifest) && !isLocalManifest(opts.Manifest) {
+	if !archive.IsManifestName(opts.Manifest) && !archive.IsLocalManifest(opts.Manifest) {
 		// A run folder: journal it as the manifest it holds, so the folder
 		// and the manifest are one restore (refused the second time).
 		opts.Manifest = ref.Name()
