@@ -183,7 +183,7 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	caps := ep.Capabilities()
 	dest, err := ep.Target(ctx)
 	if err != nil {
-		return openErr(err)
+		return archive.OpenErr(err)
 	}
 	// A canary watches the queue the destination dead-letters to, found
 	// before anything is verified or sent: a destination without one (or
@@ -220,7 +220,7 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	watchTransformErrors(f, opts.xf)
 	pub, err := ep.OpenPublisher(ctx)
 	if err != nil {
-		return openErr(err)
+		return archive.OpenErr(err)
 	}
 	defer pub.Close(context.WithoutCancel(ctx))
 	if opts.DryRun {
@@ -308,7 +308,7 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	err = executeMove(ctx, f, prog, spec, closeWarning(caps), func(out *redrive.Outcome) error {
 		return printRestoreSummary(f, prog, ref, ep.Name(), out.Result, out.Verdict, out.Status)
 	})
-	return runEndErr(err)
+	return archive.RunEndErr(err)
 }
 
 func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, destName string, res *redrive.Result, v *redrive.Verdict, status string) error {
