@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"context"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,8 +11,6 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/input"
 	"github.com/dlqctl/dlqctl/pkg/logs"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/record"
-	"github.com/dlqctl/dlqctl/pkg/report"
 )
 
 // ReadFlags say how much of a queue triage commands read: --sample N or
@@ -79,26 +76,19 @@ func queueOrFromArgs(from *string) cobra.PositionalArgs {
 	}
 }
 
-// readRecords streams records for triage (input.Reader.ReadTriage) with
-// a progress line on a terminal; --sample limits files too when given.
-//
-// With lk (--logs), records without failure context are looked up in the
-// consumer's logs in batches before fn sees them.
-//
-// pre, when set, is the command's per-record work (classification, group
-// keys): for files and archives it runs in parallel on the decoding
-// goroutines (it must be safe for concurrent use on different records);
-// with --logs it runs after the record's failure context from the logs is
-// attached. fn gets what pre returned, one record at a time, in order.
-func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *logs.Lookup, pre func(rec *record.Record, parsed any) any, fn recordFunc) (*report.ReadAccount, error) {
+// triage is the read of a triage command (input.Reader.ReadTriage) of
+// queue q, with a progress line on a terminal; --sample limits files too
+// when given. With lk (--logs), records without failure context are
+// looked up in the consumer's logs in batches before the command's
+// per-record work sees them.
+func (r *ReadFlags) triage(f *Factory, q string, lk *logs.Lookup) input.Triage {
 	prog := output.NewProgress(f.IO, output.Table)
 	t := input.Triage{In: r.input(q), All: r.All, Logs: lk,
 		Progress:     func(read int) { prog.Update(output.Stats{Op: "read", Done: int64(read)}, false) },
 		ProgressDone: prog.Done,
 	}
-	t.In.Prepare = pre
 	if r.From != "" && r.sampleSet && !r.All {
 		t.FileLimit = r.Sample
 	}
-	return f.reader().ReadTriage(ctx, t, fn)
+	return t
 }
