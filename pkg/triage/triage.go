@@ -1,7 +1,7 @@
 // Package triage is the work of the triage commands over a read of
 // records (pkg/input): sample keeps the first records a selection keeps;
-// group counts them per key; classify lists them, counts them per class and action, and
-// explains how the rules decide one message. It prints nothing: the
+// group counts them per key; classify lists them, counts them per class
+// and action, and explains how the rules decide one message. It prints nothing: the
 // commands print what it returns (pkg/report), and the selection's
 // filter errors, which the commands account for after the read.
 package triage
