@@ -227,3 +227,25 @@ func indent(lines []string) string {
 	}
 	return b.String()
 }
+
+// Wrap re-flows a paragraph (keeping existing line breaks of a prepared
+// text) to width.
+func Wrap(s string, width int) string {
+	if strings.Contains(s, "\n") {
+		return s
+	}
+	var b strings.Builder
+	n := 0
+	for i, w := range strings.Fields(s) {
+		if i > 0 && n+1+len(w) > width {
+			b.WriteString("\n")
+			n = 0
+		} else if i > 0 {
+			b.WriteString(" ")
+			n++
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String()
+}
