@@ -213,7 +213,10 @@ func uiSources(f *Factory) ui.Sources {
 				return nil, err
 			}
 			if len(as) != 1 {
-				return nil, errs.BadInputf("%s: no single auditor", ref)
+				// An SQS queue gets two auditors (its queues, and the
+				// Lambda/SNS/EventBridge origins); the UI has shown
+				// warnings of a single one only, so none here.
+				return nil, errs.BadInputf("%s: audited by %d auditors, the UI shows one", ref, len(as))
 			}
 			return as[0], nil
 		},
