@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dlqctl/dlqctl/pkg/archive"
-	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/report"
@@ -213,6 +211,8 @@ func (o *ArchiveOptions) validate() error {
 	return err
 }
 
+// archiveRun opens the queue and the bucket, refuses what the broker
+// cannot honour, and runs archive.Archive, printing its plan or summary.
 func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	f := opts.F
 	if opts.DeleteRecords && (!opts.Delete || !f.Opts.Yes) {
@@ -241,91 +241,49 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := archive.CheckBucket(ctx, api, opts.Dest.Bucket); err != nil {
-		return err
-	}
-	depth, err := ep.Depth(ctx)
-	if err != nil {
-		return openErr(err)
-	}
-	if pw, ok := ep.(broker.PeekWarner); ok {
-		for _, w := range archive.PeekWarnings(pw.PeekWarnings(), caps, opts.Delete) {
-			f.IO.Warnf("%s", w)
-		}
-	}
-	aopts := archive.Options{
+	req := archive.Request{DryRun: opts.DryRun, Options: archive.Options{
 		Dest: opts.Dest, Selection: sel.Describe(), Max: opts.Max, Delete: opts.Delete,
 		PartSize: opts.PartSize, PartRecords: opts.PartRecords, Visibility: opts.Visibility, Workers: opts.Concurrency,
-		Encryption:  archive.Encryption{SSE: opts.SSE, KMSKeyID: opts.KMSKeyID},
-		ToolVersion: Version(),
-	}
-	hl, limited := ep.(broker.HeldLimiter)
-	if limited {
-		note, warn := aopts.FitHeldLimit(hl, ep.Name(), depth.Ready)
-		if note != "" {
-			f.Verbosef("%s", note)
-		}
-		if warn != "" {
-			f.IO.Warnf("%s", warn)
-		}
-	}
+		Encryption: archive.Encryption{SSE: opts.SSE, KMSKeyID: opts.KMSKeyID},
+		Rate:       opts.Rate, ToolVersion: Version(),
+	}}
 	if sel != nil {
 		watchFilterErrors(f, sel)
-		aopts.Select = sel
+		req.Select = sel
 	}
-	share, _ := parseRateShare(opts.RateShareRaw) // validated
-	if share != nil {
-		aopts.Rate, aopts.Peers = share.Rate(opts.Rate), share.N
-		if caps.Sharing == broker.ShareCompeting {
-			// The processes are competing consumers of the queue: the
-			// source tags its reader as one of the share's, so at the end
-			// what the peers hold is theirs and what other applications
-			// hold is not.
-			aopts.Share = broker.Share{I: share.I, N: share.N}
-		}
-	} else {
-		aopts.Rate = opts.Rate
-	}
-	if opts.WaitInFlight && caps.Hold == broker.HoldLease {
-		aopts.WaitInFlight = maxWaitInFlight
+	req.Share, _ = parseRateShare(opts.RateShareRaw) // validated
+	if opts.WaitInFlight {
+		req.WaitInFlight = maxWaitInFlight // on a broker whose leases end (archive.Archive)
 	}
 	format, _ := f.Format()
-	if opts.DryRun {
-		// A peek: every message read is held to the end, then given back.
-		popts := aopts
-		if limited {
-			popts.MaxHeld, _ = hl.HeldLimit(false)
-		}
-		return archivePlan(ctx, f, ep, depth.Ready, popts, format)
-	}
-	if opts.Delete {
-		if err := confirm(f,
-			fmt.Sprintf("Archive %s from %s (%d %s) to %s and %s once its part is verified?", limitedWhat(sel.Describe(), 0, opts.Max), ep.Name(), depth.Ready, report.WaitingWord(caps), opts.Dest, report.RemovalWords(caps)),
-			fmt.Sprintf("archive --delete %s; pass --yes to confirm (see what would be archived with --dry-run)", report.RemovedWords(caps, ep.Name())),
-			"archive --delete not confirmed; nothing was changed"); err != nil {
-			return err
-		}
-	}
 	prog := output.NewProgress(f.IO, format)
-	rep := &report.ArchiveReporter{IO: f.IO, Prog: prog, Start: time.Now(), Total: depth.Ready, Verbosef: f.Verbosef}
-	if opts.Max > 0 {
-		rep.Total = min(rep.Total, int64(opts.Max))
-	}
-	aopts.Reporter = rep
-	res, runErr := archive.Run(ctx, ep, api, aopts)
+	out, runErr := archive.Archive(ctx, ep, api, req, archive.Hooks{
+		Warnf: f.IO.Warnf, Verbosef: f.Verbosef,
+		Confirm: func(ready int64) error {
+			return confirm(f,
+				fmt.Sprintf("Archive %s from %s (%d %s) to %s and %s once its part is verified?", limitedWhat(sel.Describe(), 0, opts.Max), ep.Name(), ready, report.WaitingWord(caps), opts.Dest, report.RemovalWords(caps)),
+				fmt.Sprintf("archive --delete %s; pass --yes to confirm (see what would be archived with --dry-run)", report.RemovedWords(caps, ep.Name())),
+				"archive --delete not confirmed; nothing was changed")
+		},
+		Scanned: func(seen int, total int64) {
+			prog.Update(output.Stats{Op: "scan", Done: int64(seen), Total: total}, false)
+		},
+		Reporter: func(total int64) archive.Reporter {
+			return &report.ArchiveReporter{IO: f.IO, Prog: prog, Start: time.Now(), Total: total, Verbosef: f.Verbosef}
+		},
+	})
 	prog.Done()
-	if res == nil {
-		return runEndErr(runErr)
+	switch {
+	case out == nil:
+		return runErr
+	case out.Plan != nil:
+		return report.WriteArchivePlan(f.IO, prog, format, out.Plan, out.Options)
 	}
-	if err := report.WriteArchiveSummary(f.IO, prog, format, res, runErr); err != nil {
+	if err := report.WriteArchiveSummary(f.IO, prog, format, out.Result, runErr); err != nil {
 		return err
 	}
 	if runErr == nil && opts.DeleteRecords {
-		rd, ok := ep.(broker.RecordDeleter)
-		if !ok { // the refusal table keeps --delete-records to brokers that delete by offset
-			return errs.BadInputf("--delete-records: %s cannot delete records by offset", caps.Label)
-		}
-		lines, err := rd.DeleteHandled(ctx)
+		lines, err := archive.DeleteRecords(ctx, ep)
 		if err != nil {
 			return err
 		}
@@ -336,58 +294,5 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 			f.IO.Infof("--delete-records: %s", l)
 		}
 	}
-	return runEndErr(runErr)
-}
-
-// openErr maps an error met while looking at the queue, before anything
-// changed: bad input stays bad input; an unreachable broker, a refused
-// login and a missing queue or topic are exit 2 on every broker.
-func openErr(err error) error {
-	if errs.Code(err) == errs.ExitUsage {
-		return err
-	}
-	return broker.StartError(err)
-}
-
-// runEndErr maps the error that ended a run, after it may have changed
-// something: bad input and a queue or topic that is gone are exit 2; a
-// broker lost in the middle of a run is an error (1).
-func runEndErr(err error) error {
-	if err != nil && errors.Is(err, broker.ErrNotFound) && errs.Code(err) != errs.ExitUsage {
-		return errs.BadInput(err)
-	}
-	return err
-}
-
-func archivePlan(ctx context.Context, f *Factory, ep broker.Endpoint, total int64, aopts archive.Options, format output.Format) error {
-	prog := output.NewProgress(f.IO, format)
-	pl, err := archive.DryRun(ctx, ep, aopts, func(seen int) {
-		prog.Update(output.Stats{Op: "scan", Done: int64(seen), Total: total}, false)
-	})
-	prog.Done()
-	if errors.Is(err, broker.ErrPeekUnsafe) && errs.Code(err) != errs.ExitUsage {
-		return errs.BadInput(err)
-	}
-	if err != nil {
-		return err
-	}
-	return report.WriteArchivePlan(f.IO, prog, format, pl, aopts)
-}
-
-// archiveRef resolves an argument naming one archive run: an s3:// URI or
-// local path of its manifest or its folder.
-func archiveRef(ctx context.Context, f *Factory, s string) (archive.Ref, error) {
-	var api archive.S3API
-	if archive.IsS3URI(s) {
-		loc, err := archive.ParseS3URI(s)
-		if err != nil {
-			return archive.Ref{}, err
-		}
-		c, err := f.S3For(ctx, loc.Bucket)
-		if err != nil {
-			return archive.Ref{}, err
-		}
-		api = c
-	}
-	return archive.ResolveRun(ctx, s, api)
+	return archive.RunEndErr(runErr)
 }

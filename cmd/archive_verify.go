@@ -51,7 +51,7 @@ one summary event per run. A run written by an older dlqctl
 
 func archiveVerifyRun(ctx context.Context, opts *ArchiveVerifyOptions) error {
 	f := opts.F
-	in, err := archiveInput(ctx, f, opts.Manifest)
+	in, err := f.reader().Archive(ctx, opts.Manifest)
 	if err != nil {
 		return err
 	}

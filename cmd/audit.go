@@ -2,13 +2,12 @@ package cmd
 
 import (
 	"context"
-	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlqctl/dlqctl/internal/humantime"
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
@@ -217,7 +216,7 @@ func (d *dayDuration) String() string {
 }
 
 func (d *dayDuration) Set(s string) error {
-	v, err := parseDayDuration(s)
+	v, err := humantime.ParseDays(s)
 	if err != nil {
 		return err
 	}
@@ -226,29 +225,6 @@ func (d *dayDuration) Set(s string) error {
 }
 
 func (d *dayDuration) Type() string { return "duration" }
-
-// parseDayDuration parses a Go duration with an optional leading day count
-// ("7d", "1d12h", "90m").
-func parseDayDuration(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	var days time.Duration
-	if i := strings.IndexByte(s, 'd'); i > 0 {
-		n, err := strconv.Atoi(s[:i])
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("%q is not a duration; write it like 7d, 36h or 90m", s)
-		}
-		days = time.Duration(n) * 24 * time.Hour
-		s = s[i+1:]
-		if s == "" {
-			return days, nil
-		}
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration; write it like 7d, 36h or 90m", s)
-	}
-	return days + v, nil
-}
 
 // maxRetention is the longest retention a broker keeps a message (SQS's
 // 14 days): a longer investigation window could never be met.

@@ -185,13 +185,9 @@ func checkRun(ctx context.Context, opts *CheckOptions) error {
 	return report.WriteCheck(f.IO, format, rep, ep.Name())
 }
 
-// closeEndpoint releases what an endpoint keeps open (a Kafka admin
-// client), for endpoints that keep something.
-func closeEndpoint(ep broker.Endpoint) {
-	if c, ok := ep.(interface{ Close() }); ok {
-		c.Close()
-	}
-}
+// closeEndpoint releases what an endpoint keeps open
+// (broker.CloseEndpoint).
+func closeEndpoint(ep broker.Endpoint) { broker.CloseEndpoint(ep) }
 
 // endpointErr makes a queue or topic that does not exist bad input (exit
 // 2, nothing changed) on every broker.

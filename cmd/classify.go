@@ -15,6 +15,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/report"
+	"github.com/dlqctl/dlqctl/pkg/triage"
 )
 
 // ClassifyOptions are the inputs of `dlqctl classify`.
@@ -177,55 +178,16 @@ func classifyRun(ctx context.Context, opts *ClassifyOptions) error {
 
 func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.Selector, lk *logs.Lookup) (retErr error) {
 	f := opts.F
-	var redactor *inspect.Redactor
+	l := triage.List{Select: sel}
 	if !opts.NoRedact {
-		redactor = inspect.NewRedactor(opts.Redact)
+		l.Redactor = inspect.NewRedactor(opts.Redact)
 	}
 	format, _ := f.Format()
-	var nd *output.NDJSONWriter
 	if format == output.NDJSON {
-		nd = output.NewNDJSON(f.IO.Out)
+		nd := output.NewNDJSON(f.IO.Out)
+		l.Stream = func(line json.RawMessage) error { return nd.Write(line) }
 	}
-	var recs []record.Record
-	matched := 0
-	// Classification, redaction and (for NDJSON) encoding run on the
-	// decoding goroutines; records are printed in input order.
-	type listed struct {
-		rec  record.Record
-		line json.RawMessage
-		err  error
-	}
-	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) any {
-		ok, err := sel.Keep(rec, parsed)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return nil
-		}
-		l := &listed{rec: *rec}
-		if redactor != nil {
-			l.rec = redactor.Record(l.rec)
-		}
-		if nd != nil {
-			l.line, l.err = l.rec.MarshalJSON()
-		}
-		return l
-	}, func(_ *record.Record, _, prepared any) error {
-		l, ok := prepared.(*listed)
-		if !ok {
-			return nil
-		}
-		matched++
-		if nd != nil {
-			if l.err != nil {
-				return l.err
-			}
-			return nd.Write(l.line)
-		}
-		recs = append(recs, l.rec)
-		return nil
-	})
+	res, rr, err := triage.ClassifyList(ctx, f.reader(), opts.Read.triage(f, opts.Queue, lk), l)
 	if err != nil {
 		return err
 	}
@@ -233,7 +195,8 @@ func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.S
 	if _, err := endSelection(f, sel, "are not listed"); err != nil {
 		return err
 	}
-	f.IO.Infof("%s", rr.Describe(matched, sel.Describe()))
+	f.IO.Infof("%s", rr.Describe(res.Matched, sel.Describe()))
+	recs := res.Records
 	switch format {
 	case output.NDJSON:
 		return nil
@@ -252,49 +215,19 @@ func classifyListRun(ctx context.Context, opts *ClassifyOptions, sel *classify.S
 
 func classifySummaryRun(ctx context.Context, opts *ClassifyOptions, sel *classify.Selector, lk *logs.Lookup) (retErr error) {
 	f := opts.F
-	keys, err := inspect.ParseGroupKeys([]string{"class,action"})
-	if err != nil {
-		return err
-	}
 	now := opts.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
-	g := inspect.NewGrouper(keys, now)
-	tally := report.NewClassTally()
-	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) any {
-		ok, err := sel.Keep(rec, parsed) // on the decoding goroutines
-		if err != nil {
-			return err
-		}
-		return ok
-	}, func(rec *record.Record, parsed, matched any) error {
-		if matched != true {
-			return nil
-		}
-		g.Add(rec, parsed)
-		tally.Add(rec)
-		return nil
-	})
+	rep, rr, err := triage.ClassifySummary(ctx, f.reader(), opts.Read.triage(f, opts.Queue, lk), sel, now)
 	if err != nil {
 		return err
 	}
 	defer func() { retErr = rr.Finish(retErr) }()
-	fe, err := endSelection(f, sel, "are not counted in any class")
-	if err != nil {
+	if rep.FilterErrors, err = endSelection(f, sel, "are not counted in any class"); err != nil {
 		return err
 	}
-	rules := sel.Rules()
-	groups := g.Groups()
-	if !rr.Complete && rr.Queue != nil {
-		inspect.AddEstimates(groups, rr.Read, rr.Depth)
-	}
-	rep := &report.ClassifyReport{Rules: rules.Source, Selection: sel.Describe(), Read: rr.Read, Matched: g.Total(),
-		Complete: rr.Complete, Depth: rr.Depth, Note: rr.Note, Classes: tally.Classes(groups, rules), FilterErrors: fe}
-	if rr.Queue != nil {
-		rep.Queue = rr.Queue.ID()
-	}
-	f.IO.Infof("%s", rr.Describe(g.Total(), sel.Describe()))
+	f.IO.Infof("%s", rr.Describe(rep.Matched, sel.Describe()))
 	format, _ := f.Format()
 	return report.WriteClassifySummary(f.IO, format, rep, now)
 }
@@ -305,39 +238,11 @@ func explainRun(ctx context.Context, opts *ClassifyOptions, rules *classify.Rule
 	if !read.sampleSet {
 		read.All = true // look until the message is found
 	}
-	var found *classify.Explanation
-	var rec record.Record
-	var lookupErr error
-	rr, err := readRecords(ctx, f, opts.Queue, &read, nil, nil, func(r *record.Record, parsed, _ any) error {
-		if r.MessageID != opts.Explain {
-			return nil
-		}
-		rec = *r
-		if lookupErr = lk.One(&rec); lookupErr != nil {
-			return errStop
-		}
-		found = rules.Explain(&rec, parsed)
-		return errStop
-	})
-	lk.Summary()
-	if err == nil {
-		err = lookupErr
-	}
+	rec, found, rr, err := triage.Explain(ctx, f.reader(), read.triage(f, opts.Queue, nil), opts.Explain, rules, lk)
 	if err != nil {
 		return err
 	}
 	defer func() { retErr = rr.Finish(retErr) }()
-	if found == nil {
-		where := "the input"
-		if rr.Queue != nil {
-			where = rr.Queue.Name()
-		}
-		hint := "check the id with 'dlqctl sample' or 'dlqctl classify'"
-		if !rr.Complete {
-			hint = "only part was read; try --all or a larger --sample"
-		}
-		return errs.BadInputf("message %s is not among the %d messages read from %s; %s", opts.Explain, rr.Read, where, hint)
-	}
 	format, _ := f.Format()
 	if format != output.Table {
 		return output.WriteJSON(f.IO.Out, report.ExplainReport{MessageID: rec.MessageID, Explanation: found})

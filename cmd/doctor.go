@@ -170,33 +170,12 @@ Exit 0 when no check fails, 3 when one does, 2 on bad flags.`),
 
 func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 	f := opts.F
-	rep := &doctor.Report{}
-
-	// RabbitMQ and Kafka references: their broker packages check them.
-	var sqsQueues []string
-	for _, q := range opts.Queues {
-		ref, err := checkRef(q)
-		if err != nil {
-			return err
-		}
-		if ref.Broker == broker.SQS {
-			sqsQueues = append(sqsQueues, q)
-			continue
-		}
-		cs, err := f.DoctorChecks(ctx, ref)
-		if err != nil {
-			return err
-		}
-		rep.AddBroker(cs)
+	rep, err := doctor.Run(ctx, doctor.Request{Queues: opts.Queues, Roles: opts.Roles, To: opts.To, Archive: opts.Archive, Logs: opts.Logs,
+		StateDir: f.StateDir(), StateDirSource: doctor.StateDirSource(f.Opts.StateDir)},
+		doctor.Sources{ParseRef: checkRef, BrokerChecks: f.DoctorChecks, AWS: func(ctx context.Context) doctor.AWSEnv { return doctorAWSEnv(ctx, f) }})
+	if err != nil {
+		return err
 	}
-	// AWS: for SQS queues, S3 (--archive), CloudWatch Logs (--logs), and a
-	// bare `dlqctl doctor`; a RabbitMQ or Kafka reference alone needs none.
-	if len(sqsQueues) > 0 || len(sqsQueues) == len(opts.Queues) || opts.Archive != "" || len(opts.Logs) > 0 {
-		doctorAWS(ctx, opts, sqsQueues, rep)
-	}
-	doctor.Local(ctx, rep, f.StateDir(), doctor.StateDirSource(f.Opts.StateDir))
-
-	rep.Finish()
 	format, _ := f.Format()
 	if err := report.WriteDoctor(f.IO, format, rep); err != nil {
 		return err
@@ -208,13 +187,12 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 	return nil
 }
 
-// doctorAWS checks the AWS side (doctor.AWS) with the factory's
-// configuration and clients.
-func doctorAWS(ctx context.Context, opts *DoctorOptions, sqsQueues []string, rep *doctor.Report) {
-	f := opts.F
+// doctorAWSEnv is the factory's AWS configuration, endpoints and clients
+// for doctor.AWS.
+func doctorAWSEnv(ctx context.Context, f *Factory) doctor.AWSEnv {
 	region, regionSource := doctor.RegionInUse(ctx, f.Opts.Region, awsconf.ProfileInUse(f.Opts.Profile))
 	cfg, cfgErr := f.AWSConfig(ctx)
-	env := doctor.AWSEnv{
+	return doctor.AWSEnv{
 		Config: cfg, ConfigErr: cfgErr, Region: region, RegionSource: regionSource, Profile: awsconf.ProfileInUse(f.Opts.Profile),
 		SQSEndpoint:     firstSet(f.sqsEndpointFlag(), os.Getenv("AWS_ENDPOINT_URL_SQS"), os.Getenv("AWS_ENDPOINT_URL")),
 		S3Endpoint:      f.s3EndpointOverride(),
@@ -236,8 +214,6 @@ func doctorAWS(ctx context.Context, opts *DoctorOptions, sqsQueues []string, rep
 			return c, err == nil
 		},
 	}
-	doctor.AWS(ctx, env, doctor.AWSTargets{Queues: sqsQueues, SQS: len(sqsQueues) > 0 || len(sqsQueues) == len(opts.Queues),
-		Roles: opts.Roles, To: opts.To, Archive: opts.Archive, LogGroups: opts.Logs}, rep)
 }
 
 func firstSet(vs ...string) string {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/report"
+	"github.com/dlqctl/dlqctl/pkg/triage"
 )
 
 // GroupOptions are the inputs of `dlqctl group`.
@@ -102,8 +102,12 @@ func groupRun(ctx context.Context, opts *GroupOptions) (retErr error) {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	g := inspect.NewGrouper(keys, now)
-	sel, err := opts.Selection.selector(g.NeedsClass())
+	needsClass := false
+	for _, k := range keys {
+		needsClass = needsClass || k.NeedsClass
+		opts.Read.chain = opts.Read.chain || k.Name == "stage"
+	}
+	sel, err := opts.Selection.selector(needsClass)
 	if err != nil {
 		return err
 	}
@@ -112,47 +116,15 @@ func groupRun(ctx context.Context, opts *GroupOptions) (retErr error) {
 	if err != nil {
 		return err
 	}
-	for _, k := range keys {
-		opts.Read.chain = opts.Read.chain || k.Name == "stage"
-	}
-	// Classification and the group key values are computed on the decoding
-	// goroutines; counting into groups happens in order.
-	rr, err := readRecords(ctx, f, opts.Queue, &opts.Read, lk, func(rec *record.Record, parsed any) any {
-		ok, err := sel.Keep(rec, parsed)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return nil
-		}
-		return g.Values(rec, parsed)
-	}, func(rec *record.Record, _, values any) error {
-		if v, ok := values.([]string); ok {
-			g.AddValues(rec, v)
-		}
-		return nil
-	})
+	rep, rr, err := triage.Group(ctx, f.reader(), opts.Read.triage(f, opts.Queue, lk), sel, keys, now)
 	if err != nil {
 		return err
 	}
 	defer func() { retErr = rr.Finish(retErr) }()
-	fe, err := endSelection(f, sel, "are left out")
-	if err != nil {
+	if rep.FilterErrors, err = endSelection(f, sel, "are left out"); err != nil {
 		return err
 	}
-	groups := g.Groups()
-	if !rr.Complete && rr.Queue != nil {
-		inspect.AddEstimates(groups, rr.Read, rr.Depth)
-	}
-	rep := &report.GroupReport{By: make([]string, len(keys)), Selection: sel.Describe(), Read: rr.Read, Matched: g.Total(),
-		Complete: rr.Complete, Depth: rr.Depth, Note: rr.Note, Groups: groups, FilterErrors: fe}
-	if rr.Queue != nil {
-		rep.Queue = rr.Queue.ID()
-	}
-	for i, k := range keys {
-		rep.By[i] = k.Name
-	}
-	f.IO.Infof("%s", rr.Describe(g.Total(), sel.Describe()))
+	f.IO.Infof("%s", rr.Describe(rep.Matched, sel.Describe()))
 	format, _ := f.Format()
 	return report.WriteGroups(f.IO, format, rep, now)
 }

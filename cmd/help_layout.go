@@ -1,48 +1,11 @@
 package cmd
 
 import (
-	"fmt"
-	"io"
-	"strings"
-
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
+	"github.com/dlqctl/dlqctl/internal/helplayout"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 )
-
-// A command's --help leads with what an on-call engineer needs first:
-//
-//	Short
-//	Usage:             cobra's use line
-//	Addresses:         the reference forms of the brokers the command takes
-//	Examples:          one per broker
-//	Essential Flags:   the few flags that matter
-//	Long               the full description
-//	More Examples:     the command's Example
-//	Available Commands, Flags (the rest), then the global flags grouped by
-//	broker and shown only where they apply, Global Flags, the exit codes in
-//	one line pointing to 'dlqctl help exit-codes'.
-//
-// The section names are cobra's ("Usage:", "Examples:", "Flags:",
-// "Global Flags:", "Additional help topics:"). Help topics (exit-codes,
-// addresses, filters) are cobra additional help topic commands.
-
-// helpLead is the head of one command's help.
-type helpLead struct {
-	// arg is what the addresses describe: "DLQ", "QUEUE", "--to QUEUE".
-	arg string
-	// brokers are the brokers the command's references may name (sqs,
-	// amqp, kafka); s3 says it reads or writes archives (s3://).
-	brokers []string
-	s3      bool
-	// forms replaces the broker address lines (queues: what to list).
-	forms []string
-	// examples: one per broker.
-	examples []string
-	// flags are the flags that matter, in order.
-	flags []string
-}
 
 const (
 	exSQS   = "orders-dlq"
@@ -56,58 +19,58 @@ var allBrokers = []string{"sqs", "amqp", "kafka"}
 
 // helpLeads has an entry for every command that does something
 // (TestEveryCommandHasAHelpLead).
-var helpLeads = map[string]helpLead{
-	"queues": {arg: "what to list", brokers: allBrokers,
-		forms: []string{
+var helpLeads = map[string]helplayout.Lead{
+	"queues": {Arg: "what to list", Brokers: allBrokers,
+		Forms: []string{
 			"SQS       the account and region of --region / --profile (--prefix P: names starting with P)",
 			"RabbitMQ  amqp://USER@HOST:PORT/VHOST/ (a whole vhost; the password in DLQCTL_AMQP_PASSWORD)",
 			"Kafka     kafka://HOST:PORT[/PREFIX] (the cluster's topics, or those starting with PREFIX)",
 		},
-		examples: []string{"dlqctl queues --prefix orders", "dlqctl queues amqp://ops@rabbit.internal:5672/%2f/", "dlqctl queues kafka://kafka-1:9092"},
-		flags:    []string{"prefix"}},
-	"sample": {arg: "QUEUE", brokers: allBrokers, s3: true,
-		examples: []string{"dlqctl sample " + exSQS + " -n 20", "dlqctl sample " + exAMQP + " -n 20", "dlqctl sample " + exKafka + " -n 20 -o ndjson > dlt.ndjson"},
-		flags:    []string{"number", "filter", "from", "no-redact"}},
-	"group": {arg: "QUEUE", brokers: allBrokers, s3: true,
-		examples: []string{"dlqctl group " + exSQS + " --by source,error --all", "dlqctl group " + exAMQP + " --by reason", "dlqctl group " + exKafka + " --by stage --all"},
-		flags:    []string{"by", "all", "sample", "filter", "from"}},
-	"classify": {arg: "QUEUE", brokers: allBrokers, s3: true,
-		examples: []string{"dlqctl classify " + exSQS + " --summary", "dlqctl classify " + exAMQP + " --summary --rules rules.yaml", "dlqctl classify " + exKafka + " --all --class transient -o ndjson"},
-		flags:    []string{"summary", "rules", "class", "all", "explain", "from"}},
-	"redrive": {arg: "DLQ and --to QUEUE", brokers: allBrokers,
-		examples: []string{"dlqctl redrive " + exSQS + " --class transient --dry-run", "dlqctl redrive " + exAMQP + " --class transient --canary 10 --yes", "dlqctl redrive " + exKafka + " --ramp 5,20,50 --max-dest-lag orders-consumer:1000 --yes"},
-		flags:    []string{"to", "dry-run", "canary", "class", "filter", "ramp"}},
-	"redrive resume": {arg: "--dlq DLQ", brokers: allBrokers,
-		examples: []string{"dlqctl redrive resume 20261130T031500-ab12cd --yes", "dlqctl redrive resume --dlq " + exAMQP + " --yes", "dlqctl redrive resume --dlq " + exKafka + " --yes"},
-		flags:    []string{"dlq"}},
-	"redrive status": {arg: "DLQ", brokers: []string{"sqs"},
-		examples: []string{"dlqctl redrive status " + exSQS}},
-	"redrive cancel": {arg: "DLQ", brokers: []string{"sqs"},
-		examples: []string{"dlqctl redrive cancel " + exSQS + " --yes"}},
-	"archive": {arg: "DLQ", brokers: allBrokers, s3: true,
-		examples: []string{"dlqctl archive " + exSQS + " --to " + exS3 + " --class permanent --delete --yes", "dlqctl archive " + exAMQP + " --to " + exS3 + " --dry-run", "dlqctl archive " + exKafka + " --to " + exS3 + " --delete --yes"},
-		flags:    []string{"to", "dry-run", "delete", "class", "filter", "delete-records"}},
-	"archive verify": {arg: "MANIFEST", s3: true,
-		examples: []string{"dlqctl archive verify " + exRun}},
-	"restore": {arg: "--to QUEUE", brokers: allBrokers, s3: true,
-		examples: []string{"dlqctl restore " + exRun + " --to orders --dry-run", "dlqctl restore ./incident-42/ --to amqp://ops@rabbit.internal:5672/%2f/orders --canary 5 --yes", "dlqctl restore ./incident-42/ --to kafka://kafka-1:9092/orders --rate 20 --yes"},
-		flags:    []string{"to", "dry-run", "canary", "filter", "rate"}},
-	"runs": {examples: []string{"dlqctl runs", "dlqctl runs -o json"}},
-	"audit": {arg: "QUEUE", brokers: allBrokers,
-		examples: []string{"dlqctl audit --prefix orders --fail-on warn", "dlqctl audit amqp://ops@rabbit.internal:5672/%2f/", "dlqctl audit " + exKafka},
-		flags:    []string{"prefix", "fail-on", "investigation-window"}},
-	"check": {arg: "DLQ", brokers: allBrokers,
-		examples: []string{"dlqctl check " + exSQS + " --max-visible 100 --max-growth 50/5m", "dlqctl check " + exAMQP + " --max-visible 100 --max-age 2h", "dlqctl check " + exKafka + " --max-visible 0"},
-		flags:    []string{"max-visible", "max-age", "max-growth"}},
-	"watch": {arg: "DLQ", brokers: allBrokers,
-		examples: []string{"dlqctl watch " + exSQS, "dlqctl watch " + exAMQP + " --interval 30s", "dlqctl watch " + exKafka + " --count 6 -o ndjson"},
-		flags:    []string{"interval", "count"}},
-	"ui": {arg: "QUEUE|REF", brokers: allBrokers,
-		examples: []string{"dlqctl ui " + exSQS, "dlqctl ui amqp://ops@rabbit.internal:5672/%2f/ --read-only", "dlqctl ui kafka://kafka-1:9092/orders.DLT"},
-		flags:    []string{"read-only", "to", "archive-to", "canary"}},
-	"doctor": {arg: "QUEUE", brokers: allBrokers, s3: true,
-		examples: []string{"dlqctl doctor " + exSQS + " --role operator", "dlqctl doctor " + exAMQP, "dlqctl doctor kafka://b-1.msk.example.com:9098/orders.DLT --kafka-sasl AWS_MSK_IAM"},
-		flags:    []string{"role", "to", "archive"}},
+		Examples: []string{"dlqctl queues --prefix orders", "dlqctl queues amqp://ops@rabbit.internal:5672/%2f/", "dlqctl queues kafka://kafka-1:9092"},
+		Flags:    []string{"prefix"}},
+	"sample": {Arg: "QUEUE", Brokers: allBrokers, S3: true,
+		Examples: []string{"dlqctl sample " + exSQS + " -n 20", "dlqctl sample " + exAMQP + " -n 20", "dlqctl sample " + exKafka + " -n 20 -o ndjson > dlt.ndjson"},
+		Flags:    []string{"number", "filter", "from", "no-redact"}},
+	"group": {Arg: "QUEUE", Brokers: allBrokers, S3: true,
+		Examples: []string{"dlqctl group " + exSQS + " --by source,error --all", "dlqctl group " + exAMQP + " --by reason", "dlqctl group " + exKafka + " --by stage --all"},
+		Flags:    []string{"by", "all", "sample", "filter", "from"}},
+	"classify": {Arg: "QUEUE", Brokers: allBrokers, S3: true,
+		Examples: []string{"dlqctl classify " + exSQS + " --summary", "dlqctl classify " + exAMQP + " --summary --rules rules.yaml", "dlqctl classify " + exKafka + " --all --class transient -o ndjson"},
+		Flags:    []string{"summary", "rules", "class", "all", "explain", "from"}},
+	"redrive": {Arg: "DLQ and --to QUEUE", Brokers: allBrokers,
+		Examples: []string{"dlqctl redrive " + exSQS + " --class transient --dry-run", "dlqctl redrive " + exAMQP + " --class transient --canary 10 --yes", "dlqctl redrive " + exKafka + " --ramp 5,20,50 --max-dest-lag orders-consumer:1000 --yes"},
+		Flags:    []string{"to", "dry-run", "canary", "class", "filter", "ramp"}},
+	"redrive resume": {Arg: "--dlq DLQ", Brokers: allBrokers,
+		Examples: []string{"dlqctl redrive resume 20261130T031500-ab12cd --yes", "dlqctl redrive resume --dlq " + exAMQP + " --yes", "dlqctl redrive resume --dlq " + exKafka + " --yes"},
+		Flags:    []string{"dlq"}},
+	"redrive status": {Arg: "DLQ", Brokers: []string{"sqs"},
+		Examples: []string{"dlqctl redrive status " + exSQS}},
+	"redrive cancel": {Arg: "DLQ", Brokers: []string{"sqs"},
+		Examples: []string{"dlqctl redrive cancel " + exSQS + " --yes"}},
+	"archive": {Arg: "DLQ", Brokers: allBrokers, S3: true,
+		Examples: []string{"dlqctl archive " + exSQS + " --to " + exS3 + " --class permanent --delete --yes", "dlqctl archive " + exAMQP + " --to " + exS3 + " --dry-run", "dlqctl archive " + exKafka + " --to " + exS3 + " --delete --yes"},
+		Flags:    []string{"to", "dry-run", "delete", "class", "filter", "delete-records"}},
+	"archive verify": {Arg: "MANIFEST", S3: true,
+		Examples: []string{"dlqctl archive verify " + exRun}},
+	"restore": {Arg: "--to QUEUE", Brokers: allBrokers, S3: true,
+		Examples: []string{"dlqctl restore " + exRun + " --to orders --dry-run", "dlqctl restore ./incident-42/ --to amqp://ops@rabbit.internal:5672/%2f/orders --canary 5 --yes", "dlqctl restore ./incident-42/ --to kafka://kafka-1:9092/orders --rate 20 --yes"},
+		Flags:    []string{"to", "dry-run", "canary", "filter", "rate"}},
+	"runs": {Examples: []string{"dlqctl runs", "dlqctl runs -o json"}},
+	"audit": {Arg: "QUEUE", Brokers: allBrokers,
+		Examples: []string{"dlqctl audit --prefix orders --fail-on warn", "dlqctl audit amqp://ops@rabbit.internal:5672/%2f/", "dlqctl audit " + exKafka},
+		Flags:    []string{"prefix", "fail-on", "investigation-window"}},
+	"check": {Arg: "DLQ", Brokers: allBrokers,
+		Examples: []string{"dlqctl check " + exSQS + " --max-visible 100 --max-growth 50/5m", "dlqctl check " + exAMQP + " --max-visible 100 --max-age 2h", "dlqctl check " + exKafka + " --max-visible 0"},
+		Flags:    []string{"max-visible", "max-age", "max-growth"}},
+	"watch": {Arg: "DLQ", Brokers: allBrokers,
+		Examples: []string{"dlqctl watch " + exSQS, "dlqctl watch " + exAMQP + " --interval 30s", "dlqctl watch " + exKafka + " --count 6 -o ndjson"},
+		Flags:    []string{"interval", "count"}},
+	"ui": {Arg: "QUEUE|REF", Brokers: allBrokers,
+		Examples: []string{"dlqctl ui " + exSQS, "dlqctl ui amqp://ops@rabbit.internal:5672/%2f/ --read-only", "dlqctl ui kafka://kafka-1:9092/orders.DLT"},
+		Flags:    []string{"read-only", "to", "archive-to", "canary"}},
+	"doctor": {Arg: "QUEUE", Brokers: allBrokers, S3: true,
+		Examples: []string{"dlqctl doctor " + exSQS + " --role operator", "dlqctl doctor " + exAMQP, "dlqctl doctor kafka://b-1.msk.example.com:9098/orders.DLT --kafka-sasl AWS_MSK_IAM"},
+		Flags:    []string{"role", "to", "archive"}},
 }
 
 // addressLines are the reference forms, one line per broker.
@@ -118,183 +81,30 @@ var addressLines = map[string]string{
 	"s3":    "Archive   s3://BUCKET/PREFIX/…/run=ID/ (or its _manifest.json), or a local directory",
 }
 
-// flagGroup is a set of global flags shown under its own heading, on the
-// commands it applies to.
-type flagGroup struct {
-	title string
-	flags []string
-	// applies says whether the group is shown for a command's lead.
-	applies func(l helpLead) bool
-}
-
-func (l helpLead) takes(b string) bool { return containsStr(l.brokers, b) }
-
-var globalFlagGroups = []flagGroup{
-	{"AWS Flags (SQS; also S3 and Kafka's AWS_MSK_IAM)", []string{"region", "profile", "endpoint-url", "sqs-endpoint-url"},
-		func(l helpLead) bool { return l.takes("sqs") || l.takes("kafka") || l.s3 }},
-	{"S3 Flags (archives)", []string{"s3-endpoint-url", "s3-path-style", "bucket-owner", "requester-pays"},
-		func(l helpLead) bool { return l.s3 }},
-	{"RabbitMQ Flags (amqp://, amqps://)", []string{"amqp-management-url", "amqp-ca", "amqp-prefetch", "amqp-confirm-window"},
-		func(l helpLead) bool { return l.takes("amqp") }},
-	{"Kafka Flags (kafka://)", []string{"kafka-tls", "kafka-ca", "kafka-sasl", "kafka-user", "kafka-group"},
-		func(l helpLead) bool { return l.takes("kafka") }},
+// globalFlagGroups are the global flags shown under their own heading,
+// on the commands whose references they apply to.
+var globalFlagGroups = []helplayout.FlagGroup{
+	{Title: "AWS Flags (SQS; also S3 and Kafka's AWS_MSK_IAM)", Flags: []string{"region", "profile", "endpoint-url", "sqs-endpoint-url"},
+		Applies: func(l helplayout.Lead) bool { return l.Takes("sqs") || l.Takes("kafka") || l.S3 }},
+	{Title: "S3 Flags (archives)", Flags: []string{"s3-endpoint-url", "s3-path-style", "bucket-owner", "requester-pays"},
+		Applies: func(l helplayout.Lead) bool { return l.S3 }},
+	{Title: "RabbitMQ Flags (amqp://, amqps://)", Flags: []string{"amqp-management-url", "amqp-ca", "amqp-prefetch", "amqp-confirm-window"},
+		Applies: func(l helplayout.Lead) bool { return l.Takes("amqp") }},
+	{Title: "Kafka Flags (kafka://)", Flags: []string{"kafka-tls", "kafka-ca", "kafka-sasl", "kafka-user", "kafka-group"},
+		Applies: func(l helplayout.Lead) bool { return l.Takes("kafka") }},
 }
 
 // exitCodesLine ends every command's help in place of the full table.
 const exitCodesLine = "Exit codes: 0 ok, 1 error, 2 bad input (nothing changed), 3 verdict failed, 4 partial, 130 interrupted; 'dlqctl help exit-codes' says when each happens."
 
+// helpLayout is every command's --help (internal/helplayout): the leads
+// above, the global flags by group, the exit codes line.
+var helpLayout = &helplayout.Layout{Leads: helpLeads, Name: commandName, Addresses: addressLines,
+	Groups: globalFlagGroups, ExitCodes: exitCodesLine}
+
 // installHelp makes every command's --help (and 'dlqctl help COMMAND')
 // lead with the essentials.
-func installHelp(root *cobra.Command) {
-	root.SetHelpFunc(func(c *cobra.Command, _ []string) { writeHelp(c.OutOrStdout(), c) })
-}
-
-// writeHelp writes c's help.
-func writeHelp(w io.Writer, c *cobra.Command) {
-	var b strings.Builder
-	defer func() { io.WriteString(w, b.String()) }()
-	if !c.Runnable() && !c.HasAvailableSubCommands() {
-		// A help topic: its text only, as cobra does.
-		b.WriteString(strings.TrimRight(c.Long, " \n") + "\n")
-		return
-	}
-	isRoot := !c.HasParent()
-	lead, hasLead := helpLeads[commandName(c)]
-	section := func(title, body string) {
-		body = strings.TrimRight(body, " \n")
-		if body == "" {
-			return
-		}
-		if b.Len() > 0 {
-			b.WriteString("\n")
-		}
-		if title != "" {
-			b.WriteString(title + ":\n")
-		}
-		b.WriteString(body + "\n")
-	}
-	if isRoot {
-		section("", c.Long)
-	} else {
-		section("", c.Short)
-	}
-	var usage []string
-	if c.Runnable() {
-		usage = append(usage, c.UseLine())
-	}
-	if c.HasAvailableSubCommands() {
-		usage = append(usage, c.CommandPath()+" [command]")
-	}
-	section("Usage", indent(usage))
-	if len(c.Aliases) > 0 {
-		section("Aliases", "  "+c.NameAndAliases())
-	}
-	essential := map[string]bool{}
-	if hasLead {
-		var forms []string
-		switch {
-		case lead.forms != nil:
-			forms = lead.forms
-		default:
-			for _, br := range lead.brokers {
-				forms = append(forms, addressLines[br])
-			}
-			if lead.s3 && (lead.arg == "MANIFEST" || lead.arg == "--to QUEUE") {
-				forms = append(forms, addressLines["s3"])
-			}
-		}
-		if len(forms) > 0 {
-			section(fmt.Sprintf("Addresses of %s ('dlqctl help addresses')", lead.arg), indent(forms))
-		}
-		section("Examples", indent(lead.examples))
-		fs := pflag.NewFlagSet("essential", pflag.ContinueOnError)
-		fs.SortFlags = false
-		for _, name := range lead.flags {
-			if fl := c.Flags().Lookup(name); fl != nil && !fl.Hidden {
-				fs.AddFlag(fl)
-				essential[name] = true
-			}
-		}
-		section("Essential Flags", fs.FlagUsages())
-	}
-	if !isRoot {
-		section("", c.Long)
-	}
-	if c.Example != "" {
-		title := "Examples"
-		if hasLead {
-			title = "More Examples"
-		}
-		section(title, c.Example)
-	}
-	if c.HasAvailableSubCommands() {
-		var lines []string
-		for _, sub := range c.Commands() {
-			if sub.IsAvailableCommand() || sub.Name() == "help" {
-				lines = append(lines, fmt.Sprintf("  %-*s %s", sub.NamePadding(), sub.Name(), sub.Short))
-			}
-		}
-		section("Available Commands", strings.Join(lines, "\n"))
-	}
-
-	// Flags: the command's own (minus the essential ones), then the
-	// global ones by group, where they apply.
-	grouped := map[string]int{}
-	for i, g := range globalFlagGroups {
-		for _, name := range g.flags {
-			grouped[name] = i + 1
-		}
-	}
-	local, global := pflag.NewFlagSet("local", pflag.ContinueOnError), pflag.NewFlagSet("global", pflag.ContinueOnError)
-	groups := make([]*pflag.FlagSet, len(globalFlagGroups))
-	for i := range groups {
-		groups[i] = pflag.NewFlagSet(globalFlagGroups[i].title, pflag.ContinueOnError)
-	}
-	add := func(fl *pflag.Flag, isLocal bool) {
-		switch g := grouped[fl.Name]; {
-		case essential[fl.Name]:
-		case g > 0:
-			if isRoot || (hasLead && globalFlagGroups[g-1].applies(lead)) {
-				groups[g-1].AddFlag(fl)
-			}
-		case isLocal:
-			local.AddFlag(fl)
-		default:
-			global.AddFlag(fl)
-		}
-	}
-	c.LocalFlags().VisitAll(func(fl *pflag.Flag) { add(fl, true) })
-	c.InheritedFlags().VisitAll(func(fl *pflag.Flag) { add(fl, false) })
-	section("Flags", local.FlagUsages())
-	for i, g := range globalFlagGroups {
-		section(g.title, groups[i].FlagUsages())
-	}
-	section("Global Flags", global.FlagUsages())
-
-	if isRoot || c.HasAvailableSubCommands() {
-		var topics []string
-		for _, sub := range c.Commands() {
-			if sub.IsAdditionalHelpTopicCommand() {
-				topics = append(topics, fmt.Sprintf("  %-*s %s", sub.CommandPathPadding(), sub.CommandPath(), sub.Short))
-			}
-		}
-		section("Additional help topics", strings.Join(topics, "\n"))
-	}
-	if c.Runnable() || c.HasAvailableSubCommands() {
-		section("", exitCodesLine)
-	}
-	if c.HasAvailableSubCommands() {
-		b.WriteString(fmt.Sprintf("\nUse \"%s [command] --help\" for more information about a command.\n", c.CommandPath()))
-	}
-}
-
-func indent(lines []string) string {
-	var b strings.Builder
-	for _, l := range lines {
-		b.WriteString("  " + l + "\n")
-	}
-	return b.String()
-}
+func installHelp(root *cobra.Command) { helpLayout.Install(root) }
 
 // helpTopics are the additional help topics: 'dlqctl help exit-codes',
 // 'dlqctl help addresses', 'dlqctl help filters'.

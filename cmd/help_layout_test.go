@@ -169,9 +169,9 @@ func TestGlobalFlagsShownWhereTheyApply(t *testing.T) {
 	root := NewRootCmd(&Factory{})
 	_, stdout, _ := runCLI(t, "--help")
 	for _, g := range globalFlagGroups {
-		for _, name := range g.flags {
+		for _, name := range g.Flags {
 			if root.PersistentFlags().Lookup(name) == nil {
-				t.Errorf("flag group %q names --%s, which is not a global flag", g.title, name)
+				t.Errorf("flag group %q names --%s, which is not a global flag", g.Title, name)
 			}
 			if n := len(regexp.MustCompile(`(?m)^\s+(-\w, )?--`+name+`\b`).FindAllString(stdout, -1)); n != 1 {
 				t.Errorf("the root help lists --%s %d times, want once", name, n)
@@ -195,13 +195,13 @@ func TestEveryCommandHasAHelpLead(t *testing.T) {
 			t.Errorf("%s has no entry in helpLeads", c.CommandPath())
 			continue
 		}
-		for _, name := range lead.flags {
+		for _, name := range lead.Flags {
 			if c.Flags().Lookup(name) == nil {
 				t.Errorf("%s: essential flag --%s does not exist", c.CommandPath(), name)
 			}
 		}
 		schemes := map[string]bool{}
-		for _, ex := range lead.examples {
+		for _, ex := range lead.Examples {
 			args := strings.Fields(strings.SplitN(ex, ">", 2)[0])
 			if len(args) < 2 || args[0] != "dlqctl" {
 				t.Errorf("%s: example %q is not a dlqctl command line", c.CommandPath(), ex)
@@ -226,7 +226,7 @@ func TestEveryCommandHasAHelpLead(t *testing.T) {
 				}
 			}
 		}
-		for _, b := range lead.brokers {
+		for _, b := range lead.Brokers {
 			s := map[string]string{"amqp": "amqp://", "kafka": "kafka://"}[b]
 			if s != "" && !schemes[s] {
 				t.Errorf("%s takes %s references but has no %s example", c.CommandPath(), b, s)

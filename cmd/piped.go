@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlqctl/dlqctl/internal/helplayout"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 )
 
@@ -57,9 +58,9 @@ func documentPipedColumns(root *cobra.Command) {
 		if text != "" {
 			long := c.Long
 			if i := strings.Index(long, errs.ExitCodesHelp); i > 0 {
-				c.Long = strings.TrimSpace(long[:i]) + "\n\n" + wrap(text, 76) + "\n\n" + long[i:]
+				c.Long = strings.TrimSpace(long[:i]) + "\n\n" + helplayout.Wrap(text, 76) + "\n\n" + long[i:]
 			} else {
-				c.Long = strings.TrimSpace(long) + "\n\n" + wrap(text, 76)
+				c.Long = strings.TrimSpace(long) + "\n\n" + helplayout.Wrap(text, 76)
 			}
 		}
 		for _, sub := range c.Commands() {
@@ -67,26 +68,4 @@ func documentPipedColumns(root *cobra.Command) {
 		}
 	}
 	walk(root)
-}
-
-// wrap re-flows a paragraph (keeping existing line breaks of a prepared
-// text) to width.
-func wrap(s string, width int) string {
-	if strings.Contains(s, "\n") {
-		return s
-	}
-	var b strings.Builder
-	n := 0
-	for i, w := range strings.Fields(s) {
-		if i > 0 && n+1+len(w) > width {
-			b.WriteString("\n")
-			n = 0
-		} else if i > 0 {
-			b.WriteString(" ")
-			n++
-		}
-		b.WriteString(w)
-		n += len(w)
-	}
-	return b.String()
 }

@@ -1,9 +1,6 @@
 package cmd
 
 import (
-	"context"
-	"errors"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,10 +8,9 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/input"
 	"github.com/dlqctl/dlqctl/pkg/logs"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/record"
-	"github.com/dlqctl/dlqctl/pkg/report"
 )
 
 // ReadFlags say how much of a queue triage commands read: --sample N or
@@ -80,104 +76,19 @@ func queueOrFromArgs(from *string) cobra.PositionalArgs {
 	}
 }
 
-// readRecords streams records for triage: it warns about the side effects
-// of peeking, shows progress on a terminal, honours --sample for files too,
-// and reports how much of the queue was read.
-//
-// With lk (--logs), records without failure context are looked up in the
-// consumer's logs in batches before fn sees them.
-//
-// pre, when set, is the command's per-record work (classification, group
-// keys): for files and archives it runs in parallel on the decoding
-// goroutines (it must be safe for concurrent use on different records);
-// with --logs it runs after the record's failure context from the logs is
-// attached. fn gets what pre returned, one record at a time, in order.
-func readRecords(ctx context.Context, f *Factory, q string, r *ReadFlags, lk *logs.Lookup, pre func(rec *record.Record, parsed any) any, fn recordFunc) (*report.ReadAccount, error) {
-	if r.From == "" {
-		if err := warnPeekSideEffects(ctx, f, q); err != nil {
-			return nil, err
-		}
-	}
+// triage is the read of a triage command (input.Reader.ReadTriage) of
+// queue q, with a progress line on a terminal; --sample limits files too
+// when given. With lk (--logs), records without failure context are
+// looked up in the consumer's logs in batches before the command's
+// per-record work sees them.
+func (r *ReadFlags) triage(f *Factory, q string, lk *logs.Lookup) input.Triage {
 	prog := output.NewProgress(f.IO, output.Table)
-	depth := 0
-	read := 0
-	limitFile := r.From != "" && r.sampleSet && !r.All
-	stoppedEarly := false
-	in := r.input(q)
-	var next func(rec *record.Record, parsed, prepared any) error
-	flush := func() error { return nil }
-	if fn0 := fn; fn0 != nil {
-		// A pre that returns an error (a selection's refusal) stops the read.
-		fn = func(rec *record.Record, parsed, prepared any) error {
-			if err, ok := prepared.(error); ok {
-				return err
-			}
-			return fn0(rec, parsed, prepared)
-		}
+	t := input.Triage{In: r.input(q), All: r.All, Logs: lk,
+		Progress:     func(read int) { prog.Update(output.Stats{Op: "read", Done: int64(read)}, false) },
+		ProgressDone: prog.Done,
 	}
-	if lk == nil {
-		in.Prepare, next = pre, fn
-	} else {
-		// Log lookups batch records and attach their failure context
-		// before anything classifies them: pre runs after.
-		var streamed func(rec *record.Record, parsed any) error
-		streamed, flush = lk.Stream(func(rec *record.Record, parsed any) error {
-			var prep any
-			if pre != nil {
-				prep = pre(rec, parsed)
-			}
-			return fn(rec, parsed, prep)
-		})
-		next = func(rec *record.Record, parsed, _ any) error { return streamed(rec, parsed) }
+	if r.From != "" && r.sampleSet && !r.All {
+		t.FileLimit = r.Sample
 	}
-	res, err := f.ForEachPrepared(ctx, in, func(rec *record.Record, parsed, prepared any) error {
-		read++
-		if read%100 == 0 {
-			prog.Update(output.Stats{Op: "read", Done: int64(read), Total: int64(depth)}, false)
-		}
-		if err := next(rec, parsed, prepared); err != nil {
-			return err
-		}
-		if limitFile && read >= r.Sample {
-			stoppedEarly = true
-			return errStop
-		}
-		return nil
-	})
-	prog.Done()
-	if err == nil {
-		if err = flush(); errors.Is(err, errStop) {
-			err = nil
-		}
-	}
-	lk.Summary()
-	if err != nil {
-		return nil, err
-	}
-	out := &report.ReadAccount{Read: read, Complete: !stoppedEarly}
-	if res.Scan != nil {
-		c := res.Scan.Depth
-		out.Queue = res.Queue
-		out.Depth = int(c.Ready + c.Held + c.Delayed)
-		out.Complete = res.Scan.Complete
-		out.Note = res.Scan.Note
-		switch {
-		case res.Scan.Partial():
-			// A FIFO queue on AWS hands out nothing more of a group while
-			// one of its messages is held: say exactly what was read (with
-			// --all, as the error that makes the exit code 4).
-			out.Partial = r.All
-			if !out.Partial {
-				f.IO.Warnf("%s", res.Scan.Note)
-			}
-		case strings.Contains(res.Scan.Note, "in-flight"):
-			f.IO.Warnf("%s: read %d of about %d messages; the results are a bounded sample", res.Scan.Note, read, out.Depth)
-		case res.Scan.CountsNote != "":
-			// The read is complete (it read until SQS had nothing more to
-			// give); the counts are advisory and say so.
-			f.IO.Warnf("%s", res.Scan.CountsNote)
-		}
-		f.Verbosef("read %d distinct messages from %s (depth at start: %d); all released", res.Scan.Seen, res.Queue.Name(), out.Depth)
-	}
-	return out, nil
+	return t
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
-	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
 	"github.com/dlqctl/dlqctl/pkg/report"
 	"github.com/dlqctl/dlqctl/pkg/transform"
@@ -141,7 +140,7 @@ func (o *RestoreOptions) validate() error {
 			return err
 		}
 	}
-	if !archive.IsS3URI(o.Manifest) && !isLocalManifest(o.Manifest) && !isLocalDir(o.Manifest) {
+	if !archive.IsS3URI(o.Manifest) && !archive.IsLocalManifest(o.Manifest) && !archive.IsLocalDir(o.Manifest) {
 		return errs.BadInputf("%s is not an archive manifest; pass s3://BUCKET/…/run=<id>/ (or its _manifest.json) or a local copy of the run", o.Manifest)
 	}
 	if _, err := o.Selection.Selector(); err != nil {
@@ -162,11 +161,11 @@ func (o *RestoreOptions) fingerprint(destARN string) string {
 
 func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	f := opts.F
-	ref, err := archiveRef(ctx, f, opts.Manifest)
+	ref, err := f.reader().ArchiveRun(ctx, opts.Manifest)
 	if err != nil {
 		return err
 	}
-	if !archive.IsManifestName(opts.Manifest) && !isLocalManifest(opts.Manifest) {
+	if !archive.IsManifestName(opts.Manifest) && !archive.IsLocalManifest(opts.Manifest) {
 		// A run folder: journal it as the manifest it holds, so the folder
 		// and the manifest are one restore (refused the second time).
 		opts.Manifest = ref.Name()
@@ -181,24 +180,12 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	}
 	defer closeEndpoint(ep)
 	caps := ep.Capabilities()
-	dest, err := ep.Target(ctx)
+	tgt, err := archive.OpenRestore(ctx, ep, ref, m, opts.Canary > 0, archive.RestoreHooks{Warnf: f.IO.Warnf, Infof: f.IO.Infof})
 	if err != nil {
-		return openErr(err)
+		return err
 	}
-	// A canary watches the queue the destination dead-letters to, found
-	// before anything is verified or sent: a destination without one (or
-	// whose failures are dropped) is refused, since a canary there could
-	// only pass. (The refusal table keeps --canary to brokers whose
-	// destinations name one.)
-	var watch broker.Endpoint
-	if opts.Canary > 0 {
-		dw, ok := ep.(broker.DeadLetterWatcher)
-		if !ok {
-			return errs.BadInputf("--canary watches the destination's dead-letter queue, and %s names none; restore a first part with --max N, then the rest", ep.Name())
-		}
-		if watch, err = dw.DeadLetterEndpoint(ctx); err != nil {
-			return err
-		}
+	dest, watch := tgt.Dest, tgt.Watch
+	if watch != nil {
 		defer closeEndpoint(watch)
 	}
 	sel, _ := opts.Selection.Selector()
@@ -207,12 +194,6 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	if sel != nil {
 		selector = sel
 	}
-	if caps.Ordering == broker.OrderGroupLock && !m.Queue.FIFO {
-		f.IO.Warnf("%s is FIFO but the archive of %s is not: records without a message group will be skipped", ep.Name(), m.Queue.Name)
-	}
-	if err := verifyBeforeRestore(ctx, f, ref, m); err != nil {
-		return err
-	}
 	router := fixedRouter{dest}
 	if opts.xf, err = opts.Transform.compile(caps); err != nil {
 		return err
@@ -220,7 +201,7 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	watchTransformErrors(f, opts.xf)
 	pub, err := ep.OpenPublisher(ctx)
 	if err != nil {
-		return openErr(err)
+		return archive.OpenErr(err)
 	}
 	defer pub.Close(context.WithoutCancel(ctx))
 	if opts.DryRun {
@@ -308,7 +289,7 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	err = executeMove(ctx, f, prog, spec, closeWarning(caps), func(out *redrive.Outcome) error {
 		return printRestoreSummary(f, prog, ref, ep.Name(), out.Result, out.Verdict, out.Status)
 	})
-	return runEndErr(err)
+	return archive.RunEndErr(err)
 }
 
 func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, destName string, res *redrive.Result, v *redrive.Verdict, status string) error {
@@ -326,13 +307,8 @@ func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *
 	prog := output.NewProgress(f.IO, format)
 	share := opts.PaceFlags.share()
 	p := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: prep, Select: sel, Max: opts.Max, Partition: share, Transform: opts.xf}
-	err := archive.ForEachManifestRecord(ctx, ref.Src, m, func(_ int, rec *record.Record, parsed any) error {
-		ev, err := p.Add(ctx, rec, parsed)
-		if err != nil {
-			return err
-		}
+	err := archive.PlanRestore(ctx, ref, m, p, func(ev redrive.MessageEvent) {
 		prog.Message(output.MessageEvent{MessageID: ev.MessageID, Action: ev.Action, Destination: ev.Destination, Class: ev.Class, Reason: ev.Reason})
-		return nil
 	})
 	if err != nil {
 		return err
@@ -352,20 +328,6 @@ func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *
 		report.WriteTransformPlan(f.IO, pl.Transform)
 	}
 	return report.WriteRestorePlan(f.IO, prog, format, out)
-}
-
-// verifyBeforeRestore re-reads every part of the archive and refuses to
-// send anything from an archive that fails verification.
-func verifyBeforeRestore(ctx context.Context, f *Factory, ref archive.Ref, m *archive.Manifest) error {
-	f.IO.Infof("verifying %s (%d part(s), %d record(s)) before sending anything", ref.Name(), len(m.Parts), m.Records())
-	rep, err := archive.VerifyArchive(ctx, ref, nil)
-	if err != nil {
-		return err
-	}
-	if !rep.OK {
-		return errs.Verdictf("the archive failed verification, nothing was sent: %s", strings.Join(rep.AllProblems(), "; "))
-	}
-	return nil
 }
 
 // closeWarning formats a failure to give back what a lease broker's

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,8 +11,8 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/report"
+	"github.com/dlqctl/dlqctl/pkg/triage"
 )
 
 // SampleOptions are the inputs of `dlqctl sample`.
@@ -134,28 +133,7 @@ func sampleRun(ctx context.Context, opts *SampleOptions) error {
 	if err != nil {
 		return err
 	}
-	var recs []record.Record
-	next, flush := lk.Stream(func(rec *record.Record, parsed any) error {
-		if ok, err := sel.Keep(rec, parsed); !ok {
-			return err // a refusal stops the read
-		}
-		r := *rec
-		if redactor != nil {
-			r = redactor.Record(r)
-		}
-		recs = append(recs, r)
-		if len(recs) >= opts.N {
-			return errStop
-		}
-		return nil
-	})
-	res, err := f.ForEachRecord(ctx, in, next)
-	if err == nil && len(recs) < opts.N {
-		if err = flush(); errors.Is(err, errStop) {
-			err = nil
-		}
-	}
-	lk.Summary()
+	recs, res, err := triage.Sample(ctx, f.reader(), in, opts.N, sel, redactor, lk)
 	if err != nil {
 		return err
 	}

@@ -15,9 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
-	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
-	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/ui"
 )
 
@@ -156,10 +154,8 @@ func uiRun(ctx context.Context, opts *UIOptions) error {
 		return fmt.Errorf("cannot find dlqctl's own binary to run actions with: %w", err)
 	}
 	opts.UI.Global = opts.global
-	be := &uiBackend{f: f, opts: opts, exe: exe, eps: map[string]broker.Endpoint{}, rules: classify.Builtin(),
-		redactor: inspect.NewRedactor(nil)}
-	be.prep = ui.NewPreparer(be.rules, be.redactor)
-	defer be.close()
+	be := ui.NewLive(uiSources(f), ui.LiveOptions{Refs: opts.Refs, Sample: opts.Sample, All: opts.All, Visibility: opts.Visibility, Exe: exe})
+	defer be.Close()
 	// Diagnostics the readers print while the screen is up would break
 	// it: they are kept and printed after.
 	var diag ui.LockedBuffer
@@ -200,4 +196,30 @@ func uiRun(ctx context.Context, opts *UIOptions) error {
 		return runErr
 	}
 	return nil
+}
+
+// uiSources are the factory's endpoints, listers and readers for the
+// UI's live backend.
+func uiSources(f *Factory) ui.Sources {
+	return ui.Sources{
+		Endpoint: f.Endpoint,
+		Lister: func(ctx context.Context, scope string) (broker.DLQLister, func(), error) {
+			l, _, done, err := f.dlqLister(ctx, scope, "")
+			return l, done, err
+		},
+		SQSAuditor: func(ctx context.Context, ref string) (broker.Auditor, error) {
+			as, _, _, err := f.auditors(ctx, []string{ref}, "", nil)
+			if err != nil {
+				return nil, err
+			}
+			if len(as) != 1 {
+				// An SQS queue gets two auditors (its queues, and the
+				// Lambda/SNS/EventBridge origins); the UI has shown
+				// warnings of a single one only, so none here.
+				return nil, errs.BadInputf("%s: audited by %d auditors, the UI shows one", ref, len(as))
+			}
+			return as[0], nil
+		},
+		Reader: f.reader(),
+	}
 }

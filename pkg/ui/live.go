@@ -1,4 +1,4 @@
-package cmd
+package ui
 
 import (
 	"context"
@@ -7,45 +7,83 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dlqctl/dlqctl/internal/humantime"
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
+	recinput "github.com/dlqctl/dlqctl/pkg/input"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
-	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
-	"github.com/dlqctl/dlqctl/pkg/ui"
 )
 
-// uiBackend is ui.Backend over the commands' own readers.
-type uiBackend struct {
-	f        *Factory
-	opts     *UIOptions
-	exe      string
+// Sources are what the live backend opens; cmd's factory gives them, so
+// this package knows no broker package.
+type Sources struct {
+	// Endpoint opens a queue or topic reference.
+	Endpoint func(ctx context.Context, ref string) (broker.Endpoint, error)
+	// Lister is what 'dlqctl queues' lists for a scope ("" for the SQS
+	// region); done releases what was opened.
+	Lister func(ctx context.Context, scope string) (l broker.DLQLister, done func(), err error)
+	// SQSAuditor is what 'dlqctl audit REF' audits for one SQS queue.
+	SQSAuditor func(ctx context.Context, ref string) (broker.Auditor, error)
+	// Reader reads the records of a queue (as 'sample' and 'group' do).
+	Reader *recinput.Reader
+}
+
+// LiveOptions are the inputs of the live backend.
+type LiveOptions struct {
+	// Refs are the references given ('dlqctl ui REF…'); none: the SQS
+	// region.
+	Refs []string
+	// Sample and All say how much of a DLQ the Groups screen reads;
+	// Visibility how long read messages stay hidden between heartbeats.
+	Sample     int
+	All        bool
+	Visibility time.Duration
+	// Exe is dlqctl's own binary, run for every action.
+	Exe string
+}
+
+// Live is the Backend over the commands' own readers: the built-in rules,
+// records redacted with the default keys.
+type Live struct {
+	src      Sources
+	opts     LiveOptions
 	rules    *classify.Rules
 	redactor *inspect.Redactor
-	prep     *ui.Preparer
+	prep     *Preparer
 
 	mu  sync.Mutex
 	eps map[string]broker.Endpoint
 }
 
-func (b *uiBackend) close() {
+// NewLive returns the live backend; Close releases the endpoints it
+// opened.
+func NewLive(src Sources, opts LiveOptions) *Live {
+	b := &Live{src: src, opts: opts, eps: map[string]broker.Endpoint{}, rules: classify.Builtin(),
+		redactor: inspect.NewRedactor(nil)}
+	b.prep = NewPreparer(b.rules, b.redactor)
+	return b
+}
+
+// Close releases the endpoints opened.
+func (b *Live) Close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, ep := range b.eps {
-		closeEndpoint(ep)
+		broker.CloseEndpoint(ep)
 	}
 }
 
 // endpoint opens ref once for depth readings and peek warnings.
-func (b *uiBackend) endpoint(ctx context.Context, ref string) (broker.Endpoint, error) {
+func (b *Live) endpoint(ctx context.Context, ref string) (broker.Endpoint, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if ep, ok := b.eps[ref]; ok {
 		return ep, nil
 	}
-	ep, err := b.f.Endpoint(ctx, ref)
+	ep, err := b.src.Endpoint(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -53,15 +91,15 @@ func (b *uiBackend) endpoint(ctx context.Context, ref string) (broker.Endpoint, 
 	return ep, nil
 }
 
-func (b *uiBackend) ListDLQs(ctx context.Context) ([]ui.DLQ, error) {
+func (b *Live) ListDLQs(ctx context.Context) ([]DLQ, error) {
 	refs := b.opts.Refs
 	if len(refs) == 0 {
 		refs = []string{""} // the SQS region
 	}
-	var out []ui.DLQ
+	var out []DLQ
 	for _, ref := range refs {
-		if ref != "" && !ui.IsScope(ref) {
-			d := ui.DLQ{Ref: ref, Name: ref, Broker: ui.BrokerName(ref)}
+		if ref != "" && !IsScope(ref) {
+			d := DLQ{Ref: ref, Name: ref, Broker: BrokerName(ref)}
 			if ep, err := b.endpoint(ctx, ref); err != nil {
 				d.Err = err.Error()
 			} else {
@@ -82,17 +120,17 @@ func (b *uiBackend) ListDLQs(ctx context.Context) ([]ui.DLQ, error) {
 }
 
 // list lists the DLQs of a scope ("" for the SQS region) with 'queues'.
-func (b *uiBackend) list(ctx context.Context, scope string) ([]ui.DLQ, error) {
-	l, _, done, err := b.f.dlqLister(ctx, scope, "")
+func (b *Live) list(ctx context.Context, scope string) ([]DLQ, error) {
+	l, done, err := b.src.Lister(ctx, scope)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	res, err := l.ListDLQs(ctx, broker.ListOptions{Duration: output.Duration})
+	res, err := l.ListDLQs(ctx, broker.ListOptions{Duration: humantime.Duration})
 	if err != nil {
 		return nil, err
 	}
-	out := ui.ListedDLQs(scope, res.Items, res.Warnings)
+	out := ListedDLQs(scope, res.Items, res.Warnings)
 	for i := range out {
 		if _, err := b.endpoint(ctx, out[i].Ref); err != nil {
 			out[i].Err = err.Error()
@@ -107,14 +145,14 @@ func (b *uiBackend) list(ctx context.Context, scope string) ([]ui.DLQ, error) {
 // errors), from its configuration only: no message is read for it. A
 // RabbitMQ queue is audited with its vhost (list it with
 // amqp://HOST/VHOST/ to see the vhost's warnings).
-func (b *uiBackend) audit(ctx context.Context, ref string, ep broker.Endpoint) []string {
+func (b *Live) audit(ctx context.Context, ref string, ep broker.Endpoint) []string {
 	var a broker.Auditor
 	if r, err := broker.ParseRef(ref); err == nil && r.Broker == broker.SQS {
-		as, _, _, err := b.f.auditors(ctx, []string{ref}, "", nil)
-		if err != nil || len(as) != 1 {
+		as, err := b.src.SQSAuditor(ctx, ref)
+		if err != nil {
 			return nil
 		}
-		a = as[0]
+		a = as
 	} else if x, ok := ep.(broker.Auditor); ok {
 		a = x
 	} else {
@@ -124,10 +162,10 @@ func (b *uiBackend) audit(ctx context.Context, ref string, ep broker.Endpoint) [
 	if err != nil {
 		return []string{"audit: " + err.Error()}
 	}
-	return ui.AuditWarnings(res.Findings, ep.Name())
+	return AuditWarnings(res.Findings, ep.Name())
 }
 
-func (b *uiBackend) fillDepth(ctx context.Context, d *ui.DLQ) {
+func (b *Live) fillDepth(ctx context.Context, d *DLQ) {
 	dd, err := b.Depth(ctx, d.Ref)
 	if err != nil {
 		d.Err = err.Error()
@@ -136,24 +174,24 @@ func (b *uiBackend) fillDepth(ctx context.Context, d *ui.DLQ) {
 	d.Depth = dd
 }
 
-func (b *uiBackend) Depth(ctx context.Context, ref string) (ui.Depth, error) {
+func (b *Live) Depth(ctx context.Context, ref string) (Depth, error) {
 	ep, err := b.endpoint(ctx, ref)
 	if err != nil {
-		return ui.Depth{}, err
+		return Depth{}, err
 	}
 	r, err := health.ReadDepth(ctx, ep, true)
 	if err != nil {
-		return ui.Depth{}, err
+		return Depth{}, err
 	}
-	return ui.Depth{Ready: r.Ready, Held: r.Held, Exact: r.Exact, Oldest: r.Oldest, OldestKnown: r.OldestKnown, At: time.Now()}, nil
+	return Depth{Ready: r.Ready, Held: r.Held, Exact: r.Exact, Oldest: r.Oldest, OldestKnown: r.OldestKnown, At: time.Now()}, nil
 }
 
-// Read is the read of 'group': ForEachPrepared with the built-in rules,
-// the group keys of every screen computed per message, records redacted.
-func (b *uiBackend) Read(ctx context.Context, ref string, emit func(ui.ReadUpdate)) error {
-	f := b.f
-	start := ui.ReadUpdate{Start: true}
-	if _, toEnd := readsToEnd(ref); !toEnd {
+// Read is the read of 'group': recinput.Reader.ForEachPrepared with the
+// built-in rules, the group keys of every screen computed per message,
+// records redacted.
+func (b *Live) Read(ctx context.Context, ref string, emit func(ReadUpdate)) error {
+	start := ReadUpdate{Start: true}
+	if _, toEnd := b.src.Reader.ReadsToEnd(ref); !toEnd {
 		ep, err := b.endpoint(ctx, ref)
 		if err != nil {
 			return err
@@ -175,24 +213,24 @@ func (b *uiBackend) Read(ctx context.Context, ref string, emit func(ui.ReadUpdat
 	emit(start)
 	// The flags were checked against the references' brokers before
 	// anything connected (pkg/refuse: CommandRefs "ui").
-	in := InputOptions{Queue: ref, Visibility: b.opts.Visibility}
+	in := recinput.Options{Queue: ref, Visibility: b.opts.Visibility}
 	if !b.opts.All {
 		in.Max = b.opts.Sample
 	}
 	in.Prepare = func(rec *record.Record, parsed any) any { return b.prep.Item(rec, parsed) }
-	var batch []ui.Item
+	var batch []Item
 	last := time.Now()
 	read := 0
-	res, err := f.ForEachPrepared(ctx, in, func(_ *record.Record, _, prepared any) error {
+	res, err := b.src.Reader.ForEachPrepared(ctx, in, func(_ *record.Record, _, prepared any) error {
 		read++
-		batch = append(batch, *prepared.(*ui.Item))
+		batch = append(batch, *prepared.(*Item))
 		if len(batch) >= 256 || time.Since(last) >= 100*time.Millisecond {
-			emit(ui.ReadUpdate{Items: batch})
+			emit(ReadUpdate{Items: batch})
 			batch, last = nil, time.Now()
 		}
 		return nil
 	})
-	end := ui.ReadUpdate{End: true, Items: batch, Err: err}
+	end := ReadUpdate{End: true, Items: batch, Err: err}
 	switch {
 	case res != nil && res.Scan != nil:
 		end.Complete, end.Note = res.Scan.Complete, res.Scan.Note
@@ -214,14 +252,14 @@ func (b *uiBackend) Read(ctx context.Context, ref string, emit func(ui.ReadUpdat
 	return nil
 }
 
-// Describe is the message screen (ui.Describe with the UI's rules and
+// Describe is the message screen (Describe with the UI's rules and
 // redaction).
-func (b *uiBackend) Describe(rec *record.Record) ui.Detail {
-	return ui.Describe(rec, b.rules, b.redactor)
+func (b *Live) Describe(rec *record.Record) Detail {
+	return Describe(rec, b.rules, b.redactor)
 }
 
 // Run runs dlqctl ARGS as a child process of this binary and reports its
 // NDJSON events.
-func (b *uiBackend) Run(ctx context.Context, args []string, event func(ui.RunEvent)) ui.RunResult {
-	return ui.RunChild(ctx, b.exe, args, event)
+func (b *Live) Run(ctx context.Context, args []string, event func(RunEvent)) RunResult {
+	return RunChild(ctx, b.opts.Exe, args, event)
 }
