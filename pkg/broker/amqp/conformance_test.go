@@ -10,9 +10,9 @@ import (
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
+	"github.com/dlqctl/dlqctl/internal/brokertest"
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/amqp"
-	"github.com/dlqctl/dlqctl/internal/brokertest"
 )
 
 // harness runs the conformance suite on the stack's RabbitMQ, on classic
