@@ -5,8 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
 
 	"github.com/dlqctl/dlqctl/pkg/classify"
@@ -138,46 +136,4 @@ func (f *Factory) completeQueues(c *cobra.Command, toComplete string) ([]string,
 	defer cancel()
 	f.Opts.Verbose = false
 	return complete.Queues(ctx, toComplete, complete.Sources{SQS: f.completeSQSQueues, AMQP: f.completeAMQPQueues, Kafka: f.completeKafkaTopics}), cobra.ShellCompDirectiveNoFileComp
-}
-
-// completeSQSQueues lists the URLs of the SQS queues whose name starts
-// with prefix (one ListQueues page, up to 1000).
-func (f *Factory) completeSQSQueues(ctx context.Context, prefix string) ([]string, error) {
-	cfg, err := f.AWSConfig(ctx)
-	if err != nil || cfg.Region == "" {
-		return nil, err
-	}
-	api := awssqs.NewFromConfig(cfg, func(o *awssqs.Options) {
-		if e := f.sqsEndpointFlag(); e != "" {
-			o.BaseEndpoint = aws.String(e)
-		}
-		o.RetryMaxAttempts = 1
-	})
-	in := &awssqs.ListQueuesInput{MaxResults: aws.Int32(1000)}
-	if prefix != "" {
-		in.QueueNamePrefix = aws.String(prefix)
-	}
-	out, err := api.ListQueues(ctx, in)
-	if err != nil {
-		return nil, err
-	}
-	return out.QueueUrls, nil
-}
-
-// completeAMQPQueues lists the queues of the vhost of vhostRef
-// (management API).
-func (f *Factory) completeAMQPQueues(ctx context.Context, vhostRef string) ([]string, error) {
-	r, m, _, err := f.amqpVHost(vhostRef)
-	if err != nil {
-		return nil, err
-	}
-	qs, err := m.Queues(ctx, r.VHost)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(qs))
-	for _, q := range qs {
-		names = append(names, q.Name)
-	}
-	return names, nil
 }

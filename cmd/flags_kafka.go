@@ -6,14 +6,11 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 )
 
@@ -101,40 +98,4 @@ type KafkaRedriveFlags struct {
 func (k *KafkaRedriveFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&k.MaxDestLag, "max-dest-lag", nil, "Kafka guard: GROUP:N, stop (or pause, --on-guard) while consumer group GROUP lags more than N records on the destination topic (repeatable)")
 	fs.BoolVar(&k.ExactlyOnce, "exactly-once", false, "Kafka: produce each batch and commit its offsets in one transaction (read_committed consumers of the destination see a batch whole or not at all)")
-}
-
-// completeKafkaTopics completes kafka://HOST:PORT[,…]/PREFIX with the
-// cluster's topics (metadata, internal topics left out), with the
-// connection flags of the command line (TLS, SASL, MSK IAM).
-func (f *Factory) completeKafkaTopics(ctx context.Context, toComplete string) []string {
-	hosts, prefix, ok := strings.Cut(toComplete[len("kafka://"):], "/")
-	if !ok || hosts == "" {
-		return nil
-	}
-	ref, err := broker.ParseRef("kafka://" + hosts + "/__dlqctl_complete")
-	if err != nil {
-		return nil
-	}
-	ep, err := kafka.Open(ctx, ref, f.kafkaConfig())
-	if err != nil {
-		return nil
-	}
-	defer ep.Close()
-	cl, err := kafka.NewClient(ep.Address(), ep.Conn())
-	if err != nil {
-		return nil
-	}
-	defer cl.Close()
-	tds, err := kadm.NewClient(cl).ListTopics(ctx)
-	if err != nil {
-		return nil
-	}
-	tds.FilterInternal()
-	var out []string
-	for _, name := range tds.Names() {
-		if strings.HasPrefix(name, prefix) {
-			out = append(out, "kafka://"+hosts+"/"+name)
-		}
-	}
-	return out
 }

@@ -434,3 +434,16 @@ func number(v any) (int64, bool) {
 	}
 	return 0, false
 }
+
+// QueueNames lists the names of vhost's queues: what shell completion offers.
+func (m *Management) QueueNames(ctx context.Context, vhost string) ([]string, error) {
+	qs, err := m.Queues(ctx, vhost)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(qs))
+	for _, q := range qs {
+		names = append(names, q.Name)
+	}
+	return names, nil
+}

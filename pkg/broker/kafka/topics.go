@@ -152,3 +152,19 @@ func (e *Endpoint) Info(ctx context.Context) (TopicInfo, error) {
 	ti, _, err := inspectTopic(ctx, adm, e.addr, e.conn, e.addr.Topic, e.group)
 	return ti, e.wrap(err)
 }
+
+// TopicNames lists the cluster's topics, internal ones left out, over ep's
+// connection (TLS, SASL, MSK IAM): what shell completion offers.
+func TopicNames(ctx context.Context, ep *Endpoint) ([]string, error) {
+	cl, err := NewClient(ep.Address(), ep.Conn())
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	tds, err := kadm.NewClient(cl).ListTopics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tds.FilterInternal()
+	return tds.Names(), nil
+}

@@ -462,3 +462,17 @@ func (c *Client) Receive(ctx context.Context, q *Queue, max int, visibility, wai
 	}
 	return msgs, nil
 }
+
+// QueueURLs lists the URLs of the queues whose name starts with prefix (one
+// ListQueues page, up to 1000): what shell completion offers.
+func QueueURLs(ctx context.Context, api API, prefix string) ([]string, error) {
+	in := &awssqs.ListQueuesInput{MaxResults: aws.Int32(1000)}
+	if prefix != "" {
+		in.QueueNamePrefix = aws.String(prefix)
+	}
+	out, err := api.ListQueues(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return out.QueueUrls, nil
+}
