@@ -44,10 +44,6 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 	if opts.Engine == "native" {
 		return f.openNative(ctx, opts)
 	}
-	lags, err := redrive.ParseDestLag(opts.Kafka.MaxDestLag)
-	if err != nil {
-		return nil, err
-	}
 	ep, err := f.Endpoint(ctx, opts.DLQ)
 	if err != nil {
 		return nil, err
@@ -111,7 +107,7 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 	s.req = redrive.Request{
 		DLQ: ep, Route: route, Select: selector, What: selectionText(sel), Canary: opts.Canary,
 		VerifyFor: opts.VerifyFor, VerifyGiven: opts.verifySet != nil && opts.verifySet(), VerifyPoll: opts.VerifyPoll, VerifyDrain: opts.VerifyDrain,
-		Visibility: opts.Visibility, DestLag: lags, ExactlyOnce: opts.Kafka.ExactlyOnce,
+		Visibility: opts.Visibility, DestLag: opts.destLag, ExactlyOnce: opts.Kafka.ExactlyOnce,
 		Info: f.IO.Infof, Warn: f.IO.Warnf,
 		Confirm: func(depth, to string) error { return confirmRedrive(f, sel, opts, ep.Name(), depth, to) },
 		Originals: func(ctx context.Context) (redrive.Keeper, error) {
@@ -123,12 +119,10 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 			Meta:       redrive.RunMeta{Fingerprint: opts.fingerprint(ep.ID()), Options: raw, Transform: opts.Transform.meta(xf)},
 			OnWaitHeld: func(id string, wait time.Duration) { waitHeldInfo(f, id, wait) },
 			OnJournal:  withUnconfirmedNote(f, func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) }),
-			Move: redrive.Options{Max: opts.Max, MaxRedrives: opts.MaxRedrives, Concurrency: opts.Concurrency,
-				Guards:       opts.GuardFlags.guards(opts.MaxReturns),
-				WaitInFlight: waitInFlight(opts.WaitInFlight), Transform: xf},
+			Move:       opts.move,
 		},
 	}
-	opts.PaceFlags.apply(&s.req.Run.Move)
+	s.req.Run.Move.Transform = xf
 	return s, nil
 }
 
@@ -141,7 +135,7 @@ func (f *Factory) openNative(ctx context.Context, opts *RedriveOptions) (*redriv
 		return nil, err
 	}
 	s := &redriveSession{f: f, ep: ep, closers: []func(){func() { closeEndpoint(ep) }}}
-	n := &redrive.Native{DLQ: ep, Mover: mover, To: "their sources", Steps: redrive.NativeSteps(opts.Rate, opts.Ramp), Every: opts.RampEvery}
+	n := &redrive.Native{DLQ: ep, Mover: mover, To: "their sources", Steps: opts.nativeSteps, Every: opts.RampEvery}
 	if !strings.EqualFold(opts.To, "source") {
 		if n.Dest, err = f.Endpoint(ctx, opts.To); err != nil {
 			s.close()

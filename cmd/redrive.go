@@ -57,6 +57,13 @@ type RedriveOptions struct {
 
 	// Transform repairs messages before sending them (cmd/transform.go).
 	Transform TransformFlags `json:"transform,omitzero"`
+
+	// The flags as typed values (derive), parsed once when the flags are
+	// validated (or a run's journal is read for resume): the factory
+	// hands these on, not the flags.
+	destLag     []redrive.DestLag
+	move        redrive.Options
+	nativeSteps []int
 }
 
 // NewCmdRedrive builds `dlqctl redrive` and its subcommands.
@@ -181,7 +188,31 @@ func (o *RedriveOptions) validate(c *cobra.Command) error {
 	if _, err := o.Selection.Selector(); err != nil {
 		return err
 	}
-	return o.Transform.validate(true, o.DryRun)
+	if err := o.Transform.validate(true, o.DryRun); err != nil {
+		return err
+	}
+	return o.derive()
+}
+
+// derive parses the validated flags into the typed values a run is
+// opened with: --max-dest-lag, and the pace, guards and limits of the
+// move (redrive.Options; the transform is the factory's), or the steps of
+// --engine native. Options read from a run's journal are derived again.
+func (o *RedriveOptions) derive() error {
+	if o.Engine == "native" {
+		o.nativeSteps = redrive.NativeSteps(o.Rate, o.Ramp)
+		return nil
+	}
+	lags, err := redrive.ParseDestLag(o.Kafka.MaxDestLag)
+	if err != nil {
+		return err
+	}
+	o.destLag = lags
+	o.move = redrive.Options{Max: o.Max, MaxRedrives: o.MaxRedrives, Concurrency: o.Concurrency,
+		Guards:       o.GuardFlags.guards(o.MaxReturns),
+		WaitInFlight: waitInFlight(o.WaitInFlight)}
+	o.PaceFlags.apply(&o.move)
+	return nil
 }
 
 // fingerprint identifies "the same command" for automatic resume: the DLQ,
@@ -356,6 +387,9 @@ reason); with none, it says so and exits 0. The journals are read from
 			}
 			opts.open, opts.ResumeID = f.openRedrive, meta.ID
 			opts.DLQ = meta.SourceURL
+			if err := opts.derive(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
