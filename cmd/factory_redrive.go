@@ -81,10 +81,7 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 			f.IO.Warnf("%s", w)
 		}
 	}
-	xf, err := opts.Transform.compile(caps)
-	if err != nil {
-		return fail(err)
-	}
+	xf := opts.Transform.limited(caps)
 	watchTransformErrors(f, xf)
 	if opts.DryRun {
 		// The copies are prepared by a publisher that does not connect
@@ -111,7 +108,7 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 		Info: f.IO.Infof, Warn: f.IO.Warnf,
 		Confirm: func(depth, to string) error { return confirmRedrive(f, sel, opts, ep.Name(), depth, to) },
 		Originals: func(ctx context.Context) (redrive.Keeper, error) {
-			o, err := opts.Transform.originals(ctx, f, ep, selectionText(sel), xf)
+			o, err := openOriginals(ctx, f, opts.Transform.dest, opts.Transform.enc, ep, selectionText(sel), xf)
 			return keeperOf(o), err
 		},
 		Run: redrive.RunSpec{

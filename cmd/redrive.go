@@ -387,6 +387,9 @@ reason); with none, it says so and exits 0. The journals are read from
 			}
 			opts.open, opts.ResumeID = f.openRedrive, meta.ID
 			opts.DLQ = meta.SourceURL
+			if err := opts.Transform.parse(); err != nil {
+				return err
+			}
 			if err := opts.derive(); err != nil {
 				return err
 			}
