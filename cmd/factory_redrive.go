@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
@@ -44,7 +43,7 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 	if opts.Engine == "native" {
 		return f.openNative(ctx, opts)
 	}
-	ep, err := f.Endpoint(ctx, opts.DLQ)
+	ep, err := f.EndpointOf(ctx, opts.dlq)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +61,7 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 		return fail(err)
 	}
 	watchFilterErrors(f, sel)
-	route, closeRoute, err := redriveRoute(ctx, f, opts, ep)
+	route, closeRoute, err := redriveRoute(ctx, f, opts.to, opts.toShown, opts.Origin, ep)
 	if err != nil {
 		return fail(err)
 	}
@@ -99,7 +98,7 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 	// The journal keeps the options without credentials: a resumed run
 	// takes them from the reference or the broker's environment.
 	shown := *opts
-	shown.DLQ, shown.To = ep.String(), redactRef(opts.To)
+	shown.DLQ, shown.To = ep.String(), opts.toShown
 	raw, _ := json.Marshal(&shown)
 	s.req = redrive.Request{
 		DLQ: ep, Route: route, Select: selector, What: selectionText(sel), Canary: opts.Canary,
@@ -127,21 +126,21 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 // (refused, with the flags its capabilities cannot honour, otherwise) and
 // the destination (nil: back to the sources), with the steps of the pace.
 func (f *Factory) openNative(ctx context.Context, opts *RedriveOptions) (*redriveSession, error) {
-	ep, mover, err := openNativeMover(ctx, f, opts.DLQ, "--engine native", "use --engine dlqctl (the default)", opts.flags)
+	ep, mover, err := openNativeMover(ctx, f, opts.dlq, "--engine native", "use --engine dlqctl (the default)", opts.flags)
 	if err != nil {
 		return nil, err
 	}
 	s := &redriveSession{f: f, ep: ep, closers: []func(){func() { closeEndpoint(ep) }}}
 	n := &redrive.Native{DLQ: ep, Mover: mover, To: "their sources", Steps: opts.nativeSteps, Every: opts.RampEvery}
-	if !strings.EqualFold(opts.To, "source") {
-		if n.Dest, err = f.Endpoint(ctx, opts.To); err != nil {
+	if opts.to != nil {
+		if n.Dest, err = f.EndpointOf(ctx, *opts.to); err != nil {
 			s.close()
 			return nil, err
 		}
 		s.closers = append(s.closers, func() { closeEndpoint(n.Dest) })
 		if n.Dest.ID() == ep.ID() {
 			s.close()
-			return nil, errs.BadInputf("--to %s is the DLQ itself; pass --to source or another queue", redactRef(opts.To))
+			return nil, errs.BadInputf("--to %s is the DLQ itself; pass --to source or another queue", opts.toShown)
 		}
 		n.To = opts.To
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
@@ -61,6 +62,11 @@ type RedriveOptions struct {
 	// The flags as typed values (derive), parsed once when the flags are
 	// validated (or a run's journal is read for resume): the factory
 	// hands these on, not the flags.
+	// dlq and to are the references parsed (to nil: --to source); toShown
+	// is --to as outputs and journals show it (redactRef).
+	dlq         broker.Ref
+	to          *broker.Ref
+	toShown     string
 	destLag     []redrive.DestLag
 	move        redrive.Options
 	nativeSteps []int
@@ -115,13 +121,8 @@ func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error
 }
 
 func (o *RedriveOptions) validate(c *cobra.Command) error {
-	if _, err := checkRef(o.DLQ); err != nil {
+	if err := o.parseRefs(); err != nil {
 		return err
-	}
-	if !strings.EqualFold(o.To, "source") {
-		if _, err := checkRef(o.To); err != nil {
-			return err
-		}
 	}
 	if err := checkKafkaPair(o.DLQ, o.To); err != nil {
 		return err
@@ -192,6 +193,23 @@ func (o *RedriveOptions) validate(c *cobra.Command) error {
 		return err
 	}
 	return o.derive()
+}
+
+// parseRefs checks and parses the DLQ and --to references once.
+func (o *RedriveOptions) parseRefs() error {
+	dlq, err := checkRef(o.DLQ)
+	if err != nil {
+		return err
+	}
+	o.dlq, o.to, o.toShown = dlq, nil, redactRef(o.To)
+	if !strings.EqualFold(o.To, "source") {
+		to, err := checkRef(o.To)
+		if err != nil {
+			return err
+		}
+		o.to = &to
+	}
+	return nil
 }
 
 // derive parses the validated flags into the typed values a run is
@@ -387,6 +405,9 @@ reason); with none, it says so and exits 0. The journals are read from
 			}
 			opts.open, opts.ResumeID = f.openRedrive, meta.ID
 			opts.DLQ = meta.SourceURL
+			if err := opts.parseRefs(); err != nil {
+				return err
+			}
 			if err := opts.Transform.parse(); err != nil {
 				return err
 			}
