@@ -100,12 +100,13 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 	shown := *opts
 	shown.DLQ, shown.To = ep.String(), opts.toShown
 	raw, _ := json.Marshal(&shown)
+	what := limitedWhat(selectionText(sel), opts.Canary, opts.Max)
 	s.req = redrive.Request{
 		DLQ: ep, Route: route, Select: selector, What: selectionText(sel), Canary: opts.Canary,
 		VerifyFor: opts.VerifyFor, VerifyGiven: opts.verifySet != nil && opts.verifySet(), VerifyPoll: opts.VerifyPoll, VerifyDrain: opts.VerifyDrain,
 		Visibility: opts.Visibility, DestLag: opts.destLag, ExactlyOnce: opts.Kafka.ExactlyOnce,
 		Info: f.IO.Infof, Warn: f.IO.Warnf,
-		Confirm: func(depth, to string) error { return confirmRedrive(f, sel, opts, ep.Name(), depth, to) },
+		Confirm: func(depth, to string) error { return confirmRedrive(f, what, ep.Name(), depth, to) },
 		Originals: func(ctx context.Context) (redrive.Keeper, error) {
 			o, err := openOriginals(ctx, f, opts.Transform.dest, opts.Transform.enc, ep, selectionText(sel), xf)
 			return keeperOf(o), err

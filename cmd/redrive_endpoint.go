@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
-	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
@@ -120,15 +119,12 @@ func redactRef(raw string) string {
 	return raw
 }
 
-// confirmRedrive asks to confirm a redrive of what sel selects (bounded
-// by --canary or --max) from the DLQ named from, which holds depth, to to.
-func confirmRedrive(f *Factory, sel *classify.Selector, opts *RedriveOptions, from, depth, to string) error {
-	what := "all messages"
-	if sel != nil {
-		what = sel.Describe()
-	}
+// confirmRedrive asks to confirm a redrive of what (the selection, as
+// limitedWhat bounds it by --canary or --max) from the DLQ named from,
+// which holds depth, to to.
+func confirmRedrive(f *Factory, what, from, depth, to string) error {
 	return confirm(f,
-		fmt.Sprintf("Move %s from %s (%s) to %s?", limitedWhat(what, opts.Canary, opts.Max), from, depth, to),
+		fmt.Sprintf("Move %s from %s (%s) to %s?", what, from, depth, to),
 		fmt.Sprintf("redrive moves messages out of %s; pass --yes to confirm (see what would move with --dry-run)", from),
 		"redrive not confirmed; nothing was changed")
 }
