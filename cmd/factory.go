@@ -126,6 +126,12 @@ func (f *Factory) Endpoint(ctx context.Context, raw string) (broker.Endpoint, er
 	if err != nil {
 		return nil, err
 	}
+	return f.EndpointOf(ctx, ref)
+}
+
+// EndpointOf opens the endpoint of a reference already checked (checkRef)
+// with its broker's opener.
+func (f *Factory) EndpointOf(ctx context.Context, ref broker.Ref) (broker.Endpoint, error) {
 	o, ok := endpointOpeners[ref.Broker]
 	if !ok {
 		return nil, errs.BadInputf("%s: unknown broker %q", ref, ref.Broker)

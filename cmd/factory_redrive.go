@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
@@ -44,11 +43,7 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 	if opts.Engine == "native" {
 		return f.openNative(ctx, opts)
 	}
-	lags, err := redrive.ParseDestLag(opts.Kafka.MaxDestLag)
-	if err != nil {
-		return nil, err
-	}
-	ep, err := f.Endpoint(ctx, opts.DLQ)
+	ep, err := f.EndpointOf(ctx, opts.dlq)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +61,7 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 		return fail(err)
 	}
 	watchFilterErrors(f, sel)
-	route, closeRoute, err := redriveRoute(ctx, f, opts, ep)
+	route, closeRoute, err := redriveRoute(ctx, f, opts.to, opts.toShown, opts.Origin, ep)
 	if err != nil {
 		return fail(err)
 	}
@@ -85,10 +80,7 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 			f.IO.Warnf("%s", w)
 		}
 	}
-	xf, err := opts.Transform.compile(caps)
-	if err != nil {
-		return fail(err)
-	}
+	xf := opts.Transform.limited(caps)
 	watchTransformErrors(f, xf)
 	if opts.DryRun {
 		// The copies are prepared by a publisher that does not connect
@@ -106,16 +98,17 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 	// The journal keeps the options without credentials: a resumed run
 	// takes them from the reference or the broker's environment.
 	shown := *opts
-	shown.DLQ, shown.To = ep.String(), redactRef(opts.To)
+	shown.DLQ, shown.To = ep.String(), opts.toShown
 	raw, _ := json.Marshal(&shown)
+	what := limitedWhat(selectionText(sel), opts.Canary, opts.Max)
 	s.req = redrive.Request{
 		DLQ: ep, Route: route, Select: selector, What: selectionText(sel), Canary: opts.Canary,
 		VerifyFor: opts.VerifyFor, VerifyGiven: opts.verifySet != nil && opts.verifySet(), VerifyPoll: opts.VerifyPoll, VerifyDrain: opts.VerifyDrain,
-		Visibility: opts.Visibility, DestLag: lags, ExactlyOnce: opts.Kafka.ExactlyOnce,
+		Visibility: opts.Visibility, DestLag: opts.destLag, ExactlyOnce: opts.Kafka.ExactlyOnce,
 		Info: f.IO.Infof, Warn: f.IO.Warnf,
-		Confirm: func(depth, to string) error { return confirmRedrive(f, sel, opts, ep.Name(), depth, to) },
+		Confirm: func(depth, to string) error { return confirmRedrive(f, what, ep.Name(), depth, to) },
 		Originals: func(ctx context.Context) (redrive.Keeper, error) {
-			o, err := opts.Transform.originals(ctx, f, ep, selectionText(sel), xf)
+			o, err := openOriginals(ctx, f, opts.Transform.dest, opts.Transform.enc, ep, selectionText(sel), xf)
 			return keeperOf(o), err
 		},
 		Run: redrive.RunSpec{
@@ -123,12 +116,10 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 			Meta:       redrive.RunMeta{Fingerprint: opts.fingerprint(ep.ID()), Options: raw, Transform: opts.Transform.meta(xf)},
 			OnWaitHeld: func(id string, wait time.Duration) { waitHeldInfo(f, id, wait) },
 			OnJournal:  withUnconfirmedNote(f, func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) }),
-			Move: redrive.Options{Max: opts.Max, MaxRedrives: opts.MaxRedrives, Concurrency: opts.Concurrency,
-				Guards:       opts.GuardFlags.guards(opts.MaxReturns),
-				WaitInFlight: waitInFlight(opts.WaitInFlight), Transform: xf},
+			Move:       opts.move,
 		},
 	}
-	opts.PaceFlags.apply(&s.req.Run.Move)
+	s.req.Run.Move.Transform = xf
 	return s, nil
 }
 
@@ -136,21 +127,21 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 // (refused, with the flags its capabilities cannot honour, otherwise) and
 // the destination (nil: back to the sources), with the steps of the pace.
 func (f *Factory) openNative(ctx context.Context, opts *RedriveOptions) (*redriveSession, error) {
-	ep, mover, err := openNativeMover(ctx, f, opts.DLQ, "--engine native", "use --engine dlqctl (the default)", opts.flags)
+	ep, mover, err := openNativeMover(ctx, f, opts.dlq, "--engine native", "use --engine dlqctl (the default)", opts.flags)
 	if err != nil {
 		return nil, err
 	}
 	s := &redriveSession{f: f, ep: ep, closers: []func(){func() { closeEndpoint(ep) }}}
-	n := &redrive.Native{DLQ: ep, Mover: mover, To: "their sources", Steps: redrive.NativeSteps(opts.Rate, opts.Ramp), Every: opts.RampEvery}
-	if !strings.EqualFold(opts.To, "source") {
-		if n.Dest, err = f.Endpoint(ctx, opts.To); err != nil {
+	n := &redrive.Native{DLQ: ep, Mover: mover, To: "their sources", Steps: opts.nativeSteps, Every: opts.RampEvery}
+	if opts.to != nil {
+		if n.Dest, err = f.EndpointOf(ctx, *opts.to); err != nil {
 			s.close()
 			return nil, err
 		}
 		s.closers = append(s.closers, func() { closeEndpoint(n.Dest) })
 		if n.Dest.ID() == ep.ID() {
 			s.close()
-			return nil, errs.BadInputf("--to %s is the DLQ itself; pass --to source or another queue", redactRef(opts.To))
+			return nil, errs.BadInputf("--to %s is the DLQ itself; pass --to source or another queue", opts.toShown)
 		}
 		n.To = opts.To
 	}

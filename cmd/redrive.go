@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
@@ -57,6 +58,18 @@ type RedriveOptions struct {
 
 	// Transform repairs messages before sending them (cmd/transform.go).
 	Transform TransformFlags `json:"transform,omitzero"`
+
+	// The flags as typed values (derive), parsed once when the flags are
+	// validated (or a run's journal is read for resume): the factory
+	// hands these on, not the flags.
+	// dlq and to are the references parsed (to nil: --to source); toShown
+	// is --to as outputs and journals show it (redactRef).
+	dlq         broker.Ref
+	to          *broker.Ref
+	toShown     string
+	destLag     []redrive.DestLag
+	move        redrive.Options
+	nativeSteps []int
 }
 
 // NewCmdRedrive builds `dlqctl redrive` and its subcommands.
@@ -108,13 +121,8 @@ func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error
 }
 
 func (o *RedriveOptions) validate(c *cobra.Command) error {
-	if _, err := checkRef(o.DLQ); err != nil {
+	if err := o.parseRefs(); err != nil {
 		return err
-	}
-	if !strings.EqualFold(o.To, "source") {
-		if _, err := checkRef(o.To); err != nil {
-			return err
-		}
 	}
 	if err := checkKafkaPair(o.DLQ, o.To); err != nil {
 		return err
@@ -181,7 +189,48 @@ func (o *RedriveOptions) validate(c *cobra.Command) error {
 	if _, err := o.Selection.Selector(); err != nil {
 		return err
 	}
-	return o.Transform.validate(true, o.DryRun)
+	if err := o.Transform.validate(true, o.DryRun); err != nil {
+		return err
+	}
+	return o.derive()
+}
+
+// parseRefs checks and parses the DLQ and --to references once.
+func (o *RedriveOptions) parseRefs() error {
+	dlq, err := checkRef(o.DLQ)
+	if err != nil {
+		return err
+	}
+	o.dlq, o.to, o.toShown = dlq, nil, redactRef(o.To)
+	if !strings.EqualFold(o.To, "source") {
+		to, err := checkRef(o.To)
+		if err != nil {
+			return err
+		}
+		o.to = &to
+	}
+	return nil
+}
+
+// derive parses the validated flags into the typed values a run is
+// opened with: --max-dest-lag, and the pace, guards and limits of the
+// move (redrive.Options; the transform is the factory's), or the steps of
+// --engine native. Options read from a run's journal are derived again.
+func (o *RedriveOptions) derive() error {
+	if o.Engine == "native" {
+		o.nativeSteps = redrive.NativeSteps(o.Rate, o.Ramp)
+		return nil
+	}
+	lags, err := redrive.ParseDestLag(o.Kafka.MaxDestLag)
+	if err != nil {
+		return err
+	}
+	o.destLag = lags
+	o.move = redrive.Options{Max: o.Max, MaxRedrives: o.MaxRedrives, Concurrency: o.Concurrency,
+		Guards:       o.GuardFlags.guards(o.MaxReturns),
+		WaitInFlight: waitInFlight(o.WaitInFlight)}
+	o.PaceFlags.apply(&o.move)
+	return nil
 }
 
 // fingerprint identifies "the same command" for automatic resume: the DLQ,
@@ -356,6 +405,15 @@ reason); with none, it says so and exits 0. The journals are read from
 			}
 			opts.open, opts.ResumeID = f.openRedrive, meta.ID
 			opts.DLQ = meta.SourceURL
+			if err := opts.parseRefs(); err != nil {
+				return err
+			}
+			if err := opts.Transform.parse(); err != nil {
+				return err
+			}
+			if err := opts.derive(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
-	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/record"
@@ -49,11 +47,12 @@ func (s *redriveSession) redrive(ctx context.Context) error {
 // redriveRoute resolves --to for a redrive out of ep: back to where each
 // message came from (source), or one destination of the same broker,
 // within what the DLQ's broker can reach (broker.DestinationScoper).
-// close releases the destination it opened.
-func redriveRoute(ctx context.Context, f *Factory, opts *RedriveOptions, ep broker.Endpoint) (route redrive.Route, close func(), err error) {
+// close releases the destination it opened. to is --to parsed (nil:
+// source), shown as toShown; origin is --origin.
+func redriveRoute(ctx context.Context, f *Factory, to *broker.Ref, toShown, origin string, ep broker.Endpoint) (route redrive.Route, close func(), err error) {
 	caps := ep.Capabilities()
 	words := caps.Words()
-	if strings.EqualFold(opts.To, "source") {
+	if to == nil {
 		var dests []broker.Destination
 		lister, lists := ep.(broker.SourceLister)
 		if lists {
@@ -62,10 +61,10 @@ func redriveRoute(ctx context.Context, f *Factory, opts *RedriveOptions, ep brok
 				return route, nil, broker.StartError(err)
 			}
 		}
-		if (lists && dests == nil) || opts.Origin != "" {
+		if (lists && dests == nil) || origin != "" {
 			// Nothing of its broker dead-letters into it: Lambda, SNS,
 			// EventBridge.
-			o, ok, err := f.redriveOrigins(ctx, ep, opts.Origin)
+			o, ok, err := f.redriveOrigins(ctx, ep, origin)
 			if ok || err != nil {
 				return o, func() {}, err
 			}
@@ -73,7 +72,7 @@ func redriveRoute(ctx context.Context, f *Factory, opts *RedriveOptions, ep brok
 		router, err := ep.RouterToSource(ctx)
 		return redrive.Route{Router: router, PubEp: ep, CanaryDests: dests}, func() {}, broker.StartError(err)
 	}
-	dest, err := f.Endpoint(ctx, opts.To)
+	dest, err := f.EndpointOf(ctx, *to)
 	if err != nil {
 		return route, nil, err
 	}
@@ -82,10 +81,10 @@ func redriveRoute(ctx context.Context, f *Factory, opts *RedriveOptions, ep brok
 		return route, nil, err
 	}
 	if dest.Broker() != ep.Broker() {
-		return fail(errs.BadInputf("--to %s: a %s DLQ redrives within %s (or --to source); archive it and restore the archive to move messages elsewhere", redactRef(opts.To), caps.Label, caps.Label))
+		return fail(errs.BadInputf("--to %s: a %s DLQ redrives within %s (or --to source); archive it and restore the archive to move messages elsewhere", toShown, caps.Label, caps.Label))
 	}
 	if dest.ID() == ep.ID() {
-		return fail(errs.BadInputf("--to %s is the %s itself; pass --to source or another %s", redactRef(opts.To), words.DLQ, words.Queue))
+		return fail(errs.BadInputf("--to %s is the %s itself; pass --to source or another %s", toShown, words.DLQ, words.Queue))
 	}
 	if s, ok := ep.(broker.DestinationScoper); ok {
 		warnings, err := s.CheckDestination(dest)
@@ -120,15 +119,12 @@ func redactRef(raw string) string {
 	return raw
 }
 
-// confirmRedrive asks to confirm a redrive of what sel selects (bounded
-// by --canary or --max) from the DLQ named from, which holds depth, to to.
-func confirmRedrive(f *Factory, sel *classify.Selector, opts *RedriveOptions, from, depth, to string) error {
-	what := "all messages"
-	if sel != nil {
-		what = sel.Describe()
-	}
+// confirmRedrive asks to confirm a redrive of what (the selection, as
+// limitedWhat bounds it by --canary or --max) from the DLQ named from,
+// which holds depth, to to.
+func confirmRedrive(f *Factory, what, from, depth, to string) error {
 	return confirm(f,
-		fmt.Sprintf("Move %s from %s (%s) to %s?", limitedWhat(what, opts.Canary, opts.Max), from, depth, to),
+		fmt.Sprintf("Move %s from %s (%s) to %s?", what, from, depth, to),
 		fmt.Sprintf("redrive moves messages out of %s; pass --yes to confirm (see what would move with --dry-run)", from),
 		"redrive not confirmed; nothing was changed")
 }

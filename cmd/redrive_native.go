@@ -43,13 +43,11 @@ func (s *redriveSession) moveNative(ctx context.Context) error {
 // from broker.NeedNativeMove (what names the command or flag, instead the
 // way out). The flags given (nil for status and cancel) are refused
 // against the resolved queue's capabilities.
-func openNativeMover(ctx context.Context, f *Factory, raw, what, instead string, flags *pflag.FlagSet) (broker.Endpoint, broker.NativeMover, error) {
-	if ref, err := checkRef(raw); err == nil {
-		if caps, ok := capsOf(ref.Broker); ok && !caps.NativeMove {
-			return nil, nil, broker.NeedNativeMove.Refusal(what, caps, haveLabels(broker.NeedNativeMove), instead)
-		}
+func openNativeMover(ctx context.Context, f *Factory, ref broker.Ref, what, instead string, flags *pflag.FlagSet) (broker.Endpoint, broker.NativeMover, error) {
+	if caps, ok := capsOf(ref.Broker); ok && !caps.NativeMove {
+		return nil, nil, broker.NeedNativeMove.Refusal(what, caps, haveLabels(broker.NeedNativeMove), instead)
 	}
-	ep, err := f.Endpoint(ctx, raw)
+	ep, err := f.EndpointOf(ctx, ref)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -90,7 +88,11 @@ func newCmdRedriveStatus(f *Factory) *cobra.Command {
 		Args:  exactArgs(1, "one DLQ (name, URL or ARN)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			ctx := c.Context()
-			ep, mover, err := openNativeMover(ctx, f, args[0], commandName(c), "'dlqctl redrive DLQ --dry-run' shows what is waiting", nil)
+			ref, err := checkRef(args[0])
+			if err != nil {
+				return err
+			}
+			ep, mover, err := openNativeMover(ctx, f, ref, commandName(c), "'dlqctl redrive DLQ --dry-run' shows what is waiting", nil)
 			if err != nil {
 				return err
 			}
@@ -113,7 +115,11 @@ func newCmdRedriveCancel(f *Factory) *cobra.Command {
 		Args:  exactArgs(1, "one DLQ (name, URL or ARN)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			ctx := c.Context()
-			ep, mover, err := openNativeMover(ctx, f, args[0], commandName(c), "stop a running 'dlqctl redrive' with Ctrl-C (it finishes its batch)", nil)
+			ref, err := checkRef(args[0])
+			if err != nil {
+				return err
+			}
+			ep, mover, err := openNativeMover(ctx, f, ref, commandName(c), "stop a running 'dlqctl redrive' with Ctrl-C (it finishes its batch)", nil)
 			if err != nil {
 				return err
 			}

@@ -139,6 +139,8 @@ type LogsFlags struct {
 	Groups  []string `json:"logs,omitempty"`
 	Window  string   `json:"logs_window,omitempty"`
 	Refresh bool     `json:"-"`
+	// cfg is the flags parsed (Validate): what the lookup is opened with.
+	cfg logs.Config
 }
 
 // LogsHelp explains --logs for long help texts.
@@ -163,37 +165,41 @@ func (l *LogsFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&l.Refresh, "logs-refresh", false, "with --logs: search again instead of using results cached under --state-dir")
 }
 
-// Active reports whether --logs was given.
-func (l *LogsFlags) Active() bool { return len(logs.SplitGroups(l.Groups)) > 0 }
-
-// Validate checks the flags without any AWS call (bad input: exit 2).
-func (l *LogsFlags) Validate() error { return logs.ValidateFlags(l.Groups, l.Window, l.Refresh) }
-
-// newLogsLookup builds the --logs session of a command, or returns nil
-// without --logs.
-func newLogsLookup(ctx context.Context, f *Factory, l *LogsFlags) (*logs.Lookup, error) {
-	if !l.Active() {
-		return nil, nil
+// Validate checks the flags without any AWS call (bad input: exit 2) and
+// keeps them parsed (logs.Config) for the lookup.
+func (l *LogsFlags) Validate() error {
+	cfg, err := logs.ParseConfig(l.Groups, l.Window, l.Refresh)
+	if err != nil {
+		return err
 	}
-	if err := l.Validate(); err != nil {
-		return nil, err
+	l.cfg = cfg
+	return nil
+}
+
+// newLogsLookup builds the --logs session of a command from its validated
+// flags (Validate), or returns nil without --logs.
+func newLogsLookup(ctx context.Context, f *Factory, l *LogsFlags) (*logs.Lookup, error) {
+	return openLogsLookup(ctx, f, l.cfg)
+}
+
+// openLogsLookup opens the --logs session c asks for (nil without --logs).
+func openLogsLookup(ctx context.Context, f *Factory, c logs.Config) (*logs.Lookup, error) {
+	if !c.Active() {
+		return nil, nil
 	}
 	api, err := f.Logs(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return logs.NewLookup(ctx, f.IO, api, f.StateDir(), l.Groups, l.Window, l.Refresh), nil
+	return logs.NewLookup(ctx, f.IO, api, f.StateDir(), c), nil
 }
 
 // prepareLogs readies --logs for a redrive or archive selection
-// (logs.Lookup.Prepare), reading the queue once without consuming it.
-// Without --logs it does nothing.
+// (logs.Lookup.Prepare) from its validated flags, reading the queue once
+// without consuming it. Without --logs it does nothing.
 func prepareLogs(ctx context.Context, f *Factory, queueRef string, sel *classify.Selector, l *LogsFlags) error {
-	if !l.Active() {
-		return nil
-	}
-	lk, err := newLogsLookup(ctx, f, l)
-	if err != nil {
+	lk, err := openLogsLookup(ctx, f, l.cfg)
+	if err != nil || lk == nil {
 		return err
 	}
 	return lk.Prepare(ctx, queueRef, sel, func(fn func(rec *record.Record, parsed any) error) error {

@@ -27,6 +27,13 @@ type TransformFlags struct {
 	Originals string `json:"archive_originals,omitempty"`
 	SSE       string `json:"sse,omitempty"`
 	KMSKeyID  string `json:"kms_key_id,omitempty"`
+
+	// The flags parsed once (parse): the expression compiled (the
+	// destination's limits are set when it is known) and the archive of
+	// originals (nil without --archive-originals) and its encryption.
+	xf   *transform.Transform
+	dest *archive.Location
+	enc  archive.Encryption
 }
 
 const transformHelp = `repair each selected message with this jq expression before sending it: it gets the message record (as --filter does) and returns the record to send (body or .json, attributes; on Kafka .system.kafka.key and .system.kafka.headers); e.g. '.json.amount |= tonumber'; needs --archive-originals`
@@ -68,18 +75,46 @@ func (t *TransformFlags) validate(needOriginals, dryRun bool) error {
 		}
 		return nil
 	}
-	if _, err := transform.Compile(t.Expression, transform.Limits{}); err != nil {
+	if err := t.parse(); err != nil {
 		return err
 	}
 	if needOriginals && t.Originals == "" && !dryRun {
 		return errs.BadInputf("--transform changes messages, so their originals must be kept first: add --archive-originals s3://BUCKET/PREFIX (every original is archived and verified there before its repaired copy is sent); --dry-run shows the changes without it")
 	}
+	return nil
+}
+
+// parse compiles the expression (without the destination's limits) and
+// parses --archive-originals into the typed values a run is opened with;
+// validate calls it, and a resume on the flags its journal keeps.
+func (t *TransformFlags) parse() error {
+	t.xf, t.dest, t.enc = nil, nil, archive.Encryption{}
+	if !t.Active() {
+		return nil
+	}
+	xf, err := transform.Compile(t.Expression, transform.Limits{})
+	if err != nil {
+		return err
+	}
+	t.xf = xf
 	if t.Originals != "" {
-		if _, err := archive.ParseS3URI(t.Originals); err != nil {
+		loc, err := archive.ParseS3URI(t.Originals)
+		if err != nil {
 			return errs.BadInputf("--archive-originals %q: %v; give s3://BUCKET/PREFIX", t.Originals, err)
 		}
+		t.dest = &loc
+		t.enc = archive.Encryption{SSE: t.SSE, KMSKeyID: t.KMSKeyID}
 	}
 	return nil
+}
+
+// limited is the compiled transform (nil without one), held to the
+// destination's limits.
+func (t *TransformFlags) limited(caps broker.Capabilities) *transform.Transform {
+	if t.xf != nil {
+		t.xf.SetLimits(transform.Limits{MaxMessageBytes: caps.MaxMessageBytes, MaxAttributes: caps.MaxAttributes})
+	}
+	return t.xf
 }
 
 // compile builds the transform with the destination's limits.
@@ -94,29 +129,25 @@ func (t *TransformFlags) compile(caps broker.Capabilities) (*transform.Transform
 	return xf, nil
 }
 
-// originals opens the archive of originals (checking the bucket before
-// anything changes).
-func (t *TransformFlags) originals(ctx context.Context, f *Factory, ep broker.Endpoint, selection string, xf *transform.Transform) (*archive.Originals, error) {
-	if t.Originals == "" {
+// openOriginals opens the archive of originals at dest (nil: none),
+// encrypted as enc, checking the bucket before anything changes.
+func openOriginals(ctx context.Context, f *Factory, dest *archive.Location, enc archive.Encryption, ep broker.Endpoint, selection string, xf *transform.Transform) (*archive.Originals, error) {
+	if dest == nil {
 		return nil, nil
 	}
-	loc, err := archive.ParseS3URI(t.Originals)
-	if err != nil {
-		return nil, errs.BadInputf("--archive-originals %q: %v", t.Originals, err)
-	}
-	api, err := f.S3For(ctx, loc.Bucket)
+	api, err := f.S3For(ctx, dest.Bucket)
 	if err != nil {
 		return nil, err
 	}
-	if err := archive.CheckBucket(ctx, api, loc.Bucket); err != nil {
+	if err := archive.CheckBucket(ctx, api, dest.Bucket); err != nil {
 		return nil, err
 	}
 	return archive.NewOriginals(api, archive.OriginalsOptions{
-		Dest:  loc,
+		Dest:  *dest,
 		Queue: archive.QueueInfo{Name: ep.Name(), URL: ep.String(), ARN: ep.ID(), FIFO: ep.Capabilities().Ordering == broker.OrderGroupLock},
 		Selection: fmt.Sprintf("originals of %s, repaired with --transform (expression sha256 %s): %s",
 			selection, xf.SHA256(), xf.Source()),
-		Encryption: archive.Encryption{SSE: t.SSE, KMSKeyID: t.KMSKeyID}, ToolVersion: Version(),
+		Encryption: enc, ToolVersion: Version(),
 	}), nil
 }
 

@@ -11,24 +11,40 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
-// ValidateFlags checks --logs (groups), --logs-window and --logs-refresh
-// without any AWS call (bad input: exit 2).
-func ValidateFlags(groups []string, window string, refresh bool) error {
+// Config is --logs, --logs-window and --logs-refresh as typed values
+// (ParseConfig): the log groups (split, blanks and repeats left out), the
+// window and whether cached results are ignored. The zero Config is no
+// --logs.
+type Config struct {
+	Groups  []string
+	Window  Window
+	Refresh bool
+}
+
+// ParseConfig checks and parses --logs (groups), --logs-window and
+// --logs-refresh without any AWS call (bad input: exit 2).
+func ParseConfig(groups []string, window string, refresh bool) (Config, error) {
 	gs := SplitGroups(groups)
 	if len(gs) == 0 {
 		if strings.TrimSpace(window) != "" || refresh {
-			return errs.BadInputf("--logs-window and --logs-refresh need --logs LOG_GROUP")
+			return Config{}, errs.BadInputf("--logs-window and --logs-refresh need --logs LOG_GROUP")
 		}
-		return nil
+		return Config{}, nil
 	}
 	for _, g := range gs {
 		if !ValidGroup(g) {
-			return errs.BadInputf("--logs %q is not a CloudWatch Logs group name (1-512 characters: letters, digits, _ - / . # and the group name only, not an ARN or a URL)", g)
+			return Config{}, errs.BadInputf("--logs %q is not a CloudWatch Logs group name (1-512 characters: letters, digits, _ - / . # and the group name only, not an ARN or a URL)", g)
 		}
 	}
-	_, err := ParseWindow(window)
-	return err
+	w, err := ParseWindow(window)
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{Groups: gs, Window: w, Refresh: refresh}, nil
 }
+
+// Active reports whether c searches any log group (--logs was given).
+func (c Config) Active() bool { return len(c.Groups) > 0 }
 
 // Lookup is the --logs session of one command (a Session) and the
 // progress and summary it shows on stderr. A nil *Lookup (no --logs) does
@@ -40,19 +56,17 @@ type Lookup struct {
 	ctx  context.Context
 }
 
-// NewLookup searches groups through api over window (a --logs-window,
-// already validated), caching under stateDir unless refresh.
-func NewLookup(ctx context.Context, io *output.IOStreams, api API, stateDir string, groups []string, window string, refresh bool) *Lookup {
-	w, _ := ParseWindow(window)
-	groups = SplitGroups(groups)
+// NewLookup searches the groups of c through api over its window,
+// caching under stateDir unless c.Refresh.
+func NewLookup(ctx context.Context, io *output.IOStreams, api API, stateDir string, c Config) *Lookup {
 	lk := &Lookup{io: io, prog: output.NewProgress(io, output.Table), ctx: ctx}
 	lk.sess = NewSession(New(api, Options{
-		Groups: groups,
-		Cache:  OpenCache(stateDir, groups, w.Spec, refresh),
+		Groups: c.Groups,
+		Cache:  OpenCache(stateDir, c.Groups, c.Window.Spec, c.Refresh),
 		OnProgress: func(st Stats) {
 			lk.prog.Update(output.Stats{Op: "logs search", Done: int64(st.Messages)}, false)
 		},
-	}), w)
+	}), c.Window)
 	return lk
 }
 

@@ -1,18 +1,23 @@
 package logs
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
-func TestValidateFlags(t *testing.T) {
-	if err := ValidateFlags([]string{"/aws/lambda/a, /ecs/b"}, "2024-05-01T00:00:00Z..", false); err != nil {
-		t.Errorf("valid flags rejected: %v", err)
+func TestParseConfig(t *testing.T) {
+	c, err := ParseConfig([]string{"/aws/lambda/a, /ecs/b", "/ecs/b"}, " 2024-05-01T00:00:00Z..", true)
+	if err != nil {
+		t.Fatalf("valid flags rejected: %v", err)
 	}
-	if err := ValidateFlags(nil, "", false); err != nil {
-		t.Errorf("no --logs: %v", err)
+	if !c.Active() || !slices.Equal(c.Groups, []string{"/aws/lambda/a", "/ecs/b"}) || c.Window.Spec != "2024-05-01T00:00:00Z.." || c.Window.From.IsZero() || !c.Refresh {
+		t.Errorf("parsed %+v", c)
+	}
+	if c, err := ParseConfig(nil, "", false); err != nil || c.Active() {
+		t.Errorf("no --logs: %+v, %v", c, err)
 	}
 	for _, c := range []struct {
 		groups  []string
@@ -25,7 +30,7 @@ func TestValidateFlags(t *testing.T) {
 		{[]string{" , "}, "", true, "--logs-window and --logs-refresh need --logs LOG_GROUP"},
 		{[]string{"/x"}, "last tuesday", false, ""},
 	} {
-		err := ValidateFlags(c.groups, c.window, c.refresh)
+		_, err := ParseConfig(c.groups, c.window, c.refresh)
 		if err == nil || errs.Code(err) != errs.ExitUsage || (c.want != "" && err.Error() != c.want) {
 			t.Errorf("%v %q %v: %v, want exit 2 %q", c.groups, c.window, c.refresh, err, c.want)
 		}
