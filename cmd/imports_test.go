@@ -22,15 +22,16 @@ var brokerPackages = map[string]bool{
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs/origins": true,
 }
 
-// brokerImporters may import the broker packages: the factory (factory*.go; the one
-// switch on Ref.Broker) and the flags files (each fills its broker's
-// Config).
+// brokerImporters may import the broker packages: the factory (factory*.go;
+// its table of openers keyed by Ref.Broker, and the completion sources)
+// and the flags files (each fills its broker's Config).
 var brokerImporters = map[string]bool{
-	"factory.go":        true,
-	"factory_health.go": true,
-	"factory_kafka.go":  true,
-	"flags_amqp.go":     true,
-	"flags_kafka.go":    true,
+	"factory.go":          true,
+	"factory_complete.go": true,
+	"factory_health.go":   true,
+	"factory_kafka.go":    true,
+	"flags_amqp.go":       true,
+	"flags_kafka.go":      true,
 }
 
 // stillImporting lists command files allowed to import a broker package
