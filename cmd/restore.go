@@ -198,14 +198,6 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 		return err
 	}
 	watchTransformErrors(f, opts.xf)
-	pub, err := ep.OpenPublisher(ctx)
-	if err != nil {
-		return archive.OpenErr(err)
-	}
-	defer pub.Close(context.WithoutCancel(ctx))
-	if opts.DryRun {
-		return restorePlan(ctx, opts, ref, m, router, pub, selector)
-	}
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
 	shown := *opts
@@ -216,13 +208,14 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 		Meta:      redrive.RunMeta{Fingerprint: opts.fingerprint(ep.ID()), Options: raw, Transform: opts.Transform.meta(opts.xf)},
 		OnJournal: withUnconfirmedNote(f, func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) }),
 		Move: redrive.Options{
-			Max: opts.CanaryFlags.limit(opts.Max), Concurrency: opts.Concurrency,
-			Guards: opts.GuardFlags.guards(0), Reporter: progressReporter(prog, "restore"), Transform: opts.xf,
+			Concurrency: opts.Concurrency, Guards: opts.GuardFlags.guards(0),
+			Reporter: progressReporter(prog, "restore"), Transform: opts.xf,
 		},
 	}
 	opts.PaceFlags.apply(&spec.Move) // this process's share of --rate/--ramp (--rate-share)
 	rs, err := archive.Restore(ctx, archive.RestoreRequest{
-		Run: ref, Manifest: m, To: ep, Target: tgt, Pub: pub, Router: router, Select: selector,
+		Run: ref, Manifest: m, To: ep, Target: tgt, Router: router, Select: selector, Max: opts.Max,
+		DryRun: opts.DryRun, OnPlanned: spec.Move.Reporter.Message,
 		Canary: opts.Canary, VerifyFor: opts.VerifyFor, VerifyGiven: opts.verifySet != nil && opts.verifySet(),
 		VerifyPoll: opts.VerifyPoll, VerifyDrain: opts.VerifyDrain,
 		Spec: spec, Info: f.IO.Infof, Warn: f.IO.Warnf,
@@ -233,6 +226,9 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 				"restore not confirmed; nothing was sent")
 		},
 	})
+	if err == nil && rs.Plan != nil {
+		return printRestorePlan(f, prog, opts, ref, router, selector, *rs.Plan)
+	}
 	if err != nil {
 		return err
 	}
@@ -251,24 +247,14 @@ func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, des
 	})
 }
 
-func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *archive.Manifest, router redrive.Router, prep broker.Publisher, sel redrive.Selector) error {
-	f := opts.F
+// printRestorePlan prints the plan of a dry run (pl), once the
+// selection's refusal and filter errors are known.
+func printRestorePlan(f *Factory, prog *output.Progress, opts *RestoreOptions, ref archive.Ref, router redrive.Router, sel redrive.Selector, pl redrive.Plan) error {
 	format, _ := f.Format()
-	prog := output.NewProgress(f.IO, format)
-	share := opts.PaceFlags.share()
-	p := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: prep, Select: sel, Max: opts.Max, Partition: share, Transform: opts.xf}
-	err := archive.PlanRestore(ctx, ref, m, p, func(ev redrive.MessageEvent) {
-		prog.Message(output.MessageEvent{MessageID: ev.MessageID, Action: ev.Action, Destination: ev.Destination, Class: ev.Class, Reason: ev.Reason})
-	})
-	if err != nil {
-		return err
-	}
 	fe, err := endSelection(f, sel, "would stay in the archive")
 	if err != nil {
 		return err
 	}
-	pl := p.Plan(share.Rate(opts.Rate), share.Ramp(opts.Ramp), opts.RampEvery) // this process's pace
-	pl.Complete = true
 	desc := "all messages"
 	if sel != nil {
 		desc = sel.Describe()

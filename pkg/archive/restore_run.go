@@ -10,21 +10,26 @@ import (
 )
 
 // RestoreRequest is one restore of an archive run, over the endpoint and
-// the target (OpenRestore) and the publisher the command opened: what is
-// selected, how the run is paced, guarded and watched, and how it talks
-// to the person running it. Restore does the rest, on every broker alike.
+// the target (OpenRestore) the command opened: what is selected, how the
+// run is paced, guarded and watched, and how it talks to the person
+// running it. Restore does the rest, on every broker alike.
 type RestoreRequest struct {
 	// Run is the archive run restored, m its manifest.
 	Run      Ref
 	Manifest *Manifest
 	// To is the destination's endpoint, Target what OpenRestore found of
-	// it, Pub its publisher and Router the route to Target.Dest.
+	// it and Router the route to Target.Dest.
 	To     broker.Endpoint
 	Target *RestoreTarget
-	Pub    broker.Publisher
 	Router redrive.Router
 	// Select picks the records (nil: all).
 	Select redrive.Selector
+	// DryRun sends nothing: every record goes through the plan, each
+	// decision to OnPlanned, and Restore returns the Plan.
+	DryRun    bool
+	OnPlanned func(redrive.MessageEvent)
+	// Max restores at most this many records (0: all).
+	Max int
 	// Canary sends this many records, then watches the destination's DLQ
 	// (0: no canary).
 	Canary int
@@ -36,8 +41,8 @@ type RestoreRequest struct {
 	VerifyDrain bool
 	// Spec is the journaled run, filled in but for what the archive and
 	// the destination decide: StateDir, Again, Meta (Fingerprint, Options,
-	// Transform), OnJournal and Move (Max, pace, Concurrency, Guards,
-	// Reporter, Transform, Share).
+	// Transform), OnJournal and Move (pace, Share, Concurrency, Guards,
+	// Reporter, Transform); a dry run reads its pace, Share and Transform.
 	Spec redrive.RunSpec
 	// Info says one line to the person running the command; Warn warns.
 	Info, Warn func(format string, a ...any)
@@ -46,30 +51,51 @@ type RestoreRequest struct {
 	Confirm func() error
 }
 
-// Restored is a restore that got as far as its run: the run's Outcome,
-// or, when the run never started (a refused repeat or confirmation, a
-// journal that cannot be opened), Err.
+// Restored is a restore that got as far as its run: the Plan of a dry
+// run; else the run's Outcome, or, when the run never started (a refused
+// repeat or confirmation, a journal that cannot be opened), Err.
 type Restored struct {
+	Plan    *redrive.Plan
 	Outcome *redrive.Outcome
 	Err     error
 }
 
-// Restore runs a restore request: it refuses what cannot hold before
-// anything is sent (a canary window the broker cannot know, --verify-drain
-// without a destination depth), keeps each message group's (partition's)
-// order with one sender, decides the canary's window and baseline, and
-// executes the run (redrive.Execute: journal, refusal of a completed
-// restore without Again, confirmation, pipeline, canary, verdict). An
-// error is returned for a restore refused before its run.
+// Restore runs a restore request: it opens the destination's publisher,
+// and plans a dry run (PlanRestore); else it refuses what cannot hold
+// before anything is sent (a canary window the broker cannot know,
+// --verify-drain without a destination depth), keeps each message group's
+// (partition's) order with one sender, decides the canary's window and
+// baseline, and executes the run (redrive.Execute: journal, refusal of a
+// completed restore without Again, confirmation, pipeline, canary,
+// verdict). An error is returned for a restore refused before its run.
 func Restore(ctx context.Context, req RestoreRequest) (*Restored, error) {
 	ep, ref, m := req.To, req.Run, req.Manifest
 	dest, watch := req.Target.Dest, req.Target.Watch
 	caps := ep.Capabilities()
+	pub, err := ep.OpenPublisher(ctx)
+	if err != nil {
+		return nil, OpenErr(err)
+	}
+	defer pub.Close(context.WithoutCancel(ctx))
+	if req.DryRun {
+		mv := req.Spec.Move
+		p := &redrive.Planner{RunID: "dry-run", Router: req.Router, Publisher: pub, Select: req.Select, Max: req.Max, Partition: mv.Share, Transform: mv.Transform}
+		if err := PlanRestore(ctx, ref, m, p, req.OnPlanned); err != nil {
+			return nil, err
+		}
+		pl := p.Plan(mv.Rate, mv.Ramp, mv.RampEvery) // this process's pace
+		pl.Complete = true
+		return &Restored{Plan: &pl}, nil
+	}
 	var destDepth func(context.Context, broker.Destination) (broker.Depth, error)
 	if dd, ok := ep.(broker.DestinationDepther); ok {
 		destDepth = dd.DestinationDepth
 	}
 	spec := req.Spec
+	spec.Move.Max = req.Max
+	if req.Canary > 0 {
+		spec.Move.Max = req.Canary
+	}
 	total := m.Records()
 	if spec.Move.Max > 0 {
 		total = min(total, spec.Move.Max)
@@ -95,7 +121,7 @@ func Restore(ctx context.Context, req RestoreRequest) (*Restored, error) {
 	}
 	spec.Confirm = req.Confirm
 	spec.Source = NewRestoreSource(ref.Src, m)
-	spec.Move.Publisher, spec.Move.DestDepth = req.Pub, destDepth
+	spec.Move.Publisher, spec.Move.DestDepth = pub, destDepth
 	spec.Move.Router, spec.Move.Select, spec.Move.Total = req.Router, req.Select, total
 	if req.Canary > 0 {
 		dests := []broker.Destination{dest}
