@@ -148,7 +148,7 @@ type CanaryFlags struct {
 	VerifyDrain bool          `json:"verify_drain,omitempty"`
 	VerifyPoll  time.Duration `json:"verify_poll,omitempty"`
 	// verifySet: --verify-for was given (else the window is derived from
-	// the destination's redrive policy, see canaryWindow).
+	// the destination's redrive policy, see redrive.DecideWindow).
 	verifySet func() bool
 }
 

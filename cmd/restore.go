@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -199,96 +198,43 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 		return err
 	}
 	watchTransformErrors(f, opts.xf)
-	pub, err := ep.OpenPublisher(ctx)
-	if err != nil {
-		return archive.OpenErr(err)
-	}
-	defer pub.Close(context.WithoutCancel(ctx))
-	if opts.DryRun {
-		return restorePlan(ctx, opts, ref, m, router, pub, selector)
-	}
-	var destDepth func(context.Context, broker.Destination) (broker.Depth, error)
-	if dd, ok := ep.(broker.DestinationDepther); ok {
-		destDepth = dd.DestinationDepth
-	}
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
-	max := opts.CanaryFlags.limit(opts.Max)
-	total := m.Records()
-	if max > 0 {
-		total = min(total, max)
-	}
-	concurrency := opts.Concurrency
-	if caps.Ordering == broker.OrderGroupLock || caps.Ordering == broker.OrderPartition {
-		// The archive's order is each group's (partition's) order: one
-		// sender keeps it, where parallel batches could swap two
-		// messages of one group or key.
-		concurrency = 1
-	}
-	if caps.ReplayNote != "" {
-		f.IO.Infof("note: %s", caps.ReplayNote)
-	}
 	shown := *opts
 	shown.To = ep.String()
 	raw, _ := json.Marshal(&shown)
 	spec := redrive.RunSpec{
-		StateDir: f.StateDir(),
-		Meta: redrive.RunMeta{Kind: "restore", Source: ref.Name(), Destination: ep.Name(),
-			Fingerprint: opts.fingerprint(ep.ID()), Options: raw, Transform: opts.Transform.meta(opts.xf)},
-		RefuseCompleted: true, Again: opts.Again,
-		AlreadyDone: func(done redrive.RunInfo) error {
-			// An archive never drains: the same restore run twice would
-			// send every message twice.
-			return errs.BadInputf("%s was already restored to %s by run %s (%s); pass --again to send it once more", ref.Name(), ep.Name(), done.ID, done.Updated.Format(time.RFC3339))
+		StateDir: f.StateDir(), Again: opts.Again,
+		Meta:      redrive.RunMeta{Fingerprint: opts.fingerprint(ep.ID()), Options: raw, Transform: opts.Transform.meta(opts.xf)},
+		OnJournal: withUnconfirmedNote(f, func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) }),
+		Move: redrive.Options{
+			Concurrency: opts.Concurrency, Guards: opts.GuardFlags.guards(0),
+			Reporter: progressReporter(prog, "restore"), Transform: opts.xf,
 		},
-		OnResume: func(prev redrive.RunInfo) {
-			f.IO.Infof("resuming unfinished restore %s (%s; %d sent): already-sent messages are not sent again", prev.ID, prev.Status, prev.Sent)
-		},
+	}
+	opts.PaceFlags.apply(&spec.Move) // this process's share of --rate/--ramp (--rate-share)
+	rs, err := archive.Restore(ctx, archive.RestoreRequest{
+		Run: ref, Manifest: m, To: ep, Target: tgt, Router: router, Select: selector, Max: opts.Max,
+		DryRun: opts.DryRun, OnPlanned: spec.Move.Reporter.Message,
+		Canary: opts.Canary, VerifyFor: opts.VerifyFor, VerifyGiven: opts.verifySet != nil && opts.verifySet(),
+		VerifyPoll: opts.VerifyPoll, VerifyDrain: opts.VerifyDrain,
+		Spec: spec, Info: f.IO.Infof, Warn: f.IO.Warnf,
 		Confirm: func() error {
 			return confirm(f,
 				fmt.Sprintf("Send %s of %d archived message(s) of %s to %s?", limitedWhat(sel.Describe(), opts.Canary, opts.Max), m.Records(), m.Queue.Name, dest.Label),
 				fmt.Sprintf("restore sends archived messages to %s; pass --yes to confirm (see what would be sent with --dry-run)", dest.Label),
 				"restore not confirmed; nothing was sent")
 		},
-		OnJournal: func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) },
-		Source:    archive.NewRestoreSource(ref.Src, m),
-		Move: redrive.Options{
-			Publisher: pub, DestDepth: destDepth,
-			Router: router, Select: selector, Max: max,
-			Rate: opts.Rate, Ramp: opts.Ramp, RampEvery: opts.RampEvery, Concurrency: concurrency,
-			Guards: opts.GuardFlags.guards(0), Total: total,
-			Reporter: progressReporter(prog, "restore"), Transform: opts.xf,
-		},
-	}
-	opts.PaceFlags.apply(&spec.Move) // this process's share of --rate/--ramp (--rate-share)
-	if opts.Canary > 0 {
-		dests := []broker.Destination{dest}
-		window, err := opts.CanaryFlags.canaryWindow(ctx, f, watch, dests)
-		if err != nil {
-			return err
-		}
-		baseline := map[string]int{}
-		if destDepth != nil {
-			if d, err := destDepth(ctx, dest); err == nil {
-				baseline[dest.Key] = int(d.Ready + d.Held + d.Delayed)
-			}
-		}
-		if _, ok := baseline[dest.Key]; !ok && opts.VerifyDrain {
-			return errs.BadInputf("--verify-drain compares the destination's depth before and after the canary, but %s has none; restore the canary --to a queue, or drop --verify-drain", dest.Label)
-		}
-		vopts := redrive.VerifyOptions{Poll: opts.VerifyPoll, Drain: opts.VerifyDrain}
-		if caps.Hold == broker.HoldLease {
-			vopts.Visibility = 30 * time.Second
-		}
-		spec.Canary = &redrive.CanarySpec{Watch: watch, Dests: dests, DestDepth: destDepth, Baseline: baseline,
-			Verify: window.Verify(vopts),
-			OnStart: func(moved int) {
-				f.IO.Infof("canary: sent %d message(s) to %s; watching %s (where it dead-letters) for %s", moved, dest.Label, watch.Name(), window.For)
-			}}
-	}
-	err = executeMove(ctx, f, prog, spec, closeWarning(caps), func(out *redrive.Outcome) error {
-		return printRestoreSummary(f, prog, ref, ep.Name(), out.Result, out.Verdict, out.Status)
 	})
+	if err == nil && rs.Plan != nil {
+		return printRestorePlan(f, prog, opts, ref, router, selector, *rs.Plan)
+	}
+	if err != nil {
+		return err
+	}
+	err = finishMove(f, prog, rs.Outcome, rs.Err, "restore", closeWarning(caps), func(out *redrive.Outcome) error {
+		return printRestoreSummary(f, prog, ref, ep.Name(), out.Result, out.Verdict, out.Status)
+	}, nil)
 	return archive.RunEndErr(err)
 }
 
@@ -301,24 +247,14 @@ func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, des
 	})
 }
 
-func restorePlan(ctx context.Context, opts *RestoreOptions, ref archive.Ref, m *archive.Manifest, router redrive.Router, prep broker.Publisher, sel redrive.Selector) error {
-	f := opts.F
+// printRestorePlan prints the plan of a dry run (pl), once the
+// selection's refusal and filter errors are known.
+func printRestorePlan(f *Factory, prog *output.Progress, opts *RestoreOptions, ref archive.Ref, router redrive.Router, sel redrive.Selector, pl redrive.Plan) error {
 	format, _ := f.Format()
-	prog := output.NewProgress(f.IO, format)
-	share := opts.PaceFlags.share()
-	p := &redrive.Planner{RunID: "dry-run", Router: router, Publisher: prep, Select: sel, Max: opts.Max, Partition: share, Transform: opts.xf}
-	err := archive.PlanRestore(ctx, ref, m, p, func(ev redrive.MessageEvent) {
-		prog.Message(output.MessageEvent{MessageID: ev.MessageID, Action: ev.Action, Destination: ev.Destination, Class: ev.Class, Reason: ev.Reason})
-	})
-	if err != nil {
-		return err
-	}
 	fe, err := endSelection(f, sel, "would stay in the archive")
 	if err != nil {
 		return err
 	}
-	pl := p.Plan(share.Rate(opts.Rate), share.Ramp(opts.Ramp), opts.RampEvery) // this process's pace
-	pl.Complete = true
 	desc := "all messages"
 	if sel != nil {
 		desc = sel.Describe()
