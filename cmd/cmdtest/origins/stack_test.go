@@ -9,6 +9,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"sort"
@@ -21,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
@@ -71,10 +73,22 @@ func newStack(t testing.TB) *stack {
 	im := iam.NewFromConfig(cfg, func(o *iam.Options) { o.BaseEndpoint = aws.String(env.SQSEndpoint) })
 	name := testenv.UniqueName(t, "role")
 	r, err := im.CreateRole(t.Context(), &iam.CreateRoleInput{RoleName: aws.String(name), AssumeRolePolicyDocument: aws.String(`{"Version":"2012-10-17","Statement":[]}`)})
-	if err != nil {
+	var exists *iamtypes.EntityAlreadyExistsException
+	switch {
+	case errors.As(err, &exists):
+		// The name is this test's own: an SDK retry of a call whose answer
+		// was lost (moto slow under make test's load) found the role the
+		// first attempt made.
+		g, gerr := im.GetRole(t.Context(), &iam.GetRoleInput{RoleName: aws.String(name)})
+		if gerr != nil {
+			t.Fatal(err, gerr)
+		}
+		s.role = aws.ToString(g.Role.Arn)
+	case err != nil:
 		t.Fatal(err)
+	default:
+		s.role = aws.ToString(r.Role.Arn)
 	}
-	s.role = aws.ToString(r.Role.Arn)
 	return s
 }
 
