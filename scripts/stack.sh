@@ -26,10 +26,6 @@
 #                          testing/testing; region us-east-1; S3 path-style)
 #   AWS_ENDPOINT_URL_CLOUDWATCH_LOGS   moto_server's CloudWatch Logs (the
 #                          SDK's per-service variable; dlqctl --logs)
-#   DLQCTL_MOTO2_ENDPOINT  a second moto_server, SQS and S3 only, for the test
-#                          packages whose traffic would slow everyone else's
-#                          moto (FIFO stress, lost receives; testenv.RequireOwnMoto):
-#                          one python process serves one request at a time
 #   DLQCTL_KAFKA_BROKERS   kfake (franz-go's Kafka protocol server, its own
 #                          process): bootstrap HOST:PORT, no topics at start
 #
@@ -281,65 +277,6 @@ stop_pid() { # PIDFILE PATTERN NAME
   rm -f "$1"
 }
 
-# --- A second moto_server (SQS and S3 only) ---
-# moto_server is one python process: under make test's parallel packages
-# its queue of requests grows until receives time out (lost receives, FIFO
-# holds running out). The packages that load it most use this one instead
-# (testenv.RequireOwnMoto). Env: DLQCTL_MOTO2_ENDPOINT.
-moto2_running() {
-  alive "$stack_dir/moto2.pid" moto_server && [[ -s "$stack_dir/moto2.url" ]] &&
-    probe moto "$(cat "$stack_dir/moto2.url")"
-}
-
-start_moto2() { # -> 0 started (or already running), 1 failed
-  moto2_running && return 0
-  stop_moto2 2>/dev/null
-  local port i
-  port="$(free_ports 1)"
-  spawn "$stack_dir/moto2.log" "$(moto_bin)" -H 127.0.0.1 -p "$port" >"$stack_dir/moto2.pid"
-  for i in $(seq 1 150); do # up to ~30 s
-    if probe moto "http://127.0.0.1:$port"; then
-      echo "http://127.0.0.1:$port" >"$stack_dir/moto2.url"
-      log "moto_server   on http://127.0.0.1:$port (pid $(cat "$stack_dir/moto2.pid")), SQS and S3, the second"
-      return 0
-    fi
-    alive "$stack_dir/moto2.pid" moto_server || break
-    sleep 0.2
-  done
-  log "the second moto_server did not come up; last log lines:"
-  tail -n 5 "$stack_dir/moto2.log" >&2 || true
-  stop_moto2
-  return 1
-}
-
-stop_moto2() {
-  stop_pid "$stack_dir/moto2.pid" moto_server "moto_server (the second)"
-  rm -f "$stack_dir/moto2.url"
-}
-
-moto2_env_lines() {
-  if [[ -s "$stack_dir/moto2.url" ]]; then
-    echo "# A second moto_server (SQS and S3) for the test packages that load moto most."
-    echo "export DLQCTL_MOTO2_ENDPOINT=$(cat "$stack_dir/moto2.url")"
-  fi
-}
-
-# ensure_moto2: start the second moto_server if needed and put its line in
-# the env file.
-ensure_moto2() {
-  local try
-  for try in 1 2 3; do
-    if start_moto2; then
-      local tmp="$stack_dir/env.moto2.tmp"
-      grep -v -e '^export DLQCTL_MOTO2_ENDPOINT=' -e '^# A second moto_server' "$stack_dir/env" >"$tmp" || true
-      moto2_env_lines >>"$tmp"
-      mv "$tmp" "$stack_dir/env"
-      return 0
-    fi
-  done
-  die "could not start the second moto_server; log in $stack_dir/moto2.log"
-}
-
 # --- Kafka: franz-go's kfake as its own process (scripts/dlqctl-kfake) ---
 # Built with `go build` into the stack dir on every start (cached after the
 # first), listening on a free 127.0.0.1 port it picks itself (--port 0) and
@@ -415,7 +352,6 @@ cmd_stop() {
   stop_pid "$stack_dir/sqs.pid" server.mjs "local-aws-sqs"
   stop_pid "$stack_dir/s3.pid" versitygw "versitygw"
   stop_pid "$stack_dir/moto.pid" moto_server "moto_server"
-  stop_moto2
   stop_kfake
   if [[ -f "$stack_dir/s3dir" ]]; then
     local d
@@ -443,7 +379,6 @@ export AWS_ENDPOINT_URL_CLOUDWATCH_LOGS=$3
 unset AWS_PROFILE AWS_DEFAULT_PROFILE AWS_SESSION_TOKEN AWS_ENDPOINT_URL
 EOF
   kfake_env_lines >>"$tmp"
-  moto2_env_lines >>"$tmp"
   mv "$tmp" "$stack_dir/env"
   merge_rabbitmq_env
 }
@@ -519,7 +454,6 @@ cmd_start() {
     log "already running"
     merge_rabbitmq_env
     ensure_kfake
-    ensure_moto2
     cat "$stack_dir/env"
     return 0
   fi
@@ -530,7 +464,6 @@ cmd_start() {
       if moto_running || add_moto; then
         ensure_rabbitmq
         ensure_kfake
-        ensure_moto2
         cat "$stack_dir/env"
         return 0
       fi
@@ -545,7 +478,6 @@ cmd_start() {
     if start_once; then
       ensure_rabbitmq
       ensure_kfake
-      ensure_moto2
       cat "$stack_dir/env"
       return 0
     fi
@@ -587,16 +519,11 @@ cmd_status() {
   else
     echo "moto: not running"; ok=1
   fi
-  if alive "$stack_dir/moto2.pid" moto_server; then
-    echo "moto2: pid $(cat "$stack_dir/moto2.pid") on $(cat "$stack_dir/moto2.url" 2>/dev/null) ($stack_dir/moto2.log)"
-  else
-    echo "moto2: not running"; ok=1
-  fi
   status_rabbitmq || ok=1
   status_kfake || ok=1
   if [[ $ok == 0 ]]; then
     if running && kfake_running; then
-      grep -E '^export (AWS_ENDPOINT|DLQCTL_MOTO_ENDPOINT|DLQCTL_MOTO2_ENDPOINT|DLQCTL_AMQP_MANAGEMENT_URL|DLQCTL_KAFKA_BROKERS)' "$stack_dir/env" | sed 's/^export /endpoint: /'
+      grep -E '^export (AWS_ENDPOINT|DLQCTL_MOTO_ENDPOINT|DLQCTL_AMQP_MANAGEMENT_URL|DLQCTL_KAFKA_BROKERS)' "$stack_dir/env" | sed 's/^export /endpoint: /'
       echo "status: ok"
     else
       echo "status: processes up but not answering"; ok=1

@@ -77,9 +77,6 @@ const (
 	// EnvMotoEndpoint is the moto_server endpoint (SQS and S3), e.g.
 	// http://127.0.0.1:41236.
 	EnvMotoEndpoint = "DLQCTL_MOTO_ENDPOINT"
-	// EnvMoto2Endpoint is the stack's second moto_server (SQS and S3 only),
-	// for RequireOwnMoto.
-	EnvMoto2Endpoint = "DLQCTL_MOTO2_ENDPOINT"
 )
 
 // Static settings for moto_server: it accepts any credentials and does not
@@ -98,10 +95,6 @@ var (
 	motoOnce sync.Once
 	motoEnv  Env
 	motoErr  error
-
-	ownMotoOnce sync.Once
-	ownMotoEnv  Env
-	ownMotoErr  error
 )
 
 // Require returns the running stack or stops the test: t.Skip normally,
@@ -146,44 +139,6 @@ func RequireMoto(t testing.TB) Env {
 		t.Skip(msg)
 	}
 	return motoEnv
-}
-
-// RequireOwnMoto is RequireMoto on the stack's second moto_server
-// (DLQCTL_MOTO2_ENDPOINT), for the packages whose traffic would slow the
-// first for everyone else while make test runs packages side by side
-// (group-locking FIFO stress, lost receives): moto_server is one python
-// process. It serves SQS and S3 only — a test that also needs SNS,
-// EventBridge, Lambda or CloudWatch Logs (the stack's AWS_ENDPOINT_URL_*
-// point at the first) uses RequireMoto. A stack without a second moto
-// (started by an older scripts/stack.sh) gives the first.
-func RequireOwnMoto(t testing.TB) Env {
-	t.Helper()
-	ownMotoOnce.Do(func() {
-		ep := os.Getenv(EnvMoto2Endpoint)
-		if ep == "" {
-			if path, err := EnvFile(); err == nil {
-				if vars, err := readEnvFile(path); err == nil {
-					ep = vars[EnvMoto2Endpoint]
-				}
-			}
-		}
-		if ep == "" {
-			ownMotoEnv, ownMotoErr = LookupMoto()
-		} else {
-			ownMotoEnv = MotoEnv(ep)
-		}
-		if ownMotoErr == nil {
-			ownMotoErr = ownMotoEnv.probe(2 * time.Second)
-		}
-	})
-	if ownMotoErr != nil {
-		msg := fmt.Sprintf("moto_server not available: %v (scripts/stack.sh start starts it; `eval \"$(scripts/stack.sh env)\"` exports %s and %s)", ownMotoErr, EnvMotoEndpoint, EnvMoto2Endpoint)
-		if Strict() {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return ownMotoEnv
 }
 
 // ForEachServer runs fn as one subtest per SQS + S3 server of the stack,

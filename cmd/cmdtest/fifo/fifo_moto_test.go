@@ -22,7 +22,7 @@ import (
 )
 
 func TestArchiveDeleteDrainsAGroupLockingFIFOQueue(t *testing.T) {
-	env := testenv.RequireOwnMoto(t)
+	env := testenv.RequireMoto(t)
 	c := env.SQS(t)
 	url, _ := clitest.FIFODLQ(t, c, testenv.UniqueName(t, "fa"), 5, 20)
 	bucket := clitest.Bucket(t, env, "fifo")
@@ -54,7 +54,7 @@ func TestArchiveDeleteDrainsAGroupLockingFIFOQueue(t *testing.T) {
 }
 
 func TestArchiveWithoutDeleteOfAGroupLockingFIFOQueueIsPartial(t *testing.T) {
-	env := testenv.RequireOwnMoto(t)
+	env := testenv.RequireMoto(t)
 	c := env.SQS(t)
 	url, _ := clitest.FIFODLQ(t, c, testenv.UniqueName(t, "fk"), 5, 20)
 	bucket := clitest.Bucket(t, env, "fifo")
@@ -84,7 +84,7 @@ func TestArchiveWithoutDeleteOfAGroupLockingFIFOQueueIsPartial(t *testing.T) {
 }
 
 func TestGroupAllOfAGroupLockingFIFOQueueSaysWhatItCouldNotRead(t *testing.T) {
-	env := testenv.RequireOwnMoto(t)
+	env := testenv.RequireMoto(t)
 	c := env.SQS(t)
 	url, _ := clitest.FIFODLQ(t, c, testenv.UniqueName(t, "fg"), 5, 20)
 
@@ -101,7 +101,7 @@ func TestGroupAllOfAGroupLockingFIFOQueueSaysWhatItCouldNotRead(t *testing.T) {
 }
 
 func TestFilteredFIFORedriveReportsGroupsBlockedBehindUnselectedMessages(t *testing.T) {
-	env := testenv.RequireOwnMoto(t)
+	env := testenv.RequireMoto(t)
 	c := env.SQS(t)
 	url, _ := clitest.FIFODLQ(t, c, testenv.UniqueName(t, "fr"), 5, 20)
 	dest, _ := clitest.CreateQueue(t, c, testenv.UniqueName(t, "frd")+".fifo", map[string]string{"FifoQueue": "true"})
@@ -137,7 +137,7 @@ func TestFilteredFIFORedriveReportsGroupsBlockedBehindUnselectedMessages(t *test
 }
 
 func TestRedriveToSourceWithoutDeadLetterSourceArn(t *testing.T) {
-	env := testenv.RequireOwnMoto(t)
+	env := testenv.RequireMoto(t)
 	c := env.SQS(t)
 	dlqURL, dlqARN := clitest.CreateQueue(t, c, testenv.UniqueName(t, "rsd"), nil)
 	srcURL, _ := clitest.CreateQueue(t, c, testenv.UniqueName(t, "rss"), map[string]string{
@@ -197,7 +197,7 @@ func TestRedriveToSourceWithoutDeadLetterSourceArn(t *testing.T) {
 // out of order (docs/emulators.md row 27) the run must say which groups
 // and exit 4 (it archived "0 after 11" and said completed).
 func TestFIFOWithDefaultConcurrencyDrainsEveryGroupInOrder(t *testing.T) {
-	env := testenv.RequireOwnMoto(t)
+	env := testenv.RequireMoto(t)
 	c := env.SQS(t)
 	const groups, per, rounds = 5, 12, 20
 	const n = groups * per

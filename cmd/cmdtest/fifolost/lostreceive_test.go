@@ -81,7 +81,7 @@ func slowLostReceive(t *testing.T, env testenv.Env) (*faultproxy.Proxy, testenv.
 // the window ran from the call's start and closed 5 s too early: the runs
 // exited 0, "completed", with the 10 messages still in flight in the DLQ.
 func TestLostSlowReceiveIsWaitedForOnFIFO(t *testing.T) {
-	env := testenv.RequireOwnMoto(t)
+	env := testenv.RequireMoto(t)
 	c := env.SQS(t)
 	const groups, per = 12, 3
 	const n = groups * per
@@ -150,7 +150,7 @@ func TestLostSlowReceiveIsWaitedForOnFIFO(t *testing.T) {
 // archive --delete and redrive still take every message once, and end
 // partial (exit 4) naming g1 and the 9 messages handed out late.
 func TestFIFOGroupOrderLostAfterALostReceiveIsReported(t *testing.T) {
-	env := testenv.RequireOwnMoto(t)
+	env := testenv.RequireMoto(t)
 	c := env.SQS(t)
 	const groups, per = 3, 12
 	const n = groups * per
@@ -222,7 +222,7 @@ func TestFIFOGroupOrderLostAfterALostReceiveIsReported(t *testing.T) {
 // a duplicate receive, and the run complete only with nothing left in the
 // DLQ and every group in order.
 func TestFIFOHoldRunningOutDuringASlowDeleteIsReceivedAgainOnce(t *testing.T) {
-	env := testenv.RequireOwnMoto(t)
+	env := testenv.RequireMoto(t)
 	c := env.SQS(t)
 	const groups, per = 3, 12
 	const n = groups * per
