@@ -149,3 +149,82 @@ func TestResumeReportsTheKilledAttemptsUnconfirmedSends(t *testing.T) {
 		t.Fatalf("runs: sent %d deleted %d unconfirmed %d maybe_twice %d; want %d %d 0 %d", r.Sent, r.Deleted, r.Unconfirmed, r.MaybeTwice, n, n, len(unconfirmed))
 	}
 }
+
+// TestResumeNamesTheKilledAttemptsRetriedSends: a killed attempt recorded a
+// batch as sent, three of its copies marked maybe twice (the SDK sent them
+// again after a lost answer), and died before deleting the batch and
+// before its report. The resume deletes the batch without sending it and
+// names those three as possibly delivered twice — nobody else could (the
+// origins kill -9 test found ten such duplicates unnamed under load).
+func TestResumeNamesTheKilledAttemptsRetriedSends(t *testing.T) {
+	env := testenv.Require(t)
+	api := env.SQS(t)
+	c := sqs.New(api, env.Region)
+	ctx := ctxT(t, 3*time.Minute)
+	dlqURL := createQueue(t, api, testenv.UniqueName(t, "tdlq"), nil)
+	destURL := createQueue(t, api, testenv.UniqueName(t, "tdst"), nil)
+	t.Cleanup(func() {
+		for _, u := range []string{dlqURL, destURL} {
+			_, _ = api.DeleteQueue(context.Background(), &awssqs.DeleteQueueInput{QueueUrl: aws.String(u)})
+		}
+	})
+	var es []types.SendMessageBatchRequestEntry
+	for i := 0; i < 10; i++ {
+		es = append(es, types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), MessageBody: aws.String(fmt.Sprintf(`{"order":%d}`, i))})
+	}
+	out, err := api.SendMessageBatch(ctx, &awssqs.SendMessageBatchInput{QueueUrl: aws.String(dlqURL), Entries: es})
+	if err != nil || len(out.Failed) > 0 {
+		t.Fatalf("seeding: %v %v", err, out)
+	}
+	var ids []string
+	for _, s := range out.Successful {
+		ids = append(ids, aws.ToString(s.MessageId))
+	}
+	dlq, dest := resolve(t, c, dlqURL), resolve(t, c, destURL)
+	state := t.TempDir()
+	meta := redrive.RunMeta{ID: redrive.NewRunID(time.Now()), Kind: "redrive", Source: dlq.ARN, Created: time.Now()}
+	j, err := redrive.CreateJournal(state, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Intend(dest.Name, ids); err != nil {
+		t.Fatal(err)
+	}
+	twice := map[string]bool{ids[2]: true, ids[5]: true, ids[7]: true}
+	var recs []redrive.SentRecord
+	for _, id := range ids {
+		recs = append(recs, redrive.SentRecord{Orig: id, Dest: dest.URL, DestID: "earlier-" + id, SHA: "00", MaybeTwice: twice[id]})
+	}
+	if err := j.Sent(recs); err != nil {
+		t.Fatal(err)
+	}
+	j.Close() // killed: the batch is sent, not deleted, and never reported
+
+	j2, err := redrive.OpenJournal(state, meta.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := newUnselectedQueueSource(c, dlq, 30*time.Second, time.Second)
+	res, err := redrive.Run(ctx, src, redrive.Options{Publisher: sqs.NewPublisher(c), SourceCaps: capsOf(src), Journal: j2, Router: sqs.ToQueue(dest), Concurrency: 2})
+	_ = src.Close(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Complete || res.Resumed != len(ids) || res.Moved != 0 {
+		t.Fatalf("resume: complete %v, resumed %d, moved %d; want complete, all %d deleted without sending", res.Complete, res.Resumed, res.Moved, len(ids))
+	}
+	if res.MaybeTwice != len(twice) || res.MaybeTwiceResent != 0 {
+		t.Fatalf("maybe_twice %d (resent %d), want %d retried by the killed attempt", res.MaybeTwice, res.MaybeTwiceResent, len(twice))
+	}
+	for _, m := range res.MaybeTwiceMessages {
+		if !twice[m.ID] || m.Cause != redrive.CauseRetried || m.Destination != dest.URL {
+			t.Errorf("maybe_twice_messages entry %+v; want one of %v, cause retried, destination %s", m, twice, dest.URL)
+		}
+	}
+	if len(res.MaybeTwiceMessages) != len(twice) {
+		t.Fatalf("named %d copies, want %d", len(res.MaybeTwiceMessages), len(twice))
+	}
+}

@@ -684,6 +684,7 @@ func newMoveSink(opt Options, src Source) *moveSink {
 		prior: opt.Journal.UnconfirmedAtOpen(), seenPrior: map[string]bool{}}
 	s.groups = opt.SourceCaps.Ordering == broker.OrderGroupLock
 	s.created = opt.Journal.Meta().Created
+	s.noteEarlierTwice()
 	if opt.Originals != nil {
 		opt.Originals.Start(s.runID, s.created, len(opt.Journal.KeptParts()), opt.Journal.Kept)
 	}
@@ -997,6 +998,35 @@ func (s *moveSink) noteTwice(m TwiceMessage) {
 	}
 	if len(s.twiceMsgs) < maxTwiceMessages {
 		s.twiceMsgs = append(s.twiceMsgs, m)
+	}
+}
+
+// noteEarlierTwice names the copies an earlier attempt of this run
+// recorded as possibly delivered twice (a send the SDK retried after a
+// lost answer, or a message it sent again after a kill): that attempt was
+// killed before its report, so without this nobody would name them. The
+// journal keeps the first maxTwiceRecords, with the destination's key
+// (not its report label); the marker's orig is taken as the message id.
+// They are not counted among this run's resends.
+func (s *moveSink) noteEarlierTwice() {
+	_, recs := s.j.MaybeTwice()
+	if len(recs) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range recs {
+		cause := CauseRetried
+		if r.Resent {
+			cause = CauseResent
+		}
+		s.twice++
+		if len(s.twiceIDs) < maxTwiceIDs {
+			s.twiceIDs = append(s.twiceIDs, r.Orig)
+		}
+		if len(s.twiceMsgs) < maxTwiceMessages {
+			s.twiceMsgs = append(s.twiceMsgs, TwiceMessage{ID: r.Orig, Orig: r.Orig, Destination: r.Dest, Cause: cause})
+		}
 	}
 }
 
