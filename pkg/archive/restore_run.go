@@ -125,21 +125,9 @@ func Restore(ctx context.Context, req RestoreRequest) (*Restored, error) {
 	spec.Move.Router, spec.Move.Select, spec.Move.Total = req.Router, req.Select, total
 	if req.Canary > 0 {
 		dests := []broker.Destination{dest}
-		window, err := redrive.DecideWindow(ctx, watch, dests, req.VerifyFor, req.VerifyGiven)
+		window, baseline, err := redrive.DecideCanary(ctx, watch, dests, destDepth, req.VerifyFor, req.VerifyGiven, req.Info, req.Warn)
 		if err != nil {
 			return nil, err
-		}
-		if window.Warning != "" {
-			req.Warn("%s", window.Warning)
-		}
-		if window.Computed {
-			req.Info("canary: watching %s for %s (%s); pass --verify-for to change it", watch.Name(), window.For.Round(time.Second), window.Reason)
-		}
-		baseline := map[string]int{}
-		if destDepth != nil {
-			if d, err := destDepth(ctx, dest); err == nil {
-				baseline[dest.Key] = int(d.Ready + d.Held + d.Delayed)
-			}
 		}
 		if _, ok := baseline[dest.Key]; !ok && req.VerifyDrain {
 			return nil, errs.BadInputf("--verify-drain compares the destination's depth before and after the canary, but %s has none; restore the canary --to a queue, or drop --verify-drain", dest.Label)

@@ -149,22 +149,8 @@ func Redrive(ctx context.Context, req Request) (*Redriven, error) {
 		}
 		// Decided before anything moves: a window the broker cannot know
 		// refuses --canary without --verify-for (exit 2).
-		if window, err = DecideWindow(ctx, watch, canaryDests, req.VerifyFor, req.VerifyGiven); err != nil {
+		if window, baseline, err = DecideCanary(ctx, watch, canaryDests, destDepth, req.VerifyFor, req.VerifyGiven, req.Info, req.Warn); err != nil {
 			return nil, err
-		}
-		if window.Warning != "" {
-			req.Warn("%s", window.Warning)
-		}
-		if window.Computed {
-			req.Info("canary: watching %s for %s (%s); pass --verify-for to change it", watch.Name(), window.For.Round(time.Second), window.Reason)
-		}
-		for _, d := range canaryDests {
-			if destDepth == nil {
-				break
-			}
-			if n, err := destDepth(ctx, d); err == nil {
-				baseline[d.Key] = int(n.Ready + n.Held + n.Delayed)
-			}
 		}
 	}
 	if req.Originals != nil {

@@ -66,6 +66,36 @@ func DecideWindow(ctx context.Context, watch broker.Endpoint, dests []broker.Des
 	return Window{For: cw.Need, Computed: true, Reason: cw.Reason}, nil
 }
 
+// DecideCanary prepares a canary before anything moves, for redrive and
+// restore alike: it decides the window (DecideWindow), says it (warn: a
+// --verify-for shorter than the need; info: a computed window) and reads
+// each destination's depth where destDepth counts one (nil: none), the
+// baseline --verify-drain compares with. A destination whose depth could
+// not be read has no baseline.
+func DecideCanary(ctx context.Context, watch broker.Endpoint, dests []broker.Destination, destDepth func(context.Context, broker.Destination) (broker.Depth, error),
+	verifyFor time.Duration, given bool, info, warn func(format string, a ...any)) (Window, map[string]int, error) {
+	window, err := DecideWindow(ctx, watch, dests, verifyFor, given)
+	if err != nil {
+		return Window{}, nil, err
+	}
+	if window.Warning != "" {
+		warn("%s", window.Warning)
+	}
+	if window.Computed {
+		info("canary: watching %s for %s (%s); pass --verify-for to change it", watch.Name(), window.For.Round(time.Second), window.Reason)
+	}
+	baseline := map[string]int{}
+	for _, d := range dests {
+		if destDepth == nil {
+			break
+		}
+		if n, err := destDepth(ctx, d); err == nil {
+			baseline[d.Key] = int(n.Ready + n.Held + n.Delayed)
+		}
+	}
+	return window, baseline, nil
+}
+
 // Verify is the window as the canary's watch options (For and Reason).
 func (w Window) Verify(v VerifyOptions) VerifyOptions {
 	v.For, v.Reason = w.For, w.Reason
