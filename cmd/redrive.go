@@ -25,9 +25,6 @@ type RedriveOptions struct {
 	// flags are the command's flags, to refuse those the queue's broker
 	// cannot honour (refuseFlags).
 	flags *pflag.FlagSet
-	// open is the factory's (Factory.openRedrive), as cli/cli's options
-	// carry the factory's functions: it opens what a run needs.
-	open func(context.Context, *RedriveOptions) (*redriveSession, error)
 
 	DLQ string `json:"dlq"`
 	To  string `json:"to"`
@@ -74,7 +71,7 @@ type RedriveOptions struct {
 
 // NewCmdRedrive builds `dlqctl redrive` and its subcommands.
 func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error) *cobra.Command {
-	opts := &RedriveOptions{open: f.openRedrive}
+	opts := &RedriveOptions{}
 	c := &cobra.Command{
 		Use:   "redrive DLQ [--to source|QUEUE] [--filter EXPR | --class C] [--dry-run | --canary N] [--rate R | --ramp R1,R2,...] [--yes]",
 		Short: "Move messages from a DLQ back to their sources or a recovery queue, with nothing lost",
@@ -95,7 +92,7 @@ func NewCmdRedrive(f *Factory, runF func(context.Context, *RedriveOptions) error
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
-			return redriveRun(c.Context(), opts)
+			return redriveRun(c.Context(), f, opts)
 		},
 	}
 	fl := c.Flags()
@@ -249,12 +246,12 @@ func (o *RedriveOptions) fingerprint(dlqARN string) string {
 }
 
 // redriveRun opens everything the run needs in one factory call
-// (opts.open: Factory.openRedrive, which also refuses what the resolved
-// DLQ cannot honour), hands it to one domain entry point and prints: the
+// (Factory.openRedrive, which also refuses what the resolved DLQ cannot
+// honour), hands it to one domain entry point and prints: the
 // broker's own move (--engine native), the plan (--dry-run) or the run
 // (redrive.Redrive).
-func redriveRun(ctx context.Context, opts *RedriveOptions) error {
-	s, err := opts.open(ctx, opts)
+func redriveRun(ctx context.Context, f *Factory, opts *RedriveOptions) error {
+	s, err := f.openRedrive(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -403,7 +400,7 @@ reason); with none, it says so and exits 0. The journals are read from
 			if err := json.Unmarshal(meta.Options, opts); err != nil {
 				return fmt.Errorf("run %s has no usable options in its journal: %w", meta.ID, err)
 			}
-			opts.open, opts.ResumeID = f.openRedrive, meta.ID
+			opts.ResumeID = meta.ID
 			opts.DLQ = meta.SourceURL
 			if err := opts.parseRefs(); err != nil {
 				return err
@@ -417,7 +414,7 @@ reason); with none, it says so and exits 0. The journals are read from
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
-			return redriveRun(c.Context(), opts)
+			return redriveRun(c.Context(), f, opts)
 		},
 	}
 	c.Flags().StringVar(&dlqRef, "dlq", "", "resume the newest unfinished redrive run of this DLQ (name, URL or ARN)")
