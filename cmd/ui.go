@@ -207,18 +207,18 @@ func uiSources(f *Factory) ui.Sources {
 			l, _, done, err := f.dlqLister(ctx, scope, "")
 			return l, done, err
 		},
-		SQSAuditor: func(ctx context.Context, ref string) (broker.Auditor, error) {
-			as, _, _, err := f.auditors(ctx, []string{ref}, "", nil)
+		Auditors: func(ctx context.Context, ref string) ([]broker.Auditor, func(), error) {
+			as, _, opened, err := f.auditors(ctx, []string{ref}, "", nil)
+			done := func() {
+				for _, ep := range opened {
+					closeEndpoint(ep)
+				}
+			}
 			if err != nil {
-				return nil, err
+				done()
+				return nil, nil, err
 			}
-			if len(as) != 1 {
-				// An SQS queue gets two auditors (its queues, and the
-				// Lambda/SNS/EventBridge origins); the UI has shown
-				// warnings of a single one only, so none here.
-				return nil, errs.BadInputf("%s: audited by %d auditors, the UI shows one", ref, len(as))
-			}
-			return as[0], nil
+			return as, done, nil
 		},
 		Reader: f.reader(),
 	}

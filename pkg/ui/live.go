@@ -11,6 +11,7 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/finding"
 	"github.com/dlqctl/dlqctl/pkg/health"
 	recinput "github.com/dlqctl/dlqctl/pkg/input"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
@@ -25,8 +26,11 @@ type Sources struct {
 	// Lister is what 'dlqctl queues' lists for a scope ("" for the SQS
 	// region); done releases what was opened.
 	Lister func(ctx context.Context, scope string) (l broker.DLQLister, done func(), err error)
-	// SQSAuditor is what 'dlqctl audit REF' audits for one SQS queue.
-	SQSAuditor func(ctx context.Context, ref string) (broker.Auditor, error)
+	// Auditors are what 'dlqctl audit REF' audits for a queue whose
+	// endpoint is not itself a broker.Auditor (an SQS queue: its
+	// configuration, and its Lambda/SNS/EventBridge origins); done
+	// releases what was opened.
+	Auditors func(ctx context.Context, ref string) (as []broker.Auditor, done func(), err error)
 	// Reader reads the records of a queue (as 'sample' and 'group' do).
 	Reader *recinput.Reader
 }
@@ -141,28 +145,35 @@ func (b *Live) list(ctx context.Context, scope string) ([]DLQ, error) {
 	return out, nil
 }
 
-// audit is what 'dlqctl audit' finds about one DLQ (warnings and
-// errors), from its configuration only: no message is read for it. A
-// RabbitMQ queue is audited with its vhost (list it with
-// amqp://HOST/VHOST/ to see the vhost's warnings).
+// audit is what 'dlqctl audit REF' finds about one DLQ (warnings and
+// errors), from its configuration only: no message is read for it. Every
+// auditor of the reference is asked — an SQS queue has two (its queue
+// settings, and its Lambda/SNS/EventBridge origins); a RabbitMQ queue is
+// audited with its vhost — and the findings that concern the queue are
+// shown.
 func (b *Live) audit(ctx context.Context, ref string, ep broker.Endpoint) []string {
-	var a broker.Auditor
-	if r, err := broker.ParseRef(ref); err == nil && r.Broker == broker.SQS {
-		as, err := b.src.SQSAuditor(ctx, ref)
-		if err != nil {
-			return nil
+	var as []broker.Auditor
+	if a, ok := ep.(broker.Auditor); ok {
+		as = []broker.Auditor{a}
+	} else if b.src.Auditors != nil {
+		var done func()
+		var err error
+		if as, done, err = b.src.Auditors(ctx, ref); err != nil {
+			return []string{"audit: " + err.Error()}
 		}
-		a = as
-	} else if x, ok := ep.(broker.Auditor); ok {
-		a = x
-	} else {
-		return nil
+		defer done()
 	}
-	res, err := a.Audit(ctx, broker.AuditOptions{InvestigationWindow: health.DefaultInvestigationWindow})
-	if err != nil {
-		return []string{"audit: " + err.Error()}
+	var findings []finding.Finding
+	var failed []string
+	for _, a := range as {
+		res, err := a.Audit(ctx, broker.AuditOptions{InvestigationWindow: health.DefaultInvestigationWindow})
+		if err != nil {
+			failed = append(failed, "audit: "+err.Error())
+			continue
+		}
+		findings = append(findings, res.Findings...)
 	}
-	return AuditWarnings(res.Findings, ep.Name())
+	return append(failed, AuditWarnings(findings, ep.Name())...)
 }
 
 func (b *Live) fillDepth(ctx context.Context, d *DLQ) {
