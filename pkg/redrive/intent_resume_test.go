@@ -216,8 +216,8 @@ func TestResumeNamesTheKilledAttemptsRetriedSends(t *testing.T) {
 	if !res.Complete || res.Resumed != len(ids) || res.Moved != 0 {
 		t.Fatalf("resume: complete %v, resumed %d, moved %d; want complete, all %d deleted without sending", res.Complete, res.Resumed, res.Moved, len(ids))
 	}
-	if res.MaybeTwice != len(twice) || res.MaybeTwiceResent != 0 {
-		t.Fatalf("maybe_twice %d (resent %d), want %d retried by the killed attempt", res.MaybeTwice, res.MaybeTwiceResent, len(twice))
+	if res.MaybeTwice != len(twice) || res.MaybeTwiceResent != 0 || res.MaybeTwiceEarlier != len(twice) {
+		t.Fatalf("maybe_twice %d (resent %d, earlier %d), want %d retried by the killed attempt", res.MaybeTwice, res.MaybeTwiceResent, res.MaybeTwiceEarlier, len(twice))
 	}
 	for _, m := range res.MaybeTwiceMessages {
 		if !twice[m.ID] || m.Cause != redrive.CauseRetried || m.Destination != dest.URL {

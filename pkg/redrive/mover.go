@@ -314,6 +314,13 @@ type Result struct {
 	// Still in the DLQ, they were sent again: the destination may hold two
 	// copies. At most the batches the dead process had in flight.
 	MaybeTwiceResent int `json:"maybe_twice_resent,omitempty"`
+	// MaybeTwiceEarlier: of MaybeTwice, messages an earlier attempt of
+	// this run recorded as possibly delivered twice (a send the SDK retried
+	// after a lost answer, or one it sent again after a kill) and that it
+	// never reported: it was killed before its summary. This run names
+	// them (stderr, MaybeTwiceMessages) so that nobody has to read the
+	// journal to find them.
+	MaybeTwiceEarlier int `json:"maybe_twice_earlier,omitempty"`
 	// MaybeTwiceMessages names (up to 1000 of) the MaybeTwice messages with
 	// their destination and cause; the journal has all of them.
 	MaybeTwiceMessages []TwiceMessage `json:"maybe_twice_messages,omitempty"`
@@ -621,6 +628,9 @@ type moveSink struct {
 	twiceIDs  []string
 	twiceMsgs []TwiceMessage
 	resent    int
+	// earlier counts the MaybeTwice an earlier attempt recorded
+	// (noteEarlierTwice).
+	earlier int
 	// aborted counts AbortedResent; killed lists KilledRuns.
 	aborted int
 	killed  []string
@@ -1021,6 +1031,7 @@ func (s *moveSink) noteEarlierTwice() {
 			cause = CauseResent
 		}
 		s.twice++
+		s.earlier++
 		if len(s.twiceIDs) < maxTwiceIDs {
 			s.twiceIDs = append(s.twiceIDs, r.Orig)
 		}
@@ -1176,7 +1187,7 @@ func (s *moveSink) result(pr *pipeline.Result, src Source) *Result {
 		Share: s.opt.Share.String(), InFlightAtPeers: pr.InFlightAtPeers, LockedByPeers: pr.LockedByPeers,
 		StoppedAtMax: pr.StoppedAtMax, Counts: pr.Counts,
 		MaybeTwice: s.twice, MaybeTwiceIDs: append([]string(nil), s.twiceIDs...),
-		MaybeTwiceResent: s.resent, MaybeTwiceMessages: append([]TwiceMessage(nil), s.twiceMsgs...),
+		MaybeTwiceResent: s.resent, MaybeTwiceEarlier: s.earlier, MaybeTwiceMessages: append([]TwiceMessage(nil), s.twiceMsgs...),
 		AbortedResent: s.aborted, KilledRuns: append([]string(nil), s.killed...),
 		Interrupted: pr.Interrupted, Guard: pr.Guard, Errors: pr.Errors,
 		ElapsedSeconds: pr.ElapsedSeconds, Rate: pr.Rate,

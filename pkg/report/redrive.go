@@ -214,6 +214,9 @@ func CrashDuplicates(s *output.IOStreams, res *redrive.Result) {
 	if res.MaybeTwiceResent > 0 {
 		s.Infof("resumed run %s: %s", killed, ResentNote(res.MaybeTwiceResent))
 	}
+	if res.MaybeTwiceEarlier > 0 {
+		s.Infof("resumed run %s: %s", res.RunID, EarlierNote(res.MaybeTwiceEarlier))
+	}
 	if res.AbortedResent > 0 {
 		s.Infof("resumed run %s: %s", killed, AbortedNote(res.AbortedResent))
 	}
@@ -230,6 +233,12 @@ func MaybeTwiceNote(n int) string {
 // ResentNote says that n copies were sent again after a crash.
 func ResentNote(n int) string {
 	return fmt.Sprintf("%d message(s) may have been delivered twice: the process died after sending them and before recording it; give the list (-o json maybe_twice_messages, or the journal's sent records marked \"resent\") to the destination consumer's owner ('dlqctl help redrive.md': after a kill)", n)
+}
+
+// EarlierNote says that an earlier, killed attempt of the run recorded n
+// copies as possibly delivered twice and never reported them.
+func EarlierNote(n int) string {
+	return fmt.Sprintf("%d message(s) may have been delivered twice by an earlier attempt of this run, which was killed before its report (the SDK retried their send after a lost answer, or the attempt sent them again after a kill); give the list (-o json maybe_twice_messages, or the journal's sent records marked maybe_twice) to the destination consumer's owner", n)
 }
 
 // GoneNote says that n unconfirmed sends were no longer in the source.
