@@ -45,36 +45,12 @@ Each finding has a severity (error, warn, info), the queue, what is wrong,
 why it matters and the exact fix: the SetQueueAttributes attribute and value
 and the Terraform aws_sqs_queue argument. The checks:
 
-  error  no-redrive-policy       a source queue without a RedrivePolicy
-  error  dlq-missing             RedrivePolicy points at a queue that does not exist
-  error  dlq-other-region        RedrivePolicy points at another account or region
-  error  dlq-self                RedrivePolicy points at the queue itself
-  error  dlq-type-mismatch       FIFO source with a standard DLQ, or the reverse
-  error  redrive-allow-denied    the DLQ's RedriveAllowPolicy denies an actual source
-  error  dlq-retention-short     DLQ retention below the source's (warn: below
-                                 source + investigation window); standard queues
-                                 keep the original enqueue time
-  error  messages-expiring       sampled DLQ messages expire within 24h
-  warn   dlq-retention-capped    DLQ at the 14-day maximum and still too short
-  warn   max-receive-low         maxReceiveCount 1-2: transient blips become DLQ noise
-  warn   max-receive-high        maxReceiveCount above 10: poison messages burn capacity
-  warn   visibility-tiny         source visibility timeout below 5s
-  warn   visibility-max          source visibility timeout at the 12h maximum
-  warn   dlq-has-redrive-policy  the DLQ itself has a RedrivePolicy
-  warn   no-encryption           neither SQS-managed SSE nor a KMS key
-  warn   orphan-dlq              a queue named like a DLQ that nothing targets
-  info   retry-window-short      maxReceiveCount x visibility under a minute
+` + auditRules.sqs + `
 
 The DLQs Lambda, SNS and EventBridge feed (the audited queues, or the
 region):
 
-  error  sns-dlq-unwritable        a subscription's DLQ SNS may not write to
-                                   (queue policy, other account/region, gone)
-  warn   lambda-dlq-no-retries     a function's DLQ or on-failure destination,
-                                   its async MaximumRetryAttempts 0
-  warn   eventbridge-target-no-dlq a rule target with no DeadLetterConfig (an
-                                   audited queue, a function whose DLQ is
-                                   audited, or any target: region audit)
+` + auditRules.origins + `
 
 A listing the caller may not do (lambda:ListFunctions, sns:ListSubscriptions,
 events:ListRules…) skips that check with a note; so does a service with no
@@ -90,21 +66,12 @@ RabbitMQ: 'audit amqp://USER@HOST/VHOST/' (the password in
 DLQCTL_AMQP_PASSWORD) audits the vhost's queues through the management API
 (a queue reference audits that queue; --prefix narrows a vhost). The checks:
 
-  error  rabbitmq-dlx-missing                   the dead-letter exchange does not exist
-  error  rabbitmq-dlx-routes-nowhere            the DLX routes the dead letters to no queue
-  error  rabbitmq-delivery-limit-without-dlx    quorum delivery limit, no DLX: dropped
-  error  rabbitmq-quorum-default-delivery-limit 4.x quorum queue without a DLX (limit 20)
-  error  rabbitmq-ttl-or-max-length-without-dlx expired/overflowing messages are deleted
-  warn   rabbitmq-no-dlx                        a rejected message is deleted
-  warn   rabbitmq-dlq-unbounded                 a DLQ without a length limit
-  warn   rabbitmq-dlq-drops-dead-letters        a DLQ with a TTL and no DLX of its own
-  warn   rabbitmq-dead-letter-cycle-without-ttl a retry loop without a delay
-  warn   rabbitmq-at-least-once-not-in-effect   at-least-once set but not in effect
-  info   rabbitmq-at-most-once-dead-lettering   quorum source dead-letters at most once
+` + auditRules.amqp + `
 
 Kafka: 'audit kafka://HOST:PORT/TOPIC…' audits each dead-letter topic and its
-retry chain (kafka-dlt-compacted, -replication, -min-insync,
--retention-short, -fewer-partitions, kafka-retry-without-dlt; docs/kafka.md).
+retry chain (docs/kafka.md):
+
+` + auditRules.kafka + `
 
 Findings are one type on every broker and print the same way; one run
 audits one broker. Exit 3 when a finding is at or above --fail-on (default

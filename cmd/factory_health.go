@@ -12,9 +12,20 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker/amqp"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/broker/sqs/origins"
 	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/finding"
 	"github.com/dlqctl/dlqctl/pkg/health"
 )
+
+// auditRules are each broker's audit checks as 'dlqctl audit --help'
+// lists them (the rules live with the code that checks them).
+var auditRules = struct{ sqs, origins, amqp, kafka string }{
+	sqs:     finding.RuleTable(sqs.AuditRules, 92),
+	origins: finding.RuleTable(origins.AuditRules, 92),
+	amqp:    finding.RuleTable(amqp.AuditRules, 92),
+	kafka:   finding.RuleTable(kafka.AuditRules, 92),
+}
 
 // sqsTargets parses references that must name SQS queues (audit's) and
 // returns the form the SQS package resolves; any other broker is bad input
