@@ -38,72 +38,13 @@ what to fix.
 
 A RabbitMQ queue (amqp://, amqps://; the --amqp-* flags and
 DLQCTL_AMQP_USERNAME/DLQCTL_AMQP_PASSWORD):
-  rabbitmq connection      the node answers AMQP at HOST:PORT (its version)
-  rabbitmq authentication  the login is accepted (an auth failure says what
-                           to check; a password in the reference is a warning)
-  rabbitmq vhost           the vhost exists and is open to the user
-  rabbitmq tls             amqps://, or what travels in clear: a warning when
-                           the password would cross the network unencrypted
-                           (AMQP or the management API over plain http)
-  rabbitmq management      the management API answers (--amqp-management-url,
-                           default http://HOST:15672) and its RabbitMQ version
-  rabbitmq queue           it exists: type, ready, unacknowledged, consumers
-  rabbitmq queue settings  arguments and policy: dead-letter-exchange,
-                           delivery-limit, message-ttl, max-length and overflow
-                           (a warning where dead letters can be lost or a peek
-                           is unsafe)
-  rabbitmq dead-letter sources
-                           the queues that dead-letter into it
-  rabbitmq permissions     the user's read/write patterns cover the queue (the
-                           API shows them to administrators; else not-checked)
+` + doctorChecks.amqp + `
 
 A Kafka topic (kafka://; the --kafka-* flags, DLQCTL_KAFKA_PASSWORD):
-  kafka tls                TLS in use (on by itself with AWS_MSK_IAM); AWS_MSK_IAM
-                           with --kafka-tls=false fails
-  kafka bootstrap          which bootstrap brokers answered, the cluster's brokers
-  kafka sasl               the mechanism and whether the login was accepted;
-                           AWS_MSK_IAM: the AWS credentials are loaded first
-  kafka topic              partitions, replication, records pending for --kafka-group
-  kafka topic config       cleanup.policy, retention.ms (a warning when short
-                           for a DLT, or compacted)
-  kafka group              dlqctl's consumer group (default dlqctl-TOPIC):
-                           state, members, committed partitions
-  kafka group permissions  committing needs Read on the group and the topic:
-                           proven from the operations the brokers report for
-                           this client (KIP-430), never by committing;
-                           not-checked when they do not report them
+` + doctorChecks.kafka + `
 
 An SQS queue, and any --archive or --logs (AWS):
-  region        the region in use and where it came from (--region,
-                AWS_REGION, AWS_DEFAULT_REGION, the profile); none is a failure
-  credentials   which provider gave them (environment, profile, SSO,
-                AssumeRole, instance role) — never the keys themselves
-  identity      sts:GetCallerIdentity: the account and the principal
-                (not checked when SQS is a local stack and STS would be AWS)
-  endpoints     every endpoint override (flags, AWS_ENDPOINT_URL*), and a
-                failure when they point at a local stack while the
-                credentials look real, or at AWS with a local stack's
-                placeholder credentials
-  permissions   for each QUEUE, each IAM action the runbooks of --role need,
-                proven with calls that change nothing: sqs:GetQueueUrl,
-                sqs:GetQueueAttributes, sqs:ListDeadLetterSourceQueues,
-                sqs:ListMessageMoveTasks, sqs:ListQueues; the destinations
-                (the DLQ's sources, or --to); with --archive s3:ListBucket
-                (ListObjectsV2) and s3:GetObject (HeadObject); with --logs
-                logs:FilterLogEvents. Receive, visibility, delete, send,
-                move tasks and PutObject can only be proven by changing
-                something (a receive increments ApproximateReceiveCount):
-                doctor asks IAM's policy simulator about them
-                (iam:SimulatePrincipalPolicy, for the role or user STS
-                named; identity policies only), and when it may not, they
-                are "not-checked", with the policy statement to verify and
-                the aws iam simulate-principal-policy command for your role
-  state-dir     run journals (redrive resume, restore, runs): writable (it
-                creates the directory when missing, as any run would, and
-                writes and removes one probe file), and whether they
-                outlive this process: a warning on tmpfs and on a
-                container's or pod's own filesystem
-  tool jq       the runbooks pipe JSON through jq
+` + checkTable(doctor.AWSChecks) + `
 
 The AWS checks (region … permissions) run for SQS queues, --archive and
 --logs, and for a bare 'dlqctl doctor'; a RabbitMQ or Kafka reference alone

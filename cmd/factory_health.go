@@ -8,6 +8,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/dlqctl/dlqctl/internal/helplayout"
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/amqp"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
@@ -18,13 +19,30 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/health"
 )
 
-// auditRules are each broker's audit checks as 'dlqctl audit --help'
-// lists them (the rules live with the code that checks them).
-var auditRules = struct{ sqs, origins, amqp, kafka string }{
-	sqs:     finding.RuleTable(sqs.AuditRules, 92),
-	origins: finding.RuleTable(origins.AuditRules, 92),
-	amqp:    finding.RuleTable(amqp.AuditRules, 92),
-	kafka:   finding.RuleTable(kafka.AuditRules, 92),
+// What audit and doctor check on each broker, as their --help lists it:
+// the tables live in the broker packages, with the code that checks.
+var (
+	auditRules = struct{ sqs, origins, amqp, kafka string }{
+		sqs: ruleTable(sqs.AuditRules), origins: ruleTable(origins.AuditRules),
+		amqp: ruleTable(amqp.AuditRules), kafka: ruleTable(kafka.AuditRules),
+	}
+	doctorChecks = struct{ amqp, kafka string }{checkTable(amqp.DoctorChecks), checkTable(kafka.DoctorChecks)}
+)
+
+func ruleTable(rules []finding.Rule) string {
+	rows := make([][]string, len(rules))
+	for i, r := range rules {
+		rows[i] = []string{string(r.Severity), r.Check, r.Summary}
+	}
+	return helplayout.Columns(rows, 92)
+}
+
+func checkTable(checks []broker.DoctorCheckDoc) string {
+	rows := make([][]string, len(checks))
+	for i, c := range checks {
+		rows[i] = []string{c.Name, c.What}
+	}
+	return helplayout.Columns(rows, 80)
 }
 
 // sqsTargets parses references that must name SQS queues (audit's) and

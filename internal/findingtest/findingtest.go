@@ -1,7 +1,8 @@
 // Package findingtest checks, in a broker package's tests, that the audit
-// rules the package declares (finding.Rule) are exactly the checks its code
-// reports, so that 'dlqctl audit --help' can neither miss a check nor list
-// one that no longer exists.
+// rules (finding.Rule) and doctor checks (broker.DoctorCheckDoc) the
+// package declares are exactly the checks its code reports, so that
+// 'dlqctl audit --help' and 'dlqctl doctor --help' can neither miss a check
+// nor list one that no longer exists.
 package findingtest
 
 import (
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/finding"
 )
 
@@ -21,7 +23,10 @@ import (
 var checkID = regexp.MustCompile(`(?:Check:\s*|finding\([^,()]+,\s*|\bCheck\w*\s*=\s*)"([a-z0-9]+(?:-[a-z0-9]+)+)"`)
 
 // Emitted lists the check ids named in the non-test Go files of dir.
-func Emitted(t testing.TB, dir string) []string {
+func Emitted(t testing.TB, dir string) []string { return named(t, dir, checkID) }
+
+// named lists the first submatches of re in the non-test Go files of dir.
+func named(t testing.TB, dir string, re *regexp.Regexp) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
@@ -36,7 +41,7 @@ func Emitted(t testing.TB, dir string) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range checkID.FindAllSubmatch(src, -1) {
+		for _, m := range re.FindAllSubmatch(src, -1) {
 			seen[string(m[1])] = true
 		}
 	}
@@ -62,17 +67,36 @@ func Declared(t *testing.T, dir string, rules []finding.Rule) {
 			t.Errorf("rule %s: severity %q, summary %q; want a severity and a summary", r.Check, r.Severity, r.Summary)
 		}
 	}
-	emitted := Emitted(t, dir)
+	same(t, "audit", declared, Emitted(t, dir))
+}
+
+// DoctorDeclared fails t unless docs name exactly the doctor checks the
+// code of dir names: its check-name constants, "BROKER what" (prefix
+// "rabbitmq", "kafka").
+func DoctorDeclared(t *testing.T, dir, prefix string, docs []broker.DoctorCheckDoc) {
+	t.Helper()
+	declared := map[string]bool{}
+	for _, d := range docs {
+		if declared[d.Name] || strings.TrimSpace(d.What) == "" {
+			t.Errorf("doctor check %q: declared twice or without what it checks", d.Name)
+		}
+		declared[d.Name] = true
+	}
+	same(t, "doctor", declared, named(t, dir, regexp.MustCompile(`\bk?check\w*\s*=\s*"(`+regexp.QuoteMeta(prefix)+` [a-z -]+)"`)))
+}
+
+func same(t *testing.T, command string, declared map[string]bool, emitted []string) {
+	t.Helper()
 	if len(emitted) == 0 {
-		t.Fatalf("no check ids found in %s: the pattern no longer matches how the code names them", dir)
+		t.Fatalf("no check names found: the pattern no longer matches how the code names them")
 	}
 	for _, id := range emitted {
 		if !declared[id] {
-			t.Errorf("the code reports check %s, which the rules do not declare ('dlqctl audit --help' would not list it)", id)
+			t.Errorf("the code reports check %q, which is not declared ('dlqctl %s --help' would not list it)", id, command)
 		}
 		delete(declared, id)
 	}
 	for id := range declared {
-		t.Errorf("rule %s is declared but the code never reports it", id)
+		t.Errorf("check %q is declared but the code never reports it", id)
 	}
 }

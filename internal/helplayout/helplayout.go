@@ -249,3 +249,30 @@ func Wrap(s string, width int) string {
 	}
 	return b.String()
 }
+
+// Columns renders rows as a help table: two spaces in, every column but
+// the last padded to its widest cell, the last wrapped at width under its
+// own start.
+func Columns(rows [][]string, width int) string {
+	var widths []int
+	for _, r := range rows {
+		for i, c := range r[:len(r)-1] {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], len(c))
+		}
+	}
+	var b strings.Builder
+	for n, r := range rows {
+		if n > 0 {
+			b.WriteByte('\n')
+		}
+		lead := "  "
+		for i, c := range r[:len(r)-1] {
+			lead += c + strings.Repeat(" ", widths[i]-len(c)) + "  "
+		}
+		b.WriteString(lead + strings.ReplaceAll(Wrap(r[len(r)-1], max(width-len(lead), 20)), "\n", "\n"+strings.Repeat(" ", len(lead))))
+	}
+	return b.String()
+}

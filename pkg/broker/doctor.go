@@ -29,3 +29,9 @@ type DoctorCheck struct {
 	// credentials (amqp://HOST:PORT/VHOST/QUEUE, kafka://BROKERS/TOPIC).
 	Resource string
 }
+
+// DoctorCheckDoc says what one check of a broker's doctor looks at, as
+// 'dlqctl doctor --help' lists it (Name as in DoctorCheck.Name).
+type DoctorCheckDoc struct {
+	Name, What string
+}
