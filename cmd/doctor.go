@@ -135,10 +135,10 @@ func doctorAWSEnv(ctx context.Context, f *Factory) doctor.AWSEnv {
 	cfg, cfgErr := f.AWSConfig(ctx)
 	return doctor.AWSEnv{
 		Config: cfg, ConfigErr: cfgErr, Region: region, RegionSource: regionSource, Profile: awsconf.ProfileInUse(f.Opts.Profile),
-		SQSEndpoint:     firstSet(f.sqsEndpointFlag(), os.Getenv("AWS_ENDPOINT_URL_SQS"), os.Getenv("AWS_ENDPOINT_URL")),
-		S3Endpoint:      f.s3EndpointOverride(),
-		STSEndpoint:     firstSet(os.Getenv("AWS_ENDPOINT_URL_STS"), os.Getenv("AWS_ENDPOINT_URL")),
-		SQSEndpointFlag: f.sqsEndpointFlag(),
+		SQSEndpoint:     f.Opts.SQSEndpointOverride(),
+		S3Endpoint:      f.Opts.S3EndpointOverride(),
+		STSEndpoint:     awsconf.Override("", "STS"),
+		SQSEndpointFlag: f.Opts.SQSEndpointFlag(),
 		Overrides: doctor.EndpointOverrides([]doctor.Endpoint{{Name: "--endpoint-url", Value: f.Opts.EndpointURL},
 			{Name: "--sqs-endpoint-url", Value: f.Opts.SQSEndpointURL}, {Name: "--s3-endpoint-url", Value: f.Opts.S3EndpointURL}}, os.Environ()),
 		CredentialError: func(err error) error { return awsconf.CredentialError(err, awsconf.ProfileInUse(f.Opts.Profile)) },
@@ -151,19 +151,10 @@ func doctorAWSEnv(ctx context.Context, f *Factory) doctor.AWSEnv {
 			return c, err == nil
 		},
 		Logs: func(ctx context.Context) (doctor.LogsAPI, bool) {
-			c, err := f.Logs(ctx)
+			c, err := f.aws().Logs(ctx)
 			return c, err == nil
 		},
 	}
-}
-
-func firstSet(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // brokerTitle names a broker as users know it.

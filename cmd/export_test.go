@@ -9,10 +9,10 @@ func SetReferenceReader(on bool) { referenceReader = on }
 
 // CustomS3Endpoint and S3EndpointOverride say what the factory decided
 // about S3 endpoints (endpoints_test.go).
-func (f *Factory) CustomS3Endpoint() bool { return f.customS3Endpoint() }
+func (f *Factory) CustomS3Endpoint() bool { return f.Opts.CustomS3Endpoint() }
 
 // S3EndpointOverride: see CustomS3Endpoint.
-func (f *Factory) S3EndpointOverride() string { return f.s3EndpointOverride() }
+func (f *Factory) S3EndpointOverride() string { return f.Opts.S3EndpointOverride() }
 
 // Apply fills the engine's pace options as redrive does (rateshare_flags_test.go).
 func (p *PaceFlags) Apply(o *redrive.Options) { p.apply(o) }

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/dlqctl/dlqctl/pkg/awsconf"
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/amqp"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
@@ -23,21 +24,13 @@ import (
 
 // GlobalOptions are the persistent flags every command shares.
 type GlobalOptions struct {
-	Region  string
-	Profile string
-	// EndpointURL (--endpoint-url) is the endpoint of a local stack that
-	// serves both SQS and S3; SQSEndpointURL and S3EndpointURL
-	// (--sqs-endpoint-url, --s3-endpoint-url) override one service each
-	// and win over it.
-	EndpointURL    string
-	SQSEndpointURL string
-	S3EndpointURL  string
-	Output         string
-	NoColor        bool
-	Yes            bool
-	StateDir       string
-	Verbose        bool
-	PathStyle      bool
+	// Region, profile, endpoints and S3 addressing (awsconf.Settings).
+	awsconf.Settings
+	Output   string
+	NoColor  bool
+	Yes      bool
+	StateDir string
+	Verbose  bool
 	// BucketOwner and RequesterPays apply to every S3 call (--bucket-owner,
 	// --requester-pays).
 	BucketOwner   string
@@ -54,9 +47,8 @@ type Factory struct {
 	// Kafka is the Kafka connection (flags_kafka.go).
 	Kafka kafka.Config
 
-	once    sync.Once
-	cfg     aws.Config
-	cfgErr  error
+	awsOnce sync.Once
+	awsC    *awsconf.Clients
 	sqsOnce sync.Once
 	sqsC    *sqs.Client
 }
@@ -97,13 +89,13 @@ func (f *Factory) SQS(ctx context.Context) (*sqs.Client, error) {
 	}
 	f.sqsOnce.Do(func() {
 		api := awssqs.NewFromConfig(cfg, func(o *awssqs.Options) {
-			o.Retryer = newRetryer()
-			if e := f.sqsEndpointFlag(); e != "" {
+			o.Retryer = awsconf.NewRetryer()
+			if e := f.Opts.SQSEndpointFlag(); e != "" {
 				o.BaseEndpoint = aws.String(e)
 			}
 		})
 		f.sqsC = sqs.New(api, cfg.Region)
-		f.Verbosef("region %s, sqs endpoint %s", cfg.Region, endpointOr(f.sqsEndpointFlag(), "AWS_ENDPOINT_URL_SQS"))
+		f.Verbosef("region %s, sqs endpoint %s", cfg.Region, awsconf.EndpointOr(f.Opts.SQSEndpointFlag(), "AWS_ENDPOINT_URL_SQS"))
 	})
 	return f.sqsC, nil
 }
@@ -342,11 +334,11 @@ func (f *Factory) redriveOrigins(ctx context.Context, ep broker.Endpoint, explic
 // targets (package origins); explicit is --origin. Messages that name an
 // SQS source queue still go there.
 func (f *Factory) awsOrigins(ctx context.Context, c *sqs.Client, dlq *sqs.Queue, explicit string) (*origins.Resolver, *origins.Publisher, error) {
-	lc, sc, ec, kc, err := f.OriginClients(ctx)
+	o, err := f.aws().Origins(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	cl := origins.Clients{Lambda: lc, SNS: sc, Events: ec, SQS: c, Kinesis: kc}
+	cl := origins.Clients{Lambda: o.Lambda, SNS: o.SNS, Events: o.EventBridge, SQS: c, Kinesis: o.Kinesis}
 	r, err := origins.NewResolver(cl, dlq, explicit)
 	if err != nil {
 		return nil, nil, err
@@ -368,12 +360,12 @@ func (f *Factory) awsOrigins(ctx context.Context, c *sqs.Client, dlq *sqs.Queue,
 // emulator) is not asked: its answer would be about another world (AWS's)
 // than the queues'; the audit notes it.
 func (f *Factory) originAuditor(ctx context.Context, c *sqs.Client, queues []string, prefix string) (*origins.Auditor, error) {
-	lc, sc, ec, _, err := f.OriginClients(ctx)
+	o, err := f.aws().Origins(ctx)
 	if err != nil {
 		return nil, err
 	}
-	a := &origins.Auditor{Clients: origins.Clients{SQS: c, Lambda: lc, SNS: sc, Events: ec}, Queues: queues, Prefix: prefix, Skipped: map[origins.Kind]string{}}
-	sqsEP := f.sqsEndpointFlag()
+	a := &origins.Auditor{Clients: origins.Clients{SQS: c, Lambda: o.Lambda, SNS: o.SNS, Events: o.EventBridge}, Queues: queues, Prefix: prefix, Skipped: map[origins.Kind]string{}}
+	sqsEP := f.Opts.SQSEndpointFlag()
 	if sqsEP == "" {
 		sqsEP = os.Getenv("AWS_ENDPOINT_URL_SQS")
 	}

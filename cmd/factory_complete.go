@@ -24,7 +24,7 @@ func (f *Factory) completeSQSQueues(ctx context.Context, prefix string) ([]strin
 		return nil, err
 	}
 	api := awssqs.NewFromConfig(cfg, func(o *awssqs.Options) {
-		if e := f.sqsEndpointFlag(); e != "" {
+		if e := f.Opts.SQSEndpointFlag(); e != "" {
 			o.BaseEndpoint = aws.String(e)
 		}
 		o.RetryMaxAttempts = 1

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlqctl/dlqctl/pkg/awsconf"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/inspect"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -109,7 +110,7 @@ codes mean: 'dlqctl help exit-codes'.`,
 			if f.Opts.NoColor {
 				f.IO.Color, f.IO.ErrColor = false, false
 			}
-			if err := f.bucketAccess().Validate(f.customS3Endpoint()); err != nil {
+			if err := f.bucketAccess().Validate(f.Opts.CustomS3Endpoint()); err != nil {
 				return err
 			}
 			for _, e := range []struct{ flag, value, example string }{
@@ -124,7 +125,7 @@ codes mean: 'dlqctl help exit-codes'.`,
 					return errs.BadInputf("%s %q is not an http(s) URL; pass something like %s", e.flag, e.value, e.example)
 				}
 			}
-			if e := f.Opts.EndpointURL; e != "" && isAWSEndpoint(e) {
+			if e := f.Opts.EndpointURL; e != "" && awsconf.IsAWSEndpoint(e) {
 				return errs.BadInputf("--endpoint-url sets both the SQS and the S3 endpoint and is meant for local stacks; %s is an AWS endpoint: pass it as --sqs-endpoint-url or --s3-endpoint-url", e)
 			}
 			// Flags the references' brokers cannot honour, before

@@ -187,7 +187,7 @@ func openLogsLookup(ctx context.Context, f *Factory, c logs.Config) (*logs.Looku
 	if !c.Active() {
 		return nil, nil
 	}
-	api, err := f.Logs(ctx)
+	api, err := f.aws().Logs(ctx)
 	if err != nil {
 		return nil, err
 	}

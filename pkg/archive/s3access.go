@@ -2,13 +2,8 @@ package archive
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net/http"
 	"regexp"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
@@ -61,27 +56,4 @@ func (b BucketAccess) Apply(o *s3.Options) {
 				return next.HandleBuild(ctx, in)
 			}), middleware.After)
 	})
-}
-
-// BucketRegion asks S3 which region holds bucket (HeadBucket answers with
-// x-amz-bucket-region, also on the 301 a bucket in another region gets).
-// It returns "" when S3 does not say (S3-compatible servers often do not).
-// aws-sdk-go-v2 does not follow S3's cross-region redirects, so a client
-// for another region than the bucket's fails every call: callers build a
-// client for the region returned.
-func BucketRegion(ctx context.Context, api S3API, bucket string) (string, error) {
-	out, err := api.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(bucket)})
-	if err == nil {
-		return aws.ToString(out.BucketRegion), nil
-	}
-	var re *awshttp.ResponseError
-	if errors.As(err, &re) && re.Response != nil {
-		if r := re.Response.Header.Get("X-Amz-Bucket-Region"); r != "" {
-			return r, nil
-		}
-		if re.HTTPStatusCode() == http.StatusMovedPermanently {
-			return "", fmt.Errorf("S3 bucket %q is in another region and S3 did not say which; pass --region with the bucket's region", bucket)
-		}
-	}
-	return "", nil // CheckBucket reports the problem
 }
