@@ -170,8 +170,32 @@ func (s *stack) send(t testing.TB, url, body string, attrs map[string]string) {
 			in.MessageAttributes[k] = sqstypes.MessageAttributeValue{DataType: aws.String(typ), StringValue: aws.String(v)}
 		}
 	}
-	if _, err := s.sqs.SendMessage(t.Context(), in); err != nil {
-		t.Fatal(err)
+	s.seed(t, url, 1, func(opt func(*sqs.Options)) error {
+		_, err := s.sqs.SendMessage(t.Context(), in, opt)
+		return err
+	})
+}
+
+// seed puts n messages into url (one SendMessage or SendMessageBatch call)
+// exactly once: the call is not retried by the SDK, whose retry of a send
+// whose answer was lost leaves two copies (moto is slow under make test's
+// load), and a call that failed is repeated only when moto's exact counts
+// show that nothing arrived. The queue must be idle while it is seeded.
+func (s *stack) seed(t testing.TB, url string, n int, call func(func(*sqs.Options)) error) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		before := s.depth(t, url)
+		err := call(func(o *sqs.Options) { o.RetryMaxAttempts = 1 })
+		if err == nil {
+			return
+		}
+		switch after := s.depth(t, url); {
+		case after == before+n:
+			return
+		case after != before || attempt == 5:
+			t.Fatalf("seeding %s: %v, and the queue went from %d to %d messages (want +%d or +0)", url, err, before, after, n)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

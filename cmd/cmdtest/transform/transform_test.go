@@ -237,7 +237,20 @@ func TestTransformRedriveRepairsArchivesAndLeavesTheUnfixable(t *testing.T) {
 			want[repaired(i)] = 1
 		}
 		if gb := bodies(got); !equalCounts(gb, want) {
-			t.Fatalf("source holds %v\nwant %v", gb, want)
+			// A send whose answer was lost and that the SDK retried
+			// (moto slow under load) may leave two copies; the run must
+			// have reported each as possibly delivered twice.
+			extra := 0
+			for b, n := range gb {
+				if want[b] == 0 {
+					t.Fatalf("source holds %q, which is no repaired order\n%v", b, gb)
+				}
+				extra += n - 1
+			}
+			if len(gb) != len(want) || extra > sum.MaybeTwice {
+				t.Fatalf("source holds %v\nwant %v (%d extra copies, %d reported as possibly delivered twice)", gb, want, extra, sum.MaybeTwice)
+			}
+			t.Logf("%d extra copies, all reported as possibly delivered twice (maybe_twice %d)", extra, sum.MaybeTwice)
 		}
 		for _, m := range got {
 			if aws.ToString(m.Attrs["tenant"].StringValue) != "acme" || len(m.Attrs["sig"].BinaryValue) != 4 {
