@@ -175,11 +175,3 @@ func (c *CanaryFlags) validate(max int, dryRun bool) error {
 	}
 	return nil
 }
-
-// limit is the run's --max, or the canary size.
-func (c *CanaryFlags) limit(max int) int {
-	if c.Canary > 0 {
-		return c.Canary
-	}
-	return max
-}

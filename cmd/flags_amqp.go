@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -46,12 +45,6 @@ func validateAMQPFlags(c amqp.Config) error {
 		return errs.BadInputf("--amqp-confirm-window must be between 1 and 100000 (got %d)", c.ConfirmWindow)
 	}
 	return nil
-}
-
-// isAMQPRef reports whether a reference names RabbitMQ (amqp://, amqps://).
-func isAMQPRef(raw string) bool {
-	l := strings.ToLower(strings.TrimSpace(raw))
-	return strings.HasPrefix(l, "amqp://") || strings.HasPrefix(l, "amqps://")
 }
 
 func containsStr(xs []string, s string) bool {

@@ -80,51 +80,45 @@ func nativeRates(o *RedriveOptions) error {
 	return nil
 }
 
-func newCmdRedriveStatus(f *Factory) *cobra.Command {
+// newCmdNativeTask builds redrive status and cancel: run opens the DLQ's
+// native mover (instead is the way out when its broker has none).
+func newCmdNativeTask(f *Factory, use, short, long, instead string, run func(ctx context.Context, ep broker.Endpoint, m broker.NativeMover, format output.Format) error) *cobra.Command {
 	return &cobra.Command{
-		Use:   "status DLQ",
-		Short: "Show the DLQ's native move tasks (StartMessageMoveTask)",
-		Long:  withExitCodes(`List the SQS move tasks of a DLQ (SQS keeps the last ten): status, messages moved and to move, rate and destination.`),
-		Args:  exactArgs(1, "one DLQ (name, URL or ARN)"),
+		Use: use, Short: short, Long: withExitCodes(long),
+		Args: exactArgs(1, "one DLQ (name, URL or ARN)"),
 		RunE: func(c *cobra.Command, args []string) error {
-			ctx := c.Context()
 			ref, err := checkRef(args[0])
 			if err != nil {
 				return err
 			}
-			ep, mover, err := openNativeMover(ctx, f, ref, commandName(c), "'dlqctl redrive DLQ --dry-run' shows what is waiting", nil)
+			ep, mover, err := openNativeMover(c.Context(), f, ref, commandName(c), instead, nil)
 			if err != nil {
 				return err
 			}
 			defer closeEndpoint(ep)
-			tasks, err := mover.NativeTasks(ctx)
-			if err != nil {
-				return err
-			}
 			format, _ := f.Format()
-			return report.WriteNativeTasks(f.IO, format, tasks, ep.Name())
+			return run(c.Context(), ep, mover, format)
 		},
 	}
 }
 
+func newCmdRedriveStatus(f *Factory) *cobra.Command {
+	return newCmdNativeTask(f, "status DLQ", "Show the DLQ's native move tasks (StartMessageMoveTask)",
+		`List the SQS move tasks of a DLQ (SQS keeps the last ten): status, messages moved and to move, rate and destination.`,
+		"'dlqctl redrive DLQ --dry-run' shows what is waiting", func(ctx context.Context, ep broker.Endpoint, m broker.NativeMover, format output.Format) error {
+			tasks, err := m.NativeTasks(ctx)
+			if err != nil {
+				return err
+			}
+			return report.WriteNativeTasks(f.IO, format, tasks, ep.Name())
+		})
+}
+
 func newCmdRedriveCancel(f *Factory) *cobra.Command {
-	return &cobra.Command{
-		Use:   "cancel DLQ",
-		Short: "Cancel the DLQ's running native move task",
-		Long:  withExitCodes(`Cancel the running SQS move task of a DLQ. Messages already moved stay moved; the rest stay in the DLQ.`),
-		Args:  exactArgs(1, "one DLQ (name, URL or ARN)"),
-		RunE: func(c *cobra.Command, args []string) error {
-			ctx := c.Context()
-			ref, err := checkRef(args[0])
-			if err != nil {
-				return err
-			}
-			ep, mover, err := openNativeMover(ctx, f, ref, commandName(c), "stop a running 'dlqctl redrive' with Ctrl-C (it finishes its batch)", nil)
-			if err != nil {
-				return err
-			}
-			defer closeEndpoint(ep)
-			t, err := mover.CancelNative(ctx)
+	return newCmdNativeTask(f, "cancel DLQ", "Cancel the DLQ's running native move task",
+		`Cancel the running SQS move task of a DLQ. Messages already moved stay moved; the rest stay in the DLQ.`,
+		"stop a running 'dlqctl redrive' with Ctrl-C (it finishes its batch)", func(ctx context.Context, ep broker.Endpoint, m broker.NativeMover, format output.Format) error {
+			t, err := m.CancelNative(ctx)
 			if errors.Is(err, broker.ErrNoNativeMove) {
 				f.IO.Infof("no running move task for %s; nothing to cancel", ep.Name())
 				return nil
@@ -132,12 +126,10 @@ func newCmdRedriveCancel(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			format, _ := f.Format()
 			if format == output.JSON || format == output.NDJSON {
 				return output.WriteJSON(f.IO.Out, t)
 			}
 			f.IO.Infof("cancelled the move task of %s after %d message(s)", ep.Name(), t.Moved)
 			return nil
-		},
-	}
+		})
 }

@@ -108,12 +108,6 @@ func (s *SelectionFlags) selector(classifyAlways bool) (*classify.Selector, erro
 // watchFilterErrors makes -v print the first evaluation errors of sel.
 func watchFilterErrors(f *Factory, sel *classify.Selector) { report.WatchFilterErrors(sel, f.Verbosef) }
 
-// filterErrorsRow forwards to report.FilterErrorsRow (the redrive paths
-// call it).
-func filterErrorsRow(fe *inspect.FilterErrors, left string) string {
-	return report.FilterErrorsRow(fe, left)
-}
-
 // warnFilterErrors forwards to report.WarnFilterErrors.
 func warnFilterErrors(f *Factory, fe *inspect.FilterErrors, left string) {
 	report.WarnFilterErrors(f.IO, fe, left)

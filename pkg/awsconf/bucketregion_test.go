@@ -52,4 +52,3 @@ func TestBucketRegionFromTheRedirect(t *testing.T) {
 		}
 	}
 }
-

@@ -23,10 +23,6 @@ func BuildFailure(format string, fill func(d *Decoding)) *record.Failure {
 // and the message ("" for the type when the text does not start with one).
 func SplitTypeMessage(s string) (typ, msg string) { return splitTypeMessage(s) }
 
-// IsTypeName reports whether s is a bare exception type name
-// ("SocketTimeoutException", "System.FormatException", "ValueError").
-func IsTypeName(s string) bool { return isTypeName(s) }
-
 // keepExternalFailure restores failure context found outside the message
 // (failure.source: the consumer's logs, attached by --logs and written to
 // NDJSON by `sample -o ndjson`) when decoding the message itself found

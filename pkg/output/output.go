@@ -126,9 +126,6 @@ func NewTable(s *IOStreams, headers ...string) *TablePrinter {
 // Row adds a row.
 func (t *TablePrinter) Row(cells ...string) { t.rows = append(t.rows, cells) }
 
-// Len is the number of rows added.
-func (t *TablePrinter) Len() int { return len(t.rows) }
-
 // Render writes the table.
 func (t *TablePrinter) Render() error {
 	if !t.s.OutTTY {

@@ -14,11 +14,6 @@ func newQueueSource(c *sqs.Client, q *sqs.Queue, visibility, wait time.Duration)
 	return sqs.NewQueueSource(c, q, sqs.QueueSourceOptions{Visibility: visibility, Wait: wait, Decode: inspect.Decode})
 }
 
-// newUnselectedQueueSource is newQueueSource decoding only the marker.
-func newUnselectedQueueSource(c *sqs.Client, q *sqs.Queue, visibility, wait time.Duration) *sqs.QueueSource {
-	return sqs.NewQueueSource(c, q, sqs.QueueSourceOptions{Visibility: visibility, Wait: wait, Decode: inspect.DecodeMarker})
-}
-
 // capsOf is the capabilities of the queue a source reads (the zero value
 // for a source that is not a queue).
 func capsOf(src broker.Source) broker.Capabilities {

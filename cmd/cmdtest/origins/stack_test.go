@@ -12,8 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
-	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -288,15 +286,6 @@ func summary(t testing.TB, r clitest.Result) map[string]any {
 	return m
 }
 
-func keys(m map[string]any) string {
-	var ks []string
-	for k, v := range m {
-		ks = append(ks, fmt.Sprintf("%s=%v", k, v))
-	}
-	sort.Strings(ks)
-	return strings.Join(ks, "; ")
-}
-
 // eventBus creates a bus of the test's own, so no other test's rule sees
 // its events.
 func (s *stack) eventBus(t testing.TB) string {
@@ -321,22 +310,6 @@ func (s *stack) rule(t testing.TB, bus string, targets ...ebtypes.Target) (name,
 		t.Fatal(err)
 	}
 	return name, aws.ToString(out.RuleArn)
-}
-
-// waitInvocations waits until lambdafake accepted n invocations of fn.
-func (s *stack) waitInvocations(t testing.TB, fn string, n int, within time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		got := 0
-		for _, c := range s.invokedWith(fn) {
-			got += c
-		}
-		if got >= n {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // peekBodies reads n bodies of a queue without consuming them (visibility

@@ -67,9 +67,6 @@ func (g *AuditGraph) Add(q *Queue, sourcesKnown bool) *AuditNode {
 // Has reports whether the queue with arn is in the graph.
 func (g *AuditGraph) Has(arn string) bool { _, ok := g.byARN[arn]; return ok }
 
-// Len is the number of queues in the graph.
-func (g *AuditGraph) Len() int { return len(g.byARN) }
-
 // Nodes returns the queues sorted by name.
 func (g *AuditGraph) Nodes() []*AuditNode {
 	out := make([]*AuditNode, 0, len(g.byARN))

@@ -183,17 +183,6 @@ var (
 	_ broker.Ender    = peekSource{}
 )
 
-// Depths is each queue's total depth (visible, in flight, delayed) from its
-// last attribute read, by URL (a canary's baseline).
-func Depths(qs ...*Queue) map[string]int {
-	out := make(map[string]int, len(qs))
-	for _, q := range qs {
-		n := q.Counts()
-		out[q.URL] = n.Visible + n.InFlight + n.Delayed
-	}
-	return out
-}
-
 // SourceDestinations are the queues whose redrive policy targets this
 // DLQ, as destinations (broker.SourceLister); one that cannot be read is
 // left out (empty, not nil, when none can be).
