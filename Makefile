@@ -82,8 +82,10 @@ vet:
 	$(GO) vet ./...
 
 # The stack starts in the background while gofmt and go vet run (it mostly
-# waits for its servers to come up; vet mostly computes): the tests begin
-# once both are done. A failed start or check stops everything, and the
+# waits for its servers to come up; vet mostly computes) and the dlqctl
+# binary the tests run as a process is built, once (DLQCTL_TEST_BINARY;
+# each package linked its own copy before): the tests begin once all are
+# done. A failed start or check stops everything, and the
 # stack is stopped on exit (KEEP_STACK=1 leaves it running).
 test:
 	@scripts/tools.sh || exit $$?; \
@@ -94,6 +96,8 @@ test:
 	bad="$$(gofmt -l .)"; \
 	if [ -n "$$bad" ]; then echo "gofmt: these files need formatting (run gofmt -w):" >&2; echo "$$bad" >&2; exit 1; fi; \
 	echo "go vet ./..." >&2; $(GO) vet ./... || exit $$?; \
+	bindir="$$(mktemp -d)"; trap 'rc=$$?; wait; rm -rf "$$envfile" "$$bindir"; if [ -z "$${KEEP_STACK:-}" ]; then $(STACK) stop; fi; exit $$rc' EXIT; \
+	$(GO) build -o "$$bindir/dlqctl" . || exit $$?; export DLQCTL_TEST_BINARY="$$bindir/dlqctl"; \
 	wait $$stack_pid || { echo "make test: the stack did not start (scripts/stack.sh start)" >&2; exit 1; }; \
 	eval "$$(cat "$$envfile")"; \
 	export DLQCTL_REQUIRE_STACK=1; \

@@ -119,9 +119,20 @@ var (
 // to the same place, <tmp>/dlqctl-testbin-<hash of repo root>/dlqctl, via an
 // atomic rename, so parallel test packages share it safely and nothing piles
 // up in the temp dir.
+//
+// make test builds the binary once before the test packages start and names
+// it in DLQCTL_TEST_BINARY (each of the dozen packages that run dlqctl as a
+// process would otherwise link its own copy): when that file exists it is
+// used as it is.
 func BuildBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
+		if p := os.Getenv("DLQCTL_TEST_BINARY"); p != "" {
+			if _, err := os.Stat(p); err == nil {
+				buildPath = p
+				return
+			}
+		}
 		root, err := RepoRoot()
 		if err != nil {
 			buildErr = err
