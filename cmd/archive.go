@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dlqctl/dlqctl/pkg/archive"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/report"
@@ -222,7 +223,7 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	if err != nil {
 		return err
 	}
-	defer closeEndpoint(ep)
+	defer broker.CloseEndpoint(ep)
 	caps := ep.Capabilities()
 	if err := refuseFlags(caps, opts.flags, false); err != nil {
 		return err

@@ -165,7 +165,7 @@ func auditorsFor(ctx context.Context, f *Factory, opts *AuditOptions) (auditors 
 	})
 	done = func() {
 		for _, ep := range opened {
-			closeEndpoint(ep)
+			broker.CloseEndpoint(ep)
 		}
 	}
 	return auditors, noun, done, err

@@ -153,7 +153,7 @@ func checkRun(ctx context.Context, opts *CheckOptions) error {
 	if err != nil {
 		return endpointErr(err)
 	}
-	defer closeEndpoint(ep)
+	defer broker.CloseEndpoint(ep)
 	// --visibility and --max-growth on brokers that cannot honour them
 	// were refused before anything connected (cmd/refusals.go).
 	stateDir := filepath.Join(f.StateDir(), "check")
@@ -184,10 +184,6 @@ func checkRun(ctx context.Context, opts *CheckOptions) error {
 	format, _ := f.Format()
 	return report.WriteCheck(f.IO, format, rep, ep.Name())
 }
-
-// closeEndpoint releases what an endpoint keeps open
-// (broker.CloseEndpoint).
-func closeEndpoint(ep broker.Endpoint) { broker.CloseEndpoint(ep) }
 
 // endpointErr makes a queue or topic that does not exist bad input (exit
 // 2, nothing changed) on every broker.

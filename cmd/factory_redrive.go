@@ -3,8 +3,10 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
+	"github.com/dlqctl/dlqctl/pkg/archive"
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/redrive"
@@ -47,7 +49,7 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 	if err != nil {
 		return nil, err
 	}
-	s := &redriveSession{f: f, ep: ep, closers: []func(){func() { closeEndpoint(ep) }}}
+	s := &redriveSession{f: f, ep: ep, closers: []func(){func() { broker.CloseEndpoint(ep) }}}
 	fail := func(err error) (*redriveSession, error) {
 		s.close()
 		return nil, err
@@ -108,8 +110,24 @@ func (f *Factory) openRedrive(ctx context.Context, opts *RedriveOptions) (*redri
 		Info: f.IO.Infof, Warn: f.IO.Warnf,
 		Confirm: func(depth, to string) error { return confirmRedrive(f, what, ep.Name(), depth, to) },
 		Originals: func(ctx context.Context) (redrive.Keeper, error) {
-			o, err := openOriginals(ctx, f, opts.Transform.dest, opts.Transform.enc, ep, selectionText(sel), xf)
-			return keeperOf(o), err
+			dest := opts.Transform.dest
+			if dest == nil {
+				return nil, nil
+			}
+			api, err := f.S3For(ctx, dest.Bucket)
+			if err != nil {
+				return nil, err
+			}
+			o, err := archive.OpenOriginals(ctx, api, archive.OriginalsOptions{
+				Dest: *dest, Encryption: opts.Transform.enc, ToolVersion: Version(),
+				Queue: archive.QueueInfo{Name: ep.Name(), URL: ep.String(), ARN: ep.ID(), FIFO: ep.Capabilities().Ordering == broker.OrderGroupLock},
+				Selection: fmt.Sprintf("originals of %s, repaired with --transform (expression sha256 %s): %s",
+					selectionText(sel), xf.SHA256(), xf.Source()),
+			})
+			if err != nil {
+				return nil, err
+			}
+			return o, nil
 		},
 		Run: redrive.RunSpec{
 			StateDir: f.StateDir(), ResumeID: opts.ResumeID,
@@ -131,14 +149,14 @@ func (f *Factory) openNative(ctx context.Context, opts *RedriveOptions) (*redriv
 	if err != nil {
 		return nil, err
 	}
-	s := &redriveSession{f: f, ep: ep, closers: []func(){func() { closeEndpoint(ep) }}}
+	s := &redriveSession{f: f, ep: ep, closers: []func(){func() { broker.CloseEndpoint(ep) }}}
 	n := &redrive.Native{DLQ: ep, Mover: mover, To: "their sources", Steps: opts.nativeSteps, Every: opts.RampEvery}
 	if opts.to != nil {
 		if n.Dest, err = f.EndpointOf(ctx, *opts.to); err != nil {
 			s.close()
 			return nil, err
 		}
-		s.closers = append(s.closers, func() { closeEndpoint(n.Dest) })
+		s.closers = append(s.closers, func() { broker.CloseEndpoint(n.Dest) })
 		if n.Dest.ID() == ep.ID() {
 			s.close()
 			return nil, errs.BadInputf("--to %s is the DLQ itself; pass --to source or another queue", opts.toShown)

@@ -77,7 +77,7 @@ func redriveRoute(ctx context.Context, f *Factory, to *broker.Ref, toShown, orig
 		return route, nil, err
 	}
 	fail := func(err error) (redrive.Route, func(), error) {
-		closeEndpoint(dest)
+		broker.CloseEndpoint(dest)
 		return route, nil, err
 	}
 	if dest.Broker() != ep.Broker() {
@@ -99,7 +99,7 @@ func redriveRoute(ctx context.Context, f *Factory, to *broker.Ref, toShown, orig
 	if err != nil {
 		return fail(broker.StartError(err))
 	}
-	return redrive.Route{Router: fixedRouter{t}, PubEp: dest, CanaryDests: []broker.Destination{t}}, func() { closeEndpoint(dest) }, nil
+	return redrive.Route{Router: fixedRouter{t}, PubEp: dest, CanaryDests: []broker.Destination{t}}, func() { broker.CloseEndpoint(dest) }, nil
 }
 
 // fixedRouter sends every message to one destination (--to, restore).

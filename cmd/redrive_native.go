@@ -54,13 +54,13 @@ func openNativeMover(ctx context.Context, f *Factory, ref broker.Ref, what, inst
 	caps := ep.Capabilities()
 	if flags != nil {
 		if err := refuseFlags(caps, flags, true); err != nil {
-			closeEndpoint(ep)
+			broker.CloseEndpoint(ep)
 			return nil, nil, err
 		}
 	}
 	m, ok := ep.(broker.NativeMover)
 	if !ok {
-		closeEndpoint(ep)
+		broker.CloseEndpoint(ep)
 		return nil, nil, broker.NeedNativeMove.Refusal(what, caps, haveLabels(broker.NeedNativeMove), instead)
 	}
 	return ep, m, nil
@@ -95,7 +95,7 @@ func newCmdNativeTask(f *Factory, use, short, long, instead string, run func(ctx
 			if err != nil {
 				return err
 			}
-			defer closeEndpoint(ep)
+			defer broker.CloseEndpoint(ep)
 			format, _ := f.Format()
 			return run(c.Context(), ep, mover, format)
 		},

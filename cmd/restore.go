@@ -177,7 +177,7 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	if err != nil {
 		return err
 	}
-	defer closeEndpoint(ep)
+	defer broker.CloseEndpoint(ep)
 	caps := ep.Capabilities()
 	tgt, err := archive.OpenRestore(ctx, ep, ref, m, opts.Canary > 0, archive.RestoreHooks{Warnf: f.IO.Warnf, Infof: f.IO.Infof})
 	if err != nil {
@@ -185,7 +185,7 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	}
 	dest, watch := tgt.Dest, tgt.Watch
 	if watch != nil {
-		defer closeEndpoint(watch)
+		defer broker.CloseEndpoint(watch)
 	}
 	sel, _ := opts.Selection.Selector()
 	watchFilterErrors(f, sel)

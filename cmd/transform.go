@@ -1,9 +1,7 @@
 package cmd
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"strings"
 
@@ -129,28 +127,6 @@ func (t *TransformFlags) compile(caps broker.Capabilities) (*transform.Transform
 	return xf, nil
 }
 
-// openOriginals opens the archive of originals at dest (nil: none),
-// encrypted as enc, checking the bucket before anything changes.
-func openOriginals(ctx context.Context, f *Factory, dest *archive.Location, enc archive.Encryption, ep broker.Endpoint, selection string, xf *transform.Transform) (*archive.Originals, error) {
-	if dest == nil {
-		return nil, nil
-	}
-	api, err := f.S3For(ctx, dest.Bucket)
-	if err != nil {
-		return nil, err
-	}
-	if err := archive.CheckBucket(ctx, api, dest.Bucket); err != nil {
-		return nil, err
-	}
-	return archive.NewOriginals(api, archive.OriginalsOptions{
-		Dest:  *dest,
-		Queue: archive.QueueInfo{Name: ep.Name(), URL: ep.String(), ARN: ep.ID(), FIFO: ep.Capabilities().Ordering == broker.OrderGroupLock},
-		Selection: fmt.Sprintf("originals of %s, repaired with --transform (expression sha256 %s): %s",
-			selection, xf.SHA256(), xf.Source()),
-		Encryption: enc, ToolVersion: Version(),
-	}), nil
-}
-
 // meta is what the run's journal records of the transform.
 func (t *TransformFlags) meta(xf *transform.Transform) *redrive.TransformMeta {
 	if xf == nil {
@@ -175,15 +151,6 @@ func watchTransformErrors(f *Factory, xf *transform.Transform) {
 		return
 	}
 	xf.Tally().OnError(func(e *transform.Error) { f.IO.Infof("%s; left where it is", e.Error()) })
-}
-
-// keeperOf is o as the run's Keeper (nil when there is none: a nil
-// *archive.Originals must not become a non-nil interface).
-func keeperOf(o *archive.Originals) redrive.Keeper {
-	if o == nil {
-		return nil
-	}
-	return o
 }
 
 // selectionText describes a selection for the originals' manifest.

@@ -211,7 +211,7 @@ func uiSources(f *Factory) ui.Sources {
 			as, _, opened, err := f.auditors(ctx, []string{ref}, "", nil)
 			done := func() {
 				for _, ep := range opened {
-					closeEndpoint(ep)
+					broker.CloseEndpoint(ep)
 				}
 			}
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/health"
 	"github.com/dlqctl/dlqctl/pkg/output"
@@ -82,7 +83,7 @@ func watchRun(ctx context.Context, opts *WatchOptions) error {
 	if err != nil {
 		return endpointErr(err)
 	}
-	defer closeEndpoint(ep)
+	defer broker.CloseEndpoint(ep)
 	format, _ := f.Format()
 	var nd *output.NDJSONWriter
 	if format != output.Table {

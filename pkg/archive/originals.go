@@ -63,6 +63,16 @@ type keptPart struct {
 	err  error
 }
 
+// OpenOriginals checks the bucket of opts.Dest (it exists, and this caller
+// may write to it: CheckBucket) before anything changes, then prepares the
+// archive of originals there (NewOriginals).
+func OpenOriginals(ctx context.Context, api S3API, opts OriginalsOptions) (*Originals, error) {
+	if err := CheckBucket(ctx, api, opts.Dest.Bucket); err != nil {
+		return nil, err
+	}
+	return NewOriginals(api, opts), nil
+}
+
 // NewOriginals prepares an archive of originals at opts.Dest; Start names
 // its run.
 func NewOriginals(api S3API, opts OriginalsOptions) *Originals {
