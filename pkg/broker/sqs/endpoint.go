@@ -101,7 +101,7 @@ func (e *Endpoint) Capabilities() broker.Capabilities { return Capabilities(e.q.
 // it removes nothing: what the run acks stays held until the run ends, then
 // is given back.
 func (e *Endpoint) OpenSource(_ context.Context, opt broker.SourceOptions) (broker.Source, error) {
-	qo := QueueSourceOptions{Visibility: opt.Hold, Wait: opt.Wait, MaxHeld: opt.MaxHeld, Decode: opt.Decode, StateDir: e.stateDir, Warn: e.warn}
+	qo := QueueSourceOptions{Visibility: opt.Hold, Wait: opt.Wait, MaxHeld: opt.MaxHeld, Decode: opt.Decode, StateDir: e.stateDir, Warn: e.warn, Tell: e.tell}
 	if e.stateDir != "" {
 		dead, err := DeadHolds(e.stateDir, e.q.URL)
 		if err != nil && e.warn != nil {

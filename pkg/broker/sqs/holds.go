@@ -57,6 +57,11 @@ type holdFile struct {
 	Until time.Time `json:"until"`
 	// Held: at most this many messages are hidden by this process.
 	Held int `json:"held"`
+	// Visibility is how long a receive of this process hides what it takes
+	// (its --visibility): a receive the server answers later than Until
+	// allows (a server slowed down, the process dead by then) hides its
+	// messages that long from then.
+	Visibility time.Duration `json:"visibility,omitempty"`
 }
 
 // DeadHold is what a dead dlqctl process may still hide in a queue.
@@ -65,6 +70,9 @@ type DeadHold struct {
 	Host  string
 	Held  int
 	Until time.Time
+	// Visibility: how long its receives hid what they took (0: not
+	// recorded, a file of an older dlqctl).
+	Visibility time.Duration
 	// Seen: when it last wrote its file (about when it died, at the latest).
 	Seen time.Time
 	path string
@@ -264,7 +272,7 @@ func readDeadHold(path string) (h DeadHold, ok, alive bool) {
 	if st, err := f.Stat(); err == nil {
 		seen = st.ModTime()
 	}
-	return DeadHold{PID: rec.PID, Host: rec.Host, Held: rec.Held, Until: rec.Until, Seen: seen, path: path}, true, false
+	return DeadHold{PID: rec.PID, Host: rec.Host, Held: rec.Held, Until: rec.Until, Visibility: rec.Visibility, Seen: seen, path: path}, true, false
 }
 
 // ForgetDeadHolds removes the ledger files of holds whose time has passed

@@ -46,6 +46,8 @@ type QueueSourceOptions struct {
 	DeadHolds []DeadHold
 	// Warn is told once when the ledger cannot be written.
 	Warn func(string)
+	// Tell is told what the run waits for (nil: nothing is said).
+	Tell func(string)
 }
 
 // QueueSource is an SQS queue read through a lease: received messages are
@@ -68,6 +70,8 @@ type QueueSource struct {
 	// makes later receives return nothing.
 	recvMu   prioLock
 	fifoDone atomic.Bool
+	// deadRechecked: lateDeadHolds asked the counts (once a run).
+	deadRechecked atomic.Bool
 	// gate orders a standard queue's receives against End: a receive holds
 	// it shared for its whole call; End takes it exclusively (ahead of new
 	// receives), so it decides with no receive under way — an empty answer
@@ -565,6 +569,7 @@ func (s *QueueSource) cover(until time.Time, more int) {
 			}
 			return
 		}
+		l.rec.Visibility = s.opt.Visibility // before its first write
 		s.ledger = l
 	}
 	l := s.ledger
@@ -621,6 +626,9 @@ func (s *QueueSource) End(ctx context.Context, run broker.RunState, final bool) 
 		st.Drained = run.Busy == 0 && !run.QuietSince.Before(lastItems) && !lastEmpty.Before(run.QuietSince)
 	}
 	st.Unknown, st.UnknownUntil, _ = s.recv.unknownAfter(lastEmpty)
+	if st.Drained && st.UnknownUntil.IsZero() && !final && s.lateDeadHolds(ctx) {
+		st.Unknown, st.UnknownUntil, _ = s.recv.unknownAfter(lastEmpty)
+	}
 	if st.Drained && st.UnknownUntil.IsZero() && !final {
 		s.fifoDone.Store(true) // the engine ends reading now
 	}
@@ -628,6 +636,44 @@ func (s *QueueSource) End(ctx context.Context, run broker.RunState, final bool) 
 		return st, nil
 	}
 	return s.report(ctx, st)
+}
+
+// lateDeadHolds: a run that began with dead processes' holds (DeadHolds)
+// and found the queue empty once their time had passed asks the queue's
+// counts, once, whether messages are still in flight that it does not
+// hold. The ledger covers a receive from the moment it was sent; a server
+// that answered it later than that (slowed down, the process dead by
+// then) hides what it handed out for a visibility from then. Those
+// messages are then waited for like a lost receive's, up to the dead
+// processes' visibility (this run's where the ledger does not say) from
+// now, and read. On AWS the counts trail, so the wait may be for nothing:
+// it is bounded, and happens only after a kill. It reports whether it
+// added such a window.
+func (s *QueueSource) lateDeadHolds(ctx context.Context) bool {
+	if len(s.opt.DeadHolds) == 0 || !s.deadRechecked.CompareAndSwap(false, true) {
+		return false
+	}
+	cp := *s.q
+	if err := s.c.Refresh(ctx, &cp); err != nil {
+		return false
+	}
+	other := cp.Counts().InFlight - s.lease.Len()
+	if other <= 0 {
+		return false
+	}
+	hidden := s.opt.Visibility
+	for _, h := range s.opt.DeadHolds {
+		hidden = max(hidden, h.Visibility)
+	}
+	until := time.Now().Add(hidden + lostGrace)
+	s.recv.mu.Lock()
+	s.recv.lost = append(s.recv.lost, lostWindow{until: until, n: other, dead: true})
+	s.recv.mu.Unlock()
+	if s.opt.Tell != nil {
+		s.opt.Tell(fmt.Sprintf("the queue still shows %d message(s) in flight that no live run holds, after a dlqctl process ended without releasing its messages (a receive it sent may have been answered late): waiting until %s (in %s) for them",
+			other, until.Format(time.TimeOnly), time.Until(until).Round(time.Second)))
+	}
+	return true
 }
 
 // report fills the final broker.EndState: what waits behind the FIFO groups the
