@@ -46,11 +46,17 @@ GO ?= go
 # -p 5 (3,100-3,200 s of package time) and 722 s at -p 6. A second
 # moto_server for the FIFO packages was tried (2026-12-04) and taken out:
 # on 2 cores the second python process left cmd/cmdtest/origins (moto,
-# lambdafake) flaky. The default stays 5.
+# lambdafake) flaky. The default stays 5. TESTFIRST is longest first by a
+# quiet fresh-clone run of 2026-12-04 (728f1cc, 813 s, green): redrive 367,
+# runbooks 343, archive 241, sqs 239, multiproc 237, field 225, fifo 221,
+# fifolost 201, brokers 161, origins 145, transform 131, inspect 118, … s.
+# That run's CPU was saturated for its first 400 s and 30-60 % idle after:
+# the longest package (redrive) had started fifth, at 225 s, and ended the
+# run alone with the small packages.
 TESTP ?= 5
-TESTFIRST ?= ./cmd/cmdtest/field ./cmd/cmdtest/archive ./cmd/cmdtest/fifo ./cmd/cmdtest/fifolost ./docs/runbooks ./cmd/cmdtest/ui \
-	./cmd/cmdtest/inspect ./cmd/cmdtest/redrive ./cmd/cmdtest/brokers ./pkg/broker/sqs ./cmd/cmdtest/multiproc ./cmd \
-	./cmd/cmdtest/health ./cmd/cmdtest/origins ./cmd/cmdtest/transform ./pkg/broker/kafka ./pkg/broker/amqp ./pkg/redrive ./pkg/archive ./scripts
+TESTFIRST ?= ./cmd/cmdtest/redrive ./docs/runbooks ./cmd/cmdtest/archive ./pkg/broker/sqs ./cmd/cmdtest/multiproc \
+	./cmd/cmdtest/field ./cmd/cmdtest/fifo ./cmd/cmdtest/fifolost ./cmd/cmdtest/brokers ./cmd/cmdtest/origins ./cmd/cmdtest/transform \
+	./cmd/cmdtest/inspect ./cmd/cmdtest/health ./pkg/redrive ./pkg/broker/amqp ./cmd/cmdtest/ui ./pkg/archive ./cmd ./pkg/broker/kafka ./scripts
 STACK := scripts/stack.sh
 PREFIX ?= demo
 SEED_FLAGS ?=
@@ -101,7 +107,7 @@ test:
 	wait $$stack_pid || { echo "make test: the stack did not start (scripts/stack.sh start)" >&2; exit 1; }; \
 	eval "$$(cat "$$envfile")"; \
 	export DLQCTL_REQUIRE_STACK=1; \
-	echo "go test -race -count=1 -timeout 45m -p $(TESTP) (slowest first) ./..." >&2; \
+	echo "go test -race -count=1 -timeout 45m -p $(TESTP) (slowest first) ./... (from $$(date +%T))" >&2; \
 	$(GO) test -race -count=1 -timeout 45m -p $(TESTP) $(TESTFIRST) ./...
 
 BENCH ?= .
