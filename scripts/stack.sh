@@ -115,16 +115,22 @@ moto_bin() {
   command -v moto_server 2>/dev/null || true
 }
 
-# moto_installed_version: the moto version importable by the interpreter
-# that runs moto_server (read from its shebang; pyenv shims resolved).
-moto_installed_version() {
-  local bin real py
+# moto_python: the interpreter that runs moto_server (read from its
+# shebang; pyenv shims resolved); "" when it cannot be told.
+moto_python() {
+  local bin real
   bin="$(moto_bin)"
   real="$bin"
   if command -v pyenv >/dev/null 2>&1 && [[ "$bin" == */shims/* ]]; then
     real="$(pyenv which moto_server 2>/dev/null || echo "$bin")"
   fi
-  py="$(head -n 1 "$real" 2>/dev/null | sed -n 's/^#! *//p')"
+  head -n 1 "$real" 2>/dev/null | sed -n 's/^#! *//p'
+}
+
+# moto_installed_version: the moto version importable by that interpreter.
+moto_installed_version() {
+  local py
+  py="$(moto_python)"
   [[ -n "$py" ]] || return 0
   # shellcheck disable=SC2086 # "#!/usr/bin/env python3" splits on purpose
   $py -c 'import moto; print(moto.__version__)' 2>/dev/null || true
@@ -383,7 +389,19 @@ EOF
   merge_rabbitmq_env
 }
 
+# spawn_moto runs moto_server through scripts/moto_server.py, which makes
+# SQS deletes safe under concurrency (moto 5.2.1 can bring a deleted
+# message back when two deletes run at once; docs/emulators.md row 28).
+# Without a known interpreter moto_server runs as installed, with a warning.
 spawn_moto() { # PORT
+  local py
+  py="$(moto_python)"
+  if [[ -n "$py" ]] && $py -c 'import moto.sqs.models' 2>/dev/null; then
+    # shellcheck disable=SC2086 # "#!/usr/bin/env python3" splits on purpose
+    spawn "$stack_dir/moto.log" $py "$repo/scripts/moto_server.py" -H 127.0.0.1 -p "$1" >"$stack_dir/moto.pid"
+    return
+  fi
+  log "warning: moto_server's python not found: running moto_server as installed (concurrent SQS deletes can bring deleted messages back; docs/emulators.md row 28)"
   spawn "$stack_dir/moto.log" "$(moto_bin)" -H 127.0.0.1 -p "$1" >"$stack_dir/moto.pid"
 }
 
