@@ -63,12 +63,17 @@ func TestCountLag(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 
-		// Drained just before: first seen full, then emptied.
+		// Drained just before: first seen full, then emptied. The drain
+		// (5 receives and deletes) must end within the lag: on a loaded
+		// machine it took more than 1.5 s, so this part lags by 5 s.
+		const drainLag = 5 * time.Second
+		p.SetCountLag(drainLag)
 		full := newQueue(t, direct, nil)
 		sendN(t, direct, full, 5)
 		// local-aws-sqs's counts themselves trail a send by a moment.
 		waitCount(t, direct, full, 5)
 		p.Watch(full)
+		watched := time.Now()
 		for got := 0; got < 5; {
 			out, err := direct.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(full), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
 			if err != nil {
@@ -83,7 +88,7 @@ func TestCountLag(t *testing.T) {
 		}
 		waitCount(t, direct, full, 0)
 		if v, _ := visibleOf(t, c, full); v != 5 {
-			t.Fatalf("just drained: lagged count %d; want the 5 of before", v)
+			t.Fatalf("just drained (%s after it was seen full): lagged count %d; want the 5 of before", time.Since(watched).Round(time.Millisecond), v)
 		}
 		if p.LaggedAnswers() == 0 {
 			t.Fatal("no lagged answer counted")
