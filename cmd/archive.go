@@ -197,13 +197,8 @@ func (o *ArchiveOptions) validate() error {
 	case o.Concurrency < 1 || o.Concurrency > 64:
 		return errs.BadInputf("--concurrency must be between 1 and 64 (got %d)", o.Concurrency)
 	}
-	switch o.SSE {
-	case "", "AES256", "aws:kms", "aws:kms:dsse":
-	default:
-		return errs.BadInputf("--sse %q: use AES256, aws:kms or aws:kms:dsse", o.SSE)
-	}
-	if o.KMSKeyID != "" && !strings.HasPrefix(o.SSE, "aws:kms") {
-		return errs.BadInputf("--kms-key-id needs --sse aws:kms (or aws:kms:dsse)")
+	if err := (archive.Encryption{SSE: o.SSE, KMSKeyID: o.KMSKeyID}).Validate("--sse", "--kms-key-id"); err != nil {
+		return err
 	}
 	if _, err := parseRateShare(o.RateShareRaw); err != nil {
 		return err

@@ -43,7 +43,7 @@ func (t *TransformFlags) AddFlags(fl *pflag.FlagSet, withOriginals bool) {
 	fl.StringVar(&t.File, "transform-file", "", "read the --transform expression from this file")
 	if withOriginals {
 		fl.StringVar(&t.Originals, "archive-originals", "", "with --transform: archive every original to this S3 location (s3://BUCKET/PREFIX; verified parts and a manifest, as 'archive' writes) before its repaired copy is sent")
-		fl.StringVar(&t.SSE, "originals-sse", "", "server-side encryption of the originals: AES256 or aws:kms")
+		fl.StringVar(&t.SSE, "originals-sse", "", "server-side encryption of the originals: AES256, aws:kms or aws:kms:dsse (default: the bucket's)")
 		fl.StringVar(&t.KMSKeyID, "originals-kms-key-id", "", "KMS key for --originals-sse aws:kms")
 	}
 }
@@ -71,6 +71,14 @@ func (t *TransformFlags) validate(needOriginals, dryRun bool) error {
 		if t.Originals != "" {
 			return errs.BadInputf("--archive-originals keeps the originals of a --transform run; add --transform EXPR, or use 'dlqctl archive' to archive a queue")
 		}
+	}
+	if (t.SSE != "" || t.KMSKeyID != "") && t.Originals == "" {
+		return errs.BadInputf("--originals-sse and --originals-kms-key-id encrypt the originals of a --transform run; add --archive-originals s3://BUCKET/PREFIX, or drop them")
+	}
+	if err := (archive.Encryption{SSE: t.SSE, KMSKeyID: t.KMSKeyID}).Validate("--originals-sse", "--originals-kms-key-id"); err != nil {
+		return err
+	}
+	if !t.Active() {
 		return nil
 	}
 	if err := t.parse(); err != nil {

@@ -39,6 +39,20 @@ type Encryption struct {
 	KMSKeyID string
 }
 
+// Validate refuses an SSE mode S3 does not know and a KMS key without a
+// KMS mode, naming the flags that gave them (sseFlag, kmsFlag).
+func (e Encryption) Validate(sseFlag, kmsFlag string) error {
+	switch e.SSE {
+	case "", "AES256", "aws:kms", "aws:kms:dsse":
+	default:
+		return errs.BadInputf("%s %q: use AES256, aws:kms or aws:kms:dsse", sseFlag, e.SSE)
+	}
+	if e.KMSKeyID != "" && !strings.HasPrefix(e.SSE, "aws:kms") {
+		return errs.BadInputf("%s needs %s aws:kms (or aws:kms:dsse)", kmsFlag, sseFlag)
+	}
+	return nil
+}
+
 // ErrExists means an object with the key already exists; dlqctl never
 // overwrites an archive object.
 var ErrExists = errors.New("object already exists; dlqctl never overwrites archive objects")

@@ -181,6 +181,10 @@ func TestTransformBadInputExitsTwo(t *testing.T) {
 		{[]string{"redrive", "q", "--transform", ".", "--archive-originals", "/tmp/x"}, "s3://BUCKET/PREFIX"},
 		{[]string{"redrive", "q", "--engine", "native", "--transform", ".", "--archive-originals", "s3://b/p"}, "cannot honour --transform"},
 		{[]string{"redrive", "kafka://127.0.0.1:1/orders.DLT", "--transform", ".", "--yes"}, "--archive-originals s3://"},
+		{[]string{"redrive", "q", "--transform", ".", "--archive-originals", "s3://b/p", "--originals-sse", "aes256"}, "--originals-sse \"aes256\": use AES256, aws:kms or aws:kms:dsse"},
+		{[]string{"redrive", "q", "--transform", ".", "--archive-originals", "s3://b/p", "--originals-kms-key-id", "alias/dlq"}, "--originals-kms-key-id needs --originals-sse aws:kms"},
+		{[]string{"redrive", "q", "--transform", ".", "--dry-run", "--originals-sse", "AES256"}, "add --archive-originals s3://BUCKET/PREFIX, or drop them"},
+		{[]string{"archive", "q", "--to", "s3://dlq-archive/p", "--sse", "kms"}, "--sse \"kms\": use AES256"},
 	}
 	for _, tc := range cases {
 		r := clitest.Run(t, testenv.Env{}, "", tc.args...)
