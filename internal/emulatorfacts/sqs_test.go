@@ -148,6 +148,9 @@ func TestChangeVisibilityAndReceiveCount(t *testing.T) {
 		if len(again) == 1 {
 			expect(t, e, "ApproximateReceiveCount before/after a release", first+"→"+again[0].Attributes["ApproximateReceiveCount"], map[testenv.Kind]any{local: "1→3", moto: "1→2"})
 		}
+		if len(again) == 0 {
+			t.Fatalf("the released message was not received again within 5 s")
+		}
 		// Two heartbeats (extend to 10 s, then 20 s) and a release.
 		h := again[0].ReceiptHandle
 		for _, v := range []int32{10, 20, 0} {
