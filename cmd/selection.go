@@ -148,7 +148,8 @@ failure.source: log group, stream, time, lines). For Lambda consumers a
 invocation's error lines. Messages the logs do not mention stay unknown
 ("no log line mentions this message"). --logs-window: a duration back from
 now (6h, 3d) or FROM..TO in RFC 3339; default from each message's first
-send time minus 15 min (6 h on FIFO queues) to now. Needs
+send time minus 15 min (6 h on FIFO queues) to now. A group that does not
+exist is bad input (exit 2), checked before any message is read. Needs
 logs:FilterLogEvents ('dlqctl help logs'); AWS_ENDPOINT_URL_CLOUDWATCH_LOGS sets
 the endpoint.`
 
@@ -185,7 +186,7 @@ func openLogsLookup(ctx context.Context, f *Factory, c logs.Config) (*logs.Looku
 	if err != nil {
 		return nil, err
 	}
-	return logs.NewLookup(ctx, f.IO, api, f.StateDir(), c), nil
+	return logs.NewLookup(ctx, f.IO, api, f.StateDir(), c)
 }
 
 // prepareLogs readies --logs for a redrive or archive selection

@@ -79,6 +79,7 @@ type Stats struct {
 	Cached   int // answered from the cache
 	Found    int // with failure context from the logs
 	Calls    int // FilterLogEvents calls (pages included)
+	Checks   int // FilterLogEvents calls of CheckGroups (one per group)
 	Events   int // log events read
 }
 
@@ -391,6 +392,33 @@ func (f *Finder) none(note string, mentions []Event) *record.Failure {
 // maxPages bounds one search: a pattern matching far more than the ids
 // searched (a server that ignores it) is read no further.
 const maxPages = 50
+
+// CheckGroups asks each log group for at most one event of the last
+// millisecond, so that a group that does not exist (or that the caller may
+// not search) is bad input before any message is read, not only when the
+// first message without failure context needs it. It needs the same
+// logs:FilterLogEvents permission as the search.
+func (f *Finder) CheckGroups(ctx context.Context) error {
+	now := time.Now()
+	for _, g := range f.opt.Groups {
+		if err := f.lim.Wait(ctx); err != nil {
+			return err
+		}
+		_, err := f.api.FilterLogEvents(ctx, &cwl.FilterLogEventsInput{
+			LogGroupName: aws.String(g),
+			StartTime:    aws.Int64(now.Add(-time.Millisecond).UnixMilli()),
+			EndTime:      aws.Int64(now.UnixMilli()),
+			Limit:        aws.Int32(1),
+		})
+		f.mu.Lock()
+		f.stats.Checks++
+		f.mu.Unlock()
+		if err != nil {
+			return apiError(g, err)
+		}
+	}
+	return nil
+}
 
 // filter runs one search to the end: every page, rate-limited.
 func (f *Finder) filter(ctx context.Context, group, pattern string, from, to time.Time, stream string) ([]Event, error) {

@@ -57,17 +57,23 @@ type Lookup struct {
 }
 
 // NewLookup searches the groups of c through api over its window,
-// caching under stateDir unless c.Refresh.
-func NewLookup(ctx context.Context, io *output.IOStreams, api API, stateDir string, c Config) *Lookup {
+// caching under stateDir unless c.Refresh. It first checks that every
+// group exists and may be searched (Finder.CheckGroups): a missing group
+// is bad input even when no message will need the logs.
+func NewLookup(ctx context.Context, io *output.IOStreams, api API, stateDir string, c Config) (*Lookup, error) {
 	lk := &Lookup{io: io, prog: output.NewProgress(io, output.Table), ctx: ctx}
-	lk.sess = NewSession(New(api, Options{
+	fd := New(api, Options{
 		Groups: c.Groups,
 		Cache:  OpenCache(stateDir, c.Groups, c.Window.Spec, c.Refresh),
 		OnProgress: func(st Stats) {
 			lk.prog.Update(output.Stats{Op: "logs search", Done: int64(st.Messages)}, false)
 		},
-	}), c.Window)
-	return lk
+	})
+	if err := fd.CheckGroups(ctx); err != nil {
+		return nil, err
+	}
+	lk.sess = NewSession(fd, c.Window)
+	return lk, nil
 }
 
 // Stream is Session.Stream (fn itself without --logs).

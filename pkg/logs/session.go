@@ -144,6 +144,9 @@ func (s *Session) Summary() (info, warn string) {
 	if st.Cached > 0 {
 		cached = fmt.Sprintf(" (%d answered from the cache)", st.Cached)
 	}
+	if st.Checks > 0 {
+		cached += fmt.Sprintf(", and %d to check that the group(s) exist", st.Checks)
+	}
 	info = fmt.Sprintf("logs: searched %s for %d message(s) without failure context: %d found, %d not found; %d FilterLogEvents call(s)%s",
 		strings.Join(s.finder.Groups(), ", "), st.Messages, st.Found, st.Messages-st.Found, st.Calls, cached)
 	if st.Found == 0 && st.Messages >= 10 {

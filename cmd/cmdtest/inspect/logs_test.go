@@ -262,6 +262,10 @@ func TestLogsFlagsBadInput(t *testing.T) {
 	t.Setenv(testenv.EnvLogsEndpoint, env.SQSEndpoint)
 	c := env.SQS(t)
 	url, _ := clitest.CreateQueue(t, c, testenv.UniqueName(t, "lgbad"), nil)
+	// A missing group is bad input even when no message needs the logs:
+	// on an empty queue nothing would ever look it up.
+	empty, _ := clitest.CreateQueue(t, c, testenv.UniqueName(t, "lgempty"), nil)
+	missing := "/aws/lambda/" + testenv.UniqueName(t, "missing")
 	if _, err := c.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("x")}); err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +276,11 @@ func TestLogsFlagsBadInput(t *testing.T) {
 		{[]string{"classify", url, "--logs", "arn:aws:logs:us-east-1:1:log-group:x"}, "is not a CloudWatch Logs group name"},
 		{[]string{"classify", url, "--logs", "/x", "--logs-window", "yesterday"}, "--logs-window"},
 		{[]string{"group", url, "--by", "error", "--logs-window", "6h"}, "need --logs"},
-		{[]string{"sample", url, "--logs", "/aws/lambda/" + testenv.UniqueName(t, "missing")}, "does not exist"},
+		{[]string{"sample", url, "--logs", missing}, "does not exist"},
+		{[]string{"sample", empty, "--logs", missing}, "does not exist"},
+		{[]string{"group", empty, "--by", "error", "--logs", missing}, "does not exist"},
+		{[]string{"classify", empty, "--logs", missing}, "does not exist"},
+		{[]string{"redrive", empty, "--to", url, "--class", "transient", "--logs", missing, "--yes"}, "does not exist"},
 	} {
 		res := clitest.Run(t, env, "", append(tc.args, "--state-dir", t.TempDir())...)
 		if res.Code != 2 || !strings.Contains(res.Stderr, tc.want) {
