@@ -33,40 +33,31 @@ GO ?= go
 # the runbook and SQS broker tests mostly wait on the local servers, so more
 # packages than the 2 cores run side by side (go test's default -p is the
 # number of cores), and the slowest start first so that none of them is
-# left to run alone at the end. TESTFIRST is that order, slowest first
-# (measured with -json on the 2-core machine); ./... adds every other package
-# after them, once. TESTP=1 runs one package at a time. Measured on the
-# 2-core machine while other work kept its load near 20: -p 6 slowest first
-# 656 s, -p 4 in ./... order 1071 s. moto (one Python process) slows most
-# under load; on a machine that busy, TESTP=4 leaves its FIFO tests more
-# room. With the brokers, ui, origins and transform areas added (2026-12-04)
-# -p 6 took 612-629 s on a fresh clone but overloaded moto in 3 of 4 runs
-# (seeding sends retried into duplicates, FIFO holds lost). The wall time
-# is the packages' summed time over TESTP: fresh clones took 786-820 s at
-# -p 5 (3,100-3,200 s of package time) and 722 s at -p 6. A second
-# moto_server for the FIFO packages was tried (2026-12-04) and taken out:
-# on 2 cores the second python process left cmd/cmdtest/origins (moto,
-# lambdafake) flaky. TESTFIRST is longest first by a
-# quiet fresh-clone run of 2026-12-04 (728f1cc, 813 s, green): redrive 367,
-# runbooks 343, archive 241, sqs 239, multiproc 237, field 225, fifo 221,
-# fifolost 201, brokers 161, origins 145, transform 131, inspect 118, … s.
-# That run's CPU was saturated for its first 400 s and 30-60 % idle after:
-# the longest package (redrive) had started fifth, at 225 s, and ended the
-# run alone with the small packages. Longest first (2c88a7d: 787 s, green)
-# the CPU was 30-60 % idle from 150 s to 700 s: the long packages wait on
-# the servers. TESTP=6 (tried 2026-12-04 with moto's lost deletes fixed and
-# seeding that cannot double) passed the long packages in five fresh-clone
-# runs, but with the small packages after them in the same go test the
-# emulator-fact tests failed once on moto answering late (ci20: 3 tests);
-# the default stays 5 (787-813 s green).
-TESTP ?= 5
-# The other packages (unit tests, seconds each) run after the long ones.
-# Running them beside the long ones in a second go test (tried 2026-12-04:
-# 696-708 s) exposed timing-sensitive unit and emulator-fact tests to the
-# load: two of four fresh-clone runs failed on one of them.
-TESTFIRST ?= ./cmd/cmdtest/redrive ./docs/runbooks ./cmd/cmdtest/archive ./pkg/broker/sqs ./cmd/cmdtest/multiproc \
-	./cmd/cmdtest/field ./cmd/cmdtest/fifo ./cmd/cmdtest/fifolost ./cmd/cmdtest/brokers ./cmd/cmdtest/origins ./cmd/cmdtest/transform \
-	./cmd/cmdtest/inspect ./cmd/cmdtest/health ./pkg/redrive ./pkg/broker/amqp ./cmd/cmdtest/ui ./pkg/archive ./cmd ./pkg/broker/kafka ./scripts
+# left to run alone at the end. TESTFIRST is that order; ./... adds every
+# other package after them, once. TESTP=1 runs one package at a time.
+#
+# What was measured (fresh clones on the 2-core machine, 2026-12-04): the
+# wall time is the packages' summed time (about 3,000-3,200 s) over TESTP,
+# plus a tail. At -p 5 fresh clones took 786-820 s, green; the CPU was
+# 30-60 % idle from 150 s to 700 s (the long packages wait on the
+# servers). At -p 6 they took 696-722 s, and the long packages passed in
+# five runs, but the emulator-fact tests, which then ran late beside them,
+# failed in two runs: a receive carried out by moto whose answer was lost
+# and that the SDK retried left two receives' worth of messages in flight.
+# Those tests now use a client without retries (a lost answer fails with
+# its error instead of a wrong fact) and run first, before the long
+# packages load moto. The rest is longest first by a -json run at -p 5
+# (f9188cc): redrive 381, runbooks 371, multiproc 299, sqs 239, archive 217,
+# field 211, fifolost 203, fifo 177, brokers 152, origins 149, transform
+# 131, inspect 122, cmd 115 (CPU-bound: it had started last and ended the
+# run alone), health 83, ui 59, amqp 58, pkg/redrive 57, pkg/archive 57,
+# kafka 50, scripts 30 s. A second moto_server for the FIFO packages was
+# tried and taken out: on 2 cores the second python process left
+# cmd/cmdtest/origins (moto, lambdafake) flaky.
+TESTP ?= 6
+TESTFIRST ?= ./internal/emulatorfacts ./cmd/cmdtest/redrive ./docs/runbooks ./cmd/cmdtest/multiproc ./pkg/broker/sqs ./cmd/cmdtest/archive \
+	./cmd/cmdtest/field ./cmd/cmdtest/fifolost ./cmd/cmdtest/fifo ./cmd/cmdtest/brokers ./cmd/cmdtest/origins ./cmd/cmdtest/transform \
+	./cmd/cmdtest/inspect ./cmd ./cmd/cmdtest/health ./cmd/cmdtest/ui ./pkg/broker/amqp ./pkg/redrive ./pkg/archive ./pkg/broker/kafka ./scripts
 STACK := scripts/stack.sh
 PREFIX ?= demo
 SEED_FLAGS ?=

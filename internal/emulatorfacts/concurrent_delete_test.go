@@ -26,7 +26,7 @@ import (
 // back) and passed with it; the default size catches it only under load.
 func TestConcurrentDeletesDeleteEverything(t *testing.T) {
 	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := e.SQS(t)
+		c := sqsClient(t, e)
 		q := mkQueue(t, c, "cdel", false, nil)
 		// total messages in the queue (a delete's rebuild walks them all:
 		// the longer the walk, the wider moto's race), n of them received

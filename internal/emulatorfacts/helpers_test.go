@@ -36,6 +36,21 @@ func both(v any) map[testenv.Kind]any {
 	return map[testenv.Kind]any{testenv.KindLocal: v, testenv.KindMoto: v}
 }
 
+// sqsClient is e's SQS client without the SDK's retries: a fact is what
+// the server answered to one request. A retried request whose first answer
+// was lost (a receive the server carried out, asked again) would make the
+// server look as if it did something else — two receives' worth of
+// messages in flight, a group locked by a receive nobody saw. Without
+// retries such a call fails with its error, and the test says so instead
+// of recording a wrong fact.
+func sqsClient(t *testing.T, e testenv.Env) *sqs.Client {
+	t.Helper()
+	return sqs.NewFromConfig(e.AWSConfig(t.Context()), func(o *sqs.Options) {
+		o.BaseEndpoint = aws.String(e.SQSEndpoint)
+		o.RetryMaxAttempts = 1
+	})
+}
+
 type queue struct {
 	URL, ARN string
 }

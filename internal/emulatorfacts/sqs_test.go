@@ -24,7 +24,7 @@ const (
 // AWS: nothing more from group A while A1 is in flight.
 func TestFIFOGroupLocking(t *testing.T) {
 	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := e.SQS(t)
+		c := sqsClient(t, e)
 		q := mkQueue(t, c, "lock", true, nil)
 		for _, b := range []string{"A1", "A2", "A3"} {
 			send(t, c, q, b, "A")
@@ -44,7 +44,7 @@ func TestFIFOGroupLocking(t *testing.T) {
 // of up to 10 returns several messages of the same group (AWS does too).
 func TestFIFOOneReceiveReturnsAWholeGroup(t *testing.T) {
 	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := e.SQS(t)
+		c := sqsClient(t, e)
 		q := mkQueue(t, c, "grp", true, nil)
 		for _, b := range []string{"A1", "A2", "A3"} {
 			send(t, c, q, b, "A")
@@ -60,7 +60,7 @@ func TestFIFOOneReceiveReturnsAWholeGroup(t *testing.T) {
 // after one receive.
 func TestRedrivePolicyDeadLetters(t *testing.T) {
 	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := e.SQS(t)
+		c := sqsClient(t, e)
 		dlq := mkQueue(t, c, "dlq", false, nil)
 		rp, _ := json.Marshal(map[string]any{"deadLetterTargetArn": dlq.ARN, "maxReceiveCount": 2})
 		src := mkQueue(t, c, "src", false, map[string]string{"RedrivePolicy": string(rp)})
@@ -97,7 +97,7 @@ func TestRedrivePolicyDeadLetters(t *testing.T) {
 // TestApproximateCounts: 5 sent, 2 received and in flight.
 func TestApproximateCounts(t *testing.T) {
 	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := e.SQS(t)
+		c := sqsClient(t, e)
 		q := mkQueue(t, c, "cnt", false, nil)
 		for range 5 {
 			send(t, c, q, "m", "")
@@ -119,7 +119,7 @@ func TestApproximateCounts(t *testing.T) {
 // heartbeat too) as a receive: 1 → 3. The message is visible at once.
 func TestChangeVisibilityAndReceiveCount(t *testing.T) {
 	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := e.SQS(t)
+		c := sqsClient(t, e)
 		q := mkQueue(t, c, "cmv", false, nil)
 		send(t, c, q, "m", "")
 		// The first receive is not the fact under test: under load a short
@@ -170,7 +170,7 @@ func TestChangeVisibilityAndReceiveCount(t *testing.T) {
 // succeed without deleting.
 func TestSupersededReceiptHandle(t *testing.T) {
 	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := e.SQS(t)
+		c := sqsClient(t, e)
 		q := mkQueue(t, c, "old", false, nil)
 		send(t, c, q, "m", "")
 		h1 := receive(t, c, q, 1, 30)[0].ReceiptHandle
@@ -195,7 +195,7 @@ func TestSupersededReceiptHandle(t *testing.T) {
 // the handle in the message text, so dlqctl never prints such errors raw.
 func TestInvalidReceiptHandleError(t *testing.T) {
 	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := e.SQS(t)
+		c := sqsClient(t, e)
 		q := mkQueue(t, c, "bad", false, nil)
 		const handle = "dlqctl-bogus-receipt-handle-0123456789"
 		_, err := c.DeleteMessage(t.Context(), &sqs.DeleteMessageInput{QueueUrl: aws.String(q.URL), ReceiptHandle: aws.String(handle)})
@@ -223,7 +223,7 @@ func TestInvalidReceiptHandleError(t *testing.T) {
 // the newer MessageSystemAttributeNames, or only the older AttributeNames.
 func TestSystemAttributeNames(t *testing.T) {
 	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := e.SQS(t)
+		c := sqsClient(t, e)
 		q := mkQueue(t, c, "attr", false, nil)
 		send(t, c, q, "m1", "")
 		send(t, c, q, "m2", "")
@@ -248,7 +248,7 @@ func TestSystemAttributeNames(t *testing.T) {
 // with DelaySeconds over 900 between good ones, and the batch limits.
 func TestSendMessageBatchFailures(t *testing.T) {
 	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := e.SQS(t)
+		c := sqsClient(t, e)
 		q := mkQueue(t, c, "batch", false, nil)
 		out, err := c.SendMessageBatch(t.Context(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: []sqstypes.SendMessageBatchRequestEntry{
 			{Id: aws.String("0"), MessageBody: aws.String("good")},
@@ -310,7 +310,7 @@ func TestSendMessageBatchFailures(t *testing.T) {
 // TestVisibilityLimit: a visibility timeout over 12 hours.
 func TestVisibilityLimit(t *testing.T) {
 	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := e.SQS(t)
+		c := sqsClient(t, e)
 		q := mkQueue(t, c, "vis", false, nil)
 		send(t, c, q, "m", "")
 		ms := receive(t, c, q, 1, 30)
@@ -323,7 +323,7 @@ func TestVisibilityLimit(t *testing.T) {
 // DestinationArn: the source is taken from DeadLetterQueueSourceArn).
 func TestMoveTask(t *testing.T) {
 	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := e.SQS(t)
+		c := sqsClient(t, e)
 		dlq := mkQueue(t, c, "mvdlq", false, nil)
 		rp, _ := json.Marshal(map[string]any{"deadLetterTargetArn": dlq.ARN, "maxReceiveCount": 1})
 		src := mkQueue(t, c, "mvsrc", false, map[string]string{"RedrivePolicy": string(rp)})
@@ -352,7 +352,7 @@ func TestMoveTask(t *testing.T) {
 // TestLongPollOnEmptyQueue: WaitTimeSeconds 1 on an empty queue waits.
 func TestLongPollOnEmptyQueue(t *testing.T) {
 	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := e.SQS(t)
+		c := sqsClient(t, e)
 		q := mkQueue(t, c, "lp", false, nil)
 		start := time.Now()
 		out, err := c.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.URL), WaitTimeSeconds: 1})
