@@ -3,8 +3,11 @@ package emulatorfacts
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"reflect"
 	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -51,6 +54,68 @@ func sqsClient(t *testing.T, e testenv.Env) *sqs.Client {
 	})
 }
 
+// lostAnswer is raised by must (as a panic that facts recovers) when a
+// call's answer was lost on the way back.
+type lostAnswer struct{ err error }
+
+// isLost reports whether err means the server's answer did not reach the
+// client: the connection broke while the request or its answer was under
+// way (with aws-sdk-go-v2 this shows as "StatusCode: 200 … deserialization
+// failed … use of closed network connection" under load, aws-sdk-go-v2
+// issue #2737). The server may or may not have carried the request out.
+func isLost(err error) bool {
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
+// must fails t with err (nil: nothing). A lost answer instead ends the
+// attempt, and facts runs the scenario again.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if isLost(err) {
+		panic(lostAnswer{err})
+	}
+	t.Fatal(err)
+}
+
+// facts runs fn on each server (testenv.ForEachServer) with a client that
+// does not retry (sqsClient). When an answer is lost (must, code) the
+// server's state is no longer known — a receive it carried out may hold
+// messages nobody saw — so the attempt ends and fn runs again from the
+// start on new queues, up to three times; each lost answer is logged.
+func facts(t *testing.T, fn func(t *testing.T, e testenv.Env, c *sqs.Client)) {
+	t.Helper()
+	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
+		for attempt := 1; ; attempt++ {
+			err := factsAttempt(t, e, fn)
+			if err == nil {
+				return
+			}
+			if attempt == 3 {
+				t.Fatalf("%s: the answer to a call was lost in three attempts in a row; last: %v", e.Kind, err)
+			}
+			t.Logf("attempt %d on %s: an answer was lost (%v); the scenario runs again on new queues", attempt, e.Kind, err)
+		}
+	})
+}
+
+func factsAttempt(t *testing.T, e testenv.Env, fn func(t *testing.T, e testenv.Env, c *sqs.Client)) (lost error) {
+	defer func() {
+		if r := recover(); r != nil {
+			la, ok := r.(lostAnswer)
+			if !ok {
+				panic(r)
+			}
+			lost = la.err
+		}
+	}()
+	fn(t, e, sqsClient(t, e))
+	return nil
+}
+
 type queue struct {
 	URL, ARN string
 }
@@ -71,13 +136,13 @@ func mkQueue(t *testing.T, c *sqs.Client, prefix string, fifo bool, attrs map[st
 	}
 	out, err := c.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: a})
 	if err != nil {
-		t.Fatal(err)
+		must(t, err)
 	}
 	url := aws.ToString(out.QueueUrl)
 	t.Cleanup(func() { c.DeleteQueue(t.Context(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}) })
 	ga, err := c.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{"QueueArn"}})
 	if err != nil {
-		t.Fatal(err)
+		must(t, err)
 	}
 	return queue{URL: url, ARN: ga.Attributes["QueueArn"]}
 }
@@ -90,7 +155,7 @@ func send(t *testing.T, c *sqs.Client, q queue, body, group string) string {
 	}
 	out, err := c.SendMessage(t.Context(), in)
 	if err != nil {
-		t.Fatal(err)
+		must(t, err)
 	}
 	return aws.ToString(out.MessageId)
 }
@@ -104,7 +169,7 @@ func receive(t *testing.T, c *sqs.Client, q queue, max, visibility int32) []sqst
 		AttributeNames:              []sqstypes.QueueAttributeName{"All"},
 	})
 	if err != nil {
-		t.Fatal(err)
+		must(t, err)
 	}
 	return out.Messages
 }
@@ -121,7 +186,7 @@ func queueCounts(t *testing.T, c *sqs.Client, q queue) (visible, notVisible int)
 	t.Helper()
 	out, err := c.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(q.URL), AttributeNames: []sqstypes.QueueAttributeName{"All"}})
 	if err != nil {
-		t.Fatal(err)
+		must(t, err)
 	}
 	visible, _ = strconv.Atoi(out.Attributes["ApproximateNumberOfMessages"])
 	notVisible, _ = strconv.Atoi(out.Attributes["ApproximateNumberOfMessagesNotVisible"])
@@ -133,6 +198,9 @@ func queueCounts(t *testing.T, c *sqs.Client, q queue) (visible, notVisible int)
 func code(err error) string {
 	if err == nil {
 		return ""
+	}
+	if isLost(err) {
+		panic(lostAnswer{err})
 	}
 	var de *smithy.DeserializationError
 	var re *smithyhttp.ResponseError

@@ -23,8 +23,7 @@ const (
 // message (A1) and keep it in flight; what does the next receive return?
 // AWS: nothing more from group A while A1 is in flight.
 func TestFIFOGroupLocking(t *testing.T) {
-	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := sqsClient(t, e)
+	facts(t, func(t *testing.T, e testenv.Env, c *sqs.Client) {
 		q := mkQueue(t, c, "lock", true, nil)
 		for _, b := range []string{"A1", "A2", "A3"} {
 			send(t, c, q, b, "A")
@@ -43,8 +42,7 @@ func TestFIFOGroupLocking(t *testing.T) {
 // TestFIFOOneReceiveReturnsAWholeGroup: on a fresh FIFO queue, one receive
 // of up to 10 returns several messages of the same group (AWS does too).
 func TestFIFOOneReceiveReturnsAWholeGroup(t *testing.T) {
-	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := sqsClient(t, e)
+	facts(t, func(t *testing.T, e testenv.Env, c *sqs.Client) {
 		q := mkQueue(t, c, "grp", true, nil)
 		for _, b := range []string{"A1", "A2", "A3"} {
 			send(t, c, q, b, "A")
@@ -59,8 +57,7 @@ func TestFIFOOneReceiveReturnsAWholeGroup(t *testing.T) {
 // a receive (TestChangeVisibilityAndReceiveCount), so the message leaves
 // after one receive.
 func TestRedrivePolicyDeadLetters(t *testing.T) {
-	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := sqsClient(t, e)
+	facts(t, func(t *testing.T, e testenv.Env, c *sqs.Client) {
 		dlq := mkQueue(t, c, "dlq", false, nil)
 		rp, _ := json.Marshal(map[string]any{"deadLetterTargetArn": dlq.ARN, "maxReceiveCount": 2})
 		src := mkQueue(t, c, "src", false, map[string]string{"RedrivePolicy": string(rp)})
@@ -75,7 +72,7 @@ func TestRedrivePolicyDeadLetters(t *testing.T) {
 			returned++
 			sent = ms[0].Attributes["SentTimestamp"]
 			if _, err := c.ChangeMessageVisibility(t.Context(), &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(src.URL), ReceiptHandle: ms[0].ReceiptHandle}); err != nil {
-				t.Fatal(err)
+				must(t, err)
 			}
 		}
 		expect(t, e, "receives (each followed by a release) that returned the message (maxReceiveCount 2)", returned, map[testenv.Kind]any{local: 1, moto: 2})
@@ -96,8 +93,7 @@ func TestRedrivePolicyDeadLetters(t *testing.T) {
 
 // TestApproximateCounts: 5 sent, 2 received and in flight.
 func TestApproximateCounts(t *testing.T) {
-	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := sqsClient(t, e)
+	facts(t, func(t *testing.T, e testenv.Env, c *sqs.Client) {
 		q := mkQueue(t, c, "cnt", false, nil)
 		for range 5 {
 			send(t, c, q, "m", "")
@@ -118,8 +114,7 @@ func TestApproximateCounts(t *testing.T) {
 // 1 → 2; local-aws-sqs counts every ChangeMessageVisibility call (a
 // heartbeat too) as a receive: 1 → 3. The message is visible at once.
 func TestChangeVisibilityAndReceiveCount(t *testing.T) {
-	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := sqsClient(t, e)
+	facts(t, func(t *testing.T, e testenv.Env, c *sqs.Client) {
 		q := mkQueue(t, c, "cmv", false, nil)
 		send(t, c, q, "m", "")
 		// The first receive is not the fact under test: under load a short
@@ -134,7 +129,7 @@ func TestChangeVisibilityAndReceiveCount(t *testing.T) {
 		}
 		first := ms[0].Attributes["ApproximateReceiveCount"]
 		if _, err := c.ChangeMessageVisibility(t.Context(), &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(q.URL), ReceiptHandle: ms[0].ReceiptHandle, VisibilityTimeout: 0}); err != nil {
-			t.Fatal(err)
+			must(t, err)
 		}
 		released := time.Now()
 		var again []sqstypes.Message
@@ -155,7 +150,7 @@ func TestChangeVisibilityAndReceiveCount(t *testing.T) {
 		h := again[0].ReceiptHandle
 		for _, v := range []int32{10, 20, 0} {
 			if _, err := c.ChangeMessageVisibility(t.Context(), &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(q.URL), ReceiptHandle: h, VisibilityTimeout: v}); err != nil {
-				t.Fatal(err)
+				must(t, err)
 			}
 		}
 		ms = receive(t, c, q, 1, 30)
@@ -169,13 +164,12 @@ func TestChangeVisibilityAndReceiveCount(t *testing.T) {
 // delete with h1. AWS documents that a delete with an out-of-date handle can
 // succeed without deleting.
 func TestSupersededReceiptHandle(t *testing.T) {
-	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := sqsClient(t, e)
+	facts(t, func(t *testing.T, e testenv.Env, c *sqs.Client) {
 		q := mkQueue(t, c, "old", false, nil)
 		send(t, c, q, "m", "")
 		h1 := receive(t, c, q, 1, 30)[0].ReceiptHandle
 		if _, err := c.ChangeMessageVisibility(t.Context(), &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(q.URL), ReceiptHandle: h1}); err != nil {
-			t.Fatal(err)
+			must(t, err)
 		}
 		ms := receive(t, c, q, 1, 30)
 		if len(ms) != 1 {
@@ -194,8 +188,7 @@ func TestSupersededReceiptHandle(t *testing.T) {
 // TestInvalidReceiptHandleError: what a bad handle's error says. AWS echoes
 // the handle in the message text, so dlqctl never prints such errors raw.
 func TestInvalidReceiptHandleError(t *testing.T) {
-	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := sqsClient(t, e)
+	facts(t, func(t *testing.T, e testenv.Env, c *sqs.Client) {
 		q := mkQueue(t, c, "bad", false, nil)
 		const handle = "dlqctl-bogus-receipt-handle-0123456789"
 		_, err := c.DeleteMessage(t.Context(), &sqs.DeleteMessageInput{QueueUrl: aws.String(q.URL), ReceiptHandle: aws.String(handle)})
@@ -222,21 +215,22 @@ func TestInvalidReceiptHandleError(t *testing.T) {
 // TestSystemAttributeNames: ReceiveMessage asking for attributes with only
 // the newer MessageSystemAttributeNames, or only the older AttributeNames.
 func TestSystemAttributeNames(t *testing.T) {
-	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := sqsClient(t, e)
+	facts(t, func(t *testing.T, e testenv.Env, c *sqs.Client) {
 		q := mkQueue(t, c, "attr", false, nil)
 		send(t, c, q, "m1", "")
 		send(t, c, q, "m2", "")
 		out, err := c.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.URL), MaxNumberOfMessages: 1,
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll}})
-		if err != nil || len(out.Messages) != 1 {
+		must(t, err)
+		if len(out.Messages) != 1 {
 			t.Fatalf("%v %v", err, out)
 		}
 		_, has := out.Messages[0].Attributes["ApproximateReceiveCount"]
 		expect(t, e, "MessageSystemAttributeNames=[All] alone returns attributes", has, map[testenv.Kind]any{local: false, moto: true})
 		out, err = c.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.URL), MaxNumberOfMessages: 1,
 			AttributeNames: []sqstypes.QueueAttributeName{"All"}})
-		if err != nil || len(out.Messages) != 1 {
+		must(t, err)
+		if len(out.Messages) != 1 {
 			t.Fatalf("%v %v", err, out)
 		}
 		_, has = out.Messages[0].Attributes["ApproximateReceiveCount"]
@@ -247,8 +241,7 @@ func TestSystemAttributeNames(t *testing.T) {
 // TestSendMessageBatchFailures: a character AWS rejects (NUL), an entry
 // with DelaySeconds over 900 between good ones, and the batch limits.
 func TestSendMessageBatchFailures(t *testing.T) {
-	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := sqsClient(t, e)
+	facts(t, func(t *testing.T, e testenv.Env, c *sqs.Client) {
 		q := mkQueue(t, c, "batch", false, nil)
 		out, err := c.SendMessageBatch(t.Context(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: []sqstypes.SendMessageBatchRequestEntry{
 			{Id: aws.String("0"), MessageBody: aws.String("good")},
@@ -309,8 +302,7 @@ func TestSendMessageBatchFailures(t *testing.T) {
 
 // TestVisibilityLimit: a visibility timeout over 12 hours.
 func TestVisibilityLimit(t *testing.T) {
-	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := sqsClient(t, e)
+	facts(t, func(t *testing.T, e testenv.Env, c *sqs.Client) {
 		q := mkQueue(t, c, "vis", false, nil)
 		send(t, c, q, "m", "")
 		ms := receive(t, c, q, 1, 30)
@@ -322,8 +314,7 @@ func TestVisibilityLimit(t *testing.T) {
 // TestMoveTask: StartMessageMoveTask from a DLQ back to its source (no
 // DestinationArn: the source is taken from DeadLetterQueueSourceArn).
 func TestMoveTask(t *testing.T) {
-	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := sqsClient(t, e)
+	facts(t, func(t *testing.T, e testenv.Env, c *sqs.Client) {
 		dlq := mkQueue(t, c, "mvdlq", false, nil)
 		rp, _ := json.Marshal(map[string]any{"deadLetterTargetArn": dlq.ARN, "maxReceiveCount": 1})
 		src := mkQueue(t, c, "mvsrc", false, map[string]string{"RedrivePolicy": string(rp)})
@@ -351,13 +342,12 @@ func TestMoveTask(t *testing.T) {
 
 // TestLongPollOnEmptyQueue: WaitTimeSeconds 1 on an empty queue waits.
 func TestLongPollOnEmptyQueue(t *testing.T) {
-	testenv.ForEachServer(t, func(t *testing.T, e testenv.Env) {
-		c := sqsClient(t, e)
+	facts(t, func(t *testing.T, e testenv.Env, c *sqs.Client) {
 		q := mkQueue(t, c, "lp", false, nil)
 		start := time.Now()
 		out, err := c.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.URL), WaitTimeSeconds: 1})
 		if err != nil {
-			t.Fatal(err)
+			must(t, err)
 		}
 		d := time.Since(start)
 		t.Logf("empty long poll of 1 s on %s returned %d messages after %v", e.Kind, len(out.Messages), d.Round(time.Millisecond))
