@@ -355,10 +355,15 @@ status_kfake() { # -> 0 running
 }
 
 cmd_stop() {
-  stop_pid "$stack_dir/sqs.pid" server.mjs "local-aws-sqs"
-  stop_pid "$stack_dir/s3.pid" versitygw "versitygw"
-  stop_pid "$stack_dir/moto.pid" moto_server "moto_server"
-  stop_kfake
+  # The servers stop side by side: each is sent SIGTERM and waited for (up
+  # to 5 s, RabbitMQ 10 s, then SIGKILL); one after the other this took
+  # 17 s at the end of a CI run.
+  stop_pid "$stack_dir/sqs.pid" server.mjs "local-aws-sqs" &
+  stop_pid "$stack_dir/s3.pid" versitygw "versitygw" &
+  stop_pid "$stack_dir/moto.pid" moto_server "moto_server" &
+  stop_kfake &
+  stop_rabbitmq &
+  wait
   if [[ -f "$stack_dir/s3dir" ]]; then
     local d
     d="$(cat "$stack_dir/s3dir")"
@@ -366,7 +371,6 @@ cmd_stop() {
     [[ "$d" == */dlqctl-s3.* && -d "$d" ]] && rm -rf "$d"
     rm -f "$stack_dir/s3dir"
   fi
-  stop_rabbitmq
   rm -f "$stack_dir/env"
 }
 
