@@ -6,7 +6,8 @@
 #   make man          man pages of every command into man/ (not committed;
 #                     man -l man/dlqctl-redrive.1)
 #   make test         gofmt check, go vet, go test -race (the stack starts
-#                     while gofmt and vet run and is stopped at the end;
+#                     while gofmt runs and the binary builds, vet runs beside
+#                     the tests at nice 19, the stack is stopped at the end;
 #                     KEEP_STACK=1 leaves it running),
 #                     TESTP packages at a time, the slowest first
 #                     (TESTFIRST; see below)
