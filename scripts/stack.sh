@@ -394,8 +394,10 @@ EOF
 }
 
 # spawn_moto runs moto_server through scripts/moto_server.py, which makes
-# SQS deletes safe under concurrency (moto 5.2.1 can bring a deleted
-# message back when two deletes run at once; docs/emulators.md row 28).
+# SQS deletes and receives safe under concurrency (moto 5.2.1 can bring a
+# deleted message back when two deletes run at once, and can lose or
+# double messages when two receives run at once; docs/emulators.md rows 28
+# and 29).
 # Without a known interpreter moto_server runs as installed, with a warning.
 spawn_moto() { # PORT
   local py
