@@ -58,6 +58,21 @@ func QueueDepth(t testing.TB, c *sqs.Client, url string) (visible, inFlight int)
 	return atoi(out.Attributes["ApproximateNumberOfMessages"]), atoi(out.Attributes["ApproximateNumberOfMessagesNotVisible"])
 }
 
+// InFlightElsewhere reports whether url shows more messages in flight than
+// the caller holds itself (held). A drain that must see every message asks
+// it once its receives come back empty: under load a receive's answer can
+// be lost after the server took messages (the SDK retries it, and the
+// first receive's messages stay in flight held by nobody;
+// docs/emulators.md), and they are visible again only when that receive's
+// visibility timeout ends. (ReceiveAll and DrainBodies do not wait: some
+// of their callers drain queues where a dead process may still hold
+// messages, and count only what is there now.)
+func InFlightElsewhere(t testing.TB, c *sqs.Client, url string, held int) bool {
+	t.Helper()
+	_, inFlight := QueueDepth(t, c, url)
+	return inFlight > held
+}
+
 func atoi(s string) int {
 	n := 0
 	for _, c := range s {

@@ -25,7 +25,7 @@
 //
 // Faults and observation: a delay before every call is applied (SetDelay)
 // and one after it was applied, before its answer (SetAnswerDelay); hooks
-// that hold calls (SetBefore), fail whole calls (SetCallErr) or single
+// that hold calls (SetBefore) or a delete's answer (SetDeleteAnswered), fail whole calls (SetCallErr) or single
 // entries (SetEntryFail, SetSendFail); lost receive answers (LoseReceives:
 // the receive is applied, its messages stay in flight, and the caller sees
 // the SDK's retry); counters of calls, calls in flight and applied
@@ -106,6 +106,7 @@ type SQS struct {
 
 	delay, answerDelay time.Duration
 	before             func(op string, handles []string)
+	deleteAnswered     func()
 	callErr            func(op string, handles []string) error
 	entryFail          func(op, handle string) *types.BatchResultErrorEntry
 	sendFail           func(queueURL string, e types.SendMessageBatchRequestEntry) *types.BatchResultErrorEntry
@@ -536,6 +537,16 @@ func (f *SQS) SetBefore(fn func(op string, handles []string)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.before = fn
+}
+
+// SetDeleteAnswered runs fn after each DeleteMessageBatch was applied and
+// before its answer (it may block to hold the answer): the messages are
+// gone on the server, and a FIFO group they locked is free, while the
+// caller still waits.
+func (f *SQS) SetDeleteAnswered(fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deleteAnswered = fn
 }
 
 // SetCallErr lets fn fail a whole call before it is applied.
@@ -1065,6 +1076,12 @@ func (f *SQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatch
 		return nil, err
 	}
 	defer f.leave()
+	f.mu.Lock()
+	answered := f.deleteAnswered
+	f.mu.Unlock()
+	if answered != nil {
+		defer answered() // after the deletes below, before the answer
+	}
 	if err := checkBatch(len(in.Entries), ids); err != nil {
 		return nil, err
 	}

@@ -56,6 +56,28 @@ func redriveRun(t *testing.T, c *sqs.Client, src *sqs.QueueSource, dest *sqs.Que
 	return res
 }
 
+// TestBlockedGroupIsNamedWhenDeleteAnswersAreSlow: as above, with every
+// delete's answer held for 150 ms after the server applied it. The server
+// frees the group as soon as its message is deleted, so another worker
+// receives the group's next message before the delete returns. That is
+// not a server that ignores group locks (local-aws-sqs): the run must
+// still name g3 as blocked and not call itself complete. Before the
+// source counted the messages being deleted, it took that receive for
+// one and reported the run complete (a CI run under load did the same
+// without the delay).
+func TestBlockedGroupIsNamedWhenDeleteAnswersAreSlow(t *testing.T) {
+	f, c := newFake(t)
+	q := fifoDLQ(t, f, c, 5, 20)
+	dest := resolve(t, c, f.AddQueue("orders.fifo", true, nil))
+	f.SetDeleteAnswered(func() { time.Sleep(150 * time.Millisecond) })
+	src := newQueueSource(c, q, 30*time.Second, time.Second)
+	res := redriveRun(t, c, src, dest, filterSelection(t, `.body != "g3-00"`))
+	if res.Moved != 80 || res.Complete || len(res.BlockedGroups) != 1 || res.BlockedGroups[0] != "g3" || !strings.Contains(res.Note, "g3") {
+		t.Fatalf("moved %d, complete %v, blocked groups %v, note %q; want 80 moved, g3 named as blocked, not complete", res.Moved, res.Complete, res.BlockedGroups, res.Note)
+	}
+	allVisible(t, f, q, 20)
+}
+
 // TestFilteredFIFORedriveNamesTheBlockedGroup: a filtered redrive of a
 // FIFO DLQ that leaves g3's first message unselected moves every other
 // group completely, in order, to a FIFO destination, moves nothing of g3

@@ -118,10 +118,14 @@ type QueueSource struct {
 
 	// FIFO: the groups of the messages held (groupOf, held), and whether
 	// the server handed out a message of a group while the run held an
-	// earlier one (it does not lock groups: local-aws-sqs).
+	// earlier one (it does not lock groups: local-aws-sqs). leaving counts,
+	// per group, held messages whose delete or release is under way: the
+	// server may unlock the group, and hand out its next message to
+	// another receive, before that call has returned.
 	gmu     sync.Mutex
 	groupOf map[*Message]string
 	held    map[string]int
+	leaving map[string]int
 	noLock  bool
 	// handedOut, lastSent, orderLost (gmu, FIFO): the ids handed to the
 	// run, per group the latest send time handed out, and the messages
@@ -199,7 +203,7 @@ func NewQueueSource(c *Client, q *Queue, opt QueueSourceOptions) *QueueSource {
 	}
 	s := &QueueSource{c: c, q: q, opt: opt, lease: NewLease(c, q, opt.Visibility)}
 	s.pending = map[int]time.Time{}
-	s.groupOf, s.held = map[*Message]string{}, map[string]int{}
+	s.groupOf, s.held, s.leaving = map[*Message]string{}, map[string]int{}, map[string]int{}
 	s.handedOut, s.lastSent, s.orderLost = map[string]struct{}{}, map[string]time.Time{}, map[string]int{}
 	s.startSeen = q.Counts()
 	s.recv = &receiveWatch{API: c.API, hidden: opt.Visibility}
@@ -365,9 +369,10 @@ func (s *QueueSource) Next(ctx context.Context, max int) ([]broker.Message, erro
 	if s.q.FIFO && len(items) > 0 {
 		s.gmu.Lock()
 		for _, it := range items {
-			if s.held[it.Record.System.MessageGroupID] > 0 {
+			if g := it.Record.System.MessageGroupID; s.held[g]-s.leaving[g] > 0 {
 				// A later message of a group whose earlier one the run
-				// still holds: this server does not lock groups.
+				// still holds (and is not deleting or releasing): this
+				// server does not lock groups.
 				s.noLock = true
 			}
 		}
@@ -413,6 +418,32 @@ func (s *QueueSource) noteOrderLocked(items []broker.Message) {
 	}
 }
 
+// leave counts msgs as leaving their groups (FIFO: their delete or
+// release is under way) until the returned func is called.
+func (s *QueueSource) leave(msgs []*Message) (done func()) {
+	if !s.q.FIFO {
+		return func() {}
+	}
+	s.gmu.Lock()
+	defer s.gmu.Unlock()
+	var groups []string
+	for _, m := range msgs {
+		if g, ok := s.groupOf[m]; ok {
+			groups = append(groups, g)
+			s.leaving[g]++
+		}
+	}
+	return func() {
+		s.gmu.Lock()
+		defer s.gmu.Unlock()
+		for _, g := range groups {
+			if s.leaving[g]--; s.leaving[g] <= 0 {
+				delete(s.leaving, g)
+			}
+		}
+	}
+}
+
 // unhold notes that msgs are no longer held (removed or given back).
 func (s *QueueSource) unhold(msgs []*Message) {
 	if !s.q.FIFO {
@@ -448,6 +479,7 @@ func handles(items []broker.Message) []*Message {
 // and is processed again when it is received again.
 func (s *QueueSource) Ack(ctx context.Context, items []broker.Message) []error {
 	msgs := handles(items)
+	defer s.leave(msgs)()
 	failed := s.lease.Delete(ctx, msgs)
 	// A message received again while its delete was in flight is held
 	// under its new receipt handle: delete it once more with that one.
@@ -493,6 +525,7 @@ func (s *QueueSource) Release(ctx context.Context, items []broker.Message) error
 	}
 	s.waitQuiet(ctx)
 	msgs := handles(items)
+	defer s.leave(msgs)()
 	err := s.lease.Release(ctx, msgs)
 	s.unhold(msgs)
 	s.lowerHold()
