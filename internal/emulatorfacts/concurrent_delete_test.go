@@ -36,15 +36,7 @@ func TestConcurrentDeletesDeleteEverything(t *testing.T) {
 		if os.Getenv("DLQCTL_EMULATOR_STRESS") != "" {
 			total = 3000
 		}
-		for i := 0; i < total; i += 10 {
-			var es []sqstypes.SendMessageBatchRequestEntry
-			for j := i; j < i+10; j++ {
-				es = append(es, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(j)), MessageBody: aws.String(fmt.Sprint("m", j))})
-			}
-			if _, err := c.SendMessageBatch(t.Context(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: es}); err != nil {
-				must(t, err)
-			}
-		}
+		fill(t, c, q, total)
 		var handles []string
 		for len(handles) < n {
 			out, err := c.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.URL), MaxNumberOfMessages: 10, VisibilityTimeout: 300, WaitTimeSeconds: 1})

@@ -1,13 +1,11 @@
 package emulatorfacts
 
 import (
-	"fmt"
 	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dlqctl/dlqctl/internal/testenv"
 )
@@ -26,17 +24,7 @@ func TestConcurrentReceivesLoseNothing(t *testing.T) {
 	facts(t, func(t *testing.T, e testenv.Env, c *sqs.Client) {
 		q := mkQueue(t, c, "crcv", false, nil)
 		const total = 400
-		for i := 0; i < total; i += 10 {
-			var es []sqstypes.SendMessageBatchRequestEntry
-			for j := i; j < i+10; j++ {
-				es = append(es, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(j)), MessageBody: aws.String(fmt.Sprint("m", j))})
-			}
-			out, err := c.SendMessageBatch(t.Context(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: es})
-			must(t, err)
-			if len(out.Failed) > 0 {
-				t.Fatalf("seeding: %v", out.Failed)
-			}
-		}
+		fill(t, c, q, total)
 		var mu sync.Mutex
 		got := map[string]int{}
 		var lost error

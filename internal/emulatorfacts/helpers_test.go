@@ -147,6 +147,22 @@ func mkQueue(t *testing.T, c *sqs.Client, prefix string, fifo bool, attrs map[st
 	return queue{URL: url, ARN: ga.Attributes["QueueArn"]}
 }
 
+// fill sends total messages "m0", "m1", … to q in batches of 10.
+func fill(t *testing.T, c *sqs.Client, q queue, total int) {
+	t.Helper()
+	for i := 0; i < total; i += 10 {
+		var es []sqstypes.SendMessageBatchRequestEntry
+		for j := i; j < min(i+10, total); j++ {
+			es = append(es, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(j)), MessageBody: aws.String(fmt.Sprint("m", j))})
+		}
+		out, err := c.SendMessageBatch(t.Context(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: es})
+		must(t, err)
+		if len(out.Failed) > 0 {
+			t.Fatalf("filling %s: %d entries failed: %v", q.URL, len(out.Failed), out.Failed)
+		}
+	}
+}
+
 func send(t *testing.T, c *sqs.Client, q queue, body, group string) string {
 	t.Helper()
 	in := &sqs.SendMessageInput{QueueUrl: aws.String(q.URL), MessageBody: aws.String(body)}
