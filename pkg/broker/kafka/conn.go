@@ -99,6 +99,10 @@ func (c Conn) Validate() error {
 	return nil
 }
 
+// wrapConn, when set (benchmarks: a link with a round-trip time), wraps
+// every plaintext connection the clients made from then on dial.
+var wrapConn func(net.Conn) net.Conn
+
 // Opts returns the franz-go client options for the connection to brokers.
 func (c Conn) Opts(brokers []string) ([]kgo.Opt, error) {
 	if err := c.Validate(); err != nil {
@@ -119,6 +123,16 @@ func (c Conn) Opts(brokers []string) ([]kgo.Opt, error) {
 	cfg, err := c.tlsConfig()
 	if err != nil {
 		return nil, err
+	}
+	if w := wrapConn; w != nil && cfg == nil {
+		dialer := &net.Dialer{Timeout: dt}
+		opts = append(opts, kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
+			conn, err := dialer.DialContext(ctx, network, host)
+			if err != nil {
+				return nil, err
+			}
+			return w(conn), nil
+		}))
 	}
 	if cfg != nil {
 		dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: dt}, Config: cfg}

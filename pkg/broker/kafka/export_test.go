@@ -1,6 +1,9 @@
 package kafka
 
-import "time"
+import (
+	"net"
+	"time"
+)
 
 // Fetch bounds of dlqctl's consumer, for the bare loop of BenchmarkRedrive
 // (it must fetch the same way to be compared side by side).
@@ -28,4 +31,12 @@ func DelayOpenConsumer(d time.Duration) (restore func()) {
 		}
 	}
 	return func() { afterConsumerClient = nil }
+}
+
+// WrapConns makes every plaintext connection of the clients created from
+// now on go through wrap (BenchmarkRedrive's round-trip time). It returns
+// a restore function.
+func WrapConns(wrap func(net.Conn) net.Conn) (restore func()) {
+	wrapConn = wrap
+	return func() { wrapConn = nil }
 }
