@@ -39,7 +39,8 @@ the groups.
 A Kafka dead-letter topic (kafka://HOST:PORT/TOPIC) is redriven to the
 original topic named in each record's headers (or --to kafka://…/TOPIC), key
 kept, dead-letter headers dropped, through the same engine and run journal
-as every broker (one worker, batches of up to 500 records); dlqctl's consumer
+as every broker (one worker, batches of up to 500 records: --concurrency is
+refused; run more processes to spread the partitions); dlqctl's consumer
 group (--kafka-group) commits past what was produced, replayed records land
 after newer records with the same key, and --max-dest-lag GROUP:N and
 --exactly-once apply (docs/kafka.md). A re-run

@@ -325,6 +325,13 @@ var (
 			return "a " + c.Label + " topic names no dead-letter topic dlqctl could watch"
 		},
 	}
+	NeedParallelWorkers = Need{
+		What: "a source several workers can move messages from at once",
+		Has:  func(c Capabilities) bool { return c.Ordering != OrderPartition },
+		Lacks: func(c Capabilities) string {
+			return c.Label + " is read by one worker per process, so that each partition's records are replayed in their order"
+		},
+	}
 	NeedIAMActions = Need{
 		What:  "a broker whose permissions are IAM actions",
 		Has:   func(c Capabilities) bool { return c.IAMActions },
