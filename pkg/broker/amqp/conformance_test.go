@@ -174,10 +174,10 @@ func (h *harness) Unpublishable(t *testing.T, ep broker.Endpoint) brokertest.Msg
 	return brokertest.Msg{Body: `{"big":"` + strings.Repeat("x", 3<<19) + `"}`}
 }
 
-// Until the shared suite's Run lands, the cases it will run that the
-// other tests of this package do not cover: release and close give every
-// message back; a killed run resumed loses nothing; a copy keeps body and
-// headers byte for byte.
+// Beside the shared suite (TestConformance below), on one queue: release
+// and close give every message back; a killed run resumed loses nothing
+// (what it acked may come back, marked as a redelivery, and is not copied
+// again); a copy keeps body and headers byte for byte.
 func TestHarnessReleaseCrashAndCopies(t *testing.T) {
 	for _, qt := range []string{amqp.TypeClassic, amqp.TypeQuorum} {
 		t.Run(qt, func(t *testing.T) {
@@ -226,11 +226,26 @@ func TestHarnessReleaseCrashAndCopies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// An acknowledgement is not confirmed (AMQP 0-9-1; a quorum
+			// queue applies it through its Raft log): the second run may
+			// read again what the first acked right before it died (ci33,
+			// quorum: all 8), marked as a redelivery. As the shared suite's
+			// KilledRunResumedLosesNothing, the re-run removes those
+			// without copying them again (a redrive's journal lists them).
 			var again []broker.Message
-			for deadline := time.Now().Add(30 * time.Second); len(again) < 12 && time.Now().Before(deadline); {
+			fresh := func() (n int) {
+				for _, m := range again {
+					if !done[m.Record.Body] {
+						n++
+					}
+				}
+				return n
+			}
+			for deadline := time.Now().Add(30 * time.Second); fresh() < 12 && time.Now().Before(deadline); {
 				again = append(again, readAll(t, second)...)
 			}
-			// A copy of each to the same queue, before acking: byte for byte.
+			// A copy of each of the others to the same queue, before
+			// acking: byte for byte.
 			pub, err := ep.OpenPublisher(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -238,6 +253,9 @@ func TestHarnessReleaseCrashAndCopies(t *testing.T) {
 			dest, _ := ep.Target(ctx)
 			var batch []broker.Outgoing
 			for _, m := range again {
+				if done[m.Record.Body] {
+					continue
+				}
 				out, skip := pub.Prepare(m.Record, dest, broker.CopyOptions{RunID: "conf", Now: time.Now()})
 				if skip != "" {
 					t.Fatal(skip)
@@ -254,14 +272,21 @@ func TestHarnessReleaseCrashAndCopies(t *testing.T) {
 				}
 			}
 			pub.Close(ctx)
+			resumed := 0
 			for i, e := range second.Ack(ctx, again) {
 				if e != nil {
 					t.Fatal(e)
 				}
-				if done[again[i].Record.Body] {
-					t.Errorf("%s acked by the first run and read again", again[i].Record.Body)
+				if m := again[i]; done[m.Record.Body] {
+					resumed++
+					if m.Record.System.ReceiveCount < 2 {
+						t.Errorf("%s, acked by the first run, was read again unmarked (receive count %d)", m.Record.Body, m.Record.System.ReceiveCount)
+					}
 				}
 				done[again[i].Record.Body] = true
+			}
+			if resumed > 0 {
+				t.Logf("%d message(s) acked by the killed run were read again, marked as redeliveries", resumed)
 			}
 			second.Close(ctx)
 			if len(done) != 20 {
