@@ -69,6 +69,12 @@ func refuseFlags(caps broker.Capabilities, fs *pflag.FlagSet, native bool) error
 	return refusals().Resolved(caps, given(fs), native)
 }
 
+// refuseDestFlags checks the flags set in fs for command cmd against its
+// resolved destination's capabilities (refuse.Checker.ResolvedDest).
+func refuseDestFlags(cmd string, caps broker.Capabilities, fs *pflag.FlagSet) error {
+	return refusals().ResolvedDest(cmd, caps, given(fs))
+}
+
 // annotateBrokerFlags adds to the help of every flag in the table which
 // brokers honour it ("(Kafka only)").
 func annotateBrokerFlags(root *cobra.Command) {

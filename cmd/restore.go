@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dlqctl/dlqctl/pkg/archive"
 	"github.com/dlqctl/dlqctl/pkg/broker"
@@ -22,7 +23,8 @@ import (
 // RestoreOptions are the inputs of `dlqctl restore`; they are stored in
 // the run's journal.
 type RestoreOptions struct {
-	F *Factory `json:"-"`
+	F     *Factory       `json:"-"`
+	flags *pflag.FlagSet // the command's, for refusals on the resolved destination
 
 	Manifest  string         `json:"manifest"`
 	To        string         `json:"to"`
@@ -102,6 +104,7 @@ func NewCmdRestore(f *Factory, runF func(context.Context, *RestoreOptions) error
 		Args: exactArgs(1, "one archive run (s3://BUCKET/…/run=<id>/, its _manifest.json, or a local copy)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Manifest = args[0]
+			opts.flags = c.Flags()
 			if err := opts.validate(); err != nil {
 				return err
 			}
@@ -117,7 +120,7 @@ func NewCmdRestore(f *Factory, runF func(context.Context, *RestoreOptions) error
 	fl.IntVar(&opts.Max, "max", 0, "restore at most N messages (0 = all)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing; print what would be sent and how long it would take")
 	opts.CanaryFlags.AddFlags(fl, "send N messages, then watch the destination's DLQ for --verify-for (exit 3 if any comes back)")
-	opts.PaceFlags.AddFlags(fl, "workers sending in parallel (1 for a FIFO destination)")
+	opts.PaceFlags.AddFlags(fl, "workers sending in parallel (a FIFO queue or a topic gets one sender, for order, and refuses the flag)")
 	opts.GuardFlags.AddFlags(fl, "guard: stop when the destination has more than N visible messages")
 	fl.BoolVar(&opts.Again, "again", false, "send the archive again although the same restore already completed")
 	opts.Transform.AddFlags(fl, false)
@@ -179,6 +182,9 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	}
 	defer broker.CloseEndpoint(ep)
 	caps := ep.Capabilities()
+	if err := refuseDestFlags("restore", caps, opts.flags); err != nil {
+		return err
+	}
 	tgt, err := archive.OpenRestore(ctx, ep, ref, m, opts.Canary > 0, archive.RestoreHooks{Warnf: f.IO.Warnf, Infof: f.IO.Infof})
 	if err != nil {
 		return err

@@ -332,6 +332,16 @@ var (
 			return c.Label + " is read by one worker per process, so that each partition's records are replayed in their order"
 		},
 	}
+	NeedParallelSends = Need{
+		What: "a destination several senders can send to at once",
+		Has:  func(c Capabilities) bool { return c.Ordering != OrderPartition && c.Ordering != OrderGroupLock },
+		Lacks: func(c Capabilities) string {
+			if c.Ordering == OrderGroupLock {
+				return "an " + c.Label + " FIFO queue keeps a message group's order only from one sender, so a restore sends with one"
+			}
+			return c.Label + " keeps a key's records in order only from one sender, so a restore sends with one"
+		},
+	}
 	NeedIAMActions = Need{
 		What:  "a broker whose permissions are IAM actions",
 		Has:   func(c Capabilities) bool { return c.IAMActions },

@@ -239,6 +239,24 @@ func (k Checker) Resolved(caps broker.Capabilities, given []Given, native bool) 
 	return nil
 }
 
+// ResolvedDest checks the flags the user set (given) for command cmd
+// against its resolved destination's capabilities, for what depends on
+// the queue itself (an SQS FIFO queue): the table's destination rows of
+// cmd.
+func (k Checker) ResolvedDest(cmd string, caps broker.Capabilities, given []Given) error {
+	for _, g := range given {
+		for _, n := range NeedsFor(cmd, g.Name) {
+			if n.Role != Dest {
+				continue
+			}
+			if err := k.Check(n, g, []Ref{{Broker: caps.Broker, Role: Dest, Caps: &caps}}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Only is what the help of flag of command cmd adds to say which brokers
 // honour it ("(Kafka only)", from the same rows the refusals come from),
 // or "" when every broker or none does, or the help (usage) already starts

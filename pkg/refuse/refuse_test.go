@@ -57,6 +57,23 @@ func TestRefusalsNameTheBrokerAndTheWayOut(t *testing.T) {
 	}
 }
 
+// TestResolvedDestination: what only the resolved destination tells. A
+// restore to an SQS FIFO queue sends with one sender (each message
+// group's order), so --concurrency given to it is refused once the queue
+// is known; a standard queue and RabbitMQ take it; a redrive's
+// --concurrency (about its source) is not checked here.
+func TestResolvedDestination(t *testing.T) {
+	conc := []refuse.Given{{Name: "concurrency", Value: "4"}}
+	wantRefusal(t, "restore to FIFO", every.ResolvedDest("restore", sqs.Capabilities(true), conc),
+		"--concurrency needs a destination several senders can send to at once (Amazon SQS and RabbitMQ); an Amazon SQS FIFO queue keeps a message group's order only from one sender, so a restore sends with one: drop --concurrency")
+	wantRefusal(t, "restore to Kafka", every.ResolvedDest("restore", kafka.Capabilities(), conc),
+		"--concurrency needs a destination several senders can send to at once (Amazon SQS and RabbitMQ); Kafka keeps a key's records in order only from one sender, so a restore sends with one: drop --concurrency")
+	wantRefusal(t, "restore to a standard queue", every.ResolvedDest("restore", sqs.Capabilities(false), conc), "")
+	wantRefusal(t, "restore to RabbitMQ", every.ResolvedDest("restore", amqp.Capabilities(""), conc), "")
+	wantRefusal(t, "restore to FIFO without the flag", every.ResolvedDest("restore", sqs.Capabilities(true), nil), "")
+	wantRefusal(t, "redrive to FIFO", every.ResolvedDest("redrive", sqs.Capabilities(true), conc), "")
+}
+
 // TestCommandRefusals: the sentence for a command's flags on the brokers
 // of its references, and the redrive across brokers, as docs/brokers.md
 // shows them.

@@ -20,6 +20,9 @@ var Table = []Row{
 	{Flag: "wait-inflight", Role: Source, Need: broker.NeedLease},
 	// Several workers on one source (Kafka: one per process, for order).
 	{Flag: "concurrency", Cmds: []string{"redrive"}, Role: Source, Need: broker.NeedParallelWorkers, Instead: "drop --concurrency (to spread the topic's partitions, run the same command in more processes: they share its consumer group)"},
+	// (restore: checked again once the destination is resolved, for an SQS
+	// FIFO queue; Checker.ResolvedDest.)
+	{Flag: "concurrency", Cmds: []string{"restore"}, Role: Dest, Need: broker.NeedParallelSends},
 	// Moving a whole queue server-side.
 	{Flag: "engine", Value: "native", Role: Source, Need: broker.NeedNativeMove, Instead: "use --engine dlqctl (the default)"},
 	// Kafka's transactions, offsets and consumer groups.

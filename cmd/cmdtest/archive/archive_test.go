@@ -231,6 +231,18 @@ func TestArchiveVerifyTriageRestoreRoundTrip(t *testing.T) {
 		if v, _ := clitest.QueueDepth(t, a.sqs, aws.ToString(out.QueueUrl)); v != 0 {
 			t.Fatalf("restore --dry-run sent %d messages", v)
 		}
+		if dlq.FIFO {
+			// One sender keeps each group's order: --concurrency is
+			// refused once the destination is known to be FIFO, before
+			// anything is sent.
+			r := clitest.Run(t, a.env, "", "--state-dir", stateDir, "restore", sum.Manifest, "--to", recovery, "--concurrency", "4", "--yes")
+			if r.Code != 2 || !strings.Contains(r.Stderr, "--concurrency needs a destination several senders can send to at once") || !strings.Contains(r.Stderr, "FIFO queue keeps a message group's order") {
+				t.Fatalf("restore to a FIFO queue with --concurrency 4: exit %d %s; want exit 2 with the refusal", r.Code, r.Stderr)
+			}
+			if v, inflight := clitest.QueueDepth(t, a.sqs, aws.ToString(out.QueueUrl)); v+inflight != 0 {
+				t.Fatalf("a refused restore sent %d+%d messages", v, inflight)
+			}
+		}
 		r = clitest.Run(t, a.env, "", "--state-dir", stateDir, "restore", sum.Manifest, "--to", recovery, "--yes", "-o", "json")
 		if r.Code != 0 || !strings.Contains(r.Stdout, `"moved": `+clitest.Itoa(len(want))) {
 			t.Fatalf("restore: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
