@@ -25,8 +25,9 @@
 //
 // Faults and observation: a delay before every call is applied (SetDelay)
 // and one after it was applied, before its answer (SetAnswerDelay); hooks
-// that hold calls (SetBefore) or a delete's answer (SetDeleteAnswered), fail whole calls (SetCallErr) or single
-// entries (SetEntryFail, SetSendFail); lost receive answers (LoseReceives:
+// that hold calls (SetBefore) or a delete's answer (SetDeleteAnswered),
+// fail whole calls (SetCallErr) or single entries (SetEntryFail,
+// SetSendFail); lost receive answers (LoseReceives:
 // the receive is applied, its messages stay in flight, and the caller sees
 // the SDK's retry); counters of calls, calls in flight and applied
 // visibility changes.
