@@ -128,21 +128,9 @@ func drain(t *testing.T, c *awssqs.Client, url string) []received {
 	seen := map[string]bool{}
 	var held []types.Message
 	// Messages a receive took whose answer was lost come back after its
-	// 60 s hold (clitest.InFlightElsewhere): wait for them that long.
-	deadline := time.Now().Add(75 * time.Second)
-	waiting := false
-	for empty := 0; ; {
-		if empty >= 2 {
-			switch {
-			case clitest.InFlightElsewhere(t, c, url, len(held)) && time.Now().Before(deadline):
-				waiting, empty = true, 0 // keep receiving until they are back
-			case waiting:
-				waiting, empty = false, 0 // back (or out of time): receive twice more
-			}
-			if empty >= 2 {
-				break
-			}
-		}
+	// 60 s hold: wait for them that long (clitest.LostReceiveWait).
+	lost := clitest.NewLostReceiveWait(60 * time.Second)
+	for empty := 0; empty < 2 || !lost.Stop(t, c, url, len(held), &empty); {
 		r, err := c.ReceiveMessage(context.Background(), &awssqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10,
 			VisibilityTimeout: 60, WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"}})
 		if err != nil {
