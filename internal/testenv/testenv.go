@@ -347,12 +347,50 @@ func (e Env) AWSConfig(_ context.Context) aws.Config {
 }
 
 // SQS returns a client for the env's SQS server (local-aws-sqs or moto).
+// Straight to a stack server, it heals receives that lost their answer
+// (sqsheal.go: it waits for their messages and receives again, logging
+// it); through a proxy (an Env whose SQSEndpoint a test pointed at a
+// faultproxy) it does not.
 func (e Env) SQS(t testing.TB) *sqs.Client {
 	t.Helper()
-	return sqs.NewFromConfig(e.AWSConfig(t.Context()), func(o *sqs.Options) {
-		o.BaseEndpoint = aws.String(e.SQSEndpoint)
+	return e.sqsClient(t.Context(), isStackSQS(e.SQSEndpoint), t.Logf)
+}
+
+// sqsClient is SQS, healing lost receives when heal is set.
+func (e Env) sqsClient(ctx context.Context, heal bool, logf func(string, ...any)) *sqs.Client {
+	at := func(o *sqs.Options) { o.BaseEndpoint = aws.String(e.SQSEndpoint) }
+	if !heal {
+		return sqs.NewFromConfig(e.AWSConfig(ctx), at)
+	}
+	h := healer{plain: sqs.NewFromConfig(e.AWSConfig(ctx), at), logf: logf}
+	return sqs.NewFromConfig(e.AWSConfig(ctx), at, func(o *sqs.Options) {
+		o.APIOptions = append(o.APIOptions, h.add)
 	})
 }
+
+// isStackSQS reports whether endpoint is one of the stack's SQS servers
+// (local-aws-sqs or moto_server) as this process found them.
+func isStackSQS(endpoint string) bool {
+	stackSQSOnce.Do(func() {
+		if e, err := Lookup(); err == nil {
+			stackSQS = append(stackSQS, e.SQSEndpoint)
+		}
+		if e, err := LookupMoto(); err == nil {
+			stackSQS = append(stackSQS, e.SQSEndpoint)
+		}
+	})
+	for _, ep := range stackSQS {
+		if ep != "" && strings.TrimSuffix(ep, "/") == strings.TrimSuffix(endpoint, "/") {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	stackSQSOnce sync.Once
+	stackSQS     []string
+)
 
 // S3 returns a path-style client for the env's S3 server (versitygw or moto;
 // no buckets at start: create your own with BucketName). On moto the SDK's

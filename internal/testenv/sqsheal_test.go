@@ -1,0 +1,138 @@
+package testenv
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/dlqctl/dlqctl/internal/faultproxy"
+)
+
+// TestSQSHealsALostReceive: one message, one receive through a proxy that
+// loses the answer of the first receive after the server handed the
+// message out (the SDK retries it, and the retry finds the queue empty).
+// A plain client gets nothing; a healing client (what Env.SQS gives
+// straight to a stack server) waits until the message is visible again
+// and returns it from the same call, whether the visibility is the
+// receive's own or the queue's.
+func TestSQSHealsALostReceive(t *testing.T) {
+	ForEachServer(t, func(t *testing.T, e Env) {
+		t.Parallel()
+		direct := e.SQS(t)
+		for _, tc := range []struct {
+			name           string
+			heal           bool
+			queueVis, rcvV int32
+		}{
+			// Visibilities longer than the SDK's retry (a backoff of up
+			// to 2 s, then the 1 s long poll): the retry cannot get the
+			// message back itself.
+			{"plain", false, 8, 0},
+			{"healing, the receive's visibility", true, 30, 5},
+			{"healing, the queue's visibility", true, 5, 0},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				ctx := t.Context()
+				p, err := faultproxy.New(e.SQSEndpoint)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer p.Close()
+				via := e
+				via.SQSEndpoint = p.URL
+				q, err := direct.CreateQueue(ctx, &sqs.CreateQueueInput{
+					QueueName:  aws.String(UniqueName(t, "heal")),
+					Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(int(tc.queueVis))},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { direct.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: q.QueueUrl}) })
+				if _, err := direct.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String("m1")}); err != nil {
+					t.Fatal(err)
+				}
+				var logs []string
+				c := via.sqsClient(ctx, tc.heal, func(f string, a ...any) { logs = append(logs, f) })
+				p.SetFaults(faultproxy.LostReceives(1, 1))
+				out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: tc.rcvV})
+				p.SetFaults()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := p.Stats().LostReceivedMessages; got != 1 {
+					t.Fatalf("the proxy lost %d received messages, want 1 (the fault did not fire)", got)
+				}
+				switch {
+				case !tc.heal && len(out.Messages) != 0:
+					t.Fatalf("a plain client received %d messages after its answer was lost, want 0 (the message is in flight, held by nobody)", len(out.Messages))
+				case tc.heal && (len(out.Messages) != 1 || aws.ToString(out.Messages[0].Body) != "m1"):
+					t.Fatalf("a healing client received %+v, want m1", out.Messages)
+				case tc.heal && (len(logs) == 0 || !strings.Contains(logs[0], "may have lost its answer")):
+					t.Fatalf("healing logged %q, want a line saying the receive may have lost its answer", logs)
+				}
+			})
+		}
+	})
+}
+
+// TestSQSHealsOnlyStraightToTheStack: Env.SQS heals on the stack's own
+// endpoints, not through a proxy a test put in between.
+func TestSQSHealsOnlyStraightToTheStack(t *testing.T) {
+	e := Require(t)
+	if !isStackSQS(e.SQSEndpoint) {
+		t.Errorf("the stack's SQS endpoint %s is not recognised", e.SQSEndpoint)
+	}
+	p, err := faultproxy.New(e.SQSEndpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if isStackSQS(p.URL) {
+		t.Errorf("a proxy's endpoint %s is taken for the stack's", p.URL)
+	}
+}
+
+// TestSQSHealKeepsWhatTheCallGot: healing waits a visibility timeout, in
+// which the messages the retried call did get would be visible again and
+// received a second time; it holds them through the wait instead. Two
+// messages, one received (visibility 4 s) as if by the retried attempt,
+// then healed: the answer holds each message once.
+func TestSQSHealKeepsWhatTheCallGot(t *testing.T) {
+	ForEachServer(t, func(t *testing.T, e Env) {
+		t.Parallel()
+		ctx := t.Context()
+		c := e.sqsClient(ctx, false, t.Logf)
+		q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(UniqueName(t, "healkeep"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: q.QueueUrl}) })
+		for _, b := range []string{"m1", "m2"} {
+			if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String(b)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		in := &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, MaxNumberOfMessages: 1, WaitTimeSeconds: 1, VisibilityTimeout: 4}
+		first, err := c.ReceiveMessage(ctx, in)
+		if err != nil || len(first.Messages) != 1 {
+			t.Fatalf("first receive: %v, %d messages", err, len(first.Messages))
+		}
+		all := *in
+		all.MaxNumberOfMessages = 10
+		got := healer{plain: c, logf: t.Logf}.heal(ctx, &all, time.Now(), first.Messages)
+		var bodies []string
+		for _, m := range got {
+			bodies = append(bodies, aws.ToString(m.Body))
+		}
+		sort.Strings(bodies)
+		if strings.Join(bodies, ",") != "m1,m2" {
+			t.Fatalf("healed answer %v, want each of m1 and m2 once", bodies)
+		}
+	})
+}
