@@ -34,7 +34,10 @@ func NewCmdDoctor(f *Factory, runF func(context.Context, *DoctorOptions) error) 
 		Long: withExitCodes(`Run this first in a new shell, before any runbook. QUEUE is an SQS
 queue (name, URL, ARN), amqp[s]://HOST:PORT/VHOST/QUEUE or
 kafka://HOST:PORT[,HOST:PORT…]/TOPIC. doctor changes nothing, and says
-what to fix.
+what to fix. A RabbitMQ vhost (amqp://HOST:PORT/VHOST/; amqp://HOST:PORT
+for /) or a Kafka cluster (kafka://HOST:PORT, no topic) is checked up to
+the management API or the brokers' metadata, and the queue's or topic's
+checks are not-checked, naming the reference that checks one.
 
 A RabbitMQ queue (amqp://, amqps://; the --amqp-* flags and
 DLQCTL_AMQP_USERNAME/DLQCTL_AMQP_PASSWORD):
@@ -68,6 +71,7 @@ Exit 0 when no check fails, 3 when one does, 2 on bad flags.`),
   dlqctl doctor amqps://rabbit.internal:5671/prod/orders.dlq   # credentials in DLQCTL_AMQP_USERNAME/_PASSWORD
   dlqctl doctor kafka://b-1.msk.example.com:9098/orders-dlt --kafka-sasl AWS_MSK_IAM
   dlqctl doctor kafka://kafka-1:9092/orders-dlt --archive s3://dlq-archive/orders/
+  dlqctl doctor kafka://kafka-1:9092              # the cluster only: reach, TLS, login
   dlqctl doctor orders-dlq --role operator        # before a redrive (destinations: the DLQ's sources)
   dlqctl doctor orders-dlq --role archivist --archive s3://dlq-archive/orders/
   dlqctl doctor orders-dlq --logs /ecs/orders -o json`,

@@ -69,9 +69,18 @@ func dash(s string) string {
 }
 
 // shortResource is the last part of an ARN (a queue name, a bucket, a log
-// group) or of a broker reference (the queue or topic).
+// group) or of a broker reference (the queue or topic; "vhost V" for a
+// RabbitMQ vhost, amqp://HOST/V/; the brokers of a Kafka cluster).
 func shortResource(arn string) string {
 	if i := strings.Index(arn, "://"); i >= 0 {
+		if strings.HasSuffix(arn, "/") && strings.Count(arn[i+3:], "/") == 2 {
+			v := strings.TrimSuffix(arn, "/")
+			v = v[strings.LastIndex(v, "/")+1:]
+			if u, err := url.PathUnescape(v); err == nil {
+				v = u
+			}
+			return "vhost " + v
+		}
 		last := arn[strings.LastIndex(arn, "/")+1:]
 		if u, err := url.PathUnescape(last); err == nil {
 			return u

@@ -16,6 +16,9 @@ func TestShortResource(t *testing.T) {
 		"arn:aws:logs:us-east-1:123456789012:log-group:/aws/lambda/orders:*": "/aws/lambda/orders",
 		"amqp://ops@rabbit:5672/%2f/orders.dlq":                              "orders.dlq",
 		"kafka://k1:9092/orders.DLT":                                         "orders.DLT",
+		"amqp://rabbit:5672/%2F/":                                            "vhost /",
+		"amqps://rabbit:5671/prod/":                                          "vhost prod",
+		"kafka://k1:9092,k2:9092":                                            "k1:9092,k2:9092",
 	} {
 		if got := shortResource(in); got != want {
 			t.Errorf("shortResource(%q) = %q, want %q", in, got, want)

@@ -158,6 +158,40 @@ func TestDoctorRabbitMQ(t *testing.T) {
 		}
 	})
 
+	t.Run("a vhost, no queue", func(t *testing.T) {
+		vhost := "amqp://" + env.HostPort + "/%2F/"
+		for _, ref := range []string{"amqp://" + env.HostPort + "/%2f/", "amqp://" + env.HostPort + "/", "amqp://" + env.HostPort} {
+			r := clitest.Run(t, testenv.Env{}, "", "doctor", ref, "--state-dir", state, "-o", "json")
+			if r.Code != 0 {
+				t.Fatalf("doctor %s: exit %d, want 0:\n%s\n%s", ref, r.Code, r.Stdout, r.Stderr)
+			}
+			rep := brokerDoctorReport(t, r)
+			noAWSChecks(t, rep)
+			for _, name := range []string{"rabbitmq tls", "rabbitmq connection", "rabbitmq authentication", "rabbitmq vhost", "rabbitmq management"} {
+				if c := checkNamed(t, rep, name); c.Status != doctor.OK {
+					t.Errorf("%s: %+v, want ok", name, c)
+				}
+			}
+			c := checkNamed(t, rep, "rabbitmq queue")
+			if c.Status != doctor.NotChecked || !strings.Contains(c.Fix, "dlqctl doctor "+vhost+"QUEUE") || !strings.Contains(c.Fix, "dlqctl queues "+vhost) {
+				t.Errorf("queue check of a vhost reference: %+v", c)
+			}
+			for _, c := range rep.Checks {
+				if strings.HasPrefix(c.Resource, "amqp://") && c.Resource != vhost {
+					t.Errorf("check %q names resource %q, want the vhost %s", c.Name, c.Resource, vhost)
+				}
+			}
+			noSecret(t, r)
+		}
+		r := clitest.Run(t, testenv.Env{}, "", "doctor", "amqp://"+env.HostPort+"/no-such-vhost-"+clitest.RabbitPrefix(t)+"/", "--state-dir", state, "-o", "json")
+		if r.Code != 3 {
+			t.Fatalf("doctor of a missing vhost: exit %d, want 3:\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+		if c := checkNamed(t, brokerDoctorReport(t, r), "rabbitmq vhost"); c.Status != doctor.Fail {
+			t.Errorf("vhost check of a missing vhost: %+v", c)
+		}
+	})
+
 	t.Run("on a terminal", func(t *testing.T) {
 		var out, errOut bytes.Buffer
 		code := cmd.Run(t.Context(), output.Test(strings.NewReader(""), &out, &errOut, true), []string{"doctor", rabbitRef(env, n.DLQ+".nope"), "--state-dir", state, "--no-color"})
@@ -405,6 +439,45 @@ func TestDoctorKafka(t *testing.T) {
 		}
 		if c := checkNamed(t, rep, "kafka group permissions"); !strings.Contains(c.Detail, "Read on group") {
 			t.Errorf("group permissions: %+v", c)
+		}
+	})
+
+	t.Run("a cluster, no topic", func(t *testing.T) {
+		// The first thing to run in a new shell: can it reach the
+		// cluster at all? kafka://HOST:PORT with or without the slash.
+		for _, ref := range []string{"kafka://" + brokers, "kafka://" + brokers + "/"} {
+			r := clitest.Run(t, testenv.Env{}, "", "doctor", ref, "--state-dir", state, "-o", "json")
+			if r.Code != 0 {
+				t.Fatalf("doctor %s: exit %d, want 0:\n%s\n%s", ref, r.Code, r.Stdout, r.Stderr)
+			}
+			rep := brokerDoctorReport(t, r)
+			noAWSChecks(t, rep)
+			for _, name := range []string{"kafka tls", "kafka bootstrap", "kafka sasl"} {
+				if c := checkNamed(t, rep, name); c.Status != doctor.OK {
+					t.Errorf("%s: %+v, want ok", name, c)
+				}
+			}
+			c := checkNamed(t, rep, "kafka topic")
+			if c.Status != doctor.NotChecked || !strings.Contains(c.Detail, "no topic") || !strings.Contains(c.Fix, "dlqctl doctor kafka://"+brokers+"/TOPIC") {
+				t.Errorf("topic check of a cluster reference: %+v", c)
+			}
+			for _, name := range []string{"kafka topic config", "kafka group", "kafka group permissions"} {
+				if c := checkNamed(t, rep, name); c.Status != doctor.NotChecked {
+					t.Errorf("%s: %+v, want not-checked", name, c)
+				}
+			}
+			for _, c := range rep.Checks {
+				if strings.HasPrefix(c.Resource, "kafka://") && c.Resource != "kafka://"+brokers {
+					t.Errorf("check %q names resource %q, want the cluster kafka://%s", c.Name, c.Resource, brokers)
+				}
+			}
+		}
+		r := clitest.Run(t, testenv.Env{}, "", "doctor", "kafka://127.0.0.1:1", "--state-dir", state, "-o", "json")
+		if r.Code != 3 {
+			t.Fatalf("doctor of an unreachable cluster: exit %d, want 3:\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+		if c := checkNamed(t, brokerDoctorReport(t, r), "kafka bootstrap"); c.Status != doctor.Fail {
+			t.Errorf("bootstrap of an unreachable cluster: %+v", c)
 		}
 	})
 

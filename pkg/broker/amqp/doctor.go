@@ -15,6 +15,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
+	"github.com/dlqctl/dlqctl/pkg/errs"
 )
 
 // Doctor checks, with calls that change nothing, whether this shell can
@@ -25,21 +26,67 @@ import (
 // that cannot be reached is a failed check, not an error; the error is for
 // bad input only (a reference or flag that cannot be used: exit 2).
 // Nothing it returns carries a password.
+//
+// A reference to a vhost (amqp://HOST/VHOST/, or amqp://HOST/ for the
+// default vhost /) is checked up to the management API: the queue's
+// checks are not-checked, naming the reference that checks one.
 func Doctor(ctx context.Context, bref broker.Ref, cfg Config) ([]broker.DoctorCheck, error) {
 	ep, err := newEndpoint(bref, cfg)
+	vhostOnly := false
+	if errors.Is(err, errNoQueue) {
+		ep, err = newVHostEndpoint(bref, cfg)
+		vhostOnly = true
+	}
 	if err != nil {
 		return nil, err
 	}
-	d := &doctorRun{ep: ep, r: ep.ref, res: ep.ID()}
+	d := &doctorRun{ep: ep, r: ep.ref, res: ep.ID(), vhostOnly: vhostOnly}
+	if vhostOnly {
+		d.res = vhostID(ep.ref)
+	}
 	d.run(ctx)
 	return d.checks, nil
 }
 
+// newVHostEndpoint is newEndpoint for a reference to a vhost: no queue.
+func newVHostEndpoint(bref broker.Ref, cfg Config) (*Endpoint, error) {
+	cfg = cfg.withDefaults()
+	u := bref.URL()
+	if u == nil {
+		return nil, errs.BadInputf("%s is not an amqp:// or amqps:// reference", bref.Display)
+	}
+	r, err := ParseVHostRef(u.String(), func(k string) string {
+		switch k {
+		case EnvUsername:
+			return cfg.Username
+		case EnvPassword:
+			return cfg.Password
+		}
+		return ""
+	})
+	if err != nil {
+		return nil, errs.BadInput(errors.New(strings.Replace(err.Error(), Redact(u.String()), bref.Display, 1)))
+	}
+	ep := &Endpoint{display: bref.Display, cfg: cfg, exchanges: map[string]error{}, ref: r}
+	if ep.mgmt, err = NewManagement(r, cfg.ManagementURL, ConnOptions{CAFile: cfg.CAFile}); err != nil {
+		return nil, errs.BadInput(err)
+	}
+	return ep, nil
+}
+
+// vhostID is a vhost's reference as doctor names the resource:
+// amqp[s]://HOST:PORT/VHOST/, no credentials.
+func vhostID(r Ref) string {
+	s := r.String()
+	return s[:strings.LastIndexByte(s, '/')+1]
+}
+
 type doctorRun struct {
-	ep     *Endpoint
-	r      Ref
-	res    string
-	checks []broker.DoctorCheck
+	ep        *Endpoint
+	r         Ref
+	res       string
+	vhostOnly bool
+	checks    []broker.DoctorCheck
 }
 
 const (
@@ -74,8 +121,11 @@ func (d *doctorRun) run(ctx context.Context) {
 	conn, err := Dial(dctx, r, ConnOptions{CAFile: d.ep.cfg.CAFile, ConnectionName: "dlqctl doctor", DialTimeout: 10 * time.Second})
 	cancel()
 	rest := []string{checkMgmt, checkQueue, checkSettings, checkSources, checkPerms}
-	if d.ep.isExchange {
+	switch {
+	case d.ep.isExchange:
 		rest = []string{checkMgmt, checkExchange}
+	case d.vhostOnly:
+		rest = []string{checkMgmt, checkQueue}
 	}
 	switch {
 	case err == nil:
@@ -133,6 +183,11 @@ func (d *doctorRun) run(ctx context.Context) {
 		d.add(checkMgmt, broker.DoctorFail, merr.Error(), mgmtFix)
 	}
 
+	if d.vhostOnly {
+		d.add(checkQueue, broker.DoctorNotChecked, fmt.Sprintf("not checked: the reference names vhost %q and no queue in it", r.VHost),
+			fmt.Sprintf("dlqctl doctor %sQUEUE checks a queue; dlqctl queues %s lists the vhost's dead-letter queues", d.res, d.res))
+		return
+	}
 	if d.ep.isExchange {
 		if err := CheckExchange(conn, d.ep.exchange); err != nil {
 			fix := ""

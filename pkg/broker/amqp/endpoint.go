@@ -166,6 +166,10 @@ func openEndpoint(ctx context.Context, bref broker.Ref, cfg Config) (*Endpoint, 
 	return ep, nil
 }
 
+// errNoQueue is newEndpoint's refusal of a reference to a vhost
+// (amqp://HOST/VHOST/), which doctor accepts.
+var errNoQueue = errors.New("names no queue")
+
 // newEndpoint parses a reference and the management URL (bad input: exit
 // 2) without connecting.
 func newEndpoint(bref broker.Ref, cfg Config) (*Endpoint, error) {
@@ -204,7 +208,7 @@ func newEndpoint(bref broker.Ref, cfg Config) (*Endpoint, error) {
 	if ep.isExchange {
 		r.Queue = ""
 	} else if r.Queue == "" {
-		return nil, errs.BadInputf("%s names no queue; use amqp://HOST/VHOST/QUEUE (%%2f is the default vhost)", bref.Display)
+		return nil, errs.BadInputf("%s %w; use amqp://HOST/VHOST/QUEUE (%%2f is the default vhost)", bref.Display, errNoQueue)
 	}
 	ep.ref = r
 	ep.mgmt, err = NewManagement(r, cfg.ManagementURL, ConnOptions{CAFile: cfg.CAFile})

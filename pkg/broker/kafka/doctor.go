@@ -28,16 +28,38 @@ import (
 // brokers say this client is authorized for; never by committing). An
 // unreachable cluster is a failed check, not an error: the error is for
 // bad input only (exit 2). Nothing it returns carries a password.
+//
+// A reference to a cluster (kafka://HOST:PORT[,HOST:PORT…], no topic) is
+// checked up to the brokers' metadata: the topic's and the group's checks
+// are not-checked, naming the reference that checks a topic.
 func Doctor(ctx context.Context, ref broker.Ref, cfg Config) ([]broker.DoctorCheck, error) {
+	cluster := false
+	if u := ref.URL(); u != nil && strings.Trim(u.Path, "/") == "" && u.RawQuery == "" {
+		// Open wants a topic: a placeholder no check reads.
+		placeholder := *u
+		placeholder.Path, placeholder.RawPath = "/"+doctorPlaceholderTopic, ""
+		r, err := broker.ParseRef(placeholder.String())
+		if err != nil {
+			return nil, err
+		}
+		ref, cluster = r, true
+	}
 	ep, err := Open(ctx, ref, cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer ep.Close()
-	d := &kdoctor{ep: ep, res: ep.ID()}
+	d := &kdoctor{ep: ep, res: ep.ID(), cluster: cluster}
+	if cluster {
+		d.res = Scheme + "://" + strings.Join(ep.addr.Brokers, ",")
+	}
 	d.run(ctx)
 	return d.checks, nil
 }
+
+// doctorPlaceholderTopic stands for the topic of a cluster reference
+// while the endpoint is opened; nothing reads it.
+const doctorPlaceholderTopic = "__dlqctl_doctor"
 
 const (
 	kcheckBootstrap   = "kafka bootstrap"
@@ -54,9 +76,10 @@ const (
 const ShortRetention = 7 * 24 * time.Hour
 
 type kdoctor struct {
-	ep     *Endpoint
-	res    string
-	checks []broker.DoctorCheck
+	ep      *Endpoint
+	res     string
+	cluster bool // the reference names no topic
+	checks  []broker.DoctorCheck
 }
 
 func (d *kdoctor) add(name string, st broker.DoctorStatus, detail, fix string) {
@@ -152,6 +175,12 @@ func (d *kdoctor) run(ctx context.Context) {
 	last := &d.checks[slices.IndexFunc(d.checks, func(x broker.DoctorCheck) bool { return x.Name == kcheckBootstrap })]
 	last.Detail += fmt.Sprintf("; the cluster (%s) has %d broker(s): %s", firstNonEmpty(md.Cluster, "no cluster id"), len(md.Brokers), strings.Join(listed, ", "))
 
+	if d.cluster {
+		d.add(kcheckTopic, broker.DoctorNotChecked, "not checked: the reference names a cluster and no topic in it",
+			fmt.Sprintf("dlqctl doctor %s/TOPIC checks a topic and dlqctl's consumer group on it; dlqctl queues %s lists the cluster's dead-letter and retry topics", d.res, d.res))
+		d.notChecked("no topic named", kcheckTopicConfig, kcheckGroup, kcheckGroupPerms)
+		return
+	}
 	d.topic(ctx, adm)
 }
 
