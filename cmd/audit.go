@@ -69,7 +69,9 @@ DLQCTL_AMQP_PASSWORD) audits the vhost's queues through the management API
 ` + auditRules.amqp + `
 
 Kafka: 'audit kafka://HOST:PORT/TOPIC…' audits each dead-letter topic and its
-retry chain (docs/kafka.md):
+retry chain (docs/kafka.md); 'audit kafka://HOST:PORT' audits every
+dead-letter topic 'dlqctl queues kafka://HOST:PORT' finds (--prefix narrows
+it) and every retry chain without one:
 
 ` + auditRules.kafka + `
 
@@ -79,7 +81,8 @@ error).`),
 		Example: `  dlqctl audit
   dlqctl audit --prefix orders --fail-on warn
   dlqctl audit orders orders-dlq -o json | jq '.findings[] | select(.severity=="error")'
-  dlqctl audit amqp://ops@rabbit/%2f/ --prefix orders`,
+  dlqctl audit amqp://ops@rabbit/%2f/ --prefix orders
+  dlqctl audit kafka://kafka-1:9092 --prefix orders`,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Queues = args
 			opts.InvestigationWindow = time.Duration(window)

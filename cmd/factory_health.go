@@ -131,16 +131,34 @@ func amqpAuditors(f *Factory, refs []string, prefix string) ([]broker.Auditor, e
 // which are given instead of --prefix.
 func auditScopes(raw string) bool {
 	ref, err := broker.ParseRef(raw)
-	return err == nil && ref.Broker == broker.AMQP
+	return err == nil && (ref.Broker == broker.AMQP || kafkaCluster(raw))
+}
+
+func firstOf(ss []string) string {
+	if len(ss) == 0 {
+		return ""
+	}
+	return ss[0]
+}
+
+// kafkaCluster reports whether raw names a Kafka cluster, not a topic:
+// kafka://HOST:PORT[,HOST:PORT…] with no topic after it.
+func kafkaCluster(raw string) bool {
+	raw = strings.TrimSpace(raw)
+	if !kafka.IsReference(raw) {
+		return false
+	}
+	_, path, _ := strings.Cut(raw[len("kafka://"):], "/")
+	return path == ""
 }
 
 // auditors turns audit's references into what each broker audits (one
 // broker per run): an SQS selection (named queues, a prefix, or the
 // region), RabbitMQ vhosts, or Kafka topics (endpoints that are
-// broker.Auditors). noun names what is counted; the endpoints opened are
+// broker.Auditors) and clusters (kafka.ClusterAudit, with --prefix). noun names what is counted; the endpoints opened are
 // returned for the caller to close (also on an error).
 func (f *Factory) auditors(ctx context.Context, refs []string, prefix string, onSample func(queue string, n int)) (auditors []broker.Auditor, noun string, opened []broker.Endpoint, err error) {
-	if len(refs) > 0 && auditScopes(refs[0]) {
+	if ref, err := broker.ParseRef(firstOf(refs)); len(refs) > 0 && err == nil && ref.Broker == broker.AMQP {
 		a, err := amqpAuditors(f, refs, prefix)
 		return a, "queue(s)", nil, err
 	}
@@ -155,6 +173,17 @@ func (f *Factory) auditors(ctx context.Context, refs []string, prefix string, on
 			return nil, "", nil, errs.BadInputf("audit takes either SQS queues or kafka:// topics in one run, not both; run it once per broker")
 		}
 		for _, ref := range refs {
+			if kafkaCluster(ref) {
+				// The whole cluster (what queues lists): parsed, and its
+				// credentials checked, as a topic reference on it.
+				ep, err := f.KafkaEndpoint(ctx, strings.TrimSuffix(strings.TrimSpace(ref), "/")+"/__dlqctl_audit")
+				if err != nil {
+					return nil, "", opened, err
+				}
+				opened = append(opened, ep)
+				auditors = append(auditors, &kafka.ClusterAudit{Addr: ep.Address(), Conn: ep.Conn(), Prefix: prefix, Group: f.Kafka.Group})
+				continue
+			}
 			ep, err := f.Endpoint(ctx, ref)
 			if err != nil {
 				return nil, "", opened, broker.StartError(err)

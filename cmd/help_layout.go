@@ -57,7 +57,7 @@ var helpLeads = map[string]helplayout.Lead{
 		Flags:    []string{"to", "dry-run", "canary", "filter", "rate"}},
 	"runs": {Examples: []string{"dlqctl runs", "dlqctl runs -o json"}},
 	"audit": {Arg: "QUEUE", Brokers: allBrokers,
-		Examples: []string{"dlqctl audit --prefix orders --fail-on warn", "dlqctl audit amqp://ops@rabbit.internal:5672/%2f/", "dlqctl audit " + exKafka},
+		Examples: []string{"dlqctl audit --prefix orders --fail-on warn", "dlqctl audit amqp://ops@rabbit.internal:5672/%2f/", "dlqctl audit " + exKafka, "dlqctl audit kafka://kafka-1:9092 --prefix orders"},
 		Flags:    []string{"prefix", "fail-on", "investigation-window"}},
 	"check": {Arg: "DLQ", Brokers: allBrokers,
 		Examples: []string{"dlqctl check " + exSQS + " --max-visible 100 --max-growth 50/5m", "dlqctl check " + exAMQP + " --max-visible 100 --max-age 2h", "dlqctl check " + exKafka + " --max-visible 0"},
@@ -69,7 +69,7 @@ var helpLeads = map[string]helplayout.Lead{
 		Examples: []string{"dlqctl ui " + exSQS, "dlqctl ui amqp://ops@rabbit.internal:5672/%2f/ --read-only", "dlqctl ui kafka://kafka-1:9092/orders.DLT"},
 		Flags:    []string{"read-only", "to", "archive-to", "canary"}},
 	"doctor": {Arg: "QUEUE", Brokers: allBrokers, S3: true,
-		Examples: []string{"dlqctl doctor " + exSQS + " --role operator", "dlqctl doctor " + exAMQP, "dlqctl doctor kafka://b-1.msk.example.com:9098/orders.DLT --kafka-sasl AWS_MSK_IAM"},
+		Examples: []string{"dlqctl doctor " + exSQS + " --role operator", "dlqctl doctor " + exAMQP, "dlqctl doctor kafka://b-1.msk.example.com:9098/orders.DLT --kafka-sasl AWS_MSK_IAM", "dlqctl doctor kafka://kafka-1:9092"},
 		Flags:    []string{"role", "to", "archive"}},
 }
 

@@ -57,6 +57,71 @@ func TestKafkaAuditFindsDeadLetterTopicMisconfigurations(t *testing.T) {
 	}
 }
 
+// TestKafkaAuditOfAClusterAuditsWhatQueuesLists: audit kafka://HOST:PORT
+// --prefix P audits every dead-letter topic of the cluster whose name
+// starts with P — by its name or by its records' headers — and every retry
+// chain without one; a chain whose dead-letter topic exists raises
+// nothing, and a prefix with no topics is exit 0 with a note.
+func TestKafkaAuditOfAClusterAuditsWhatQueuesLists(t *testing.T) {
+	brokers, prefix, _, adm := clitest.KafkaIncident(t, kafkaseed.Options{Payments: 30, Partitions: 4})
+	_, _, _, _, dlq, _, payDLT, _, _ := kafkaseed.Topics(prefix)
+	compact := "compact"
+	dlt := prefix + "-payments2-dlt"
+	if r, err := adm.CreateTopic(t.Context(), 2, 1, map[string]*string{"cleanup.policy": &compact}, dlt); err != nil || r.Err != nil {
+		t.Fatal(err, r.Err)
+	}
+	clitest.CopyRecords(t, brokers, prefix+"-payments-dlt", dlt, 2)
+	odd := prefix + "-payments-parking-lot"
+	if r, err := adm.CreateTopic(t.Context(), 1, 1, nil, odd); err != nil || r.Err != nil {
+		t.Fatal(err, r.Err)
+	}
+	clitest.CopyRecords(t, brokers, payDLT, odd, 1)
+	if r, err := adm.CreateTopic(t.Context(), 1, 1, nil, prefix+"-lonely-retry-1"); err != nil || r.Err != nil {
+		t.Fatal(err, r.Err)
+	}
+	r := clitest.Run(t, testenv.Env{}, "", "audit", "kafka://"+brokers, "--prefix", prefix, "-o", "json")
+	if r.Code != 3 {
+		t.Fatalf("audit of the cluster: exit %d (want 3: the compacted DLT is an error): %s", r.Code, r.Stderr)
+	}
+	var rep struct {
+		Queues   []string `json:"queues"`
+		Notes    []string `json:"notes"`
+		Findings []struct {
+			Check string `json:"check"`
+			Queue string `json:"queue"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	audited := strings.Join(rep.Queues, " ")
+	for _, topic := range []string{dlq, payDLT, dlt, odd, prefix + "-lonely-retry-1"} {
+		if !strings.Contains(audited+" ", "/"+topic+" ") {
+			t.Errorf("%s was not audited: %v", topic, rep.Queues)
+		}
+	}
+	got := map[string]bool{}
+	for _, f := range rep.Findings {
+		got[f.Check+" "+f.Queue] = true
+		if f.Check == "kafka-retry-without-dlt" && f.Queue != prefix+"-lonely-retry-1" {
+			t.Errorf("a retry chain with a dead-letter topic is reported without one: %+v", f)
+		}
+	}
+	for _, want := range []string{"kafka-dlt-compacted " + dlt, "kafka-retry-without-dlt " + prefix + "-lonely-retry-1"} {
+		if !got[want] {
+			t.Errorf("no finding %q (all: %v)", want, got)
+		}
+	}
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), odd+": audited as a dead-letter topic because its records carry dead-letter headers") {
+		t.Errorf("no note says why %s was audited: %q", odd, rep.Notes)
+	}
+
+	r = clitest.Run(t, testenv.Env{}, "", "audit", "kafka://"+brokers, "--prefix", prefix+"-nothing-here", "-o", "json")
+	if r.Code != 0 || !strings.Contains(r.Stderr, "no dead-letter or retry topics on kafka://"+brokers+" whose name starts with "+prefix+"-nothing-here") {
+		t.Errorf("audit of a prefix with no topics: exit %d, stderr %q", r.Code, r.Stderr)
+	}
+}
+
 func TestKafkaQueuesListsDeadLetterTopicsByNameAndHeaders(t *testing.T) {
 	brokers, prefix, res, adm := clitest.KafkaIncident(t, kafkaseed.Options{})
 	orders, r1, _, _, dlq, pay, payDLT, _, _ := kafkaseed.Topics(prefix)

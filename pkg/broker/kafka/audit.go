@@ -159,12 +159,18 @@ func Audit(ctx context.Context, ep *Endpoint, opt AuditOptions) ([]finding.Findi
 		}
 	}
 	if !hasDLT && len(chain) > 0 {
-		add(finding.Finding{Severity: finding.SevWarn, Check: "kafka-retry-without-dlt", Queue: dlt,
-			Problem: fmt.Sprintf("retry topics %s have no dead-letter topic (%s-dlt or %s-dlq)", strings.Join(chain, ", "), base, base),
-			Why:     "a record that fails its last retry has nowhere to go: it is dropped, or blocks the last retry topic's consumer",
-			Fix:     finding.Fix{Text: fmt.Sprintf("create %s-dlt and configure the last retry consumer's recoverer to publish to it", base)}})
+		add(retryWithoutDLT(dlt, chain, base))
 	}
 	return out, notes, nil
+}
+
+// retryWithoutDLT is the finding on a retry chain (base's retry topics,
+// sorted) that has no dead-letter topic; queue is the topic it is about.
+func retryWithoutDLT(queue string, chain []string, base string) finding.Finding {
+	return finding.Finding{Severity: finding.SevWarn, Check: "kafka-retry-without-dlt", Queue: queue,
+		Problem: fmt.Sprintf("retry topics %s have no dead-letter topic (%s-dlt or %s-dlq)", strings.Join(chain, ", "), base, base),
+		Why:     "a record that fails its last retry has nowhere to go: it is dropped, or blocks the last retry topic's consumer",
+		Fix:     finding.Fix{Text: fmt.Sprintf("create %s-dlt and configure the last retry consumer's recoverer to publish to it", base), Queue: queue}}
 }
 
 func describe(ctx context.Context, adm *kadm.Client, all kadm.TopicDetails, names []string) (map[string]topicFacts, error) {
