@@ -2,17 +2,16 @@ package testenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go/middleware"
+
+	dlqsqs "github.com/dlqctl/dlqctl/pkg/broker/sqs"
 )
 
 // A test's own ReceiveMessage can lose its answer: under load the
@@ -55,7 +54,7 @@ func (h healer) add(st *middleware.Stack) error {
 				return out, md, err
 			}
 			res, ok := out.Result.(*sqs.ReceiveMessageOutput)
-			if !ok || res == nil || attemptsThatMayHaveActed(md) == 0 {
+			if !ok || res == nil || dlqsqs.AttemptsThatMayHaveActed(md) == 0 {
 				return out, md, err
 			}
 			res.Messages = h.heal(ctx, rin, time.Now(), res.Messages)
@@ -109,7 +108,7 @@ func (h healer) heal(ctx context.Context, in *sqs.ReceiveMessageInput, end time.
 			return got
 		}
 		got = append(got, more.Messages...)
-		if attemptsThatMayHaveActed(more.ResultMetadata) == 0 {
+		if dlqsqs.AttemptsThatMayHaveActed(more.ResultMetadata) == 0 {
 			return got
 		}
 	}
@@ -153,28 +152,4 @@ func (h healer) visibility(ctx context.Context, in *sqs.ReceiveMessageInput) (ti
 		return 0, fmt.Errorf("VisibilityTimeout %q: %w", a.Attributes[string(types.QueueAttributeNameVisibilityTimeout)], err)
 	}
 	return time.Duration(s) * time.Second, nil
-}
-
-// attemptsThatMayHaveActed counts the retried attempts of a call that the
-// server may have carried out: every failed attempt but one answered with
-// a 4xx (SQS refuses those before acting). The same rule as
-// pkg/broker/sqs.AttemptsThatMayHaveActed, kept here so that the test
-// environment depends on no dlqctl package.
-func attemptsThatMayHaveActed(md middleware.Metadata) int {
-	ar, ok := retry.GetAttemptResults(md)
-	if !ok {
-		return 0
-	}
-	n := 0
-	for _, a := range ar.Results {
-		if a.Err == nil {
-			continue
-		}
-		var re *awshttp.ResponseError
-		if errors.As(a.Err, &re) && re.HTTPStatusCode() >= 400 && re.HTTPStatusCode() < 500 {
-			continue
-		}
-		n++
-	}
-	return n
 }

@@ -55,15 +55,7 @@ func newVHostEndpoint(bref broker.Ref, cfg Config) (*Endpoint, error) {
 	if u == nil {
 		return nil, errs.BadInputf("%s is not an amqp:// or amqps:// reference", bref.Display)
 	}
-	r, err := ParseVHostRef(u.String(), func(k string) string {
-		switch k {
-		case EnvUsername:
-			return cfg.Username
-		case EnvPassword:
-			return cfg.Password
-		}
-		return ""
-	})
+	r, err := ParseVHostRef(u.String(), cfg.credential)
 	if err != nil {
 		return nil, errs.BadInput(errors.New(strings.Replace(err.Error(), Redact(u.String()), bref.Display, 1)))
 	}

@@ -38,6 +38,18 @@ type Config struct {
 	Now func() time.Time
 }
 
+// credential answers ParseRef's lookups of DLQCTL_AMQP_USERNAME and
+// DLQCTL_AMQP_PASSWORD from the configuration.
+func (c Config) credential(k string) string {
+	switch k {
+	case EnvUsername:
+		return c.Username
+	case EnvPassword:
+		return c.Password
+	}
+	return ""
+}
+
 func (c Config) withDefaults() Config {
 	if c.Prefetch <= 0 {
 		c.Prefetch = 1000
@@ -192,16 +204,7 @@ func newEndpoint(bref broker.Ref, cfg Config) (*Endpoint, error) {
 		// The path is /VHOST/ (an empty queue segment).
 		raw = strings.TrimSuffix(raw, "/") + "/_"
 	}
-	getenv := func(k string) string {
-		switch k {
-		case EnvUsername:
-			return cfg.Username
-		case EnvPassword:
-			return cfg.Password
-		}
-		return ""
-	}
-	r, err := ParseRef(raw, getenv)
+	r, err := ParseRef(raw, cfg.credential)
 	if err != nil {
 		return nil, errs.BadInput(errors.New(strings.Replace(err.Error(), Redact(raw), bref.Display, 1)))
 	}

@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
-	"github.com/dlqctl/dlqctl/pkg/errs"
 )
 
 // ClusterAudit audits a whole cluster (audit kafka://HOST:PORT[/PREFIX]):
@@ -30,19 +28,10 @@ var _ broker.Auditor = (*ClusterAudit)(nil)
 
 // Audit implements broker.Auditor.
 func (c *ClusterAudit) Audit(ctx context.Context, opt broker.AuditOptions) (broker.AuditResult, error) {
-	group := func(topic string) string {
-		if c.Group != "" {
-			return c.Group
-		}
-		return DefaultGroup(topic)
-	}
+	group := groupFor(c.Group)
 	topics, err := ListTopics(ctx, c.Addr, c.Conn, c.Prefix, group)
 	if err != nil {
-		var ue *UsageError
-		if errors.As(err, &ue) {
-			return broker.AuditResult{}, errs.BadInputf("%s", ue.Msg)
-		}
-		return broker.AuditResult{}, broker.StartError(err)
+		return broker.AuditResult{}, listErr(err)
 	}
 	// A chain has a dead-letter topic when one is named after its base
 	// anywhere on the cluster (the prefix may leave it out of the
@@ -120,6 +109,17 @@ func namedDLTs(ctx context.Context, addr Address, conn Conn) (map[string]bool, e
 		}
 	}
 	return out, nil
+}
+
+// groupFor is the consumer group of each topic: --kafka-group g when
+// given, else dlqctl-TOPIC.
+func groupFor(g string) func(topic string) string {
+	return func(topic string) string {
+		if g != "" {
+			return g
+		}
+		return DefaultGroup(topic)
+	}
 }
 
 func prefixNote(p string) string {

@@ -65,6 +65,17 @@ func stageOrder(topic string) string {
 	return "1" + topic
 }
 
+// listErr is a failed listing of the cluster's topics: nothing was read,
+// so bad settings, an unreachable cluster, a refused login or ACL are
+// exit 2, as on every broker.
+func listErr(err error) error {
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		return errs.BadInputf("%s", ue.Msg)
+	}
+	return broker.StartError(err)
+}
+
 // TopicLister lists a cluster's dead-letter and retry topics (ListTopics)
 // for `dlqctl queues`.
 type TopicLister struct {
@@ -77,21 +88,9 @@ type TopicLister struct {
 // ListDLQs lists the cluster's dead-letter and retry topics whose names
 // start with opt.Prefix.
 func (l *TopicLister) ListDLQs(ctx context.Context, opt broker.ListOptions) (broker.DLQListing, error) {
-	group := func(topic string) string {
-		if l.Group != "" {
-			return l.Group
-		}
-		return DefaultGroup(topic)
-	}
-	topics, err := ListTopics(ctx, l.Addr, l.Conn, opt.Prefix, group)
+	topics, err := ListTopics(ctx, l.Addr, l.Conn, opt.Prefix, groupFor(l.Group))
 	if err != nil {
-		// Nothing was read: bad settings, an unreachable cluster, a refused
-		// login or ACL are exit 2, as on every broker.
-		var ue *UsageError
-		if errors.As(err, &ue) {
-			return broker.DLQListing{}, errs.BadInputf("%s", ue.Msg)
-		}
-		return broker.DLQListing{}, broker.StartError(err)
+		return broker.DLQListing{}, listErr(err)
 	}
 	if topics == nil {
 		topics = []TopicInfo{}
