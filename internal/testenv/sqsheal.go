@@ -97,6 +97,9 @@ func (h healer) heal(ctx context.Context, in *sqs.ReceiveMessageInput, end time.
 			return got // the caller's next receive gets them
 		}
 		again := *in
+		// A new receive: with the call's FIFO attempt id it would be
+		// answered with the messages the call already got.
+		again.ReceiveRequestAttemptId = nil
 		again.MaxNumberOfMessages = max - int32(len(got))
 		if again.WaitTimeSeconds < 1 {
 			again.WaitTimeSeconds = 1
