@@ -46,11 +46,11 @@ func (f *Factory) completeAMQPQueues(ctx context.Context, vhostRef string) ([]st
 // cluster's topics (internal topics left out), with the connection flags
 // of the command line (TLS, SASL, MSK IAM).
 func (f *Factory) completeKafkaTopics(ctx context.Context, toComplete string) []string {
-	hosts, prefix, ok := strings.Cut(toComplete[len("kafka://"):], "/")
-	if !ok || hosts == "" {
-		return nil
+	cluster, prefix, ok := kafka.SplitCluster(toComplete)
+	if !ok || cluster == kafka.Scheme+"://" || !strings.HasPrefix(strings.TrimSpace(toComplete)[len(cluster):], "/") {
+		return nil // no host yet, or no slash after it
 	}
-	ref, err := broker.ParseRef("kafka://" + hosts + "/__dlqctl_complete")
+	ref, err := broker.ParseRef(kafka.OnCluster(cluster))
 	if err != nil {
 		return nil
 	}
@@ -66,7 +66,7 @@ func (f *Factory) completeKafkaTopics(ctx context.Context, toComplete string) []
 	var out []string
 	for _, name := range names {
 		if strings.HasPrefix(name, prefix) {
-			out = append(out, "kafka://"+hosts+"/"+name)
+			out = append(out, cluster+"/"+name)
 		}
 	}
 	return out

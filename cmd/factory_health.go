@@ -134,33 +134,25 @@ func auditScopes(raw string) bool {
 	return err == nil && (ref.Broker == broker.AMQP || kafkaCluster(raw))
 }
 
-func firstOf(ss []string) string {
-	if len(ss) == 0 {
-		return ""
-	}
-	return ss[0]
-}
-
 // kafkaCluster reports whether raw names a Kafka cluster, not a topic:
 // kafka://HOST:PORT[,HOST:PORT…] with no topic after it.
 func kafkaCluster(raw string) bool {
-	raw = strings.TrimSpace(raw)
-	if !kafka.IsReference(raw) {
-		return false
-	}
-	_, path, _ := strings.Cut(raw[len("kafka://"):], "/")
-	return path == ""
+	_, rest, ok := kafka.SplitCluster(raw)
+	return ok && rest == ""
 }
 
 // auditors turns audit's references into what each broker audits (one
 // broker per run): an SQS selection (named queues, a prefix, or the
 // region), RabbitMQ vhosts, or Kafka topics (endpoints that are
-// broker.Auditors) and clusters (kafka.ClusterAudit, with --prefix). noun names what is counted; the endpoints opened are
-// returned for the caller to close (also on an error).
+// broker.Auditors) and clusters (kafka.ClusterAudit, with --prefix). noun
+// names what is counted; the endpoints opened are returned for the caller
+// to close (also on an error).
 func (f *Factory) auditors(ctx context.Context, refs []string, prefix string, onSample func(queue string, n int)) (auditors []broker.Auditor, noun string, opened []broker.Endpoint, err error) {
-	if ref, err := broker.ParseRef(firstOf(refs)); len(refs) > 0 && err == nil && ref.Broker == broker.AMQP {
-		a, err := amqpAuditors(f, refs, prefix)
-		return a, "queue(s)", nil, err
+	if len(refs) > 0 {
+		if ref, err := broker.ParseRef(refs[0]); err == nil && ref.Broker == broker.AMQP {
+			a, err := amqpAuditors(f, refs, prefix)
+			return a, "queue(s)", nil, err
+		}
 	}
 	k := 0
 	for _, r := range refs {
@@ -173,10 +165,10 @@ func (f *Factory) auditors(ctx context.Context, refs []string, prefix string, on
 			return nil, "", nil, errs.BadInputf("audit takes either SQS queues or kafka:// topics in one run, not both; run it once per broker")
 		}
 		for _, ref := range refs {
-			if kafkaCluster(ref) {
+			if cluster, rest, _ := kafka.SplitCluster(ref); rest == "" {
 				// The whole cluster (what queues lists): parsed, and its
 				// credentials checked, as a topic reference on it.
-				ep, err := f.KafkaEndpoint(ctx, strings.TrimSuffix(strings.TrimSpace(ref), "/")+"/__dlqctl_audit")
+				ep, err := f.KafkaEndpoint(ctx, kafka.OnCluster(cluster))
 				if err != nil {
 					return nil, "", opened, err
 				}
@@ -237,8 +229,7 @@ func (f *Factory) dlqLister(ctx context.Context, scope, prefix string) (l broker
 		}
 		return &amqp.VHostLister{Ref: r, Management: m}, prefix, done, nil
 	case broker.Kafka:
-		rest := strings.TrimSpace(scope)[len("kafka://"):]
-		hosts, path, _ := strings.Cut(rest, "/")
+		cluster, path, _ := kafka.SplitCluster(scope)
 		if prefix != "" && path != "" {
 			return nil, "", done, errs.BadInputf("give the topic prefix once: kafka://HOST:PORT/PREFIX or --prefix PREFIX")
 		}
@@ -246,7 +237,7 @@ func (f *Factory) dlqLister(ctx context.Context, scope, prefix string) (l broker
 			prefix = path
 		}
 		// Parse (and check credentials) as a topic reference on the cluster.
-		ep, err := f.KafkaEndpoint(ctx, "kafka://"+hosts+"/__dlqctl_queues")
+		ep, err := f.KafkaEndpoint(ctx, kafka.OnCluster(cluster))
 		if err != nil {
 			return nil, "", done, err
 		}

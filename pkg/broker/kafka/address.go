@@ -59,6 +59,28 @@ func IsReference(ref string) bool {
 	return len(ref) > len(Scheme)+3 && strings.EqualFold(ref[:len(Scheme)+3], Scheme+"://")
 }
 
+// SplitCluster splits a kafka:// reference into its cluster,
+// kafka://[USER@]HOST:PORT[,HOST:PORT…], and what follows the cluster's
+// slash: a topic, the name prefix of queues and completion, or "" when it
+// names the cluster alone. ok is false when raw is not a kafka://
+// reference.
+func SplitCluster(raw string) (cluster, rest string, ok bool) {
+	raw = strings.TrimSpace(raw)
+	if !IsReference(raw) {
+		return "", "", false
+	}
+	hosts, rest, _ := strings.Cut(raw[len(Scheme)+3:], "/")
+	return Scheme + "://" + hosts, rest, true
+}
+
+// OnCluster is a topic reference on cluster (SplitCluster's) whose topic
+// nothing reads: Open needs a topic, and the commands that work on a
+// whole cluster (queues, audit and doctor of a cluster, completion) open
+// the cluster through this one.
+func OnCluster(cluster string) string { return cluster + "/" + clusterTopic }
+
+const clusterTopic = "__dlqctl_cluster"
+
 // ParseAddress parses kafka://HOST:PORT[,HOST:PORT…]/TOPIC. A reference
 // carrying a password is refused without echoing it: passwords come from
 // DLQCTL_KAFKA_PASSWORD only.

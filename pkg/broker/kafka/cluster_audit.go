@@ -37,7 +37,15 @@ func (c *ClusterAudit) Audit(ctx context.Context, opt broker.AuditOptions) (brok
 	// anywhere on the cluster (the prefix may leave it out of the
 	// listing), or when a listed one's records name the base as their
 	// source.
-	hasDLT, err := namedDLTs(ctx, c.Addr, c.Conn)
+	// One client for the whole audit: the listing and every topic's
+	// metadata and configuration.
+	cluster := &Endpoint{addr: c.Addr, conn: c.Conn}
+	defer cluster.Close()
+	adm, err := cluster.Admin()
+	if err != nil {
+		return broker.AuditResult{}, broker.StartError(err)
+	}
+	hasDLT, err := namedDLTs(ctx, adm)
 	if err != nil {
 		return broker.AuditResult{}, broker.StartError(err)
 	}
@@ -56,9 +64,11 @@ func (c *ClusterAudit) Audit(ctx context.Context, opt broker.AuditOptions) (brok
 			chains[base] = append(chains[base], t.Name)
 			continue
 		}
-		ep := &Endpoint{addr: c.Addr.WithTopic(t.Name), conn: c.Conn, group: group(t.Name)}
+		ep, err := cluster.onTopic(t.Name, group(t.Name))
+		if err != nil {
+			return broker.AuditResult{}, broker.StartError(err)
+		}
 		fs, notes, err := Audit(ctx, ep, AuditOptions{InvestigationWindow: opt.InvestigationWindow, Sample: opt.Sample})
-		ep.Close()
 		if err != nil {
 			return broker.AuditResult{}, err
 		}
@@ -92,13 +102,8 @@ func (c *ClusterAudit) Audit(ctx context.Context, opt broker.AuditOptions) (brok
 
 // namedDLTs is the set of bases (the topic a chain is named after) that
 // have a topic named as their dead-letter topic on the cluster.
-func namedDLTs(ctx context.Context, addr Address, conn Conn) (map[string]bool, error) {
-	cl, err := NewClient(addr, conn)
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	all, err := kadm.NewClient(cl).ListTopics(ctx)
+func namedDLTs(ctx context.Context, adm *kadm.Client) (map[string]bool, error) {
+	all, err := adm.ListTopics(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing topics: %w", err)
 	}

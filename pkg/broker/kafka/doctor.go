@@ -34,15 +34,16 @@ import (
 // are not-checked, naming the reference that checks a topic.
 func Doctor(ctx context.Context, ref broker.Ref, cfg Config) ([]broker.DoctorCheck, error) {
 	cluster := false
-	if u := ref.URL(); u != nil && strings.Trim(u.Path, "/") == "" && u.RawQuery == "" {
-		// Open wants a topic: a placeholder no check reads.
-		placeholder := *u
-		placeholder.Path, placeholder.RawPath = "/"+doctorPlaceholderTopic, ""
-		r, err := broker.ParseRef(placeholder.String())
-		if err != nil {
-			return nil, err
+	if u := ref.URL(); u != nil && u.RawQuery == "" {
+		// The URL keeps the user; a password is left for Open to refuse.
+		_, pass := u.User.Password()
+		if c, rest, ok := SplitCluster(u.String()); ok && strings.Trim(rest, "/") == "" && !pass {
+			r, err := broker.ParseRef(OnCluster(c))
+			if err != nil {
+				return nil, err
+			}
+			ref, cluster = r, true
 		}
-		ref, cluster = r, true
 	}
 	ep, err := Open(ctx, ref, cfg)
 	if err != nil {
@@ -56,10 +57,6 @@ func Doctor(ctx context.Context, ref broker.Ref, cfg Config) ([]broker.DoctorChe
 	d.run(ctx)
 	return d.checks, nil
 }
-
-// doctorPlaceholderTopic stands for the topic of a cluster reference
-// while the endpoint is opened; nothing reads it.
-const doctorPlaceholderTopic = "__dlqctl_doctor"
 
 const (
 	kcheckBootstrap   = "kafka bootstrap"

@@ -177,6 +177,17 @@ func (e *Endpoint) Admin() (*kadm.Client, error) {
 	return e.adm, e.clErr
 }
 
+// onTopic is an endpoint for another topic of e's cluster that shares e's
+// client (closed with e, not with it).
+func (e *Endpoint) onTopic(topic, group string) (*Endpoint, error) {
+	if _, err := e.Admin(); err != nil {
+		return nil, err
+	}
+	t := &Endpoint{addr: e.addr.WithTopic(topic), conn: e.conn, group: group, members: e.members, cl: e.cl, adm: e.adm}
+	t.once.Do(func() {})
+	return t, nil
+}
+
 // Close releases the endpoint's admin connection.
 func (e *Endpoint) Close() {
 	if e.cl != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -234,5 +235,25 @@ func TestOpenRefusesPasswordsAndNeverEchoesThem(t *testing.T) {
 	}
 	if s := ep.String() + ep.ID(); strings.Contains(s, "hunter2secret") {
 		t.Fatalf("endpoint names its password: %s", s)
+	}
+}
+
+// TestSplitCluster: the cluster part of a kafka:// reference, and what
+// follows it (a topic, a prefix, or nothing for the cluster alone).
+func TestSplitCluster(t *testing.T) {
+	for raw, want := range map[string][3]string{
+		"kafka://k1:9092":                 {"kafka://k1:9092", "", "true"},
+		"kafka://k1:9092/":                {"kafka://k1:9092", "", "true"},
+		" kafka://ops@k1:9092,k2:9092/t ": {"kafka://ops@k1:9092,k2:9092", "t", "true"},
+		"KAFKA://k1:9092/orders-":         {"kafka://k1:9092", "orders-", "true"},
+		"amqp://r/%2f/q":                  {"", "", "false"},
+	} {
+		c, rest, ok := kafka.SplitCluster(raw)
+		if got := [3]string{c, rest, fmt.Sprint(ok)}; got != want {
+			t.Errorf("SplitCluster(%q) = %q, want %q", raw, got, want)
+		}
+	}
+	if got := kafka.OnCluster("kafka://k1:9092"); !strings.HasPrefix(got, "kafka://k1:9092/") || len(got) <= len("kafka://k1:9092/") {
+		t.Errorf("OnCluster names no topic on the cluster: %q", got)
 	}
 }
