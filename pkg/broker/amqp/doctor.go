@@ -15,7 +15,6 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
-	"github.com/dlqctl/dlqctl/pkg/errs"
 )
 
 // Doctor checks, with calls that change nothing, whether this shell can
@@ -31,39 +30,17 @@ import (
 // default vhost /) is checked up to the management API: the queue's
 // checks are not-checked, naming the reference that checks one.
 func Doctor(ctx context.Context, bref broker.Ref, cfg Config) ([]broker.DoctorCheck, error) {
-	ep, err := newEndpoint(bref, cfg)
-	vhostOnly := false
-	if errors.Is(err, errNoQueue) {
-		ep, err = newVHostEndpoint(bref, cfg)
-		vhostOnly = true
-	}
+	ep, err := parseEndpoint(bref, cfg, true)
 	if err != nil {
 		return nil, err
 	}
+	vhostOnly := !ep.isExchange && ep.ref.Queue == ""
 	d := &doctorRun{ep: ep, r: ep.ref, res: ep.ID(), vhostOnly: vhostOnly}
 	if vhostOnly {
 		d.res = vhostID(ep.ref)
 	}
 	d.run(ctx)
 	return d.checks, nil
-}
-
-// newVHostEndpoint is newEndpoint for a reference to a vhost: no queue.
-func newVHostEndpoint(bref broker.Ref, cfg Config) (*Endpoint, error) {
-	cfg = cfg.withDefaults()
-	u := bref.URL()
-	if u == nil {
-		return nil, errs.BadInputf("%s is not an amqp:// or amqps:// reference", bref.Display)
-	}
-	r, err := ParseVHostRef(u.String(), cfg.credential)
-	if err != nil {
-		return nil, errs.BadInput(errors.New(strings.Replace(err.Error(), Redact(u.String()), bref.Display, 1)))
-	}
-	ep := &Endpoint{display: bref.Display, cfg: cfg, exchanges: map[string]error{}, ref: r}
-	if ep.mgmt, err = NewManagement(r, cfg.ManagementURL, ConnOptions{CAFile: cfg.CAFile}); err != nil {
-		return nil, errs.BadInput(err)
-	}
-	return ep, nil
 }
 
 // vhostID is a vhost's reference as doctor names the resource:

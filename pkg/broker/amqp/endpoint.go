@@ -178,13 +178,16 @@ func openEndpoint(ctx context.Context, bref broker.Ref, cfg Config) (*Endpoint, 
 	return ep, nil
 }
 
-// errNoQueue is newEndpoint's refusal of a reference to a vhost
-// (amqp://HOST/VHOST/), which doctor accepts.
-var errNoQueue = errors.New("names no queue")
-
 // newEndpoint parses a reference and the management URL (bad input: exit
 // 2) without connecting.
 func newEndpoint(bref broker.Ref, cfg Config) (*Endpoint, error) {
+	return parseEndpoint(bref, cfg, false)
+}
+
+// parseEndpoint is newEndpoint; with vhost, a reference that names no
+// queue is taken as its vhost's (amqp://HOST/VHOST/, amqp://HOST for /:
+// doctor), the endpoint's Ref.Queue "".
+func parseEndpoint(bref broker.Ref, cfg Config, vhost bool) (*Endpoint, error) {
 	cfg = cfg.withDefaults()
 	u := bref.URL()
 	if u == nil {
@@ -210,8 +213,13 @@ func newEndpoint(bref broker.Ref, cfg Config) (*Endpoint, error) {
 	}
 	if ep.isExchange {
 		r.Queue = ""
+	} else if r.Queue == "" && !vhost {
+		return nil, errs.BadInputf("%s names no queue; use amqp://HOST/VHOST/QUEUE (%%2f is the default vhost)", bref.Display)
 	} else if r.Queue == "" {
-		return nil, errs.BadInputf("%s %w; use amqp://HOST/VHOST/QUEUE (%%2f is the default vhost)", bref.Display, errNoQueue)
+		// ParseVHostRef reads a missing vhost as /.
+		if r, err = ParseVHostRef(raw, cfg.credential); err != nil {
+			return nil, errs.BadInput(errors.New(strings.Replace(err.Error(), Redact(raw), bref.Display, 1)))
+		}
 	}
 	ep.ref = r
 	ep.mgmt, err = NewManagement(r, cfg.ManagementURL, ConnOptions{CAFile: cfg.CAFile})
