@@ -58,53 +58,6 @@ func QueueDepth(t testing.TB, c *sqs.Client, url string) (visible, inFlight int)
 	return atoi(out.Attributes["ApproximateNumberOfMessages"]), atoi(out.Attributes["ApproximateNumberOfMessagesNotVisible"])
 }
 
-// InFlightElsewhere reports whether url shows more messages in flight than
-// the caller holds itself (held). A drain that must see every message asks
-// it once its receives come back empty: under load a receive's answer can
-// be lost after the server took messages (the SDK retries it, and the
-// first receive's messages stay in flight held by nobody;
-// docs/emulators.md), and they are visible again only when that receive's
-// visibility timeout ends. (ReceiveAll and DrainBodies do not wait: some
-// of their callers drain queues where a dead process may still hold
-// messages, and count only what is there now.)
-func InFlightElsewhere(t testing.TB, c *sqs.Client, url string, held int) bool {
-	t.Helper()
-	_, inFlight := QueueDepth(t, c, url)
-	return inFlight > held
-}
-
-// LostReceiveWait keeps a drain going while messages a receive of its own
-// took are in flight with their answer lost (InFlightElsewhere): they are
-// visible again when that receive's visibility ends, and the drain must
-// receive them then rather than stop short.
-type LostReceiveWait struct {
-	deadline time.Time
-	waiting  bool
-}
-
-// NewLostReceiveWait waits at most hold (the drain's receive visibility)
-// plus 15 s from now.
-func NewLostReceiveWait(hold time.Duration) *LostReceiveWait {
-	return &LostReceiveWait{deadline: time.Now().Add(hold + 15*time.Second)}
-}
-
-// Stop is asked once the drain's receives came back empty *empty times in
-// a row, enough to stop; held is what the drain holds itself. While url
-// shows more in flight than that (until the deadline), and once more when
-// they are back, it sets *empty to 0 and reports false: receive again.
-func (w *LostReceiveWait) Stop(t testing.TB, c *sqs.Client, url string, held int, empty *int) bool {
-	t.Helper()
-	switch {
-	case InFlightElsewhere(t, c, url, held) && time.Now().Before(w.deadline):
-		w.waiting, *empty = true, 0 // keep receiving until they are back
-		return false
-	case w.waiting:
-		w.waiting, *empty = false, 0 // back (or out of time): receive again
-		return false
-	}
-	return true
-}
-
 func atoi(s string) int {
 	n := 0
 	for _, c := range s {

@@ -31,8 +31,9 @@ import (
 // sees lost receives as they are, which is what fault tests inject.
 
 // maxHealWait bounds the wait: a receive with a longer visibility (a
-// drain holding what it read for minutes) is left as it is, logged.
-const maxHealWait = 45 * time.Second
+// drain holding what it read for minutes) is left as it is, logged. The
+// tests' drains that hold what they read do so for 60 s.
+const maxHealWait = 90 * time.Second
 
 // healRounds bounds the extra receives of one call (each may lose its
 // answer too).

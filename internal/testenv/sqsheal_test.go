@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"sort"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dlqctl/dlqctl/internal/faultproxy"
 )
@@ -133,6 +135,67 @@ func TestSQSHealKeepsWhatTheCallGot(t *testing.T) {
 		sort.Strings(bodies)
 		if strings.Join(bodies, ",") != "m1,m2" {
 			t.Fatalf("healed answer %v, want each of m1 and m2 once", bodies)
+		}
+	})
+}
+
+// TestSQSHealingDrainGetsWhatALostReceiveTook: a drain that holds what it
+// receives (visibility 4 s), through a proxy that loses the answer of its
+// first receive after the server applied it. A plain client's drain stops
+// at its empty answers and misses those messages (in flight, held by
+// nobody); a healing client's drain receives every message.
+func TestSQSHealingDrainGetsWhatALostReceiveTook(t *testing.T) {
+	ForEachServer(t, func(t *testing.T, e Env) {
+		t.Parallel()
+		p, err := faultproxy.New(e.SQSEndpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		via := e
+		via.SQSEndpoint = p.URL
+		direct := e.SQS(t)
+		const n, hold = 25, 4
+		for _, heal := range []bool{false, true} {
+			q, err := direct.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(UniqueName(t, "healdrain"))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			url := q.QueueUrl
+			t.Cleanup(func() { direct.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: url}) })
+			for i := 0; i < n; i += 10 {
+				var entries []types.SendMessageBatchRequestEntry
+				for j := i; j < min(i+10, n); j++ {
+					entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), MessageBody: aws.String("m" + strconv.Itoa(j))})
+				}
+				if _, err := direct.SendMessageBatch(t.Context(), &sqs.SendMessageBatchInput{QueueUrl: url, Entries: entries}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := via.sqsClient(t.Context(), heal, t.Logf)
+			p.SetFaults(faultproxy.LostReceives(1, 1))
+			seen := map[string]bool{}
+			for empty := 0; empty < 2 && len(seen) < n; {
+				out, err := c.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: hold, WaitTimeSeconds: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(out.Messages) == 0 {
+					empty++
+					continue
+				}
+				empty = 0
+				for _, m := range out.Messages {
+					seen[aws.ToString(m.Body)] = true
+				}
+			}
+			p.SetFaults()
+			switch {
+			case !heal && len(seen) == n:
+				t.Fatalf("without healing the drain got all %d: the proxy lost no receive, the test shows nothing", n)
+			case heal && len(seen) != n:
+				t.Errorf("with healing the drain got %d of %d", len(seen), n)
+			}
 		}
 	})
 }
