@@ -41,28 +41,15 @@ func TestSQSHealsALostReceive(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
 				ctx := t.Context()
-				p, err := faultproxy.New(e.SQSEndpoint)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer p.Close()
-				via := e
-				via.SQSEndpoint = p.URL
-				q, err := direct.CreateQueue(ctx, &sqs.CreateQueueInput{
-					QueueName:  aws.String(UniqueName(t, "heal")),
-					Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(int(tc.queueVis))},
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { direct.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: q.QueueUrl}) })
-				if _, err := direct.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String("m1")}); err != nil {
+				p, via := healProxy(t, e)
+				url := healQueue(t, direct, "heal", map[string]string{"VisibilityTimeout": strconv.Itoa(int(tc.queueVis))})
+				if _, err := direct.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String("m1")}); err != nil {
 					t.Fatal(err)
 				}
 				var logs []string
 				c := via.sqsClient(ctx, tc.heal, func(f string, a ...any) { logs = append(logs, f) })
 				p.SetFaults(faultproxy.LostReceives(1, 1))
-				out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: tc.rcvV})
+				out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: tc.rcvV})
 				p.SetFaults()
 				if err != nil {
 					t.Fatal(err)
@@ -110,17 +97,13 @@ func TestSQSHealKeepsWhatTheCallGot(t *testing.T) {
 		t.Parallel()
 		ctx := t.Context()
 		c := e.sqsClient(ctx, false, t.Logf)
-		q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(UniqueName(t, "healkeep"))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: q.QueueUrl}) })
+		url := healQueue(t, c, "healkeep", nil)
 		for _, b := range []string{"m1", "m2"} {
-			if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String(b)}); err != nil {
+			if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String(b)}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		in := &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, MaxNumberOfMessages: 1, WaitTimeSeconds: 1, VisibilityTimeout: 4}
+		in := &sqs.ReceiveMessageInput{QueueUrl: url, MaxNumberOfMessages: 1, WaitTimeSeconds: 1, VisibilityTimeout: 4}
 		first, err := c.ReceiveMessage(ctx, in)
 		if err != nil || len(first.Messages) != 1 {
 			t.Fatalf("first receive: %v, %d messages", err, len(first.Messages))
@@ -147,22 +130,11 @@ func TestSQSHealKeepsWhatTheCallGot(t *testing.T) {
 func TestSQSHealingDrainGetsWhatALostReceiveTook(t *testing.T) {
 	ForEachServer(t, func(t *testing.T, e Env) {
 		t.Parallel()
-		p, err := faultproxy.New(e.SQSEndpoint)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
-		via := e
-		via.SQSEndpoint = p.URL
+		p, via := healProxy(t, e)
 		direct := e.SQS(t)
 		const n, hold = 25, 4
 		for _, heal := range []bool{false, true} {
-			q, err := direct.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(UniqueName(t, "healdrain"))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			url := q.QueueUrl
-			t.Cleanup(func() { direct.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: url}) })
+			url := healQueue(t, direct, "healdrain", nil)
 			for i := 0; i < n; i += 10 {
 				var entries []types.SendMessageBatchRequestEntry
 				for j := i; j < min(i+10, n); j++ {
@@ -198,4 +170,29 @@ func TestSQSHealingDrainGetsWhatALostReceiveTook(t *testing.T) {
 			}
 		}
 	})
+}
+
+// healProxy is a faultproxy in front of e's SQS server (closed with the
+// test) and e pointed at it.
+func healProxy(t *testing.T, e Env) (*faultproxy.Proxy, Env) {
+	t.Helper()
+	p, err := faultproxy.New(e.SQSEndpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	via := e
+	via.SQSEndpoint = p.URL
+	return p, via
+}
+
+// healQueue creates a queue (deleted when the test ends) and returns its URL.
+func healQueue(t *testing.T, c *sqs.Client, name string, attrs map[string]string) *string {
+	t.Helper()
+	q, err := c.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(UniqueName(t, name)), Attributes: attrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: q.QueueUrl}) })
+	return q.QueueUrl
 }
