@@ -72,9 +72,12 @@ type RunRow struct {
 
 // resumeCommand is how to finish an unfinished run: a redrive is resumed
 // by id; a restore by running the same restore again (it finds its run).
+// A failed run has none: it was refused by what it read (a --filter,
+// --rules or --transform that failed on every message, so nothing moved),
+// and repeating it repeats the refusal; the fix is a corrected command.
 func resumeCommand(r redrive.RunInfo) string {
 	switch r.Status {
-	case redrive.StatusRunning, redrive.StatusInterrupted, redrive.StatusPartial, redrive.StatusFailed:
+	case redrive.StatusRunning, redrive.StatusInterrupted, redrive.StatusPartial:
 	default:
 		return ""
 	}

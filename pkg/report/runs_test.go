@@ -11,7 +11,8 @@ import (
 )
 
 // TestRunRows: an unfinished redrive says how to resume it, an unfinished
-// restore how to run it again, a finished run nothing.
+// restore how to run it again, a finished run nothing, and neither does a
+// failed one (refused by what it read: repeating it repeats the refusal).
 func TestRunRows(t *testing.T) {
 	at := time.Date(2026, 12, 4, 7, 0, 0, 0, time.Local)
 	runs := []redrive.RunInfo{
@@ -20,9 +21,11 @@ func TestRunRows(t *testing.T) {
 		{RunMeta: redrive.RunMeta{ID: "r2", Kind: "restore", Status: redrive.StatusPartial, Source: "s3://b/arc/run=x/_manifest.json", Destination: "orders", Created: at,
 			Transform: &redrive.TransformMeta{SHA256: "0123456789abcdef0123"}}, Sent: 3},
 		{RunMeta: redrive.RunMeta{ID: "r3", Kind: "redrive", Status: redrive.StatusCompleted, Source: "orders-dlq", Destination: "orders", Created: at}, Sent: 5, Deleted: 5},
+		{RunMeta: redrive.RunMeta{ID: "r4", Kind: "redrive", Status: redrive.StatusFailed, Source: "orders-dlq", Destination: "orders", Created: at}},
+		{RunMeta: redrive.RunMeta{ID: "r5", Kind: "restore", Status: redrive.StatusFailed, Source: "s3://b/arc/run=x/_manifest.json", Destination: "orders", Created: at}},
 	}
 	rows := RunRows(runs)
-	for i, want := range []string{"dlqctl redrive resume r1", "dlqctl restore s3://b/arc/run=x/_manifest.json --to orders (the same flags again)", ""} {
+	for i, want := range []string{"dlqctl redrive resume r1", "dlqctl restore s3://b/arc/run=x/_manifest.json --to orders (the same flags again)", "", "", ""} {
 		if rows[i].Resume != want {
 			t.Errorf("run %s: resume %q, want %q", rows[i].ID, rows[i].Resume, want)
 		}
@@ -37,6 +40,8 @@ func TestRunRows(t *testing.T) {
 		"r1\t" + started + "\tredrive\tinterrupted\torders-dlq\torders\t40\t38\t1 (+2 unconfirmed)\tdlqctl redrive resume r1",
 		"r2\t" + started + "\trestore (transform 0123456789ab)\tpartial\ts3://b/arc/run=x/_manifest.json\torders\t3\t0\t0\tdlqctl restore s3://b/arc/run=x/_manifest.json --to orders (the same flags again)",
 		"r3\t" + started + "\tredrive\tcompleted\torders-dlq\torders\t5\t5\t0\t-",
+		"r4\t" + started + "\tredrive\tfailed\torders-dlq\torders\t0\t0\t0\t-",
+		"r5\t" + started + "\trestore\tfailed\ts3://b/arc/run=x/_manifest.json\torders\t0\t0\t0\t-",
 	}
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("runs table:\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
