@@ -275,7 +275,7 @@ func archiveRun(ctx context.Context, opts *ArchiveOptions) error {
 	case out.Plan != nil:
 		return report.WriteArchivePlan(f.IO, prog, format, out.Plan, out.Options)
 	}
-	if err := report.WriteArchiveSummary(f.IO, prog, format, out.Result, runErr); err != nil {
+	if err := report.WriteArchiveSummary(f.IO, prog, format, out.Result, runErr, caps); err != nil {
 		return err
 	}
 	if runErr == nil && opts.DeleteRecords {

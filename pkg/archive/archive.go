@@ -96,6 +96,10 @@ type Stats struct {
 	Parts      int   `json:"parts"`      // verified parts
 	Bytes      int64 `json:"bytes"`      // compressed bytes in verified parts
 	Duplicates int   `json:"duplicates"` // repeated deliveries of a message already seen
+	// NotSelected: left by the selection; Released: read but given back
+	// unprocessed (past --max, or the run stopped). Both stay in the queue.
+	NotSelected int `json:"not_selected"`
+	Released    int `json:"released"`
 }
 
 // Options configure a run.
@@ -187,6 +191,7 @@ type Result struct {
 	// that the run did not hold).
 	Complete          bool
 	Note              string
+	StoppedAtMax      bool // --max was reached (Stats.Released were read past it)
 	Blocked           int
 	InFlightElsewhere int
 	// CountsNote: what the queue's approximate counts said at the end when
@@ -308,7 +313,7 @@ func Run(ctx context.Context, ep broker.Endpoint, api S3API, opts Options) (res 
 	for _, f := range pr.NotAckedIDs {
 		res.NotDeleted = append(res.NotDeleted, FailedMessage{MessageID: f.MessageID, Reason: f.Reason})
 	}
-	res.Complete, res.Note = s.man.Complete, s.man.Note
+	res.Complete, res.Note, res.StoppedAtMax = s.man.Complete, s.man.Note, pr.StoppedAtMax
 	res.Blocked, res.InFlightElsewhere = pr.Blocked, pr.InFlightElsewhere
 	res.InFlightAtPeers = pr.InFlightAtPeers
 	if opts.Share.N > 1 {
@@ -672,7 +677,8 @@ func (s *partSink) report(f func(Reporter)) {
 func (s *partSink) stats(p *pipeline.Result, dups int) Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Stats{Received: p.Received, Selected: s.selected, Duplicates: dups, Deleted: 0}
+	st := Stats{Received: p.Received, Selected: s.selected, Duplicates: dups, Deleted: 0,
+		NotSelected: p.Skipped[SkipNotSelected], Released: p.Released}
 	for _, part := range s.man.Parts {
 		st.Parts++
 		st.Archived += part.Records

@@ -98,7 +98,9 @@ func ArchiveStatus(m *archive.Manifest, runErr error) string {
 }
 
 // WriteArchiveSummary prints the end of an archive run in format.
-func WriteArchiveSummary(s *output.IOStreams, prog *output.Progress, format output.Format, res *archive.Result, runErr error) error {
+// caps are the archived queue's broker's: a topic's records are not
+// deleted, its consumer group commits past them.
+func WriteArchiveSummary(s *output.IOStreams, prog *output.Progress, format output.Format, res *archive.Result, runErr error, caps broker.Capabilities) error {
 	m := res.Manifest
 	status := ArchiveStatus(m, runErr)
 	sum := ArchiveSummary{Status: status, Stats: res.Stats, NotDeleted: res.NotDeleted, Run: m, CountsNote: res.CountsNote,
@@ -130,13 +132,28 @@ func WriteArchiveSummary(s *output.IOStreams, prog *output.Progress, format outp
 	}
 	t.Row("archived", fmt.Sprintf("%d message(s) in %d verified part(s), %s compressed (%s NDJSON)",
 		m.Totals.Records, m.Totals.Parts, HumanBytes(m.Totals.Bytes), HumanBytes(m.Totals.UncompressedBytes)))
-	if m.Deleted {
-		t.Row("deleted", fmt.Sprintf("%d from %s after verification", m.Totals.Deleted, m.Queue.Name))
-	} else {
-		t.Row("deleted", "none (without --delete every message was released)")
+	removed, left, none := caps.Words().Removed, "released", "none (without --delete every message was released)"
+	byOffset := caps.Removal == broker.RemoveCommitOffset
+	if byOffset {
+		left, none = "left pending", "none (without --delete nothing is committed: every record stays pending)"
 	}
-	if n := res.Stats.Received - res.Stats.Selected; n > 0 {
-		t.Row("not selected", fmt.Sprintf("%d, released", n))
+	switch {
+	case m.Deleted && byOffset:
+		t.Row(removed, fmt.Sprintf("%d from %s after verification: dlqctl's consumer group committed past them; the records stay in the topic until its retention (or --delete-records) deletes them", m.Totals.Deleted, m.Queue.Name))
+	case m.Deleted:
+		t.Row(removed, fmt.Sprintf("%d from %s after verification", m.Totals.Deleted, m.Queue.Name))
+	default:
+		t.Row(removed, none)
+	}
+	if n := res.Stats.NotSelected; n > 0 {
+		t.Row("not selected", fmt.Sprintf("%d, %s", n, left))
+	}
+	if n := res.Stats.Released; n > 0 {
+		why := "read when the run stopped"
+		if res.StoppedAtMax {
+			why = "read after --max was reached"
+		}
+		t.Row("not archived", fmt.Sprintf("%d %s, %s", n, why, left))
 	}
 	if fe := res.FilterErrors; fe != nil {
 		t.Row("filter errors", FilterErrorsRow(fe, "released"))

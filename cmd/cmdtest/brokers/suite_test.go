@@ -105,7 +105,8 @@ func cases() []brokerCase {
 // run changes nothing, a filter that fails on every message and a flag of
 // another broker are refused before anything moves, a canary gives a
 // verdict over a non-zero window, a ramped redrive moves every message
-// exactly once, archive --delete removes only what S3 holds, and an
+// exactly once, archive --delete removes only what S3 holds (also when
+// --max stops it, and the next run archives the rest once), and an
 // unreachable endpoint exits 2. (The brokers run one after the other: the
 // commands run in this process and set its environment.)
 func TestEveryBrokerKeepsTheSamePromises(t *testing.T) {
@@ -266,19 +267,35 @@ func archiveScenario(t *testing.T, env testenv.Env, bc brokerCase) {
 	ids := sampleIDs(t, env, in.ref)
 	bucket := clitest.Bucket(t, env, "xb")
 	prefix := "s3://" + bucket + "/" + bc.name
-	r := clitest.Run(t, env, "", "archive", in.ref, "--to", prefix, "--delete", "--yes", "-o", "json")
-	var sum struct {
+	type summary struct {
 		Status string `json:"status"`
 		Stats  struct {
-			Archived int `json:"archived"`
-			Deleted  int `json:"deleted"`
+			Received, Archived, Deleted, Released int
+			NotSelected                           int `json:"not_selected"`
 		} `json:"stats"`
 	}
-	if err := json.Unmarshal([]byte(r.Stdout), &sum); err != nil || r.Code != 0 {
-		t.Fatalf("archive --delete: exit %d (%v)\n%s\n%s", r.Code, err, r.Stdout, r.Stderr)
+	archive := func(extra ...string) summary {
+		t.Helper()
+		r := clitest.Run(t, env, "", append([]string{"archive", in.ref, "--to", prefix, "--delete", "--yes", "-o", "json"}, extra...)...)
+		var sum summary
+		if err := json.Unmarshal([]byte(r.Stdout), &sum); err != nil || r.Code != 0 {
+			t.Fatalf("archive --delete %v: exit %d (%v)\n%s\n%s", extra, r.Code, err, r.Stdout, r.Stderr)
+		}
+		return sum
 	}
-	if sum.Status != "completed" || sum.Stats.Archived != len(ids) || sum.Stats.Deleted != len(ids) {
-		t.Fatalf("archive --delete: status %q, %d archived, %d deleted; want completed, %d of each\n%s", sum.Status, sum.Stats.Archived, sum.Stats.Deleted, len(ids), r.Stdout)
+	// --max first: what was read past it is counted as released (not as
+	// "not selected") and stays in the DLQ for the next run.
+	const max = 5
+	sum := archive("--max", fmt.Sprint(max))
+	if st := sum.Stats; sum.Status != "stopped" || st.Archived != max || st.Deleted != max || st.NotSelected != 0 || st.Received != st.Archived+st.Released {
+		t.Fatalf("archive --delete --max %d: status %q, stats %+v; want stopped, %d archived and deleted, the rest of what was read released", max, sum.Status, st, max)
+	}
+	if got := in.left(t); got != len(ids)-max {
+		t.Fatalf("the DLQ holds %d after archive --delete --max %d of %d, want %d", got, max, len(ids), len(ids)-max)
+	}
+	sum = archive()
+	if sum.Status != "completed" || sum.Stats.Archived != len(ids)-max || sum.Stats.Deleted != len(ids)-max {
+		t.Fatalf("archive --delete: status %q, %d archived, %d deleted; want completed, %d of each", sum.Status, sum.Stats.Archived, sum.Stats.Deleted, len(ids)-max)
 	}
 	if got := in.left(t); got != 0 {
 		t.Fatalf("the DLQ still holds %d after a completed archive --delete", got)

@@ -503,7 +503,10 @@ func (s *sourceRouter) Route(ctx context.Context, rec *record.Record) (broker.De
 }
 
 func (s *sourceRouter) Describe() string {
-	return "the original topic named in each record's dead-letter headers (kafka_dlt-original-topic, __connect.errors.topic, __streams.errors.topic, x-original-topic, original_topic)"
+	// The headers read are listed in docs/kafka.md ("Reading: sample,
+	// group, classify"); in a summary line and the runs table the list
+	// only got in the way.
+	return "source (each record's original topic, from its dead-letter headers)"
 }
 
 // Abandon drops a source's connections without committing anything more —
