@@ -295,6 +295,7 @@ func decodeParsed(rec *record.Record, parsed any) any {
 	}
 	if format != "" {
 		f := d.fail
+		unwrapReason(&f)
 		f.Format = format
 		rec.Failure = &f
 	}
