@@ -104,7 +104,7 @@ var namedKeys = map[string]struct {
 		}
 		return None
 	}},
-	"error": {"normalised failure fingerprint (numbers, ids, quoted values, timestamps replaced)", func(c *groupCtx) string {
+	"error": {"normalised failure fingerprint (numbers, ids, quoted values, timestamps replaced; a listener wrapper such as Spring's ListenerExecutionFailedException gives way to its cause)", func(c *groupCtx) string {
 		return ErrorFingerprint(c.rec)
 	}},
 	"format": {"the DLQ format recognised (failure.format: lambda-async, eventbridge, sns, …)", func(c *groupCtx) string {
