@@ -32,16 +32,38 @@ func isWrapperMessage(s string) bool {
 	return false
 }
 
-// unwrapReason makes failure.reason the failure's own message when the
-// first message found is a wrapper's (wrapperPhrases): the root cause a
-// stack trace gave (evidence root_cause), else what follows the last
-// "nested exception is" of a Spring 5 message. Without the cause the
-// reason stays the wrapper's. The wrapper's message stays in the evidence.
-// failure.reason is what error fingerprints (group --by error, archives'
-// error_fingerprint) and the tables' failure column are made of: with the
-// wrapper's text, every failure of one listener method looked the same.
+// wrapperTypes are exception classes that wrap the failure that happened
+// (by simple name): Spring's listener wrappers, reflection's and
+// concurrency's, .NET's.
+var wrapperTypes = map[string]bool{
+	"ListenerExecutionFailedException": true, // spring-kafka, spring-amqp
+	"InvocationTargetException":        true, // java.lang.reflect
+	"UndeclaredThrowableException":     true,
+	"ExecutionException":               true, // java.util.concurrent
+	"CompletionException":              true,
+	"TargetInvocationException":        true, // System.Reflection
+	"AggregateException":               true, // System
+}
+
+func isWrapperType(s string) bool {
+	if i := strings.LastIndexAny(s, ".$"); i >= 0 {
+		s = s[i+1:]
+	}
+	return wrapperTypes[s]
+}
+
+// unwrapReason makes failure.reason (and failure.type) the failure's own
+// when what was found first is a wrapper's (wrapperPhrases,
+// wrapperTypes): the root cause a stack trace gave (evidence root_cause),
+// else what follows the last "nested exception is" of a Spring 5 message.
+// Without the cause they stay the wrapper's. The wrapper's words stay in
+// the evidence. failure.type and failure.reason are what error
+// fingerprints (group --by error, archives' error_fingerprint) and the
+// tables' failure column are made of: with the wrapper's, every failure of
+// one listener method looked the same.
 func unwrapReason(f *record.Failure) {
-	if f.Reason == "" || !isWrapperMessage(f.Reason) {
+	wrapMsg, wrapType := f.Reason != "" && isWrapperMessage(f.Reason), isWrapperType(f.Type)
+	if !wrapMsg && !wrapType {
 		return
 	}
 	root := ""
@@ -51,24 +73,26 @@ func unwrapReason(f *record.Failure) {
 			break
 		}
 	}
-	if root == "" {
+	if root == "" && wrapMsg {
 		const nested = "nested exception is "
-		i := strings.LastIndex(f.Reason, nested)
-		if i < 0 {
-			return
+		if i := strings.LastIndex(f.Reason, nested); i >= 0 {
+			root = strings.TrimSpace(f.Reason[i+len(nested):])
 		}
-		root = strings.TrimSpace(f.Reason[i+len(nested):])
+	}
+	if root == "" {
+		return
 	}
 	typ, msg := splitTypeMessage(root)
 	switch {
-	case typ != "" && msg == "":
-		return // a class without a message says no more than the type
-	case typ != "" && (typ == f.Type || f.Type == ""):
-		if f.Type == "" {
-			f.Type = typ
+	case typ == "":
+		if wrapMsg {
+			f.Reason = root // a cause without a class: its message
 		}
-		f.Reason = msg
-	default:
+	case msg == "":
+		// A class without a message says no more than the type.
+	case wrapType || f.Type == "" || typ == f.Type:
+		f.Type, f.Reason = typ, msg
+	case wrapMsg:
 		f.Reason = root // a deeper cause than the type names: its class too
 	}
 }

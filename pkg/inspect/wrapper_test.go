@@ -64,6 +64,10 @@ func TestWrapperMessagesGiveWayToTheCause(t *testing.T) {
 			"kafka_dlt-exception-fqcn":    "org.springframework.kafka.listener.ListenerExecutionFailedException",
 			"kafka_dlt-exception-message": "Listener method 'public void com.acme.L.on(java.lang.String)' threw exception",
 		}, "org.springframework.kafka.listener.ListenerExecutionFailedException", "Listener method 'public void com.acme.L.on(java.lang.String)' threw exception"},
+		{"a wrapper's class gives way too (Spring AMQP: the type is the trace's head)", map[string]string{
+			"x-exception-message":    "Listener threw exception",
+			"x-exception-stacktrace": "org.springframework.amqp.rabbit.support.ListenerExecutionFailedException: Listener threw exception\n\tat org.springframework.amqp.rabbit.listener.AbstractMessageListenerContainer.wrapToListenerExecutionFailedExceptionIfNeeded(AbstractMessageListenerContainer.java:1762)\nCaused by: java.lang.IllegalStateException: order has no customer\n\tat com.acme.OrderListener.onOrder(OrderListener.java:42)\n",
+		}, "java.lang.IllegalStateException", "order has no customer"},
 		{"a message that is not a wrapper's stays", map[string]string{
 			"kafka_dlt-exception-fqcn":       "com.acme.PaymentDeclinedException",
 			"kafka_dlt-exception-message":    "card declined",
