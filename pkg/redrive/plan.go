@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
+	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/record"
 	"github.com/dlqctl/dlqctl/pkg/transform"
 )
@@ -27,6 +28,12 @@ type Plan struct {
 	// Transform: with --transform, the counts (changed, unchanged,
 	// failed) and the diffs of a sample of messages.
 	Transform *TransformPlan `json:"transform,omitempty"`
+	// ClassesFrom says where the classes of ByDestination come from when
+	// no selection classified the messages: "built-in rules" (the plan
+	// classified them to show what would move; the run moves every
+	// class). Empty when the selection's rules did (or records kept the
+	// class they were archived with).
+	ClassesFrom string `json:"classes_from,omitempty"`
 }
 
 // TransformPlan is what a transform would do, as the dry run shows it.
@@ -43,6 +50,10 @@ type TransformSample struct {
 	Changes   []transform.Change `json:"changes,omitempty"`
 	Error     string             `json:"error,omitempty"`
 }
+
+// ClassesFromBuiltin is Plan.ClassesFrom when the plan classified the
+// messages with the built-in rules.
+const ClassesFromBuiltin = "built-in rules"
 
 // MaxSamples is how many messages a dry run shows the diff of.
 const MaxSamples = 10
@@ -67,6 +78,7 @@ type Planner struct {
 
 	plan    Plan
 	samples []TransformSample
+	builtin *classify.Rules
 }
 
 // Add decides one record and returns its event (action "would-move" or
@@ -98,6 +110,17 @@ func (p *Planner) Add(ctx context.Context, rec *record.Record, parsed any) (Mess
 		p.plan.Skipped[reason]++
 		ev.Action, ev.Reason = "skipped", reason
 		return ev, nil
+	}
+	if rec.Class == "" {
+		// Nothing selected by class: the plan still says what classes
+		// would move (the built-in rules'), so a replay of permanent
+		// failures is seen before it happens.
+		if p.builtin == nil {
+			p.builtin = classify.Builtin()
+		}
+		p.builtin.Classify(rec, parsed)
+		p.plan.ClassesFrom = ClassesFromBuiltin
+		ev.Class = rec.Class
 	}
 	p.plan.WouldMove++
 	if !cp.Marked {

@@ -156,7 +156,7 @@ func WriteArchiveSummary(s *output.IOStreams, prog *output.Progress, format outp
 		t.Row("not archived", fmt.Sprintf("%d %s, %s", n, why, left))
 	}
 	if fe := res.FilterErrors; fe != nil {
-		t.Row("filter errors", FilterErrorsRow(fe, "released"))
+		t.Row("filter errors", FilterErrorsRow(fe, left))
 	}
 	if res.Stats.Duplicates > 0 {
 		t.Row("duplicates", fmt.Sprintf("%d repeated deliveries ignored", res.Stats.Duplicates))

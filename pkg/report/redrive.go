@@ -82,6 +82,9 @@ func WriteRedrivePlan(s *output.IOStreams, prog *output.Progress, format output.
 		est = "about " + output.Duration(time.Duration(plan.EstimatedSeconds*float64(time.Second)))
 	}
 	s.Infof("would move %d of %d scanned messages from %s to %s (%s); estimated duration: %s", plan.WouldMove, plan.Scanned, out.DLQ, out.To, out.Selection, est)
+	if plan.ClassesFrom != "" && plan.WouldMove > 0 {
+		s.Infof("CLASS is what the %s say; nothing is selected by it: --class transient (or another class) moves only those", plan.ClassesFrom)
+	}
 	if plan.Unmarked > 0 {
 		s.Infof("%d message(s) would move without the %s marker: they already carry 10 attributes, or go to an origin that takes none (a Lambda invocation); the journal records them", plan.Unmarked, record.MarkerAttribute)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/dlqctl/dlqctl/internal/clitest"
 	"github.com/dlqctl/dlqctl/internal/kafkaseed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
+	"github.com/dlqctl/dlqctl/pkg/redrive"
 )
 
 func TestKafkaRedriveSelectionLeavesRecordsPendingAcrossRuns(t *testing.T) {
@@ -38,9 +39,9 @@ func TestKafkaRedriveSelectionLeavesRecordsPendingAcrossRuns(t *testing.T) {
 	if n := len(clitest.CopiesIn(t, brokers, orders)); n != 0 {
 		t.Fatalf("the dry run produced %d copies", n)
 	}
-	// Without a selection (no record is decoded for it) every routable
-	// record would move, counted under class "unclassified" per
-	// destination.
+	// Without a selection every routable record would move, counted per
+	// destination under the class the built-in rules give it (the plan
+	// says so: classes_from), never "unclassified".
 	r = clitest.Run(t, testenv.Env{}, "", "redrive", ref, "--dry-run", "-o", "json")
 	var all cmd.RedrivePlanOutput
 	if err := json.Unmarshal([]byte(r.Stdout), &all); r.Code != 0 || err != nil {
@@ -48,9 +49,14 @@ func TestKafkaRedriveSelectionLeavesRecordsPendingAcrossRuns(t *testing.T) {
 	}
 	byAll := 0
 	for _, classes := range all.ByDestination {
-		byAll += classes["unclassified"]
+		for class, n := range classes {
+			if class == "unclassified" {
+				t.Errorf("dry run without selection: %d record(s) of %v unclassified", n, classes)
+			}
+			byAll += n
+		}
 	}
-	if all.Scanned != total || all.WouldMove <= plan.WouldMove || byAll != all.WouldMove || all.ByDestination[orders]["unclassified"] == 0 {
+	if all.Scanned != total || all.WouldMove <= plan.WouldMove || byAll != all.WouldMove || len(all.ByDestination[orders]) == 0 || all.ClassesFrom != redrive.ClassesFromBuiltin {
 		t.Fatalf("dry run without selection %+v (filtered plan would move %d)", all, plan.WouldMove)
 	}
 	// Without --yes in a script: refused, nothing changed.
