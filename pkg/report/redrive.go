@@ -144,6 +144,10 @@ func WriteRedriveSummary(s *output.IOStreams, prog *output.Progress, format outp
 // to where, at what rate.
 func runRows(t *output.TablePrinter, res *redrive.Result, status, verb, from, to string) {
 	t.Row("run", res.RunID)
+	if res.StoppedAtMax && status == redrive.StatusCompleted {
+		// --max or --canary: what was asked is done, not the queue.
+		status += " (stopped at the requested maximum; the rest was left where it is)"
+	}
 	t.Row("status", status)
 	t.Row(verb, fmt.Sprintf("%d from %s to %s in %s (%.1f/s)", res.Moved, from, to, output.Duration(time.Duration(res.ElapsedSeconds*float64(time.Second))), res.Rate))
 }
