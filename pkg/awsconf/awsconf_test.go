@@ -4,6 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,22 +121,63 @@ func TestLoadSaysWhatIsMissing(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret-key-never-shown")
 	ctx := context.Background()
-	if _, err := Load(ctx, "", "nosuch"); err == nil || errs.Code(err) != errs.ExitUsage ||
+	if _, err := Load(ctx, "", "nosuch", nil); err == nil || errs.Code(err) != errs.ExitUsage ||
 		err.Error() != `AWS profile "nosuch" not found in ~/.aws/config or ~/.aws/credentials; check --profile / AWS_PROFILE` {
 		t.Errorf("missing profile: %v", err)
 	}
-	if _, err := Load(ctx, "", ""); err == nil || errs.Code(err) != errs.ExitUsage ||
+	if _, err := Load(ctx, "", "", nil); err == nil || errs.Code(err) != errs.ExitUsage ||
 		err.Error() != "no AWS region configured; pass --region or set AWS_REGION" {
 		t.Errorf("no region: %v", err)
 	}
-	cfg, err := Load(ctx, "eu-west-1", "")
+	cfg, err := Load(ctx, "eu-west-1", "", nil)
 	if err != nil || cfg.Region != "eu-west-1" {
 		t.Fatalf("static credentials: %v %q", err, cfg.Region)
 	}
 	t.Setenv("AWS_ACCESS_KEY_ID", "")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	if _, err := Load(ctx, "eu-west-1", ""); err == nil || errs.Code(err) != errs.ExitUsage || !strings.HasPrefix(err.Error(), "no AWS credentials found") {
+	if _, err := Load(ctx, "eu-west-1", "", nil); err == nil || errs.Code(err) != errs.ExitUsage || !strings.HasPrefix(err.Error(), "no AWS credentials found") {
 		t.Errorf("no credentials: %v", err)
+	}
+}
+
+// TestSDKLogLinesGoToVerbose: the SDK's own warnings (here IMDS answering
+// the token request with 403, so the SDK falls back to IMDSv1 and says
+// so) never reach stderr ahead of the one sentence that names the
+// problem; they go to the verbose log (-v).
+func TestSDKLogLinesGoToVerbose(t *testing.T) {
+	imds := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut {
+			http.Error(w, "forbidden", http.StatusForbidden)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer imds.Close()
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	for _, k := range []string{"AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_EC2_METADATA_DISABLED", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_WEB_IDENTITY_TOKEN_FILE"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.URL)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := os.Stderr
+	os.Stderr = w
+	var verbose []string
+	_, lerr := Load(context.Background(), "eu-west-1", "", func(format string, a ...any) { verbose = append(verbose, fmt.Sprintf(format, a...)) })
+	os.Stderr = stderr
+	w.Close()
+	written, _ := io.ReadAll(r)
+	if errs.Code(lerr) != errs.ExitUsage || !strings.HasPrefix(lerr.Error(), "no AWS credentials found") {
+		t.Fatalf("Load: %v, want the no-credentials sentence", lerr)
+	}
+	if len(written) > 0 {
+		t.Errorf("the SDK wrote to stderr: %q", written)
+	}
+	if !slices.ContainsFunc(verbose, func(l string) bool { return strings.HasPrefix(l, "AWS SDK warn: ") && strings.Contains(l, "IMDSv1") }) {
+		t.Errorf("the SDK's warning is not in the verbose log: %q", verbose)
 	}
 }

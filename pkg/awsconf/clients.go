@@ -95,7 +95,7 @@ type Clients struct {
 
 // Config loads the shared AWS configuration once (Load).
 func (c *Clients) Config(ctx context.Context) (aws.Config, error) {
-	c.once.Do(func() { c.cfg, c.err = Load(ctx, c.Settings.Region, c.Settings.Profile) })
+	c.once.Do(func() { c.cfg, c.err = Load(ctx, c.Settings.Region, c.Settings.Profile, c.Verbosef) })
 	return c.cfg, c.err
 }
 

@@ -7,6 +7,7 @@ package awsconf
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/dlqctl/dlqctl/pkg/errs"
 )
@@ -27,11 +29,21 @@ import (
 // configured, an expired SSO session, a refused AssumeRole, an unreachable
 // IMDS — instead of surfacing inside the first API call. Its errors are
 // bad input (exit 2), or ctx's error when ctx ended.
-func Load(ctx context.Context, region, profile string) (aws.Config, error) {
+//
+// The SDK's own log lines (its default logger writes them to stderr:
+// "WARN falling back to IMDSv1 …" before the sentence that says no
+// credentials were found, S3's checksum notices) go to logf, which the
+// commands show with -v; nil drops them.
+func Load(ctx context.Context, region, profile string, logf func(format string, a ...any)) (aws.Config, error) {
 	opts := []func(*config.LoadOptions) error{
 		config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 			t.MaxIdleConns = 256
 			t.MaxIdleConnsPerHost = 128
+		})),
+		config.WithLogger(logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+			if logf != nil {
+				logf("AWS SDK %s: %s", strings.ToLower(string(c)), fmt.Sprintf(format, v...))
+			}
 		})),
 	}
 	if region != "" {
