@@ -3,16 +3,23 @@
 #
 #   scripts/canary-redrive.sh DLQ [--to source|QUEUE] [--class C | --filter EXPR]
 #       [--canary 10] [--verify-for D] [--verify-poll 5s] [--verify-drain]
-#       [--ramp 5,20,50,100] [--ramp-every 1m] [--max-returns 5%]
-#       [--max-dest-backlog N] [--guard-interval 10s] [--max-redrives 3]
-#       [-- GLOBAL_DLQCTL_FLAGS...]
+#       [--ramp 5,20,50,100] [--ramp-every 1m] [--max-returns 5%|off]
+#       [--max-dest-backlog N] [--max-dest-lag GROUP:N] [--guard-interval 10s]
+#       [--max-redrives 3] [-- GLOBAL_DLQCTL_FLAGS...]
 #
 # Three stages, each a dlqctl redrive with the same selection:
-#   1. dry-run  what would move (nothing to move: exit 0, nothing changed)
+#   1. dry-run  what would move (nothing to move: exit 0, nothing changed),
+#               with stage 3's pace and guards, so a flag the DLQ's broker
+#               cannot honour is refused (exit 2) before anything moves
 #   2. canary   move --canary messages, watch the DLQ for --verify-for
-#               (when not given: dlqctl's computed window, maxReceiveCount ×
-#               the destination's visibility timeout + 30s)
-#   3. redrive  the rest, ramped (--ramp/--ramp-every) with the guards
+#               (when not given: dlqctl's computed window from what the
+#               broker knows, e.g. maxReceiveCount × the destination's
+#               visibility timeout + 30s on SQS; Kafka needs --verify-for
+#               unless its retry topics name their delays)
+#   3. redrive  the rest, ramped (--ramp/--ramp-every) with the guards:
+#               --max-returns 5% by default where returns show in the DLQ's
+#               depth (SQS, RabbitMQ; a kafka:// DLT has none: its canary
+#               watches for returns, --max-dest-lag guards its consumers)
 # It stops at the first stage that does not succeed, with that stage's
 # dlqctl exit code (3 = canary or guard verdict failed, 4 = partial, 130 =
 # interrupted, 2 = bad input) and one line on stderr saying why. A JSON
@@ -38,8 +45,9 @@ verify_poll=""
 verify_drain=""
 ramp="5,20,50,100"
 ramp_every="1m"
-max_returns="5%"
+max_returns=""         # "": the default for the DLQ's broker (below)
 max_dest_backlog=""
+max_dest_lag=""
 guard_interval=""
 max_redrives=""
 global_args=()
@@ -57,10 +65,11 @@ while [[ $# -gt 0 ]]; do
     --ramp-every) need "$@"; ramp_every="$2"; shift 2 ;;
     --max-returns) need "$@"; max_returns="$2"; shift 2 ;;
     --max-dest-backlog) need "$@"; max_dest_backlog="$2"; shift 2 ;;
+    --max-dest-lag) need "$@"; max_dest_lag="$2"; shift 2 ;;
     --guard-interval) need "$@"; guard_interval="$2"; shift 2 ;;
     --max-redrives) need "$@"; max_redrives="$2"; shift 2 ;;
     --) shift; global_args=("$@"); break ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) die_usage "unknown flag $1; see the usage at the top of $0 (dlqctl global flags go after --)" ;;
     *) [[ -z "$dlq" ]] || die_usage "one DLQ at a time (got $dlq and $1)"; dlq="$1"; shift ;;
   esac
@@ -72,6 +81,20 @@ done
 common=(--to "$to" "${select_args[@]}")
 [[ -n "$max_redrives" ]] && common+=(--max-redrives "$max_redrives")
 common+=("${global_args[@]}")
+
+# Stage 3's pace and guards. --max-returns defaults to 5% where moved
+# messages coming back show as the DLQ's depth growing; a Kafka topic keeps
+# every record, so dlqctl refuses the flag there (the canary watches for
+# returns instead). "off" drops it anywhere.
+case "$max_returns" in
+  off) max_returns="" ;;
+  "") [[ "$dlq" == kafka://* ]] || max_returns="5%" ;;
+esac
+guard_args=(--ramp "$ramp" --ramp-every "$ramp_every")
+[[ -n "$max_returns" ]] && guard_args+=(--max-returns "$max_returns")
+[[ -n "$max_dest_backlog" ]] && guard_args+=(--max-dest-backlog "$max_dest_backlog")
+[[ -n "$max_dest_lag" ]] && guard_args+=(--max-dest-lag "$max_dest_lag")
+[[ -n "$guard_interval" ]] && guard_args+=(--guard-interval "$guard_interval")
 
 stages='{}'
 started="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -113,7 +136,7 @@ trap 'finish interrupted "${stage:-start}" "interrupted; held messages were rele
 
 # 1. dry-run
 stage=dry-run
-run_stage dry-run "${common[@]}" --dry-run
+run_stage dry-run "${common[@]}" "${guard_args[@]}" --dry-run
 if [[ $rc -ne 0 ]]; then
   finish failed dry-run "dry-run failed (exit $rc): ${err:-no detail}" "$rc"
 fi
@@ -140,11 +163,7 @@ fi
 
 # 3. ramped redrive with guards
 stage=redrive
-redrive_args=(--ramp "$ramp" --ramp-every "$ramp_every" --yes)
-[[ -n "$max_returns" ]] && redrive_args+=(--max-returns "$max_returns")
-[[ -n "$max_dest_backlog" ]] && redrive_args+=(--max-dest-backlog "$max_dest_backlog")
-[[ -n "$guard_interval" ]] && redrive_args+=(--guard-interval "$guard_interval")
-run_stage redrive "${common[@]}" "${redrive_args[@]}"
+run_stage redrive "${common[@]}" "${guard_args[@]}" --yes
 if [[ $rc -ne 0 ]]; then
   guard="$(jq -r 'if .guard then "\(.guard.name) tripped: \(.guard.detail)" else empty end' <<<"$out" 2>/dev/null)"
   run_id="$(jq -r '.run_id // empty' <<<"$out" 2>/dev/null)"

@@ -20,6 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/dlqctl/dlqctl/internal/clitest"
+	"github.com/dlqctl/dlqctl/internal/kafkaseed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/internal/worker"
 )
@@ -283,6 +285,46 @@ func TestCanaryRedriveNothingToDoAndBadInput(t *testing.T) {
 		t.Errorf("missing DLQ: exit %d, summary %+v; want dlqctl's exit 2 passed through from the dry-run", r.code, r.sum)
 	}
 	oneLine(t, r.stderr, "dry-run failed (exit 2): ")
+}
+
+// On a Kafka DLT the script needs no flag of its own: it does not pass
+// --max-returns by default (a topic keeps every record, so its depth shows
+// no returns and dlqctl refuses the flag), the canary watches for
+// --verify-for, and every record is replayed once. Asking for
+// --max-returns there is refused at the dry run, before anything moves.
+func TestCanaryRedriveOnAKafkaTopic(t *testing.T) {
+	env := testenv.Require(t)
+	t.Parallel()
+	brokers, prefix, res, _ := clitest.KafkaIncident(t, kafkaseed.Options{})
+	_, _, _, _, _, payments, paymentsDLT, _, _ := kafkaseed.Topics(prefix)
+	dlt := "kafka://" + brokers + "/" + paymentsDLT
+	n := res.DeadLetters[paymentsDLT]
+	if n == 0 {
+		t.Fatalf("the seed dead-lettered nothing into %s: %+v", paymentsDLT, res)
+	}
+
+	r := runScript(t, env, dlt, "--max-returns", "5%")
+	if r.code != 2 || r.sum.Status != "failed" || r.sum.StoppedAt == nil || *r.sum.StoppedAt != "dry-run" || r.sum.Moved != 0 {
+		t.Fatalf("--max-returns on Kafka: exit %d, summary %+v; want exit 2 at the dry run\nstderr: %s", r.code, r.sum, r.stderr)
+	}
+	oneLine(t, r.stderr, "dry-run failed (exit 2): dlqctl: --max-returns needs")
+	if c := clitest.CopiesIn(t, brokers, payments); len(c) != 0 {
+		t.Fatalf("the refused run replayed %d record(s)", len(c))
+	}
+
+	r = runScript(t, env, dlt, "--canary", "2", "--verify-for", "2s", "--ramp", "50,500", "--ramp-every", "1s")
+	if r.code != 0 || r.sum.Status != "ok" || r.sum.Moved != n {
+		t.Fatalf("exit %d, summary %+v; want exit 0, status ok, all %d moved\nstderr: %s", r.code, r.sum, n, r.stderr)
+	}
+	copies := clitest.CopiesIn(t, brokers, payments)
+	if len(copies) != n {
+		t.Errorf("%d distinct record(s) replayed to %s, want %d", len(copies), payments, n)
+	}
+	for id, k := range copies {
+		if k != 1 {
+			t.Errorf("record %s replayed %d times", id, k)
+		}
+	}
 }
 
 func TestMain(m *testing.M) {
