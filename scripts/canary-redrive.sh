@@ -32,9 +32,6 @@ set -uo pipefail
 prog="canary-redrive"
 die_usage() { echo "$prog: $*" >&2; exit 2; }
 
-command -v jq >/dev/null 2>&1 || die_usage "jq is required to read dlqctl's JSON output; install jq and run again"
-DLQCTL="${DLQCTL:-dlqctl}"
-command -v "$DLQCTL" >/dev/null 2>&1 || die_usage "dlqctl not found ($DLQCTL); put it on PATH or set DLQCTL=/path/to/dlqctl"
 
 dlq=""
 to="source"
@@ -74,6 +71,9 @@ while [[ $# -gt 0 ]]; do
     *) [[ -z "$dlq" ]] || die_usage "one DLQ at a time (got $dlq and $1)"; dlq="$1"; shift ;;
   esac
 done
+command -v jq >/dev/null 2>&1 || die_usage "jq is required to read dlqctl's JSON output; install jq and run again"
+DLQCTL="${DLQCTL:-dlqctl}"
+command -v "$DLQCTL" >/dev/null 2>&1 || die_usage "dlqctl not found ($DLQCTL); put it on PATH or set DLQCTL=/path/to/dlqctl"
 [[ -n "$dlq" ]] || die_usage "which DLQ? usage: $0 DLQ [--to QUEUE] [--class C] [--canary N] [--ramp R1,R2,...]"
 [[ "$canary" =~ ^[1-9][0-9]*$ ]] || die_usage "--canary must be a positive number of messages, got '$canary'"
 
