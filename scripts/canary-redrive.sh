@@ -168,7 +168,7 @@ if [[ $rc -ne 0 ]]; then
   guard="$(jq -r 'if .guard then "\(.guard.name) tripped: \(.guard.detail)" else empty end' <<<"$out" 2>/dev/null)"
   run_id="$(jq -r '.run_id // empty' <<<"$out" 2>/dev/null)"
   case $rc in
-    3) finish guard-tripped redrive "guard ${guard:-tripped}; the rest is still in $dlq" 3 ;;
+    3) finish guard-tripped redrive "guard ${guard:-tripped}; what was not moved, and what came back, is in $dlq" 3 ;;
     4) finish partial redrive "redrive partial (run $run_id): ${err:-some messages could not be moved}; run again or dlqctl redrive resume $run_id" 4 ;;
     130) finish interrupted redrive "redrive interrupted (run $run_id); resume with dlqctl redrive resume $run_id --yes" 130 ;;
     *) finish failed redrive "redrive failed (exit $rc): ${err:-no detail}" "$rc" ;;
