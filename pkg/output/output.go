@@ -171,6 +171,17 @@ func (t *TablePrinter) Render() error {
 	return tbl.Render()
 }
 
+// Cell is a table cell of at most n runes on a terminal (Truncate); piped,
+// where the table is tab-separated for other tools, the whole value with
+// its whitespace flattened (a tab or newline inside it would break the
+// columns), so values cut to the same prefix stay distinct.
+func (s *IOStreams) Cell(v string, n int) string {
+	if s.OutTTY {
+		return Truncate(v, n)
+	}
+	return strings.Join(strings.Fields(v), " ")
+}
+
 // Truncate shortens s to n runes (with an ellipsis), flattening whitespace.
 func Truncate(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")

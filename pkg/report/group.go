@@ -43,7 +43,7 @@ func WriteGroups(s *output.IOStreams, format output.Format, rep *GroupReport, no
 	for _, g := range rep.Groups {
 		var row []string
 		for _, v := range g.Values {
-			row = append(row, output.Truncate(v, 72))
+			row = append(row, s.Cell(v, 72))
 		}
 		row = append(append(row, countCells(g, estimated, now)...), RecvCell(g), strings.Join(g.Examples, " "))
 		t.Row(row...)
