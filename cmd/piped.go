@@ -30,14 +30,14 @@ var pipedColumns = map[string]struct {
 // pipedColumnsMore are commands whose piped columns depend on flags.
 var pipedColumnsMore = map[string]string{
 	"dlqctl classify": `Piped (not a terminal), one tab-separated line per message, no header, 7
-columns: message id, class, action, rule, source queue, event, error. With
---summary, one line per class: class, action, count, share, [estimated total
-(95%), only when a sample of a larger queue was read], oldest, soonest
-expiry, rules that matched (RULE×N), example message ids.`,
+columns: message id, class, action, rule, source queue, event, error (never
+cut). With --summary, one line per class: class, action, count, share,
+[estimated total (95%), only when a sample of a larger queue was read],
+oldest, soonest expiry, rules that matched (RULE×N), example message ids.`,
 	"dlqctl group": `Piped (not a terminal), one tab-separated line per group, no header: one
-column per --by key (in --by order), count, share, [estimated total (95%),
-only when a sample of a larger queue was read], oldest, soonest expiry,
-receive counts (min–max), example message ids.`,
+column per --by key (in --by order, never cut), count, share, [estimated
+total (95%), only when a sample of a larger queue was read], oldest,
+soonest expiry, receive counts (min–max), example message ids.`,
 	"dlqctl redrive": `Piped (not a terminal): --dry-run prints one tab-separated line per
 destination and class — destination ("(skipped)" for skipped messages),
 class (or the skip reason), messages; a run's summary is one "key<TAB>value"

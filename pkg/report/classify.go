@@ -123,7 +123,7 @@ func WriteClassifyList(s *output.IOStreams, recs []record.Record) error {
 	t := output.NewTable(s, "ID", "CLASS", "ACTION", "RULE", "SOURCE", "EVENT", "ERROR")
 	for _, r := range recs {
 		t.Row(r.MessageID, r.Class, r.Action, r.Rule, record.ARNName(r.System.SourceQueueARN, "sqs"), EventCell(&r),
-			output.Truncate(ErrorCell(&r), 60))
+			s.Cell(ErrorCell(&r), 60))
 	}
 	return t.Render()
 }
