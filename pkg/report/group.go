@@ -22,6 +22,10 @@ type GroupReport struct {
 	Groups    []*inspect.Group `json:"groups"`
 	// FilterErrors: messages the --filter or a rule failed on (left out).
 	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
+	// NoFailureHint, printed under the table, says where the failure of
+	// the messages grouped as (no failure context) can be found on this
+	// broker ("" when nowhere, or already asked for).
+	NoFailureHint string `json:"-"`
 }
 
 // WriteGroups prints rep in format; ages and expiries count from now.
@@ -48,7 +52,13 @@ func WriteGroups(s *output.IOStreams, format output.Format, rep *GroupReport, no
 		row = append(append(row, countCells(g, estimated, now)...), RecvCell(g), strings.Join(g.Examples, " "))
 		t.Row(row...)
 	}
-	return t.Render()
+	if err := t.Render(); err != nil {
+		return err
+	}
+	if rep.NoFailureHint != "" {
+		s.Infof("%s", rep.NoFailureHint)
+	}
+	return nil
 }
 
 // anyEstimate reports whether a group's total is estimated (only a sample

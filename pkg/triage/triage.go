@@ -9,8 +9,11 @@ package triage
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"time"
 
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/classify"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/input"
@@ -58,7 +61,37 @@ func Group(ctx context.Context, r *input.Reader, t input.Triage, sel *classify.S
 	for i, k := range keys {
 		rep.By[i] = k.Name
 	}
+	if rr.Queue != nil {
+		rep.NoFailureHint = noFailureHint(rr.Queue.Capabilities(), rep.By, groups, t.Logs != nil)
+	}
 	return rep, rr, nil
+}
+
+// noFailureHint says, when messages were grouped under the error key as
+// (no failure context), where this broker keeps what their consumer did
+// not write down: SQS consumers' CloudWatch Logs (--logs), RabbitMQ's
+// x-death reason (--by reason). "" when there is none, or the command
+// already asked for it.
+func noFailureHint(caps broker.Capabilities, by []string, groups []*inspect.Group, withLogs bool) string {
+	at := slices.Index(by, "error")
+	if at < 0 {
+		return ""
+	}
+	n := 0
+	for _, g := range groups {
+		if g.Values[at] == inspect.NoFailure {
+			n += g.Count
+		}
+	}
+	switch {
+	case n == 0:
+		return ""
+	case caps.LogLookup && !withLogs:
+		return fmt.Sprintf("%d message(s) carry no failure context (an SQS redrive policy records no reason): --logs LOG_GROUP looks each one's failure up in its consumer's CloudWatch Logs", n)
+	case caps.Broker == broker.AMQP && !slices.Contains(by, "reason"):
+		return fmt.Sprintf("%d message(s) carry no failure context from their consumer: --by reason groups them by why RabbitMQ dead-lettered them (rejected, expired, maxlen, delivery_limit)", n)
+	}
+	return ""
 }
 
 // List is what 'classify' lists: the records sel keeps, redacted unless
