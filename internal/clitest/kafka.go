@@ -63,6 +63,21 @@ func CopiesIn(t *testing.T, brokers, topic string) map[string]int {
 	return out
 }
 
+// EachCopiedOnce fails t unless topic holds exactly one dlqctl copy of
+// each of want distinct originals (CopiesIn).
+func EachCopiedOnce(t *testing.T, brokers, topic string, want int) {
+	t.Helper()
+	copies := CopiesIn(t, brokers, topic)
+	if len(copies) != want {
+		t.Errorf("%d distinct record(s) replayed to %s, want %d", len(copies), topic, want)
+	}
+	for id, k := range copies {
+		if k != 1 {
+			t.Errorf("record %s replayed %d times to %s", id, k, topic)
+		}
+	}
+}
+
 // CopyRecords copies every record of from into to, keeping partitions
 // (as Spring's recoverer does), modulo parts (to's partition count).
 func CopyRecords(t *testing.T, brokers, from, to string, parts int32) {
