@@ -62,4 +62,15 @@ func TestKafkaSampleAndGroupByStage(t *testing.T) {
 	if got["dlt "+dlq] != res.DeadLetters[dlq] {
 		t.Fatalf("dlt stage: %d, want %d (groups %v)", got["dlt "+dlq], res.DeadLetters[dlq], got)
 	}
+
+	// Once a run handled every record, a sample finds nothing pending for
+	// dlqctl's group, and says why "no messages" is not an empty topic.
+	state := t.TempDir()
+	if r := clitest.Run(t, testenv.Env{}, "", "redrive", "kafka://"+brokers+"/"+payDLT, "--yes", "--state-dir", state); r.Code != 0 {
+		t.Fatalf("redrive: exit %d: %s", r.Code, r.Stderr)
+	}
+	r = clitest.Run(t, testenv.Env{}, "", "sample", "kafka://"+brokers+"/"+payDLT, "-n", "5")
+	if r.Code != 0 || r.Stdout != "" || !strings.Contains(r.Stderr, "nothing pending in kafka://"+brokers+"/"+payDLT+" for consumer group dlqctl-"+payDLT) || !strings.Contains(r.Stderr, "--kafka-group NAME") {
+		t.Fatalf("sample after the redrive: exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
+	}
 }
