@@ -79,6 +79,11 @@ type Capabilities struct {
 	// LogLookup: a message's id and send time find its consumer's log
 	// lines (SQS message ids in CloudWatch Logs; --logs).
 	LogLookup bool
+	// DeathReasons lists the reasons the broker itself records when it
+	// dead-letters a message (RabbitMQ's x-death: rejected, expired,
+	// maxlen, delivery_limit; what group --by reason counts); "" when it
+	// records none.
+	DeathReasons string
 	// FailureRecord is where the broker itself records why a message died
 	// ("" when it does not).
 	FailureRecord string

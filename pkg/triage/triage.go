@@ -68,10 +68,11 @@ func Group(ctx context.Context, r *input.Reader, t input.Triage, sel *classify.S
 }
 
 // noFailureHint says, when messages were grouped under the error key as
-// (no failure context), where this broker keeps what their consumer did
-// not write down: SQS consumers' CloudWatch Logs (--logs), RabbitMQ's
-// x-death reason (--by reason). "" when there is none, or the command
-// already asked for it.
+// (no failure context), where what their consumer did not write down can
+// be found, from the broker's capabilities: the consumer's logs when
+// message ids find their log lines (--logs), the broker's own
+// dead-lettering reasons when it records them (--by reason). "" when
+// there is none, or the command already asked for it.
 func noFailureHint(caps broker.Capabilities, by []string, groups []*inspect.Group, withLogs bool) string {
 	at := slices.Index(by, "error")
 	if at < 0 {
@@ -87,9 +88,9 @@ func noFailureHint(caps broker.Capabilities, by []string, groups []*inspect.Grou
 	case n == 0:
 		return ""
 	case caps.LogLookup && !withLogs:
-		return fmt.Sprintf("%d message(s) carry no failure context (an SQS redrive policy records no reason): --logs LOG_GROUP looks each one's failure up in its consumer's CloudWatch Logs", n)
-	case caps.Broker == broker.AMQP && !slices.Contains(by, "reason"):
-		return fmt.Sprintf("%d message(s) carry no failure context from their consumer: --by reason groups them by why RabbitMQ dead-lettered them (rejected, expired, maxlen, delivery_limit)", n)
+		return fmt.Sprintf("%d message(s) carry no failure context (%s records no reason): --logs LOG_GROUP looks each one's failure up in its consumer's CloudWatch Logs", n, caps.Label)
+	case caps.DeathReasons != "" && !slices.Contains(by, "reason"):
+		return fmt.Sprintf("%d message(s) carry no failure context from their consumer: --by reason groups them by why %s dead-lettered them (%s)", n, caps.Label, caps.DeathReasons)
 	}
 	return ""
 }

@@ -307,6 +307,7 @@ func Capabilities(typ string) broker.Capabilities {
 		Backlog:           true,
 		ReturnsByDepth:    true,
 		FailureRecord:     "x-death and the consumer's failure headers",
+		DeathReasons:      "rejected, expired, maxlen, delivery_limit",
 		DepthGrowth:       true,
 		DestinationDLQ:    true,
 	}
