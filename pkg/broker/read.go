@@ -45,6 +45,13 @@ type Grouper interface {
 	Group() string
 }
 
+// NothingPendingNoter is an Endpoint whose read can find nothing pending
+// although the queue holds messages (Kafka: records before its group's
+// committed offsets), and says so when a read found nothing.
+type NothingPendingNoter interface {
+	NothingPendingNote() string
+}
+
 // TruncationNoter is a Source that may have left records unread for a
 // reason the reader must be told (Kafka: records removed by retention
 // while the read ran); "" when nothing needs saying.

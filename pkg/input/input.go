@@ -188,11 +188,11 @@ func (r *Reader) forEachToEnd(ctx context.Context, in Options, fn func(rec *reco
 		OpenErr:   r.OpenErr,
 		Truncated: func(e broker.Endpoint, note string) { r.Report.Warnf("%s: %s", e, note) },
 		Done: func(e broker.Endpoint, n int) {
-			if g, ok := e.(broker.Grouper); ok && n == 0 && !in.Chain {
-				// "no messages" alone reads as an empty topic, where an
-				// earlier run may have handled every record it holds.
-				r.Report.Warnf("nothing pending in %s for consumer group %s: the topic is empty, or earlier runs of that group handled every record it holds (--kafka-group NAME reads as another group)", e, g.Group())
-			} else if ok {
+			if np, ok := e.(broker.NothingPendingNoter); ok && n == 0 && !in.Chain {
+				// Not for a retry chain's topics: empty retry topics
+				// are normal.
+				r.Report.Warnf("%s", np.NothingPendingNote())
+			} else if g, ok := e.(broker.Grouper); ok {
 				r.Report.Verbosef("read %d pending records of %s (group %s; nothing committed)", n, e, g.Group())
 			} else {
 				r.Report.Verbosef("read %d pending records of %s (nothing committed)", n, e)

@@ -121,6 +121,14 @@ func (e *Endpoint) Conn() Conn { return e.conn }
 // Group is dlqctl's consumer group on the topic.
 func (e *Endpoint) Group() string { return e.group }
 
+// NothingPendingNote is what a read that found nothing pending says:
+// "no messages" alone reads as an empty topic, where earlier runs of the
+// group may have handled every record it holds
+// (broker.NothingPendingNoter).
+func (e *Endpoint) NothingPendingNote() string {
+	return fmt.Sprintf("nothing pending in %s for consumer group %s: the topic is empty, or earlier runs of that group handled every record it holds (--kafka-group NAME reads as another group)", e, e.group)
+}
+
 func (e *Endpoint) Broker() string { return broker.Kafka }
 func (e *Endpoint) String() string { return e.addr.String() }
 func (e *Endpoint) Name() string   { return e.addr.Topic }

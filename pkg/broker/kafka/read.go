@@ -14,10 +14,11 @@ import (
 )
 
 var (
-	_ broker.ChainLister     = (*Endpoint)(nil)
-	_ broker.Grouper         = (*Endpoint)(nil)
-	_ broker.TruncationNoter = (*peekSource)(nil)
-	_ broker.DLQLister       = (*TopicLister)(nil)
+	_ broker.ChainLister         = (*Endpoint)(nil)
+	_ broker.Grouper             = (*Endpoint)(nil)
+	_ broker.NothingPendingNoter = (*Endpoint)(nil)
+	_ broker.TruncationNoter     = (*peekSource)(nil)
+	_ broker.DLQLister           = (*TopicLister)(nil)
 )
 
 // RetryChain returns the other topics of the retry chain the endpoint's
