@@ -96,8 +96,9 @@ type Stats struct {
 	Parts      int   `json:"parts"`      // verified parts
 	Bytes      int64 `json:"bytes"`      // compressed bytes in verified parts
 	Duplicates int   `json:"duplicates"` // repeated deliveries of a message already seen
-	// NotSelected: left by the selection; Released: read but given back
-	// unprocessed (past --max, or the run stopped). Both stay in the queue.
+	// NotSelected: left by the selection; Released: reads given back
+	// unprocessed (past --max, or the run stopped; a message given back
+	// and read again counts again). Both stay in the queue.
 	NotSelected int `json:"not_selected"`
 	Released    int `json:"released"`
 }

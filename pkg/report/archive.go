@@ -149,11 +149,14 @@ func WriteArchiveSummary(s *output.IOStreams, prog *output.Progress, format outp
 		t.Row("not selected", fmt.Sprintf("%d, %s", n, left))
 	}
 	if n := res.Stats.Released; n > 0 {
-		why := "read when the run stopped"
+		// Receives, not messages: workers still reading when the run
+		// stopped can read a message given back by another again (a FIFO
+		// queue's 9 messages gave 24 such receives at --max 3).
+		why := "when the run stopped"
 		if res.StoppedAtMax {
-			why = "read after --max was reached"
+			why = "after --max was reached"
 		}
-		t.Row("not archived", fmt.Sprintf("%d %s, %s", n, why, left))
+		t.Row("not archived", fmt.Sprintf("%d read(s) %s (a message read again counts again), %s", n, why, left))
 	}
 	if fe := res.FilterErrors; fe != nil {
 		t.Row("filter errors", FilterErrorsRow(fe, left))

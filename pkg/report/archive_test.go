@@ -34,12 +34,12 @@ func TestArchiveSummarySaysWhatHappenedOnEachBroker(t *testing.T) {
 		{"sqs", sqs, true, []string{
 			"deleted\t3 from orders-dlq after verification",
 			"not selected\t2, released",
-			"not archived\t5 read after --max was reached, released"}},
+			"not archived\t5 read(s) after --max was reached (a message read again counts again), released"}},
 		{"sqs without --delete", sqs, false, []string{"deleted\tnone (without --delete every message was released)"}},
 		{"kafka", kafka, true, []string{
 			"removed\t3 from orders-dlq after verification: dlqctl's consumer group committed past them; the records stay in the topic until its retention (or --delete-records) deletes them",
 			"not selected\t2, left pending",
-			"not archived\t5 read after --max was reached, left pending"}},
+			"not archived\t5 read(s) after --max was reached (a message read again counts again), left pending"}},
 		{"kafka without --delete", kafka, false, []string{"removed\tnone (without --delete nothing is committed: every record stays pending)"}},
 	} {
 		var out, errOut bytes.Buffer
