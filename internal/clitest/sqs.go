@@ -134,10 +134,17 @@ func FillQueue(t *testing.T, env testenv.Env, prefix string, n int) (name, url s
 	return name, url
 }
 
-// Proxied returns env with SQS behind a fault proxy (testenv.Proxied).
+// Proxied returns env with SQS behind a fault proxy.
 func Proxied(t *testing.T, env testenv.Env, faults ...faultproxy.Fault) (testenv.Env, *faultproxy.Proxy) {
 	t.Helper()
-	return testenv.Proxied(t, env, faults...)
+	p, err := faultproxy.New(env.SQSEndpoint, faults...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	penv := env
+	penv.SQSEndpoint = p.URL
+	return penv, p
 }
 
 // FIFODLQ creates a FIFO queue on moto holding groups×per messages, sent

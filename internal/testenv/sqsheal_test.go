@@ -41,7 +41,7 @@ func TestSQSHealsALostReceive(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
 				ctx := t.Context()
-				via, p := Proxied(t, e)
+				p, via := healProxy(t, e)
 				url := healQueue(t, direct, "heal", map[string]string{"VisibilityTimeout": strconv.Itoa(int(tc.queueVis))})
 				if _, err := direct.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String("m1")}); err != nil {
 					t.Fatal(err)
@@ -130,7 +130,7 @@ func TestSQSHealKeepsWhatTheCallGot(t *testing.T) {
 func TestSQSHealingDrainGetsWhatALostReceiveTook(t *testing.T) {
 	ForEachServer(t, func(t *testing.T, e Env) {
 		t.Parallel()
-		via, p := Proxied(t, e)
+		p, via := healProxy(t, e)
 		direct := e.SQS(t)
 		const n, hold = 25, 4
 		for _, heal := range []bool{false, true} {
@@ -170,6 +170,20 @@ func TestSQSHealingDrainGetsWhatALostReceiveTook(t *testing.T) {
 			}
 		}
 	})
+}
+
+// healProxy is a faultproxy in front of e's SQS server (closed with the
+// test) and e pointed at it.
+func healProxy(t *testing.T, e Env) (*faultproxy.Proxy, Env) {
+	t.Helper()
+	p, err := faultproxy.New(e.SQSEndpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	via := e
+	via.SQSEndpoint = p.URL
+	return p, via
 }
 
 // healQueue creates a queue (deleted when the test ends) and returns its URL.

@@ -35,8 +35,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlqctl/dlqctl/internal/faultproxy"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
@@ -481,16 +479,3 @@ func (e Env) Logs(t testing.TB) *cloudwatchlogs.Client {
 // EnvLogsEndpoint is the SDK's per-service endpoint variable for CloudWatch
 // Logs; scripts/stack.sh points it at moto_server.
 const EnvLogsEndpoint = "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS"
-
-// Proxied returns e with SQS behind a fault proxy (closed when the test
-// ends) and the proxy, which starts with faults.
-func Proxied(t testing.TB, e Env, faults ...faultproxy.Fault) (Env, *faultproxy.Proxy) {
-	t.Helper()
-	p, err := faultproxy.New(e.SQSEndpoint, faults...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	e.SQSEndpoint = p.URL
-	return e, p
-}
