@@ -31,7 +31,7 @@ type Consumer struct {
 	group   string
 	cl      *kgo.Client
 	adm     *kadm.Client
-	admCl   *kgo.Client
+	admCl   *kgo.Client // nil: adm is the caller's (ConsumerOptions.Admin)
 	ends    map[int32]int64
 	total   int32
 	topicID [16]byte
@@ -97,6 +97,11 @@ type ConsumerOptions struct {
 	// OriginTopicOnly decodes only the topic and format of each
 	// message's origin (Message.FullOrigin decodes the rest on demand).
 	OriginTopicOnly bool
+	// Admin, when set, is the admin client the consumer reads offsets and
+	// group state with (the endpoint's: one client, one set of connections
+	// and metadata for the run); the caller closes it after the consumer.
+	// nil opens one of the consumer's own.
+	Admin *kadm.Client
 	// StateDir keeps the member ledger (members.go): before joining, the
 	// consumer waits for members of killed runs of the same state dir
 	// that the group still lists (Tell says so), and records its own
@@ -109,14 +114,22 @@ type ConsumerOptions struct {
 // OpenConsumer joins group on addr.Topic. The ends of every partition are
 // read first (read_committed), so the run's scope is fixed at its start.
 func OpenConsumer(ctx context.Context, addr Address, conn Conn, group string, opt ConsumerOptions) (*Consumer, error) {
-	admCl, err := NewClient(addr, conn)
-	if err != nil {
-		return nil, err
+	adm, admCl := opt.Admin, (*kgo.Client)(nil)
+	if adm == nil {
+		cl, err := NewClient(addr, conn)
+		if err != nil {
+			return nil, err
+		}
+		adm, admCl = kadm.NewClient(cl), cl
 	}
-	adm := kadm.NewClient(admCl)
+	closeAdm := func() {
+		if admCl != nil {
+			admCl.Close()
+		}
+	}
 	plan, err := MakePlan(ctx, adm, addr.Topic, "")
 	if err != nil {
-		admCl.Close()
+		closeAdm()
 		return nil, err
 	}
 	c := &Consumer{addr: addr, group: group, adm: adm, admCl: admCl, ends: map[int32]int64{}, parts: map[int32]*partState{}, joinedAt: time.Now(),
@@ -135,7 +148,7 @@ func OpenConsumer(ctx context.Context, addr Address, conn Conn, group string, op
 	if opt.StateDir != "" {
 		left, err := waitDeadMembers(ctx, adm, opt.StateDir, group, opt.Tell)
 		if err != nil {
-			admCl.Close()
+			closeAdm()
 			return nil, err
 		}
 		if left > 0 {
@@ -167,7 +180,7 @@ func OpenConsumer(ctx context.Context, addr Address, conn Conn, group string, op
 	)
 	if err != nil {
 		c.ledger.close()
-		admCl.Close()
+		closeAdm()
 		return nil, err
 	}
 	if afterConsumerClient != nil {
@@ -548,7 +561,7 @@ func (c *Consumer) Close(ctx context.Context) error {
 	err := c.Commit(ctx)
 	c.cl.CloseAllowingRebalance()
 	c.ledger.close()
-	c.admCl.Close()
+	c.closeAdmin()
 	return err
 }
 
@@ -584,7 +597,14 @@ func (c *Consumer) abandon() {
 	c.mu.Unlock()
 	c.cl.CloseAllowingRebalance()
 	c.ledger.close()
-	c.admCl.Close()
+	c.closeAdmin()
+}
+
+// closeAdmin closes the consumer's own admin client (not the caller's).
+func (c *Consumer) closeAdmin() {
+	if c.admCl != nil {
+		c.admCl.Close()
+	}
 }
 
 // CommitInTxn writes the journal of every changed partition inside the

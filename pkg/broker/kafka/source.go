@@ -36,8 +36,12 @@ func (e *Endpoint) OpenSource(ctx context.Context, opt broker.SourceOptions) (br
 	}
 	// A lean read (a redrive without a selection) needs only the origin's
 	// topic and format of each record (the route).
+	adm, err := e.Admin()
+	if err != nil {
+		return nil, e.wrap(err)
+	}
 	c, err := OpenConsumer(ctx, e.addr, e.conn, e.group, ConsumerOptions{StateDir: e.members.StateDir, Tell: e.members.Tell, Warn: e.members.Warn,
-		OriginTopicOnly: opt.Lean})
+		OriginTopicOnly: opt.Lean, Admin: adm})
 	if err != nil {
 		return nil, e.wrap(err)
 	}
