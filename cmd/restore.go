@@ -43,51 +43,51 @@ type RestoreOptions struct {
 }
 
 const restoreLong = `Send archived messages back to a queue: restore is a redrive whose source is
-an archive. Used when a DLQ's retention would expire before the fix ships,
-or to replay an incident after an audit.
+an archive. Used when a DLQ's retention would expire before the fix ships, or
+to replay an incident after an audit.
 
 The archive is verified first (every part's SHA-256, gzip and records, as
 'dlqctl archive verify' does); a damaged archive exits 3 and sends nothing.
-Then the records go through the redrive pipeline: exact copies (the body
-byte for byte, every attribute with its data type, the FIFO message group,
-a deduplication id derived from the run and the original message id, and
-the dlqctl-redrive marker attribute), --rate or --ramp, the
---max-dest-backlog guard, a --canary, and a journal under --state-dir:
-running the same command again after a crash or Ctrl-C skips what was
-already sent, and running a restore that completed again is refused
-unless --again is given. Records of a FIFO destination are sent in archive order by a
-single worker so each message group keeps its order. The archive itself is
-never changed.
+Then the records go through the redrive pipeline: exact copies (the body byte
+for byte, every attribute with its data type, the FIFO message group, a
+deduplication id derived from the run and the original message id, and the
+dlqctl-redrive marker attribute), --rate or --ramp, the --max-dest-backlog
+guard, a --canary, and a journal under --state-dir: running the same command
+again after a crash or Ctrl-C skips what was already sent, and running a
+restore that completed again is refused unless --again is given. Records of a
+FIFO destination are sent in archive order by a single worker so each message
+group keeps its order. The archive itself is never changed.
 
 --canary N sends N messages and watches the destination's own DLQ (its
 RedrivePolicy target) for --verify-for: exit 3 if any comes back. Without
 --verify-for the watch is computed as for redrive (maxReceiveCount × the
-destination's visibility timeout, + 30 s), stated on stderr and in the
-verdict (window_seconds, window_reason).
+destination's visibility timeout, + 30 s), stated on stderr and in the verdict
+(window_seconds, window_reason).
 
 MANIFEST names one archive run: s3://BUCKET/…/run=<id>/_manifest.json, the
 run's folder s3://BUCKET/…/run=<id>/, or a local copy (the manifest, or the
-folder with the run's parts next to it); runs written by older dlqctl
-versions (…/<yyyy>/<mm>/<dd>/<run-id>/manifest.json) restore the same way.
-A folder is recorded in the journal as the manifest it holds, so both
-spellings are the same restore. A run needs --yes, or a confirmation on a
-terminal.
+folder with the run's parts next to it); runs written by older dlqctl versions
+(…/<yyyy>/<mm>/<dd>/<run-id>/manifest.json) restore the same way. A folder is
+recorded in the journal as the manifest it holds, so both spellings are the
+same restore. A run needs --yes, or a confirmation on a terminal.
 
---to amqp://…/VHOST/QUEUE (or an exchange) restores to RabbitMQ: each copy
-is published with mandatory and publisher confirms; --dry-run prints the
-same plan as for SQS and publishes nothing. --canary N there watches the
-queue the destination dead-letters to (its dead-letter exchange and
-routing key, followed through the bindings; for an exchange, the one
-queue all its queues dead-letter to) by peeking it, for --verify-for
-(when not given it is computed: the message TTLs on the way from the
-destination into that queue, + 30 s); a destination
-whose failures would be dropped (no dead-letter exchange, or one routing
-nowhere) is refused with exit 2 before anything is sent. --transform EXPR (or --transform-file F) repairs each record on its way
-out, as redrive --transform does (on a Kafka topic the key and the ordered headers too): the
-archive is the originals, so nothing more is kept; --dry-run shows the
-diff. An archive is not
-drained by restoring it: the restore after a canary sends the canary's N
-again.
+--dry-run counts the messages by the queue they were dead-lettered from and
+warns when --to is one of several: restore one source at a time (--filter).
+
+--to amqp://…/VHOST/QUEUE (or an exchange) restores to RabbitMQ: each copy is
+published with mandatory and publisher confirms; --dry-run prints the same
+plan as for SQS and publishes nothing. --canary N there watches the queue the
+destination dead-letters to (its dead-letter exchange and routing key,
+followed through the bindings; for an exchange, the one queue all its queues
+dead-letter to) by peeking it, for --verify-for (when not given it is
+computed: the message TTLs on the way from the destination into that queue, +
+30 s); a destination whose failures would be dropped (no dead-letter exchange,
+or one routing nowhere) is refused with exit 2 before anything is sent.
+--transform EXPR (or --transform-file F) repairs each record on its way out,
+as redrive --transform does (on a Kafka topic the key and the ordered headers
+too): the archive is the originals, so nothing more is kept; --dry-run shows
+the diff. An archive is not drained by restoring it: the restore after a
+canary sends the canary's N again.
 
 ` + SelectionHelp
 

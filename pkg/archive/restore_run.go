@@ -2,6 +2,10 @@ package archive
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
@@ -85,6 +89,9 @@ func Restore(ctx context.Context, req RestoreRequest) (*Restored, error) {
 		}
 		pl := p.Plan(mv.Rate, mv.Ramp, mv.RampEvery) // this process's pace
 		pl.Complete = true
+		if w := OtherSourcesWarning(pl.Sources, ep.Name()); w != "" {
+			req.Warn("%s", w)
+		}
 		return &Restored{Plan: &pl}, nil
 	}
 	var destDepth func(context.Context, broker.Destination) (broker.Depth, error)
@@ -144,4 +151,28 @@ func Restore(ctx context.Context, req RestoreRequest) (*Restored, error) {
 	}
 	out, err := redrive.Execute(ctx, spec)
 	return &Restored{Outcome: out, Err: err}, nil
+}
+
+// OtherSourcesWarning is the dry run's warning when the destination is the
+// source queue of some of the messages to restore and others came from
+// other queues (an archive of a DLQ several queues dead-letter to): a
+// restore sends every message to its one destination, so those would land
+// in a queue whose consumers never had them. "" when there is nothing to
+// warn about (one source, or a destination that is none of them: a
+// recovery queue).
+func OtherSourcesWarning(sources map[string]int, dest string) string {
+	if sources[dest] == 0 || len(sources) < 2 {
+		return ""
+	}
+	var other []string
+	n := 0
+	for _, q := range slices.Sorted(maps.Keys(sources)) {
+		if q != dest {
+			other = append(other, fmt.Sprintf("%s %d", q, sources[q]))
+			n += sources[q]
+		}
+	}
+	return fmt.Sprintf("%d of the messages to restore were dead-lettered from other queues than %s (%s), and a restore sends every one to %s; "+
+		"restore one source at a time (--to %s --filter '.system.source_queue == %q', and so for each), or --to a recovery queue",
+		n, dest, strings.Join(other, ", "), dest, dest, dest)
 }

@@ -3,6 +3,7 @@ package archive
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -85,4 +86,37 @@ func TestRestorePlansSendsAndRefusesTheSameRestoreTwice(t *testing.T) {
 	if confirmed != 1 {
 		t.Fatalf("the refused restore asked for confirmation")
 	}
+}
+
+// A dry run --to one of several queues the archived messages were
+// dead-lettered from says how many came from the others; one source, or a
+// destination that is none of them (a recovery queue), says nothing.
+func TestOtherSourcesWarning(t *testing.T) {
+	two := map[string]int{"orders": 29, "payments": 17}
+	w := OtherSourcesWarning(two, "orders")
+	want := "17 of the messages to restore were dead-lettered from other queues than orders (payments 17), and a restore sends every one to orders"
+	if len(w) < len(want) || w[:len(want)] != want {
+		t.Fatalf("warning %q; want it to start %q", w, want)
+	}
+	three := map[string]int{"orders": 1, "payments": 2, "refunds": 3}
+	if w := OtherSourcesWarning(three, "payments"); !containsAll(w, "4 of the messages", "(orders 1, refunds 3)") {
+		t.Fatalf("three sources: %q", w)
+	}
+	for _, c := range []struct {
+		sources map[string]int
+		dest    string
+	}{{two, "orders-recovery"}, {map[string]int{"orders": 5}, "orders"}, {nil, "orders"}} {
+		if w := OtherSourcesWarning(c.sources, c.dest); w != "" {
+			t.Errorf("%v to %s: %q, want no warning", c.sources, c.dest, w)
+		}
+	}
+}
+
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }

@@ -34,6 +34,10 @@ type Plan struct {
 	// class). Empty when the selection's rules did (or records kept the
 	// class they were archived with).
 	ClassesFrom string `json:"classes_from,omitempty"`
+	// Sources counts the messages that would move by the queue (Kafka:
+	// topic) they were dead-lettered from, where the message says
+	// (record.SourceQueue); those that do not are not counted.
+	Sources map[string]int `json:"sources,omitempty"`
 }
 
 // TransformPlan is what a transform would do, as the dry run shows it.
@@ -132,6 +136,12 @@ func (p *Planner) Add(ctx context.Context, rec *record.Record, parsed any) (Mess
 		p.plan.ByDestination[dest.Label] = byClass
 	}
 	byClass[classOf(rec)]++
+	if q := rec.SourceQueue(); q != "" {
+		if p.plan.Sources == nil {
+			p.plan.Sources = map[string]int{}
+		}
+		p.plan.Sources[q]++
+	}
 	ev.Action, ev.Destination = "would-move", dest.Label
 	return ev, nil
 }

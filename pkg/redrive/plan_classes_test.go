@@ -45,3 +45,26 @@ func TestPlanShowsTheBuiltInClassesOfAnUnselectedRun(t *testing.T) {
 		t.Fatalf("plan with --class transient: %v from %q, would move %d", pl.ByDestination, pl.ClassesFrom, pl.WouldMove)
 	}
 }
+
+// The plan counts what would move by the queue (topic) each message was
+// dead-lettered from, where the message says; one that does not say is
+// not counted.
+func TestPlanCountsWhereMessagesWereDeadLetteredFrom(t *testing.T) {
+	from := func(id, arn string) *record.Record {
+		r := rec(id, `{"orderId":1}`, nil)
+		r.System.SourceQueueARN = arn
+		return r
+	}
+	p := &Planner{RunID: "dry-run", Router: digestRouter{}, Publisher: digestPublisher{}}
+	for _, r := range []*record.Record{
+		from("1", "arn:aws:sqs:eu-west-1:123456789012:orders"), from("2", "arn:aws:sqs:eu-west-1:123456789012:orders"),
+		from("3", "arn:aws:sqs:eu-west-1:123456789012:payments"), from("4", ""),
+	} {
+		if _, err := p.Add(t.Context(), r, inspect.Decode(r)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pl := p.Plan(0, nil, 0); pl.WouldMove != 4 || pl.Sources["orders"] != 2 || pl.Sources["payments"] != 1 || len(pl.Sources) != 2 {
+		t.Fatalf("sources %v (would move %d); want orders 2, payments 1", pl.Sources, pl.WouldMove)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/inspect"
@@ -74,6 +75,15 @@ func WriteRestorePlan(s *output.IOStreams, prog *output.Progress, format output.
 	t.Row("archive", out.Archive)
 	t.Row("selection", out.Selection)
 	t.Row("would send", fmt.Sprintf("%d of %d archived message(s) to %s", pl.WouldMove, pl.Scanned, out.To))
+	if len(pl.Sources) > 0 {
+		// Where they were dead-lettered from: a restore sends them all
+		// to one destination.
+		from := make([]string, 0, len(pl.Sources))
+		for _, q := range slices.Sorted(maps.Keys(pl.Sources)) {
+			from = append(from, fmt.Sprintf("%s %d", q, pl.Sources[q]))
+		}
+		t.Row("dead-lettered from", strings.Join(from, ", "))
+	}
 	for _, r := range slices.Sorted(maps.Keys(pl.Skipped)) {
 		t.Row("skipped", fmt.Sprintf("%d %s", pl.Skipped[r], r))
 	}

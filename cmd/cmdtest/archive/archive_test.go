@@ -225,8 +225,28 @@ func TestArchiveVerifyTriageRestoreRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := clitest.Run(t, a.env, "", "restore", sum.Manifest, "--to", recovery, "--dry-run", "-o", "json"); r.Code != 0 || !strings.Contains(r.Stdout, `"would_move": `+clitest.Itoa(len(want))) {
-			t.Fatalf("restore --dry-run: exit %d %s %s", r.Code, r.Stdout, r.Stderr)
+		if r := clitest.Run(t, a.env, "", "restore", sum.Manifest, "--to", recovery, "--dry-run", "-o", "json"); r.Code != 0 || !strings.Contains(r.Stdout, `"would_move": `+clitest.Itoa(len(want))) ||
+			strings.Contains(r.Stderr, "other queues") {
+			t.Fatalf("restore --dry-run to a recovery queue: exit %d %s %s (want no warning about sources)", r.Code, r.Stdout, r.Stderr)
+		}
+		if !dlq.FIFO {
+			// Two queues dead-letter to this DLQ: a dry run --to one of
+			// them says how many came from the other, which the restore
+			// would send there too.
+			fromPayments := 0
+			for _, m := range want {
+				if m.SourceName == a.truth.Payments.Name {
+					fromPayments++
+				}
+			}
+			r := clitest.Run(t, a.env, "", "restore", sum.Manifest, "--to", a.truth.Orders.Name, "--dry-run", "-o", "json")
+			var pl struct {
+				Sources map[string]int `json:"sources"`
+			}
+			if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &pl) != nil || pl.Sources[a.truth.Payments.Name] != fromPayments || pl.Sources[a.truth.Orders.Name] != len(want)-fromPayments ||
+				!strings.Contains(r.Stderr, fmt.Sprintf("%d of the messages to restore were dead-lettered from other queues than %s (%s %d)", fromPayments, a.truth.Orders.Name, a.truth.Payments.Name, fromPayments)) {
+				t.Fatalf("restore --dry-run --to %s of a two-source archive (%d from %s): exit %d\n%s\n%s", a.truth.Orders.Name, fromPayments, a.truth.Payments.Name, r.Code, r.Stdout, r.Stderr)
+			}
 		}
 		if v, _ := clitest.QueueDepth(t, a.sqs, aws.ToString(out.QueueUrl)); v != 0 {
 			t.Fatalf("restore --dry-run sent %d messages", v)
