@@ -71,8 +71,10 @@ folder with the run's parts next to it); runs written by older dlqctl versions
 recorded in the journal as the manifest it holds, so both spellings are the
 same restore. A run needs --yes, or a confirmation on a terminal.
 
---dry-run counts the messages by the queue they were dead-lettered from and
-warns when --to is one of several: restore one source at a time (--filter).
+--to source sends each message back to the queue it was dead-lettered from,
+through the queue the archive was read from (which must still exist; a canary
+watches it), as redrive --to source does. --dry-run counts the messages by
+that queue and warns when --to QUEUE is one of several.
 
 --to amqp://…/VHOST/QUEUE (or an exchange) restores to RabbitMQ: each copy is
 published with mandatory and publisher confirms; --dry-run prints the same
@@ -95,7 +97,7 @@ canary sends the canary's N again.
 func NewCmdRestore(f *Factory, runF func(context.Context, *RestoreOptions) error) *cobra.Command {
 	opts := &RestoreOptions{F: f}
 	c := &cobra.Command{
-		Use:   "restore MANIFEST --to QUEUE [--filter EXPR] [--dry-run] [--canary N] [--rate R | --ramp R1,R2,...] [--yes]",
+		Use:   "restore MANIFEST --to source|QUEUE [--filter EXPR] [--dry-run] [--canary N] [--rate R | --ramp R1,R2,...] [--yes]",
 		Short: "Re-send archived messages to a queue through the redrive pipeline",
 		Long:  withExitCodes(restoreLong),
 		Example: `  dlqctl restore s3://acme-dlq-archive/prod/queue=orders-dlq/dt=2026-11-30/run=20261130T031500Z-ab12cd34/ --to orders-recovery --dry-run
@@ -115,7 +117,7 @@ func NewCmdRestore(f *Factory, runF func(context.Context, *RestoreOptions) error
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&opts.To, "to", "", "destination (required): an SQS queue name, URL or ARN, a RabbitMQ queue or exchange amqp://…, or a Kafka topic kafka://HOST:PORT/TOPIC (see Addresses)")
+	fl.StringVar(&opts.To, "to", "", "destination (required): source (each message back to the queue it was dead-lettered from, as redrive --to source), an SQS queue name, URL or ARN, a RabbitMQ queue or exchange amqp://…, or a Kafka topic kafka://HOST:PORT/TOPIC (see Addresses)")
 	opts.Selection.AddFlags(fl)
 	fl.IntVar(&opts.Max, "max", 0, "restore at most N messages (0 = all)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing; print what would be sent and how long it would take")
@@ -134,7 +136,7 @@ func (o *RestoreOptions) validate() error {
 	case o.Max < 0:
 		return errs.BadInputf("--max cannot be negative")
 	}
-	if _, err := checkRef(o.To); err != nil {
+	if _, err := checkRef(o.To); err != nil && o.To != "source" {
 		return err
 	}
 	for _, check := range []func() error{o.PaceFlags.validate, o.GuardFlags.validate, func() error { return o.CanaryFlags.validate(o.Max, o.DryRun) }} {
@@ -176,20 +178,29 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	if err != nil {
 		return err
 	}
-	ep, err := f.Endpoint(ctx, opts.To)
+	ep, route, err := restoreEndpoint(ctx, f, opts.To, m)
 	if err != nil {
 		return err
 	}
 	defer broker.CloseEndpoint(ep)
-	caps := ep.Capabilities()
+	caps, hooks, tgt := ep.Capabilities(), archive.RestoreHooks{Warnf: f.IO.Warnf, Infof: f.IO.Infof}, (*archive.RestoreTarget)(nil)
 	if err := refuseDestFlags("restore", caps, opts.flags); err != nil {
 		return err
 	}
-	tgt, err := archive.OpenRestore(ctx, ep, ref, m, opts.Canary > 0, archive.RestoreHooks{Warnf: f.IO.Warnf, Infof: f.IO.Infof})
+	if route.Router != nil {
+		tgt, err = archive.OpenRestoreToSource(ctx, ep, route, ref, m, hooks)
+	} else if tgt, err = archive.OpenRestore(ctx, ep, ref, m, opts.Canary > 0, hooks); err == nil {
+		route.Router = fixedRouter{tgt.Dest}
+	}
 	if err != nil {
 		return err
 	}
-	dest, watch := tgt.Dest, tgt.Watch
+	dest, watch, destID, destName, shownTo := tgt.Dest, tgt.Watch, ep.ID(), ep.Name(), ep.String()
+	if tgt.ToSource {
+		// The journal and the summary name "source": a restore to the
+		// sources is not one to the DLQ itself.
+		destID, destName, shownTo = "source:"+ep.ID(), dest.Label, "source"
+	}
 	if watch != nil {
 		defer broker.CloseEndpoint(watch)
 	}
@@ -199,7 +210,7 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	if sel != nil {
 		selector = sel
 	}
-	router := fixedRouter{dest}
+	router := route.Router
 	if opts.xf, err = opts.Transform.compile(caps); err != nil {
 		return err
 	}
@@ -207,11 +218,11 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	format, _ := f.Format()
 	prog := output.NewProgress(f.IO, format)
 	shown := *opts
-	shown.To = ep.String()
+	shown.To = shownTo
 	raw, _ := json.Marshal(&shown)
 	spec := redrive.RunSpec{
 		StateDir: f.StateDir(), Again: opts.Again,
-		Meta:      redrive.RunMeta{Fingerprint: opts.fingerprint(ep.ID()), Options: raw, Transform: opts.Transform.meta(opts.xf)},
+		Meta:      redrive.RunMeta{Fingerprint: opts.fingerprint(destID), Options: raw, Transform: opts.Transform.meta(opts.xf)},
 		OnJournal: withUnconfirmedNote(f, func(j *redrive.Journal) { f.Verbosef("run %s, journal %s", j.Meta().ID, j.Dir()) }),
 		Move: redrive.Options{
 			Concurrency: opts.Concurrency, Guards: opts.GuardFlags.guards(0),
@@ -239,9 +250,33 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 		return err
 	}
 	err = finishMove(f, prog, rs.Outcome, rs.Err, "restore", closeWarning(caps), func(out *redrive.Outcome) error {
-		return printRestoreSummary(f, prog, ref, ep.Name(), out.Result, out.Verdict, out.Status)
+		return printRestoreSummary(f, prog, ref, destName, out.Result, out.Verdict, out.Status)
 	}, nil)
 	return archive.RunEndErr(err)
+}
+
+// restoreEndpoint opens --to: a queue, or (source) the queue the archive
+// was read from, whose route sends each message back to the queue it was
+// dead-lettered from, as redrive --to source does.
+func restoreEndpoint(ctx context.Context, f *Factory, to string, m *archive.Manifest) (broker.Endpoint, redrive.Route, error) {
+	if to != "source" {
+		ep, err := f.Endpoint(ctx, to)
+		return ep, redrive.Route{}, err
+	} else if m.Queue.ARN == "" { // the reference without credentials (SQS: the ARN)
+		return nil, redrive.Route{}, errs.BadInputf("the archive does not name the queue it was read from, so --to source cannot find where its messages came from; restore --to QUEUE")
+	}
+	ep, err := f.Endpoint(ctx, m.Queue.ARN)
+	if err != nil {
+		return nil, redrive.Route{}, fmt.Errorf("--to source sends each message back through %s, the queue the archive was read from: %w", m.Queue.Name, err)
+	}
+	route, _, err := redriveRoute(ctx, f, nil, "source", "", ep)
+	if err == nil && route.Origins != nil {
+		err = errs.BadInputf("%s is fed by Lambda, SNS or EventBridge, not by queues: restore --to QUEUE, or redrive it from the DLQ", ep.Name())
+	}
+	if err != nil {
+		broker.CloseEndpoint(ep)
+	}
+	return ep, route, err
 }
 
 func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, destName string, res *redrive.Result, v *redrive.Verdict, status string) error {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/output"
 	"github.com/dlqctl/dlqctl/pkg/ui"
 )
 
@@ -169,7 +170,7 @@ func uiRun(ctx context.Context, opts *UIOptions) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	m := ui.New(ctx, be, opts.UI, opts.Refresh)
-	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(f.IO.In), tea.WithOutput(terminalOut(f.IO.Out))}
+	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(f.IO.In), tea.WithOutput(output.Terminal(f.IO.Out))}
 	if opts.UI.NoColor {
 		popts = append(popts, tea.WithColorProfile(colorprofile.Ascii))
 	}

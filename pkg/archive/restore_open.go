@@ -18,6 +18,16 @@ type RestoreTarget struct {
 	// Watch is the queue the destination dead-letters to, watched by a
 	// canary (nil without one); the caller closes it.
 	Watch broker.Endpoint
+	// ToSource: each copy goes back to the queue its original was
+	// dead-lettered from (restore --to source), through the endpoint of
+	// the archived DLQ (the request's To), which a canary watches; Dests
+	// are those queues where the broker lists them (a canary's
+	// destinations; nil: the broker's window alone).
+	ToSource bool
+	Dests    []broker.Destination
+	// Sources counts the archive's records by the queue they were
+	// dead-lettered from (read by the verification).
+	Sources map[string]int
 }
 
 // RestoreHooks are how OpenRestore reports outside the package.
@@ -31,12 +41,27 @@ type RestoreHooks struct {
 // every part of the archive and refuses to send anything from one that
 // fails verification (exit 3).
 func OpenRestore(ctx context.Context, ep broker.Endpoint, run Ref, m *Manifest, canary bool, h RestoreHooks) (*RestoreTarget, error) {
-	caps := ep.Capabilities()
 	dest, err := ep.Target(ctx)
 	if err != nil {
 		return nil, OpenErr(err)
 	}
-	t := &RestoreTarget{Dest: dest}
+	return openRestore(ctx, ep, &RestoreTarget{Dest: dest}, run, m, canary, h)
+}
+
+// OpenRestoreToSource is OpenRestore for restore --to source: dlq is the
+// endpoint of the queue the archive was read from (m.Queue), the copies
+// go back to the queues its messages were dead-lettered from (route: the
+// DLQ's redrive --to source, its CanaryDests as the broker lists them),
+// and a canary watches dlq itself, where a copy
+// that fails again comes back to (Restore watches it).
+func OpenRestoreToSource(ctx context.Context, dlq broker.Endpoint, route redrive.Route, run Ref, m *Manifest, h RestoreHooks) (*RestoreTarget, error) {
+	t := &RestoreTarget{ToSource: true, Dests: route.CanaryDests, Dest: broker.Destination{Key: "source", Label: route.Router.Describe()}}
+	return openRestore(ctx, dlq, t, run, m, false, h)
+}
+
+func openRestore(ctx context.Context, ep broker.Endpoint, t *RestoreTarget, run Ref, m *Manifest, canary bool, h RestoreHooks) (*RestoreTarget, error) {
+	caps := ep.Capabilities()
+	var err error
 	// A canary watches the queue the destination dead-letters to, found
 	// before anything is verified or sent: a destination without one (or
 	// whose failures are dropped) is refused, since a canary there could
@@ -67,6 +92,7 @@ func OpenRestore(ctx context.Context, ep broker.Endpoint, run Ref, m *Manifest, 
 		}
 		return nil, err
 	}
+	t.Sources = rep.Sources
 	return t, nil
 }
 

@@ -22,7 +22,9 @@ type RestoreRequest struct {
 	Run      Ref
 	Manifest *Manifest
 	// To is the destination's endpoint, Target what OpenRestore found of
-	// it and Router the route to Target.Dest.
+	// it and Router the route to Target.Dest (with Target.ToSource, To is
+	// the archived DLQ and Router its route back to each message's
+	// source).
 	To     broker.Endpoint
 	Target *RestoreTarget
 	Router redrive.Router
@@ -75,6 +77,12 @@ type Restored struct {
 func Restore(ctx context.Context, req RestoreRequest) (*Restored, error) {
 	ep, ref, m := req.To, req.Run, req.Manifest
 	dest, watch := req.Target.Dest, req.Target.Watch
+	dests, to := []broker.Destination{dest}, ep.Name()
+	if req.Target.ToSource {
+		// Back to where each came from, through the archived DLQ, which
+		// is where a copy that fails again comes back to.
+		dests, to, watch = req.Target.Dests, req.Router.Describe(), ep
+	}
 	caps := ep.Capabilities()
 	pub, err := ep.OpenPublisher(ctx)
 	if err != nil {
@@ -89,7 +97,7 @@ func Restore(ctx context.Context, req RestoreRequest) (*Restored, error) {
 		}
 		pl := p.Plan(mv.Rate, mv.Ramp, mv.RampEvery) // this process's pace
 		pl.Complete = true
-		if w := OtherSourcesWarning(pl.Sources, ep.Name()); w != "" {
+		if w := OtherSourcesWarning(pl.Sources, to); w != "" && !req.Target.ToSource {
 			req.Warn("%s", w)
 		}
 		return &Restored{Plan: &pl}, nil
@@ -116,12 +124,19 @@ func Restore(ctx context.Context, req RestoreRequest) (*Restored, error) {
 	if caps.ReplayNote != "" {
 		req.Info("note: %s", caps.ReplayNote)
 	}
-	spec.Meta.Kind, spec.Meta.Source, spec.Meta.Destination = "restore", ref.Name(), ep.Name()
+	all, _ := req.Select.(interface{ MatchesAll() bool })
+	if w := OtherSourcesWarning(req.Target.Sources, to); w != "" && (req.Select == nil || all != nil && all.MatchesAll()) && !req.Target.ToSource {
+		// Without a selection every record is sent: the archive's own
+		// sources are those of the restore (a selection's are the dry
+		// run's to count).
+		req.Warn("%s", w)
+	}
+	spec.Meta.Kind, spec.Meta.Source, spec.Meta.Destination = "restore", ref.Name(), to
 	spec.RefuseCompleted = true
 	spec.AlreadyDone = func(done redrive.RunInfo) error {
 		// An archive never drains: the same restore run twice would
 		// send every message twice.
-		return errs.BadInputf("%s was already restored to %s by run %s (%s); pass --again to send it once more", ref.Name(), ep.Name(), done.ID, done.Updated.Format(time.RFC3339))
+		return errs.BadInputf("%s was already restored to %s by run %s (%s); pass --again to send it once more", ref.Name(), to, done.ID, done.Updated.Format(time.RFC3339))
 	}
 	spec.OnResume = func(prev redrive.RunInfo) {
 		req.Info("resuming unfinished restore %s (%s; %d sent): already-sent messages are not sent again", prev.ID, prev.Status, prev.Sent)
@@ -131,13 +146,17 @@ func Restore(ctx context.Context, req RestoreRequest) (*Restored, error) {
 	spec.Move.Publisher, spec.Move.DestDepth = pub, destDepth
 	spec.Move.Router, spec.Move.Select, spec.Move.Total = req.Router, req.Select, total
 	if req.Canary > 0 {
-		dests := []broker.Destination{dest}
 		window, baseline, err := redrive.DecideCanary(ctx, watch, dests, destDepth, req.VerifyFor, req.VerifyGiven, req.Info, req.Warn)
 		if err != nil {
 			return nil, err
 		}
-		if _, ok := baseline[dest.Key]; !ok && req.VerifyDrain {
-			return nil, errs.BadInputf("--verify-drain compares the destination's depth before and after the canary, but %s has none; restore the canary --to a queue, or drop --verify-drain", dest.Label)
+		for _, d := range dests {
+			if _, ok := baseline[d.Key]; !ok && req.VerifyDrain {
+				return nil, errs.BadInputf("--verify-drain compares the destination's depth before and after the canary, but %s has none; restore the canary --to a queue, or drop --verify-drain", d.Label)
+			}
+		}
+		if len(dests) == 0 && req.VerifyDrain {
+			return nil, errs.BadInputf("--verify-drain compares the destinations' depth before and after the canary, and %s lists no queue its messages came from; drop --verify-drain", ep.Name())
 		}
 		vopts := redrive.VerifyOptions{Poll: req.VerifyPoll, Drain: req.VerifyDrain}
 		if caps.Hold == broker.HoldLease {
@@ -146,7 +165,11 @@ func Restore(ctx context.Context, req RestoreRequest) (*Restored, error) {
 		spec.Canary = &redrive.CanarySpec{Watch: watch, Dests: dests, DestDepth: destDepth, Baseline: baseline,
 			Verify: window.Verify(vopts),
 			OnStart: func(moved int) {
-				req.Info("canary: sent %d message(s) to %s; watching %s (where it dead-letters) for %s", moved, dest.Label, watch.Name(), window.For)
+				sentTo := dest.Label
+				if req.Target.ToSource {
+					sentTo = to
+				}
+				req.Info("canary: sent %d message(s) to %s; watching %s (where it dead-letters) for %s", moved, sentTo, watch.Name(), window.For)
 			}}
 	}
 	out, err := redrive.Execute(ctx, spec)
@@ -173,6 +196,6 @@ func OtherSourcesWarning(sources map[string]int, dest string) string {
 		}
 	}
 	return fmt.Sprintf("%d of the messages to restore were dead-lettered from other queues than %s (%s), and a restore sends every one to %s; "+
-		"restore one source at a time (--to %s --filter '.system.source_queue == %q', and so for each), or --to a recovery queue",
+		"restore them --to source (each back to the queue it came from), one source at a time (--to %s --filter '.system.source_queue == %q'), or --to a recovery queue",
 		n, dest, strings.Join(other, ", "), dest, dest, dest)
 }

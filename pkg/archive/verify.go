@@ -21,6 +21,9 @@ type PartCheck struct {
 	SHA256   string   `json:"sha256"`
 	OK       bool     `json:"ok"`
 	Problems []string `json:"problems,omitempty"`
+	// Sources counts the part's records by the queue they were
+	// dead-lettered from, where they say (a restore's warning).
+	Sources map[string]int `json:"-"`
 }
 
 // VerifyReport is the result of VerifyArchive.
@@ -33,6 +36,8 @@ type VerifyReport struct {
 	Bytes    int64       `json:"bytes"`
 	Parts    []PartCheck `json:"parts"`
 	Problems []string    `json:"problems,omitempty"` // manifest-level
+	// Sources sums the parts' Sources.
+	Sources map[string]int `json:"-"`
 }
 
 // VerifyArchive re-reads every part of the manifest at ref and checks its
@@ -56,6 +61,12 @@ func VerifyArchive(ctx context.Context, ref Ref, onPart func(PartCheck)) (*Verif
 			return rep, ctx.Err()
 		}
 		rep.Parts = append(rep.Parts, pc)
+		for q, n := range pc.Sources {
+			if rep.Sources == nil {
+				rep.Sources = map[string]int{}
+			}
+			rep.Sources[q] += n
+		}
 		rep.Records += pc.Records
 		rep.Bytes += pc.Bytes
 		sum.Records += p.Records
@@ -111,6 +122,12 @@ func checkPart(ctx context.Context, src Source, i int, p Part) PartCheck {
 			}
 			last = rec.MessageID
 			pc.Records++
+			if q := rec.SourceQueue(); q != "" {
+				if pc.Sources == nil {
+					pc.Sources = map[string]int{}
+				}
+				pc.Sources[q]++
+			}
 			return nil
 		})
 		if rerr != nil {

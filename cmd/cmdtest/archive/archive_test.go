@@ -247,6 +247,16 @@ func TestArchiveVerifyTriageRestoreRoundTrip(t *testing.T) {
 				!strings.Contains(r.Stderr, fmt.Sprintf("%d of the messages to restore were dead-lettered from other queues than %s (%s %d)", fromPayments, a.truth.Orders.Name, a.truth.Payments.Name, fromPayments)) {
 				t.Fatalf("restore --dry-run --to %s of a two-source archive (%d from %s): exit %d\n%s\n%s", a.truth.Orders.Name, fromPayments, a.truth.Payments.Name, r.Code, r.Stdout, r.Stderr)
 			}
+			// The run itself (no selection: every record is sent) warns
+			// before it asks; unconfirmed, nothing is sent.
+			before, _ := clitest.QueueDepth(t, a.sqs, a.truth.Orders.URL)
+			r = clitest.Run(t, a.env, "", "restore", sum.Manifest, "--to", a.truth.Orders.Name)
+			if r.Code != 2 || !strings.Contains(r.Stderr, fmt.Sprintf("%d of the messages to restore were dead-lettered from other queues than %s", fromPayments, a.truth.Orders.Name)) {
+				t.Fatalf("restore --to %s of a two-source archive without --yes: exit %d\n%s; want the warning, then exit 2", a.truth.Orders.Name, r.Code, r.Stderr)
+			}
+			if v, _ := clitest.QueueDepth(t, a.sqs, a.truth.Orders.URL); v != before {
+				t.Fatalf("an unconfirmed restore sent %d messages to %s", v-before, a.truth.Orders.Name)
+			}
 		}
 		if v, _ := clitest.QueueDepth(t, a.sqs, aws.ToString(out.QueueUrl)); v != 0 {
 			t.Fatalf("restore --dry-run sent %d messages", v)

@@ -268,8 +268,9 @@ func archiveScenario(t *testing.T, env testenv.Env, bc brokerCase) {
 	bucket := clitest.Bucket(t, env, "xb")
 	prefix := "s3://" + bucket + "/" + bc.name
 	type summary struct {
-		Status string `json:"status"`
-		Stats  struct {
+		Status   string `json:"status"`
+		Manifest string `json:"manifest"`
+		Stats    struct {
 			Received, Archived, Deleted, Released int
 			NotSelected                           int `json:"not_selected"`
 		} `json:"stats"`
@@ -287,6 +288,7 @@ func archiveScenario(t *testing.T, env testenv.Env, bc brokerCase) {
 	// "not selected") and stays in the DLQ for the next run.
 	const max = 5
 	sum := archive("--max", fmt.Sprint(max))
+	manifests := []string{sum.Manifest}
 	if st := sum.Stats; sum.Status != "stopped" || st.Archived != max || st.Deleted != max || st.NotSelected != 0 || st.Received != st.Archived+st.Released {
 		t.Fatalf("archive --delete --max %d: status %q, stats %+v; want stopped, %d archived and deleted, the rest of what was read released", max, sum.Status, st, max)
 	}
@@ -294,6 +296,7 @@ func archiveScenario(t *testing.T, env testenv.Env, bc brokerCase) {
 		t.Fatalf("the DLQ holds %d after archive --delete --max %d of %d, want %d", got, max, len(ids), len(ids)-max)
 	}
 	sum = archive()
+	manifests = append(manifests, sum.Manifest)
 	if sum.Status != "completed" || sum.Stats.Archived != len(ids)-max || sum.Stats.Deleted != len(ids)-max {
 		t.Fatalf("archive --delete: status %q, %d archived, %d deleted; want completed, %d of each", sum.Status, sum.Stats.Archived, sum.Stats.Deleted, len(ids)-max)
 	}
@@ -308,6 +311,35 @@ func archiveScenario(t *testing.T, env testenv.Env, bc brokerCase) {
 	}
 	if len(archived) != len(ids) {
 		t.Errorf("the archive holds %d messages, the DLQ held %d", len(archived), len(ids))
+	}
+
+	// restore --to source sends every archived message back to the queue
+	// (topic) it was dead-lettered from, once; the dry run first sends
+	// nothing and says where they would go.
+	for i, m := range manifests {
+		r := clitest.Run(t, env, "", "restore", m, "--to", "source", "--dry-run", "-o", "json")
+		var pl struct {
+			WouldMove int                       `json:"would_move"`
+			ByDest    map[string]map[string]int `json:"by_destination"`
+		}
+		want := []int{max, len(ids) - max}[i]
+		if err := json.Unmarshal([]byte(r.Stdout), &pl); err != nil || r.Code != 0 || pl.WouldMove != want || len(pl.ByDest) != 1 {
+			t.Fatalf("restore %s --to source --dry-run: exit %d (%v), would move %d (want %d) to %v (want the one source)\n%s\n%s", m, r.Code, err, pl.WouldMove, want, pl.ByDest, r.Stdout, r.Stderr)
+		}
+	}
+	for _, m := range manifests {
+		if r := clitest.Run(t, env, "", "restore", m, "--to", "source", "--yes", "-o", "json"); r.Code != 0 || !strings.Contains(r.Stdout, `"status": "completed"`) {
+			t.Fatalf("restore %s --to source: exit %d\n%s\n%s", m, r.Code, r.Stdout, r.Stderr)
+		}
+	}
+	got := in.copies(t)
+	for id := range ids {
+		if got[id] != 1 {
+			t.Errorf("message %s came back to its source %d time(s) from the archive, want once", id, got[id])
+		}
+	}
+	if len(got) != len(ids) {
+		t.Errorf("the source holds copies of %d messages, the archive %d", len(got), len(ids))
 	}
 }
 
