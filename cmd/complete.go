@@ -43,7 +43,7 @@ var queueArgCommands = map[string]bool{
 	"doctor": true, "audit": true, "redrive status": true, "redrive cancel": true,
 }
 
-// queueFlags take a queue reference (redrive's --to also "source").
+// queueFlags take a queue reference (redrive's and restore's --to also "source").
 var queueFlags = map[string][]string{
 	"redrive": {"to"}, "restore": {"to"}, "doctor": {"to"}, "redrive resume": {"dlq"},
 }
@@ -68,7 +68,7 @@ func installCompletion(root *cobra.Command, f *Factory) {
 			}
 		}
 		for _, fl := range queueFlags[name] {
-			withSource := name == "redrive" && fl == "to"
+			withSource := (name == "redrive" || name == "restore") && fl == "to"
 			_ = c.RegisterFlagCompletionFunc(fl, func(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 				out, d := f.completeQueues(c, toComplete)
 				if withSource && strings.HasPrefix("source", toComplete) {

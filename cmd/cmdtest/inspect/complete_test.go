@@ -64,6 +64,7 @@ func TestCompletionOffersFlagValues(t *testing.T) {
 		{args: []string{"doctor", "orders-dlq", "--role", ""}, want: []string{"read-only", "operator", "archivist", "all"}},
 		{args: []string{"redrive", "orders-dlq", "--on-guard", ""}, want: []string{"abort", "pause"}},
 		{args: []string{"redrive", "orders-dlq", "--to", "sou"}, want: []string{"source"}},
+		{args: []string{"restore", "s3://b/p/run=x/", "--to", "sou"}, want: []string{"source"}},
 	}
 	for _, c := range cases {
 		words, _ := complete(t, testenv.Env{}, c.args...)
