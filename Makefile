@@ -97,7 +97,9 @@ vet:
 # machine), and the test phase leaves the CPU 30-60 % idle while its
 # packages wait on the servers, so vet takes that idle time instead of
 # delaying the tests. Its findings are printed after the tests, and a vet
-# failure fails make test as before. A failed start, gofmt or build stops
+# failure fails make test as before. Commands the tests run without
+# --state-dir journal into a state dir of this run (DLQCTL_STATE_DIR,
+# removed at the end), never into the user's own. A failed start, gofmt or build stops
 # everything, and the stack is stopped on exit (KEEP_STACK=1 leaves it
 # running).
 test:
@@ -109,6 +111,7 @@ test:
 	bad="$$(gofmt -l .)"; \
 	if [ -n "$$bad" ]; then echo "gofmt: these files need formatting (run gofmt -w):" >&2; echo "$$bad" >&2; exit 1; fi; \
 	$(GO) build -o "$$bindir/dlqctl" . || exit $$?; export DLQCTL_TEST_BINARY="$$bindir/dlqctl"; \
+	export DLQCTL_STATE_DIR="$$bindir/state"; \
 	echo "go vet ./... (beside the tests, nice 19)" >&2; \
 	nice -n 19 $(GO) vet ./... > "$$vetlog" 2>&1 & vet_pid=$$!; \
 	wait $$stack_pid || { echo "make test: the stack did not start (scripts/stack.sh start)" >&2; exit 1; }; \
