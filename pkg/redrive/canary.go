@@ -56,7 +56,8 @@ func total(d broker.Depth) int { return int(d.Ready + d.Held + d.Delayed) }
 
 // VerifyCanary watches a canary run: it fails as soon as one of the run's
 // messages is found back in the DLQ (by its redrive marker, or by a body
-// the journal recorded as sent), and passes when none came back within
+// the journal recorded as sent on a message that is not one of the run's
+// originals), and passes when none came back within
 // opt.For (and, with Drain, the destinations consumed them). The DLQ is
 // scanned (without consuming it) when its depth grows above the level after
 // the canary left, and once more at the end.
@@ -89,7 +90,13 @@ func VerifyCanary(ctx context.Context, dlq broker.Endpoint, j *Journal, moved in
 		_, err := inspect.Scan(ctx, dlq, inspect.ScanOptions{Visibility: opt.Visibility}, func(m *record.Record, _ any) error {
 			mine := m.Redrive != nil && m.Redrive.RunID == runID
 			if !mine && j.HasBody(m.BodySHA256) {
-				mine = true
+				// A body the run sent, without the run's marker: a copy
+				// that lost it, unless the message is one of the run's
+				// originals itself (its id: still in the DLQ because a
+				// restore's archive was made without --delete, or its
+				// removal failed). A copy has an id of its own.
+				_, original := j.WasSent(m.MessageID)
+				mine = !original
 			}
 			if mine && !seen[m.MessageID] {
 				seen[m.MessageID] = true

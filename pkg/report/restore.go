@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -75,6 +76,16 @@ func WriteRestorePlan(s *output.IOStreams, prog *output.Progress, format output.
 	t.Row("archive", out.Archive)
 	t.Row("selection", out.Selection)
 	t.Row("would send", fmt.Sprintf("%d of %d archived message(s) to %s", pl.WouldMove, pl.Scanned, out.To))
+	if strings.HasPrefix(out.To, "source") {
+		// --to source: where each goes.
+		for _, d := range slices.Sorted(maps.Keys(pl.ByDestination)) {
+			n := 0
+			for _, c := range pl.ByDestination[d] {
+				n += c
+			}
+			t.Row("  to "+d, strconv.Itoa(n))
+		}
+	}
 	if len(pl.Sources) > 0 {
 		// Where they were dead-lettered from: a restore sends them all
 		// to one destination.
