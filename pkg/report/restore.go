@@ -76,7 +76,7 @@ func WriteRestorePlan(s *output.IOStreams, prog *output.Progress, format output.
 	t.Row("archive", out.Archive)
 	t.Row("selection", out.Selection)
 	t.Row("would send", fmt.Sprintf("%d of %d archived message(s) to %s", pl.WouldMove, pl.Scanned, out.To))
-	if strings.HasPrefix(out.To, "source") {
+	if _, one := pl.ByDestination[out.To]; !one || len(pl.ByDestination) > 1 {
 		// --to source: where each goes.
 		for _, d := range slices.Sorted(maps.Keys(pl.ByDestination)) {
 			n := 0
