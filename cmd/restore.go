@@ -184,8 +184,12 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 	}
 	defer broker.CloseEndpoint(ep)
 	caps, hooks, tgt := ep.Capabilities(), archive.RestoreHooks{Warnf: f.IO.Warnf, Infof: f.IO.Infof}, (*archive.RestoreTarget)(nil)
-	if err := refuseDestFlags("restore", caps, opts.flags); err != nil {
-		return err
+	refused := refuseDestFlags("restore", caps, opts.flags)
+	if route.Router != nil {
+		refused = refusals().RestoreToSource(caps, ep.String(), given(opts.flags))
+	}
+	if refused != nil {
+		return refused
 	}
 	if route.Router != nil {
 		tgt, err = archive.OpenRestoreToSource(ctx, ep, route, ref, m, hooks)

@@ -37,11 +37,18 @@ var CommandRefs = map[string]RefsFunc{
 	"redrive cancel": argRefs(Source, false),
 	"archive":        argRefs(Source, false),
 	"archive verify": noRefs,
-	"restore":        func(_ []string, flag func(string) string) []Ref { return ParseRefs(Dest, flag("to")) },
-	"queues":         argRefs(Source, true),
-	"audit":          argRefs(Source, true),
-	"check":          argRefs(Source, false),
-	"watch":          argRefs(Source, false),
+	"restore": func(_ []string, flag func(string) string) []Ref {
+		if strings.EqualFold(strings.TrimSpace(flag("to")), "source") {
+			// The archived DLQ's broker, known once the manifest is read
+			// (the command checks the flags against it then).
+			return nil
+		}
+		return ParseRefs(Dest, flag("to"))
+	},
+	"queues": argRefs(Source, true),
+	"audit":  argRefs(Source, true),
+	"check":  argRefs(Source, false),
+	"watch":  argRefs(Source, false),
 	"doctor": func(args []string, flag func(string) string) []Ref {
 		return append(argRefs(Source, true)(args, flag), ParseRefs(Dest, flag("to"))...)
 	},

@@ -297,3 +297,28 @@ func contains(xs []string, s string) bool {
 	}
 	return false
 }
+
+// RestoreToSource checks the flags of restore --to source (given) against
+// the broker of the archived DLQ (caps, shown as display), once its
+// manifest named it: every row of restore, as Command checks them before
+// anything connects for a named --to, but the canary's. Its canary
+// watches that DLQ itself, as redrive --to source's does: the redrive
+// rows decide those flags.
+func (k Checker) RestoreToSource(caps broker.Capabilities, display string, given []Given) error {
+	var rest, canary []Given
+	for _, g := range given {
+		switch g.Name {
+		case "canary", "verify-for", "verify-poll", "verify-drain":
+			canary = append(canary, g)
+		default:
+			rest = append(rest, g)
+		}
+	}
+	dest := Ref{Broker: caps.Broker, Display: display, Role: Dest, Caps: &caps}
+	if err := k.Command("restore", []Ref{dest}, rest); err != nil {
+		return err
+	}
+	src := dest
+	src.Role = Source
+	return k.Command("redrive", []Ref{src, dest}, canary)
+}

@@ -194,3 +194,22 @@ func TestHaveLabels(t *testing.T) {
 		t.Errorf("none: %q", got)
 	}
 }
+
+// restore --to source names no broker before the manifest is read: the
+// flags are checked against the archived DLQ's broker then, a canary's as
+// redrive --to source's (it watches that DLQ itself: Kafka takes it), the
+// rest as a restore's.
+func TestRestoreToSource(t *testing.T) {
+	if refs := refuse.CommandRefs["restore"]([]string{"s3://b/p/run=x/"}, flagFn(map[string]string{"to": "source"})); len(refs) != 0 {
+		t.Fatalf("restore --to source names %v before the manifest is read, want nothing", refs)
+	}
+	kc := kafka.Capabilities()
+	canary := []refuse.Given{{Name: "canary", Value: "2"}, {Name: "verify-for", Value: "2s"}}
+	wantRefusal(t, "Kafka canary", every.RestoreToSource(kc, "kafka://k:9092/orders-dlt", canary), "")
+	wantRefusal(t, "Kafka --concurrency", every.RestoreToSource(kc, "kafka://k:9092/orders-dlt", []refuse.Given{{Name: "concurrency", Value: "4"}}),
+		"--concurrency needs a destination several senders can send to at once (Amazon SQS and RabbitMQ); Kafka keeps a key's records in order only from one sender, so a restore sends with one: drop --concurrency")
+	if err := every.RestoreToSource(sqs.Capabilities(false), "orders-dlq", []refuse.Given{{Name: "kafka-tls", Value: "true"}}); err == nil || !strings.Contains(err.Error(), "--kafka-tls needs a Kafka reference") {
+		t.Errorf("--kafka-tls on an SQS archive's --to source: %v, want the refusal", err)
+	}
+	wantRefusal(t, "SQS canary", every.RestoreToSource(sqs.Capabilities(false), "orders-dlq", canary), "")
+}

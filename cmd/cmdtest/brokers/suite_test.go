@@ -341,6 +341,12 @@ func archiveScenario(t *testing.T, env testenv.Env, bc brokerCase) {
 	if len(got) != len(ids) {
 		t.Errorf("the source holds copies of %d messages, the archive %d", len(got), len(ids))
 	}
+	// Its canary watches the DLQ the archive was read from, on every
+	// broker; nothing fails the copies, so it passes.
+	r := clitest.Run(t, env, "", "restore", manifests[1], "--to", "source", "--canary", "2", "--verify-for", "2s", "--yes", "-o", "json")
+	if r.Code != 0 || !strings.Contains(r.Stdout, `"pass": true`) {
+		t.Fatalf("restore --to source --canary 2: exit %d, want a PASS\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
 }
 
 // sampleIDs reads the DLQ with `dlqctl sample` (nothing consumed) and
