@@ -271,7 +271,7 @@ func restoreEndpoint(ctx context.Context, f *Factory, to string, m *archive.Mani
 	}
 	ep, err := f.Endpoint(ctx, m.Queue.ARN)
 	if err != nil {
-		return nil, redrive.Route{}, fmt.Errorf("--to source sends each message back through %s, the queue the archive was read from: %w", m.Queue.Name, err)
+		return nil, redrive.Route{}, fmt.Errorf("--to source sends each message back through %s, the queue the archive was read from: %w; or restore --to QUEUE", m.Queue.Name, err)
 	}
 	route, _, err := redriveRoute(ctx, f, nil, "source", "", ep)
 	if err == nil && route.Origins != nil {

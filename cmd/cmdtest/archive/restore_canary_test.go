@@ -6,10 +6,12 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/dlqctl/dlqctl/cmd"
 	"github.com/dlqctl/dlqctl/internal/clitest"
+	"github.com/dlqctl/dlqctl/internal/testenv"
 )
 
 // A canary of restore --to source from an archive made without --delete
@@ -60,5 +62,34 @@ func TestRestoreCanaryTellsTheOriginalsFromReturns(t *testing.T) {
 	out.Canary.Pass, out.Canary.Returned = false, 0
 	if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil || r.Code != 3 || out.Canary.Pass || out.Canary.Returned != 1 {
 		t.Fatalf("canary with a marker-less copy back in the DLQ: exit %d (%v), %+v; want FAIL (exit 3), 1 returned\n%s\n%s", r.Code, err, out.Canary, r.Stdout, r.Stderr)
+	}
+}
+
+// restore --to source finds where each message goes through the DLQ the
+// archive was read from: once that queue is gone it is bad input (exit 2)
+// saying so and naming the way out, and nothing is sent.
+func TestRestoreToSourceNeedsTheArchivedDLQ(t *testing.T) {
+	env := testenv.Require(t)
+	c := env.SQS(t)
+	s3c := env.S3(t)
+	url, _ := clitest.CreateQueue(t, c, testenv.UniqueName(t, "gone-dlq"), nil)
+	if _, err := c.SendMessage(t.Context(), &awssqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(`{"orderId":7}`)}); err != nil {
+		t.Fatal(err)
+	}
+	bucket := strings.ToLower(strings.ReplaceAll(testenv.UniqueName(t, "gone"), "_", "-"))
+	if _, err := s3c.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	r := clitest.Run(t, env, "", "archive", url, "--to", "s3://"+bucket+"/a", "--delete", "--yes", "-o", "json")
+	var sum cmd.ArchiveSummary
+	if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &sum) != nil {
+		t.Fatalf("archive: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if _, err := c.DeleteQueue(t.Context(), &awssqs.DeleteQueueInput{QueueUrl: aws.String(url)}); err != nil {
+		t.Fatal(err)
+	}
+	r = clitest.Run(t, env, "", "restore", sum.Manifest, "--to", "source", "--yes")
+	if r.Code != 2 || !strings.Contains(r.Stderr, "the queue the archive was read from") || !strings.Contains(r.Stderr, "restore --to QUEUE") || strings.Count(strings.TrimSpace(r.Stderr), "\n") > 1 {
+		t.Fatalf("restore --to source after its DLQ was deleted: exit %d\n%s; want exit 2, one sentence naming the queue and --to QUEUE", r.Code, r.Stderr)
 	}
 }
