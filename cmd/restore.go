@@ -136,7 +136,7 @@ func (o *RestoreOptions) validate() error {
 	case o.Max < 0:
 		return errs.BadInputf("--max cannot be negative")
 	}
-	if _, err := checkRef(o.To); err != nil && o.To != "source" {
+	if _, err := checkRef(o.To); err != nil && !strings.EqualFold(o.To, "source") {
 		return err
 	}
 	for _, check := range []func() error{o.PaceFlags.validate, o.GuardFlags.validate, func() error { return o.CanaryFlags.validate(o.Max, o.DryRun) }} {
@@ -263,7 +263,7 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 // was read from, whose route sends each message back to the queue it was
 // dead-lettered from, as redrive --to source does.
 func restoreEndpoint(ctx context.Context, f *Factory, to string, m *archive.Manifest) (broker.Endpoint, redrive.Route, error) {
-	if to != "source" {
+	if !strings.EqualFold(to, "source") {
 		ep, err := f.Endpoint(ctx, to)
 		return ep, redrive.Route{}, err
 	} else if m.Queue.ARN == "" { // the reference without credentials (SQS: the ARN)
