@@ -138,8 +138,9 @@ printf '%s$ %s%s\n' "$dim" "bin/dlqctl archive $dlq --to s3://$bucket/dlq-archiv
 bin/dlqctl archive "$dlq" --to "s3://$bucket/dlq-archive" --class permanent --delete --yes | tee "$work/archive.txt"
 manifest="$(awk '$1 == "manifest" {print $2}' "$work/archive.txt")"
 
-heading "13. Verify the archive (every part re-read: size, SHA-256, gzip, records)"
+heading "13. Verify the archive (every part re-read: size, SHA-256, gzip, records), then preview restoring it to where each message came from"
 run bin/dlqctl archive verify "$manifest"
+run bin/dlqctl restore "$manifest" --to source --dry-run
 
 heading "14. What is left is for humans (business rejections, unknowns)"
 run bin/dlqctl classify "$dlq" --summary
