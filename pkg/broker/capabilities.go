@@ -30,6 +30,13 @@ type Capabilities struct {
 	// no trace (Kafka offsets, RabbitMQ classic queues' redelivered flag
 	// aside).
 	ReadCounts bool
+	// SentAtByBroker is true when a record's System.SentAt is the time the
+	// broker accepted that very message (SQS's SentTimestamp: a copy
+	// dlqctl sent carries its own, kept when it is dead-lettered), not a
+	// time the publisher set or copied (RabbitMQ's timestamp property). A
+	// canary then tells a copy that lost its marker from an older message
+	// with the same body by that time.
+	SentAtByBroker bool
 	// ReleaseKeepsOrder is true when a released message goes back to its
 	// place (RabbitMQ classic queues, Kafka offsets), false when it may come
 	// back anywhere (SQS standard queues, RabbitMQ quorum queues).

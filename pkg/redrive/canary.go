@@ -54,10 +54,16 @@ type Verdict struct {
 
 func total(d broker.Depth) int { return int(d.Ready + d.Held + d.Delayed) }
 
+// canarySkew is how far a broker's clock may be behind this host's when a
+// canary compares send times: AWS refuses requests signed more than 15
+// minutes off its own time.
+const canarySkew = 15 * time.Minute
+
 // VerifyCanary watches a canary run: it fails as soon as one of the run's
 // messages is found back in the DLQ (by its redrive marker, or by a body
 // the journal recorded as sent on a message that is not one of the run's
-// originals), and passes when none came back within
+// originals nor, where the broker stamps send times, older than the run),
+// and passes when none came back within
 // opt.For (and, with Drain, the destinations consumed them). The DLQ is
 // scanned (without consuming it) when its depth grows above the level after
 // the canary left, and once more at the end.
@@ -69,6 +75,14 @@ func VerifyCanary(ctx context.Context, dlq broker.Endpoint, j *Journal, moved in
 		opt.Poll = 5 * time.Second
 	}
 	runID := j.Meta().ID
+	// A copy that lost its marker was sent by this run; where the broker
+	// stamps each message's send time, one sent before the run (less the
+	// clock skew AWS's request signing tolerates) is an older message
+	// with the same body (a duplicate the DLQ already held), not a return.
+	var sentSince time.Time
+	if dlq.Capabilities().SentAtByBroker && !j.Meta().Created.IsZero() {
+		sentSince = j.Meta().Created.Add(-canarySkew)
+	}
 	v := &Verdict{Moved: moved, WindowSeconds: opt.For.Seconds(), WindowReason: opt.Reason}
 	start := time.Now()
 	cur, err := dlq.Depth(ctx)
@@ -96,7 +110,8 @@ func VerifyCanary(ctx context.Context, dlq broker.Endpoint, j *Journal, moved in
 				// restore's archive was made without --delete, or its
 				// removal failed). A copy has an id of its own.
 				_, original := j.WasSent(m.MessageID)
-				mine = !original
+				older := !sentSince.IsZero() && !m.System.SentAt.IsZero() && m.System.SentAt.Before(sentSince)
+				mine = !original && !older
 			}
 			if mine && !seen[m.MessageID] {
 				seen[m.MessageID] = true

@@ -18,6 +18,7 @@ func Capabilities(fifo bool) broker.Capabilities {
 		Ordering:        broker.OrderNone,
 		Counts:          broker.CountsApproximate,
 		ReadCounts:      true,
+		SentAtByBroker:  true,
 		NativeMove:      true,
 		MaxNativeRate:   MaxNativeRate,
 		MaxBatchEntries: MaxBatchEntries,
