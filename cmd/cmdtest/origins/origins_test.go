@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
+
+	"github.com/dlqctl/dlqctl/internal/clitest"
 )
 
 // A Lambda asynchronous-invocation DLQ (the function's DeadLetterConfig):
@@ -231,3 +233,30 @@ func TestEventBridgeTargetDLQGoesBackToItsTarget(t *testing.T) {
 }
 
 var ebAttributeNames = []string{"RULE_ARN", "TARGET_ARN", "ERROR_CODE", "ERROR_MESSAGE", "EXHAUSTED_RETRY_CONDITION", "RETRY_ATTEMPTS"}
+
+// An archive of a Lambda function's DLQ restores --to QUEUE only: the
+// function's events have no source queue to go back to, and restore
+// --to source says so (exit 2) before anything is sent.
+func TestRestoreToSourceOfALambdaDLQIsRefused(t *testing.T) {
+	s := newStack(t)
+	dlqURL, dlqARN := s.queue(t, "fn-dlq", nil)
+	s.function(t, "orders-handler", dlqARN, 3, nil)
+	for i, e := range events("rs", 3) {
+		s.send(t, dlqURL, e, lambdaAsyncAttrs(i))
+	}
+	bucket := clitest.Bucket(t, s.env, "fnarch")
+	r := s.run(t, "archive", dlqURL, "--to", "s3://"+bucket+"/a", "--delete", "--yes", "-o", "json", "--state-dir", t.TempDir())
+	var sum struct {
+		Manifest string `json:"manifest"`
+	}
+	if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &sum) != nil || sum.Manifest == "" {
+		t.Fatalf("archive: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	r = s.run(t, "restore", sum.Manifest, "--to", "source", "--yes", "--state-dir", t.TempDir())
+	if r.Code != 2 || !strings.Contains(r.Stderr, "is fed by Lambda, SNS or EventBridge, not by queues: restore --to QUEUE") {
+		t.Fatalf("restore --to source of a Lambda DLQ's archive: exit %d\n%s\nwant exit 2 with the refusal", r.Code, r.Stderr)
+	}
+	if n := len(s.fake.Invocations()); n != 0 {
+		t.Fatalf("the refused restore invoked the function %d time(s)", n)
+	}
+}
