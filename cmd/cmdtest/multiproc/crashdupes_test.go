@@ -334,13 +334,14 @@ func TestAMQPKill9DuplicatesAreAllReported(t *testing.T) {
 // a standard queue runs the same mover and journal as a redrive: killed
 // mid-send (the same 300 ms send latency) and run again, every copy that
 // arrived twice is among the ids the re-run reports; the archive is read
-// again whole, so nothing is "gone".
+// again whole, so nothing is "gone". Every other trial restores --to
+// source (the DLQ's one source queue, found through the archived DLQ).
 func TestRestoreKill9DuplicatesAreAllReported(t *testing.T) {
 	env := testenv.Require(t)
 	c := env.SQS(t)
 	penv, _ := clitest.Proxied(t, env, faultproxy.Fault{Action: "SendMessageBatch", Kind: faultproxy.Latency, Delay: 300 * time.Millisecond})
 	const n = 600
-	dlq, _ := clitest.CreateQueue(t, c, testenv.UniqueName(t, "rcrash"), nil)
+	dlq, dlqARN := clitest.CreateQueue(t, c, testenv.UniqueName(t, "rcrash"), nil)
 	if err := seed.FillDLQ(t.Context(), c, dlq, n, peerBody); err != nil {
 		t.Fatal(err)
 	}
@@ -350,12 +351,18 @@ func TestRestoreKill9DuplicatesAreAllReported(t *testing.T) {
 	if err := json.Unmarshal([]byte(ar.Stdout), &asum); ar.Code != 0 || err != nil || asum.Manifest == "" {
 		t.Fatalf("archive: exit %d (%v): %s", ar.Code, err, ar.Stderr)
 	}
+	src, _ := clitest.CreateQueue(t, c, testenv.UniqueName(t, "rcrashs"), map[string]string{
+		"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"100"}`, dlqARN)})
 	totalDups, totalReported := 0, 0
 	for trial := range crashTrials() {
 		conc := []int{2, 4, 8}[rand.IntN(3)]
 		dest, _ := clitest.CreateQueue(t, c, testenv.UniqueName(t, "rcrashd"), nil)
+		to := dest
+		if trial%2 == 1 {
+			dest, to = src, "source"
+		}
 		state := t.TempDir()
-		args := []string{"restore", asum.Manifest, "--to", dest, "--concurrency", strconv.Itoa(conc), "--yes", "--state-dir", state, "-o", "json"}
+		args := []string{"restore", asum.Manifest, "--to", to, "--concurrency", strconv.Itoa(conc), "--yes", "--state-dir", state, "-o", "json"}
 		victim := &peerProc{state: state}
 		victim.cmd = clitest.BinCmd(t, penv, args...)
 		victim.cmd.Stdout, victim.cmd.Stderr = &victim.stdout, &victim.stderr
@@ -382,7 +389,7 @@ func TestRestoreKill9DuplicatesAreAllReported(t *testing.T) {
 		}
 		dups := checkCrashReport(t, rep, r.Stderr, drainMarkers(t, c, dest), n, unconfirmed, bound)
 		resumedRunCounts(t, env, state, rep.MaybeTwiceResent)
-		t.Logf("trial %d: --concurrency %d, killed after %d arrived: %d unconfirmed, %d duplicate(s), %d reported (bound %d)", trial, conc, at, unconfirmed, dups, rep.MaybeTwiceResent, bound)
+		t.Logf("trial %d: --to %s --concurrency %d, killed after %d arrived: %d unconfirmed, %d duplicate(s), %d reported (bound %d)", trial, to, conc, at, unconfirmed, dups, rep.MaybeTwiceResent, bound)
 		totalDups += dups
 		totalReported += rep.MaybeTwiceResent
 	}
