@@ -158,6 +158,7 @@ func TestEveryCommandCallsExactlyTheDocumentedActions(t *testing.T) {
 		{doc: "dlqctl group --from", args: []string{"group", "--from", arch + "/", "--by", "source"}},
 		{doc: "dlqctl archive --delete", args: []string{"archive", p.dlqName, "--to", arch + "2", "--yes", "--delete", "--max", "10"}},
 		{doc: "dlqctl restore", args: nil},
+		{doc: "dlqctl restore --to source", args: nil},
 		{doc: "dlqctl redrive", args: []string{"redrive", p.dlqName, "--to", recName, "--yes", "--max", "5", "--state-dir", state}},
 		{doc: "dlqctl redrive --canary", args: []string{"redrive", p.dlqName, "--to", recName, "--yes", "--canary", "2", "--verify-for", "1s", "--verify-poll", "200ms", "--state-dir", state}},
 		{doc: "dlqctl redrive --engine native", args: []string{"redrive", p.dlqName, "--engine", "native", "--yes"}},
@@ -172,6 +173,8 @@ func TestEveryCommandCallsExactlyTheDocumentedActions(t *testing.T) {
 			args = []string{"archive", "verify", manifest}
 		case "dlqctl restore":
 			args = []string{"restore", manifest, "--to", recName, "--yes", "--max", "5", "--state-dir", state}
+		case "dlqctl restore --to source":
+			args = []string{"restore", manifest, "--to", "source", "--yes", "--max", "5", "--state-dir", state}
 		}
 		sqsP.ResetStats()
 		s3P.ResetStats()
