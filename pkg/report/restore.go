@@ -35,6 +35,12 @@ func WriteRestoreSummary(s *output.IOStreams, prog *output.Progress, format outp
 	res := sum.Result
 	t := output.NewTable(s, "", "")
 	runRows(t, res, sum.Status, "sent", sum.Archive, sum.To)
+	if _, one := res.ByDestination[sum.To]; !one || len(res.ByDestination) > 1 {
+		// --to source: where they went.
+		for _, d := range slices.Sorted(maps.Keys(res.ByDestination)) {
+			t.Row("  to "+d, strconv.Itoa(res.ByDestination[d]))
+		}
+	}
 	if res.Resumed > 0 {
 		t.Row("resumed", fmt.Sprintf("%d already sent by an earlier attempt; not sent again", res.Resumed))
 	}
