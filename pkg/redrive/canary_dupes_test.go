@@ -23,19 +23,7 @@ func TestCanaryTellsAnOlderDuplicateFromAReturn(t *testing.T) {
 	old := time.Now().Add(-2 * time.Hour)
 	f.Send(dlqURL, sqsfake.Message{ID: "first", Body: `{"orderId":42}`, SentAt: old}, sqsfake.Message{ID: "again", Body: `{"orderId":42}`, SentAt: old.Add(time.Second)})
 	ctx := context.Background()
-	dlq, err := c.Resolve(ctx, dlqURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dest, err := c.Resolve(ctx, destURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := redrive.CreateJournal(t.TempDir(), redrive.RunMeta{ID: redrive.NewRunID(time.Now()), Kind: "redrive", Source: dlq.ARN, Created: time.Now()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	dlq, dest, j := fakeRedrive(t, c, dlqURL, destURL)
 	src := newUnselectedQueueSource(c, dlq, 30*time.Second, time.Second)
 	res, err := redrive.Run(ctx, src, redrive.Options{Publisher: sqs.NewPublisher(c), SourceCaps: capsOf(src), Journal: j, Router: sqs.ToQueue(dest), Max: 1, Concurrency: 1})
 	_ = src.Close(ctx)

@@ -101,19 +101,7 @@ func TestSharedRunCountsPeersReturns(t *testing.T) {
 			}
 			f.Send(dlqURL, msgs...)
 			ctx := context.Background()
-			dlq, err := c.Resolve(ctx, dlqURL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dest, err := c.Resolve(ctx, destURL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			j, err := redrive.CreateJournal(t.TempDir(), redrive.RunMeta{ID: redrive.NewRunID(time.Now()), Kind: "redrive", Source: dlq.ARN, Created: time.Now()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer j.Close()
+			dlq, dest, j := fakeRedrive(t, c, dlqURL, destURL)
 			src := newUnselectedQueueSource(c, dlq, 30*time.Second, time.Second)
 			res, err := redrive.Run(ctx, src, redrive.Options{Publisher: sqs.NewPublisher(c), SourceCaps: capsOf(src), Journal: j, Router: sqs.ToQueue(dest), Share: share, Concurrency: 2})
 			_ = src.Close(ctx)
