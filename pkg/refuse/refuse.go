@@ -301,16 +301,20 @@ func contains(xs []string, s string) bool {
 // RestoreToSource checks the flags of restore --to source (given) against
 // the broker of the archived DLQ (caps, shown as display), once its
 // manifest named it: every row of restore, as Command checks them before
-// anything connects for a named --to, but the canary's. Its canary
-// watches that DLQ itself, as redrive --to source's does: the redrive
-// rows decide those flags.
+// anything connects for a named --to, but those that need the destination
+// to name its own DLQ (the canary's). With --to source that DLQ is the
+// archived one itself, which the canary watches as redrive --to source's
+// does: the redrive rows decide those flags.
 func (k Checker) RestoreToSource(caps broker.Capabilities, display string, given []Given) error {
 	var rest, canary []Given
 	for _, g := range given {
-		switch g.Name {
-		case "canary", "verify-for", "verify-poll", "verify-drain":
+		watchesDestDLQ := false
+		for _, n := range NeedsFor("restore", g.Name) {
+			watchesDestDLQ = watchesDestDLQ || n.Need.What == broker.NeedDestinationDLQ.What
+		}
+		if watchesDestDLQ {
 			canary = append(canary, g)
-		default:
+		} else {
 			rest = append(rest, g)
 		}
 	}
