@@ -35,7 +35,7 @@ func WriteRestoreSummary(s *output.IOStreams, prog *output.Progress, format outp
 	res := sum.Result
 	t := output.NewTable(s, "", "")
 	runRows(t, res, sum.Status, "sent", sum.Archive, sum.To)
-	if _, one := res.ByDestination[sum.To]; !one || len(res.ByDestination) > 1 {
+	if routed(sum.To, len(res.ByDestination)) {
 		// --to source: where they went.
 		for _, d := range slices.Sorted(maps.Keys(res.ByDestination)) {
 			t.Row("  to "+d, strconv.Itoa(res.ByDestination[d]))
@@ -82,7 +82,7 @@ func WriteRestorePlan(s *output.IOStreams, prog *output.Progress, format output.
 	t.Row("archive", out.Archive)
 	t.Row("selection", out.Selection)
 	t.Row("would send", fmt.Sprintf("%d of %d archived message(s) to %s", pl.WouldMove, pl.Scanned, out.To))
-	if _, one := pl.ByDestination[out.To]; !one || len(pl.ByDestination) > 1 {
+	if routed(out.To, len(pl.ByDestination)) {
 		// --to source: where each goes.
 		for _, d := range slices.Sorted(maps.Keys(pl.ByDestination)) {
 			n := 0
@@ -108,4 +108,12 @@ func WriteRestorePlan(s *output.IOStreams, prog *output.Progress, format output.
 		t.Row("duration", output.Duration(time.Duration(pl.EstimatedSeconds*float64(time.Second))))
 	}
 	return t.Render()
+}
+
+// routed says whether a restore to (as its summary names the destination)
+// went through a route (--to source: every broker's route back to the
+// sources describes itself "source (…)") rather than to one queue: then
+// the count per destination is worth its rows.
+func routed(to string, dests int) bool {
+	return strings.HasPrefix(to, "source (") || dests > 1
 }

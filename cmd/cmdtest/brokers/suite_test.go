@@ -321,9 +321,10 @@ func archiveScenario(t *testing.T, env testenv.Env, bc brokerCase) {
 		var pl struct {
 			WouldMove int                       `json:"would_move"`
 			ByDest    map[string]map[string]int `json:"by_destination"`
+			To        string                    `json:"to"`
 		}
 		want := []int{max, len(ids) - max}[i]
-		if err := json.Unmarshal([]byte(r.Stdout), &pl); err != nil || r.Code != 0 || pl.WouldMove != want || len(pl.ByDest) != 1 {
+		if err := json.Unmarshal([]byte(r.Stdout), &pl); err != nil || r.Code != 0 || pl.WouldMove != want || len(pl.ByDest) != 1 || !strings.HasPrefix(pl.To, "source (") {
 			t.Fatalf("restore %s --to source --dry-run: exit %d (%v), would move %d (want %d) to %v (want the one source)\n%s\n%s", m, r.Code, err, pl.WouldMove, want, pl.ByDest, r.Stdout, r.Stderr)
 		}
 	}

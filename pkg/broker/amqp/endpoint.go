@@ -378,7 +378,8 @@ type router struct {
 }
 
 func (r *router) Describe() string {
-	return "each message's first death: the exchange and routing keys it was published with (x-death)"
+	// "source (…)" as every broker's route back to the source says it.
+	return "source (each message's first death: the exchange and routing keys it was published with, from x-death)"
 }
 
 // Skip reasons.
