@@ -1,6 +1,7 @@
 package amqp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -189,12 +190,30 @@ type QueueInfo struct {
 
 // QueueConsumer is one consumer of a queue as the management API lists it.
 type QueueConsumer struct {
-	Tag         string `json:"consumer_tag"`
-	AckRequired bool   `json:"ack_required"`
-	Prefetch    int    `json:"prefetch_count"`
-	Channel     struct {
-		Name string `json:"name"`
-	} `json:"channel_details"`
+	Tag         string         `json:"consumer_tag"`
+	AckRequired bool           `json:"ack_required"`
+	Prefetch    int            `json:"prefetch_count"`
+	Channel     ChannelDetails `json:"channel_details"`
+}
+
+// ChannelDetails is a consumer's channel as the management API lists it.
+// The API writes an empty list ([]) instead of an object when it has no
+// details of the channel (a consumer whose channel is closing, a direct
+// consumer): that is a channel without a name, which the run cannot read
+// and so accounts as holding everything it might.
+type ChannelDetails struct {
+	Name string `json:"name"`
+}
+
+// UnmarshalJSON reads the object, or the empty list the API writes in
+// its place.
+func (c *ChannelDetails) UnmarshalJSON(b []byte) error {
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
+		*c = ChannelDetails{}
+		return nil
+	}
+	type plain ChannelDetails
+	return json.Unmarshal(b, (*plain)(c))
 }
 
 // ChannelInfo is the part of a channel's description dlqctl reads.
