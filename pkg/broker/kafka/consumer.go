@@ -498,19 +498,66 @@ func (c *Consumer) dirtyParts() []commitItem {
 
 // Commit writes the journal of every changed partition: the committed
 // offset and the list of records handled past it, as this group member.
-func (c *Consumer) Commit(ctx context.Context) error { return c.commit(ctx, c.cl) }
+//
+// A commit that races a rebalance of the group — the coordinator answers
+// ILLEGAL_GENERATION (the group moved to a generation this member has not
+// learned yet) or REBALANCE_IN_PROGRESS (the new generation is being
+// synced) — is tried again once the member has the new generation, for up
+// to the group's session timeout: this member is still in the group, and
+// under the cooperative protocol none of the partitions it holds is given
+// to another member before this member lets it go, so its progress is
+// still its to commit. Another member joining mid-run (a second dlqctl on
+// the same group) must not fail the run's batch.
+func (c *Consumer) Commit(ctx context.Context) error {
+	c.commitMu.Lock()
+	defer c.commitMu.Unlock()
+	deadline := time.Now().Add(c.session)
+	backoff := 20 * time.Millisecond
+	for {
+		rebalancing, err := c.commitOnce(ctx, c.cl)
+		if err == nil || !rebalancing || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}
 
+// commit is the one-try commit of a rebalance callback: franz-go waits for
+// the callback, so waiting there for the group's next generation would
+// only hold the rebalance up.
 func (c *Consumer) commit(ctx context.Context, cl *kgo.Client) error {
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
+	_, err := c.commitOnce(ctx, cl)
+	return err
+}
+
+// staleGeneration, when set (tests), changes the generation a commit
+// sends: what a commit that raced a generation change carries.
+var staleGeneration func(int32) int32
+
+// commitOnce sends one OffsetCommit of the settled progress (commitMu
+// held). rebalancing is true when every partition failed with an error of
+// a group in a rebalance (a later try may pass).
+func (c *Consumer) commitOnce(ctx context.Context, cl *kgo.Client) (rebalancing bool, err error) {
 	if c.fenced.Load() {
-		return errFenced
+		return false, errFenced
 	}
 	items := c.dirtyParts()
 	if len(items) == 0 {
-		return nil
+		return false, nil
 	}
 	member, gen := cl.GroupMetadata()
+	if staleGeneration != nil {
+		gen = staleGeneration(gen)
+	}
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group = c.group
 	req.Generation = gen
@@ -530,15 +577,17 @@ func (c *Consumer) commit(ctx context.Context, cl *kgo.Client) error {
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return fmt.Errorf("committing offsets of group %s: %w", c.group, err)
+		return false, fmt.Errorf("committing offsets of group %s: %w", c.group, err)
 	}
 	var errs []error
 	failed := map[int32]bool{}
+	rebalancing = true
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			if e := kerr.ErrorForCode(p.ErrorCode); e != nil {
 				failed[p.Partition] = true
 				errs = append(errs, fmt.Errorf("partition %d: %w", p.Partition, e))
+				rebalancing = rebalancing && (errors.Is(e, kerr.IllegalGeneration) || errors.Is(e, kerr.RebalanceInProgress))
 			}
 		}
 	}
@@ -550,9 +599,9 @@ func (c *Consumer) commit(ctx context.Context, cl *kgo.Client) error {
 	}
 	c.mu.Unlock()
 	if len(errs) > 0 {
-		return fmt.Errorf("committing offsets of group %s: %w", c.group, errors.Join(errs...))
+		return rebalancing, fmt.Errorf("committing offsets of group %s: %w", c.group, errors.Join(errs...))
 	}
-	return nil
+	return false, nil
 }
 
 // Close commits what is settled and leaves the group (its partitions go to

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"net"
+	"sync"
 	"time"
 )
 
@@ -39,4 +40,22 @@ func DelayOpenConsumer(d time.Duration) (restore func()) {
 func WrapConns(wrap func(net.Conn) net.Conn) (restore func()) {
 	wrapConn = wrap
 	return func() { wrapConn = nil }
+}
+
+// StaleGenerations makes the next n commits send the generation before
+// the member's own (a commit that raced the group's move to a new
+// generation); the coordinator answers ILLEGAL_GENERATION to each. It
+// returns a restore function.
+func StaleGenerations(n int) (restore func()) {
+	var mu sync.Mutex
+	staleGeneration = func(gen int32) int32 {
+		mu.Lock()
+		defer mu.Unlock()
+		if n == 0 {
+			return gen
+		}
+		n--
+		return gen - 1
+	}
+	return func() { staleGeneration = nil }
 }
