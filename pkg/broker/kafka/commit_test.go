@@ -11,7 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/dlqctl/dlqctl/internal/kafkaseed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
+	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 )
 
@@ -88,5 +90,65 @@ func TestCommitRefusedForGoodSaysWhy(t *testing.T) {
 	}
 	if o, ok := offs.Lookup(topic, 0); ok && o.At >= 0 {
 		t.Fatalf("group's commit of partition 0 is %d; want none", o.At)
+	}
+}
+
+// TestTxnCommitRacingANewGenerationIsTriedAgain: with --exactly-once, the
+// offset commit inside a batch's transaction that races a generation
+// change is sent again: the transaction commits, its copies are visible
+// once to a read_committed consumer and the group moved past them.
+func TestTxnCommitRacingANewGenerationIsTriedAgain(t *testing.T) {
+	c := newCluster(t)
+	prefix, res := seed(t, c)
+	_, _, _, _, _, pay, payDLT, _, _ := kafkaseed.Topics(prefix)
+	total := res.DeadLetters[payDLT]
+	ep := openEndpoint(t, c, payDLT, kafka.Config{})
+	dest := openEndpoint(t, c, pay, kafka.Config{})
+	target, err := dest.Target(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := ep.OpenSource(t.Context(), broker.SourceOptions{Mode: broker.Consume})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := broker.TxnOpener(dest).OpenTxnPublisher(t.Context(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := src.Next(t.Context(), 5)
+	if err != nil || len(ms) == 0 {
+		t.Fatalf("first batch: %d messages, %v", len(ms), err)
+	}
+	batch := make([]broker.Outgoing, len(ms))
+	for i, m := range ms {
+		batch[i], _ = pub.Prepare(m.Record, target, broker.CopyOptions{RunID: "txn-stale"})
+	}
+	restore := kafka.StaleGenerations(2)
+	results, err := pub.PublishRemoving(t.Context(), target, batch, ms)
+	restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range results {
+		if r.Err != nil {
+			t.Fatalf("entry %d: %v; want the transaction committed after the commit was sent again", i, r.Err)
+		}
+	}
+	for i, err := range src.Ack(t.Context(), ms) {
+		if err != nil {
+			t.Fatalf("Ack of entry %d: %v", i, err)
+		}
+	}
+	_ = pub.Close(t.Context())
+	if err := src.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := ep.Depth(t.Context()); d.Ready != int64(total-len(ms)) {
+		t.Fatalf("%d pending after one committed transaction of %d; want %d", d.Ready, len(ms), total-len(ms))
+	}
+	copies := committedCopies(t, c, pay)
+	if len(copies) != len(ms) {
+		t.Fatalf("a read_committed consumer sees copies of %d records, want %d", len(copies), len(ms))
 	}
 }

@@ -687,7 +687,41 @@ func (c *Consumer) CommitInTxn(ctx context.Context, p *Producer) error {
 	if err != nil {
 		return fmt.Errorf("adding group %s's offsets to the transaction: %w", c.group, err)
 	}
+	// A group between generations is waited for as in Commit.
+	deadline, backoff := time.Now().Add(c.session), 20*time.Millisecond
+	for {
+		rebalancing, err := c.txnOffsetCommit(ctx, txnID, pid, epoch, items)
+		if err == nil {
+			break
+		}
+		if !rebalancing || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+	c.mu.Lock()
+	for _, it := range items {
+		if c.parts[it.p] == it.target && it.target.j.Committed() == it.off && it.target.j.Metadata() == it.md {
+			it.target.dirty = false
+		}
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// txnOffsetCommit sends one TxnOffsetCommit of items in p's transaction.
+func (c *Consumer) txnOffsetCommit(ctx context.Context, txnID string, pid int64, epoch int16, items []commitItem) (rebalancing bool, err error) {
 	member, gen := c.cl.GroupMetadata()
+	if staleGeneration != nil {
+		gen = staleGeneration(gen)
+	}
 	req := kmsg.NewPtrTxnOffsetCommitRequest()
 	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = txnID, c.group, pid, epoch
 	req.Generation, req.MemberID = gen, member
@@ -703,23 +737,17 @@ func (c *Consumer) CommitInTxn(ctx context.Context, p *Producer) error {
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(ctx, c.cl)
 	if err != nil {
-		return fmt.Errorf("committing offsets of group %s in the transaction: %w", c.group, err)
+		return false, fmt.Errorf("committing offsets of group %s in the transaction: %w", c.group, err)
 	}
 	for _, t := range resp.Topics {
 		for _, pr := range t.Partitions {
 			if e := kerr.ErrorForCode(pr.ErrorCode); e != nil {
-				return fmt.Errorf("committing offsets of group %s in the transaction: partition %d: %w", c.group, pr.Partition, e)
+				return errors.Is(e, kerr.IllegalGeneration) || errors.Is(e, kerr.RebalanceInProgress),
+					fmt.Errorf("committing offsets of group %s in the transaction: partition %d: %w", c.group, pr.Partition, e)
 			}
 		}
 	}
-	c.mu.Lock()
-	for _, it := range items {
-		if c.parts[it.p] == it.target && it.target.j.Committed() == it.off && it.target.j.Metadata() == it.md {
-			it.target.dirty = false
-		}
-	}
-	c.mu.Unlock()
-	return nil
+	return false, nil
 }
 
 // othersDone reports whether this member may end: every partition it
