@@ -1,0 +1,105 @@
+package multiproc
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlqctl/dlqctl/cmd"
+	"github.com/dlqctl/dlqctl/internal/clitest"
+	"github.com/dlqctl/dlqctl/internal/kafkaseed"
+	"github.com/dlqctl/dlqctl/internal/testenv"
+	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
+)
+
+// TestKafkaSecondRedriveJoiningMidRunMovesEachRecordOnce: a redrive of a
+// three-partition dead-letter topic is under way when the same command is
+// started a second time on the same host (same group, same state dir,
+// each with its --rate-share I/2, as docs/kafka.md says to):
+// the group rebalances mid-run and partitions change hands between the
+// two live processes. Nothing is killed, so nothing may be duplicated:
+// every dead letter reaches the destination exactly once, nothing is left
+// pending, and each process either completes (exit 0) or ends partial
+// (exit 4) with the sentence saying to run the command again — never
+// failed because its commit raced the rebalance.
+func TestKafkaSecondRedriveJoiningMidRunMovesEachRecordOnce(t *testing.T) {
+	brokers, prefix, res, adm := clitest.KafkaIncident(t, kafkaseed.Options{Payments: 3000, Partitions: 3})
+	_, _, _, _, _, pay, payDLT, _, _ := kafkaseed.Topics(prefix)
+	total := res.DeadLetters[payDLT]
+	state := t.TempDir()
+	args := func(i int) []string {
+		return []string{"redrive", "kafka://" + brokers + "/" + payDLT, "--rate", "400", "--rate-share", fmt.Sprintf("%d/2", i), "--yes", "-o", "json", "--state-dir", state}
+	}
+	pending := func() int64 {
+		p, err := kafka.MakePlan(t.Context(), adm, payDLT, "dlqctl-"+payDLT)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Pending()
+	}
+	start := func(i int) *peerProc {
+		p := &peerProc{i: i, state: state}
+		p.cmd = clitest.BinCmd(t, testenv.Env{}, args(i)...)
+		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	first := start(1)
+	deadline := time.Now().Add(2 * time.Minute)
+	for pending() > int64(total*5/6) {
+		if time.Now().After(deadline) {
+			_ = first.cmd.Process.Kill()
+			t.Fatalf("the first redrive made no progress: %s", first.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	second := start(2)
+	moved, partial := 0, 0
+	for _, p := range []*peerProc{first, second} {
+		code := p.wait()
+		var s cmd.RedriveSummary
+		if err := json.Unmarshal(p.stdout.Bytes(), &s); err != nil {
+			t.Fatalf("process %d: exit %d, summary %v\nstdout: %s\nstderr: %s", p.i, code, err, p.stdout.String(), p.stderr.String())
+		}
+		switch {
+		case code == 0 && s.Status == "completed":
+		case code == 4 && strings.Contains(p.stderr.String(), "run the same command again"):
+			partial++
+		default:
+			t.Fatalf("process %d: exit %d, status %q; want 0 (completed) or 4 (partial, saying to run again)\nstderr: %s", p.i, code, s.Status, p.stderr.String())
+		}
+		if s.Failed+s.Unknown+s.SentNotDeleted != 0 {
+			t.Fatalf("process %d: failed %d, unknown %d, sent and not committed %d; a rebalance between live processes must cost nothing\nstderr: %s",
+				p.i, s.Failed, s.Unknown, s.SentNotDeleted, p.stderr.String())
+		}
+		t.Logf("process %d: exit %d, moved %d", p.i, code, s.Moved)
+		moved += s.Moved
+	}
+	if partial > 0 {
+		if r := clitest.Run(t, testenv.Env{}, "", args(1)...); r.Code != 0 {
+			t.Fatalf("re-run after a partial end: exit %d: %s", r.Code, r.Stderr)
+		} else {
+			var s cmd.RedriveSummary
+			_ = json.Unmarshal([]byte(r.Stdout), &s)
+			moved += s.Moved
+		}
+	}
+	if p := pending(); p != 0 {
+		t.Fatalf("%d record(s) pending after both processes ended", p)
+	}
+	copies := clitest.CopiesIn(t, brokers, pay)
+	dups := 0
+	for orig, c := range copies {
+		if c > 1 {
+			dups += c - 1
+			t.Errorf("%s arrived %d times", orig, c)
+		}
+	}
+	if len(copies) != total || dups != 0 || moved != total {
+		t.Fatalf("destination: copies of %d of %d dead letters, %d duplicate(s); the runs' summaries moved %d", len(copies), total, dups, moved)
+	}
+}
