@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/dlqctl/dlqctl/internal/kafkaseed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
@@ -98,16 +97,8 @@ func TestCommitRefusedForGoodSaysWhy(t *testing.T) {
 // change is sent again: the transaction commits, its copies are visible
 // once to a read_committed consumer and the group moved past them.
 func TestTxnCommitRacingANewGenerationIsTriedAgain(t *testing.T) {
-	c := newCluster(t)
-	prefix, res := seed(t, c)
-	_, _, _, _, _, pay, payDLT, _, _ := kafkaseed.Topics(prefix)
-	total := res.DeadLetters[payDLT]
-	ep := openEndpoint(t, c, payDLT, kafka.Config{})
-	dest := openEndpoint(t, c, pay, kafka.Config{})
-	target, err := dest.Target(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	inc := seedPayments(t)
+	c, pay, total, ep, dest, target := inc.c, inc.pay, inc.total, inc.ep, inc.dest, inc.target
 	src, err := ep.OpenSource(t.Context(), broker.SourceOptions{Mode: broker.Consume})
 	if err != nil {
 		t.Fatal(err)

@@ -511,10 +511,17 @@ func (c *Consumer) dirtyParts() []commitItem {
 func (c *Consumer) Commit(ctx context.Context) error {
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
+	return c.untilGenerationSettles(ctx, func() (bool, error) { return c.commitOnce(ctx, c.cl) })
+}
+
+// untilGenerationSettles runs try until it passes or fails for another
+// reason than a group between generations, waiting a little longer each
+// time, for up to the session timeout (or until ctx ends).
+func (c *Consumer) untilGenerationSettles(ctx context.Context, try func() (rebalancing bool, err error)) error {
 	deadline := time.Now().Add(c.session)
 	backoff := 20 * time.Millisecond
 	for {
-		rebalancing, err := c.commitOnce(ctx, c.cl)
+		rebalancing, err := try()
 		if err == nil || !rebalancing || time.Now().After(deadline) {
 			return err
 		}
@@ -688,23 +695,8 @@ func (c *Consumer) CommitInTxn(ctx context.Context, p *Producer) error {
 		return fmt.Errorf("adding group %s's offsets to the transaction: %w", c.group, err)
 	}
 	// A group between generations is waited for as in Commit.
-	deadline, backoff := time.Now().Add(c.session), 20*time.Millisecond
-	for {
-		rebalancing, err := c.txnOffsetCommit(ctx, txnID, pid, epoch, items)
-		if err == nil {
-			break
-		}
-		if !rebalancing || time.Now().After(deadline) {
-			return err
-		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		backoff = min(2*backoff, 500*time.Millisecond)
+	if err := c.untilGenerationSettles(ctx, func() (bool, error) { return c.txnOffsetCommit(ctx, txnID, pid, epoch, items) }); err != nil {
+		return err
 	}
 	c.mu.Lock()
 	for _, it := range items {

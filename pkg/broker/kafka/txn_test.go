@@ -28,22 +28,39 @@ func committedCopies(t *testing.T, c cluster, topic string) map[string]int {
 	return out
 }
 
+// payIncident is the seeded incident's payments dead-letter topic (ep)
+// and its source topic (dest, target) to replay it to.
+type payIncident struct {
+	c        cluster
+	pay      string
+	total    int
+	ep, dest *kafka.Endpoint
+	target   broker.Destination
+}
+
+func seedPayments(t *testing.T) payIncident {
+	t.Helper()
+	c := newCluster(t)
+	prefix, res := seed(t, c)
+	_, _, _, _, _, pay, payDLT, _, _ := kafkaseed.Topics(prefix)
+	inc := payIncident{c: c, pay: pay, total: res.DeadLetters[payDLT],
+		ep: openEndpoint(t, c, payDLT, kafka.Config{}), dest: openEndpoint(t, c, pay, kafka.Config{})}
+	target, err := inc.dest.Target(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc.target = target
+	return inc
+}
+
 // TestTxnPublisherCommitsCopiesAndOffsetsTogether: through the seam
 // (broker.TxnOpener), a transaction that cannot commit leaves nothing —
 // no copy a read_committed consumer sees, no offset moved, nothing more
 // committed by that source — and a run of transactions moves every
 // record once, its copies and the group's commit together.
 func TestTxnPublisherCommitsCopiesAndOffsetsTogether(t *testing.T) {
-	c := newCluster(t)
-	prefix, res := seed(t, c)
-	_, _, _, _, _, pay, payDLT, _, _ := kafkaseed.Topics(prefix)
-	total := res.DeadLetters[payDLT]
-	ep := openEndpoint(t, c, payDLT, kafka.Config{})
-	dest := openEndpoint(t, c, pay, kafka.Config{})
-	target, err := dest.Target(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	inc := seedPayments(t)
+	c, pay, total, ep, dest, target := inc.c, inc.pay, inc.total, inc.ep, inc.dest, inc.target
 	if !ep.Capabilities().Transactions {
 		t.Fatal("Kafka does not declare Transactions")
 	}
