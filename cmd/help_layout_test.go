@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/dlqctl/dlqctl/internal/helptext"
 	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/output"
 )
@@ -168,7 +169,7 @@ func TestGlobalFlagsShownWhereTheyApply(t *testing.T) {
 	// The root help shows every global flag once, in its group.
 	root := NewRootCmd(&Factory{})
 	_, stdout, _ := runCLI(t, "--help")
-	for _, g := range globalFlagGroups {
+	for _, g := range helptext.FlagGroups {
 		for _, name := range g.Flags {
 			if root.PersistentFlags().Lookup(name) == nil {
 				t.Errorf("flag group %q names --%s, which is not a global flag", g.Title, name)
@@ -190,9 +191,9 @@ func TestEveryCommandHasAHelpLead(t *testing.T) {
 		if !c.Runnable() {
 			continue
 		}
-		lead, ok := helpLeads[commandName(c)]
+		lead, ok := helptext.Leads[commandName(c)]
 		if !ok {
-			t.Errorf("%s has no entry in helpLeads", c.CommandPath())
+			t.Errorf("%s has no entry in helptext.Leads", c.CommandPath())
 			continue
 		}
 		for _, name := range lead.Flags {

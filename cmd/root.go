@@ -182,7 +182,7 @@ codes mean: 'dlqctl help exit-codes'.`,
 // withExitCodes was the exit code table appended to a command's long
 // help; the table is now one topic, 'dlqctl help exit-codes', and every
 // command's help ends with a one-line summary pointing to it
-// (help_layout.go).
+// (help_layout.go, internal/helptext).
 func withExitCodes(long string) string { return strings.TrimSpace(long) }
 
 // exactArgs is cobra.ExactArgs with a usage-class error naming what is missing.
