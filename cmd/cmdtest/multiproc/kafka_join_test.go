@@ -25,7 +25,7 @@ import (
 // (exit 4) with the sentence saying to run the command again — never
 // failed because its commit raced the rebalance.
 func TestKafkaSecondRedriveJoiningMidRunMovesEachRecordOnce(t *testing.T) {
-	brokers, prefix, res, adm := clitest.KafkaIncident(t, kafkaseed.Options{Payments: 3000, Partitions: 3})
+	brokers, prefix, res, adm := clitest.KafkaIncident(t, kafkaseed.Options{Payments: 1500, Partitions: 3})
 	_, _, _, _, _, pay, payDLT, _, _ := kafkaseed.Topics(prefix)
 	total := res.DeadLetters[payDLT]
 	state := t.TempDir()
