@@ -248,13 +248,13 @@ func restoreRun(ctx context.Context, opts *RestoreOptions) error {
 		},
 	})
 	if err == nil && rs.Plan != nil {
-		return printRestorePlan(f, prog, opts, ref, router, selector, *rs.Plan)
+		return printRestorePlan(f, prog, opts, ref, router, tgt.ToSource, selector, *rs.Plan)
 	}
 	if err != nil {
 		return err
 	}
 	err = finishMove(f, prog, rs.Outcome, rs.Err, "restore", closeWarning(caps), func(out *redrive.Outcome) error {
-		return printRestoreSummary(f, prog, ref, destName, out.Result, out.Verdict, out.Status)
+		return printRestoreSummary(f, prog, ref, destName, tgt.ToSource, out.Result, out.Verdict, out.Status)
 	}, nil)
 	return archive.RunEndErr(err)
 }
@@ -283,9 +283,9 @@ func restoreEndpoint(ctx context.Context, f *Factory, to string, m *archive.Mani
 	return ep, route, err
 }
 
-func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, destName string, res *redrive.Result, v *redrive.Verdict, status string) error {
+func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, destName string, routed bool, res *redrive.Result, v *redrive.Verdict, status string) error {
 	format, _ := f.Format()
-	sum := report.RestoreSummary{Result: res, Status: status, Archive: ref.Name(), To: destName, Canary: v}
+	sum := report.RestoreSummary{Result: res, Status: status, Archive: ref.Name(), To: destName, Canary: v, Routed: routed}
 	return report.WriteRestoreSummary(f.IO, prog, format, sum, func(t *output.TablePrinter) error {
 		report.TransformRows(t, res.Transform)
 		return report.OutcomeRows(t, res, v)
@@ -294,7 +294,7 @@ func printRestoreSummary(f *Factory, prog *output.Progress, ref archive.Ref, des
 
 // printRestorePlan prints the plan of a dry run (pl), once the
 // selection's refusal and filter errors are known.
-func printRestorePlan(f *Factory, prog *output.Progress, opts *RestoreOptions, ref archive.Ref, router redrive.Router, sel redrive.Selector, pl redrive.Plan) error {
+func printRestorePlan(f *Factory, prog *output.Progress, opts *RestoreOptions, ref archive.Ref, router redrive.Router, routed bool, sel redrive.Selector, pl redrive.Plan) error {
 	format, _ := f.Format()
 	fe, err := endSelection(f, sel, "would stay in the archive")
 	if err != nil {
@@ -304,7 +304,7 @@ func printRestorePlan(f *Factory, prog *output.Progress, opts *RestoreOptions, r
 	if sel != nil {
 		desc = sel.Describe()
 	}
-	out := report.RestorePlanOutput{Plan: pl, Archive: ref.Name(), To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp, FilterErrors: fe}
+	out := report.RestorePlanOutput{Plan: pl, Archive: ref.Name(), To: router.Describe(), Selection: desc, Rate: opts.Rate, Ramp: opts.Ramp, FilterErrors: fe, Routed: routed}
 	if format != output.JSON && format != output.NDJSON {
 		report.WriteTransformPlan(f.IO, pl.Transform)
 	}

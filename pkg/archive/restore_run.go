@@ -165,11 +165,8 @@ func Restore(ctx context.Context, req RestoreRequest) (*Restored, error) {
 		spec.Canary = &redrive.CanarySpec{Watch: watch, Dests: dests, DestDepth: destDepth, Baseline: baseline,
 			Verify: window.Verify(vopts),
 			OnStart: func(moved int) {
-				sentTo := dest.Label
-				if req.Target.ToSource {
-					sentTo = to
-				}
-				req.Info("canary: sent %d message(s) to %s; watching %s (where it dead-letters) for %s", moved, sentTo, watch.Name(), window.For)
+				// (--to source: dest.Label is the route's description.)
+				req.Info("canary: sent %d message(s) to %s; watching %s (where it dead-letters) for %s", moved, dest.Label, watch.Name(), window.For)
 			}}
 	}
 	out, err := redrive.Execute(ctx, spec)

@@ -20,6 +20,9 @@ type RestoreSummary struct {
 	Archive string           `json:"archive"`
 	To      string           `json:"to"`
 	Canary  *redrive.Verdict `json:"canary,omitempty"`
+	// Routed: each message went where its route sent it (--to source),
+	// so the table counts them per destination.
+	Routed bool `json:"-"`
 }
 
 // WriteRestoreSummary prints the end of a restore in format; on a table,
@@ -35,7 +38,7 @@ func WriteRestoreSummary(s *output.IOStreams, prog *output.Progress, format outp
 	res := sum.Result
 	t := output.NewTable(s, "", "")
 	runRows(t, res, sum.Status, "sent", sum.Archive, sum.To)
-	if routed(sum.To, len(res.ByDestination)) {
+	if routed(sum.Routed, len(res.ByDestination)) {
 		// --to source: where they went.
 		for _, d := range slices.Sorted(maps.Keys(res.ByDestination)) {
 			t.Row("  to "+d, strconv.Itoa(res.ByDestination[d]))
@@ -65,6 +68,8 @@ type RestorePlanOutput struct {
 	// FilterErrors: records the --filter or a rule failed on (skipped
 	// "filter error").
 	FilterErrors *inspect.FilterErrors `json:"filter_errors,omitempty"`
+	// Routed as in RestoreSummary.
+	Routed bool `json:"-"`
 }
 
 // WriteRestorePlan prints a restore dry run's plan in format (a table
@@ -82,7 +87,7 @@ func WriteRestorePlan(s *output.IOStreams, prog *output.Progress, format output.
 	t.Row("archive", out.Archive)
 	t.Row("selection", out.Selection)
 	t.Row("would send", fmt.Sprintf("%d of %d archived message(s) to %s", pl.WouldMove, pl.Scanned, out.To))
-	if routed(out.To, len(pl.ByDestination)) {
+	if routed(out.Routed, len(pl.ByDestination)) {
 		// --to source: where each goes.
 		for _, d := range slices.Sorted(maps.Keys(pl.ByDestination)) {
 			n := 0
@@ -110,10 +115,6 @@ func WriteRestorePlan(s *output.IOStreams, prog *output.Progress, format output.
 	return t.Render()
 }
 
-// routed says whether a restore to (as its summary names the destination)
-// went through a route (--to source: every broker's route back to the
-// sources describes itself "source (…)") rather than to one queue: then
-// the count per destination is worth its rows.
-func routed(to string, dests int) bool {
-	return strings.HasPrefix(to, "source (") || dests > 1
-}
+// routed says whether a restore's count per destination is worth its
+// rows: it went through a route (--to source), or to more than one queue.
+func routed(route bool, dests int) bool { return route || dests > 1 }
