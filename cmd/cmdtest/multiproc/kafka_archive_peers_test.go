@@ -13,7 +13,6 @@ import (
 	"github.com/dlqctl/dlqctl/internal/clitest"
 	"github.com/dlqctl/dlqctl/internal/kafkaseed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
-	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 )
 
 // TestKafkaArchiveSeveralProcessesOneKilledNeverCompleteWithPending: two
@@ -32,13 +31,7 @@ func TestKafkaArchiveSeveralProcessesOneKilledNeverCompleteWithPending(t *testin
 	ref := "kafka://" + brokers + "/" + payDLT
 	dest := "s3://" + bucket + "/inc"
 	args := []string{"archive", ref, "--to", dest, "--delete", "--part-records", "100", "--rate", "300", "--yes", "-o", "json"}
-	pending := func() int64 {
-		p, err := kafka.MakePlan(t.Context(), adm, payDLT, "dlqctl-"+payDLT)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.Pending()
-	}
+	pending := func() int64 { return dlqctlPending(t, adm, payDLT) }
 	bin := testenv.BuildBinary(t)
 	start := func() (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 		c := exec.Command(bin, args...)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/dlqctl/dlqctl/cmd"
 	"github.com/dlqctl/dlqctl/internal/clitest"
 	"github.com/dlqctl/dlqctl/internal/kafkaseed"
@@ -32,13 +34,7 @@ func TestKafkaSecondRedriveJoiningMidRunMovesEachRecordOnce(t *testing.T) {
 	args := func(i int) []string {
 		return []string{"redrive", "kafka://" + brokers + "/" + payDLT, "--rate", "400", "--rate-share", fmt.Sprintf("%d/2", i), "--yes", "-o", "json", "--state-dir", state}
 	}
-	pending := func() int64 {
-		p, err := kafka.MakePlan(t.Context(), adm, payDLT, "dlqctl-"+payDLT)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.Pending()
-	}
+	pending := func() int64 { return dlqctlPending(t, adm, payDLT) }
 	start := func(i int) *peerProc {
 		p := &peerProc{i: i, state: state}
 		p.cmd = clitest.BinCmd(t, testenv.Env{}, args(i)...)
@@ -102,4 +98,14 @@ func TestKafkaSecondRedriveJoiningMidRunMovesEachRecordOnce(t *testing.T) {
 	if len(copies) != total || dups != 0 || moved != total {
 		t.Fatalf("destination: copies of %d of %d dead letters, %d duplicate(s); the runs' summaries moved %d", len(copies), total, dups, moved)
 	}
+}
+
+// dlqctlPending is what dlqctl's group (dlqctl-TOPIC) has pending on topic.
+func dlqctlPending(t *testing.T, adm *kadm.Client, topic string) int64 {
+	t.Helper()
+	p, err := kafka.MakePlan(t.Context(), adm, topic, "dlqctl-"+topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Pending()
 }
