@@ -22,7 +22,18 @@ import (
 // waits for them, says so, and moves them. Before this was handled the
 // re-run printed "completed" having moved nothing, the messages out of
 // sight (seen under make test's load in the origins kill -9 test).
+//
+// The re-run starts either while the dead process's ledger time still
+// runs, or after it passed (what CI's load once did to this test: the
+// ledger was then dropped as expired and the re-run said "completed" with
+// the 3 still hidden): both must wait and move them.
 func TestRerunWaitsForADeadProcesssLateAnsweredReceive(t *testing.T) {
+	for _, after := range []time.Duration{0, 1500 * time.Millisecond} {
+		t.Run(fmt.Sprintf("rerun-%s-after-the-ledger-time", after), func(t *testing.T) { rerunAfterLateAnswer(t, after) })
+	}
+}
+
+func rerunAfterLateAnswer(t *testing.T, after time.Duration) {
 	env := testenv.RequireMoto(t) // exact counts, as the check needs
 	c := env.SQS(t)
 	dlq, _ := clitest.CreateQueue(t, c, testenv.UniqueName(t, "late-dlq"), nil)
@@ -49,6 +60,7 @@ func TestRerunWaitsForADeadProcesssLateAnsweredReceive(t *testing.T) {
 		}
 		got += len(out.Messages)
 	}
+	time.Sleep(after)
 	r := clitest.Run(t, env, "", "redrive", dlq, "--to", dest, "--yes", "-o", "json", "--state-dir", state, "--visibility", "5s")
 	sum := clitest.SummaryOf(t, r)
 	if r.Code != 0 || sum.Moved != n || sum.Status != "completed" {

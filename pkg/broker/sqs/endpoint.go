@@ -109,12 +109,12 @@ func (e *Endpoint) OpenSource(_ context.Context, opt broker.SourceOptions) (brok
 			e.warn(fmt.Sprintf("cannot read the hold ledger in %s (%v): messages a killed dlqctl process still hides are not known to this run", e.stateDir, err))
 		}
 		qo.DeadHolds = dead
-		if len(dead) > 0 && e.tell != nil {
+		if waiting := Waiting(dead); len(waiting) > 0 && e.tell != nil {
 			what := "this run waits for them before it ends (unless --wait-inflight=false) and then processes them"
 			if opt.Mode == broker.Peek {
 				what = "this read cannot see them before then and says so at its end"
 			}
-			e.tell(DescribeDeadHolds(dead) + ": " + what)
+			e.tell(DescribeDeadHolds(waiting) + ": " + what)
 		}
 	}
 	qs := NewQueueSource(e.c, e.q, qo)

@@ -75,7 +75,32 @@ type DeadHold struct {
 	Visibility time.Duration
 	// Seen: when it last wrote its file (about when it died, at the latest).
 	Seen time.Time
-	path string
+	// Expired: Until has passed, but by less than a visibility: a receive
+	// of the dead process that the server answered late may still hide
+	// what it took (a run asks the queue's counts before it ends).
+	Expired bool
+	path    string
+}
+
+// lateAnswerGrace is how long after a dead hold's time it is still listed
+// (Expired): a receive answered late hides what it took for a visibility
+// from the answer. Files without a recorded visibility use SQS's default.
+func (h DeadHold) lateAnswerGrace() time.Duration {
+	if h.Visibility > 0 {
+		return h.Visibility
+	}
+	return 30 * time.Second
+}
+
+// Waiting is the holds whose time has not passed (what a run waits for).
+func Waiting(holds []DeadHold) []DeadHold {
+	var out []DeadHold
+	for _, h := range holds {
+		if !h.Expired {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // HoldLedger is this process's ledger file for one queue.
@@ -212,8 +237,9 @@ func (l *HoldLedger) Close(done bool) {
 }
 
 // DeadHolds lists what dead processes may still hide in the queue: ledger
-// files nobody holds the lock on, whose time has not passed. Files whose
-// time has passed (and unreadable leftovers older than a day) are removed.
+// files nobody holds the lock on, whose time has not passed, and (Expired)
+// those whose time passed less than a visibility ago. Files older than
+// that (and unreadable leftovers older than a day) are removed.
 // Files of live processes (a peer of a shared run, another dlqctl working
 // on the queue) are not listed: they release what they hold themselves.
 func DeadHolds(stateDir, queueURL string) ([]DeadHold, error) {
@@ -241,9 +267,11 @@ func DeadHolds(stateDir, queueURL string) ([]DeadHold, error) {
 				os.Remove(path)
 			}
 			continue
-		case !h.Until.After(now):
+		case !h.Until.After(now.Add(-h.lateAnswerGrace())):
 			os.Remove(path) // its messages are surely visible again
 			continue
+		case !h.Until.After(now):
+			h.Expired = true
 		}
 		out = append(out, h)
 	}

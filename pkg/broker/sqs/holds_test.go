@@ -54,12 +54,26 @@ func TestHoldLedgerLiveDeadAndDone(t *testing.T) {
 		t.Fatalf("after a clean end, dead holds %+v; want only the first", dead)
 	}
 
-	// Time passed: the file goes.
+	// Time passed a second ago: still listed, as Expired (a receive the
+	// server answered late may hide its messages a visibility longer), and
+	// not waited for.
+	l4, err := OpenHoldLedger(dir, q, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l4.Cover(time.Now().Add(-time.Second), 1, 0)
+	l4.Close(false)
+	if dead, _ := DeadHolds(dir, q); len(dead) != 2 || len(Waiting(dead)) != 1 || !dead[0].Expired {
+		t.Fatalf("dead holds %+v; want the first and one expired a second ago, only the first waited for", dead)
+	}
+	ForgetDeadHolds(mustDeadHolds(t, dir, q)) // a run that read past it removes it
+
+	// Time passed longer than a visibility ago: the file goes.
 	l3, err := OpenHoldLedger(dir, q, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l3.Cover(time.Now().Add(-time.Second), 1, 0)
+	l3.Cover(time.Now().Add(-time.Minute), 1, 0)
 	l3.Close(false)
 	files, _ := filepath.Glob(filepath.Join(HoldsDir(dir, q), "*.hold"))
 	if len(files) != 2 {
@@ -98,4 +112,13 @@ func TestHoldLedgerCoverWritesAheadOnly(t *testing.T) {
 	if l.written.Equal(first) {
 		t.Fatal("a cover past the headroom did not rewrite the file")
 	}
+}
+
+func mustDeadHolds(t *testing.T, dir, q string) []DeadHold {
+	t.Helper()
+	dead, err := DeadHolds(dir, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dead
 }

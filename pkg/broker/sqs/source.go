@@ -207,9 +207,11 @@ func NewQueueSource(c *Client, q *Queue, opt QueueSourceOptions) *QueueSource {
 	s.handedOut, s.lastSent, s.orderLost = map[string]struct{}{}, map[string]time.Time{}, map[string]int{}
 	s.startSeen = q.Counts()
 	s.recv = &receiveWatch{API: c.API, hidden: opt.Visibility}
-	for _, h := range opt.DeadHolds {
+	for _, h := range Waiting(opt.DeadHolds) {
 		// A dead process's messages: like a lost receive's, they come
-		// back when its hold ends, and nobody reads them before.
+		// back when its hold ends, and nobody reads them before. (An
+		// expired hold only makes the run ask the counts at its end:
+		// lateDeadHolds.)
 		s.recv.lost = append(s.recv.lost, lostWindow{until: h.Until.Add(lostGrace), n: max(1, h.Held), dead: true})
 	}
 	s.lease.BeforeExtend = func(until time.Time) { s.cover(until, 0) }
