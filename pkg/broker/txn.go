@@ -61,7 +61,13 @@ type Intender interface {
 	// call claims what killed runs left. It reports whether they are
 	// recorded (false: the source keeps no intent this run, e.g. its log
 	// could not be opened; the run's journal then records the intent).
-	Intend(runID string, msgs []Message) bool
+	// From this call until the run acks or releases them, msgs stay the
+	// run's: the source does not hand them to another reader (Kafka: a
+	// revoke of their partition waits for them, bounded). err (wrapping
+	// ErrLeaseLost) means some of msgs are no longer the run's (their
+	// partition moved since they were read): none of msgs may be
+	// published.
+	Intend(runID string, msgs []Message) (recorded bool, err error)
 	// PublishedBefore says, for a message whose copy this run just
 	// published, whether a killed run had recorded it as being published
 	// and died before it left the source: the destination may hold two

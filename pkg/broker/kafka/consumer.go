@@ -25,7 +25,11 @@ import (
 // Use: Poll a batch, settle each record (Ack when its copy is durable,
 // Discard when explicitly dropped, nothing when it stays pending), then
 // Commit; the next Poll lets a pending rebalance proceed, so a partition
-// changes hands only between batches, after its commit.
+// changes hands only between polls. A record claimed for publishing
+// (claim: its copy may be produced) keeps its partition until an ack or a
+// release settles it: a revoke waits for it (handOverWait), so a batch
+// whose commit runs behind the next poll is committed by this member
+// before the partition's new owner reads from the group's commit.
 type Consumer struct {
 	addr    Address
 	group   string
@@ -45,8 +49,13 @@ type Consumer struct {
 	// would move the group past records whose copies were aborted).
 	fenced atomic.Bool
 
-	mu        sync.Mutex
-	parts     map[int32]*partState
+	mu    sync.Mutex
+	parts map[int32]*partState
+	// settled is signalled when a claim ends (awaitClaims); closing is
+	// set once the run is over (Close, abandon): what is still claimed
+	// then is never acked, and a revoke no longer waits for it.
+	settled   chan struct{}
+	closing   atomic.Bool
 	assigned  bool // the group assigned us something at least once (or settled with nothing)
 	joinedAt  time.Time
 	lostAcks  int // acks of records whose partition moved before the commit
@@ -86,6 +95,9 @@ type partState struct {
 	pos   int64 // next offset to read
 	dirty bool
 	full  bool // journal full: later records stay pending
+	// claimed counts records of this assignment claimed for publishing
+	// and not yet settled (acked or released): a revoke waits for them.
+	claimed int
 }
 
 // ConsumerOptions tune a Consumer.
@@ -133,7 +145,7 @@ func OpenConsumer(ctx context.Context, addr Address, conn Conn, group string, op
 		return nil, err
 	}
 	c := &Consumer{addr: addr, group: group, adm: adm, admCl: admCl, ends: map[int32]int64{}, parts: map[int32]*partState{}, joinedAt: time.Now(),
-		everAssigned: map[int32]bool{}, out: map[int32]*offsetSet{}}
+		everAssigned: map[int32]bool{}, out: map[int32]*offsetSet{}, settled: make(chan struct{}, 1)}
 	for _, r := range plan.Partitions {
 		c.ends[r.Partition] = r.End
 	}
@@ -253,10 +265,91 @@ func (c *Consumer) onAssigned(ctx context.Context, cl *kgo.Client, m map[string]
 }
 
 func (c *Consumer) onRevoked(ctx context.Context, cl *kgo.Client, m map[string][]int32) {
-	// BlockRebalanceOnPoll: we get here only from Poll, after the previous
-	// batch was settled and committed; commit again in case it was not.
+	// BlockRebalanceOnPoll: we get here only from Poll. The batches the
+	// run claimed for publishing may still be on their way (the engine
+	// commits a batch behind the next poll): wait until every claimed
+	// record of the partitions going away is acked or released, then
+	// commit what is settled, so their new owner starts past them.
+	ps := m[c.addr.Topic]
+	c.awaitClaims(ctx, ps)
 	_ = c.commit(ctx, cl)
-	c.drop(m[c.addr.Topic])
+	c.drop(ps)
+}
+
+// handOverWait bounds how long a revoke waits for claimed records of the
+// partitions going away (well inside the group's rebalance timeout, which
+// the revoke callback must not exceed; franz-go heartbeats meanwhile). A
+// batch still unsettled after it (a destination that stalls, a guard's
+// pause) is acked too late: its partition moved, the ack is refused
+// (LostAcks) and the run reports those records as sent and not removed.
+var handOverWait = 30 * time.Second
+
+// awaitClaims waits until no record of partitions ps is claimed and
+// unsettled, for up to handOverWait (or until ctx ends or a transaction
+// of the run aborted: nothing more is committed then).
+func (c *Consumer) awaitClaims(ctx context.Context, ps []int32) {
+	deadline := time.Now().Add(handOverWait)
+	for {
+		c.mu.Lock()
+		n := 0
+		for _, p := range ps {
+			if st := c.parts[p]; st != nil {
+				n += st.claimed
+			}
+		}
+		c.mu.Unlock()
+		if n == 0 || c.fenced.Load() || c.closing.Load() || ctx.Err() != nil || time.Now().After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-c.settled:
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// claim counts msgs as being published (their copies may be produced
+// from now on): a revoke of their partition waits until an ack or a
+// release settles them. It reports false for a message whose partition
+// this member no longer holds (moved since the poll): its new owner reads
+// it, so it must not be published here.
+func (c *Consumer) claim(msgs []*Message, held []bool) []bool {
+	held = reuse(held, len(msgs))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range msgs {
+		ok := m.from != nil && c.parts[m.Partition] == m.from
+		if ok && !m.claimed {
+			m.claimed = true
+			m.from.claimed++
+		}
+		held = append(held, ok)
+	}
+	return held
+}
+
+// settleLocked ends m's claim (mu held).
+func (c *Consumer) settleLocked(m *Message) {
+	if !m.claimed {
+		return
+	}
+	m.claimed = false
+	m.from.claimed--
+	select {
+	case c.settled <- struct{}{}:
+	default:
+	}
+}
+
+// release settles claims of msgs the run gives up without an ack (left
+// pending: a failed or stopped delivery).
+func (c *Consumer) release(msgs []*Message) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range msgs {
+		c.settleLocked(m)
+	}
 }
 
 func (c *Consumer) onLost(_ context.Context, _ *kgo.Client, m map[string][]int32) {
@@ -365,6 +458,7 @@ func (c *Consumer) Poll(ctx context.Context, max int) (msgs []*Message, done boo
 			m := &slab[0]
 			slab = slab[1:]
 			fillFromKgo(m, r, &c.intern, !c.originTopicOnly)
+			m.from = ps
 			msgs = append(msgs, m)
 		})
 		c.mu.Unlock()
@@ -446,6 +540,7 @@ type ackResult struct {
 }
 
 func (c *Consumer) ackLocked(m *Message) (ok bool, err error) {
+	c.settleLocked(m)
 	ps := c.parts[m.Partition]
 	if ps == nil {
 		c.lostAcks++
@@ -615,6 +710,7 @@ func (c *Consumer) commitOnce(ctx context.Context, cl *kgo.Client) (rebalancing 
 // the other members at once).
 func (c *Consumer) Close(ctx context.Context) error {
 	err := c.Commit(ctx)
+	c.closing.Store(true)
 	c.cl.CloseAllowingRebalance()
 	c.ledger.close()
 	c.closeAdmin()
@@ -651,6 +747,7 @@ func (c *Consumer) abandon() {
 	}
 	c.parts = map[int32]*partState{}
 	c.mu.Unlock()
+	c.closing.Store(true)
 	c.cl.CloseAllowingRebalance()
 	c.ledger.close()
 	c.closeAdmin()

@@ -59,3 +59,7 @@ func StaleGenerations(n int) (restore func()) {
 	}
 	return func() { staleGeneration = nil }
 }
+
+// Claim claims msgs for publishing, as the source's Intend does before a
+// batch is produced; ok[i] is false for a record whose partition moved.
+func (c *Consumer) Claim(msgs []*Message) (ok []bool) { return c.claim(msgs, nil) }

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
@@ -22,9 +23,25 @@ type sourceIntents struct {
 	unclean bool
 }
 
-// Intend records the batch's offsets before its copies are produced
-// (broker.Intender). Without a state dir there is no log.
-func (s *consumeSource) Intend(runID string, msgs []broker.Message) bool {
+// Intend claims the batch's records for publishing (Consumer.claim: a
+// revoke of their partition now waits until they are acked or released)
+// and records their offsets before their copies are produced
+// (broker.Intender). Without a state dir there is no log. A record whose
+// partition moved since the poll fails the whole batch (none of it is
+// claimed): its new owner reads it.
+func (s *consumeSource) Intend(runID string, msgs []broker.Message) (bool, error) {
+	ms := make([]*Message, 0, len(msgs))
+	for _, bm := range msgs {
+		if m, ok := bm.Handle.(*Message); ok {
+			ms = append(ms, m)
+		}
+	}
+	for i, ok := range s.c.claim(ms, nil) {
+		if !ok {
+			s.c.release(ms)
+			return false, fmt.Errorf("%s: its partition moved to another member of group %s before its copy was produced; it was not produced here: %w", ms[i].ID(), s.c.group, broker.ErrLeaseLost)
+		}
+	}
 	in := &s.intents
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -33,21 +50,15 @@ func (s *consumeSource) Intend(runID string, msgs []broker.Message) bool {
 		in.log = s.openIntents(runID)
 	}
 	if in.log == nil {
-		return false
+		return false, nil
 	}
-	if len(msgs) == 0 {
-		return true
-	}
-	ms := make([]*Message, 0, len(msgs))
-	for _, bm := range msgs {
-		if m, ok := bm.Handle.(*Message); ok {
-			ms = append(ms, m)
-		}
+	if len(ms) == 0 {
+		return true, nil
 	}
 	// A log that failed (warned) records nothing more: the run's journal
 	// takes over.
 	in.log.record(ms)
-	return in.log.f != nil
+	return in.log.f != nil, nil
 }
 
 // openIntents claims the intent files killed runs of the group left in

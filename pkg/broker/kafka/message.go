@@ -41,6 +41,12 @@ type Message struct {
 	// Format (what routing needs: the other
 	// fields read as unknown); FullOrigin decodes all of it.
 	Origin Origin
+	// from is the partition assignment whose poll handed the record out
+	// (nil: not read by a group member); claimed: it counts the record as
+	// being published (Consumer.claim) until an ack or a release settles
+	// it. The consumer's mu guards both.
+	from    *partState
+	claimed bool
 }
 
 // FullOrigin is the origin of m with every field the headers give.

@@ -225,8 +225,18 @@ func (s *consumeSource) Ack(ctx context.Context, msgs []broker.Message) []error 
 	return errs
 }
 
-// Release leaves the messages pending: the commit never passes them.
-func (s *consumeSource) Release(context.Context, []broker.Message) error { return nil }
+// Release leaves the messages pending (the commit never passes them) and
+// ends their claims: a revoke of their partition no longer waits for them.
+func (s *consumeSource) Release(_ context.Context, msgs []broker.Message) error {
+	ms := make([]*Message, 0, len(msgs))
+	for _, bm := range msgs {
+		if m, ok := bm.Handle.(*Message); ok {
+			ms = append(ms, m)
+		}
+	}
+	s.c.release(ms)
+	return nil
+}
 
 // End is the end-of-run check of a consuming read (broker.Ender; the
 // engine asks with final set once every worker and acker stopped after
