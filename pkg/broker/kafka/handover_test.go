@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,63 +24,10 @@ import (
 // the moved partition read but never claimed cannot be claimed once it
 // moved (it is its new owner's to publish); one of the kept partition can.
 func TestRevokeWaitsForTheClaimedBatch(t *testing.T) {
-	c := newCluster(t)
-	topic := strings.ToLower(testenv.UniqueName(t, "handover"))
-	if r, err := c.adm.CreateTopic(t.Context(), 2, 1, nil, topic); err != nil || r.Err != nil {
-		t.Fatal(err, r.Err)
-	}
-	prod, err := kafka.NewClient(c.addr, kafka.Conn{}, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	var recs []*kgo.Record
-	for p := int32(0); p < 2; p++ {
-		for i := 0; i < 500; i++ {
-			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprint(p, "-", i))})
-		}
-	}
-	if err := prod.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	addr, group := c.addr.WithTopic(topic), "g-"+topic
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	opt := kafka.ConsumerOptions{SessionTimeout: 6 * time.Second}
-	a, err := kafka.OpenConsumer(ctx, addr, kafka.Conn{}, group, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close(context.Background())
-	// A alone reads until it has claimed records of both partitions, and
-	// keeps one record of each that it read and did not claim.
-	claimed := map[string]*kafka.Message{}
-	spare := map[int32]*kafka.Message{}
-	for len(spare) < 2 || len(claimed) == 0 || !coversBoth(claimed) {
-		ms, done, err := a.Poll(ctx, 20)
-		if err != nil || done {
-			t.Fatalf("poll: done %v, %v", done, err)
-		}
-		var claim []*kafka.Message
-		for _, m := range ms {
-			if _, ok := spare[m.Partition]; !ok {
-				spare[m.Partition] = m
-				continue
-			}
-			claim = append(claim, m)
-		}
-		for i, ok := range a.Claim(claim) {
-			if !ok {
-				t.Fatalf("claim of %s refused while A holds both partitions", claim[i].ID())
-			}
-			claimed[claim[i].ID()] = claim[i]
-		}
-	}
-	b, err := kafka.OpenConsumer(ctx, addr, kafka.Conn{}, group, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close(context.Background())
+	a, claimed, spare, openB := claimedBothPartitions(t, ctx)
+	b := openB()
 	// B reads (settling nothing); A polls on, letting the rebalance in,
 	// and leaves what it reads now unclaimed.
 	var mu sync.Mutex
@@ -154,6 +102,124 @@ func TestRevokeWaitsForTheClaimedBatch(t *testing.T) {
 		}
 	}
 	t.Logf("B read %d record(s), none claimed by A (%d claimed)", len(readByB), len(claimed))
+}
+
+// TestRevokeWaitForAClaimIsBounded: a claimed batch that is never acked
+// (a destination that stalls) holds its partition only for the bounded
+// wait; then the partition moves, and an ack that comes later is refused
+// and counted (the run reports those records as sent and not removed).
+func TestRevokeWaitForAClaimIsBounded(t *testing.T) {
+	defer kafka.HandOverWait(time.Second)()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	a, claimed, _, openB := claimedBothPartitions(t, ctx)
+	b := openB()
+	rctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	var readByB atomic.Int64
+	go func() {
+		defer wg.Done()
+		for rctx.Err() == nil {
+			ms, _, _ := b.Poll(rctx, 50)
+			readByB.Add(int64(len(ms)))
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for rctx.Err() == nil {
+			_, _, _ = a.Poll(rctx, 20)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	deadline := time.Now().Add(45 * time.Second)
+	for readByB.Load() == 0 || len(a.Held()) != 1 {
+		if time.Now().After(deadline) {
+			stop()
+			wg.Wait()
+			t.Fatalf("with the batch never acked, B read %d record(s) and A holds %d partition(s) after 45 s; want the partition moved once the wait ran out", readByB.Load(), len(a.Held()))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	wg.Wait()
+	lost := 0
+	for _, m := range claimed {
+		if ok, err := a.Ack(m); err != nil {
+			t.Fatal(err)
+		} else if !ok {
+			lost++
+		}
+	}
+	if lost == 0 || a.LostAcks() != lost {
+		t.Fatalf("%d late ack(s) refused, %d counted; want the moved partition's acks refused and counted", lost, a.LostAcks())
+	}
+}
+
+// claimedBothPartitions creates a two-partition topic of 1,000 records
+// and opens member A of a group on it, which reads until it has claimed
+// records of both partitions, and keeps one record of each that it read
+// and did not claim. It returns a second member's opener.
+func claimedBothPartitions(t *testing.T, ctx context.Context) (a *kafka.Consumer, claimed map[string]*kafka.Message, spare map[int32]*kafka.Message, openB func() *kafka.Consumer) {
+	t.Helper()
+	c := newCluster(t)
+	topic := strings.ToLower(testenv.UniqueName(t, "handover"))
+	if r, err := c.adm.CreateTopic(t.Context(), 2, 1, nil, topic); err != nil || r.Err != nil {
+		t.Fatal(err, r.Err)
+	}
+	prod, err := kafka.NewClient(c.addr, kafka.Conn{}, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	var recs []*kgo.Record
+	for p := int32(0); p < 2; p++ {
+		for i := 0; i < 500; i++ {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprint(p, "-", i))})
+		}
+	}
+	if err := prod.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	addr, group := c.addr.WithTopic(topic), "g-"+topic
+	opt := kafka.ConsumerOptions{SessionTimeout: 6 * time.Second}
+	a, err = kafka.OpenConsumer(ctx, addr, kafka.Conn{}, group, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(context.Background()) })
+	// A alone reads until it has claimed records of both partitions, and
+	// keeps one record of each that it read and did not claim.
+	claimed, spare = map[string]*kafka.Message{}, map[int32]*kafka.Message{}
+	for len(spare) < 2 || len(claimed) == 0 || !coversBoth(claimed) {
+		ms, done, err := a.Poll(ctx, 20)
+		if err != nil || done {
+			t.Fatalf("poll: done %v, %v", done, err)
+		}
+		var claim []*kafka.Message
+		for _, m := range ms {
+			if _, ok := spare[m.Partition]; !ok {
+				spare[m.Partition] = m
+				continue
+			}
+			claim = append(claim, m)
+		}
+		for i, ok := range a.Claim(claim) {
+			if !ok {
+				t.Fatalf("claim of %s refused while A holds both partitions", claim[i].ID())
+			}
+			claimed[claim[i].ID()] = claim[i]
+		}
+	}
+	openB = func() *kafka.Consumer {
+		b, err := kafka.OpenConsumer(ctx, addr, kafka.Conn{}, group, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close(context.Background()) })
+		return b
+	}
+	return a, claimed, spare, openB
 }
 
 func coversBoth(ms map[string]*kafka.Message) bool {
