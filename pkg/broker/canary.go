@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"time"
+
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // CanaryMargin is added to the time a failing message needs to come back
@@ -42,4 +44,15 @@ type CanaryWindow struct {
 // CanaryWindower cannot know (a canary without --verify-for is refused).
 type CanaryWindower interface {
 	CanaryWindow(ctx context.Context, dests []Destination) (CanaryWindow, error)
+}
+
+// PositionMarker is an Endpoint — the dead-letter queue a canary watches —
+// whose messages keep positions that only grow (Kafka: each partition's
+// offsets). MarkEnd takes where the queue ends now; the test it returns
+// says whether a record read later was already in the queue then. A canary
+// marks the end before its run moves anything: a message with the body of
+// one of its copies that was already there is an older duplicate (a
+// producer's retry dead-lettered twice), not a copy that came back.
+type PositionMarker interface {
+	MarkEnd(ctx context.Context) (alreadyThere func(*record.Record) bool, err error)
 }

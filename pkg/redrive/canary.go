@@ -32,6 +32,10 @@ type VerifyOptions struct {
 	SeenReturned []string
 	// OnTick, when set, is called after every poll with the time left.
 	OnTick func(left time.Duration)
+	// AlreadyThere, when set, says whether a record was in the DLQ before
+	// the run moved anything (broker.PositionMarker): one with a copy's
+	// body is then an older duplicate, not a return.
+	AlreadyThere func(*record.Record) bool
 }
 
 // Verdict is the canary's outcome.
@@ -62,7 +66,8 @@ const canarySkew = 15 * time.Minute
 // VerifyCanary watches a canary run: it fails as soon as one of the run's
 // messages is found back in the DLQ (by its redrive marker, or by a body
 // the journal recorded as sent on a message that is not one of the run's
-// originals nor, where the broker stamps send times, older than the run),
+// originals nor, where the broker stamps send times or keeps positions,
+// older than the run),
 // and passes when none came back within
 // opt.For (and, with Drain, the destinations consumed them). The DLQ is
 // scanned (without consuming it) when its depth grows above the level after
@@ -110,7 +115,8 @@ func VerifyCanary(ctx context.Context, dlq broker.Endpoint, j *Journal, moved in
 				// restore's archive was made without --delete, or its
 				// removal failed). A copy has an id of its own.
 				_, original := j.WasSent(m.MessageID)
-				older := !sentSince.IsZero() && !m.System.SentAt.IsZero() && m.System.SentAt.Before(sentSince)
+				older := !sentSince.IsZero() && !m.System.SentAt.IsZero() && m.System.SentAt.Before(sentSince) ||
+					opt.AlreadyThere != nil && opt.AlreadyThere(m)
 				mine = !original && !older
 			}
 			if mine && !seen[m.MessageID] {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/errs"
+	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
 // RunSpec is one journaled run of the move pipeline — a redrive (source: a
@@ -164,6 +165,15 @@ func Execute(ctx context.Context, spec RunSpec) (*Outcome, error) {
 	}
 	_ = j.SetStatus(StatusRunning, "")
 
+	// Where the DLQ keeps positions, a fresh canary marks its end before
+	// anything moves (a resumed one cannot: returns of the first attempt
+	// may be in it already, so it counts every marker-less body match).
+	var alreadyThere func(*record.Record) bool
+	if pm, ok := canaryWatch(spec.Canary).(broker.PositionMarker); ok && resumeID == "" {
+		// Not marked (the cluster did not answer): every marker-less
+		// body match counts as a return, the safe side.
+		alreadyThere, _ = pm.MarkEnd(ctx)
+	}
 	opt := spec.Move
 	opt.Journal = j
 	opt.noBodyDigests = spec.Canary == nil
@@ -188,6 +198,7 @@ func Execute(ctx context.Context, spec RunSpec) (*Outcome, error) {
 		vo := cs.Verify
 		vo.Baseline = cs.Baseline
 		vo.SeenReturned = append(vo.SeenReturned, res.ReturnedIDs...)
+		vo.AlreadyThere = alreadyThere
 		v, verr := VerifyCanary(ctx, cs.Watch, j, moved, dests, cs.DestDepth, vo)
 		switch {
 		case verr != nil && ctx.Err() != nil:
@@ -273,4 +284,12 @@ func waitForHeld(ctx context.Context, j *Journal, tell func(string, time.Duratio
 // completedRun returns the newest completed run with the fingerprint, or nil.
 func completedRun(stateDir, fp string) (*RunInfo, error) {
 	return newestRun(stateDir, func(m RunMeta) bool { return m.Fingerprint == fp && m.Status == StatusCompleted })
+}
+
+// canaryWatch is the queue a canary watches (nil without a canary).
+func canaryWatch(cs *CanarySpec) broker.Endpoint {
+	if cs == nil {
+		return nil
+	}
+	return cs.Watch
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
+	"github.com/dlqctl/dlqctl/pkg/record"
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // dltSuffixes are the dead-letter topic suffixes the window knows: Spring
@@ -134,4 +136,32 @@ func springRetryDelays(names []string, main string) (delays []retryDelay, unname
 	}
 	sort.Slice(delays, func(i, k int) bool { return delays[i].delay < delays[k].delay })
 	return delays, unnamed
+}
+
+// MarkEnd takes the topic's end offsets (broker.PositionMarker): a record
+// read later at an offset below its partition's end then was on the topic
+// before the canary moved anything.
+func (e *Endpoint) MarkEnd(ctx context.Context) (func(*record.Record) bool, error) {
+	adm, err := e.Admin()
+	if err != nil {
+		return nil, e.wrap(err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, e.addr.Topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, e.wrap(err)
+	}
+	end := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { end[o.Partition] = o.Offset })
+	topic := e.addr.Topic
+	return func(r *record.Record) bool {
+		k := r.System.Kafka
+		if k == nil || k.Topic != topic {
+			return false
+		}
+		at, ok := end[k.Partition]
+		return ok && k.Offset < at
+	}, nil
 }
