@@ -244,21 +244,26 @@ func (s *stack) depth(t testing.TB, url string) int {
 	return v + f
 }
 
-// exactlyOnce fails unless got holds each of want once and nothing else.
-func exactlyOnce(t testing.TB, what string, got map[string]int, want []string) {
+// exactlyOnce fails t unless got holds each of want once and nothing
+// else; it reports whether it did.
+func exactlyOnce(t testing.TB, what string, got map[string]int, want []string) bool {
 	t.Helper()
+	ok := true
 	w := map[string]bool{}
 	for _, b := range want {
 		w[b] = true
 		if got[b] != 1 {
+			ok = false
 			t.Errorf("%s: %q arrived %d times, want once", what, clip(b), got[b])
 		}
 	}
 	for b, n := range got {
 		if !w[b] {
+			ok = false
 			t.Errorf("%s: unexpected %q (%d times)", what, clip(b), n)
 		}
 	}
+	return ok
 }
 
 func clip(s string) string {
