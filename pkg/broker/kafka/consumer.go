@@ -279,9 +279,10 @@ func (c *Consumer) onRevoked(ctx context.Context, cl *kgo.Client, m map[string][
 // handOverWait bounds how long a revoke waits for claimed records of the
 // partitions going away (well inside the group's rebalance timeout, which
 // the revoke callback must not exceed; franz-go heartbeats meanwhile). A
-// batch still unsettled after it (a destination that stalls, a guard's
-// pause) is acked too late: its partition moved, the ack is refused
-// (LostAcks) and the run reports those records as sent and not removed.
+// batch still unsettled after it (a destination that stalls; a record the
+// destination refused, which the run releases only at its end) is acked
+// too late: its partition moved, the ack is refused (LostAcks) and the
+// run reports those records as sent and not removed.
 var handOverWait = 30 * time.Second
 
 // awaitClaims waits until no record of partitions ps is claimed and
