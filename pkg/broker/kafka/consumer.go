@@ -279,10 +279,11 @@ func (c *Consumer) onRevoked(ctx context.Context, cl *kgo.Client, m map[string][
 // handOverWait bounds how long a revoke waits for claimed records of the
 // partitions going away (well inside the group's rebalance timeout, which
 // the revoke callback must not exceed; franz-go heartbeats meanwhile). A
-// batch still unsettled after it (a destination that stalls; a record the
-// destination refused, which the run releases only at its end) is acked
-// too late: its partition moved, the ack is refused (LostAcks) and the
-// run reports those records as sent and not removed.
+// claim still unsettled after it lets the partition go anyway: an ack
+// that comes later (a destination that stalled) is refused (LostAcks) and
+// the run reports those records as sent and not removed; a record the
+// destination refused (released only at the run's end) is the new
+// owner's to try.
 var handOverWait = 30 * time.Second
 
 // awaitClaims waits until no record of partitions ps is claimed and
