@@ -2,16 +2,11 @@ package kafka_test
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 )
 
@@ -163,27 +158,10 @@ func TestRevokeWaitForAClaimIsBounded(t *testing.T) {
 func claimedBothPartitions(t *testing.T, ctx context.Context) (a *kafka.Consumer, claimed map[string]*kafka.Message, spare map[int32]*kafka.Message, openB func() *kafka.Consumer) {
 	t.Helper()
 	c := newCluster(t)
-	topic := strings.ToLower(testenv.UniqueName(t, "handover"))
-	if r, err := c.adm.CreateTopic(t.Context(), 2, 1, nil, topic); err != nil || r.Err != nil {
-		t.Fatal(err, r.Err)
-	}
-	prod, err := kafka.NewClient(c.addr, kafka.Conn{}, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	var recs []*kgo.Record
-	for p := int32(0); p < 2; p++ {
-		for i := 0; i < 500; i++ {
-			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprint(p, "-", i))})
-		}
-	}
-	if err := prod.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	topic := twoPartitions(t, c, "handover", 500)
 	addr, group := c.addr.WithTopic(topic), "g-"+topic
 	opt := kafka.ConsumerOptions{SessionTimeout: 6 * time.Second}
-	a, err = kafka.OpenConsumer(ctx, addr, kafka.Conn{}, group, opt)
+	a, err := kafka.OpenConsumer(ctx, addr, kafka.Conn{}, group, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,22 +20,7 @@ import (
 // nothing left"; the partition it kept and settled counts nothing.
 func TestUnfinishedCountsAPartitionThatMovedAway(t *testing.T) {
 	c := newCluster(t)
-	topic := strings.ToLower(testenv.UniqueName(t, "moved"))
-	if r, err := c.adm.CreateTopic(t.Context(), 2, 1, nil, topic); err != nil || r.Err != nil {
-		t.Fatal(err, r.Err)
-	}
-	prod, err := kafka.NewClient(c.addr, kafka.Conn{}, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	for p := int32(0); p < 2; p++ {
-		for i := 0; i < 1000; i++ {
-			if err := prod.ProduceSync(t.Context(), &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprint(p, i))}).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	topic := twoPartitions(t, c, "moved", 1000)
 	addr := c.addr.WithTopic(topic)
 	group := "g-" + topic
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -97,4 +82,30 @@ func TestUnfinishedCountsAPartitionThatMovedAway(t *testing.T) {
 		t.Fatalf("unfinished %+v; want the moved partition's pending records as moved, nothing unread or left to others", u)
 	}
 	t.Logf("unfinished at the end: %+v", u)
+}
+
+// twoPartitions creates a two-partition topic named after the test and
+// prefix, with perPartition records in each ("P-I" values), and returns
+// its name.
+func twoPartitions(t *testing.T, c cluster, prefix string, perPartition int) string {
+	t.Helper()
+	topic := strings.ToLower(testenv.UniqueName(t, prefix))
+	if r, err := c.adm.CreateTopic(t.Context(), 2, 1, nil, topic); err != nil || r.Err != nil {
+		t.Fatal(err, r.Err)
+	}
+	prod, err := kafka.NewClient(c.addr, kafka.Conn{}, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	var recs []*kgo.Record
+	for p := int32(0); p < 2; p++ {
+		for i := 0; i < perPartition; i++ {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprint(p, "-", i))})
+		}
+	}
+	if err := prod.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return topic
 }
