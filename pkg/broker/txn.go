@@ -61,13 +61,7 @@ type Intender interface {
 	// call claims what killed runs left. It reports whether they are
 	// recorded (false: the source keeps no intent this run, e.g. its log
 	// could not be opened; the run's journal then records the intent).
-	// From this call until the run acks or releases them, msgs stay the
-	// run's: the source does not hand them to another reader (Kafka: a
-	// revoke of their partition waits for them, bounded). err (wrapping
-	// ErrLeaseLost) means some of msgs are no longer the run's (their
-	// partition moved since they were read): none of msgs may be
-	// published.
-	Intend(runID string, msgs []Message) (recorded bool, err error)
+	Intend(runID string, msgs []Message) bool
 	// PublishedBefore says, for a message whose copy this run just
 	// published, whether a killed run had recorded it as being published
 	// and died before it left the source: the destination may hold two
@@ -75,4 +69,24 @@ type Intender interface {
 	// broker aborted, which read_committed consumers never saw. run names
 	// the killed run.
 	PublishedBefore(m Message) (run string, aborted, ok bool)
+}
+
+// HandOverer is a Source whose messages can change hands between readers
+// while a run holds them (Kafka: a partition moving to another member of
+// the group in a rebalance). Every message Next hands out stays the run's
+// until the run acks, releases or settles it: the source does not let
+// another reader take it before (Kafka: the revoke of its partition
+// waits, bounded), so the new reader starts past what the run delivered
+// and nothing is delivered twice.
+type HandOverer interface {
+	// Settle tells the source the run is done with msgs without acking or
+	// releasing them (skipped by the selection, refused by the
+	// destination): they stay at the source, and a hand-over need not
+	// wait for them.
+	Settle(msgs []Message)
+	// OnHandOver registers what the source calls while it waits for the
+	// acks of messages it must hand over: the run makes what it delivered
+	// durable now (an open archive part is uploaded and verified), so
+	// those acks can land.
+	OnHandOver(flush func(context.Context))
 }

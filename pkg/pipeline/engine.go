@@ -189,7 +189,10 @@ type engine struct {
 	src   Source
 	sink  Sink
 	ender Ender
-	start time.Time
+	// handOver: the source waits for what the run holds before handing
+	// it over (broker.HandOverer).
+	handOver broker.HandOverer
+	start    time.Time
 
 	limiter *rate.Limiter
 	target  atomic.Value // float64
@@ -272,6 +275,14 @@ func Run(ctx context.Context, src Source, sink Sink, opt Options) (*Result, erro
 		res: &Result{Skipped: map[string]int{}}, pauseCh: make(chan struct{})}
 	close(e.pauseCh)
 	e.ender, _ = src.(Ender)
+	if h, ok := src.(broker.HandOverer); ok {
+		// A source that hands messages the run holds over waits for their
+		// acks: what the sink holds not yet durable (an open archive
+		// part) is flushed then, and what the run will neither ack nor
+		// release is settled as soon as it is decided (settle).
+		e.handOver = h
+		h.OnHandOver(func(ctx context.Context) { _, _ = sink.Flush(context.WithoutCancel(ctx)) })
+	}
 	first := opt.Rate
 	if len(opt.Ramp) > 0 {
 		first = opt.Ramp[0]
@@ -747,6 +758,15 @@ func (e *engine) releaseItems(ctx context.Context, items []Item) {
 	}
 }
 
+// settle tells a source that hands held messages over (broker.HandOverer)
+// that the run is done with items without acking or releasing them
+// (skipped, refused): its hand-over need not wait for them.
+func (e *engine) settle(items []Item) {
+	if e.handOver != nil && len(items) > 0 {
+		e.handOver.Settle(items)
+	}
+}
+
 type pendingItem struct {
 	it  Item
 	dec Decision
@@ -754,7 +774,7 @@ type pendingItem struct {
 
 func (e *engine) process(runCtx context.Context, w int, items []Item, ack *acker) {
 	fin := context.WithoutCancel(runCtx)
-	var release, ackOnly []Item
+	var release, ackOnly, settle []Item
 	var order []string
 	groups := map[string][]pendingItem{}
 	for i, it := range items {
@@ -773,6 +793,7 @@ func (e *engine) process(runCtx context.Context, w int, items []Item, ack *acker
 			e.res.Skipped[dec.Reason]++
 			e.mu.Unlock()
 			e.event(Event{MessageID: it.Record.MessageID, Action: "skipped", Reason: dec.Reason, Class: it.Record.Class})
+			settle = append(settle, it)
 		case AckOnly:
 			ackOnly = append(ackOnly, it)
 		case Release:
@@ -798,6 +819,7 @@ func (e *engine) process(runCtx context.Context, w int, items []Item, ack *acker
 		}
 	}
 	e.releaseItems(fin, release)
+	e.settle(settle)
 	if len(ackOnly) > 0 {
 		e.pendingAcks.Add(int64(len(ackOnly)))
 		ack.push(ackJob{items: e.slimItems(ackOnly), resumed: true})
@@ -848,7 +870,7 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 	// usual batch); it becomes a list of its own at the first that was not.
 	accepted, own := items[:0], false
 	details, labels := make([]string, 0, len(batch)), make([]string, 0, len(batch))
-	var unknown, notSent []Item
+	var unknown, notSent, refusedItems []Item
 	var unknownErr, notSentErr error
 	// errors.As's targets, once per batch (they escape): each is read only
 	// when errors.As has just set it.
@@ -884,12 +906,14 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 			e.mu.Unlock()
 			e.event(Event{MessageID: p.it.Record.MessageID, Action: "failed", Dest: p.dec.Label, Reason: refused.Err.Error(), Class: p.it.Record.Class})
 			// held until the end of the run, then released: it stays at the source
+			refusedItems = append(refusedItems, p.it)
 		default:
 			unknown = append(unknown, p.it)
 			unknownErr = o.Err
 			e.event(Event{MessageID: p.it.Record.MessageID, Action: "unknown", Dest: p.dec.Label, Reason: o.Err.Error(), Class: p.it.Record.Class})
 		}
 	}
+	e.settle(refusedItems)
 	if len(notSent) > 0 {
 		e.releaseItems(fin, notSent)
 		e.stop(notSentErr)

@@ -861,18 +861,7 @@ func (s *moveSink) Deliver(ctx context.Context, w int, key string, items []Item,
 	// the batch; the journal's intent line is for the others, and for a
 	// transforming run, whose kept lines that intent's fsync writes.
 	intender, _ := s.src.(broker.Intender)
-	recorded := false
-	if intender != nil {
-		var err error
-		if recorded, err = intender.Intend(s.runID, items); err != nil {
-			// Not the run's to publish any more (their partition moved):
-			// nothing of the batch is sent; the run stops, partial.
-			for i := range outs {
-				outs[i].Err = pipeline.Undelivered(err)
-			}
-			return outs, nil
-		}
-	}
+	recorded := intender != nil && intender.Intend(s.runID, items)
 	if !recorded || s.opt.Originals != nil {
 		if err := s.j.Intend(dest.Label, ids); err != nil {
 			for i := range outs {

@@ -25,11 +25,12 @@ import (
 // Use: Poll a batch, settle each record (Ack when its copy is durable,
 // Discard when explicitly dropped, nothing when it stays pending), then
 // Commit; the next Poll lets a pending rebalance proceed, so a partition
-// changes hands only between polls. A record claimed for publishing
-// (claim: its copy may be produced) keeps its partition until an ack or a
-// release settles it: a revoke waits for it (handOverWait), so a batch
-// whose commit runs behind the next poll is committed by this member
-// before the partition's new owner reads from the group's commit.
+// changes hands only between polls. A record Poll handed out keeps its
+// partition until an Ack or a Release settles it: a revoke waits for it
+// (handOverWait), so a batch whose commit runs behind the next poll (or
+// another worker's batch, or an archive part not yet verified) is
+// committed by this member before the partition's new owner reads from
+// the group's commit.
 type Consumer struct {
 	addr    Address
 	group   string
@@ -54,8 +55,11 @@ type Consumer struct {
 	// settled is signalled when a claim ends (awaitClaims); closing is
 	// set once the run is over (Close, abandon): what is still claimed
 	// then is never acked, and a revoke no longer waits for it.
-	settled   chan struct{}
-	closing   atomic.Bool
+	settled chan struct{}
+	closing atomic.Bool
+	// handOver is the run's flush (broker.HandOverer.OnHandOver), called by a
+	// revoke that waits for claimed records.
+	handOver  atomic.Pointer[func(context.Context)]
 	assigned  bool // the group assigned us something at least once (or settled with nothing)
 	joinedAt  time.Time
 	lostAcks  int // acks of records whose partition moved before the commit
@@ -95,8 +99,8 @@ type partState struct {
 	pos   int64 // next offset to read
 	dirty bool
 	full  bool // journal full: later records stay pending
-	// claimed counts records of this assignment claimed for publishing
-	// and not yet settled (acked or released): a revoke waits for them.
+	// claimed counts records of this assignment handed out and not yet
+	// settled (acked or released): a revoke waits for them.
 	claimed int
 }
 
@@ -265,11 +269,12 @@ func (c *Consumer) onAssigned(ctx context.Context, cl *kgo.Client, m map[string]
 }
 
 func (c *Consumer) onRevoked(ctx context.Context, cl *kgo.Client, m map[string][]int32) {
-	// BlockRebalanceOnPoll: we get here only from Poll. The batches the
-	// run claimed for publishing may still be on their way (the engine
-	// commits a batch behind the next poll): wait until every claimed
-	// record of the partitions going away is acked or released, then
-	// commit what is settled, so their new owner starts past them.
+	// BlockRebalanceOnPoll: we get here only from Poll. Records handed
+	// out earlier may still be on their way (the engine commits a batch
+	// behind the next poll; other workers hold theirs; an archive part
+	// waits for its upload): wait until every one of the partitions going
+	// away is acked or released, then commit what is settled, so their
+	// new owner starts past them.
 	ps := m[c.addr.Topic]
 	c.awaitClaims(ctx, ps)
 	_ = c.commit(ctx, cl)
@@ -286,11 +291,18 @@ func (c *Consumer) onRevoked(ctx context.Context, cl *kgo.Client, m map[string][
 // owner's to try.
 var handOverWait = 30 * time.Second
 
+// setHandOver registers the run's flush (awaitClaims).
+func (c *Consumer) setHandOver(flush func(context.Context)) { c.handOver.Store(&flush) }
+
 // awaitClaims waits until no record of partitions ps is claimed and
 // unsettled, for up to handOverWait (or until ctx ends or a transaction
-// of the run aborted: nothing more is committed then).
+// of the run aborted: nothing more is committed then). While claims
+// remain it asks the run, every second, to make what it delivered durable
+// (the run's flush: an archive part is uploaded, so its records' acks can
+// land; other workers may take more of ps meanwhile).
 func (c *Consumer) awaitClaims(ctx context.Context, ps []int32) {
 	deadline := time.Now().Add(handOverWait)
+	var flushed time.Time
 	for {
 		c.mu.Lock()
 		n := 0
@@ -303,32 +315,17 @@ func (c *Consumer) awaitClaims(ctx context.Context, ps []int32) {
 		if n == 0 || c.fenced.Load() || c.closing.Load() || ctx.Err() != nil || time.Now().After(deadline) {
 			return
 		}
+		if f := c.handOver.Load(); f != nil && time.Since(flushed) >= time.Second {
+			(*f)(ctx)
+			flushed = time.Now()
+			continue
+		}
 		select {
 		case <-ctx.Done():
 		case <-c.settled:
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// claim counts msgs as being published (their copies may be produced
-// from now on): a revoke of their partition waits until an ack or a
-// release settles them. It reports false for a message whose partition
-// this member no longer holds (moved since the poll): its new owner reads
-// it, so it must not be published here.
-func (c *Consumer) claim(msgs []*Message, held []bool) []bool {
-	held = reuse(held, len(msgs))
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, m := range msgs {
-		ok := m.from != nil && c.parts[m.Partition] == m.from
-		if ok && !m.claimed {
-			m.claimed = true
-			m.from.claimed++
-		}
-		held = append(held, ok)
-	}
-	return held
 }
 
 // settleLocked ends m's claim (mu held).
@@ -344,9 +341,10 @@ func (c *Consumer) settleLocked(m *Message) {
 	}
 }
 
-// release settles claims of msgs the run gives up without an ack (left
-// pending: a failed or stopped delivery).
-func (c *Consumer) release(msgs []*Message) {
+// Release ends the hold on msgs, which the run will not ack (left
+// pending: skipped, refused, a failed or stopped delivery): a revoke of
+// their partition no longer waits for them.
+func (c *Consumer) Release(msgs []*Message) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, m := range msgs {
@@ -460,7 +458,10 @@ func (c *Consumer) Poll(ctx context.Context, max int) (msgs []*Message, done boo
 			m := &slab[0]
 			slab = slab[1:]
 			fillFromKgo(m, r, &c.intern, !c.originTopicOnly)
-			m.from = ps
+			// Held for the run until it acks, releases or settles it: a
+			// revoke of the partition waits for it (awaitClaims).
+			m.from, m.claimed = ps, true
+			ps.claimed++
 			msgs = append(msgs, m)
 		})
 		c.mu.Unlock()

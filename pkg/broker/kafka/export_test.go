@@ -60,10 +60,6 @@ func StaleGenerations(n int) (restore func()) {
 	return func() { staleGeneration = nil }
 }
 
-// Claim claims msgs for publishing, as the source's Intend does before a
-// batch is produced; ok[i] is false for a record whose partition moved.
-func (c *Consumer) Claim(msgs []*Message) (ok []bool) { return c.claim(msgs, nil) }
-
 // HandOverWait sets how long a revoke waits for claimed records. It
 // returns a restore function.
 func HandOverWait(d time.Duration) (restore func()) {

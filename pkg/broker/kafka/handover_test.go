@@ -10,23 +10,23 @@ import (
 	"github.com/dlqctl/dlqctl/pkg/broker/kafka"
 )
 
-// TestRevokeWaitsForTheClaimedBatch: a member holding a batch claimed
-// for publishing (its copies on their way, the commit behind the next
-// poll, as a redrive runs) lets a rebalance through in that next poll. The
-// partition going to the new member stays with it until the batch is
-// acked, and its new owner starts past the batch: no record of it is read
-// (and so produced) a second time, and no ack of it is lost. A record of
-// the moved partition read but never claimed cannot be claimed once it
-// moved (it is its new owner's to publish); one of the kept partition can.
-func TestRevokeWaitsForTheClaimedBatch(t *testing.T) {
+// TestRevokeWaitsForTheRecordsTheRunHolds: a member holding records it
+// read and has not acked yet (a batch whose copies are on their way, its
+// commit behind the next poll, as a redrive runs) lets a rebalance through
+// in that next poll. The partition going to the new member stays with it
+// until those records are acked, and its new owner starts past them: no
+// record of them is read (and so produced) a second time, and no ack of
+// them is lost. A record the member released (left pending: skipped,
+// refused) moves with its partition: the new owner reads it.
+func TestRevokeWaitsForTheRecordsTheRunHolds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	a, claimed, spare, openB := claimedBothPartitions(t, ctx)
+	a, held, left, openB := heldOnBothPartitions(t, ctx)
 	b := openB()
-	// B reads (settling nothing); A polls on, letting the rebalance in,
-	// and leaves what it reads now unclaimed.
+	// B reads (acking nothing); A polls on, letting the rebalance in, and
+	// releases what it reads now.
 	var mu sync.Mutex
-	var readByB []*kafka.Message
+	readByB := map[string]bool{}
 	rctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -35,27 +35,31 @@ func TestRevokeWaitsForTheClaimedBatch(t *testing.T) {
 		for rctx.Err() == nil {
 			ms, _, _ := b.Poll(rctx, 50)
 			mu.Lock()
-			readByB = append(readByB, ms...)
+			for _, m := range ms {
+				readByB[m.ID()] = true
+			}
 			mu.Unlock()
+			b.Release(ms)
 		}
 	}()
 	go func() {
 		defer wg.Done()
 		for rctx.Err() == nil {
-			_, _, _ = a.Poll(rctx, 20)
+			ms, _, _ := a.Poll(rctx, 20)
+			a.Release(ms)
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
 	defer func() { stop(); wg.Wait() }()
-	// The group wants a partition for B; A's revoke waits for the batch.
+	// The group wants a partition for B; A's revoke waits for the records.
 	time.Sleep(3 * time.Second)
 	mu.Lock()
 	early := len(readByB)
 	mu.Unlock()
 	if early != 0 || len(a.Held()) != 2 {
-		t.Fatalf("while A's claimed batch was unacked, B read %d record(s) and A held %d partition(s); want 0 read, A still holding both", early, len(a.Held()))
+		t.Fatalf("while A held unacked records, B read %d record(s) and A held %d partition(s); want 0 read, A still holding both", early, len(a.Held()))
 	}
-	for _, m := range claimed {
+	for _, m := range held {
 		if ok, err := a.Ack(m); !ok || err != nil {
 			t.Fatalf("ack of %s: %v, %v; want it recorded (its partition waits for it)", m.ID(), ok, err)
 		}
@@ -78,9 +82,9 @@ func TestRevokeWaitsForTheClaimedBatch(t *testing.T) {
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
-	for _, m := range readByB {
-		if _, twice := claimed[m.ID()]; twice {
-			t.Fatalf("B read %s, which A had claimed and acked: its copy would be produced twice", m.ID())
+	for id := range readByB {
+		if _, twice := held[id]; twice {
+			t.Fatalf("B read %s, which A held and acked: its copy would be produced twice", id)
 		}
 	}
 	if n := a.LostAcks(); n != 0 {
@@ -90,24 +94,23 @@ func TestRevokeWaitsForTheClaimedBatch(t *testing.T) {
 	for p := range a.Held() {
 		kept = p
 	}
-	for p, m := range spare {
-		ok := a.Claim([]*kafka.Message{m})[0]
-		if ok != (p == kept) {
-			t.Fatalf("claim of %s (partition %d; A kept %d): %v; want a claim only of a partition A still holds", m.ID(), p, kept, ok)
+	for p, m := range left {
+		if p != kept && !readByB[m.ID()] {
+			t.Fatalf("%s, released by A on the partition that moved, was not read by its new owner", m.ID())
 		}
 	}
-	t.Logf("B read %d record(s), none claimed by A (%d claimed)", len(readByB), len(claimed))
+	t.Logf("B read %d record(s), none of the %d A held", len(readByB), len(held))
 }
 
-// TestRevokeWaitForAClaimIsBounded: a claimed batch that is never acked
-// (a destination that stalls) holds its partition only for the bounded
-// wait; then the partition moves, and an ack that comes later is refused
-// and counted (the run reports those records as sent and not removed).
-func TestRevokeWaitForAClaimIsBounded(t *testing.T) {
+// TestRevokeWaitIsBounded: records held and never acked (a destination
+// that stalls) keep their partition only for the bounded wait; then the
+// partition moves, and an ack that comes later is refused and counted
+// (the run reports those records as sent and not removed).
+func TestRevokeWaitIsBounded(t *testing.T) {
 	defer kafka.HandOverWait(time.Second)()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	a, claimed, _, openB := claimedBothPartitions(t, ctx)
+	a, held, _, openB := heldOnBothPartitions(t, ctx)
 	b := openB()
 	rctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -118,12 +121,14 @@ func TestRevokeWaitForAClaimIsBounded(t *testing.T) {
 		for rctx.Err() == nil {
 			ms, _, _ := b.Poll(rctx, 50)
 			readByB.Add(int64(len(ms)))
+			b.Release(ms)
 		}
 	}()
 	go func() {
 		defer wg.Done()
 		for rctx.Err() == nil {
-			_, _, _ = a.Poll(rctx, 20)
+			ms, _, _ := a.Poll(rctx, 20)
+			a.Release(ms)
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
@@ -132,14 +137,14 @@ func TestRevokeWaitForAClaimIsBounded(t *testing.T) {
 		if time.Now().After(deadline) {
 			stop()
 			wg.Wait()
-			t.Fatalf("with the batch never acked, B read %d record(s) and A holds %d partition(s) after 45 s; want the partition moved once the wait ran out", readByB.Load(), len(a.Held()))
+			t.Fatalf("with the records never acked, B read %d record(s) and A holds %d partition(s) after 45 s; want the partition moved once the wait ran out", readByB.Load(), len(a.Held()))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	stop()
 	wg.Wait()
 	lost := 0
-	for _, m := range claimed {
+	for _, m := range held {
 		if ok, err := a.Ack(m); err != nil {
 			t.Fatal(err)
 		} else if !ok {
@@ -151,11 +156,12 @@ func TestRevokeWaitForAClaimIsBounded(t *testing.T) {
 	}
 }
 
-// claimedBothPartitions creates a two-partition topic of 1,000 records
-// and opens member A of a group on it, which reads until it has claimed
-// records of both partitions, and keeps one record of each that it read
-// and did not claim. It returns a second member's opener.
-func claimedBothPartitions(t *testing.T, ctx context.Context) (a *kafka.Consumer, claimed map[string]*kafka.Message, spare map[int32]*kafka.Message, openB func() *kafka.Consumer) {
+// heldOnBothPartitions creates a two-partition topic of 500 records each
+// and opens member A of a group on it, which reads until it holds (read,
+// not acked) records of both partitions; of each partition it releases
+// the first record it read (left pending). It returns a second member's
+// opener.
+func heldOnBothPartitions(t *testing.T, ctx context.Context) (a *kafka.Consumer, held map[string]*kafka.Message, left map[int32]*kafka.Message, openB func() *kafka.Consumer) {
 	t.Helper()
 	c := newCluster(t)
 	topic := twoPartitions(t, c, "handover", 500)
@@ -166,27 +172,19 @@ func claimedBothPartitions(t *testing.T, ctx context.Context) (a *kafka.Consumer
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close(context.Background()) })
-	// A alone reads until it has claimed records of both partitions, and
-	// keeps one record of each that it read and did not claim.
-	claimed, spare = map[string]*kafka.Message{}, map[int32]*kafka.Message{}
-	for len(spare) < 2 || len(claimed) == 0 || !coversBoth(claimed) {
+	held, left = map[string]*kafka.Message{}, map[int32]*kafka.Message{}
+	for len(left) < 2 || !coversBoth(held) {
 		ms, done, err := a.Poll(ctx, 20)
 		if err != nil || done {
 			t.Fatalf("poll: done %v, %v", done, err)
 		}
-		var claim []*kafka.Message
 		for _, m := range ms {
-			if _, ok := spare[m.Partition]; !ok {
-				spare[m.Partition] = m
+			if _, ok := left[m.Partition]; !ok {
+				left[m.Partition] = m
+				a.Release([]*kafka.Message{m})
 				continue
 			}
-			claim = append(claim, m)
-		}
-		for i, ok := range a.Claim(claim) {
-			if !ok {
-				t.Fatalf("claim of %s refused while A holds both partitions", claim[i].ID())
-			}
-			claimed[claim[i].ID()] = claim[i]
+			held[m.ID()] = m
 		}
 	}
 	openB = func() *kafka.Consumer {
@@ -197,7 +195,7 @@ func claimedBothPartitions(t *testing.T, ctx context.Context) (a *kafka.Consumer
 		t.Cleanup(func() { b.Close(context.Background()) })
 		return b
 	}
-	return a, claimed, spare, openB
+	return a, held, left, openB
 }
 
 func coversBoth(ms map[string]*kafka.Message) bool {

@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
@@ -23,25 +22,9 @@ type sourceIntents struct {
 	unclean bool
 }
 
-// Intend claims the batch's records for publishing (Consumer.claim: a
-// revoke of their partition now waits until they are acked or released)
-// and records their offsets before their copies are produced
-// (broker.Intender). Without a state dir there is no log. A record whose
-// partition moved since the poll fails the whole batch (none of it is
-// claimed): its new owner reads it.
-func (s *consumeSource) Intend(runID string, msgs []broker.Message) (bool, error) {
-	ms := make([]*Message, 0, len(msgs))
-	for _, bm := range msgs {
-		if m, ok := bm.Handle.(*Message); ok {
-			ms = append(ms, m)
-		}
-	}
-	for i, ok := range s.c.claim(ms, nil) {
-		if !ok {
-			s.c.release(ms)
-			return false, fmt.Errorf("%s: its partition moved to another member of group %s before its copy was produced; it was not produced here: %w", ms[i].ID(), s.c.group, broker.ErrLeaseLost)
-		}
-	}
+// Intend records the batch's offsets before its copies are produced
+// (broker.Intender). Without a state dir there is no log.
+func (s *consumeSource) Intend(runID string, msgs []broker.Message) bool {
 	in := &s.intents
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -50,15 +33,35 @@ func (s *consumeSource) Intend(runID string, msgs []broker.Message) (bool, error
 		in.log = s.openIntents(runID)
 	}
 	if in.log == nil {
-		return false, nil
+		return false
 	}
-	if len(ms) == 0 {
-		return true, nil
+	if len(msgs) == 0 {
+		return true
 	}
 	// A log that failed (warned) records nothing more: the run's journal
 	// takes over.
-	in.log.record(ms)
-	return in.log.f != nil, nil
+	in.log.record(handles(msgs))
+	return in.log.f != nil
+}
+
+// Settle ends the hold on records the run neither acks nor releases
+// (broker.HandOverer: skipped, refused): they stay pending, and a revoke
+// of their partition no longer waits for them.
+func (s *consumeSource) Settle(msgs []broker.Message) { s.c.Release(handles(msgs)) }
+
+// OnHandOver registers the run's flush, called by a revoke that waits for
+// claimed records (broker.Claimer).
+func (s *consumeSource) OnHandOver(flush func(context.Context)) { s.c.setHandOver(flush) }
+
+// handles are the source's messages of msgs.
+func handles(msgs []broker.Message) []*Message {
+	ms := make([]*Message, 0, len(msgs))
+	for _, bm := range msgs {
+		if m, ok := bm.Handle.(*Message); ok {
+			ms = append(ms, m)
+		}
+	}
+	return ms
 }
 
 // openIntents claims the intent files killed runs of the group left in

@@ -43,8 +43,8 @@ type Message struct {
 	Origin Origin
 	// from is the partition assignment whose poll handed the record out
 	// (nil: not read by a group member); claimed: it counts the record as
-	// being published (Consumer.claim) until an ack or a release settles
-	// it. The consumer's mu guards both.
+	// held for the run until an ack or a release settles it. The
+	// consumer's mu guards both.
 	from    *partState
 	claimed bool
 }

@@ -228,13 +228,7 @@ func (s *consumeSource) Ack(ctx context.Context, msgs []broker.Message) []error 
 // Release leaves the messages pending (the commit never passes them) and
 // ends their claims: a revoke of their partition no longer waits for them.
 func (s *consumeSource) Release(_ context.Context, msgs []broker.Message) error {
-	ms := make([]*Message, 0, len(msgs))
-	for _, bm := range msgs {
-		if m, ok := bm.Handle.(*Message); ok {
-			ms = append(ms, m)
-		}
-	}
-	s.c.release(ms)
+	s.c.Release(handles(msgs))
 	return nil
 }
 

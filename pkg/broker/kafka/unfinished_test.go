@@ -35,21 +35,25 @@ func TestUnfinishedCountsAPartitionThatMovedAway(t *testing.T) {
 	if err != nil || done || len(first) != 1 || len(a.Held()) != 2 {
 		t.Fatalf("first poll: %d records, done %v, %v, holding %d partitions", len(first), done, err, len(a.Held()))
 	}
+	a.Release(first)
 	b, err := kafka.OpenConsumer(ctx, addr, kafka.Conn{}, group, kafka.ConsumerOptions{SessionTimeout: 6 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close(context.Background())
-	// B joins and never reads. A reads one record at a time, settling
-	// none, until the group moves a partition to B.
+	// B joins and never reads. A reads one record at a time, leaving each
+	// pending (released, not acked), until the group moves a partition to
+	// B.
 	deadline := time.Now().Add(30 * time.Second)
 	for len(a.Held()) != 1 {
 		if time.Now().After(deadline) {
 			t.Fatalf("B never got a partition (A holds %d)", len(a.Held()))
 		}
-		if _, _, err := a.Poll(ctx, 1); err != nil {
+		ms, _, err := a.Poll(ctx, 1)
+		if err != nil {
 			t.Fatal(err)
 		}
+		a.Release(ms)
 		time.Sleep(5 * time.Millisecond)
 	}
 	// Then A settles everything it reads of the partition it kept.

@@ -1,0 +1,95 @@
+package multiproc
+
+import (
+	"bytes"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlqctl/dlqctl/internal/clitest"
+	"github.com/dlqctl/dlqctl/internal/kafkaseed"
+	"github.com/dlqctl/dlqctl/internal/testenv"
+)
+
+// TestKafkaArchiveSecondProcessJoiningArchivesEachRecordOnce: an archive
+// --delete of a three-partition dead-letter topic is under way when a
+// second one joins the group; partitions move between the two live
+// processes while records sit in parts not yet verified. A partition goes
+// only once what the losing process claimed of it is archived, verified
+// and committed (its open part is uploaded at the hand-over), so its new
+// owner starts past it: every dead letter is in the archive exactly once,
+// nothing is pending, and each process completes or ends partial saying
+// to run again.
+func TestKafkaArchiveSecondProcessJoiningArchivesEachRecordOnce(t *testing.T) {
+	env, bucket := clitest.KafkaBucket(t)
+	brokers, prefix, res, adm := clitest.KafkaIncident(t, kafkaseed.Options{Payments: 1500, Partitions: 3})
+	_, _, _, _, _, _, payDLT, _, _ := kafkaseed.Topics(prefix)
+	total := res.DeadLetters[payDLT]
+	dest := "s3://" + bucket + "/join"
+	args := []string{"archive", "kafka://" + brokers + "/" + payDLT, "--to", dest, "--delete", "--part-records", "100", "--rate", "400", "--yes", "-o", "json", "--state-dir", t.TempDir()}
+	pending := func() int64 { return dlqctlPending(t, adm, payDLT) }
+	bin := testenv.BuildBinary(t)
+	type proc struct {
+		c           *exec.Cmd
+		out, errOut bytes.Buffer
+	}
+	start := func() *proc {
+		p := &proc{c: exec.Command(bin, args...)}
+		p.c.Env = env.Environ()
+		p.c.Stdout, p.c.Stderr = &p.out, &p.errOut
+		if err := p.c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	first := start()
+	deadline := time.Now().Add(2 * time.Minute)
+	for pending() > int64(total*5/6) {
+		if time.Now().After(deadline) {
+			_ = first.c.Process.Kill()
+			t.Fatalf("the first archive made no progress: %s", first.errOut.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	second := start()
+	partial := false
+	for i, p := range []*proc{first, second} {
+		err := p.c.Wait()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case code == 0:
+		case code == 4 && strings.Contains(p.errOut.String(), "run the same command again"):
+			partial = true
+		default:
+			t.Fatalf("process %d: exit %d; want 0 or 4 saying to run again\nstdout: %s\nstderr: %s", i+1, code, p.out.String(), p.errOut.String())
+		}
+		t.Logf("process %d: exit %d", i+1, code)
+	}
+	if partial {
+		if r := clitest.Run(t, env, "", args...); r.Code != 0 {
+			t.Fatalf("re-run after a partial end: exit %d: %s", r.Code, r.Stderr)
+		}
+	}
+	if p := pending(); p != 0 {
+		t.Fatalf("%d record(s) pending after the archives ended", p)
+	}
+	got := clitest.ArchivedIDs(t, env, dest+"/queue="+payDLT+"/")
+	dups := 0
+	for id, n := range got {
+		if n > 1 {
+			dups += n - 1
+			t.Errorf("%s archived %d times", id, n)
+		}
+	}
+	if len(got) != total || dups != 0 {
+		t.Fatalf("%d distinct dead letters archived of %d, %d duplicate(s); want each once", len(got), total, dups)
+	}
+}
