@@ -89,4 +89,9 @@ type HandOverer interface {
 	// durable now (an open archive part is uploaded and verified), so
 	// those acks can land.
 	OnHandOver(flush func(context.Context))
+	// Holding is asked right before the sink delivers msgs: an error
+	// (wrapping ErrLeaseLost) says some of them are no longer the run's —
+	// held past the source's bounded wait (a guard's pause), they were
+	// handed over — and none of them may be delivered.
+	Holding(msgs []Message) error
 }

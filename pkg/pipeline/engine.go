@@ -865,6 +865,15 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 	if e.opt.AckBeforeDeliver {
 		ack.waitBelow(e.opt.AckBehind)
 	}
+	if e.handOver != nil {
+		if err := e.handOver.Holding(items); err != nil {
+			// Held past the source's hand-over wait (a long pause): they
+			// went to another reader, which delivers them.
+			e.releaseItems(fin, items)
+			e.stop(err)
+			return
+		}
+	}
 	outs, commit := e.sink.Deliver(fin, w, key, items, payloads)
 	// accepted is items itself while every item so far was accepted (the
 	// usual batch); it becomes a list of its own at the first that was not.

@@ -2,6 +2,8 @@ package pipeline_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -18,9 +20,20 @@ import (
 // settles and the flush the engine registers.
 type handingOver struct {
 	*sqs.QueueSource
+	// lost names messages held past the source's wait: handed over.
+	lost    func(body string) bool
 	mu      sync.Mutex
 	settled []string
 	flush   func(context.Context)
+}
+
+func (s *handingOver) Holding(msgs []broker.Message) error {
+	for _, m := range msgs {
+		if s.lost != nil && s.lost(m.Record.Body) {
+			return fmt.Errorf("%s: its partition moved to another member while the run held it: %w", m.Record.Body, broker.ErrLeaseLost)
+		}
+	}
+	return nil
 }
 
 func (s *handingOver) Settle(msgs []broker.Message) {
@@ -76,5 +89,34 @@ func TestTheRunSettlesWhatItNeitherAcksNorReleases(t *testing.T) {
 	src.flush(context.Background())
 	if sink.flushes != before+1 {
 		t.Fatalf("the hand-over flushed the sink %d time(s); want 1", sink.flushes-before)
+	}
+}
+
+// TestABatchHandedOverIsNotDelivered: a batch the source handed over
+// while the run held it (past its bounded wait: a long guard pause) is not
+// delivered at all — it is released and the run stops with the reason —
+// so its new reader delivers it once; batches delivered before stay.
+func TestABatchHandedOverIsNotDelivered(t *testing.T) {
+	f, c := newFake(t)
+	q := standardDLQ(t, f, c, 30)
+	src := &handingOver{QueueSource: newSource(c, q), lost: func(b string) bool { return b == "m-17" }}
+	sink := &recSink{}
+	ctx := context.Background()
+	res, err := pipeline.Run(ctx, src, sink, pipeline.Options{Workers: 1, BatchEntries: 5})
+	_ = src.Close(ctx)
+	if !errors.Is(err, broker.ErrLeaseLost) && (res == nil || !strings.Contains(strings.Join(res.Errors, "; "), "partition moved")) {
+		t.Fatalf("run: %v, result %+v; want it stopped naming the moved partition", err, res)
+	}
+	_, accepted := sink.bodies()
+	for _, b := range accepted {
+		if b == "m-17" {
+			t.Fatal("m-17 was delivered although it was handed over")
+		}
+	}
+	if res.Delivered != len(accepted) || res.Complete || res.Released == 0 {
+		t.Fatalf("delivered %d, result %+v; want the batch released and the run not complete", len(accepted), res)
+	}
+	if cnt := f.Counts(q.URL); cnt.InFlight != 0 || cnt.Visible != 30-res.Delivered {
+		t.Fatalf("queue %+v after the run; want the %d undelivered visible again", cnt, 30-res.Delivered)
 	}
 }

@@ -284,11 +284,11 @@ func (c *Consumer) onRevoked(ctx context.Context, cl *kgo.Client, m map[string][
 // handOverWait bounds how long a revoke waits for claimed records of the
 // partitions going away (well inside the group's rebalance timeout, which
 // the revoke callback must not exceed; franz-go heartbeats meanwhile). A
-// claim still unsettled after it lets the partition go anyway: an ack
-// that comes later (a destination that stalled) is refused (LostAcks) and
-// the run reports those records as sent and not removed; a record the
-// destination refused (released only at the run's end) is the new
-// owner's to try.
+// record still held after it lets the partition go anyway: a record not
+// yet delivered then (a guard's pause) is refused delivery (StillHeld,
+// the source's Holding); an ack that comes later (a destination that
+// stalled) is refused (LostAcks) and the run reports those records as
+// sent and not removed.
 var handOverWait = 30 * time.Second
 
 // setHandOver registers the run's flush (awaitClaims).
@@ -326,6 +326,19 @@ func (c *Consumer) awaitClaims(ctx context.Context, ps []int32) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// StillHeld reports, for each of msgs, whether this member still holds
+// its partition under the assignment whose poll handed it out (false: the
+// partition moved, or moved and came back, since).
+func (c *Consumer) StillHeld(msgs []*Message) []bool {
+	out := make([]bool, len(msgs))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, m := range msgs {
+		out[i] = m.from != nil && c.parts[m.Partition] == m.from
+	}
+	return out
 }
 
 // settleLocked ends m's claim (mu held).

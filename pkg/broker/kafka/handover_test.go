@@ -143,6 +143,17 @@ func TestRevokeWaitIsBounded(t *testing.T) {
 	}
 	stop()
 	wg.Wait()
+	// What A still holds of the moved partition is not its to deliver any
+	// more; what it holds of the kept one is.
+	var kept int32 = -1
+	for p := range a.Held() {
+		kept = p
+	}
+	for _, m := range held {
+		if still := a.StillHeld([]*kafka.Message{m})[0]; still != (m.Partition == kept) {
+			t.Fatalf("%s (partition %d, A kept %d): still held %v", m.ID(), m.Partition, kept, still)
+		}
+	}
 	lost := 0
 	for _, m := range held {
 		if ok, err := a.Ack(m); err != nil {

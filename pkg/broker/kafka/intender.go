@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
@@ -48,6 +49,20 @@ func (s *consumeSource) Intend(runID string, msgs []broker.Message) bool {
 // (broker.HandOverer: skipped, refused): they stay pending, and a revoke
 // of their partition no longer waits for them.
 func (s *consumeSource) Settle(msgs []broker.Message) { s.c.Release(handles(msgs)) }
+
+// Holding reports, right before msgs are delivered, whether this member
+// still holds their partitions as it did when it read them
+// (broker.HandOverer): a record held past the revoke's bounded wait went
+// with its partition, and its new owner delivers it.
+func (s *consumeSource) Holding(msgs []broker.Message) error {
+	ms := handles(msgs)
+	for i, ok := range s.c.StillHeld(ms) {
+		if !ok {
+			return fmt.Errorf("%s: its partition moved to another member of group %s while the run held it (past the %s hand-over wait); it was not delivered here: %w", ms[i].ID(), s.c.group, handOverWait, broker.ErrLeaseLost)
+		}
+	}
+	return nil
+}
 
 // OnHandOver registers the run's flush, called by a revoke that waits for
 // claimed records (broker.Claimer).
