@@ -13,6 +13,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
+	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/record"
 )
 
@@ -868,9 +869,11 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 	if e.handOver != nil {
 		if err := e.handOver.Holding(items); err != nil {
 			// Held past the source's hand-over wait (a long pause): they
-			// went to another reader, which delivers them.
+			// went to another reader, which delivers them. The run ends
+			// partial: what it did not deliver is the new reader's, or a
+			// re-run's.
 			e.releaseItems(fin, items)
-			e.stop(err)
+			e.stop(errs.Partial(err))
 			return
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/broker/sqs"
+	"github.com/dlqctl/dlqctl/pkg/errs"
 	"github.com/dlqctl/dlqctl/pkg/pipeline"
 )
 
@@ -104,8 +105,8 @@ func TestABatchHandedOverIsNotDelivered(t *testing.T) {
 	ctx := context.Background()
 	res, err := pipeline.Run(ctx, src, sink, pipeline.Options{Workers: 1, BatchEntries: 5})
 	_ = src.Close(ctx)
-	if !errors.Is(err, broker.ErrLeaseLost) && (res == nil || !strings.Contains(strings.Join(res.Errors, "; "), "partition moved")) {
-		t.Fatalf("run: %v, result %+v; want it stopped naming the moved partition", err, res)
+	if !errors.Is(err, broker.ErrLeaseLost) || errs.Code(err) != errs.ExitPartial || !strings.Contains(err.Error(), "partition moved") {
+		t.Fatalf("run: %v (exit %d), result %+v; want it stopped, partial, naming the moved partition", err, errs.Code(err), res)
 	}
 	_, accepted := sink.bodies()
 	for _, b := range accepted {
