@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -26,7 +27,9 @@ import (
 // after an attempt the server may have carried out, it waits until that
 // attempt's messages are visible again and receives once more, adding what
 // it gets to the answer (up to MaxNumberOfMessages; what the call did get
-// is held through the wait, so it is not received twice). A client through a
+// is held through the wait, so it is not received twice; on a FIFO queue
+// it is handed back after the wait and the group read again from its
+// head, so the answer keeps the group's order). A client through a
 // proxy (faultproxy: an Env whose SQSEndpoint is not a stack server's)
 // sees lost receives as they are, which is what fault tests inject.
 
@@ -89,6 +92,17 @@ func (h healer) heal(ctx context.Context, in *sqs.ReceiveMessageInput, end time.
 		case <-ctx.Done():
 			return got
 		case <-time.After(time.Until(end.Add(vis + time.Second))):
+		}
+		if strings.HasSuffix(aws.ToString(in.QueueUrl), ".fifo") && len(got) > 0 {
+			// A FIFO queue's messages come in their group's order: what
+			// the call did get may come after what the lost answer took
+			// (an emulator that does not lock the group meanwhile). Hand
+			// it back and read from the head again.
+			if err := h.hold(ctx, in.QueueUrl, got, 0); err != nil {
+				h.logf("testenv: handing back the messages received from %s: %v", aws.ToString(in.QueueUrl), err)
+				return got
+			}
+			got = nil
 		}
 		max := int32(1)
 		if in.MaxNumberOfMessages > 0 {

@@ -122,6 +122,55 @@ func TestSQSHealKeepsWhatTheCallGot(t *testing.T) {
 	})
 }
 
+// TestSQSHealKeepsAFIFOGroupsOrder: on a FIFO queue, the messages a
+// retried call did get can be later ones of a group whose head the lost
+// answer took (an emulator that does not lock the group meanwhile).
+// Healing hands them back after the wait and reads the group again from
+// its head: the answer holds the group in its order, each message once.
+// On local-aws-sqs, which hands out a group's later messages while its
+// head is in flight; moto locks the group as AWS does (the retry gets
+// nothing), so there is nothing to put back in order.
+func TestSQSHealKeepsAFIFOGroupsOrder(t *testing.T) {
+	e := Require(t)
+	ctx := t.Context()
+	c := e.sqsClient(ctx, false, t.Logf)
+	name := strings.ToLower(UniqueName(t, "healfifo")) + ".fifo"
+	out, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := out.QueueUrl
+	t.Cleanup(func() { _, _ = c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: url}) })
+	want := []string{"m1", "m2", "m3", "m4"}
+	for _, b := range want {
+		if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String(b), MessageGroupId: aws.String("g")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := &sqs.ReceiveMessageInput{QueueUrl: url, MaxNumberOfMessages: 2, WaitTimeSeconds: 1, VisibilityTimeout: 3}
+	// The lost answer: the group's head, in flight, held by nobody.
+	if lost, err := c.ReceiveMessage(ctx, in); err != nil || len(lost.Messages) == 0 {
+		t.Fatalf("first receive: %v, %d messages", err, len(lost.Messages))
+	}
+	// The retry's answer: what the server hands out meanwhile (later
+	// messages of the group on a server that does not lock it, none on
+	// one that does).
+	retry, err := c.ReceiveMessage(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := *in
+	all.MaxNumberOfMessages = 10
+	got := healer{plain: c, logf: t.Logf}.heal(ctx, &all, time.Now(), retry.Messages)
+	var bodies []string
+	for _, m := range got {
+		bodies = append(bodies, aws.ToString(m.Body))
+	}
+	if strings.Join(bodies, ",") != strings.Join(want, ",") {
+		t.Fatalf("healed answer %v (the retry got %d), want the group in order %v", bodies, len(retry.Messages), want)
+	}
+}
+
 // TestSQSHealingDrainGetsWhatALostReceiveTook: a drain that holds what it
 // receives (visibility 4 s), through a proxy that loses the answer of its
 // first receive after the server applied it. A plain client's drain stops
