@@ -1,16 +1,12 @@
 package multiproc
 
 import (
-	"bytes"
-	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dlqctl/dlqctl/internal/clitest"
 	"github.com/dlqctl/dlqctl/internal/kafkaseed"
-	"github.com/dlqctl/dlqctl/internal/testenv"
 )
 
 // TestKafkaArchiveSecondProcessJoiningArchivesEachRecordOnce: an archive
@@ -30,48 +26,27 @@ func TestKafkaArchiveSecondProcessJoiningArchivesEachRecordOnce(t *testing.T) {
 	dest := "s3://" + bucket + "/join"
 	args := []string{"archive", "kafka://" + brokers + "/" + payDLT, "--to", dest, "--delete", "--part-records", "100", "--rate", "400", "--yes", "-o", "json", "--state-dir", t.TempDir()}
 	pending := func() int64 { return dlqctlPending(t, adm, payDLT) }
-	bin := testenv.BuildBinary(t)
-	type proc struct {
-		c           *exec.Cmd
-		out, errOut bytes.Buffer
-	}
-	start := func() *proc {
-		p := &proc{c: exec.Command(bin, args...)}
-		p.c.Env = env.Environ()
-		p.c.Stdout, p.c.Stderr = &p.out, &p.errOut
-		if err := p.c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	first := start()
+	first := startProc(t, env, 1, args...)
 	deadline := time.Now().Add(2 * time.Minute)
 	for pending() > int64(total*5/6) {
 		if time.Now().After(deadline) {
-			_ = first.c.Process.Kill()
-			t.Fatalf("the first archive made no progress: %s", first.errOut.String())
+			_ = first.cmd.Process.Kill()
+			t.Fatalf("the first archive made no progress: %s", first.stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	second := start()
+	second := startProc(t, env, 2, args...)
 	partial := false
-	for i, p := range []*proc{first, second} {
-		err := p.c.Wait()
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
+	for _, p := range []*peerProc{first, second} {
+		code := p.wait()
 		switch {
 		case code == 0:
-		case code == 4 && strings.Contains(p.errOut.String(), "run the same command again"):
+		case code == 4 && strings.Contains(p.stderr.String(), "run the same command again"):
 			partial = true
 		default:
-			t.Fatalf("process %d: exit %d; want 0 or 4 saying to run again\nstdout: %s\nstderr: %s", i+1, code, p.out.String(), p.errOut.String())
+			t.Fatalf("process %d: exit %d; want 0 or 4 saying to run again\nstdout: %s\nstderr: %s", p.i, code, p.stdout.String(), p.stderr.String())
 		}
-		t.Logf("process %d: exit %d", i+1, code)
+		t.Logf("process %d: exit %d", p.i, code)
 	}
 	if partial {
 		if r := clitest.Run(t, env, "", args...); r.Code != 0 {

@@ -37,15 +37,7 @@ func TestKafkaSecondRedriveJoiningMidRunMovesEachRecordOnce(t *testing.T) {
 		return []string{"redrive", "kafka://" + brokers + "/" + payDLT, "--rate", "400", "--rate-share", fmt.Sprintf("%d/2", i), "--yes", "-o", "json", "--state-dir", state}
 	}
 	pending := func() int64 { return dlqctlPending(t, adm, payDLT) }
-	start := func(i int) *peerProc {
-		p := &peerProc{i: i, state: state}
-		p.cmd = clitest.BinCmd(t, testenv.Env{}, args(i)...)
-		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	start := func(i int) *peerProc { return startProc(t, testenv.Env{}, i, args(i)...) }
 	first := start(1)
 	deadline := time.Now().Add(2 * time.Minute)
 	for pending() > int64(total*5/6) {

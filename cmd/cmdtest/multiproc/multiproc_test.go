@@ -65,8 +65,16 @@ type peerProc struct {
 // startPeer starts `dlqctl ARGS… --rate-share i/N --state-dir DIR -o json`.
 func startPeer(t *testing.T, env testenv.Env, i int, state string, args ...string) *peerProc {
 	t.Helper()
-	p := &peerProc{i: i, state: state}
-	p.cmd = clitest.BinCmd(t, env, append(args, "--rate-share", fmt.Sprintf("%d/%d", i, peers), "--state-dir", state, "--yes", "-o", "json")...)
+	p := startProc(t, env, i, append(args, "--rate-share", fmt.Sprintf("%d/%d", i, peers), "--state-dir", state, "--yes", "-o", "json")...)
+	p.state = state
+	return p
+}
+
+// startProc starts process i of a test: `dlqctl ARGS…` as they are.
+func startProc(t *testing.T, env testenv.Env, i int, args ...string) *peerProc {
+	t.Helper()
+	p := &peerProc{i: i}
+	p.cmd = clitest.BinCmd(t, env, args...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

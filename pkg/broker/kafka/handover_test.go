@@ -27,30 +27,14 @@ func TestRevokeWaitsForTheRecordsTheRunHolds(t *testing.T) {
 	// releases what it reads now.
 	var mu sync.Mutex
 	readByB := map[string]bool{}
-	rctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		for rctx.Err() == nil {
-			ms, _, _ := b.Poll(rctx, 50)
-			mu.Lock()
-			for _, m := range ms {
-				readByB[m.ID()] = true
-			}
-			mu.Unlock()
-			b.Release(ms)
+	stop := pollOn(ctx, a, b, func(ms []*kafka.Message) {
+		mu.Lock()
+		for _, m := range ms {
+			readByB[m.ID()] = true
 		}
-	}()
-	go func() {
-		defer wg.Done()
-		for rctx.Err() == nil {
-			ms, _, _ := a.Poll(rctx, 20)
-			a.Release(ms)
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
-	defer func() { stop(); wg.Wait() }()
+		mu.Unlock()
+	})
+	defer stop()
 	// The group wants a partition for B; A's revoke waits for the records.
 	time.Sleep(3 * time.Second)
 	mu.Lock()
@@ -79,7 +63,6 @@ func TestRevokeWaitsForTheRecordsTheRunHolds(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	stop()
-	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
 	for id := range readByB {
@@ -112,37 +95,17 @@ func TestRevokeWaitIsBounded(t *testing.T) {
 	defer cancel()
 	a, held, _, openB := heldOnBothPartitions(t, ctx)
 	b := openB()
-	rctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(2)
 	var readByB atomic.Int64
-	go func() {
-		defer wg.Done()
-		for rctx.Err() == nil {
-			ms, _, _ := b.Poll(rctx, 50)
-			readByB.Add(int64(len(ms)))
-			b.Release(ms)
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		for rctx.Err() == nil {
-			ms, _, _ := a.Poll(rctx, 20)
-			a.Release(ms)
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
+	stop := pollOn(ctx, a, b, func(ms []*kafka.Message) { readByB.Add(int64(len(ms))) })
 	deadline := time.Now().Add(45 * time.Second)
 	for readByB.Load() == 0 || len(a.Held()) != 1 {
 		if time.Now().After(deadline) {
 			stop()
-			wg.Wait()
 			t.Fatalf("with the records never acked, B read %d record(s) and A holds %d partition(s) after 45 s; want the partition moved once the wait ran out", readByB.Load(), len(a.Held()))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	stop()
-	wg.Wait()
 	// What A still holds of the moved partition is not its to deliver any
 	// more; what it holds of the kept one is.
 	var kept int32 = -1
@@ -207,6 +170,33 @@ func heldOnBothPartitions(t *testing.T, ctx context.Context) (a *kafka.Consumer,
 		return b
 	}
 	return a, held, left, openB
+}
+
+// pollOn keeps members a and b polling until stop is called (stop waits
+// for both), each releasing what it reads, so a revoke waits only for what
+// the test itself holds; onB sees each of b's polls.
+func pollOn(ctx context.Context, a, b *kafka.Consumer, onB func([]*kafka.Message)) (stop func()) {
+	rctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for rctx.Err() == nil {
+			ms, _, _ := b.Poll(rctx, 50)
+			onB(ms)
+			b.Release(ms)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for rctx.Err() == nil {
+			ms, _, _ := a.Poll(rctx, 20)
+			a.Release(ms)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { cancel(); wg.Wait() }) }
 }
 
 func coversBoth(ms map[string]*kafka.Message) bool {
