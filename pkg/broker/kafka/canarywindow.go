@@ -11,7 +11,6 @@ import (
 
 	"github.com/dlqctl/dlqctl/pkg/broker"
 	"github.com/dlqctl/dlqctl/pkg/record"
-	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // dltSuffixes are the dead-letter topic suffixes the window knows: Spring
@@ -138,23 +137,20 @@ func springRetryDelays(names []string, main string) (delays []retryDelay, unname
 	return delays, unnamed
 }
 
-// MarkEnd takes the topic's end offsets (broker.PositionMarker): a record
-// read later at an offset below its partition's end then was on the topic
-// before the canary moved anything.
+// MarkEnd takes the topic's end offsets (broker.PositionMarker), as the
+// run's plan reads them (read_committed: a record of a transaction still
+// open then counts as later, the safe side): a record read later at an
+// offset below its partition's end was on the topic before the canary
+// moved anything.
 func (e *Endpoint) MarkEnd(ctx context.Context) (func(*record.Record) bool, error) {
-	adm, err := e.Admin()
+	plan, err := e.Plan(ctx)
 	if err != nil {
-		return nil, e.wrap(err)
+		return nil, err
 	}
-	ends, err := adm.ListEndOffsets(ctx, e.addr.Topic)
-	if err == nil {
-		err = ends.Error()
+	end := make(map[int32]int64, len(plan.Partitions))
+	for _, r := range plan.Partitions {
+		end[r.Partition] = r.End
 	}
-	if err != nil {
-		return nil, e.wrap(err)
-	}
-	end := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) { end[o.Partition] = o.Offset })
 	topic := e.addr.Topic
 	return func(r *record.Record) bool {
 		k := r.System.Kafka
