@@ -52,13 +52,13 @@ type Consumer struct {
 
 	mu    sync.Mutex
 	parts map[int32]*partState
-	// settled is signalled when a claim ends (awaitClaims); closing is
-	// set once the run is over (Close, abandon): what is still claimed
+	// settled is signalled when a hold ends (awaitHeld); closing is
+	// set once the run is over (Close, abandon): what is still held
 	// then is never acked, and a revoke no longer waits for it.
 	settled chan struct{}
 	closing atomic.Bool
 	// handOver is the run's flush (broker.HandOverer.OnHandOver), called by a
-	// revoke that waits for claimed records.
+	// revoke that waits for held records.
 	handOver  atomic.Pointer[func(context.Context)]
 	assigned  bool // the group assigned us something at least once (or settled with nothing)
 	joinedAt  time.Time
@@ -99,9 +99,9 @@ type partState struct {
 	pos   int64 // next offset to read
 	dirty bool
 	full  bool // journal full: later records stay pending
-	// claimed counts records of this assignment handed out and not yet
+	// holding counts records of this assignment handed out and not yet
 	// settled (acked or released): a revoke waits for them.
-	claimed int
+	holding int
 }
 
 // ConsumerOptions tune a Consumer.
@@ -276,12 +276,12 @@ func (c *Consumer) onRevoked(ctx context.Context, cl *kgo.Client, m map[string][
 	// away is acked or released, then commit what is settled, so their
 	// new owner starts past them.
 	ps := m[c.addr.Topic]
-	c.awaitClaims(ctx, ps)
+	c.awaitHeld(ctx, ps)
 	_ = c.commit(ctx, cl)
 	c.drop(ps)
 }
 
-// handOverWait bounds how long a revoke waits for claimed records of the
+// handOverWait bounds how long a revoke waits for held records of the
 // partitions going away (well inside the group's rebalance timeout, which
 // the revoke callback must not exceed; franz-go heartbeats meanwhile). A
 // record still held after it lets the partition go anyway: a record not
@@ -291,16 +291,16 @@ func (c *Consumer) onRevoked(ctx context.Context, cl *kgo.Client, m map[string][
 // sent and not removed.
 var handOverWait = 30 * time.Second
 
-// setHandOver registers the run's flush (awaitClaims).
+// setHandOver registers the run's flush (awaitHeld).
 func (c *Consumer) setHandOver(flush func(context.Context)) { c.handOver.Store(&flush) }
 
-// awaitClaims waits until no record of partitions ps is claimed and
+// awaitHeld waits until no record of partitions ps is held and
 // unsettled, for up to handOverWait (or until ctx ends or a transaction
-// of the run aborted: nothing more is committed then). While claims
+// of the run aborted: nothing more is committed then). While holds
 // remain it asks the run, every second, to make what it delivered durable
 // (the run's flush: an archive part is uploaded, so its records' acks can
 // land; other workers may take more of ps meanwhile).
-func (c *Consumer) awaitClaims(ctx context.Context, ps []int32) {
+func (c *Consumer) awaitHeld(ctx context.Context, ps []int32) {
 	deadline := time.Now().Add(handOverWait)
 	var flushed time.Time
 	for {
@@ -308,7 +308,7 @@ func (c *Consumer) awaitClaims(ctx context.Context, ps []int32) {
 		n := 0
 		for _, p := range ps {
 			if st := c.parts[p]; st != nil {
-				n += st.claimed
+				n += st.holding
 			}
 		}
 		c.mu.Unlock()
@@ -341,13 +341,13 @@ func (c *Consumer) StillHeld(msgs []*Message) []bool {
 	return out
 }
 
-// settleLocked ends m's claim (mu held).
+// settleLocked ends m's hold (mu held).
 func (c *Consumer) settleLocked(m *Message) {
-	if !m.claimed {
+	if !m.held {
 		return
 	}
-	m.claimed = false
-	m.from.claimed--
+	m.held = false
+	m.from.holding--
 	select {
 	case c.settled <- struct{}{}:
 	default:
@@ -472,9 +472,9 @@ func (c *Consumer) Poll(ctx context.Context, max int) (msgs []*Message, done boo
 			slab = slab[1:]
 			fillFromKgo(m, r, &c.intern, !c.originTopicOnly)
 			// Held for the run until it acks, releases or settles it: a
-			// revoke of the partition waits for it (awaitClaims).
-			m.from, m.claimed = ps, true
-			ps.claimed++
+			// revoke of the partition waits for it (awaitHeld).
+			m.from, m.held = ps, true
+			ps.holding++
 			msgs = append(msgs, m)
 		})
 		c.mu.Unlock()

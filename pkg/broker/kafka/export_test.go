@@ -60,7 +60,7 @@ func StaleGenerations(n int) (restore func()) {
 	return func() { staleGeneration = nil }
 }
 
-// HandOverWait sets how long a revoke waits for claimed records. It
+// HandOverWait sets how long a revoke waits for held records. It
 // returns a restore function.
 func HandOverWait(d time.Duration) (restore func()) {
 	old := handOverWait

@@ -65,7 +65,7 @@ func (s *consumeSource) Holding(msgs []broker.Message) error {
 }
 
 // OnHandOver registers the run's flush, called by a revoke that waits for
-// claimed records (broker.Claimer).
+// held records (broker.HandOverer).
 func (s *consumeSource) OnHandOver(flush func(context.Context)) { s.c.setHandOver(flush) }
 
 // handles are the source's messages of msgs.

@@ -42,11 +42,11 @@ type Message struct {
 	// fields read as unknown); FullOrigin decodes all of it.
 	Origin Origin
 	// from is the partition assignment whose poll handed the record out
-	// (nil: not read by a group member); claimed: it counts the record as
+	// (nil: not read by a group member); held: it counts the record as
 	// held for the run until an ack or a release settles it. The
 	// consumer's mu guards both.
-	from    *partState
-	claimed bool
+	from *partState
+	held bool
 }
 
 // FullOrigin is the origin of m with every field the headers give.

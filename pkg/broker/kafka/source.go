@@ -226,7 +226,7 @@ func (s *consumeSource) Ack(ctx context.Context, msgs []broker.Message) []error 
 }
 
 // Release leaves the messages pending (the commit never passes them) and
-// ends their claims: a revoke of their partition no longer waits for them.
+// ends their hold: a revoke of their partition no longer waits for them.
 func (s *consumeSource) Release(_ context.Context, msgs []broker.Message) error {
 	s.c.Release(handles(msgs))
 	return nil
