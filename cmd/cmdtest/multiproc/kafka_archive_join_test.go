@@ -3,7 +3,6 @@ package multiproc
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/dlqctl/dlqctl/internal/clitest"
 	"github.com/dlqctl/dlqctl/internal/kafkaseed"
@@ -27,14 +26,7 @@ func TestKafkaArchiveSecondProcessJoiningArchivesEachRecordOnce(t *testing.T) {
 	args := []string{"archive", "kafka://" + brokers + "/" + payDLT, "--to", dest, "--delete", "--part-records", "100", "--rate", "400", "--yes", "-o", "json", "--state-dir", t.TempDir()}
 	pending := func() int64 { return dlqctlPending(t, adm, payDLT) }
 	first := startProc(t, env, 1, args...)
-	deadline := time.Now().Add(2 * time.Minute)
-	for pending() > int64(total*5/6) {
-		if time.Now().After(deadline) {
-			_ = first.cmd.Process.Kill()
-			t.Fatalf("the first archive made no progress: %s", first.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	awaitProgress(t, first, pending, total)
 	second := startProc(t, env, 2, args...)
 	partial := false
 	for _, p := range []*peerProc{first, second} {

@@ -39,14 +39,7 @@ func TestKafkaSecondRedriveJoiningMidRunMovesEachRecordOnce(t *testing.T) {
 	pending := func() int64 { return dlqctlPending(t, adm, payDLT) }
 	start := func(i int) *peerProc { return startProc(t, testenv.Env{}, i, args(i)...) }
 	first := start(1)
-	deadline := time.Now().Add(2 * time.Minute)
-	for pending() > int64(total*5/6) {
-		if time.Now().After(deadline) {
-			_ = first.cmd.Process.Kill()
-			t.Fatalf("the first redrive made no progress: %s", first.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	awaitProgress(t, first, pending, total)
 	second := start(2)
 	moved, partial := 0, 0
 	for _, p := range []*peerProc{first, second} {
@@ -105,4 +98,19 @@ func dlqctlPending(t *testing.T, adm *kadm.Client, topic string) int64 {
 		t.Fatal(err)
 	}
 	return p.Pending()
+}
+
+// awaitProgress waits (up to 2 minutes) until process p has moved a sixth
+// of total, as pending counts what is left; it kills p and fails t
+// otherwise.
+func awaitProgress(t *testing.T, p *peerProc, pending func() int64, total int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for pending() > int64(total*5/6) {
+		if time.Now().After(deadline) {
+			_ = p.cmd.Process.Kill()
+			t.Fatalf("process %d made no progress: %s", p.i, p.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
