@@ -67,3 +67,19 @@ func HandOverWait(d time.Duration) (restore func()) {
 	handOverWait = d
 	return func() { handOverWait = old }
 }
+
+// Holding is how many records a consuming source's reads hold for the run
+// (handed out, or read ahead, and not yet acked, released or settled).
+func Holding(src any) int {
+	s, ok := src.(*consumeSource)
+	if !ok {
+		return -1
+	}
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	n := 0
+	for _, ps := range s.c.parts {
+		n += ps.holding
+	}
+	return n
+}

@@ -130,11 +130,23 @@ type consumeSource struct {
 	txn atomic.Pointer[txnPublisher]
 	// intents is the run's write-ahead intent log (broker.Intender).
 	intents sourceIntents
+	// The read-ahead (readahead.go), started by the first Next of a
+	// source without a transactional publisher.
+	aheadOnce sync.Once
+	ahead     atomic.Pointer[readAhead]
 }
 
 func (s *consumeSource) Name() string { return s.e.String() }
 
 func (s *consumeSource) Next(ctx context.Context, max int) ([]broker.Message, error) {
+	if s.txn.Load() == nil {
+		return s.nextAhead(ctx, max)
+	}
+	return s.poll(ctx, max)
+}
+
+// poll reads the next batch (Next without the read-ahead).
+func (s *consumeSource) poll(ctx context.Context, max int) ([]broker.Message, error) {
 	if s.c.fenced.Load() {
 		// A transaction of the run aborted: reading on would only fail
 		// every later one.
@@ -284,6 +296,7 @@ func (s *consumeSource) End(ctx context.Context, _ broker.RunState, final bool) 
 func (s *consumeSource) EndReading(bool) {}
 
 func (s *consumeSource) Close(ctx context.Context) error {
+	s.stopAhead()
 	if s.c.fenced.Load() {
 		// An aborted transaction's records are marked handled: leave the
 		// group without committing (what a kill leaves, minus the wait).

@@ -39,6 +39,14 @@ func (e *Endpoint) OpenTxnPublisher(_ context.Context, src broker.Source) (broke
 		p.Close()
 		return nil, errors.New("kafka: the source already has a transactional publisher")
 	}
+	// The transaction owns the source's polls from the first: no
+	// read-ahead starts after this, and one started before refuses it.
+	cs.aheadOnce.Do(func() {})
+	if cs.ahead.Load() != nil {
+		cs.txn.Store(nil)
+		p.Close()
+		return nil, errAheadStarted
+	}
 	return t, nil
 }
 
