@@ -172,12 +172,13 @@ func cliRedrive(b testing.TB, c cluster, dlt string) {
 }
 
 // bareLoop is the bare franz-go loop: dlqctl's consumer settings (group,
-// read_committed, fetch bounds, polls of 500) and producer settings
+// read_committed, fetch bounds, no fetch sessions, polls of 500) and producer settings
 // (acks=all, idempotent, 5 ms linger), nothing else.
 func bareLoop(b testing.TB, c cluster, dlt, dest string, n int) {
 	cons, err := kafka.NewClient(c.addr, kafka.Conn{}, kgo.ConsumerGroup("g-"+dlt), kgo.ConsumeTopics(dlt),
 		kgo.DisableAutoCommit(), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(kafka.FetchMaxWait), kgo.FetchMaxBytes(kafka.FetchMaxBytes), kgo.FetchMaxPartitionBytes(kafka.FetchMaxPartitionBytes))
+		kgo.FetchMaxWait(kafka.FetchMaxWait), kgo.FetchMaxBytes(kafka.FetchMaxBytes), kgo.FetchMaxPartitionBytes(kafka.FetchMaxPartitionBytes),
+		kafka.NoFetchSessions())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -188,6 +188,7 @@ func OpenConsumer(ctx context.Context, addr Address, conn Conn, group string, op
 		// fetch is 50 MiB): memory stays flat however large the topic.
 		kgo.FetchMaxBytes(fetchMaxBytes),
 		kgo.FetchMaxPartitionBytes(fetchMaxPartitionBytes),
+		NoFetchSessions(),
 		kgo.SessionTimeout(st),
 		kgo.RebalanceTimeout(rebalanceTimeout),
 		kgo.OnPartitionsAssigned(c.onAssigned),

@@ -23,6 +23,16 @@ const (
 	fetchMaxWait = 500 * time.Millisecond
 )
 
+// NoFetchSessions is the option every dlqctl reader takes: no incremental
+// fetch sessions (KIP-227). They save request bytes for consumers of many
+// partitions that live for hours; a dlqctl read is one topic for one
+// command. And franz-go (v1.22.3) closes a client by reading each fetch
+// session's id while a fetch its own metadata refresh just started may be
+// writing it (a data race the race detector caught in CI, ci64: Client.Close
+// against fetchSession.bumpEpoch); without sessions the id is never
+// written.
+func NoFetchSessions() kgo.Opt { return kgo.DisableFetchSessions() }
+
 // PartitionRange is what a run reads of one partition: from Start (the
 // group's committed offset, or the log start when nothing is committed or
 // the committed records have expired) up to End, the last stable offset
@@ -210,6 +220,8 @@ func newPeekReader(addr Address, conn Conn, plan *Plan, idle time.Duration) (*pe
 		// fetch is 50 MiB): memory stays flat however large the topic.
 		kgo.FetchMaxBytes(fetchMaxBytes),
 		kgo.FetchMaxPartitionBytes(fetchMaxPartitionBytes),
+		// No incremental fetch sessions (KIP-227): see NoFetchSessions.
+		NoFetchSessions(),
 	)
 	if err != nil {
 		return nil, err
