@@ -43,6 +43,7 @@ import (
 	"github.com/dlqctl/dlqctl/internal/seed"
 	"github.com/dlqctl/dlqctl/internal/testenv"
 	"github.com/dlqctl/dlqctl/internal/worker"
+	dlqsqs "github.com/dlqctl/dlqctl/pkg/broker/sqs"
 )
 
 // The runbooks the issue asks for; README.md must link each one.
@@ -611,14 +612,27 @@ func archivedRecords(t *testing.T, env testenv.Env, manifest string, extra ...st
 // ones are gone.
 func drainBodies(t *testing.T, c *sqs.Client, url string, want int) []string {
 	t.Helper()
+	got, _ := drain(t, c, url, want)
+	return got
+}
+
+// drain is drainBodies, also reporting whether one of its receives was
+// retried after an attempt the server may have carried out (a lost
+// answer, which testenv's healer waited out): after that, moto hands a
+// FIFO group's head back after later messages (docs/emulators.md row 27),
+// so the order received is moto's, not the order the queue was given.
+func drain(t *testing.T, c *sqs.Client, url string, want int) (got []string, retried bool) {
+	t.Helper()
 	ctx := context.Background()
-	var got []string
 	// Until a 1-second long poll comes back empty, or more than want
 	// arrived (then the comparison fails anyway).
 	for len(got) <= want {
 		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 30})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if dlqsqs.AttemptsThatMayHaveActed(out.ResultMetadata) > 0 {
+			retried = true
 		}
 		if len(out.Messages) == 0 {
 			break
@@ -632,7 +646,16 @@ func drainBodies(t *testing.T, c *sqs.Client, url string, want int) []string {
 			t.Fatal(err)
 		}
 	}
-	return got
+	return got, retried
+}
+
+// sameBodies reports whether a and b hold the same bodies, as many times
+// each.
+func sameBodies(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
 
 // after holds what each runbook must have done to the incident: what a user
@@ -741,7 +764,15 @@ var after = map[string]func(t *testing.T, env testenv.Env, inc *incident){
 		if d := depth(t, env, c, inc.truth.FIFOSource.URL); d != len(want) {
 			t.Errorf("the FIFO source holds %d messages, want group %s's %d", d, inc.vars["GROUP"], len(want))
 		}
-		if got := drainBodies(t, c, inc.truth.FIFOSource.URL, len(want)); !slices.Equal(got, want) {
+		got, retried := drain(t, c, inc.truth.FIFOSource.URL, len(want))
+		switch {
+		case slices.Equal(got, want):
+		case retried && sameBodies(got, want):
+			// The drain itself lost a receive's answer: moto's order
+			// after that is its own (emulators row 27), so only what
+			// arrived, once each, can be checked in this run.
+			t.Logf("group %s came back complete, once each; its order is not checkable in this run: the test's drain lost a receive's answer and moto then hands a FIFO group's head back after later messages (docs/emulators.md row 27). Received:\n%q", inc.vars["GROUP"], got)
+		default:
 			t.Errorf("group %s in the source, in receive order:\n%q\nwant the original order:\n%q", inc.vars["GROUP"], got, want)
 		}
 	},
