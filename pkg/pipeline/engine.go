@@ -754,6 +754,12 @@ func (e *engine) releaseItems(ctx context.Context, items []Item) {
 		e.released[it.Record.MessageID] = struct{}{}
 	}
 	e.mu.Unlock()
+	e.giveBack(ctx, items)
+}
+
+// giveBack returns items to the source without counting them Released
+// (items counted elsewhere: a delivery whose outcome is unknown).
+func (e *engine) giveBack(ctx context.Context, items []Item) {
 	if err := e.src.Release(ctx, items); err != nil {
 		e.addError(fmt.Sprintf("releasing %d message(s) failed (%v); they go back to the queue when the run's hold on them ends (SQS: their visibility timeout; RabbitMQ: when the run's connection closes)", len(items), err))
 	}
@@ -934,7 +940,9 @@ func (e *engine) deliver(runCtx context.Context, w int, key string, batch []pend
 		e.mu.Lock()
 		e.res.Unknown += len(unknown)
 		e.mu.Unlock()
-		e.releaseItems(fin, unknown)
+		// Counted unknown, not released: back at the source, copies or
+		// not (every item ends in one bucket of the Result).
+		e.giveBack(fin, unknown)
 		e.stop(fmt.Errorf("delivering to %s failed: %w", batch[0].dec.Label, unknownErr))
 	}
 	if len(accepted) > 0 {
