@@ -108,18 +108,25 @@ func TestSQSHealKeepsWhatTheCallGot(t *testing.T) {
 		if err != nil || len(first.Messages) != 1 {
 			t.Fatalf("first receive: %v, %d messages", err, len(first.Messages))
 		}
-		all := *in
-		all.MaxNumberOfMessages = 10
-		got := healer{plain: c, logf: t.Logf}.heal(ctx, &all, time.Now(), first.Messages)
-		var bodies []string
-		for _, m := range got {
-			bodies = append(bodies, aws.ToString(m.Body))
-		}
+		bodies := healBodies(t, c, in, first.Messages)
 		sort.Strings(bodies)
 		if strings.Join(bodies, ",") != "m1,m2" {
 			t.Fatalf("healed answer %v, want each of m1 and m2 once", bodies)
 		}
 	})
+}
+
+// healBodies heals a retried receive like in, up to 10 messages, whose
+// call got got, and returns the healed answer's bodies in its order.
+func healBodies(t *testing.T, c *sqs.Client, in *sqs.ReceiveMessageInput, got []types.Message) []string {
+	t.Helper()
+	all := *in
+	all.MaxNumberOfMessages = 10
+	var bodies []string
+	for _, m := range (healer{plain: c, logf: t.Logf}).heal(t.Context(), &all, time.Now(), got) {
+		bodies = append(bodies, aws.ToString(m.Body))
+	}
+	return bodies
 }
 
 // TestSQSHealKeepsAFIFOGroupsOrder: on a FIFO queue, the messages a
@@ -159,13 +166,7 @@ func TestSQSHealKeepsAFIFOGroupsOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := *in
-	all.MaxNumberOfMessages = 10
-	got := healer{plain: c, logf: t.Logf}.heal(ctx, &all, time.Now(), retry.Messages)
-	var bodies []string
-	for _, m := range got {
-		bodies = append(bodies, aws.ToString(m.Body))
-	}
+	bodies := healBodies(t, c, in, retry.Messages)
 	if strings.Join(bodies, ",") != strings.Join(want, ",") {
 		t.Fatalf("healed answer %v (the retry got %d), want the group in order %v", bodies, len(retry.Messages), want)
 	}

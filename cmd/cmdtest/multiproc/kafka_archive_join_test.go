@@ -12,7 +12,7 @@ import (
 // --delete of a three-partition dead-letter topic is under way when a
 // second one joins the group; partitions move between the two live
 // processes while records sit in parts not yet verified. A partition goes
-// only once what the losing process claimed of it is archived, verified
+// only once what the losing process holds of it is archived, verified
 // and committed (its open part is uploaded at the hand-over), so its new
 // owner starts past it: every dead letter is in the archive exactly once,
 // nothing is pending, and each process completes or ends partial saying
