@@ -155,7 +155,12 @@ func runConsumer(ctx context.Context, addrs []string, group, topic string, want 
 		return out, nil
 	}
 	cons, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.FetchMaxWait(200*time.Millisecond))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.FetchMaxWait(200*time.Millisecond),
+		// As dlqctl's readers (kafka.NoFetchSessions): without fetch
+		// sessions franz-go's Close reads no session id a fetch its
+		// metadata refresh started may be writing (a data race under
+		// -race in a seeding test).
+		kgo.DisableFetchSessions())
 	if err != nil {
 		return nil, err
 	}
